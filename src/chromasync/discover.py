@@ -1,0 +1,265 @@
+"""Discovery: walk one source root and list the files to consider, with stat, and the skips.
+
+The walk never follows a symlink: each one is classified from its resolved target (loop,
+broken, outside the root, or a duplicate of a path that is walked anyway) and counted. It is
+iterative (no recursion limit), reads no file content, and decides "regular file" from
+`lstat`, so a FIFO or device never blocks it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat as stat_mod
+from collections.abc import Iterator
+from pathlib import Path
+
+import pathspec
+
+from .errors import SourceError
+from .records import Discovery, DocKind, FileStat, Skip, SourceSpec
+
+log = logging.getLogger(__name__)
+
+#: Reason codes for a skipped path.
+REASONS = {
+    "binary": "content is not text (NUL bytes, known binary magic)",
+    "broken-symlink": "symlink whose target does not exist",
+    "changed-during-read": "the file changed on every attempt to read it",
+    "empty": "no text left after removing BOM, front matter and whitespace",
+    "frontmatter-invalid": "front matter present but unparseable or unsafe (fail closed)",
+    "hidden": "dotfile or dot-directory",
+    "ignored": "matched .gitignore or an exclude pattern",
+    "not-regular-file": "FIFO, socket or device",
+    "permission-denied": "EACCES on open or scandir",
+    "private": "front matter marks it private (private: true, publish: false)",
+    "symlink-duplicate": "symlink to a path inside the root, indexed under its real path",
+    "symlink-loop": "symlink that cannot be resolved or points at its own ancestor",
+    "symlink-outside-root": "symlink whose target is outside the root",
+    "too-large": "larger than the maximum file size",
+    "undecodable": "not valid UTF-8 and no BOM names another encoding",
+    "undecodable-filename": "file name is not valid UTF-8",
+    "unsupported-extension": "extension not on the text allow-list",
+}
+
+_MARKDOWN = {".md", ".markdown", ".mdx"}
+_TEXT = {".txt", ".rst", ".adoc", ".org", ".text"}
+_CODE = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+}
+DEFAULT_EXTENSIONS = tuple(sorted(_MARKDOWN | _TEXT | set(_CODE)))
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
+    """The document kind and language for a path, or None when it is not text we index."""
+    suffix = os.path.splitext(rel_path)[1].lower()
+    if suffix in _MARKDOWN:
+        return "markdown", "markdown"
+    if suffix in _TEXT:
+        return "text", None
+    if suffix in _CODE:
+        return "code", _CODE[suffix]
+    return None
+
+
+class _Ignores:
+    """`.gitignore` files found on the way down, each applying below its own folder."""
+
+    def __init__(self, include: tuple[str, ...], exclude: tuple[str, ...]) -> None:
+        self._include = pathspec.GitIgnoreSpec.from_lines(include) if include else None
+        self._exclude = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
+        self._nested: dict[str, pathspec.GitIgnoreSpec] = {}
+
+    def add_gitignore(self, rel_dir: str, lines: list[str]) -> None:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        if spec.patterns:
+            self._nested[rel_dir] = spec
+
+    def ignored(self, rel_path: str, is_dir: bool) -> bool:
+        probe = rel_path + "/" if is_dir else rel_path
+        if self._exclude is not None and self._exclude.match_file(probe):
+            return True
+        for base, spec in self._nested.items():
+            if base == "" or rel_path.startswith(base + "/"):
+                sub = probe[len(base) + 1 :] if base else probe
+                if spec.match_file(sub):
+                    return True
+        return False
+
+    def included(self, rel_path: str) -> bool:
+        return self._include is None or self._include.match_file(rel_path)
+
+
+def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> Discovery:
+    """Walk `spec.root` and return the candidate files and every skip with its reason."""
+    root = spec.root
+    try:
+        root_stat = os.stat(root)
+    except FileNotFoundError as exc:
+        raise SourceError(f"source {spec.label!r}: root {str(root)!r} does not exist") from exc
+    except OSError as exc:
+        raise SourceError(f"source {spec.label!r}: cannot open root {str(root)!r}: {exc}") from exc
+    if not stat_mod.S_ISDIR(root_stat.st_mode):
+        raise SourceError(f"source {spec.label!r}: root {str(root)!r} is not a folder")
+    real_root = os.path.realpath(root)
+    extensions = {e.lower() for e in spec.extensions} if spec.extensions else None
+    ignores = _Ignores(spec.include, spec.exclude)
+    files: list[FileStat] = []
+    skipped: list[Skip] = []
+    unreadable: list[str] = []
+    starts = [s.strip("/") for s in spec.subdirs] or [""]
+    for start in starts:
+        for rel, entry_path, entry in _walk(root, start, ignores, spec, skipped, unreadable):
+            if _undecodable(rel):
+                skipped.append(Skip(_printable(rel), "undecodable-filename"))
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                skipped.append(Skip(rel, _os_reason(exc), str(exc.strerror)))
+                continue
+            if stat_mod.S_ISLNK(st.st_mode):
+                skipped.append(Skip(rel, _symlink_reason(entry_path, real_root)))
+                continue
+            if not stat_mod.S_ISREG(st.st_mode):
+                skipped.append(Skip(rel, "not-regular-file"))
+                continue
+            if any(s and s in rel for s in spec.skip_substrings):
+                skipped.append(Skip(rel, "ignored"))
+                continue
+            if ignores.ignored(rel, is_dir=False) or not ignores.included(rel):
+                skipped.append(Skip(rel, "ignored"))
+                continue
+            suffix = os.path.splitext(rel)[1].lower()
+            allowed = suffix in extensions if extensions is not None else None
+            if allowed is False or (allowed is None and classify_extension(rel) is None):
+                skipped.append(Skip(rel, "unsupported-extension"))
+                continue
+            if st.st_size > max_file_bytes:
+                skipped.append(Skip(rel, "too-large", f"{st.st_size} bytes"))
+                continue
+            files.append(FileStat(rel, entry_path, st.st_size, st.st_mtime_ns))
+    files.sort(key=lambda f: f.rel_path)
+    return Discovery(tuple(files), tuple(skipped), tuple(unreadable))
+
+
+def _walk(
+    root: Path,
+    start: str,
+    ignores: _Ignores,
+    spec: SourceSpec,
+    skipped: list[Skip],
+    unreadable: list[str],
+) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+    """Yield (relative path, absolute path, entry) of every non-directory under `start`."""
+    stack = [start]
+    while stack:
+        rel_dir = stack.pop()
+        abs_dir = os.path.join(root, rel_dir) if rel_dir else str(root)
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except FileNotFoundError:
+            if rel_dir == start and start:
+                log.warning("source %r: sub-folder %r does not exist", spec.label, start)
+            continue
+        except OSError as exc:
+            skipped.append(Skip(rel_dir or ".", _os_reason(exc), str(exc.strerror)))
+            unreadable.append(rel_dir)
+            continue
+        if spec.use_gitignore:
+            for entry in entries:
+                if entry.name == ".gitignore":
+                    _read_gitignore(entry.path, rel_dir, ignores)
+        subdirs: list[str] = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if entry.name.startswith("."):
+                skipped.append(Skip(_printable(rel), "hidden"))
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if ignores.ignored(rel, is_dir=True) or any(
+                    s and s in rel + "/" for s in spec.skip_substrings
+                ):
+                    skipped.append(Skip(_printable(rel), "ignored"))
+                else:
+                    subdirs.append(rel)
+                continue
+            yield rel, entry.path, entry
+        stack.extend(reversed(subdirs))
+
+
+def _read_gitignore(path: str, rel_dir: str, ignores: _Ignores) -> None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            ignores.add_gitignore(rel_dir, handle.read().splitlines())
+    except OSError as exc:
+        log.warning("cannot read %s: %s", _printable(path), exc.strerror)
+
+
+def _symlink_reason(path: str, real_root: str) -> str:
+    try:
+        target = os.path.realpath(path, strict=True)
+    except OSError as exc:
+        return "symlink-loop" if exc.errno == errno.ELOOP else "broken-symlink"
+    except RuntimeError:
+        return "symlink-loop"
+    if target != real_root and not target.startswith(real_root + os.sep):
+        return "symlink-outside-root"
+    parent = os.path.realpath(os.path.dirname(path))
+    if parent == target or parent.startswith(target + os.sep):
+        return "symlink-loop"
+    return "symlink-duplicate"
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission-denied"
+    if exc.errno == errno.ELOOP:
+        return "symlink-loop"
+    return "not-regular-file"
+
+
+def _undecodable(rel: str) -> bool:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _printable(rel: str) -> str:
+    """A path safe to log and store: undecodable bytes shown as \\xNN escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

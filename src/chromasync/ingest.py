@@ -1,0 +1,437 @@
+"""Ingest: the I/O shell around the pure stages, for one source at a time.
+
+Order of effects (see RELIABILITY.md): mark the source `running`; per wave of files embed,
+upsert, then commit their manifest rows; only when every upsert succeeded, delete from
+Chroma, then from the manifest; mark the source `clean`. A run that dies anywhere leaves
+`running` behind, and the next run rebuilds the manifest from the collection first.
+
+An unchanged re-run stats the tree and compares with the manifest: it reads no file,
+imports no chromadb, loads no model, and writes nothing but its run record.
+
+Named crash points (`CHROMASYNC_CRASH_AT=name[:n]` kills the process with SIGKILL at the
+n-th time the point is reached; for the crash tests): `after-embed`, `after-upsert`,
+`mid-manifest`, `after-manifest`, `after-delete`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from .chunk import Budget, chunk_document
+from .chunk.tokens import TokenMeter, default_token_meter, load_token_meter
+from .discover import discover_source
+from .embed import Embedder
+from .embed.cache import EmbeddingCache
+from .errors import NotFound, StoreError
+from .fingerprint import TRANSIENT_REASONS, read_file
+from .plan import RecordContext, check_deletions, plan_file, triage
+from .reconcile import rebuild_manifest
+from .records import (
+    CHUNKING_VERSION,
+    ChunkRecord,
+    FileChange,
+    FileStat,
+    FileState,
+    IngestSummary,
+    RecordRef,
+    SourceSpec,
+)
+from .state import State
+
+if TYPE_CHECKING:
+    from .store import Collection, Store
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+WAVE_RECORDS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    dry_run: bool = False
+    checksum: bool = False
+    reembed: bool = False
+    allow_mass_delete: bool = False
+    gc: bool = True
+    gc_only: bool = False
+    limit: int | None = None
+    max_file_bytes: int = 8 * 1024 * 1024
+    privacy_keys: tuple[str, ...] = ("private",)
+    extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+
+
+class CrashPoints:
+    """Test hook: SIGKILL this process at the n-th arrival at a named point."""
+
+    def __init__(self, spec: str | None) -> None:
+        name, _, nth = (spec or "").partition(":")
+        self._name = name
+        self._left = int(nth or 1)
+
+    def hit(self, name: str) -> None:
+        if name == self._name:
+            self._left -= 1
+            if self._left <= 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class _Run:
+    """Mutable tallies of one source's run."""
+
+    skipped: Counter[str] = field(default_factory=Counter)
+    files_new: int = 0
+    files_updated: int = 0
+    files_unchanged: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    embed_ns: int = 0
+
+
+class Ingestor:
+    """Runs ingests against one data dir's state and store; the caller holds the lock."""
+
+    def __init__(
+        self,
+        state: State,
+        collection_name: str,
+        embedder: Embedder,
+        open_store: Callable[[], Store],
+        cache: Callable[[], EmbeddingCache],
+        environ: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.state = state
+        self.collection_name = collection_name
+        self.embedder = embedder
+        self._open_store = open_store
+        self._open_cache = cache
+        self._store: Store | None = None
+        self._collection: Collection | None = None
+        self._cache: EmbeddingCache | None = None
+        self._meter: TokenMeter | None = None
+        self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
+        self._progress = progress or (lambda phase, done, total: None)
+
+    # -- lazily opened resources ---------------------------------------------------------
+
+    def collection(self, reembed: bool = False) -> Collection:
+        if self._collection is None:
+            self._store = self._open_store()
+            if reembed:
+                self._reset_for_reembed(self._store)
+            self._collection = self._store.collection(
+                self.collection_name, self.embedder.model_id, self.embedder.dimension
+            )
+        return self._collection
+
+    def _reset_for_reembed(self, store: Store) -> None:
+        existing = store.collection(self.collection_name)
+        if existing.model_id not in (None, self.embedder.model_id):
+            log.warning(
+                "--reembed: recreating collection %r for model %s (was %s); every source in "
+                "it must be ingested again",
+                self.collection_name,
+                self.embedder.model_id,
+                existing.model_id,
+            )
+            store.delete_collection(self.collection_name)
+            for row in self.state.sources():
+                if row.collection == self.collection_name:
+                    self.state.drop_source(row.collection, row.source)
+
+    def cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = self._open_cache()
+        return self._cache
+
+    def meter(self) -> TokenMeter:
+        if self._meter is None:
+            path = self.embedder.tokenizer_path
+            self._meter = load_token_meter(path) if path else default_token_meter()
+        return self._meter
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.finish_run()
+            self._cache.close()
+
+    # -- one source ----------------------------------------------------------------------
+
+    def ingest(self, spec: SourceSpec, options: IngestOptions) -> IngestSummary:
+        started = time.perf_counter_ns()
+        name, label = self.collection_name, spec.label
+        run = _Run()
+        discovery = discover_source(spec, options.max_file_bytes)
+        run.skipped.update(s.reason for s in discovery.skipped)
+        files = discovery.files[: options.limit] if options.limit else discovery.files
+        if options.limit:
+            discovery = replace(discovery, files=files)
+        row = self.state.source(name, label)
+        manifest = self.state.files(name, label)
+        model_changed = row is not None and row.embedding_model != self.embedder.model_id
+        must_heal = row is None or row.status != "clean" or options.reembed or model_changed
+        rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
+        if must_heal and (discovery.files or manifest):
+            manifest = self._heal(spec, manifest, options)
+        sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
+        if options.limit:
+            sorted_ = replace(sorted_, gone=())
+        run.skipped.update(sorted_.remembered_skips.values())
+        run.files_unchanged = len(sorted_.unchanged)
+
+        changes, touched, newly_skipped = self._read_and_plan(
+            spec, sorted_.to_read, manifest, options, run, rechunk
+        )
+        if options.gc_only:
+            changes, newly_skipped = [], {}
+        gone = sorted_.gone if (options.gc or options.gc_only) else ()
+        check_deletions(len(manifest), len(gone), options.allow_mass_delete, label)
+
+        delete_ids = [i for c in changes for i in c.to_delete]
+        delete_ids += [r.id for p in gone for r in manifest[p].records]
+        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
+        summary_base = dict(
+            collection=name,
+            source=label,
+            files_seen=len(discovery.files) + len(discovery.skipped),
+            files_new=sum(c.is_new for c in changes),
+            files_updated=sum(not c.is_new for c in changes),
+            files_unchanged=run.files_unchanged + len(touched),
+            files_deleted=len(gone)
+            + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
+            chunks_total=self._chunks_total(manifest, changes, gone, newly_skipped),
+            chunks_deleted=len(delete_ids),
+            dry_run=options.dry_run,
+        )
+        if options.dry_run:
+            run.chunks_embedded = self._count_uncached(changes)
+            run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
+            return self._summary(summary_base, run, started)
+
+        if not (changes or touched or newly_skipped or gone or must_heal):
+            summary = self._summary(summary_base, run, started)
+            self.state.record_noop_run(name, label, summary.as_json())
+            return summary
+
+        self.state.begin_run(
+            name, label, str(spec.root), spec.kind, self.embedder.model_id, CHUNKING_VERSION
+        )
+        if touched:
+            self.state.touch_files(name, label, touched)
+        if changes:
+            self._write(label, changes, run, options)
+        if delete_ids:
+            self.collection().delete(delete_ids)
+            self._crash.hit("after-delete")
+        self.state.remove_files(name, label, gone)
+        if newly_skipped:
+            self.state.commit_files(name, label, list(newly_skipped.values()), {})
+        summary = self._summary(summary_base, run, started)
+        self.state.finish_run(name, label, "ok", summary.as_json())
+        return summary
+
+    # -- stages of a run -----------------------------------------------------------------
+
+    def _heal(
+        self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
+    ) -> dict[str, FileState]:
+        """Rebuild the manifest of `spec` from the collection (no embedding)."""
+        if options.dry_run:
+            try:
+                collection = self._open_store().collection(self.collection_name, create=False)
+            except NotFound:
+                return manifest
+        else:
+            collection = self.collection(reembed=options.reembed)
+        stored = collection.iter_records(where={"source": spec.label}, documents=True)
+        rebuilt = rebuild_manifest(stored, manifest)
+        if rebuilt.inconsistent:
+            log.warning(
+                "source %r: %d file(s) were left half-written by an earlier run; re-reading them",
+                spec.label,
+                len(rebuilt.inconsistent),
+            )
+        if not options.dry_run:
+            self.state.replace_source(
+                self.collection_name, spec.label, list(rebuilt.files.values()), rebuilt.records
+            )
+        return rebuilt.files
+
+    def _read_and_plan(
+        self,
+        spec: SourceSpec,
+        to_read: Sequence[FileStat],
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        run: _Run,
+        rechunk: bool,
+    ) -> tuple[list[FileChange], list[FileState], dict[str, FileState]]:
+        ctx = RecordContext(
+            source=spec.label,
+            source_kind=spec.kind,
+            embedding_model=self.embedder.model_id,
+            static_metadata=spec.static_metadata,
+            extra_metadata=options.extra_metadata,
+        )
+        changes: list[FileChange] = []
+        touched: list[FileState] = []
+        skipped: dict[str, FileState] = {}
+        now = time.time_ns()
+        for done, file in enumerate(to_read, 1):
+            self._progress("read", done, len(to_read))
+            outcome = read_file(file, spec.identity_key, options.privacy_keys)
+            stat = outcome.stat
+            previous = manifest.get(stat.rel_path)
+            if outcome.skip is not None:
+                run.skipped[outcome.skip.reason] += 1
+                if outcome.skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
+                    version = previous.version if previous else 0
+                    skipped[stat.rel_path] = FileState(
+                        stat.rel_path, stat.size, stat.mtime_ns, outcome.file_hash, version, now,
+                        (), outcome.skip.reason,
+                    )
+                continue
+            doc = outcome.document
+            assert doc is not None
+            if (
+                previous is not None
+                and not rechunk
+                and not previous.skip_reason
+                and previous.file_hash == doc.file_hash
+            ):
+                touched.append(
+                    replace(previous, size=stat.size, mtime_ns=stat.mtime_ns, checked_ns=now)
+                )
+                continue
+            chunks = chunk_document(doc, Budget(self.embedder.max_tokens, self.meter()))
+            change = plan_file(stat, doc, chunks, previous, ctx)
+            if previous is not None and not previous.skip_reason and not (
+                change.to_embed or change.to_rewrite or change.to_delete
+            ):
+                touched.append(
+                    replace(previous, size=stat.size, mtime_ns=stat.mtime_ns, checked_ns=now,
+                            file_hash=doc.file_hash)
+                )
+                continue
+            changes.append(change)
+        return changes, touched, skipped
+
+    def _count_uncached(self, changes: Sequence[FileChange]) -> int:
+        hashes = {r.chunk_hash for c in changes for r in c.to_embed}
+        if not hashes:
+            return 0
+        cached = self.cache().get_many(self.embedder.model_id, hashes)
+        return len(hashes - set(cached))
+
+    def _vectors(
+        self, records: Sequence[ChunkRecord], rewrite_ids: set[str], run: _Run
+    ) -> list[list[float]]:
+        """Vectors for `records`: from the cache, from the collection, or embedded."""
+        model = self.embedder.model_id
+        cache = self.cache()
+        found = cache.get_many(model, [r.chunk_hash for r in records])
+        missing_rewrites = [r.id for r in records if r.id in rewrite_ids and r.chunk_hash not in found]
+        stored = self.collection().embeddings(missing_rewrites) if missing_rewrites else {}
+        for record in records:
+            if record.id in stored:
+                found[record.chunk_hash] = stored[record.id]
+        todo = list(dict.fromkeys(r.chunk_hash for r in records if r.chunk_hash not in found))
+        texts = {r.chunk_hash: r.embed_text for r in records}
+        if todo:
+            began = time.perf_counter_ns()
+            vectors = self.embedder.embed_documents([texts[h] for h in todo])
+            run.embed_ns += time.perf_counter_ns() - began
+            fresh = list(zip(todo, vectors, strict=True))
+            cache.put_many(model, fresh)
+            found.update(fresh)
+            run.chunks_embedded += len(todo)
+            self._crash.hit("after-embed")
+        return [found[r.chunk_hash] for r in records]
+
+    def _write(
+        self, label: str, changes: Sequence[FileChange], run: _Run, options: IngestOptions
+    ) -> None:
+        """Per wave: vectors, one upsert, then the manifest rows of the wave's files."""
+        total = sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
+        done = 0
+        for wave in _waves(changes, WAVE_RECORDS):
+            records = [r for c in wave for r in (*c.to_embed, *c.to_rewrite)]
+            if records:
+                rewrite_ids = {r.id for c in wave for r in c.to_rewrite}
+                vectors = self._vectors(records, rewrite_ids, run)
+                self.collection(options.reembed).upsert(records, vectors)
+                self._crash.hit("after-upsert")
+            run.chunks_reused += sum(len(c.records) for c in wave)
+            done += len(records)
+            self._progress("write", done, total)
+            for index, change in enumerate(wave):
+                self.state.commit_files(
+                    self.collection_name, label, [_state_of(change)],
+                    {change.rel_path: change.records},
+                )
+                if index == 0 and len(wave) > 1:
+                    self._crash.hit("mid-manifest")
+            self._crash.hit("after-manifest")
+        run.chunks_reused -= run.chunks_embedded
+
+    @staticmethod
+    def _chunks_total(
+        manifest: Mapping[str, FileState],
+        changes: Sequence[FileChange],
+        gone: Iterable[str],
+        skipped: Mapping[str, FileState],
+    ) -> int:
+        counts = {p: len(s.records) for p, s in manifest.items()}
+        for change in changes:
+            counts[change.rel_path] = len(change.records)
+        for path in (*gone, *skipped):
+            counts[path] = 0
+        return sum(counts.values())
+
+    @staticmethod
+    def _summary(base: Mapping[str, object], run: _Run, started: int) -> IngestSummary:
+        return IngestSummary(
+            **base,  # type: ignore[arg-type]
+            files_skipped=dict(run.skipped),
+            chunks_embedded=run.chunks_embedded,
+            chunks_reused=max(run.chunks_reused, 0),
+            duration_ms=(time.perf_counter_ns() - started) // 1_000_000,
+            embed_ms=run.embed_ns // 1_000_000,
+        )
+
+
+def _state_of(change: FileChange) -> FileState:
+    return FileState(
+        rel_path=change.rel_path,
+        size=change.stat.size,
+        mtime_ns=change.stat.mtime_ns,
+        file_hash=change.file_hash,
+        version=change.version,
+        checked_ns=time.time_ns(),
+        records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
+    )
+
+
+def _waves(changes: Sequence[FileChange], size: int) -> Iterable[list[FileChange]]:
+    wave: list[FileChange] = []
+    count = 0
+    for change in changes:
+        wave.append(change)
+        count += len(change.to_embed) + len(change.to_rewrite)
+        if count >= size:
+            yield wave
+            wave, count = [], 0
+    if wave:
+        yield wave
+
+
+__all__ = ["IngestOptions", "Ingestor", "StoreError"]

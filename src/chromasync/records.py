@@ -1,0 +1,232 @@
+"""Typed records passed between pipeline stages.
+
+Every stage takes and returns these frozen, slotted dataclasses; nothing else crosses a
+stage boundary. Records that are persisted (manifest rows, chunk metadata) carry a version
+(`MANIFEST_SCHEMA`, `CHUNKING_VERSION`) so that a later release can tell old state apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+#: Bump when chunk boundaries or chunk text change for the same input: every file is then
+#: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
+CHUNKING_VERSION = 1
+#: Schema of the SQLite state (manifest, keyword index).
+MANIFEST_SCHEMA = 1
+
+Scalar: TypeAlias = str | int | float | bool
+#: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.
+MetaValue: TypeAlias = Scalar | list[str]
+Metadata: TypeAlias = Mapping[str, MetaValue]
+
+DocKind = Literal["markdown", "text", "code"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """One tree to index, and how. `label` is also the source's namespace."""
+
+    label: str
+    root: Path
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    use_gitignore: bool = True
+    kind: str = "notes"
+    static_metadata: Mapping[str, Scalar] = field(default_factory=dict)
+    identity_key: str | None = None
+    extensions: tuple[str, ...] | None = None
+    subdirs: tuple[str, ...] = ()
+    skip_substrings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """A regular file found by discovery, with the stat fields change detection uses."""
+
+    rel_path: str  # POSIX, relative to the source root
+    abs_path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A path left out, with one of the documented reason codes (see `discover.REASONS`)."""
+
+    rel_path: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """Result of walking one source. `unreadable_dirs` protects their records from deletion."""
+
+    files: tuple[FileStat, ...]
+    skipped: tuple[Skip, ...]
+    unreadable_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A decoded, normalised text file (LF line endings, no BOM) ready to chunk."""
+
+    rel_path: str
+    text: str  # the whole normalised file, front matter included
+    body_start_line: int  # 1-based line where the body starts (after front matter)
+    file_hash: str  # sha256 of the raw bytes
+    kind: DocKind
+    language: str | None
+    metadata: Mapping[str, MetaValue]  # flattened front matter
+    identity: str | None = None  # front-matter identity key value, when configured
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOutcome:
+    """A file after reading: a `Document`, or a `Skip`; `stat` is what was actually read."""
+
+    stat: FileStat
+    file_hash: str | None
+    document: Document | None = None
+    skip: Skip | None = None
+    dropped_metadata: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """An exact excerpt of a document, with the context prefix embedded along with it."""
+
+    text: str
+    start_line: int  # 1-based, inclusive, in the normalised file
+    end_line: int
+    heading: str = ""  # heading path, "Guide > Install > Linux"
+    context: str = ""  # prefix embedded with the text; derived from content only
+    symbol: str | None = None
+    language: str | None = None
+
+    @property
+    def embed_text(self) -> str:
+        return f"{self.context}{self.text}" if self.context else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """One row as it is written to the collection (and to the keyword index)."""
+
+    id: str
+    chunk_hash: str  # sha256 of the embedding input (model-independent)
+    record_hash: str  # sha256 of document + metadata: equal means nothing to rewrite
+    document: str
+    embed_text: str
+    metadata: Metadata
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRef:
+    """What the manifest remembers of a record it wrote."""
+
+    id: str
+    chunk_hash: str
+    record_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A manifest row: what was last written for one path of one source."""
+
+    rel_path: str
+    size: int
+    mtime_ns: int
+    file_hash: str
+    version: int
+    checked_ns: int  # when size/mtime were last confirmed against the content
+    records: tuple[RecordRef, ...]
+    skip_reason: str = ""  # a content skip (private, binary...) remembered by stat
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """The planned writes for one file whose content (or metadata) changed."""
+
+    rel_path: str
+    stat: FileStat
+    file_hash: str
+    version: int
+    records: tuple[ChunkRecord, ...]  # the full desired set, in order
+    to_embed: tuple[ChunkRecord, ...]  # ids not yet in the collection
+    to_rewrite: tuple[ChunkRecord, ...]  # ids present, metadata or document changed
+    to_delete: tuple[str, ...]  # ids of this file that are no longer wanted
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSummary:
+    """The figures of one source's run; `as_json` gives the documented `--json` shape."""
+
+    collection: str
+    source: str
+    files_seen: int = 0
+    files_new: int = 0
+    files_updated: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    files_skipped: Mapping[str, int] = field(default_factory=dict)
+    chunks_total: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_deleted: int = 0
+    duration_ms: int = 0
+    embed_ms: int = 0
+    dry_run: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "collection": self.collection,
+            "source": self.source,
+            "files_seen": self.files_seen,
+            "files_new": self.files_new,
+            "files_updated": self.files_updated,
+            "files_unchanged": self.files_unchanged,
+            "files_deleted": self.files_deleted,
+            "files_skipped": dict(sorted(self.files_skipped.items())),
+            "chunks_total": self.chunks_total,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_reused": self.chunks_reused,
+            "chunks_deleted": self.chunks_deleted,
+            "duration_ms": self.duration_ms,
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result with its citation."""
+
+    id: str
+    path: str
+    source: str
+    heading: str
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+    collection: str = ""
+    metadata: Metadata = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "source": self.source,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": self.score,
+            "text": self.text,
+            "collection": self.collection,
+            "metadata": dict(self.metadata),
+        }
