@@ -52,10 +52,10 @@ def _store_config(settings: Settings) -> Any:
     )
 
 
-def open_store(settings: Settings) -> Any:
+def open_store(settings: Settings, existing: bool = False) -> Any:
     from .store import open_store as _open
 
-    return _open(_store_config(settings))
+    return _open(_store_config(settings), existing)
 
 
 def ingest(
@@ -79,7 +79,7 @@ def ingest(
             state,
             settings.collection,
             embedder,
-            open_store=lambda: open_store(settings),
+            open_store=lambda existing=False: open_store(settings, existing),
             cache=lambda: EmbeddingCache(
                 settings.data_dir / CACHE_FILE, settings.cache_max_entries
             ),

@@ -104,7 +104,7 @@ class Ingestor:
         state: State,
         collection_name: str,
         embedder: Embedder,
-        open_store: Callable[[], Store],
+        open_store: Callable[..., Store],
         cache: Callable[[], EmbeddingCache],
         environ: Mapping[str, str] | None = None,
         progress: Progress | None = None,
@@ -247,7 +247,9 @@ class Ingestor:
         """Rebuild the manifest of `spec` from the collection (no embedding)."""
         if options.dry_run:
             try:
-                collection = self._open_store().collection(self.collection_name, create=False)
+                collection = self._open_store(existing=True).collection(
+                    self.collection_name, create=False
+                )
             except NotFound:
                 return manifest
         else:

@@ -248,8 +248,14 @@ def hit_from_row(
     )
 
 
-def open_store(config: StoreConfig) -> Store:
-    """Connect to the configured store (importing chromadb only now)."""
+def open_store(config: StoreConfig, existing: bool = False) -> Store:
+    """Connect to the configured store (importing chromadb only now).
+
+    With `existing`, an embedded store that was never created raises `NotFound` instead of
+    being created (a dry run must write nothing).
+    """
+    if existing and not config.url and not (config.data_dir / "chroma").is_dir():
+        raise NotFound(f"no embedded store at {config.describe()} yet")
     try:
         import chromadb
         from chromadb.config import Settings

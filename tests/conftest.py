@@ -1,0 +1,91 @@
+"""Shared fixtures: a tiny deterministic embedder, temporary data dirs, corpora, the CLI.
+
+Tests never write into ../shared: corpora are copied to a temporary folder first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from chromasync.config import Settings, resolve_settings
+from chromasync.embed.hashing import HashEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+HUGO = SHARED / "corpora" / "hugo-docs"
+SCIFACT = SHARED / "corpora" / "scifact"
+
+
+def set_mtime(path: Path, seconds: float) -> None:
+    """Give a file an explicit, old mtime (never race the clock; see RELIABILITY.md)."""
+    os.utime(path, ns=(int(seconds * 1e9), int(seconds * 1e9)))
+
+
+def age_tree(root: Path, seconds: float = 1_600_000_000) -> None:
+    """Set every file under `root` to an old mtime, so none of them is 'racily clean'."""
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            set_mtime(path, seconds)
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def settings(data_dir: Path) -> Settings:
+    return resolve_settings({"data_dir": str(data_dir), "provider": "hash"}, {})
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A copy of examples/notes with old mtimes."""
+    root = tmp_path / "notes"
+    shutil.copytree(REPO / "examples" / "notes", root)
+    age_tree(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def hugo_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A read-only-by-convention copy of hugo-docs; copy it again before mutating."""
+    if not HUGO.is_dir():
+        pytest.skip("../shared/corpora/hugo-docs is not present")
+    root = tmp_path_factory.mktemp("hugo") / "hugo-docs"
+    shutil.copytree(HUGO, root, symlinks=True)
+    age_tree(root)
+    return root
+
+
+def run_cli(
+    args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m chromasync` in a subprocess with this checkout's sources first."""
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + full_env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "chromasync", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+@pytest.fixture
+def cli_env(data_dir: Path) -> Iterator[dict[str, str]]:
+    yield {"CHROMASYNC_DATA_DIR": str(data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
