@@ -1,9 +1,9 @@
 """The Python API: every surface (CLI, REST, MCP, watch) calls these functions.
 
-    from chromasync import api
-    settings = api.resolve_settings({"data_dir": ".chromasync"}, os.environ)
-    summaries = api.ingest([api.source_for("notes/")], settings)
-    hits = api.search("how do I install", settings, k=5)
+from chromasync import api
+settings = api.resolve_settings({"data_dir": ".chromasync"}, os.environ)
+summaries = api.ingest([api.source_for("notes/")], settings)
+hits = api.search("how do I install", settings, k=5)
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings, resolve_settings
 from .embed import Embedder, make_embedder
@@ -22,6 +22,9 @@ from .ingest import IngestOptions, Ingestor, Progress
 from .lock import StoreLock
 from .records import Hit, IngestSummary, SourceSpec
 from .state import State
+
+if TYPE_CHECKING:
+    from .store import Store, StoreConfig
 
 CACHE_FILE = "embeddings.sqlite3"
 
@@ -40,7 +43,7 @@ def make_embedder_for(settings: Settings) -> Embedder:
     return make_embedder(settings.provider, settings.embedding_options())
 
 
-def _store_config(settings: Settings) -> Any:
+def _store_config(settings: Settings) -> StoreConfig:
     from .store import StoreConfig
 
     return StoreConfig(
@@ -52,7 +55,7 @@ def _store_config(settings: Settings) -> Any:
     )
 
 
-def open_store(settings: Settings, existing: bool = False) -> Any:
+def open_store(settings: Settings, existing: bool = False) -> Store:
     from .store import open_store as _open
 
     return _open(_store_config(settings), existing)

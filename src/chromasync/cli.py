@@ -58,11 +58,26 @@ def _safe(text: str) -> str:
 def store_options(func: F) -> F:
     """The options every command that touches the store shares."""
     decorators = [
-        click.option("--data-dir", type=click.Path(file_okay=False), help="State and embedded store folder [env CHROMASYNC_DATA_DIR; default ./.chromasync]."),
-        click.option("--collection", help="Chroma collection [env CHROMASYNC_COLLECTION; default chromasync]."),
-        click.option("--provider", help="Embedding provider: local, hash [env CHROMASYNC_EMBEDDING_PROVIDER]."),
-        click.option("--model", help="Model for the provider (local: a sentence-transformers folder)."),
-        click.option("--chroma-url", help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL]."),
+        click.option(
+            "--data-dir",
+            type=click.Path(file_okay=False),
+            help="State and embedded store folder [env CHROMASYNC_DATA_DIR; default ./.chromasync].",
+        ),
+        click.option(
+            "--collection",
+            help="Chroma collection [env CHROMASYNC_COLLECTION; default chromasync].",
+        ),
+        click.option(
+            "--provider",
+            help="Embedding provider: local, hash [env CHROMASYNC_EMBEDDING_PROVIDER].",
+        ),
+        click.option(
+            "--model", help="Model for the provider (local: a sentence-transformers folder)."
+        ),
+        click.option(
+            "--chroma-url",
+            help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL].",
+        ),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -88,13 +103,29 @@ def main() -> None:
 @click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
 @click.option("--dry-run", is_flag=True, help="Compute the plan and figures; write nothing.")
-@click.option("--checksum", is_flag=True, help="Hash every file instead of trusting size and mtime.")
+@click.option(
+    "--checksum", is_flag=True, help="Hash every file instead of trusting size and mtime."
+)
 @click.option("--reembed", is_flag=True, help="Regenerate every vector for a new model.")
 @click.option("--allow-mass-delete", is_flag=True, help="Allow deleting most of a source.")
 @click.option("--wait", is_flag=True, help="Wait for another ingest of the data dir to finish.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths: Sequence[str], label: str | None, include: Sequence[str], exclude: Sequence[str], no_gitignore: bool, dry_run: bool, checksum: bool, reembed: bool, allow_mass_delete: bool, wait: bool, as_json: bool, quiet: bool, **flags: Any) -> None:
+def ingest(
+    paths: Sequence[str],
+    label: str | None,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    no_gitignore: bool,
+    dry_run: bool,
+    checksum: bool,
+    reembed: bool,
+    allow_mass_delete: bool,
+    wait: bool,
+    as_json: bool,
+    quiet: bool,
+    **flags: Any,
+) -> None:
     """Index the text files under each PATH (one source per PATH)."""
     if label and len(paths) > 1:
         raise click.UsageError("--source names one source; give one PATH with it")
@@ -146,7 +177,9 @@ def _progress(show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
 
         def update(phase: str, done: int, total: int) -> None:
             if phase not in tasks:
-                label = {"read": "Reading files", "write": "Embedding and writing"}.get(phase, phase)
+                label = {"read": "Reading files", "write": "Embedding and writing"}.get(
+                    phase, phase
+                )
                 tasks[phase] = bar.add_task(label, total=total)
             bar.update(tasks[phase], completed=done, total=total)
 
@@ -155,8 +188,22 @@ def _progress(show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
 
 def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
     console = Console(highlight=False)
-    table = Table(title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else ""))
-    for column in ("source", "seen", "new", "updated", "unchanged", "deleted", "skipped", "chunks", "embedded", "reused", "time"):
+    table = Table(
+        title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else "")
+    )
+    for column in (
+        "source",
+        "seen",
+        "new",
+        "updated",
+        "unchanged",
+        "deleted",
+        "skipped",
+        "chunks",
+        "embedded",
+        "reused",
+        "time",
+    ):
         table.add_column(column, justify="left" if column == "source" else "right")
     for s in summaries:
         table.add_row(
@@ -182,7 +229,9 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
 @main.command()
 @click.argument("query")
 @store_options
-@click.option("--k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Number of hits.")
+@click.option(
+    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Number of hits."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 def search(query: str, k: int, as_json: bool, **flags: Any) -> None:
     """Search the indexed chunks for QUERY."""
@@ -221,7 +270,15 @@ def status(as_json: bool, **flags: Any) -> None:
     for column in ("collection", "source", "files", "chunks", "model", "state", "last run"):
         table.add_column(column)
     for r in rows:
-        table.add_row(escape(r.collection), escape(r.source), str(r.files), str(r.chunks), r.embedding_model, r.status, r.last_outcome or "-")
+        table.add_row(
+            escape(r.collection),
+            escape(r.source),
+            str(r.files),
+            str(r.chunks),
+            r.embedding_model,
+            r.status,
+            r.last_outcome or "-",
+        )
     Console(highlight=False).print(table)
 
 

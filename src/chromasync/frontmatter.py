@@ -158,8 +158,10 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
             out[key] = [str(i) for i in items]
             return
         if isinstance(value, dt.datetime | dt.date):
-            moment = value if isinstance(value, dt.datetime) else dt.datetime(
-                value.year, value.month, value.day
+            moment = (
+                value
+                if isinstance(value, dt.datetime)
+                else dt.datetime(value.year, value.month, value.day)
             )
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=dt.UTC)

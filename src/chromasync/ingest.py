@@ -298,8 +298,14 @@ class Ingestor:
                 if outcome.skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
                     version = previous.version if previous else 0
                     skipped[stat.rel_path] = FileState(
-                        stat.rel_path, stat.size, stat.mtime_ns, outcome.file_hash, version, now,
-                        (), outcome.skip.reason,
+                        stat.rel_path,
+                        stat.size,
+                        stat.mtime_ns,
+                        outcome.file_hash,
+                        version,
+                        now,
+                        (),
+                        outcome.skip.reason,
                     )
                 continue
             doc = outcome.document
@@ -316,12 +322,19 @@ class Ingestor:
                 continue
             chunks = chunk_document(doc, Budget(self.embedder.max_tokens, self.meter()))
             change = plan_file(stat, doc, chunks, previous, ctx)
-            if previous is not None and not previous.skip_reason and not (
-                change.to_embed or change.to_rewrite or change.to_delete
+            if (
+                previous is not None
+                and not previous.skip_reason
+                and not (change.to_embed or change.to_rewrite or change.to_delete)
             ):
                 touched.append(
-                    replace(previous, size=stat.size, mtime_ns=stat.mtime_ns, checked_ns=now,
-                            file_hash=doc.file_hash)
+                    replace(
+                        previous,
+                        size=stat.size,
+                        mtime_ns=stat.mtime_ns,
+                        checked_ns=now,
+                        file_hash=doc.file_hash,
+                    )
                 )
                 continue
             changes.append(change)
@@ -341,7 +354,9 @@ class Ingestor:
         model = self.embedder.model_id
         cache = self.cache()
         found = cache.get_many(model, [r.chunk_hash for r in records])
-        missing_rewrites = [r.id for r in records if r.id in rewrite_ids and r.chunk_hash not in found]
+        missing_rewrites = [
+            r.id for r in records if r.id in rewrite_ids and r.chunk_hash not in found
+        ]
         stored = self.collection().embeddings(missing_rewrites) if missing_rewrites else {}
         for record in records:
             if record.id in stored:
@@ -377,7 +392,9 @@ class Ingestor:
             self._progress("write", done, total)
             for index, change in enumerate(wave):
                 self.state.commit_files(
-                    self.collection_name, label, [_state_of(change)],
+                    self.collection_name,
+                    label,
+                    [_state_of(change)],
                     {change.rel_path: change.records},
                 )
                 if index == 0 and len(wave) > 1:

@@ -23,9 +23,7 @@ class Rebuilt:
     inconsistent: tuple[str, ...]  # paths whose records disagree
 
 
-def rebuild_manifest(
-    stored: Iterable[StoredRecord], previous: Mapping[str, FileState]
-) -> Rebuilt:
+def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, FileState]) -> Rebuilt:
     """A manifest recomputed from a source's records; `previous` supplies stat fields."""
     by_path: dict[str, list[StoredRecord]] = {}
     for record in stored:

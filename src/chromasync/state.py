@@ -219,7 +219,9 @@ class State:
                 [(collection, source, *_file_row(s)) for s in states],
             )
             for state in states:
-                self._replace_chunks(collection, source, state.rel_path, records.get(state.rel_path))
+                self._replace_chunks(
+                    collection, source, state.rel_path, records.get(state.rel_path)
+                )
 
     def touch_files(self, collection: str, source: str, states: Sequence[FileState]) -> None:
         """Update size, mtime and confirmation time of files whose content is unchanged."""
@@ -227,7 +229,10 @@ class State:
             self._db.executemany(
                 "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ? "
                 "WHERE collection = ? AND source = ? AND path = ?",
-                [(s.size, s.mtime_ns, s.checked_ns, collection, source, s.rel_path) for s in states],
+                [
+                    (s.size, s.mtime_ns, s.checked_ns, collection, source, s.rel_path)
+                    for s in states
+                ],
             )
 
     def remove_files(self, collection: str, source: str, paths: Iterable[str]) -> None:
@@ -327,9 +332,7 @@ def _connect(path: Path) -> sqlite3.Connection:
             raise _SchemaMismatch("not a chromasync state file")
         db.executescript(_SCHEMA)
         with db:
-            db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),)
-            )
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))
         db.execute("SELECT COUNT(*) FROM sources").fetchone()
     except BaseException:
         db.close()
@@ -364,4 +367,16 @@ def _file_state(row: Sequence[Any]) -> FileState:
 
 def _source_row(row: Sequence[Any]) -> SourceRow:
     summary = json.loads(row[10]) if row[10] else None
-    return SourceRow(*row[:10], summary)
+    return SourceRow(
+        collection=row[0],
+        source=row[1],
+        root=row[2],
+        kind=row[3],
+        embedding_model=row[4],
+        chunking_version=row[5],
+        status=row[6],
+        last_started_ns=row[7],
+        last_finished_ns=row[8],
+        last_outcome=row[9],
+        last_summary=summary,
+    )

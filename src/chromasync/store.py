@@ -68,7 +68,11 @@ class Store:
             raise StoreError(f"Chroma at {self.config.describe()}: {what} failed: {exc}") from exc
 
     def list_collections(self) -> list[str]:
-        return sorted(self._call("list collections", lambda: [c.name for c in self._client.list_collections()]))
+        return sorted(
+            self._call(
+                "list collections", lambda: [c.name for c in self._client.list_collections()]
+            )
+        )
 
     def collection(
         self,
@@ -184,7 +188,7 @@ class Collection:
         while True:
             got = self._store._call(
                 f"read records of {self.name!r}",
-                lambda: self._raw.get(
+                lambda offset=offset: self._raw.get(  # type: ignore[misc]
                     where=dict(where) if where else None,
                     include=include,
                     limit=PAGE,
@@ -225,7 +229,10 @@ class Collection:
         return [
             hit_from_row(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
             for rid, meta, doc, dist in zip(
-                got["ids"][0], got["metadatas"][0], got["documents"][0], got["distances"][0],
+                got["ids"][0],
+                got["metadatas"][0],
+                got["documents"][0],
+                got["distances"][0],
                 strict=True,
             )
         ]

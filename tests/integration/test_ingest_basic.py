@@ -25,8 +25,19 @@ def test_first_run_then_unchanged(notes: Path, settings: Settings, embedder: Has
     stored = _collection_ids(settings)
     assert len(stored) == first.chunks_total
     meta = next(iter(stored.values()))
-    for key in ("source", "path", "file_hash", "chunk_hash", "chunk_index", "chunk_count",
-                "heading", "start_line", "end_line", "chunking_version", "embedding_model"):
+    for key in (
+        "source",
+        "path",
+        "file_hash",
+        "chunk_hash",
+        "chunk_index",
+        "chunk_count",
+        "heading",
+        "start_line",
+        "end_line",
+        "chunking_version",
+        "embedding_model",
+    ):
         assert key in meta, key
 
     calls = embedder.calls
@@ -78,13 +89,32 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data) == {
-        "collection", "source", "files_seen", "files_new", "files_updated", "files_unchanged",
-        "files_deleted", "files_skipped", "chunks_total", "chunks_embedded", "chunks_reused",
-        "chunks_deleted", "duration_ms", "dry_run",
+        "collection",
+        "source",
+        "files_seen",
+        "files_new",
+        "files_updated",
+        "files_unchanged",
+        "files_deleted",
+        "files_skipped",
+        "chunks_total",
+        "chunks_embedded",
+        "chunks_reused",
+        "chunks_deleted",
+        "duration_ms",
+        "dry_run",
     }
     assert data["files_new"] == 5
     search = run_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)
     assert search.returncode == 0, search.stderr
     hits = json.loads(search.stdout)
-    assert hits and {"id", "path", "source", "heading", "start_line", "end_line", "score",
-                     "text"} <= set(hits[0])
+    assert hits and {
+        "id",
+        "path",
+        "source",
+        "heading",
+        "start_line",
+        "end_line",
+        "score",
+        "text",
+    } <= set(hits[0])

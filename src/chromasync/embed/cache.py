@@ -65,10 +65,7 @@ class EmbeddingCache:
         with self._db:
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
-                [
-                    (model, h, len(v), array.array("f", v).tobytes(), self._stamp)
-                    for h, v in items
-                ],
+                [(model, h, len(v), array.array("f", v).tobytes(), self._stamp) for h, v in items],
             )
 
     def finish_run(self) -> int:

@@ -145,9 +145,7 @@ class LocalEmbedder:
 
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(path), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         tokenizer_path = self.tokenizer_path
         if tokenizer_path is None:
             raise EmbeddingError(f"model folder {str(self.model_dir)!r} has no tokenizer.json")
