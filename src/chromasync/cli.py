@@ -61,7 +61,7 @@ def store_options(func: F) -> F:
         click.option(
             "--data-dir",
             type=click.Path(file_okay=False),
-            help="State and embedded store folder [env CHROMASYNC_DATA_DIR; default ./.chromasync].",
+            help="State and embedded store folder [env CHROMASYNC_DATA_DIR; ./.chromasync].",
         ),
         click.option(
             "--collection",
