@@ -44,6 +44,7 @@ def make_embedder_for(settings: Settings) -> Embedder:
 
 
 def _store_config(settings: Settings) -> StoreConfig:
+    from .retry import RetryPolicy
     from .store import StoreConfig
 
     return StoreConfig(
@@ -52,6 +53,8 @@ def _store_config(settings: Settings) -> StoreConfig:
         tenant=settings.tenant,
         database=settings.database,
         token=settings.chroma_token,
+        timeout_s=settings.chroma_timeout,
+        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
     )
 
 
@@ -108,7 +111,11 @@ def search(
 ) -> list[Hit]:
     """Dense search over the configured collection (hybrid retrieval comes in `retrieve`)."""
     embedder = embedder or make_embedder_for(settings)
-    collection = open_store(settings).collection(settings.collection, create=False)
+    store = open_store(settings)
+    if getattr(embedder, "embeds_in_store", False):
+        # the collection's own embedding function embeds the query (`server` provider)
+        return store.collection(settings.collection, provider="server").query(query, k, where)
+    collection = store.collection(settings.collection, create=False)
     collection.check_model(embedder.model_id, embedder.dimension)
     return collection.query(embedder.embed_query(query), k, where)
 
