@@ -63,7 +63,12 @@ def server_flags() -> dict[str, str]:
 
 @pytest.fixture
 def settings(data_dir: Path, server_flags: dict[str, str]) -> Settings:
-    return resolve_settings({"data_dir": str(data_dir), "provider": "hash", **server_flags}, {})
+    """Hash embedder, one shared collection (`settings.collection`); the default layout,
+    one collection per source kind, is tested in tests/integration/test_sources.py."""
+    return resolve_settings(
+        {"data_dir": str(data_dir), "provider": "hash", **server_flags},
+        {"CHROMASYNC_COLLECTIONS": "shared"},
+    )
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +125,11 @@ def run_cli(
 
 @pytest.fixture
 def cli_env(data_dir: Path, server_flags: dict[str, str]) -> Iterator[dict[str, str]]:
-    env = {"CHROMASYNC_DATA_DIR": str(data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    env = {
+        "CHROMASYNC_DATA_DIR": str(data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_COLLECTIONS": "shared",
+    }
     if server_flags:
         env["CHROMASYNC_CHROMA_URL"] = server_flags["chroma_url"]
         env["CHROMASYNC_COLLECTION"] = server_flags["collection"]

@@ -36,7 +36,7 @@ def _settings(data_dir: Path, url: str, collection: str, **more: Any) -> Setting
         "collection": collection,
         **more,
     }
-    return resolve_settings(flags, {})
+    return resolve_settings(flags, {"CHROMASYNC_COLLECTIONS": "shared"})
 
 
 def _stored(settings: Settings) -> dict[str, dict[str, Any]]:
@@ -150,6 +150,7 @@ def test_cli_give_up_exits_1_and_never_deletes(
         "CHROMASYNC_COLLECTION": collection,
         "CHROMASYNC_CHROMA_TOKEN": SECRET,
         "CHROMASYNC_CHROMA_RETRIES": "2",
+        "CHROMASYNC_COLLECTIONS": "shared",
     }
     first = run_cli(
         ["ingest", str(notes), "--json"], {**env, "CHROMASYNC_CHROMA_URL": chroma_server}
@@ -198,6 +199,7 @@ def test_credentials_refused_plainly_and_never_shown(
             "CHROMASYNC_COLLECTION": settings.collection,
             "CHROMASYNC_CHROMA_URL": proxy.url,
             "CHROMASYNC_CHROMA_TOKEN": SECRET,
+            "CHROMASYNC_COLLECTIONS": "shared",
         }
         result = run_cli(["ingest", str(notes)], env)
         shown = run_cli(["config", "show"], env)
@@ -266,7 +268,7 @@ def test_cloud_limits_adapt_batches_keys_and_documents(
                 "chroma_url": url,
                 "collection": collection,
             },
-            {"CHROMA_API_KEY": SECRET},
+            {"CHROMA_API_KEY": SECRET, "CHROMASYNC_COLLECTIONS": "shared"},
         )
         assert settings.chroma_token == SECRET
         [plan] = api.ingest(
