@@ -74,6 +74,57 @@ _CODE = {
     ".yml": "yaml",
     ".toml": "toml",
 }
+#: Known binary formats are counted as `binary` from their name alone, without a read.
+_BINARY = {
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".webp",
+    ".bmp",
+    ".ico",
+    ".tif",
+    ".tiff",
+    ".svgz",
+    ".pdf",
+    ".zip",
+    ".gz",
+    ".tgz",
+    ".bz2",
+    ".xz",
+    ".7z",
+    ".rar",
+    ".tar",
+    ".jar",
+    ".woff",
+    ".woff2",
+    ".ttf",
+    ".otf",
+    ".eot",
+    ".mp3",
+    ".mp4",
+    ".mov",
+    ".avi",
+    ".wav",
+    ".ogg",
+    ".flac",
+    ".webm",
+    ".exe",
+    ".dll",
+    ".so",
+    ".dylib",
+    ".o",
+    ".a",
+    ".class",
+    ".pyc",
+    ".wasm",
+    ".sqlite",
+    ".sqlite3",
+    ".db",
+    ".bin",
+    ".psd",
+    ".heic",
+}
 DEFAULT_EXTENSIONS = tuple(sorted(_MARKDOWN | _TEXT | set(_CODE)))
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
@@ -161,7 +212,8 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
             suffix = os.path.splitext(rel)[1].lower()
             allowed = suffix in extensions if extensions is not None else None
             if allowed is False or (allowed is None and classify_extension(rel) is None):
-                skipped.append(Skip(rel, "unsupported-extension"))
+                reason = "binary" if suffix in _BINARY else "unsupported-extension"
+                skipped.append(Skip(rel, reason))
                 continue
             if st.st_size > max_file_bytes:
                 skipped.append(Skip(rel, "too-large", f"{st.st_size} bytes"))

@@ -95,7 +95,7 @@ def decode_document(
             if identity_key and front.data.get(identity_key) is not None:
                 identity = str(front.data[identity_key])
     body = "\n".join(text.split("\n")[body_start - 1 :])
-    if not body.strip():
+    if not body.strip() and not (metadata.get("title") or metadata.get("description")):
         return skip("empty")
     document = Document(
         rel_path=file.rel_path,
