@@ -218,7 +218,9 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
             if st.st_size > max_file_bytes:
                 skipped.append(Skip(rel, "too-large", f"{st.st_size} bytes"))
                 continue
-            files.append(FileStat(rel, entry_path, st.st_size, st.st_mtime_ns))
+            files.append(
+                FileStat(rel, entry_path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            )
     files.sort(key=lambda f: f.rel_path)
     return Discovery(tuple(files), tuple(skipped), tuple(unreadable))
 

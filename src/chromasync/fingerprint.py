@@ -161,4 +161,11 @@ def _read_stable(file: FileStat) -> tuple[bytes, FileStat]:
     raw = b"".join(chunks)
     if len(raw) != after.st_size:
         raise _Unstable
-    return raw, FileStat(file.rel_path, file.abs_path, after.st_size, after.st_mtime_ns)
+    return raw, FileStat(
+        file.rel_path,
+        file.abs_path,
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+        after.st_ino,
+    )

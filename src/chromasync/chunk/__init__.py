@@ -52,9 +52,10 @@ def front_matter_chunk(doc: Document, budget: Budget) -> list[Chunk]:
 
 def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
     """Split one document by its kind: Markdown sections, code declarations, or text."""
-    if doc.kind == "markdown" and not "\n".join(
-        doc.text.split("\n")[doc.body_start_line - 1 :]
-    ).strip():
+    if (
+        doc.kind == "markdown"
+        and not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip()
+    ):
         return front_matter_chunk(doc, budget)
     if doc.kind == "markdown":
         from .markdown import chunk_markdown
