@@ -131,7 +131,7 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 
 def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
     """The document kind and language for a path, or None when it is not text we index."""
-    suffix = os.path.splitext(rel_path)[1].lower()
+    suffix = _suffix(rel_path)
     if suffix in _MARKDOWN:
         return "markdown", "markdown"
     if suffix in _TEXT:
@@ -139,6 +139,11 @@ def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
     if suffix in _CODE:
         return "code", _CODE[suffix]
     return None
+
+
+def _suffix(rel_path: str) -> str:
+    """The extension, lower-cased, ignoring trailing spaces in the name ("a.md " is Markdown)."""
+    return os.path.splitext(rel_path.rstrip())[1].lower()
 
 
 class _Ignores:
@@ -209,7 +214,7 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
             if ignores.ignored(rel, is_dir=False) or not ignores.included(rel):
                 skipped.append(Skip(rel, "ignored"))
                 continue
-            suffix = os.path.splitext(rel)[1].lower()
+            suffix = _suffix(rel)
             allowed = suffix in extensions if extensions is not None else None
             if allowed is False or (allowed is None and classify_extension(rel) is None):
                 reason = "binary" if suffix in _BINARY else "unsupported-extension"
