@@ -46,7 +46,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except ChromasyncError as exc:
-        _stderr().print(f"[bold red]error:[/] {escape(_safe(str(exc)))}")
+        _stderr().print(f"[bold red]error:[/] {escape(_safe(str(exc)))}", soft_wrap=True)
         sys.exit(_exit_code(exc))
 
 

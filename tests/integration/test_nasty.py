@@ -49,8 +49,10 @@ def _check(expected: dict[str, object], settings: Settings) -> None:
         path = raw.decode("utf-8", "surrogateescape")
         indexed = path in by_path
         outcome = "index" if indexed else f"skip:{entry['reason']}"
-        ok = any(a == "index" for a in entry["acceptable"]) if indexed else any(
-            a.startswith("skip") for a in entry["acceptable"]
+        ok = (
+            any(a == "index" for a in entry["acceptable"])
+            if indexed
+            else any(a.startswith("skip") for a in entry["acceptable"])
         )
         assert ok, f"{entry['case']}: {outcome} not in {entry['acceptable']}"
         if indexed and entry.get("marker"):
