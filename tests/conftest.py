@@ -47,7 +47,11 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(data_dir: Path) -> Settings:
-    return resolve_settings({"data_dir": str(data_dir), "provider": "hash"}, {})
+    """Hash embedder, one shared collection (`settings.collection`); the default layout,
+    one collection per source kind, is tested in tests/integration/test_sources.py."""
+    return resolve_settings(
+        {"data_dir": str(data_dir), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
 
 
 @pytest.fixture
@@ -88,7 +92,11 @@ def run_cli(
 
 @pytest.fixture
 def cli_env(data_dir: Path) -> Iterator[dict[str, str]]:
-    yield {"CHROMASYNC_DATA_DIR": str(data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    yield {
+        "CHROMASYNC_DATA_DIR": str(data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_COLLECTIONS": "shared",
+    }
 
 
 #: Metadata that legitimately differs between an incremental run and a clean one.
@@ -116,6 +124,8 @@ def oracle(root: Path, tmp: Path, label: str, **spec: object) -> dict[str, tuple
     """What a clean run over `root` builds, in a fresh data dir."""
     from chromasync import api
 
-    settings = resolve_settings({"data_dir": str(tmp), "provider": "hash"}, {})
+    settings = resolve_settings(
+        {"data_dir": str(tmp), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
     api.ingest([api.source_for(root, label, **spec)], settings, embedder=HashEmbedder())
     return snapshot(settings)

@@ -47,7 +47,11 @@ def _mutate(root: Path) -> None:
 
 
 def _env(data: Path, crash: str | None = None) -> dict[str, str]:
-    env = {"CHROMASYNC_DATA_DIR": str(data), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    env = {
+        "CHROMASYNC_DATA_DIR": str(data),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_COLLECTIONS": "shared",
+    }
     if crash:
         env["CHROMASYNC_CRASH_AT"] = crash
     return env
@@ -78,7 +82,9 @@ def test_kill_at_crash_point_converges(
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     again = run_cli(["ingest", str(root), "--quiet"], env=_env(data))
     assert again.returncode == 0, again.stderr
-    settings = resolve_settings({"data_dir": str(data), "provider": "hash"}, {})
+    settings = resolve_settings(
+        {"data_dir": str(data), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
     assert snapshot(settings) == oracle(root, tmp_path / "oracle", "docs")
 
 
@@ -100,5 +106,7 @@ def test_kill_at_random_moments_converges(small_hugo: Path, tmp_path: Path, seed
     process.communicate()
     again = run_cli(["ingest", str(root), "--quiet"], env=_env(data))
     assert again.returncode == 0, again.stderr
-    settings = resolve_settings({"data_dir": str(data), "provider": "hash"}, {})
+    settings = resolve_settings(
+        {"data_dir": str(data), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
     assert snapshot(settings) == oracle(root, tmp_path / "oracle", "docs")

@@ -20,7 +20,8 @@ def hugo_run(hugo_copy: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple
     root = tmp_path_factory.mktemp("hugo-run") / "hugo"
     shutil.copytree(hugo_copy, root, symlinks=True)
     settings = resolve_settings(
-        {"data_dir": str(tmp_path_factory.mktemp("hugo-data")), "provider": "hash"}, {}
+        {"data_dir": str(tmp_path_factory.mktemp("hugo-data")), "provider": "hash"},
+        {"CHROMASYNC_COLLECTIONS": "shared"},
     )
     return root, settings
 

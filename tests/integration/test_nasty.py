@@ -80,7 +80,10 @@ def _ingest(root: Path, settings: Settings, embedder: HashEmbedder) -> IngestSum
 
 def test_nasty_corpus_two_phases(nasty: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
     out, expected = nasty
-    settings = resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    settings = resolve_settings(
+        {"data_dir": str(tmp_path / "data"), "provider": "hash"},
+        {"CHROMASYNC_COLLECTIONS": "shared"},
+    )
     embedder = HashEmbedder()
     first = _ingest(out / "corpus", settings, embedder)
     _check(expected, settings)
