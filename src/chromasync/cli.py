@@ -20,9 +20,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, api
-from .errors import ChromasyncError, ConfigError, NotFound
+from .errors import ChromasyncError, ConfigError, LockError, NotFound
 from .ingest import IngestOptions
-from .records import Hit, IngestSummary
+from .records import Hit, IngestSummary, SourceSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -148,14 +148,51 @@ def ingest(
             allow_mass_delete=allow_mass_delete,
             max_file_bytes=settings.max_file_bytes,
         )
-        show = not quiet and not as_json and sys.stderr.isatty()
-        with _progress(show) as progress:
-            summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
+        client = api.owner_client(settings)
+        if client is not None:
+            with client:
+                summaries = _ingest_via_owner(client, specs, options)
+        else:
+            show = not quiet and not as_json and sys.stderr.isatty()
+            with _progress(show) as progress:
+                summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
     if as_json:
         data = [s.as_json() for s in summaries]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     else:
         _print_summaries(summaries)
+
+
+def _ingest_via_owner(
+    client: Any, specs: Sequence[SourceSpec], options: IngestOptions
+) -> list[IngestSummary]:
+    """While a service owns the data dir, ask it to reindex the same (known) sources."""
+    from .cli_service import summaries_from_job
+
+    owner = client.owner.describe()
+    if options.dry_run or options.reembed:
+        raise LockError(
+            f"the data dir is owned by {owner}; --dry-run and --reembed cannot go through it: "
+            "stop it first"
+        )
+    known = {s["source"]: s["root"] for s in client.sources()}
+    for spec in specs:
+        root = known.get(spec.label)
+        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
+            raise LockError(
+                f"the data dir is owned by {owner}, which does not know source "
+                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
+            )
+    _stderr().print(f"[dim]the data dir is owned by {escape(owner)}; reindexing through it[/]")
+    job = client.reindex(
+        [s.label for s in specs],
+        checksum=options.checksum,
+        allow_mass_delete=options.allow_mass_delete,
+    )
+    job = client.wait(job["id"])
+    if job["status"] != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job['error']}")
+    return summaries_from_job(job)
 
 
 @contextmanager
@@ -236,7 +273,13 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
 def search(query: str, k: int, as_json: bool, **flags: Any) -> None:
     """Search the indexed chunks for QUERY."""
     with _errors():
-        hits = api.search(query, _settings(**flags), k=k)
+        settings = _settings(**flags)
+        client = api.owner_client(settings)
+        if client is not None:
+            with client:
+                hits = client.search(query, k=k)
+        else:
+            hits = api.search(query, settings, k=k)
     if as_json:
         click.echo(json.dumps([h.as_json() for h in hits], indent=2, ensure_ascii=False))
         return
@@ -300,6 +343,16 @@ def config_show(**flags: Any) -> None:
         table.add_row(name, escape(value), origin)
     Console(highlight=False).print(table)
 
+
+def _add_service_commands() -> None:
+    from .cli_service import mcp_command, serve, watch
+
+    main.add_command(serve)
+    main.add_command(watch)
+    main.add_command(mcp_command)
+
+
+_add_service_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main()
