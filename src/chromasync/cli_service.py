@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from . import api
-from .cli import _errors, _settings, _stderr, store_options
+from .cli import _errors, _settings, _stderr, main, store_options
 from .errors import ConfigError
 from .records import IngestSummary, SourceSpec
 
@@ -229,5 +229,9 @@ def summaries_from_job(job: dict[str, Any]) -> list[IngestSummary]:
     fields = set(IngestSummary.__dataclass_fields__)
     return [IngestSummary(**{k: v for k, v in s.items() if k in fields}) for s in job["summaries"]]
 
+
+main.add_command(serve)
+main.add_command(watch)
+main.add_command(mcp_command)
 
 __all__ = ["mcp_command", "serve", "summaries_from_job", "watch"]

@@ -1,9 +1,10 @@
-"""Background ingest jobs for a long-running owner: one worker thread, one run at a time.
+"""Background jobs for a long-running owner: one worker thread, one write at a time.
 
-`POST /reindex` and the watcher submit jobs; `GET /jobs/{id}` reads their progress and
-summaries. Jobs run one after another on one worker thread (one writer per store). A job
-submitted while an identical one is still queued is merged into it, so a burst of requests
-or file events costs one run. Finished jobs are kept (the last `keep`) for their summaries.
+`POST /reindex`, `POST /sources`, `DELETE /sources/{label}` and the watcher submit jobs;
+`GET /jobs/{id}` reads their progress and summaries. Jobs run one after another on one
+worker thread (one writer per store). A job submitted while an equal one (same `key`) is
+still queued is merged into it, so a burst of requests or file events costs one run.
+Finished jobs are kept (the last `keep`) for their summaries.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ChromasyncError, NotFound
-from .ingest import IngestOptions, Progress
-from .records import IngestSummary, SourceSpec
+from .ingest import Progress
 
 log = logging.getLogger(__name__)
 
-RunIngest = Callable[[Sequence[SourceSpec], IngestOptions, Progress], list[IngestSummary]]
+#: What a job runs: given a progress callback, it returns JSON-ready summaries.
+Work = Callable[[Progress], list[dict[str, Any]]]
 
 
 @dataclass
@@ -33,8 +34,8 @@ class Job:
     id: str
     sources: tuple[str, ...]
     trigger: str
-    specs: tuple[SourceSpec, ...] = field(repr=False, default=())
-    options: IngestOptions = field(repr=False, default_factory=IngestOptions)
+    work: Work = field(repr=False)
+    key: object = field(repr=False, default=None)
     status: str = "queued"  # queued -> running -> done | failed
     created: float = 0.0
     started: float | None = None
@@ -65,13 +66,11 @@ class JobRunner:
 
     def __init__(
         self,
-        run: RunIngest,
         *,
         keep: int = 100,
         clock: Callable[[], float] = time.time,
         on_finish: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self._run = run
         self._on_finish = on_finish
         self._keep = keep
         self._clock = clock
@@ -84,21 +83,22 @@ class JobRunner:
         self._thread.start()
 
     def submit(
-        self, specs: Sequence[SourceSpec], options: IngestOptions, trigger: str = "api"
+        self, labels: Sequence[str], work: Work, *, key: object = None, trigger: str = "api"
     ) -> Job:
-        labels = tuple(s.label for s in specs)
+        """Queue `work`; a queued job with an equal, non-None `key` is returned instead."""
         with self._cond:
             if self._closing:
                 raise ChromasyncError("the service is shutting down; no new jobs are accepted")
-            for queued in self._queue:
-                if queued.specs == tuple(specs) and queued.options == options:
-                    return queued
+            if key is not None:
+                for queued in self._queue:
+                    if queued.key == key:
+                        return queued
             job = Job(
                 id=f"job-{next(self._ids)}",
-                sources=labels,
+                sources=tuple(labels),
                 trigger=trigger,
-                specs=tuple(specs),
-                options=options,
+                work=work,
+                key=key,
                 created=self._clock(),
             )
             self._queue.append(job)
@@ -110,6 +110,15 @@ class JobRunner:
                 self._jobs.popitem(last=False)
             self._cond.notify_all()
             return job
+
+    def drop_queued(self, label: str) -> None:
+        """Cancel the queued jobs of one source (it is being removed)."""
+        with self._cond:
+            for job in [j for j in self._queue if j.sources == (label,)]:
+                self._queue.remove(job)
+                job.status, job.error = "failed", f"cancelled: source {label!r} was removed"
+                job.finished = self._clock()
+            self._cond.notify_all()
 
     def get(self, job_id: str) -> dict[str, Any]:
         with self._cond:
@@ -173,14 +182,14 @@ class JobRunner:
                 job.phase, job.done, job.total = phase, done, total
 
         try:
-            summaries = self._run(job.specs, job.options, progress)
+            summaries = job.work(progress)
         except ChromasyncError as exc:
             outcome: dict[str, Any] = {"status": "failed", "error": str(exc)}
         except Exception as exc:  # a job must not kill the worker
             log.exception("job %s failed", job.id)
             outcome = {"status": "failed", "error": f"internal error ({type(exc).__name__})"}
         else:
-            outcome = {"status": "done", "summaries": [s.as_json() for s in summaries]}
+            outcome = {"status": "done", "summaries": summaries}
         with self._cond:
             job.status = outcome["status"]
             job.error = outcome.get("error")

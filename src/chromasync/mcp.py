@@ -147,7 +147,7 @@ def build_server(backend: Backend) -> Any:
         with tool_errors(), backend.access() as (service, client):
             if client is not None:
                 return {"sources": client.sources()}
-            return {"sources": service.status()["sources"]}
+            return {"sources": service.sources()}
 
     @server.tool()
     def get_document(

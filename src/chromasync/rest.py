@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,7 +54,6 @@ from .errors import (
     SourceError,
     StoreError,
 )
-from .ingest import IngestOptions
 from .paths import resolve_in_roots
 from .records import Hit
 from .service import Service
@@ -234,10 +233,8 @@ def create_app(
         """Queue a delta ingest of one source, several, or all; returns the job to poll."""
         body = body or ReindexBody()
         labels = ([body.source] if body.source else []) + body.sources
-        options = IngestOptions(
-            checksum=body.checksum,
-            allow_mass_delete=body.allow_mass_delete,
-            max_file_bytes=service.settings.max_file_bytes,
+        options = api.default_options(
+            service.settings, checksum=body.checksum, allow_mass_delete=body.allow_mass_delete
         )
         job = service.reindex(labels, options)
         return JSONResponse(job, 202, headers={"Location": f"/jobs/{job['id']}"})
@@ -256,24 +253,26 @@ def create_app(
 
     @app.get("/sources", tags=["sources"])
     def sources() -> list[dict[str, Any]]:
-        """Known sources with their files, chunks and last run."""
-        return service.status()["sources"]
+        """The sources registry: configured and indexed sources with their figures."""
+        return service.sources()
 
     @app.post("/sources", status_code=202, tags=["sources"])
     def add_source(body: SourceBody) -> JSONResponse:
         """Add a source (its folder must be inside an allowed root) and index it."""
         root = resolve_in_roots(body.path, service.allow_roots, kind="dir")
-        spec = api.source_for(root, body.label, kind=body.kind)
-        known = {s.label: s for s in api.known_sources(service.settings)}
-        if spec.label in known and known[spec.label].root.resolve() != root:
-            raise ConfigError(
-                f"a source labelled {spec.label!r} already exists for another folder; "
-                "choose another label"
-            )
-        job = service.add_source(spec)
-        payload = {"source": {"label": spec.label, "root": str(root), "kind": spec.kind}}
-        payload["job"] = job
-        return JSONResponse(payload, 202, headers={"Location": f"/jobs/{job['id']}"})
+        payload = service.add_source(root, body.label, body.kind)
+        location = f"/jobs/{payload['job']['id']}"
+        return JSONResponse(payload, 202, headers={"Location": location})
+
+    @app.delete("/sources/{label}", tags=["sources"])
+    def remove_source(
+        label: Annotated[str, Path(pattern=LABEL_PATTERN)],
+        keep_declaration: Annotated[
+            bool, Query(description="Keep the source declared in the config file.")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Delete that source's records and manifest (other sources are untouched)."""
+        return service.remove_source(label, keep_declaration)
 
     @app.get("/documents", tags=["search"])
     def document(

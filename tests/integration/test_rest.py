@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.rest import create_app
 from chromasync.service import Service
 
-from ..conftest import set_mtime
+from ..conftest import REPO, age_tree, set_mtime
 
 TOKEN = "tok-3f9a1c"
 
@@ -143,7 +144,7 @@ def test_add_source_inside_allowed_root(client: TestClient, tmp_path: Path) -> N
     response = client.post("/sources", json={"path": str(more), "label": "kites"})
     assert response.status_code == 202, response.text
     assert wait_job(client, response.json()["job"]["id"])["status"] == "done"
-    labels = {s["source"] for s in client.get("/sources").json()}
+    labels = {s["label"] for s in client.get("/sources").json()}
     assert labels == {"notes", "kites"}
     hits = client.get("/search", params={"q": "delta kite", "source": "kites"}).json()["hits"]
     assert {h["path"] for h in hits} == {"kites.md"}
@@ -201,3 +202,52 @@ def test_openapi_and_page_are_served(client: TestClient) -> None:
 def test_foreign_host_header_is_refused(client: TestClient) -> None:
     response = client.get("/health", headers={"host": "attacker.example"})
     assert response.status_code == 400
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A config file declaring one notes source, and a second folder to add."""
+    root = tmp_path / "project"
+    shutil.copytree(REPO / "examples" / "notes", root / "notes")
+    (root / "more").mkdir()
+    (root / "more" / "kites.md").write_text("# Kites\n\nA delta kite in light wind.\n")
+    age_tree(root)
+    (root / "chromasync.yaml").write_text(
+        "version: 1\n"
+        "store:\n  data_dir: ../data\n"
+        "embedding:\n  provider: hash\n"
+        "sources:\n"
+        "  - path: notes\n    kind: notes\n"
+    )
+    return root
+
+
+def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedder) -> None:
+    def configure() -> Settings:
+        return api.configure({}, {}, project, config=project / "chromasync.yaml")
+
+    settings = configure()
+    svc = Service(settings, "serve", embedder=embedder, allow_roots=[project], reload=configure)
+    with svc, TestClient(create_app(svc), base_url="http://127.0.0.1") as client:
+        first = wait_job(client, client.post("/reindex", json={}).json()["id"])
+        assert [s["source"] for s in first["summaries"]] == ["notes"]
+        added = client.post("/sources", json={"path": "more", "label": "kites", "kind": "docs"})
+        assert added.status_code == 202, added.text
+        assert wait_job(client, added.json()["job"]["id"])["status"] == "done"
+        assert "label: kites" in (project / "chromasync.yaml").read_text()  # declared
+        rows = {s["label"]: s for s in client.get("/sources").json()}
+        assert rows["kites"]["collection"] == "chromasync-docs" and rows["kites"]["files"] == 1
+        assert rows["notes"]["collection"] == "chromasync-notes" and rows["notes"]["files"] == 5
+        hits = client.get("/search", params={"q": "delta kite", "k": 50}).json()["hits"]
+        assert {h["source"] for h in hits} == {"notes", "kites"}
+        # DELETE removes that source's records and manifest, and nothing else
+        gone = client.delete("/sources/kites")
+        assert gone.status_code == 200, gone.text
+        assert gone.json()["records_deleted"] == 1
+        assert "kites" not in (project / "chromasync.yaml").read_text()
+        assert {s["label"] for s in client.get("/sources").json()} == {"notes"}
+        hits = client.get("/search", params={"q": "delta kite", "k": 50}).json()["hits"]
+        assert {h["source"] for h in hits} == {"notes"}
+        assert client.get("/status").json()["totals"]["files"] == 5
+        assert client.delete("/sources/kites").status_code == 404
+        assert client.delete("/sources/..%2fnotes").status_code in (404, 422)
