@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from chromasync.errors import ChromasyncError, LockError, SourceError
-from chromasync.ingest import IngestOptions
 from chromasync.jobs import JobRunner
 from chromasync.lock import StoreLock, lock_holder
 from chromasync.paths import check_path_text, relative_path
-from chromasync.records import IngestSummary, SourceSpec
 from chromasync.rest import authorized, is_public
 from chromasync.watch import Debounce
 
@@ -114,38 +112,40 @@ def test_debounce_merges_a_burst_and_caps_the_delay() -> None:
         pytest.fail("a busy source was never synced")
 
 
-def _spec(label: str) -> SourceSpec:
-    return SourceSpec(label=label, root=Path("/nonexistent") / label)
-
-
 def test_job_runner_runs_in_order_and_merges_queued_duplicates() -> None:
     gate = threading.Event()
-    ran: list[tuple[str, ...]] = []
+    ran: list[str] = []
 
-    def run(specs, options, progress):  # type: ignore[no-untyped-def]
-        gate.wait(10)
-        progress("read", 1, 1)
-        ran.append(tuple(s.label for s in specs))
-        if specs[0].label == "bad":
-            raise SourceError("the root is gone")
-        return [IngestSummary(collection="c", source=s.label) for s in specs]
+    def work(label: str):  # type: ignore[no-untyped-def]
+        def run(progress):  # type: ignore[no-untyped-def]
+            gate.wait(10)
+            progress("read", 1, 1)
+            ran.append(label)
+            if label == "bad":
+                raise SourceError("the root is gone")
+            return [{"source": label}]
 
-    runner = JobRunner(run)
+        return run
+
+    runner = JobRunner()
     try:
-        first = runner.submit([_spec("a")], IngestOptions())
+        first = runner.submit(["a"], work("a"), key="a")
         while runner.get(first.id)["status"] != "running":
             time.sleep(0.01)
-        second = runner.submit([_spec("b")], IngestOptions())
-        again = runner.submit([_spec("b")], IngestOptions())
-        bad = runner.submit([_spec("bad")], IngestOptions())
+        second = runner.submit(["b"], work("b"), key="b")
+        again = runner.submit(["b"], work("b"), key="b")
+        bad = runner.submit(["bad"], work("bad"))
+        dropped = runner.submit(["gone"], work("gone"))
+        runner.drop_queued("gone")
         assert again.id == second.id  # merged while queued
         gate.set()
         assert runner.wait(bad.id, 10)["status"] == "failed"
         done = runner.wait(second.id, 10)
-        assert done["status"] == "done" and done["summaries"][0]["source"] == "b"
+        assert done["status"] == "done" and done["summaries"] == [{"source": "b"}]
         assert done["progress"] == {"phase": "read", "done": 1, "total": 1}
         assert runner.get(bad.id)["error"] == "the root is gone"
-        assert ran == [("a",), ("b",), ("bad",)]
+        assert runner.get(dropped.id)["status"] == "failed"
+        assert ran == ["a", "b", "bad"]
         with pytest.raises(ChromasyncError):
             runner.get("job-999")
     finally:
