@@ -105,6 +105,7 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     """IngestOptions carrying the settings' file size limit and privacy keys."""
     fields.setdefault("max_file_bytes", settings.max_file_bytes)
     fields.setdefault("privacy_keys", settings.privacy_keys)
+    fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
     return IngestOptions(**fields)
 
 
@@ -225,7 +226,9 @@ def export_manifest(
                     spec,
                     name,
                     model_id=embedder.model_id,
-                    budget_tokens=embedder.max_tokens,
+                    budget_tokens=min(
+                        embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens
+                    ),
                     meter=meter,
                     manifest=manifest,
                     max_file_bytes=options.max_file_bytes,
