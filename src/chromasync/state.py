@@ -186,6 +186,14 @@ class State:
                 (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
             )
 
+    def mark_dirty(self, collection: str, source: str) -> None:
+        """Make the next run rebuild this source's manifest from the collection."""
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET status = 'dirty' WHERE collection = ? AND source = ?",
+                (collection, source),
+            )
+
     def drop_source(self, collection: str, source: str) -> None:
         with self._db:
             self._db.execute(
