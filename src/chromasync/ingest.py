@@ -325,9 +325,7 @@ class Ingestor:
                 and not previous.skip_reason
                 and previous.file_hash == doc.file_hash
             ):
-                touched.append(
-                    replace(previous, size=stat.size, mtime_ns=stat.mtime_ns, checked_ns=now)
-                )
+                touched.append(_restat(previous, stat, now))
                 continue
             chunks = chunk_document(doc, Budget(self.budget_tokens(options), self.meter()))
             change = plan_file(stat, doc, chunks, previous, ctx)
@@ -437,6 +435,17 @@ class Ingestor:
         )
 
 
+def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
+    return replace(
+        previous,
+        size=stat.size,
+        mtime_ns=stat.mtime_ns,
+        ctime_ns=stat.ctime_ns,
+        inode=stat.inode,
+        checked_ns=now,
+    )
+
+
 def _state_of(change: FileChange) -> FileState:
     return FileState(
         rel_path=change.rel_path,
@@ -446,6 +455,8 @@ def _state_of(change: FileChange) -> FileState:
         version=change.version,
         checked_ns=time.time_ns(),
         records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
+        ctime_ns=change.stat.ctime_ns,
+        inode=change.stat.inode,
     )
 
 
