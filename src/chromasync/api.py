@@ -42,6 +42,7 @@ from .registry import (
 )
 from .sources import configured_entries, select_entries, spec_for
 from .state import State
+from .verify import SourceCheck
 
 if TYPE_CHECKING:
     from .client import OwnerClient
@@ -108,6 +109,7 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     """IngestOptions carrying the settings' file size limit and privacy keys."""
     fields.setdefault("max_file_bytes", settings.max_file_bytes)
     fields.setdefault("privacy_keys", settings.privacy_keys)
+    fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
     return IngestOptions(**fields)
 
 
@@ -228,7 +230,9 @@ def export_manifest(
                     spec,
                     name,
                     model_id=embedder.model_id,
-                    budget_tokens=embedder.max_tokens,
+                    budget_tokens=min(
+                        embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens
+                    ),
                     meter=meter,
                     manifest=manifest,
                     max_file_bytes=options.max_file_bytes,
@@ -295,6 +299,84 @@ def _ingest_jobs(
                 ingestor.close()
             state.close()
     return summaries
+
+
+def verify(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    repair: bool = False,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    wait: bool = False,
+) -> list[SourceCheck]:
+    """Compare manifest, keyword index, collection and disk for each known source.
+
+    With `repair`, each source with a difference is healed from the collection and
+    ingested again (nothing cached is re-embedded); the returned checks are re-run after.
+    """
+    checks, specs = _verify_once(settings, labels, wait)
+    broken = [specs[(c.collection, c.source)] for c in checks if not c.ok]
+    if not (repair and broken):
+        return checks
+    with StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        try:
+            for check in checks:
+                if not check.ok:
+                    state.mark_dirty(check.collection, check.source)
+        finally:
+            state.close()
+    ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
+    after, _ = _verify_once(settings, labels, wait)
+    return [replace(c, repaired=not before.ok) for c, before in zip(after, checks, strict=True)]
+
+
+def _verify_once(
+    settings: Settings, labels: Sequence[str], wait: bool
+) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
+    from .discover import discover_source
+    from .verify import compare_source
+
+    configured = {e.label: e for e in configured_entries(settings)}
+    checks: list[SourceCheck] = []
+    specs: dict[tuple[str, str], SourceSpec] = {}
+    with StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        try:
+            store = open_store(settings)
+            for row in state.sources():
+                if labels and row.source not in labels:
+                    continue
+                entry = configured.get(row.source)
+                spec = (
+                    spec_for(entry, settings, root=Path(row.root))
+                    if entry is not None
+                    else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
+                )
+                spec = _with_skips(spec, settings)
+                try:
+                    stored = list(
+                        store.collection(row.collection, create=False).iter_records(
+                            where={"source": row.source}
+                        )
+                    )
+                except NotFound:
+                    stored = []
+                try:
+                    found = discover_source(spec, settings.max_file_bytes)
+                    on_disk = {f.rel_path: f for f in found.files}
+                except SourceError:
+                    on_disk = None
+                manifest = state.files(row.collection, row.source)
+                keyword = state.keyword_ids(row.collection, row.source)
+                checks.append(
+                    compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
+                )
+                specs[(row.collection, row.source)] = spec
+        finally:
+            state.close()
+    return checks, specs
 
 
 def search(
@@ -432,4 +514,5 @@ __all__ = [
     "selected_sources",
     "source_for",
     "status",
+    "verify",
 ]

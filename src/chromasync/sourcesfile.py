@@ -164,10 +164,7 @@ def remove_item(text: str, key: str, index: int) -> str:
         return text[: value.start_mark.index] + flow + text[value.end_mark.index :]
     item = value.value[index]
     start = text.rfind("\n", 0, item.start_mark.index) + 1
-    if index + 1 < len(value.value):
-        end = text.rfind("\n", 0, value.value[index + 1].start_mark.index) + 1
-    else:
-        end = _line_end(text, _content_end(item))
+    end = _line_end(text, _content_end(item))
     if len(value.value) == 1:
         line_start = text.rfind("\n", 0, key_node.start_mark.index) + 1
         indent = " " * key_node.start_mark.column

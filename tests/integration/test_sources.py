@@ -3,6 +3,7 @@ per-source options (subdirs, extensions, static metadata, identity key, skip pat
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -196,3 +197,75 @@ def test_private_file_removed_on_next_run(tmp_path: Path, embedder: HashEmbedder
         "private-canary" in (r.document or "") for r in docs.iter_records(documents=True)
     )
     assert all(m["path"] != "diary.md" for m in stored(settings, "chromasync-notes").values())
+
+
+def test_cli_ingest_options(project: Path) -> None:
+    runner = CliRunner()
+    env = {"CHROMASYNC_CONFIG": str(project / "chromasync.yaml"), "COLUMNS": "250"}
+    settings = configured(project)
+
+    manifest = project.parent / "desired.jsonl"
+    dry = runner.invoke(
+        main, ["ingest", "--dry-run", "--output-manifest", str(manifest), "--json"], env=env
+    )
+    assert dry.exit_code == 0, dry.stderr
+    assert "desired records" in dry.stderr
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    assert {r["source"] for r in rows} == {"alpha", "docs"}
+    assert all(
+        "text" not in r and r["record_hash"] and r["end_line"] >= r["start_line"] for r in rows
+    )
+    assert not (project.parent / "data" / "chroma").exists()  # a dry run stores nothing
+    with_text = runner.invoke(
+        main,
+        ["ingest", "--dry-run", "--output-manifest", str(manifest), "--include-text", "-s", "docs"],
+        env=env,
+    )
+    assert with_text.exit_code == 0, with_text.stderr
+    texts = [json.loads(line)["text"] for line in manifest.read_text().splitlines()]
+    assert any("About topic 1." in t for t in texts)
+    usage = runner.invoke(main, ["ingest", "--output-manifest", str(manifest)], env=env)
+    assert usage.exit_code == 2 and "--output-manifest needs --dry-run" in usage.stderr
+
+    limited = runner.invoke(main, ["ingest", "-s", "docs", "--limit", "2", "--json"], env=env)
+    assert limited.exit_code == 0, limited.stderr
+    assert json.loads(limited.stdout)["files_new"] == 2
+
+    full = runner.invoke(main, ["ingest"], env=env)
+    assert full.exit_code == 0, full.stderr
+    assert "total" in full.stdout and "embed time" in full.stdout
+    assert "skipped by reason" in full.stdout
+
+    (project / "docs" / "content" / "page0.md").unlink()
+    kept = runner.invoke(main, ["ingest", "-s", "docs", "--no-gc", "--json"], env=env)
+    assert json.loads(kept.stdout)["files_deleted"] == 0
+    assert "content/page0.md" in {m["path"] for m in stored(settings, "chromasync-docs").values()}
+
+    refused = runner.invoke(main, ["ingest", "-s", "docs", "--reset"], env=env, input="n\n")
+    assert refused.exit_code == 1 and "Drop collection(s) chromasync-docs" in refused.stderr
+    assert stored(settings, "chromasync-docs")
+    reset = runner.invoke(main, ["ingest", "-s", "docs", "--reset", "--yes", "--json"], env=env)
+    assert reset.exit_code == 0, reset.stderr
+    assert "dropped: chromasync-docs" in reset.stderr
+    again = json.loads(reset.stdout)
+    assert again["files_new"] == 3 and again["files_deleted"] == 0
+    assert stored(settings, "chromasync-notes")  # other collections untouched
+
+
+def test_chunking_max_tokens_from_config(tmp_path: Path, embedder: HashEmbedder) -> None:
+    root = tmp_path / "long"
+    root.mkdir()
+    paragraphs = "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(12))
+    (root / "long.md").write_text(f"# Long\n\n{paragraphs}\n")
+    age_tree(root)
+    cfg = tmp_path / "chromasync.yaml"
+    base = f"store: {{data_dir: {tmp_path / 'd'}}}\nsources: [{{path: {root}}}]\n"
+    cfg.write_text(base)
+    dry = api.default_options(api.configure({}, {}, tmp_path), dry_run=True)
+    [wide] = api.ingest_configured(api.configure({}, {}, tmp_path), options=dry, embedder=embedder)
+    cfg.write_text(base + "chunking: {max_tokens: 40}\n")
+    narrow_settings = api.configure({}, {}, tmp_path)
+    assert narrow_settings.chunk_max_tokens == 40
+    narrow_options = api.default_options(narrow_settings, dry_run=True)
+    [narrow] = api.ingest_configured(narrow_settings, options=narrow_options, embedder=embedder)
+    assert narrow.chunks_total > wide.chunks_total
