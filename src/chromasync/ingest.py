@@ -68,6 +68,7 @@ class IngestOptions:
     max_file_bytes: int = 8 * 1024 * 1024
     privacy_keys: tuple[str, ...] = ("private",)
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
 
 
 class CrashPoints:
@@ -181,6 +182,10 @@ class Ingestor:
             path = self.embedder.tokenizer_path
             self._meter = load_token_meter(path) if path else default_token_meter()
         return self._meter
+
+    def budget_tokens(self, options: IngestOptions) -> int:
+        limit = self.embedder.max_tokens
+        return min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit
 
     def close(self) -> None:
         if self._cache is not None:
@@ -379,7 +384,7 @@ class Ingestor:
             ):
                 touched.append(_restat(previous, stat, now))
                 continue
-            chunks = chunk_document(doc, Budget(self.embedder.max_tokens, self.meter()))
+            chunks = chunk_document(doc, Budget(self.budget_tokens(options), self.meter()))
             change = plan_file(stat, doc, chunks, previous, ctx)
             if (
                 previous is not None
