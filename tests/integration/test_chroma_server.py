@@ -140,6 +140,7 @@ def test_failed_upsert_is_never_followed_by_deletions(
     assert "journal/2026-05-01.md" not in {m["path"] for m in after.values()}
 
 
+@pytest.mark.slow
 def test_cli_give_up_exits_1_and_never_deletes(
     notes: Path, tmp_path: Path, chroma_server: str
 ) -> None:
@@ -214,6 +215,7 @@ def test_credentials_refused_plainly_and_never_shown(
     assert SECRET.encode() not in _all_bytes(data)  # manifest, cache, lock
 
 
+@pytest.mark.slow
 def test_flag_token_reaches_the_server(tmp_path: Path, notes: Path, chroma_server: str) -> None:
     """The token travels as a bearer header (seen by the proxy), never in the output."""
     with FaultProxy(chroma_server) as proxy:
