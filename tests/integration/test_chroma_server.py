@@ -235,7 +235,9 @@ def test_flag_token_reaches_the_server(tmp_path: Path, notes: Path, chroma_serve
                 str(tmp_path / "d"),
             ]
         )
+        sent = {s.headers.get("authorization") for s in proxy.seen}
     assert result.returncode == 0, result.stderr
+    assert sent == {f"Bearer {SECRET}"}
     assert SECRET not in result.stdout + result.stderr
 
 
@@ -278,6 +280,8 @@ def test_cloud_limits_adapt_batches_keys_and_documents(
         )
         [summary] = api.ingest([api.source_for(corpus)], settings, embedder=embedder)
         sizes = _batch_sizes(proxy)
+        tokens = {s.headers.get("x-chroma-token") for s in proxy.seen if "/api/v2/" in s.path}
+    assert tokens == {SECRET}  # CloudClient's header, on every Chroma request
     assert plan.metadata_keys_dropped == summary.metadata_keys_dropped > 0
     assert plan.files_skipped.get(SKIP_REASON) == summary.files_skipped.get(SKIP_REASON) == 1
     assert max(sizes) <= 300 and sum(sizes) == summary.chunks_embedded
