@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
-from .configfile import SourceEntry, check_unique_labels, load_config_file, load_sources_file
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
@@ -43,6 +42,7 @@ from .state import State
 from .verify import SourceCheck
 
 if TYPE_CHECKING:
+    from .configfile import SourceEntry
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -78,6 +78,8 @@ def configure(
     folder = Path(cwd) if cwd is not None else Path.cwd()
     path = find_config_file(config, environ, folder)
     file = None
+    if path is not None or sources_file is not None:  # pydantic loads only when needed
+        from .configfile import check_unique_labels, load_config_file, load_sources_file
     if path is not None:
         found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
         file = load_config_file(path, found_by=found_by, allow_root=allow_root)
