@@ -15,12 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .access import FileText, filters_where, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
 from .ingest import IngestOptions, Ingestor, Progress
 from .lock import StoreLock
+from .owner import OwnerInfo, find_owner
 from .records import Hit, IngestSummary, SourceSpec
 from .registry import (
     DiscoverResult,
@@ -42,6 +44,7 @@ from .state import State
 from .verify import SourceCheck
 
 if TYPE_CHECKING:
+    from .client import OwnerClient
     from .configfile import SourceEntry
     from .store import Store
 
@@ -108,6 +111,7 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     """IngestOptions carrying the settings' file size limit and privacy keys."""
     fields.setdefault("max_file_bytes", settings.max_file_bytes)
     fields.setdefault("privacy_keys", settings.privacy_keys)
+    fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
     return IngestOptions(**fields)
 
 
@@ -228,7 +232,9 @@ def export_manifest(
                     spec,
                     name,
                     model_id=embedder.model_id,
-                    budget_tokens=embedder.max_tokens,
+                    budget_tokens=min(
+                        embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens
+                    ),
                     meter=meter,
                     manifest=manifest,
                     max_file_bytes=options.max_file_bytes,
@@ -386,8 +392,14 @@ def search(
     """Dense search over the configured collection (hybrid retrieval comes in `retrieve`)."""
     embedder = embedder or make_embedder_for(settings)
     store = open_store(settings)
-    vector = embedder.embed_query(query)
     hits: list[Hit] = []
+    if getattr(embedder, "embeds_in_store", False):
+        # each collection's own embedding function embeds the query (`server` provider)
+        for name in search_collections(settings, store):
+            hits.extend(store.collection(name, provider="server").query(query, k, where))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:k]
+    vector = embedder.embed_query(query)
     for name in search_collections(settings, store):
         collection = store.collection(name, create=False)
         collection.check_model(embedder.model_id, embedder.dimension)
@@ -414,9 +426,66 @@ def search_collections(settings: Settings, store: Store | None = None) -> list[s
     return names
 
 
+# -- for long-running owners (serve, watch, mcp) and their clients ---------------------------
+
+
+def known_specs(settings: Settings, labels: Sequence[str] = ()) -> list[SourceSpec]:
+    """Specs of the sources a service can reindex or watch (see `access.select_known`);
+    repository sources are left out (their work tree is synced at ingest time)."""
+    entries, others = select_known(settings, labels)
+    return [spec_for(e, settings) for e in entries if e.path is not None] + others
+
+
+def ingest_known(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    wait: bool = False,
+) -> list[IngestSummary]:
+    """Ingest known sources by label (all when none): configured ones as `ingest_configured`
+    does (repositories fetched first), undeclared indexed ones from their recorded root."""
+    run_options = options or default_options(settings)
+    select_known(settings, labels)  # unknown labels fail before the lock is taken
+
+    def jobs() -> list[tuple[SourceSpec, IngestOptions]]:
+        entries, others = select_known(settings, labels)
+        out = [(s, run_options) for s in others]
+        if entries:
+            chosen = [e.label for e in entries]
+            out[:0] = configured_jobs(settings, chosen, run_options, environ=environ)
+        return out
+
+    return _ingest_jobs(
+        settings, jobs, embedder=embedder, environ=environ, progress=progress, wait=wait
+    )
+
+
+def owner_client(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> OwnerClient | None:
+    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+
+    While another process owns the data dir, nothing else may open its store: callers send
+    their requests through this client instead (see `owner`).
+    """
+    from .client import OwnerClient
+
+    info = find_owner(settings.data_dir)
+    if info is None:
+        return None
+    environ = os.environ if environ is None else environ
+    return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
+
+
 __all__ = [
     "DiscoverResult",
+    "FileText",
     "IngestOptions",
+    "OwnerInfo",
     "RemovedSource",
     "Settings",
     "SourceEntry",
@@ -431,17 +500,25 @@ __all__ = [
     "default_options",
     "discover",
     "export_manifest",
+    "filters_where",
+    "find_owner",
+    "get_document",
     "health",
     "ingest",
     "ingest_configured",
+    "ingest_known",
+    "known_specs",
     "list_sources",
     "make_embedder_for",
     "open_store",
+    "owner_client",
+    "read_indexed_file",
     "remove_source",
     "reset_collections",
     "resolve_settings",
     "search",
     "search_collections",
+    "select_known",
     "selected_sources",
     "source_for",
     "status",

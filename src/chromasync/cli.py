@@ -21,8 +21,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, api
-from .errors import ChromasyncError, ConfigError, NotFound
-from .records import Hit, IngestSummary
+from .errors import ChromasyncError, ConfigError, LockError, NotFound
+from .ingest import IngestOptions
+from .records import Hit, IngestSummary, SourceSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,15 +70,36 @@ def store_options(func: F) -> F:
         ),
         click.option(
             "--provider",
-            help="Embedding provider: local, hash [env CHROMASYNC_EMBEDDING_PROVIDER].",
+            help="Embedding provider: local, openai, server, hash "
+            "[env CHROMASYNC_EMBEDDING_PROVIDER].",
         ),
         click.option(
             "--model", help="Model for the provider (local: a sentence-transformers folder)."
         ),
         click.option(
-            "--chroma-url",
-            help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL].",
+            "--embedding-url",
+            help="openai provider: base URL of an OpenAI-compatible API, e.g. "
+            "http://localhost:11434/v1 [env CHROMASYNC_EMBEDDING_URL].",
         ),
+        click.option(
+            "--embed-option",
+            "embed_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A provider option (batch_size, max_tokens, backend, device, dimension...).",
+        ),
+        click.option(
+            "--chroma-url",
+            help="Chroma server instead of the embedded store: http(s)://HOST:PORT or "
+            "chroma-cloud:// [env CHROMASYNC_CHROMA_URL].",
+        ),
+        click.option(
+            "--chroma-token",
+            help="Bearer token (Chroma Cloud: API key) for the server; prefer the environment "
+            "[env CHROMASYNC_CHROMA_TOKEN; CHROMA_API_KEY for chroma-cloud://].",
+        ),
+        click.option("--tenant", help="Chroma tenant [env CHROMASYNC_CHROMA_TENANT]."),
+        click.option("--database", help="Chroma database [env CHROMASYNC_CHROMA_DATABASE]."),
         click.option(
             "--config",
             "config_path",
@@ -101,15 +123,39 @@ def store_options(func: F) -> F:
 
 
 def _settings(**flags: Any) -> api.Settings:
-    known = {"data_dir", "collection", "provider", "model", "chroma_url"}
+    known = {
+        "data_dir",
+        "collection",
+        "provider",
+        "model",
+        "chroma_url",
+        "chroma_token",
+        "tenant",
+        "database",
+        "embedding_url",
+    }
+    values = {k: v for k, v in flags.items() if k in known}
+    options = _embed_options(flags.get("embed_options") or ())
+    if options:
+        values["provider_options"] = options
     return api.configure(
-        {k: v for k, v in flags.items() if k in known},
+        values,
         os.environ,
         Path.cwd(),
         config=flags.get("config_path"),
         sources_file=flags.get("sources_file"),
         allow_root=bool(flags.get("allow_root_slash")),
     )
+
+
+def _embed_options(pairs: Sequence[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--embed-option takes KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -239,6 +285,17 @@ def ingest(
                     )
                 )
             collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+        client = api.owner_client(settings)
+        if client is not None:
+            if reset or output_manifest:
+                raise LockError(
+                    f"the data dir is owned by {client.owner.describe()}; --reset and "
+                    "--output-manifest cannot go through it: stop it first"
+                )
+            with client:
+                summaries = _ingest_via_owner(client, specs, [e.label for e in entries], options)
+            _print_ingest(summaries, as_json)
+            return
         if reset:
             names = sorted(set(collections))
             if not yes:
@@ -266,11 +323,47 @@ def ingest(
                 summaries = api.ingest_configured(
                     settings, labels, options, progress=progress, wait=wait
                 )
+    _print_ingest(summaries, as_json)
+
+
+def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
     if as_json:
         data = [s.as_json() for s in summaries]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     else:
         _print_summaries(summaries)
+
+
+def _ingest_via_owner(
+    client: Any, specs: Sequence[SourceSpec], labels: Sequence[str], options: IngestOptions
+) -> list[IngestSummary]:
+    """While a service owns the data dir, ask it to reindex the same (known) sources."""
+    from .cli_service import summaries_from_job
+
+    owner = client.owner.describe()
+    if options.dry_run or options.reembed or options.limit or options.gc_only or not options.gc:
+        raise LockError(
+            f"the data dir is owned by {owner}; --dry-run, --reembed, --limit, --gc-only and "
+            "--no-gc cannot go through it: stop it first"
+        )
+    known = {s["label"]: s["location"] for s in client.sources()}
+    for spec in specs:
+        root = known.get(spec.label)
+        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
+            raise LockError(
+                f"the data dir is owned by {owner}, which does not know source "
+                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
+            )
+    _stderr().print(f"[dim]the data dir is owned by {escape(owner)}; reindexing through it[/]")
+    job = client.reindex(
+        [s.label for s in specs] or list(labels),
+        checksum=options.checksum,
+        allow_mass_delete=options.allow_mass_delete,
+    )
+    job = client.wait(job["id"])
+    if job["status"] != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job['error']}")
+    return summaries_from_job(job)
 
 
 @contextmanager
@@ -387,7 +480,13 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
 def search(query: str, k: int, as_json: bool, **flags: Any) -> None:
     """Search the indexed chunks for QUERY."""
     with _errors():
-        hits = api.search(query, _settings(**flags), k=k)
+        settings = _settings(**flags)
+        client = api.owner_client(settings)
+        if client is not None:
+            with client:
+                hits = client.search(query, k=k)
+        else:
+            hits = api.search(query, settings, k=k)
     if as_json:
         click.echo(json.dumps([h.as_json() for h in hits], indent=2, ensure_ascii=False))
         return
@@ -496,7 +595,8 @@ def status(as_json: bool, **flags: Any) -> None:
         )
 
 
-from . import cli_admin  # noqa: E402,F401  (registers config, sources, discover)
+# register config, sources and discover; serve, watch and mcp
+from . import cli_admin, cli_service  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

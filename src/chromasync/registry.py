@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 def open_store_for(settings: Settings, existing: bool = False) -> Store:
     """The configured store: embedded under the data dir, or a Chroma server."""
+    from .retry import RetryPolicy
     from .store import StoreConfig, open_store
 
     config = StoreConfig(
@@ -42,6 +43,8 @@ def open_store_for(settings: Settings, existing: bool = False) -> Store:
         tenant=settings.tenant,
         database=settings.database,
         token=settings.chroma_token,
+        timeout_s=settings.chroma_timeout,
+        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
     )
     return open_store(config, existing)
 
