@@ -204,10 +204,11 @@ class Ingestor:
         if options.limit:
             discovery = replace(discovery, files=files)
         row = self.state.source(name, label)
-        manifest = self.state.files(name, label)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
         must_heal = row is None or row.status != "clean" or options.reembed or model_changed
         rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
+        # Stat fields only: the fast path parses no record lists.
+        manifest = self.state.files(name, label, with_records=must_heal)
         if must_heal and (discovery.files or manifest):
             manifest = self._heal(spec, manifest, options)
         sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
@@ -215,6 +216,24 @@ class Ingestor:
             sorted_ = replace(sorted_, gone=())
         run.skipped.update(sorted_.remembered_skips.values())
         run.files_unchanged = len(sorted_.unchanged)
+        if not (must_heal or sorted_.to_read or sorted_.gone):
+            summary = self._summary(
+                dict(
+                    collection=name,
+                    source=label,
+                    files_seen=len(discovery.files) + len(discovery.skipped),
+                    files_unchanged=run.files_unchanged,
+                    chunks_total=self.state.record_total(name, label),
+                    dry_run=options.dry_run,
+                ),
+                run,
+                started,
+            )
+            if not options.dry_run:
+                self.state.record_noop_run(name, label, summary.as_json())
+            return summary
+        if not must_heal:
+            manifest = self.state.files(name, label)
 
         changes, touched, newly_skipped = self._read_and_plan(
             spec, sorted_.to_read, manifest, options, run, rechunk

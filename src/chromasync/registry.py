@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .configfile import SourceEntry, load_config_file, load_sources_file
 from .errors import ConfigError, NotFound
 from .lock import StoreLock
 from .sources import (
@@ -29,6 +28,7 @@ from .sources import (
 from .state import State
 
 if TYPE_CHECKING:
+    from .configfile import SourceEntry
     from .store import Store
 
 
@@ -241,6 +241,8 @@ def add_source(
 
 
 def _declared_in(target: Path) -> Sequence[SourceEntry]:
+    from .configfile import load_config_file, load_sources_file
+
     if not target.exists():
         return ()
     if target.suffix.lower() in (".md", ".markdown"):
