@@ -21,7 +21,11 @@ def test_file_appended_during_read_is_skipped_or_consistent(tmp_path: Path) -> N
     path = tmp_path / "growing.md"
     path.write_text("# Log\n\n" + "line of text\n" * 500_000)
     # Another process (not a thread: no GIL between them) appends without pause.
-    script = "import os,sys\nfd=os.open(sys.argv[1],os.O_WRONLY|os.O_APPEND)\nwhile 1: os.write(fd,b'x\\n')"
+    script = (
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+        "while True: os.write(fd, b'x\\n')\n"
+    )
     writer = subprocess.Popen([sys.executable, "-c", script, str(path)])
     try:
         time.sleep(0.2)
