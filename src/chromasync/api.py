@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .access import FileText, filters_where, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .configfile import SourceEntry, check_unique_labels, load_config_file, load_sources_file
 from .embed import Embedder, make_embedder
@@ -22,6 +23,7 @@ from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
 from .ingest import IngestOptions, Ingestor, Progress
 from .lock import StoreLock
+from .owner import OwnerInfo, find_owner
 from .records import Hit, IngestSummary, SourceSpec
 from .registry import (
     DiscoverResult,
@@ -43,6 +45,7 @@ from .state import State
 from .verify import SourceCheck
 
 if TYPE_CHECKING:
+    from .client import OwnerClient
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -415,9 +418,66 @@ def search_collections(settings: Settings, store: Store | None = None) -> list[s
     return names
 
 
+# -- for long-running owners (serve, watch, mcp) and their clients ---------------------------
+
+
+def known_specs(settings: Settings, labels: Sequence[str] = ()) -> list[SourceSpec]:
+    """Specs of the sources a service can reindex or watch (see `access.select_known`);
+    repository sources are left out (their work tree is synced at ingest time)."""
+    entries, others = select_known(settings, labels)
+    return [spec_for(e, settings) for e in entries if e.path is not None] + others
+
+
+def ingest_known(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    wait: bool = False,
+) -> list[IngestSummary]:
+    """Ingest known sources by label (all when none): configured ones as `ingest_configured`
+    does (repositories fetched first), undeclared indexed ones from their recorded root."""
+    run_options = options or default_options(settings)
+    select_known(settings, labels)  # unknown labels fail before the lock is taken
+
+    def jobs() -> list[tuple[SourceSpec, IngestOptions]]:
+        entries, others = select_known(settings, labels)
+        out = [(s, run_options) for s in others]
+        if entries:
+            chosen = [e.label for e in entries]
+            out[:0] = configured_jobs(settings, chosen, run_options, environ=environ)
+        return out
+
+    return _ingest_jobs(
+        settings, jobs, embedder=embedder, environ=environ, progress=progress, wait=wait
+    )
+
+
+def owner_client(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> OwnerClient | None:
+    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+
+    While another process owns the data dir, nothing else may open its store: callers send
+    their requests through this client instead (see `owner`).
+    """
+    from .client import OwnerClient
+
+    info = find_owner(settings.data_dir)
+    if info is None:
+        return None
+    environ = os.environ if environ is None else environ
+    return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
+
+
 __all__ = [
     "DiscoverResult",
+    "FileText",
     "IngestOptions",
+    "OwnerInfo",
     "RemovedSource",
     "Settings",
     "SourceEntry",
@@ -432,17 +492,25 @@ __all__ = [
     "default_options",
     "discover",
     "export_manifest",
+    "filters_where",
+    "find_owner",
+    "get_document",
     "health",
     "ingest",
     "ingest_configured",
+    "ingest_known",
+    "known_specs",
     "list_sources",
     "make_embedder_for",
     "open_store",
+    "owner_client",
+    "read_indexed_file",
     "remove_source",
     "reset_collections",
     "resolve_settings",
     "search",
     "search_collections",
+    "select_known",
     "selected_sources",
     "source_for",
     "status",

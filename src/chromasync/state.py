@@ -318,6 +318,24 @@ class State:
             )
         return {r[0] for r in rows}
 
+    def document_chunks(
+        self, path: str, source: str | None = None
+    ) -> list[tuple[str, str, str, str, str, dict[str, Any]]]:
+        """(collection, source, id, heading, text, metadata) of every chunk of `path`, in
+        line order, from every collection."""
+        sql = "SELECT collection, source, id, heading, text, metadata FROM chunks WHERE path = ? "
+        args: list[str] = [path]
+        if source is not None:
+            sql += "AND source = ? "
+            args.append(source)
+        sql += (
+            "ORDER BY collection, source, "
+            "CAST(json_extract(metadata, '$.start_line') AS INTEGER), id"
+        )
+        return [
+            (r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self._db.execute(sql, args)
+        ]
+
     @property
     def db(self) -> sqlite3.Connection:
         """The raw connection, for read-only queries by retrieval."""
