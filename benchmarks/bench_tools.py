@@ -106,20 +106,20 @@ def _client(path: Path) -> Any:
     return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
 
 
-def _stored(client: Any) -> Iterator[tuple[dict[str, Any], str]]:
-    """(metadata, document) of every record of the bench collection, page by page."""
-    try:
-        collection = client.get_collection(COLLECTION)
-    except Exception:
-        return
-    offset, page = 0, 2000
-    while True:
-        got = collection.get(include=["metadatas", "documents"], limit=page, offset=offset)
-        for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
-            yield dict(meta or {}), doc or ""
-        if len(got["ids"]) < page:
-            return
-        offset += page
+def _stored(client: Any, every: bool = False) -> Iterator[tuple[dict[str, Any], str]]:
+    """(metadata, document) of every record of the bench collection (or of every
+    collection in the store: chromasync names its collections itself), page by page."""
+    names = [c.name for c in client.list_collections()]
+    for name in names if every else [n for n in names if n == COLLECTION]:
+        collection = client.get_collection(name)
+        offset, page = 0, 2000
+        while True:
+            got = collection.get(include=["metadatas", "documents"], limit=page, offset=offset)
+            for meta, doc in zip(got["metadatas"], got["documents"], strict=True):
+                yield dict(meta or {}), doc or ""
+            if len(got["ids"]) < page:
+                break
+            offset += page
 
 
 # -- chromasync --------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def run_chromasync(root: Path, state: Path, embedder: Counting) -> dict[str, Any
 
 
 def records_chromasync(root: Path, state: Path) -> Iterator[tuple[str, str]]:
-    for meta, doc in _stored(_client(state / "data" / "chroma")):
+    for meta, doc in _stored(_client(state / "data" / "chroma"), every=True):
         yield str(meta.get("path", "")), doc
 
 
