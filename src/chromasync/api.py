@@ -8,23 +8,45 @@ hits = api.search("how do I install", settings, k=5)
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from .config import Settings, resolve_settings
+from .access import FileText, filters_where, get_document, read_indexed_file, select_known
+from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
-from .errors import SourceError
+from .errors import ConfigError, NotFound, SourceError
 from .ingest import IngestOptions, Ingestor, Progress
 from .lock import StoreLock
+from .owner import OwnerInfo, find_owner
 from .records import Hit, IngestSummary, SourceSpec
+from .registry import (
+    DiscoverResult,
+    RemovedSource,
+    SourceInfo,
+    SourceStatus,
+    StateHealth,
+    add_source,
+    discover,
+    health,
+    list_sources,
+    open_store_for,
+    remove_source,
+    reset_collections,
+    status,
+)
+from .sources import configured_entries, select_entries, spec_for
 from .state import State
+from .verify import SourceCheck
 
 if TYPE_CHECKING:
-    from .store import Store, StoreConfig
+    from .client import OwnerClient
+    from .configfile import SourceEntry
+    from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
 
@@ -33,32 +55,69 @@ def source_for(path: str | Path, label: str | None = None, **fields: Any) -> Sou
     """A source for a folder; its label defaults to the folder's name."""
     root = Path(path).expanduser()
     resolved = root.resolve()
-    if str(resolved) == "/" and not fields.pop("allow_root", False):
+    allow_root = bool(fields.pop("allow_root", False))
+    if str(resolved) == "/" and not allow_root:
         raise SourceError("refusing to index '/' as a source; name a folder inside it")
     name = label or resolved.name or "root"
     return SourceSpec(label=name, root=root, **fields)
+
+
+def configure(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    *,
+    config: str | Path | None = None,
+    sources_file: str | Path | None = None,
+    allow_root: bool = False,
+) -> Settings:
+    """Settings from flags, the environment and the config file (found by `config`, else
+    `CHROMASYNC_CONFIG`, else `chromasync.yaml` in `cwd`), then defaults.
+
+    `sources_file` adds the sources of a Markdown sources file (`content-sources.md`) to
+    those of the config file, or stands in for a config file when there is none.
+    """
+    environ = os.environ if environ is None else environ
+    folder = Path(cwd) if cwd is not None else Path.cwd()
+    path = find_config_file(config, environ, folder)
+    file = None
+    if path is not None or sources_file is not None:  # pydantic loads only when needed
+        from .configfile import check_unique_labels, load_config_file, load_sources_file
+    if path is not None:
+        found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
+        file = load_config_file(path, found_by=found_by, allow_root=allow_root)
+    if sources_file is not None:
+        md = Path(sources_file)
+        md = md if md.is_absolute() else folder / md
+        extra = load_sources_file(md, allow_root=allow_root).entries
+        if file is None:
+            file = ConfigFile(path=md, sources=extra, sources_file=md, found_by="--sources-file")
+        elif file.sources_file is None or file.sources_file.resolve() != md.resolve():
+            entries = (*file.sources, *extra)
+            check_unique_labels(entries)
+            file = dataclasses.replace(file, sources=entries, sources_file=md)
+    return resolve_settings(flags, environ, file)
 
 
 def make_embedder_for(settings: Settings) -> Embedder:
     return make_embedder(settings.provider, settings.embedding_options())
 
 
-def _store_config(settings: Settings) -> StoreConfig:
-    from .store import StoreConfig
-
-    return StoreConfig(
-        data_dir=settings.data_dir,
-        url=settings.chroma_url,
-        tenant=settings.tenant,
-        database=settings.database,
-        token=settings.chroma_token,
-    )
-
-
 def open_store(settings: Settings, existing: bool = False) -> Store:
-    from .store import open_store as _open
+    return open_store_for(settings, existing)
 
-    return _open(_store_config(settings), existing)
+
+def default_options(settings: Settings, **fields: Any) -> IngestOptions:
+    """IngestOptions carrying the settings' file size limit and privacy keys."""
+    fields.setdefault("max_file_bytes", settings.max_file_bytes)
+    fields.setdefault("privacy_keys", settings.privacy_keys)
+    fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
+    return IngestOptions(**fields)
+
+
+def collection_of(spec: SourceSpec, settings: Settings) -> str:
+    """The collection a source's records live in (see `config` for the naming)."""
+    return settings.collection_for(spec.kind, spec.collection)
 
 
 def ingest(
@@ -71,31 +130,255 @@ def ingest(
     progress: Progress | None = None,
     wait: bool = False,
 ) -> list[IngestSummary]:
-    """Bring each source's records in the collection in line with its files on disk."""
-    options = options or IngestOptions(max_file_bytes=settings.max_file_bytes)
+    """Bring each source's records in its collection in line with its files on disk.
+
+    Each source goes to `collection_of(spec, settings)`; the settings' `skip_paths` apply
+    to every source.
+    """
+    run_options = options or default_options(settings)
+    return _ingest_jobs(
+        settings,
+        lambda: [(spec, run_options) for spec in sources],
+        embedder=embedder,
+        environ=environ,
+        progress=progress,
+        wait=wait,
+    )
+
+
+def ingest_configured(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    wait: bool = False,
+) -> list[IngestSummary]:
+    """Ingest the config's `include: true` sources (or those named by `labels`).
+
+    Repository sources are fetched into the data dir's cache first (under the lock), and
+    their records carry `indexed_commit_sha`.
+    """
+    run_options = options or default_options(settings)
+    return _ingest_jobs(
+        settings,
+        lambda: configured_jobs(settings, labels, run_options, environ=environ),
+        embedder=embedder,
+        environ=environ,
+        progress=progress,
+        wait=wait,
+    )
+
+
+def configured_jobs(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> list[tuple[SourceSpec, IngestOptions]]:
+    """(spec, options) for each selected configured source; repositories are synced into
+    the cache first (callers that write hold the lock)."""
+    entries = select_entries(configured_entries(settings), labels)
+    if not entries:
+        where = settings.config_file.path if settings.config_file else "no config file"
+        raise ConfigError(
+            f"nothing to ingest: no source with `include: true` ({where}); add one with "
+            "`chromasync sources add PATH`, or give a PATH"
+        )
+    run_options = options or default_options(settings)
+    out = []
+    for entry in entries:
+        if entry.repo:
+            from .gitsource import sync_repository
+
+            checkout = sync_repository(entry.repo, entry.branch, settings.data_dir, environ=environ)
+            extra = {**run_options.extra_metadata, "indexed_commit_sha": checkout.commit}
+            spec = spec_for(entry, settings, root=checkout.work_tree)
+            out.append((spec, replace(run_options, extra_metadata=extra)))
+        else:
+            out.append((spec_for(entry, settings), run_options))
+    return out
+
+
+def export_manifest(
+    settings: Settings,
+    jobs: Sequence[tuple[SourceSpec, IngestOptions]],
+    handle: IO[str],
+    *,
+    include_text: bool = False,
+    embedder: Embedder | None = None,
+) -> int:
+    """Write the desired records of each job as JSON Lines (see `export`); returns the
+    number of records. Reads files and the state; embeds and stores nothing."""
+    from .chunk.tokens import default_token_meter, load_token_meter
+    from .export import desired_records, write_jsonl
+
+    embedder = embedder or make_embedder_for(settings)
+    path = embedder.tokenizer_path
+    meter = load_token_meter(path) if path else default_token_meter()
+    state_file = settings.data_dir / "state.sqlite3"
+    state = State.open(settings.data_dir) if state_file.exists() else None
+    total = 0
+    try:
+        for job_spec, options in jobs:
+            spec = _with_skips(job_spec, settings)
+            name = collection_of(spec, settings)
+            manifest = state.files(name, spec.label) if state is not None else {}
+            total += write_jsonl(
+                desired_records(
+                    spec,
+                    name,
+                    model_id=embedder.model_id,
+                    budget_tokens=min(
+                        embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens
+                    ),
+                    meter=meter,
+                    manifest=manifest,
+                    max_file_bytes=options.max_file_bytes,
+                    privacy_keys=options.privacy_keys,
+                    limit=options.limit,
+                    extra_metadata=options.extra_metadata,
+                    include_text=include_text,
+                ),
+                handle,
+            )
+    finally:
+        if state is not None:
+            state.close()
+    return total
+
+
+def _with_skips(spec: SourceSpec, settings: Settings) -> SourceSpec:
+    if not settings.skip_paths:
+        return spec
+    return replace(
+        spec, skip_substrings=tuple(dict.fromkeys((*spec.skip_substrings, *settings.skip_paths)))
+    )
+
+
+def selected_sources(settings: Settings, labels: Sequence[str] = ()) -> list[SourceEntry]:
+    """The configured sources a plain ingest would run (or those named by `labels`)."""
+    return select_entries(configured_entries(settings), labels)
+
+
+def _ingest_jobs(
+    settings: Settings,
+    jobs: Callable[[], Sequence[tuple[SourceSpec, IngestOptions]]],
+    *,
+    embedder: Embedder | None,
+    environ: Mapping[str, str] | None,
+    progress: Progress | None,
+    wait: bool,
+) -> list[IngestSummary]:
     embedder = embedder or make_embedder_for(settings)
     environ = os.environ if environ is None else environ
     summaries: list[IngestSummary] = []
     with StoreLock(settings.data_dir, wait=wait):
         state = State.open(settings.data_dir)
-        ingestor = Ingestor(
-            state,
-            settings.collection,
-            embedder,
-            open_store=lambda existing=False: open_store(settings, existing),
-            cache=lambda: EmbeddingCache(
-                settings.data_dir / CACHE_FILE, settings.cache_max_entries
-            ),
-            environ=environ,
-            progress=progress,
-        )
+        ingestors: dict[str, Ingestor] = {}
         try:
-            for spec in sources:
-                summaries.append(ingestor.ingest(spec, options))
+            for spec, options in jobs():
+                spec = _with_skips(spec, settings)
+                name = collection_of(spec, settings)
+                if name not in ingestors:
+                    ingestors[name] = Ingestor(
+                        state,
+                        name,
+                        embedder,
+                        open_store=lambda existing=False: open_store(settings, existing),
+                        cache=lambda: EmbeddingCache(
+                            settings.data_dir / CACHE_FILE, settings.cache_max_entries
+                        ),
+                        environ=environ,
+                        progress=progress,
+                    )
+                summaries.append(ingestors[name].ingest(spec, options))
         finally:
-            ingestor.close()
+            for ingestor in ingestors.values():
+                ingestor.close()
             state.close()
     return summaries
+
+
+def verify(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    repair: bool = False,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    wait: bool = False,
+) -> list[SourceCheck]:
+    """Compare manifest, keyword index, collection and disk for each known source.
+
+    With `repair`, each source with a difference is healed from the collection and
+    ingested again (nothing cached is re-embedded); the returned checks are re-run after.
+    """
+    checks, specs = _verify_once(settings, labels, wait)
+    broken = [specs[(c.collection, c.source)] for c in checks if not c.ok]
+    if not (repair and broken):
+        return checks
+    with StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        try:
+            for check in checks:
+                if not check.ok:
+                    state.mark_dirty(check.collection, check.source)
+        finally:
+            state.close()
+    ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
+    after, _ = _verify_once(settings, labels, wait)
+    return [replace(c, repaired=not before.ok) for c, before in zip(after, checks, strict=True)]
+
+
+def _verify_once(
+    settings: Settings, labels: Sequence[str], wait: bool
+) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
+    from .discover import discover_source
+    from .verify import compare_source
+
+    configured = {e.label: e for e in configured_entries(settings)}
+    checks: list[SourceCheck] = []
+    specs: dict[tuple[str, str], SourceSpec] = {}
+    with StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        try:
+            store = open_store(settings)
+            for row in state.sources():
+                if labels and row.source not in labels:
+                    continue
+                entry = configured.get(row.source)
+                spec = (
+                    spec_for(entry, settings, root=Path(row.root))
+                    if entry is not None
+                    else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
+                )
+                spec = _with_skips(spec, settings)
+                try:
+                    stored = list(
+                        store.collection(row.collection, create=False).iter_records(
+                            where={"source": row.source}
+                        )
+                    )
+                except NotFound:
+                    stored = []
+                try:
+                    found = discover_source(spec, settings.max_file_bytes)
+                    on_disk = {f.rel_path: f for f in found.files}
+                except SourceError:
+                    on_disk = None
+                manifest = state.files(row.collection, row.source)
+                keyword = state.keyword_ids(row.collection, row.source)
+                checks.append(
+                    compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
+                )
+                specs[(row.collection, row.source)] = spec
+        finally:
+            state.close()
+    return checks, specs
 
 
 def search(
@@ -108,58 +391,136 @@ def search(
 ) -> list[Hit]:
     """Dense search over the configured collection (hybrid retrieval comes in `retrieve`)."""
     embedder = embedder or make_embedder_for(settings)
-    collection = open_store(settings).collection(settings.collection, create=False)
-    collection.check_model(embedder.model_id, embedder.dimension)
-    return collection.query(embedder.embed_query(query), k, where)
+    store = open_store(settings)
+    hits: list[Hit] = []
+    if getattr(embedder, "embeds_in_store", False):
+        # each collection's own embedding function embeds the query (`server` provider)
+        for name in search_collections(settings, store):
+            hits.extend(store.collection(name, provider="server").query(query, k, where))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:k]
+    vector = embedder.embed_query(query)
+    for name in search_collections(settings, store):
+        collection = store.collection(name, create=False)
+        collection.check_model(embedder.model_id, embedder.dimension)
+        hits.extend(collection.query(vector, k, where))
+    hits.sort(key=lambda h: -h.score)
+    return hits[:k]
 
 
-@dataclass(frozen=True, slots=True)
-class SourceStatus:
-    collection: str
-    source: str
-    root: str
-    files: int
-    chunks: int
-    embedding_model: str
-    status: str
-    last_outcome: str | None
-    last_finished_ns: int | None
+def search_collections(settings: Settings, store: Store | None = None) -> list[str]:
+    """The collections a search covers: the shared one, or every `<collection>-<kind>`
+    plus the collections configured sources name explicitly."""
+    if settings.collections == "shared":
+        explicit = {e.collection for e in configured_entries(settings) if e.collection}
+        return sorted({settings.collection} | explicit)
+    store = store or open_store(settings)
+    existing = store.list_collections()
+    explicit = {e.collection for e in configured_entries(settings) if e.collection}
+    names = [n for n in existing if settings.owns_collection(n) or n in explicit]
+    if not names:
+        raise NotFound(
+            f"no collection of {settings.collection!r} in {settings.store_location()}; "
+            "run `chromasync ingest` first"
+        )
+    return names
 
 
-def status(settings: Settings) -> list[SourceStatus]:
-    """Per source: files and chunks in the manifest, last run, model (reads no store)."""
-    state = State.open(settings.data_dir)
-    try:
-        rows = []
-        for row in state.sources():
-            files = state.files(row.collection, row.source)
-            rows.append(
-                SourceStatus(
-                    collection=row.collection,
-                    source=row.source,
-                    root=row.root,
-                    files=sum(1 for f in files.values() if f.records),
-                    chunks=sum(len(f.records) for f in files.values()),
-                    embedding_model=row.embedding_model,
-                    status=row.status,
-                    last_outcome=row.last_outcome,
-                    last_finished_ns=row.last_finished_ns,
-                )
-            )
-        return rows
-    finally:
-        state.close()
+# -- for long-running owners (serve, watch, mcp) and their clients ---------------------------
+
+
+def known_specs(settings: Settings, labels: Sequence[str] = ()) -> list[SourceSpec]:
+    """Specs of the sources a service can reindex or watch (see `access.select_known`);
+    repository sources are left out (their work tree is synced at ingest time)."""
+    entries, others = select_known(settings, labels)
+    return [spec_for(e, settings) for e in entries if e.path is not None] + others
+
+
+def ingest_known(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    wait: bool = False,
+) -> list[IngestSummary]:
+    """Ingest known sources by label (all when none): configured ones as `ingest_configured`
+    does (repositories fetched first), undeclared indexed ones from their recorded root."""
+    run_options = options or default_options(settings)
+    select_known(settings, labels)  # unknown labels fail before the lock is taken
+
+    def jobs() -> list[tuple[SourceSpec, IngestOptions]]:
+        entries, others = select_known(settings, labels)
+        out = [(s, run_options) for s in others]
+        if entries:
+            chosen = [e.label for e in entries]
+            out[:0] = configured_jobs(settings, chosen, run_options, environ=environ)
+        return out
+
+    return _ingest_jobs(
+        settings, jobs, embedder=embedder, environ=environ, progress=progress, wait=wait
+    )
+
+
+def owner_client(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> OwnerClient | None:
+    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+
+    While another process owns the data dir, nothing else may open its store: callers send
+    their requests through this client instead (see `owner`).
+    """
+    from .client import OwnerClient
+
+    info = find_owner(settings.data_dir)
+    if info is None:
+        return None
+    environ = os.environ if environ is None else environ
+    return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
 
 
 __all__ = [
+    "DiscoverResult",
+    "FileText",
     "IngestOptions",
+    "OwnerInfo",
+    "RemovedSource",
     "Settings",
+    "SourceEntry",
+    "SourceInfo",
     "SourceStatus",
+    "StateHealth",
+    "add_source",
+    "collection_of",
+    "configure",
+    "configured_entries",
+    "configured_jobs",
+    "default_options",
+    "discover",
+    "export_manifest",
+    "filters_where",
+    "find_owner",
+    "get_document",
+    "health",
     "ingest",
+    "ingest_configured",
+    "ingest_known",
+    "known_specs",
+    "list_sources",
     "make_embedder_for",
     "open_store",
+    "owner_client",
+    "read_indexed_file",
+    "remove_source",
+    "reset_collections",
     "resolve_settings",
     "search",
+    "search_collections",
+    "select_known",
+    "selected_sources",
     "source_for",
     "status",
+    "verify",
 ]

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -20,9 +21,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, api
-from .errors import ChromasyncError, ConfigError, NotFound
+from .errors import ChromasyncError, ConfigError, LockError, NotFound
 from .ingest import IngestOptions
-from .records import Hit, IngestSummary
+from .records import Hit, IngestSummary, SourceSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,7 +47,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except ChromasyncError as exc:
-        _stderr().print(f"[bold red]error:[/] {escape(_safe(str(exc)))}")
+        _stderr().print(f"[bold red]error:[/] {escape(_safe(str(exc)))}", soft_wrap=True)
         sys.exit(_exit_code(exc))
 
 
@@ -69,14 +70,51 @@ def store_options(func: F) -> F:
         ),
         click.option(
             "--provider",
-            help="Embedding provider: local, hash [env CHROMASYNC_EMBEDDING_PROVIDER].",
+            help="Embedding provider: local, openai, server, hash "
+            "[env CHROMASYNC_EMBEDDING_PROVIDER].",
         ),
         click.option(
             "--model", help="Model for the provider (local: a sentence-transformers folder)."
         ),
         click.option(
+            "--embedding-url",
+            help="openai provider: base URL of an OpenAI-compatible API, e.g. "
+            "http://localhost:11434/v1 [env CHROMASYNC_EMBEDDING_URL].",
+        ),
+        click.option(
+            "--embed-option",
+            "embed_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A provider option (batch_size, max_tokens, backend, device, dimension...).",
+        ),
+        click.option(
             "--chroma-url",
-            help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL].",
+            help="Chroma server instead of the embedded store: http(s)://HOST:PORT or "
+            "chroma-cloud:// [env CHROMASYNC_CHROMA_URL].",
+        ),
+        click.option(
+            "--chroma-token",
+            help="Bearer token (Chroma Cloud: API key) for the server; prefer the environment "
+            "[env CHROMASYNC_CHROMA_TOKEN; CHROMA_API_KEY for chroma-cloud://].",
+        ),
+        click.option("--tenant", help="Chroma tenant [env CHROMASYNC_CHROMA_TENANT]."),
+        click.option("--database", help="Chroma database [env CHROMASYNC_CHROMA_DATABASE]."),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml if present].",
+        ),
+        click.option(
+            "--sources-file",
+            type=click.Path(dir_okay=False),
+            help="A Markdown file whose front matter lists sources (content_sources:).",
+        ),
+        click.option(
+            "--allow-root-slash",
+            is_flag=True,
+            help="Allow a source whose path is the filesystem root '/'.",
         ),
     ]
     for decorator in reversed(decorators):
@@ -85,8 +123,39 @@ def store_options(func: F) -> F:
 
 
 def _settings(**flags: Any) -> api.Settings:
-    known = {"data_dir", "collection", "provider", "model", "chroma_url"}
-    return api.resolve_settings({k: v for k, v in flags.items() if k in known}, os.environ)
+    known = {
+        "data_dir",
+        "collection",
+        "provider",
+        "model",
+        "chroma_url",
+        "chroma_token",
+        "tenant",
+        "database",
+        "embedding_url",
+    }
+    values = {k: v for k, v in flags.items() if k in known}
+    options = _embed_options(flags.get("embed_options") or ())
+    if options:
+        values["provider_options"] = options
+    return api.configure(
+        values,
+        os.environ,
+        Path.cwd(),
+        config=flags.get("config_path"),
+        sources_file=flags.get("sources_file"),
+        allow_root=bool(flags.get("allow_root_slash")),
+    )
+
+
+def _embed_options(pairs: Sequence[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--embed-option takes KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,13 +165,34 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @store_options
-@click.option("--source", "label", help="Source label (default: the folder's name); one PATH only.")
+@click.option(
+    "--source",
+    "-s",
+    "labels",
+    multiple=True,
+    help="Without PATH: ingest only this configured source (repeatable). "
+    "With one PATH: that source's label.",
+)
+@click.option("--kind", help="With PATH: the source kind (default notes).")
 @click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
 @click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N files of each source.")
+@click.option("--gc-only", is_flag=True, help="Only delete records of files gone from disk.")
+@click.option("--no-gc", is_flag=True, help="Do not delete records of files gone from disk.")
+@click.option("--reset", is_flag=True, help="Drop and recreate the sources' collections first.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before --reset.")
 @click.option("--dry-run", is_flag=True, help="Compute the plan and figures; write nothing.")
+@click.option(
+    "--output-manifest",
+    type=click.Path(dir_okay=False, writable=True),
+    help="With --dry-run: write the desired records as JSON Lines to this file.",
+)
+@click.option(
+    "--include-text", is_flag=True, help="With --output-manifest: include each chunk's text."
+)
 @click.option(
     "--checksum", is_flag=True, help="Hash every file instead of trusting size and mtime."
 )
@@ -113,11 +203,19 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: Sequence[str],
-    label: str | None,
+    labels: Sequence[str],
+    kind: str | None,
     include: Sequence[str],
     exclude: Sequence[str],
     no_gitignore: bool,
+    limit: int | None,
+    gc_only: bool,
+    no_gc: bool,
+    reset: bool,
+    yes: bool,
     dry_run: bool,
+    output_manifest: str | None,
+    include_text: bool,
     checksum: bool,
     reembed: bool,
     allow_mass_delete: bool,
@@ -126,36 +224,146 @@ def ingest(
     quiet: bool,
     **flags: Any,
 ) -> None:
-    """Index the text files under each PATH (one source per PATH)."""
-    if label and len(paths) > 1:
+    """Index the text files under each PATH (one source per PATH), or, without PATH,
+    every `include: true` source of the config file."""
+    if paths and len(labels) > 1:
+        raise click.UsageError("with PATH, --source names one source; give one PATH with it")
+    if labels and len(paths) > 1:
         raise click.UsageError("--source names one source; give one PATH with it")
+    if gc_only and no_gc:
+        raise click.UsageError("--gc-only and --no-gc contradict each other")
+    if output_manifest and not dry_run:
+        raise click.UsageError("--output-manifest needs --dry-run")
+    if include_text and not output_manifest:
+        raise click.UsageError("--include-text needs --output-manifest")
+    if reset and (dry_run or gc_only):
+        raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
+    if not paths and (kind or include or exclude or no_gitignore):
+        raise click.UsageError(
+            "--kind, --include, --exclude and --no-gitignore apply to a PATH; "
+            "set them per source in the config file"
+        )
     with _errors():
         settings = _settings(**flags)
-        specs = [
-            api.source_for(
-                p,
-                label,
-                include=tuple(include),
-                exclude=tuple(exclude),
-                use_gitignore=not no_gitignore,
-            )
-            for p in paths
-        ]
-        options = IngestOptions(
+        options = api.default_options(
+            settings,
             dry_run=dry_run,
             checksum=checksum,
             reembed=reembed,
             allow_mass_delete=allow_mass_delete,
-            max_file_bytes=settings.max_file_bytes,
+            gc=not no_gc,
+            gc_only=gc_only,
+            limit=limit,
         )
+        specs = []
+        if paths:
+            label = labels[0] if labels else None
+            fields = {"kind": kind} if kind else {}
+            specs = [
+                api.source_for(
+                    p,
+                    label,
+                    include=tuple(include),
+                    exclude=tuple(exclude),
+                    use_gitignore=not no_gitignore,
+                    allow_root=bool(flags.get("allow_root_slash")),
+                    **fields,
+                )
+                for p in paths
+            ]
+            collections = [api.collection_of(s, settings) for s in specs]
+        else:
+            entries = api.selected_sources(settings, labels)
+            if not entries:
+                where = settings.config_file.path if settings.config_file else None
+                raise ConfigError(
+                    "nothing to ingest: give a PATH, or declare sources with `include: true` "
+                    + (
+                        f"in {where}"
+                        if where
+                        else "in chromasync.yaml (see `chromasync sources add`)"
+                    )
+                )
+            collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+        client = api.owner_client(settings)
+        if client is not None:
+            if reset or output_manifest:
+                raise LockError(
+                    f"the data dir is owned by {client.owner.describe()}; --reset and "
+                    "--output-manifest cannot go through it: stop it first"
+                )
+            with client:
+                summaries = _ingest_via_owner(client, specs, [e.label for e in entries], options)
+            _print_ingest(summaries, as_json)
+            return
+        if reset:
+            names = sorted(set(collections))
+            if not yes:
+                click.confirm(
+                    f"Drop collection(s) {', '.join(names)} and re-embed every source in them?",
+                    abort=True,
+                    err=True,
+                )
+            dropped = api.reset_collections(settings, names, wait=wait)
+            _stderr().print(f"dropped: {escape(', '.join(dropped) or 'nothing (none existed)')}")
+        if output_manifest:
+            jobs = (
+                [(s, options) for s in specs]
+                if specs
+                else api.configured_jobs(settings, labels, options)
+            )
+            with open(output_manifest, "w", encoding="utf-8") as handle:
+                count = api.export_manifest(settings, jobs, handle, include_text=include_text)
+            _stderr().print(f"wrote {count} desired records to {escape(_safe(output_manifest))}")
         show = not quiet and not as_json and sys.stderr.isatty()
         with _progress(show) as progress:
-            summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
+            if specs:
+                summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
+            else:
+                summaries = api.ingest_configured(
+                    settings, labels, options, progress=progress, wait=wait
+                )
+    _print_ingest(summaries, as_json)
+
+
+def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
     if as_json:
         data = [s.as_json() for s in summaries]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     else:
         _print_summaries(summaries)
+
+
+def _ingest_via_owner(
+    client: Any, specs: Sequence[SourceSpec], labels: Sequence[str], options: IngestOptions
+) -> list[IngestSummary]:
+    """While a service owns the data dir, ask it to reindex the same (known) sources."""
+    from .cli_service import summaries_from_job
+
+    owner = client.owner.describe()
+    if options.dry_run or options.reembed or options.limit or options.gc_only or not options.gc:
+        raise LockError(
+            f"the data dir is owned by {owner}; --dry-run, --reembed, --limit, --gc-only and "
+            "--no-gc cannot go through it: stop it first"
+        )
+    known = {s["label"]: s["location"] for s in client.sources()}
+    for spec in specs:
+        root = known.get(spec.label)
+        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
+            raise LockError(
+                f"the data dir is owned by {owner}, which does not know source "
+                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
+            )
+    _stderr().print(f"[dim]the data dir is owned by {escape(owner)}; reindexing through it[/]")
+    job = client.reindex(
+        [s.label for s in specs] or list(labels),
+        checksum=options.checksum,
+        allow_mass_delete=options.allow_mass_delete,
+    )
+    job = client.wait(job["id"])
+    if job["status"] != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job['error']}")
+    return summaries_from_job(job)
 
 
 @contextmanager
@@ -186,44 +394,80 @@ def _progress(show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
         yield update
 
 
+SUMMARY_COLUMNS = (
+    "source",
+    "seen",
+    "unchanged",
+    "updated",
+    "new",
+    "deleted",
+    "skipped",
+    "chunks",
+    "embedded",
+    "reused",
+    "embed time",
+    "other time",
+)
+
+
+def _summary_cells(s: IngestSummary) -> list[str]:
+    return [
+        str(s.files_seen),
+        str(s.files_unchanged),
+        str(s.files_updated),
+        str(s.files_new),
+        str(s.files_deleted),
+        str(sum(s.files_skipped.values())),
+        str(s.chunks_total),
+        str(s.chunks_embedded),
+        str(s.chunks_reused),
+        f"{s.embed_ms / 1000:.2f}s",
+        f"{max(s.duration_ms - s.embed_ms, 0) / 1000:.2f}s",
+    ]
+
+
+def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
+    """The figures of several sources added up."""
+    skipped: dict[str, int] = {}
+    for s in summaries:
+        for reason, n in s.files_skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
+    fields = [
+        "files_seen",
+        "files_new",
+        "files_updated",
+        "files_unchanged",
+        "files_deleted",
+        "chunks_total",
+        "chunks_embedded",
+        "chunks_reused",
+        "chunks_deleted",
+        "duration_ms",
+        "embed_ms",
+    ]
+    sums = {f: sum(getattr(s, f) for s in summaries) for f in fields}
+    dry = bool(summaries) and summaries[0].dry_run
+    return IngestSummary(collection="", source="total", files_skipped=skipped, dry_run=dry, **sums)
+
+
 def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
     console = Console(highlight=False)
     table = Table(
         title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else "")
     )
-    for column in (
-        "source",
-        "seen",
-        "new",
-        "updated",
-        "unchanged",
-        "deleted",
-        "skipped",
-        "chunks",
-        "embedded",
-        "reused",
-        "time",
-    ):
+    for column in SUMMARY_COLUMNS:
         table.add_column(column, justify="left" if column == "source" else "right")
     for s in summaries:
-        table.add_row(
-            escape(s.source),
-            str(s.files_seen),
-            str(s.files_new),
-            str(s.files_updated),
-            str(s.files_unchanged),
-            str(s.files_deleted),
-            str(sum(s.files_skipped.values())),
-            str(s.chunks_total),
-            str(s.chunks_embedded),
-            str(s.chunks_reused),
-            f"{s.duration_ms / 1000:.2f}s (embed {s.embed_ms / 1000:.2f}s)",
-        )
+        table.add_row(escape(_safe(s.source)), *_summary_cells(s))
+    if len(summaries) > 1:
+        table.add_section()
+        table.add_row("[bold]total[/]", *_summary_cells(total_summary(summaries)))
     console.print(table)
-    for s in summaries:
+    rows = [*summaries, total_summary(summaries)] if len(summaries) > 1 else list(summaries)
+    for s in rows:
         if s.files_skipped:
             reasons = ", ".join(f"{r}: {n}" for r, n in sorted(s.files_skipped.items()))
-            console.print(f"[dim]{escape(s.source)} skipped by reason: {escape(reasons)}[/]")
+            console.print(f"[dim]{escape(_safe(s.source))} skipped by reason: {escape(reasons)}[/]")
 
 
 @main.command()
@@ -236,7 +480,13 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
 def search(query: str, k: int, as_json: bool, **flags: Any) -> None:
     """Search the indexed chunks for QUERY."""
     with _errors():
-        hits = api.search(query, _settings(**flags), k=k)
+        settings = _settings(**flags)
+        client = api.owner_client(settings)
+        if client is not None:
+            with client:
+                hits = client.search(query, k=k)
+        else:
+            hits = api.search(query, settings, k=k)
     if as_json:
         click.echo(json.dumps([h.as_json() for h in hits], indent=2, ensure_ascii=False))
         return
@@ -256,50 +506,97 @@ def _print_hits(hits: Sequence[Hit]) -> None:
         console.print(f"   {escape(_safe(snippet))}")
 
 
+def _when(ns: int | None) -> str:
+    if not ns:
+        return "never"
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ns / 1e9).isoformat(timespec="seconds")
+
+
 @main.command()
 @store_options
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def status(as_json: bool, **flags: Any) -> None:
-    """Show each source: files, chunks, model and last run."""
+    """Per source and collection: files, chunks, last run and outcome, model; the store's
+    location and the state's health."""
     with _errors():
-        rows = api.status(_settings(**flags))
+        settings = _settings(**flags)
+        health = api.health(settings)
+        rows = api.status(settings)
+        configured = (
+            {
+                (settings.collection_for(e.kind, e.collection), e.label): e
+                for e in api.selected_sources(settings)
+            }
+            if settings.config_file
+            else {}
+        )
     if as_json:
-        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        data = {
+            "health": dataclasses.asdict(health),
+            "sources": [dataclasses.asdict(r) for r in rows],
+            "configured_not_indexed": [
+                {"collection": c, "source": label}
+                for (c, label) in configured
+                if not any(r.collection == c and r.source == label for r in rows)
+            ],
+        }
+        click.echo(json.dumps(data, indent=2, default=str))
         return
+    console = Console(highlight=False)
+    console.print(f"store: {escape(_safe(health.store))}")
+    console.print(f"state: {escape(_safe(health.state_file))}: {escape(health.state)}")
+    if health.config_file:
+        console.print(f"config: {escape(_safe(health.config_file))}")
     table = Table(title="chromasync status")
-    for column in ("collection", "source", "files", "chunks", "model", "state", "last run"):
+    for column in (
+        "collection",
+        "source",
+        "kind",
+        "files",
+        "chunks",
+        "model",
+        "state",
+        "last run",
+        "outcome",
+    ):
         table.add_column(column)
     for r in rows:
         table.add_row(
             escape(r.collection),
-            escape(r.source),
+            escape(_safe(r.source)),
+            escape(r.kind),
             str(r.files),
             str(r.chunks),
             r.embedding_model,
             r.status,
+            _when(r.last_finished_ns),
             r.last_outcome or "-",
         )
-    Console(highlight=False).print(table)
+    for (collection, label), entry in configured.items():
+        if not any(r.collection == collection and r.source == label for r in rows):
+            table.add_row(
+                escape(collection),
+                escape(_safe(label)),
+                escape(entry.kind),
+                "0",
+                "0",
+                "-",
+                "not indexed",
+                "never",
+                "-",
+            )
+    console.print(table)
+    if health.interrupted:
+        console.print(
+            "[yellow]interrupted runs (reconciled by the next ingest):[/] "
+            + escape(", ".join(health.interrupted))
+        )
 
 
-@main.group()
-def config() -> None:
-    """Inspect the resolved configuration."""
-
-
-@config.command("show")
-@store_options
-def config_show(**flags: Any) -> None:
-    """Print each setting with where its value came from (secrets masked)."""
-    with _errors():
-        settings = _settings(**flags)
-    table = Table(title="chromasync config")
-    for column in ("setting", "value", "from"):
-        table.add_column(column)
-    for name, value, origin in settings.shown():
-        table.add_row(name, escape(value), origin)
-    Console(highlight=False).print(table)
-
+# register config, sources and discover; serve, watch and mcp
+from . import cli_admin, cli_service  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

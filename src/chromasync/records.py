@@ -41,6 +41,7 @@ class SourceSpec:
     extensions: tuple[str, ...] | None = None
     subdirs: tuple[str, ...] = ()
     skip_substrings: tuple[str, ...] = ()
+    collection: str | None = None  # None: the settings decide (see config.collection_for)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,8 @@ class FileStat:
     abs_path: str
     size: int
     mtime_ns: int
+    ctime_ns: int = 0  # changes on every write, and cannot be set back (unlike mtime)
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,8 @@ class FileState:
     checked_ns: int  # when size/mtime were last confirmed against the content
     records: tuple[RecordRef, ...]
     skip_reason: str = ""  # a content skip (private, binary...) remembered by stat
+    ctime_ns: int = 0
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +167,17 @@ class FileChange:
     to_rewrite: tuple[ChunkRecord, ...]  # ids present, metadata or document changed
     to_delete: tuple[str, ...]  # ids of this file that are no longer wanted
     is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLimits:
+    """What the target store accepts (None: no limit known). See `preflight`."""
+
+    max_batch: int | None = None  # records per write, as advertised (None: none advertised)
+    max_id_bytes: int | None = None
+    max_document_bytes: int | None = None
+    max_metadata_keys: int | None = None  # per record
+    name: str = "Chroma"  # how messages name the target
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +199,7 @@ class IngestSummary:
     duration_ms: int = 0
     embed_ms: int = 0
     dry_run: bool = False
+    metadata_keys_dropped: int = 0  # user keys over the store's per-record limit
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -199,7 +216,9 @@ class IngestSummary:
             "chunks_reused": self.chunks_reused,
             "chunks_deleted": self.chunks_deleted,
             "duration_ms": self.duration_ms,
+            "embed_ms": self.embed_ms,
             "dry_run": self.dry_run,
+            "metadata_keys_dropped": self.metadata_keys_dropped,
         }
 
 
