@@ -209,3 +209,11 @@ def test_heading_path_cut_when_too_long() -> None:
     assert_chunks_valid(doc, chunks, budget)
     assert chunks[0].heading.endswith("…")
     assert budget.meter.count(chunks[0].context) <= 64 // 4 + 1
+
+
+def test_body_less_page_is_indexed_by_title_and_description() -> None:
+    text = "---\ntitle: Functions\nweight: 3\ndescription: >\n  All the functions.\ncascade:\n  x: 1\n---\n"
+    doc = document(text, "_index.md")
+    chunks = chunk_document(doc, minilm())
+    assert [(c.start_line, c.end_line, c.heading) for c in chunks] == [(2, 5, "Functions")]
+    assert chunks[0].text == "title: Functions\nweight: 3\ndescription: >\n  All the functions."

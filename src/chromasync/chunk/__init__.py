@@ -9,7 +9,9 @@ chunker keeps (and `tests/unit/test_chunk_properties.py` checks):
   a piece of one long line; `start_line`/`end_line` (1-based, inclusive) are the lines it
   starts and ends on;
 * chunks come in document order and together hold every non-blank character of the body
-  (front matter is never chunk text); two chunks share text only where the later one
+  (front matter is never chunk text, except for a Markdown page that has no body at all,
+  a section index: its `title` and `description` lines are its one chunk, see
+  `markdown.front_matter_chunks`); two chunks share text only where the later one
   declares it in `overlap` (its first `overlap` characters repeat the end of the one
   before), which happens only inside a single unit (a paragraph, list, code block or
   declaration) that had to be subdivided;
@@ -25,7 +27,6 @@ splitting and packing they share.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..records import Chunk, Document
@@ -49,41 +50,8 @@ class Budget:
         return self.max_chars or self.max_tokens * CHARS_PER_TOKEN
 
 
-_SUMMARY_KEY = re.compile(r"^[\"']?(title|description)[\"']?\s*:", re.IGNORECASE)
-
-
-def front_matter_chunk(doc: Document, budget: Budget) -> list[Chunk]:
-    """A body-less Markdown page (a section index): its title and description lines.
-
-    The chunk is the exact excerpt of the front matter from the first `title:` or
-    `description:` line to the end of the last one (with its continuation lines).
-    """
-    lines = doc.text.split("\n")
-    fence_end = doc.body_start_line - 2  # index of the closing fence
-    keys = [i for i in range(1, fence_end) if _SUMMARY_KEY.match(lines[i])]
-    if not keys:
-        return []
-    last = keys[-1]
-    while last + 1 < fence_end and lines[last + 1][:1] in (" ", "\t"):
-        last += 1
-    from .text import Block, fit_block
-
-    title = doc.metadata.get("title")
-    heading = title if isinstance(title, str) else ""
-    block = Block(keys[0] + 1, last + 1, "\n".join(lines[keys[0] : last + 1]))
-    return [
-        Chunk(text=b.text, start_line=b.start, end_line=b.end, heading=heading)
-        for b in fit_block(block, lines, "", budget)
-    ]
-
-
 def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
     """Split one document by its kind: Markdown sections, code declarations, or text."""
-    if (
-        doc.kind == "markdown"
-        and not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip()
-    ):
-        return front_matter_chunk(doc, budget)
     if doc.kind == "markdown":
         from .markdown import chunk_markdown
 

@@ -42,6 +42,7 @@ _LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]|$)")
 _BREAK = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
 _ATTRIBUTES = re.compile(r"[ \t]*\{[#.][^}]*\}[ \t]*$")
 _NOT_SETEXT = ("|", ">", "<", "{{", "- ", "* ", "+ ")
+_SUMMARY_KEY = re.compile(r"^[\"']?(title|description)[\"']?\s*:", re.IGNORECASE)
 #: Sections merge while the chunk being built is smaller than this share of the budget.
 MERGE_SHARE = 2
 
@@ -232,7 +233,32 @@ def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     return a[:n]
 
 
+def front_matter_chunks(doc: Document, budget: Budget) -> list[Chunk]:
+    """A body-less Markdown page (a section index): its title and description lines.
+
+    The chunk is the exact excerpt of the front matter from the first `title:` or
+    `description:` line to the end of the last one (with its continuation lines).
+    """
+    lines = doc.text.split("\n")
+    fence_end = doc.body_start_line - 2  # index of the closing fence
+    keys = [i for i in range(1, fence_end) if _SUMMARY_KEY.match(lines[i])]
+    if not keys:
+        return []
+    last = keys[-1]
+    while last + 1 < fence_end and lines[last + 1][:1] in (" ", "\t"):
+        last += 1
+    layout = Layout(doc.text, keys[0] + 1, budget)
+    span = layout.lines_span(keys[0] + 1, last + 1)
+    if span is None:
+        return []
+    title = doc.metadata.get("title")
+    heading = " ".join(title.split()) if isinstance(title, str) else ""
+    return layout.finish(layout.pack_drafts([Unit(span)], "", heading))
+
+
 def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
+    if not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip():
+        return front_matter_chunks(doc, budget)
     layout = Layout(doc.text, doc.body_start_line, budget)
     blocks = parse_blocks(layout.lines, layout.first_line, layout.last_line)
     title = doc.metadata.get("title")
