@@ -212,7 +212,10 @@ def test_heading_path_cut_when_too_long() -> None:
 
 
 def test_body_less_page_is_indexed_by_title_and_description() -> None:
-    text = "---\ntitle: Functions\nweight: 3\ndescription: >\n  All the functions.\ncascade:\n  x: 1\n---\n"
+    text = (
+        "---\ntitle: Functions\nweight: 3\ndescription: >\n  All the functions.\n"
+        "cascade:\n  x: 1\n---\n"
+    )
     doc = document(text, "_index.md")
     chunks = chunk_document(doc, minilm())
     assert [(c.start_line, c.end_line, c.heading) for c in chunks] == [(2, 5, "Functions")]
