@@ -17,7 +17,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .access import FileText, filters_where, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
-from .configfile import SourceEntry, check_unique_labels, load_config_file, load_sources_file
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
@@ -46,6 +45,7 @@ from .verify import SourceCheck
 
 if TYPE_CHECKING:
     from .client import OwnerClient
+    from .configfile import SourceEntry
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -81,6 +81,8 @@ def configure(
     folder = Path(cwd) if cwd is not None else Path.cwd()
     path = find_config_file(config, environ, folder)
     file = None
+    if path is not None or sources_file is not None:  # pydantic loads only when needed
+        from .configfile import check_unique_labels, load_config_file, load_sources_file
     if path is not None:
         found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
         file = load_config_file(path, found_by=found_by, allow_root=allow_root)
@@ -390,8 +392,14 @@ def search(
     """Dense search over the configured collection (hybrid retrieval comes in `retrieve`)."""
     embedder = embedder or make_embedder_for(settings)
     store = open_store(settings)
-    vector = embedder.embed_query(query)
     hits: list[Hit] = []
+    if getattr(embedder, "embeds_in_store", False):
+        # each collection's own embedding function embeds the query (`server` provider)
+        for name in search_collections(settings, store):
+            hits.extend(store.collection(name, provider="server").query(query, k, where))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:k]
+    vector = embedder.embed_query(query)
     for name in search_collections(settings, store):
         collection = store.collection(name, create=False)
         collection.check_model(embedder.model_id, embedder.dimension)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .configfile import SourceEntry, load_config_file, load_sources_file
 from .errors import ConfigError, NotFound
 from .lock import StoreLock
 from .sources import (
@@ -29,11 +28,13 @@ from .sources import (
 from .state import State
 
 if TYPE_CHECKING:
+    from .configfile import SourceEntry
     from .store import Store
 
 
 def open_store_for(settings: Settings, existing: bool = False) -> Store:
     """The configured store: embedded under the data dir, or a Chroma server."""
+    from .retry import RetryPolicy
     from .store import StoreConfig, open_store
 
     config = StoreConfig(
@@ -42,6 +43,8 @@ def open_store_for(settings: Settings, existing: bool = False) -> Store:
         tenant=settings.tenant,
         database=settings.database,
         token=settings.chroma_token,
+        timeout_s=settings.chroma_timeout,
+        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
     )
     return open_store(config, existing)
 
@@ -238,6 +241,8 @@ def add_source(
 
 
 def _declared_in(target: Path) -> Sequence[SourceEntry]:
+    from .configfile import load_config_file, load_sources_file
+
     if not target.exists():
         return ()
     if target.suffix.lower() in (".md", ".markdown"):
