@@ -98,6 +98,7 @@ class Seen:
     path: str
     outcome: str  # "forwarded", "drop", "status 503", "slow", "body"
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
 
 
 class FaultProxy:
@@ -127,7 +128,8 @@ class FaultProxy:
                 if fault is not None and fault.action == "status":
                     outcome = f"status {fault.status}"
                 with proxy._lock:
-                    proxy.seen.append(Seen(self.command, self.path, outcome, body))
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    proxy.seen.append(Seen(self.command, self.path, outcome, body, headers))
                 if fault is not None and fault.action == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)

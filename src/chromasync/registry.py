@@ -319,12 +319,25 @@ def reset_collections(settings: Settings, names: Sequence[str], wait: bool = Fal
     return dropped
 
 
+#: Folder names that say little on their own: a discovered root so named is labelled
+#: `<parent>/<name>` (`hugo/content`).
+GENERIC_NAMES = frozenset(
+    {"content", "contents", "docs", "doc", "documentation", "src", "data", "site", "pages"}
+    | {"posts", "notes", "wiki", "md", "markdown", "en"}
+)
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Whether one folder is the other or inside it (its files would be indexed twice)."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
 @dataclass(frozen=True, slots=True)
 class DiscoverResult:
     sources_file: str
     candidates: tuple[str, ...]  # every content root found (absolute paths)
     added: tuple[str, ...]  # appended now, with `include: false`
-    known: tuple[str, ...]  # already declared
+    known: tuple[str, ...]  # already declared (or overlapping a declared folder)
 
 
 def discover(
@@ -353,11 +366,14 @@ def discover(
     items: list[dict[str, Any]] = []
     for candidate in candidates:
         resolved = str(candidate.path.resolve())
-        if resolved in known_paths:
+        if any(_overlaps(resolved, k) for k in known_paths):
             known.append(resolved)
             continue
         item: dict[str, Any] = {"path": declared_path(candidate.path, target.resolve().parent)}
         label = candidate.path.name
+        if label.lower() in GENERIC_NAMES and candidate.path.parent.name:
+            label = f"{candidate.path.parent.name}/{label}"
+            item["label"] = label
         if label in labels:
             label = candidate.rel_path or candidate.path.name
             n = 2

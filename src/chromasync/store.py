@@ -566,8 +566,16 @@ def _probe(target: Target, config: StoreConfig) -> None:
     import httpx
 
     url = f"{target.base_url}/api/v2/heartbeat"
+    headers = {}
+    if config.token:
+        if target.kind == "cloud":
+            headers["X-Chroma-Token"] = config.token
+        else:
+            headers["Authorization"] = f"Bearer {config.token}"
     try:
-        with httpx.Client(transport=_transport(config), timeout=_timeout(config)) as http:
+        with httpx.Client(
+            transport=_transport(config), timeout=_timeout(config), headers=headers
+        ) as http:
             http.get(url)
     except Exception as exc:
         raise store_error(config, "heartbeat", exc) from exc

@@ -140,6 +140,7 @@ def test_failed_upsert_is_never_followed_by_deletions(
     assert "journal/2026-05-01.md" not in {m["path"] for m in after.values()}
 
 
+@pytest.mark.slow
 def test_cli_give_up_exits_1_and_never_deletes(
     notes: Path, tmp_path: Path, chroma_server: str
 ) -> None:
@@ -214,6 +215,7 @@ def test_credentials_refused_plainly_and_never_shown(
     assert SECRET.encode() not in _all_bytes(data)  # manifest, cache, lock
 
 
+@pytest.mark.slow
 def test_flag_token_reaches_the_server(tmp_path: Path, notes: Path, chroma_server: str) -> None:
     """The token travels as a bearer header (seen by the proxy), never in the output."""
     with FaultProxy(chroma_server) as proxy:
@@ -233,7 +235,9 @@ def test_flag_token_reaches_the_server(tmp_path: Path, notes: Path, chroma_serve
                 str(tmp_path / "d"),
             ]
         )
+        sent = {s.headers.get("authorization") for s in proxy.seen}
     assert result.returncode == 0, result.stderr
+    assert sent == {f"Bearer {SECRET}"}
     assert SECRET not in result.stdout + result.stderr
 
 
@@ -276,6 +280,8 @@ def test_cloud_limits_adapt_batches_keys_and_documents(
         )
         [summary] = api.ingest([api.source_for(corpus)], settings, embedder=embedder)
         sizes = _batch_sizes(proxy)
+        tokens = {s.headers.get("x-chroma-token") for s in proxy.seen if "/api/v2/" in s.path}
+    assert tokens == {SECRET}  # CloudClient's header, on every Chroma request
     assert plan.metadata_keys_dropped == summary.metadata_keys_dropped > 0
     assert plan.files_skipped.get(SKIP_REASON) == summary.files_skipped.get(SKIP_REASON) == 1
     assert max(sizes) <= 300 and sum(sizes) == summary.chunks_embedded
