@@ -293,7 +293,7 @@ def ingest(
                     "--output-manifest cannot go through it: stop it first"
                 )
             with client:
-                summaries = _ingest_via_owner(client, specs, [e.label for e in entries], options)
+                summaries = _ingest_via_owner(client, specs, labels, options)
             _print_ingest(summaries, as_json)
             return
         if reset:
