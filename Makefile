@@ -6,7 +6,7 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: install demo test test-all check lint typecheck clean bench bench-install
+.PHONY: install demo serve test test-all check lint typecheck clean bench bench-install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(BIN)/python
 demo: install
 	$(BIN)/chromasync ingest examples/notes --data-dir $(DEMO_DIR)
 	$(BIN)/chromasync search "how do I calibrate the grinder" --data-dir $(DEMO_DIR) --k 3
+
+serve: demo
+	$(BIN)/chromasync serve --data-dir $(DEMO_DIR) --watch
 
 test: install
 	$(BIN)/python -m pytest -q -m "not slow"
