@@ -22,7 +22,7 @@ from rich.table import Table
 from . import __version__, api
 from .errors import ChromasyncError, ConfigError, NotFound
 from .ingest import IngestOptions
-from .records import Hit, IngestSummary
+from .records import IngestSummary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,8 +55,12 @@ def _safe(text: str) -> str:
     return "".join(c if c.isprintable() or c in "\n" else repr(c)[1:-1] for c in text)
 
 
-def store_options(func: F) -> F:
-    """The options every command that touches the store shares."""
+def store_options(func: F | None = None, *, many_collections: bool = False) -> Any:
+    """The options every command that touches the store shares.
+
+    With `many_collections`, `--collection` may be repeated (search, similar, eval).
+    """
+    collection_help = "Chroma collection [env CHROMASYNC_COLLECTION; default chromasync]."
     decorators = [
         click.option(
             "--data-dir",
@@ -65,7 +69,8 @@ def store_options(func: F) -> F:
         ),
         click.option(
             "--collection",
-            help="Chroma collection [env CHROMASYNC_COLLECTION; default chromasync].",
+            multiple=many_collections,
+            help=collection_help + (" Repeatable." if many_collections else ""),
         ),
         click.option(
             "--provider",
@@ -79,14 +84,22 @@ def store_options(func: F) -> F:
             help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL].",
         ),
     ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply(func) if func is not None else apply
 
 
 def _settings(**flags: Any) -> api.Settings:
-    known = {"data_dir", "collection", "provider", "model", "chroma_url"}
-    return api.resolve_settings({k: v for k, v in flags.items() if k in known}, os.environ)
+    known = {"data_dir", "collection", "provider", "model", "chroma_url", "rerank_model"}
+    values = {k: v for k, v in flags.items() if k in known}
+    if isinstance(values.get("collection"), tuple):
+        names = values["collection"]
+        values["collection"] = names[0] if names else None
+    return api.resolve_settings(values, os.environ)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -227,36 +240,6 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
 
 
 @main.command()
-@click.argument("query")
-@store_options
-@click.option(
-    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Number of hits."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
-def search(query: str, k: int, as_json: bool, **flags: Any) -> None:
-    """Search the indexed chunks for QUERY."""
-    with _errors():
-        hits = api.search(query, _settings(**flags), k=k)
-    if as_json:
-        click.echo(json.dumps([h.as_json() for h in hits], indent=2, ensure_ascii=False))
-        return
-    _print_hits(hits)
-
-
-def _print_hits(hits: Sequence[Hit]) -> None:
-    console = Console(highlight=False)
-    if not hits:
-        console.print("no hits")
-    for rank, hit in enumerate(hits, 1):
-        where = f"{hit.path}:{hit.start_line}-{hit.end_line}"
-        console.print(f"[bold]{rank}.[/] [cyan]{escape(_safe(where))}[/] [dim]{hit.score:.3f}[/]")
-        if hit.heading:
-            console.print(f"   [green]{escape(_safe(hit.heading))}[/]")
-        snippet = " ".join(hit.text.split())[:240]
-        console.print(f"   {escape(_safe(snippet))}")
-
-
-@main.command()
 @store_options
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def status(as_json: bool, **flags: Any) -> None:
@@ -300,6 +283,10 @@ def config_show(**flags: Any) -> None:
         table.add_row(name, escape(value), origin)
     Console(highlight=False).print(table)
 
+
+# The retrieval commands (search, similar, eval) live beside this module for size; importing
+# them registers them on `main`.
+from . import cli_search  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -31,8 +31,13 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "max_file_bytes": ("CHROMASYNC_MAX_FILE_BYTES", 8 * 1024 * 1024),
     "cache_max_entries": ("CHROMASYNC_CACHE_MAX_ENTRIES", 500_000),
     "cache_dir": ("CHROMASYNC_CACHE_DIR", None),
+    "date_fields": ("CHROMASYNC_DATE_FIELDS", "date,published_at"),
+    "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
+    "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
+    "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
 }
-_INTS = {"max_file_bytes", "cache_max_entries"}
+_INTS = {"max_file_bytes", "cache_max_entries", "keyword_refresh_s"}
+_FLOATS = {"duplicate_threshold"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,10 @@ class Settings:
     max_file_bytes: int = 8 * 1024 * 1024
     cache_max_entries: int = 500_000
     cache_dir: str | None = None
+    date_fields: str = "date,published_at"  # front-matter dates for --after/--before/--sort
+    rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
+    duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
+    keyword_refresh_s: int = 300  # max age of the keyword mirror of a shared collection
     provider_options: Mapping[str, Any] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -58,6 +67,10 @@ class Settings:
         if self.cache_dir:
             options.setdefault("cache_dir", self.cache_dir)
         return options
+
+    @property
+    def date_field_names(self) -> tuple[str, ...]:
+        return tuple(f.strip() for f in self.date_fields.split(",") if f.strip())
 
     def shown(self) -> list[tuple[str, str, str]]:
         """(name, value, origin) rows for `config show`, secrets masked."""
@@ -94,6 +107,11 @@ def resolve_settings(
                 value = int(value)
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{name} must be an integer, got {value!r} ({origin})") from exc
+        if name in _FLOATS and value is not None:
+            try:
+                value = float(value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{name} must be a number, got {value!r} ({origin})") from exc
         values[name] = value
         origins[name] = origin
     values["data_dir"] = Path(values["data_dir"]).expanduser()

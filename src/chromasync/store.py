@@ -214,15 +214,22 @@ class Collection:
         ]
 
     def query(
-        self, vector: Sequence[float], k: int, where: Mapping[str, Any] | None = None
+        self,
+        vector: Sequence[float],
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Nearest records to `vector` (cosine); the score is 1 - distance."""
+        """Nearest records to `vector` (cosine), among `ids` when given; score 1 - distance."""
+        if ids is not None and not ids:
+            return []
         got = self._store._call(
             f"query {self.name!r}",
             lambda: self._raw.query(
                 query_embeddings=[list(vector)],
                 n_results=k,
                 where=dict(where) if where else None,
+                ids=list(ids) if ids is not None else None,
                 include=["metadatas", "documents", "distances"],
             ),
         )
