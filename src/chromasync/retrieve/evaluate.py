@@ -3,7 +3,7 @@
 A queries file has one JSON object a line: `{"query": "...", "relevant": ["path or id", ...]}`
 (an `id` is optional). A hit's document matches a judged entry by its path, by its file stem
 (`notes/31715818.md` matches `31715818`) or by its `document_id`. Relevance is binary; each
-judged entry counts once, however many documents match it.
+judged entry counts once, and one document satisfies one entry.
 
 Metrics per query, averaged over queries: nDCG@k, recall@k, recall@100 and MRR (reciprocal
 rank of the first relevant document within the retrieved depth, 100 documents).
@@ -85,9 +85,10 @@ def judge(ranked: Sequence[Hit], relevant: Sequence[str]) -> list[bool]:
     left = set(relevant)
     flags: list[bool] = []
     for hit in ranked:
-        found = left & doc_names(hit)
+        found = sorted(left & doc_names(hit))
         flags.append(bool(found))
-        left -= found
+        if found:
+            left.discard(found[0])  # one document satisfies one judged entry
     return flags
 
 

@@ -331,7 +331,7 @@ def where_to_sql(
         return _equals(column, path, arg)
     if op == "$ne":
         sql, params = _equals(column, path, arg)
-        return f"NOT {sql}", params
+        return f"NOT COALESCE({sql}, 0)", params
     if op in _COMPARE:
         return (
             f"(json_type({column}, ?) IN ('integer', 'real') "
@@ -342,14 +342,14 @@ def where_to_sql(
         parts = [_equals(column, path, a) for a in arg]
         sql = "(" + " OR ".join(p[0] for p in parts) + ")"
         params = [x for p in parts for x in p[1]]
-        return (f"NOT {sql}", params) if op == "$nin" else (sql, params)
+        return (f"NOT COALESCE({sql}, 0)", params) if op == "$nin" else (sql, params)
     member = _member_sql(arg)
     sql = (
         f"(json_type({column}, ?) = 'array' AND EXISTS "
         f"(SELECT 1 FROM json_each({column}, ?) AS j WHERE {member}))"
     )
     params = [path, path, *([] if isinstance(arg, bool) else [arg])]
-    return (f"NOT {sql}", params) if op == "$not_contains" else (sql, params)
+    return (f"NOT COALESCE({sql}, 0)", params) if op == "$not_contains" else (sql, params)
 
 
 def _equals(column: str, path: str, value: Any) -> tuple[str, list[Any]]:
@@ -409,7 +409,7 @@ def match_paths(paths: Iterable[str], patterns: Sequence[str]) -> list[str]:
     import pathspec
 
     try:
-        spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+        spec = pathspec.GitIgnoreSpec.from_lines(patterns)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"--path: bad pattern in {list(patterns)!r}: {exc}") from exc
     return [p for p in paths if spec.match_file(p)]
