@@ -47,7 +47,11 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(data_dir: Path) -> Settings:
-    return resolve_settings({"data_dir": str(data_dir), "provider": "hash"}, {})
+    """Hash embedder, one shared collection (`settings.collection`); the default layout,
+    one collection per source kind, is tested in tests/integration/test_sources.py."""
+    return resolve_settings(
+        {"data_dir": str(data_dir), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
 
 
 @pytest.fixture
@@ -88,4 +92,8 @@ def run_cli(
 
 @pytest.fixture
 def cli_env(data_dir: Path) -> Iterator[dict[str, str]]:
-    yield {"CHROMASYNC_DATA_DIR": str(data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    yield {
+        "CHROMASYNC_DATA_DIR": str(data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_COLLECTIONS": "shared",
+    }

@@ -8,29 +8,47 @@ hits = api.search("how do I install", settings, k=5)
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from .config import Settings, resolve_settings
+from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
+from .configfile import SourceEntry, check_unique_labels, load_config_file, load_sources_file
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
-from .errors import ChromasyncError, ConfigError, NotFound, SourceError
+from .errors import ConfigError, NotFound, SourceError
 from .ingest import IngestOptions, Ingestor, Progress
 from .lock import StoreLock
 from .records import Hit, IngestSummary, SourceSpec
+from .registry import (
+    DiscoverResult,
+    RemovedSource,
+    SourceInfo,
+    SourceStatus,
+    StateHealth,
+    add_source,
+    discover,
+    health,
+    list_sources,
+    open_store_for,
+    remove_source,
+    reset_collections,
+    status,
+)
 from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.similar import SimilarDoc
+from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
+from .sources import configured_entries, select_entries, spec_for
 from .state import State
-from .store import hit_from_row
 
 if TYPE_CHECKING:
-    from .store import Store, StoreConfig
+    from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
 
@@ -39,32 +57,66 @@ def source_for(path: str | Path, label: str | None = None, **fields: Any) -> Sou
     """A source for a folder; its label defaults to the folder's name."""
     root = Path(path).expanduser()
     resolved = root.resolve()
-    if str(resolved) == "/" and not fields.pop("allow_root", False):
+    allow_root = bool(fields.pop("allow_root", False))
+    if str(resolved) == "/" and not allow_root:
         raise SourceError("refusing to index '/' as a source; name a folder inside it")
     name = label or resolved.name or "root"
     return SourceSpec(label=name, root=root, **fields)
+
+
+def configure(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    *,
+    config: str | Path | None = None,
+    sources_file: str | Path | None = None,
+    allow_root: bool = False,
+) -> Settings:
+    """Settings from flags, the environment and the config file (found by `config`, else
+    `CHROMASYNC_CONFIG`, else `chromasync.yaml` in `cwd`), then defaults.
+
+    `sources_file` adds the sources of a Markdown sources file (`content-sources.md`) to
+    those of the config file, or stands in for a config file when there is none.
+    """
+    environ = os.environ if environ is None else environ
+    folder = Path(cwd) if cwd is not None else Path.cwd()
+    path = find_config_file(config, environ, folder)
+    file = None
+    if path is not None:
+        found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
+        file = load_config_file(path, found_by=found_by, allow_root=allow_root)
+    if sources_file is not None:
+        md = Path(sources_file)
+        md = md if md.is_absolute() else folder / md
+        extra = load_sources_file(md, allow_root=allow_root).entries
+        if file is None:
+            file = ConfigFile(path=md, sources=extra, sources_file=md, found_by="--sources-file")
+        elif file.sources_file is None or file.sources_file.resolve() != md.resolve():
+            entries = (*file.sources, *extra)
+            check_unique_labels(entries)
+            file = dataclasses.replace(file, sources=entries, sources_file=md)
+    return resolve_settings(flags, environ, file)
 
 
 def make_embedder_for(settings: Settings) -> Embedder:
     return make_embedder(settings.provider, settings.embedding_options())
 
 
-def _store_config(settings: Settings) -> StoreConfig:
-    from .store import StoreConfig
-
-    return StoreConfig(
-        data_dir=settings.data_dir,
-        url=settings.chroma_url,
-        tenant=settings.tenant,
-        database=settings.database,
-        token=settings.chroma_token,
-    )
-
-
 def open_store(settings: Settings, existing: bool = False) -> Store:
-    from .store import open_store as _open
+    return open_store_for(settings, existing)
 
-    return _open(_store_config(settings), existing)
+
+def default_options(settings: Settings, **fields: Any) -> IngestOptions:
+    """IngestOptions carrying the settings' file size limit and privacy keys."""
+    fields.setdefault("max_file_bytes", settings.max_file_bytes)
+    fields.setdefault("privacy_keys", settings.privacy_keys)
+    return IngestOptions(**fields)
+
+
+def collection_of(spec: SourceSpec, settings: Settings) -> str:
+    """The collection a source's records live in (see `config` for the naming)."""
+    return settings.collection_for(spec.kind, spec.collection)
 
 
 def ingest(
@@ -77,29 +129,173 @@ def ingest(
     progress: Progress | None = None,
     wait: bool = False,
 ) -> list[IngestSummary]:
-    """Bring each source's records in the collection in line with its files on disk."""
-    options = options or IngestOptions(max_file_bytes=settings.max_file_bytes)
+    """Bring each source's records in its collection in line with its files on disk.
+
+    Each source goes to `collection_of(spec, settings)`; the settings' `skip_paths` apply
+    to every source.
+    """
+    run_options = options or default_options(settings)
+    return _ingest_jobs(
+        settings,
+        lambda: [(spec, run_options) for spec in sources],
+        embedder=embedder,
+        environ=environ,
+        progress=progress,
+        wait=wait,
+    )
+
+
+def ingest_configured(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    wait: bool = False,
+) -> list[IngestSummary]:
+    """Ingest the config's `include: true` sources (or those named by `labels`).
+
+    Repository sources are fetched into the data dir's cache first (under the lock), and
+    their records carry `indexed_commit_sha`.
+    """
+    run_options = options or default_options(settings)
+    return _ingest_jobs(
+        settings,
+        lambda: configured_jobs(settings, labels, run_options, environ=environ),
+        embedder=embedder,
+        environ=environ,
+        progress=progress,
+        wait=wait,
+    )
+
+
+def configured_jobs(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> list[tuple[SourceSpec, IngestOptions]]:
+    """(spec, options) for each selected configured source; repositories are synced into
+    the cache first (callers that write hold the lock)."""
+    entries = select_entries(configured_entries(settings), labels)
+    if not entries:
+        where = settings.config_file.path if settings.config_file else "no config file"
+        raise ConfigError(
+            f"nothing to ingest: no source with `include: true` ({where}); add one with "
+            "`chromasync sources add PATH`, or give a PATH"
+        )
+    run_options = options or default_options(settings)
+    out = []
+    for entry in entries:
+        if entry.repo:
+            from .gitsource import sync_repository
+
+            checkout = sync_repository(entry.repo, entry.branch, settings.data_dir, environ=environ)
+            extra = {**run_options.extra_metadata, "indexed_commit_sha": checkout.commit}
+            spec = spec_for(entry, settings, root=checkout.work_tree)
+            out.append((spec, replace(run_options, extra_metadata=extra)))
+        else:
+            out.append((spec_for(entry, settings), run_options))
+    return out
+
+
+def export_manifest(
+    settings: Settings,
+    jobs: Sequence[tuple[SourceSpec, IngestOptions]],
+    handle: IO[str],
+    *,
+    include_text: bool = False,
+    embedder: Embedder | None = None,
+) -> int:
+    """Write the desired records of each job as JSON Lines (see `export`); returns the
+    number of records. Reads files and the state; embeds and stores nothing."""
+    from .chunk.tokens import default_token_meter, load_token_meter
+    from .export import desired_records, write_jsonl
+
+    embedder = embedder or make_embedder_for(settings)
+    path = embedder.tokenizer_path
+    meter = load_token_meter(path) if path else default_token_meter()
+    state_file = settings.data_dir / "state.sqlite3"
+    state = State.open(settings.data_dir) if state_file.exists() else None
+    total = 0
+    try:
+        for job_spec, options in jobs:
+            spec = _with_skips(job_spec, settings)
+            name = collection_of(spec, settings)
+            manifest = state.files(name, spec.label) if state is not None else {}
+            total += write_jsonl(
+                desired_records(
+                    spec,
+                    name,
+                    model_id=embedder.model_id,
+                    budget_tokens=embedder.max_tokens,
+                    meter=meter,
+                    manifest=manifest,
+                    max_file_bytes=options.max_file_bytes,
+                    privacy_keys=options.privacy_keys,
+                    limit=options.limit,
+                    extra_metadata=options.extra_metadata,
+                    include_text=include_text,
+                ),
+                handle,
+            )
+    finally:
+        if state is not None:
+            state.close()
+    return total
+
+
+def _with_skips(spec: SourceSpec, settings: Settings) -> SourceSpec:
+    if not settings.skip_paths:
+        return spec
+    return replace(
+        spec, skip_substrings=tuple(dict.fromkeys((*spec.skip_substrings, *settings.skip_paths)))
+    )
+
+
+def selected_sources(settings: Settings, labels: Sequence[str] = ()) -> list[SourceEntry]:
+    """The configured sources a plain ingest would run (or those named by `labels`)."""
+    return select_entries(configured_entries(settings), labels)
+
+
+def _ingest_jobs(
+    settings: Settings,
+    jobs: Callable[[], Sequence[tuple[SourceSpec, IngestOptions]]],
+    *,
+    embedder: Embedder | None,
+    environ: Mapping[str, str] | None,
+    progress: Progress | None,
+    wait: bool,
+) -> list[IngestSummary]:
     embedder = embedder or make_embedder_for(settings)
     environ = os.environ if environ is None else environ
     summaries: list[IngestSummary] = []
     with StoreLock(settings.data_dir, wait=wait):
         state = State.open(settings.data_dir)
-        ingestor = Ingestor(
-            state,
-            settings.collection,
-            embedder,
-            open_store=lambda existing=False: open_store(settings, existing),
-            cache=lambda: EmbeddingCache(
-                settings.data_dir / CACHE_FILE, settings.cache_max_entries
-            ),
-            environ=environ,
-            progress=progress,
-        )
+        ingestors: dict[str, Ingestor] = {}
         try:
-            for spec in sources:
-                summaries.append(ingestor.ingest(spec, options))
+            for spec, options in jobs():
+                spec = _with_skips(spec, settings)
+                name = collection_of(spec, settings)
+                if name not in ingestors:
+                    ingestors[name] = Ingestor(
+                        state,
+                        name,
+                        embedder,
+                        open_store=lambda existing=False: open_store(settings, existing),
+                        cache=lambda: EmbeddingCache(
+                            settings.data_dir / CACHE_FILE, settings.cache_max_entries
+                        ),
+                        environ=environ,
+                        progress=progress,
+                    )
+                summaries.append(ingestors[name].ingest(spec, options))
         finally:
-            ingestor.close()
+            for ingestor in ingestors.values():
+                ingestor.close()
             state.close()
     return summaries
 
@@ -175,7 +371,7 @@ def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator
         embedder=(lambda: embedder)
         if embedder is not None
         else (lambda: make_embedder_for(settings)),
-        default_collection=settings.collection,
+        default_collections=lambda: search_collections(settings, store),
         clock_ns=time.time_ns,
         reranker=make_reranker(settings.rerank_model),
         mirror_ttl_s=settings.keyword_refresh_s,
@@ -185,21 +381,6 @@ def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator
     finally:
         retriever.close()
         state.close()
-
-
-@dataclass(frozen=True, slots=True)
-class EvalReport:
-    queries: int
-    k: int
-    modes: Mapping[str, Mapping[str, float]]  # mode -> metric -> mean
-    per_query: Mapping[str, Sequence[Mapping[str, float]]]  # mode -> one row per query
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "queries": self.queries,
-            "k": self.k,
-            "modes": {m: dict(v) for m, v in self.modes.items()},
-        }
 
 
 def evaluate(
@@ -215,50 +396,19 @@ def evaluate(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
 ) -> EvalReport:
-    """nDCG@k, recall@k, recall@100 and MRR of each mode over judged queries.
-
-    Each query is gathered once (dense and keyword lists, 2 x 100 chunks deep) and ranked
-    in every mode, exactly as `search` ranks it. `fusions` adds extra hybrid variants by
-    name (for tuning). With a reranker configured, `hybrid+rerank` is measured as well.
-    """
-    from .retrieve import evaluate as ev
-    from .retrieve.rerank import rerank
-
-    for mode in modes:
-        if mode not in MODES:
-            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    filters = filters or Filters(date_fields=settings.date_field_names)
-    rows: dict[str, list[Mapping[str, float]]] = {}
+    """nDCG@k, recall@k, recall@100 and MRR per mode (see `retrieve.tasks.run_evaluation`)."""
     with _retriever(settings, embedder) as retriever:
-        for done, item in enumerate(queries, 1):
-            request = SearchRequest(
-                item.query,
-                k=ev.DEPTH,
-                filters=filters,
-                collections=tuple(collections),
-                all_collections=all_collections,
-                candidates=2 * ev.DEPTH,
-            )
-            gathered = retriever.gather(request, modes)
-            ranked = {mode: retriever.rank(gathered, mode) for mode in modes}
-            for name, fusion in (fusions or {}).items():
-                ranked[name] = retriever.rank(gathered, "hybrid", fusion)
-            if retriever.reranker is not None and "hybrid" in ranked:
-                ranked["hybrid+rerank"] = rerank(item.query, ranked["hybrid"], retriever.reranker)
-            for name, hits in ranked.items():
-                docs = ev.documents(hits)[: ev.DEPTH]
-                flags = ev.judge(docs, item.relevant)
-                rows.setdefault(name, []).append(
-                    ev.query_metrics(flags, len(set(item.relevant)), k)
-                )
-            if progress:
-                progress("eval", done, len(queries))
-    return EvalReport(
-        queries=len(queries),
-        k=k,
-        modes={name: ev.mean_metrics(r) for name, r in rows.items()},
-        per_query=rows,
-    )
+        return run_evaluation(
+            retriever,
+            queries,
+            modes=modes,
+            k=k,
+            filters=filters or Filters(date_fields=settings.date_field_names),
+            collections=collections,
+            all_collections=all_collections,
+            fusions=fusions,
+            progress=progress,
+        )
 
 
 def load_queries(path: str | Path) -> list[EvalQuery]:
@@ -273,34 +423,6 @@ def load_queries(path: str | Path) -> list[EvalQuery]:
     return parse_queries(text.splitlines(), str(file))
 
 
-@dataclass(frozen=True, slots=True)
-class SimilarResult:
-    path: str
-    chunks: int
-    threshold: float
-    documents: tuple[SimilarDoc, ...]
-    excluded: str | None  # "source:path" of the file itself, when it is indexed
-
-    @property
-    def nearest_sources(self) -> list[tuple[str, float, int]]:
-        from .retrieve.similar import nearest_sources
-
-        return nearest_sources(self.documents)
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "chunks": self.chunks,
-            "threshold": self.threshold,
-            "excluded": self.excluded,
-            "duplicates": sum(d.duplicate for d in self.documents),
-            "documents": [d.as_json() for d in self.documents],
-            "sources": [
-                {"source": s, "best_score": b, "documents": n} for s, b, n in self.nearest_sources
-            ],
-        }
-
-
 def similar(
     path: str | Path,
     settings: Settings,
@@ -312,66 +434,20 @@ def similar(
     embedder: Embedder | None = None,
 ) -> SimilarResult:
     """The indexed documents nearest to the file at `path` (indexed or not)."""
-    from .chunk import Budget, chunk_document
-    from .chunk.tokens import default_token_meter, load_token_meter
-    from .fingerprint import read_file
-    from .records import FileStat
-    from .retrieve.similar import aggregate
-
     file = Path(path).expanduser()
-    try:
-        info = file.stat()
-    except OSError as exc:
-        raise NotFound(f"cannot read {file}: {exc.strerror}") from exc
-    if not file.is_file():
-        raise SourceError(f"{file} is not a regular file")
-    outcome = read_file(FileStat(file.name, str(file), info.st_size, info.st_mtime_ns))
-    if outcome.document is None:
-        reason = outcome.skip.reason if outcome.skip else "unreadable"
-        raise SourceError(f"{file} cannot be compared: it is skipped as {reason!r}")
-    threshold = settings.duplicate_threshold if threshold is None else threshold
     embedder = embedder or make_embedder_for(settings)
-    path_meter = embedder.tokenizer_path
-    meter = load_token_meter(path_meter) if path_meter else default_token_meter()
-    chunks = chunk_document(outcome.document, Budget(embedder.max_tokens, meter))
-    if not chunks:
-        raise SourceError(f"{file} has no text to compare")
-    vectors = embedder.embed_documents([c.embed_text for c in chunks])
-    weights = [float(max(len(c.text), 1)) for c in chunks]
-    own = _indexed_as(file, settings)
-    request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
-    neighbours: list[list[Hit]] = [[] for _ in chunks]
-    exact: list[Hit] = []
     with _retriever(settings, embedder) as retriever:
-        for name in retriever.collection_names(request):
-            collection = retriever.collection(name)
-            try:
-                collection.check_model(embedder.model_id, embedder.dimension)
-            except ChromasyncError:
-                if not all_collections:
-                    raise
-                continue
-            depth = max(4 * k, 20)
-            for index, vector in enumerate(vectors):
-                neighbours[index] += collection.query(vector, depth)
-            exact += [
-                hit_from_row(r.id, r.metadata, r.document or "", 1.0, name)
-                for r in collection.iter_records(
-                    where={"file_hash": outcome.file_hash or ""}, documents=True
-                )
-            ]
-
-    def is_self(hit: Hit) -> bool:
-        return own is not None and (hit.source, hit.path) == own
-
-    docs = aggregate(weights, neighbours, exclude=is_self, exact=exact, threshold=threshold, k=k)
-    return SimilarResult(
-        path=str(file),
-        chunks=len(chunks),
-        threshold=threshold,
-        documents=tuple(docs),
-        excluded=f"{own[0]}:{own[1]}" if own else None,
-    )
+        return find_similar(
+            retriever,
+            file,
+            embedder,
+            k=k,
+            threshold=settings.duplicate_threshold if threshold is None else threshold,
+            collections=collections,
+            all_collections=all_collections,
+            own=_indexed_as(file, settings),
+            privacy_keys=settings.privacy_keys,
+        )
 
 
 def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
@@ -390,67 +466,67 @@ def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class SourceStatus:
-    collection: str
-    source: str
-    root: str
-    files: int
-    chunks: int
-    embedding_model: str
-    status: str
-    last_outcome: str | None
-    last_finished_ns: int | None
-
-
-def status(settings: Settings) -> list[SourceStatus]:
-    """Per source: files and chunks in the manifest, last run, model (reads no store)."""
-    state = State.open(settings.data_dir)
-    try:
-        rows = []
-        for row in state.sources():
-            files = state.files(row.collection, row.source)
-            rows.append(
-                SourceStatus(
-                    collection=row.collection,
-                    source=row.source,
-                    root=row.root,
-                    files=sum(1 for f in files.values() if f.records),
-                    chunks=sum(len(f.records) for f in files.values()),
-                    embedding_model=row.embedding_model,
-                    status=row.status,
-                    last_outcome=row.last_outcome,
-                    last_finished_ns=row.last_finished_ns,
-                )
-            )
-        return rows
-    finally:
-        state.close()
+def search_collections(settings: Settings, store: Store | None = None) -> list[str]:
+    """The collections a search covers: the shared one, or every `<collection>-<kind>`
+    plus the collections configured sources name explicitly."""
+    if settings.collections == "shared":
+        explicit = {e.collection for e in configured_entries(settings) if e.collection}
+        return sorted({settings.collection} | explicit)
+    store = store or open_store(settings)
+    existing = store.list_collections()
+    explicit = {e.collection for e in configured_entries(settings) if e.collection}
+    names = [n for n in existing if settings.owns_collection(n) or n in explicit]
+    if not names:
+        raise NotFound(
+            f"no collection of {settings.collection!r} in {settings.store_location()}; "
+            "run `chromasync ingest` first"
+        )
+    return names
 
 
 __all__ = [
     "MODES",
+    "DiscoverResult",
     "EvalQuery",
     "EvalReport",
     "Filters",
     "Fusion",
     "IngestOptions",
+    "RemovedSource",
     "SearchRequest",
     "SearchResult",
     "Settings",
     "SimilarDoc",
     "SimilarResult",
+    "SourceEntry",
+    "SourceInfo",
     "SourceStatus",
+    "StateHealth",
+    "add_source",
+    "collection_of",
+    "configure",
+    "configured_entries",
+    "configured_jobs",
+    "default_options",
+    "discover",
     "evaluate",
+    "export_manifest",
+    "health",
     "highlight",
     "ingest",
+    "ingest_configured",
+    "list_sources",
     "load_queries",
     "make_embedder_for",
     "make_filters",
     "open_store",
+    "remove_source",
+    "reset_collections",
     "resolve_settings",
     "retrieve",
     "search",
+    "search_collections",
+    "selected_sources",
     "similar",
     "snippet",
     "source_for",

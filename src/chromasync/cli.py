@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -21,7 +22,6 @@ from rich.table import Table
 
 from . import __version__, api
 from .errors import ChromasyncError, ConfigError, NotFound
-from .ingest import IngestOptions
 from .records import IngestSummary
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,7 +46,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except ChromasyncError as exc:
-        _stderr().print(f"[bold red]error:[/] {escape(_safe(str(exc)))}")
+        _stderr().print(f"[bold red]error:[/] {escape(_safe(str(exc)))}", soft_wrap=True)
         sys.exit(_exit_code(exc))
 
 
@@ -83,6 +83,22 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
             "--chroma-url",
             help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL].",
         ),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml if present].",
+        ),
+        click.option(
+            "--sources-file",
+            type=click.Path(dir_okay=False),
+            help="A Markdown file whose front matter lists sources (content_sources:).",
+        ),
+        click.option(
+            "--allow-root-slash",
+            is_flag=True,
+            help="Allow a source whose path is the filesystem root '/'.",
+        ),
     ]
 
     def apply(f: F) -> F:
@@ -96,10 +112,16 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
 def _settings(**flags: Any) -> api.Settings:
     known = {"data_dir", "collection", "provider", "model", "chroma_url", "rerank_model"}
     values = {k: v for k, v in flags.items() if k in known}
-    if isinstance(values.get("collection"), tuple):
-        names = values["collection"]
-        values["collection"] = names[0] if names else None
-    return api.resolve_settings(values, os.environ)
+    if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting
+        values.pop("collection")
+    return api.configure(
+        values,
+        os.environ,
+        Path.cwd(),
+        config=flags.get("config_path"),
+        sources_file=flags.get("sources_file"),
+        allow_root=bool(flags.get("allow_root_slash")),
+    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,13 +131,34 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 @store_options
-@click.option("--source", "label", help="Source label (default: the folder's name); one PATH only.")
+@click.option(
+    "--source",
+    "-s",
+    "labels",
+    multiple=True,
+    help="Without PATH: ingest only this configured source (repeatable). "
+    "With one PATH: that source's label.",
+)
+@click.option("--kind", help="With PATH: the source kind (default notes).")
 @click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
 @click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N files of each source.")
+@click.option("--gc-only", is_flag=True, help="Only delete records of files gone from disk.")
+@click.option("--no-gc", is_flag=True, help="Do not delete records of files gone from disk.")
+@click.option("--reset", is_flag=True, help="Drop and recreate the sources' collections first.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before --reset.")
 @click.option("--dry-run", is_flag=True, help="Compute the plan and figures; write nothing.")
+@click.option(
+    "--output-manifest",
+    type=click.Path(dir_okay=False, writable=True),
+    help="With --dry-run: write the desired records as JSON Lines to this file.",
+)
+@click.option(
+    "--include-text", is_flag=True, help="With --output-manifest: include each chunk's text."
+)
 @click.option(
     "--checksum", is_flag=True, help="Hash every file instead of trusting size and mtime."
 )
@@ -126,11 +169,19 @@ def main() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: Sequence[str],
-    label: str | None,
+    labels: Sequence[str],
+    kind: str | None,
     include: Sequence[str],
     exclude: Sequence[str],
     no_gitignore: bool,
+    limit: int | None,
+    gc_only: bool,
+    no_gc: bool,
+    reset: bool,
+    yes: bool,
     dry_run: bool,
+    output_manifest: str | None,
+    include_text: bool,
     checksum: bool,
     reembed: bool,
     allow_mass_delete: bool,
@@ -139,31 +190,94 @@ def ingest(
     quiet: bool,
     **flags: Any,
 ) -> None:
-    """Index the text files under each PATH (one source per PATH)."""
-    if label and len(paths) > 1:
+    """Index the text files under each PATH (one source per PATH), or, without PATH,
+    every `include: true` source of the config file."""
+    if paths and len(labels) > 1:
+        raise click.UsageError("with PATH, --source names one source; give one PATH with it")
+    if labels and len(paths) > 1:
         raise click.UsageError("--source names one source; give one PATH with it")
+    if gc_only and no_gc:
+        raise click.UsageError("--gc-only and --no-gc contradict each other")
+    if output_manifest and not dry_run:
+        raise click.UsageError("--output-manifest needs --dry-run")
+    if include_text and not output_manifest:
+        raise click.UsageError("--include-text needs --output-manifest")
+    if reset and (dry_run or gc_only):
+        raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
+    if not paths and (kind or include or exclude or no_gitignore):
+        raise click.UsageError(
+            "--kind, --include, --exclude and --no-gitignore apply to a PATH; "
+            "set them per source in the config file"
+        )
     with _errors():
         settings = _settings(**flags)
-        specs = [
-            api.source_for(
-                p,
-                label,
-                include=tuple(include),
-                exclude=tuple(exclude),
-                use_gitignore=not no_gitignore,
-            )
-            for p in paths
-        ]
-        options = IngestOptions(
+        options = api.default_options(
+            settings,
             dry_run=dry_run,
             checksum=checksum,
             reembed=reembed,
             allow_mass_delete=allow_mass_delete,
-            max_file_bytes=settings.max_file_bytes,
+            gc=not no_gc,
+            gc_only=gc_only,
+            limit=limit,
         )
+        specs = []
+        if paths:
+            label = labels[0] if labels else None
+            fields = {"kind": kind} if kind else {}
+            specs = [
+                api.source_for(
+                    p,
+                    label,
+                    include=tuple(include),
+                    exclude=tuple(exclude),
+                    use_gitignore=not no_gitignore,
+                    allow_root=bool(flags.get("allow_root_slash")),
+                    **fields,
+                )
+                for p in paths
+            ]
+            collections = [api.collection_of(s, settings) for s in specs]
+        else:
+            entries = api.selected_sources(settings, labels)
+            if not entries:
+                where = settings.config_file.path if settings.config_file else None
+                raise ConfigError(
+                    "nothing to ingest: give a PATH, or declare sources with `include: true` "
+                    + (
+                        f"in {where}"
+                        if where
+                        else "in chromasync.yaml (see `chromasync sources add`)"
+                    )
+                )
+            collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+        if reset:
+            names = sorted(set(collections))
+            if not yes:
+                click.confirm(
+                    f"Drop collection(s) {', '.join(names)} and re-embed every source in them?",
+                    abort=True,
+                    err=True,
+                )
+            dropped = api.reset_collections(settings, names, wait=wait)
+            _stderr().print(f"dropped: {escape(', '.join(dropped) or 'nothing (none existed)')}")
+        if output_manifest:
+            jobs = (
+                [(s, options) for s in specs]
+                if specs
+                else api.configured_jobs(settings, labels, options)
+            )
+            with open(output_manifest, "w", encoding="utf-8") as handle:
+                count = api.export_manifest(settings, jobs, handle, include_text=include_text)
+            _stderr().print(f"wrote {count} desired records to {escape(_safe(output_manifest))}")
         show = not quiet and not as_json and sys.stderr.isatty()
         with _progress(show) as progress:
-            summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
+            if specs:
+                summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
+            else:
+                summaries = api.ingest_configured(
+                    settings, labels, options, progress=progress, wait=wait
+                )
     if as_json:
         data = [s.as_json() for s in summaries]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
@@ -199,94 +313,174 @@ def _progress(show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
         yield update
 
 
+SUMMARY_COLUMNS = (
+    "source",
+    "seen",
+    "unchanged",
+    "updated",
+    "new",
+    "deleted",
+    "skipped",
+    "chunks",
+    "embedded",
+    "reused",
+    "embed time",
+    "other time",
+)
+
+
+def _summary_cells(s: IngestSummary) -> list[str]:
+    return [
+        str(s.files_seen),
+        str(s.files_unchanged),
+        str(s.files_updated),
+        str(s.files_new),
+        str(s.files_deleted),
+        str(sum(s.files_skipped.values())),
+        str(s.chunks_total),
+        str(s.chunks_embedded),
+        str(s.chunks_reused),
+        f"{s.embed_ms / 1000:.2f}s",
+        f"{max(s.duration_ms - s.embed_ms, 0) / 1000:.2f}s",
+    ]
+
+
+def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
+    """The figures of several sources added up."""
+    skipped: dict[str, int] = {}
+    for s in summaries:
+        for reason, n in s.files_skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
+    fields = [
+        "files_seen",
+        "files_new",
+        "files_updated",
+        "files_unchanged",
+        "files_deleted",
+        "chunks_total",
+        "chunks_embedded",
+        "chunks_reused",
+        "chunks_deleted",
+        "duration_ms",
+        "embed_ms",
+    ]
+    sums = {f: sum(getattr(s, f) for s in summaries) for f in fields}
+    dry = bool(summaries) and summaries[0].dry_run
+    return IngestSummary(collection="", source="total", files_skipped=skipped, dry_run=dry, **sums)
+
+
 def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
     console = Console(highlight=False)
     table = Table(
         title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else "")
     )
-    for column in (
-        "source",
-        "seen",
-        "new",
-        "updated",
-        "unchanged",
-        "deleted",
-        "skipped",
-        "chunks",
-        "embedded",
-        "reused",
-        "time",
-    ):
+    for column in SUMMARY_COLUMNS:
         table.add_column(column, justify="left" if column == "source" else "right")
     for s in summaries:
-        table.add_row(
-            escape(s.source),
-            str(s.files_seen),
-            str(s.files_new),
-            str(s.files_updated),
-            str(s.files_unchanged),
-            str(s.files_deleted),
-            str(sum(s.files_skipped.values())),
-            str(s.chunks_total),
-            str(s.chunks_embedded),
-            str(s.chunks_reused),
-            f"{s.duration_ms / 1000:.2f}s (embed {s.embed_ms / 1000:.2f}s)",
-        )
+        table.add_row(escape(_safe(s.source)), *_summary_cells(s))
+    if len(summaries) > 1:
+        table.add_section()
+        table.add_row("[bold]total[/]", *_summary_cells(total_summary(summaries)))
     console.print(table)
-    for s in summaries:
+    rows = [*summaries, total_summary(summaries)] if len(summaries) > 1 else list(summaries)
+    for s in rows:
         if s.files_skipped:
             reasons = ", ".join(f"{r}: {n}" for r, n in sorted(s.files_skipped.items()))
-            console.print(f"[dim]{escape(s.source)} skipped by reason: {escape(reasons)}[/]")
+            console.print(f"[dim]{escape(_safe(s.source))} skipped by reason: {escape(reasons)}[/]")
+
+
+def _when(ns: int | None) -> str:
+    if not ns:
+        return "never"
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ns / 1e9).isoformat(timespec="seconds")
 
 
 @main.command()
 @store_options
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def status(as_json: bool, **flags: Any) -> None:
-    """Show each source: files, chunks, model and last run."""
+    """Per source and collection: files, chunks, last run and outcome, model; the store's
+    location and the state's health."""
     with _errors():
-        rows = api.status(_settings(**flags))
+        settings = _settings(**flags)
+        health = api.health(settings)
+        rows = api.status(settings)
+        configured = (
+            {
+                (settings.collection_for(e.kind, e.collection), e.label): e
+                for e in api.selected_sources(settings)
+            }
+            if settings.config_file
+            else {}
+        )
     if as_json:
-        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        data = {
+            "health": dataclasses.asdict(health),
+            "sources": [dataclasses.asdict(r) for r in rows],
+            "configured_not_indexed": [
+                {"collection": c, "source": label}
+                for (c, label) in configured
+                if not any(r.collection == c and r.source == label for r in rows)
+            ],
+        }
+        click.echo(json.dumps(data, indent=2, default=str))
         return
+    console = Console(highlight=False)
+    console.print(f"store: {escape(_safe(health.store))}")
+    console.print(f"state: {escape(_safe(health.state_file))}: {escape(health.state)}")
+    if health.config_file:
+        console.print(f"config: {escape(_safe(health.config_file))}")
     table = Table(title="chromasync status")
-    for column in ("collection", "source", "files", "chunks", "model", "state", "last run"):
+    for column in (
+        "collection",
+        "source",
+        "kind",
+        "files",
+        "chunks",
+        "model",
+        "state",
+        "last run",
+        "outcome",
+    ):
         table.add_column(column)
     for r in rows:
         table.add_row(
             escape(r.collection),
-            escape(r.source),
+            escape(_safe(r.source)),
+            escape(r.kind),
             str(r.files),
             str(r.chunks),
             r.embedding_model,
             r.status,
+            _when(r.last_finished_ns),
             r.last_outcome or "-",
         )
-    Console(highlight=False).print(table)
+    for (collection, label), entry in configured.items():
+        if not any(r.collection == collection and r.source == label for r in rows):
+            table.add_row(
+                escape(collection),
+                escape(_safe(label)),
+                escape(entry.kind),
+                "0",
+                "0",
+                "-",
+                "not indexed",
+                "never",
+                "-",
+            )
+    console.print(table)
+    if health.interrupted:
+        console.print(
+            "[yellow]interrupted runs (reconciled by the next ingest):[/] "
+            + escape(", ".join(health.interrupted))
+        )
 
 
-@main.group()
-def config() -> None:
-    """Inspect the resolved configuration."""
-
-
-@config.command("show")
-@store_options
-def config_show(**flags: Any) -> None:
-    """Print each setting with where its value came from (secrets masked)."""
-    with _errors():
-        settings = _settings(**flags)
-    table = Table(title="chromasync config")
-    for column in ("setting", "value", "from"):
-        table.add_column(column)
-    for name, value, origin in settings.shown():
-        table.add_row(name, escape(value), origin)
-    Console(highlight=False).print(table)
-
-
-# The retrieval commands (search, similar, eval) live beside this module for size; importing
-# them registers them on `main`.
-from . import cli_search  # noqa: E402, F401
+# Commands defined beside this module for size; importing them registers them on `main`.
+from . import cli_admin  # noqa: E402,F401,I001  (config, sources, discover)
+from . import cli_search  # noqa: E402,F401  (search, similar, eval)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -199,6 +199,10 @@ class Ingestor:
         delete_ids = [i for c in changes for i in c.to_delete]
         delete_ids += [r.id for p in gone for r in manifest[p].records]
         delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
+        # A document whose identity key moved with it (a rename) keeps its record IDs:
+        # what another path still wants is rewritten, never deleted.
+        wanted = {r.id for c in changes for r in c.records}
+        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
         summary_base = dict(
             collection=name,
             source=label,

@@ -41,6 +41,7 @@ class SourceSpec:
     extensions: tuple[str, ...] | None = None
     subdirs: tuple[str, ...] = ()
     skip_substrings: tuple[str, ...] = ()
+    collection: str | None = None  # None: the settings decide (see config.collection_for)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +199,7 @@ class IngestSummary:
             "chunks_reused": self.chunks_reused,
             "chunks_deleted": self.chunks_deleted,
             "duration_ms": self.duration_ms,
+            "embed_ms": self.embed_ms,
             "dry_run": self.dry_run,
         }
 

@@ -49,7 +49,7 @@ def test_search_json_echoes_filters(indexed: tuple[Path, dict[str, str]]) -> Non
     )
     assert code == 0, err
     data = json.loads(out)
-    assert data["mode"] == "hybrid" and data["collections"] == ["chromasync"]
+    assert data["mode"] == "hybrid" and data["collections"] == ["chromasync-notes"]
     assert data["filters"] == {
         "where": {"rating": 5},
         "tags": ["cycling"],
@@ -61,7 +61,7 @@ def test_search_json_echoes_filters(indexed: tuple[Path, dict[str, str]]) -> Non
     hit = data["hits"][0]
     for key in ("id", "path", "source", "heading", "start_line", "end_line", "score", "text"):
         assert key in hit, key
-    assert set(hit["ranks"]) <= {"dense", "keyword"} and hit["collection"] == "chromasync"
+    assert set(hit["ranks"]) <= {"dense", "keyword"} and hit["collection"] == "chromasync-notes"
 
 
 def test_search_terminal_cites_and_marks_words(indexed: tuple[Path, dict[str, str]]) -> None:

@@ -102,6 +102,7 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
         "chunks_reused",
         "chunks_deleted",
         "duration_ms",
+        "embed_ms",
         "dry_run",
     }
     assert data["files_new"] == 5

@@ -19,6 +19,8 @@ from chromasync.state import STATE_FILE
 
 from ..conftest import age_tree, set_mtime
 
+NOTES = "chromasync-notes"  # the collection of a `notes` source in the per-kind layout
+
 CORPUS: dict[str, str] = {
     "journal/2026-01-10.md": """---
 title: Winter ride
@@ -183,7 +185,7 @@ def test_where_sql_agrees_with_chroma(
 ) -> None:
     """The SQL translation selects exactly the records Chroma's own `where` selects."""
     _, settings = shared
-    collection = api.open_store(settings).collection(settings.collection, create=False)
+    collection = api.open_store(settings).collection(settings.collection_for("notes"), create=False)
     db = sqlite3.connect(settings.data_dir / STATE_FILE)
     cases: list[dict[str, Any]] = [
         {"rating": 5},
@@ -210,7 +212,7 @@ def test_where_sql_agrees_with_chroma(
             r[0]
             for r in db.execute(
                 f"SELECT c.id FROM chunks AS c WHERE c.collection = ? AND {sql}",
-                (settings.collection, *params),
+                (settings.collection_for("notes"), *params),
             )
         }
         assert local == chroma, where
@@ -282,11 +284,13 @@ def test_keyword_index_follows_edits_and_deletes(
     found = _search(settings, embedder, "qwertyuiop", mode="keyword")
     assert [h.path for h in found.hits] == ["guides/grinder.md"]
 
-    collection = api.open_store(settings).collection(settings.collection, create=False)
+    collection = api.open_store(settings).collection(settings.collection_for("notes"), create=False)
     stored = {r.id: r.document for r in collection.iter_records(documents=True)}
     db = sqlite3.connect(settings.data_dir / STATE_FILE)
     local = dict(
-        db.execute("SELECT id, text FROM chunks WHERE collection = ?", (settings.collection,))
+        db.execute(
+            "SELECT id, text FROM chunks WHERE collection = ?", (settings.collection_for("notes"),)
+        )
     )
     fts = db.execute("SELECT COUNT(*) FROM keyword WHERE keyword MATCH 'zyxwvut'").fetchone()[0]
     db.close()
@@ -295,29 +299,29 @@ def test_keyword_index_follows_edits_and_deletes(
 
 
 def test_several_collections_fuse_and_name_their_collection(
-    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+    tmp_path: Path, embedder: HashEmbedder
 ) -> None:
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
     notes = write_corpus(tmp_path / "notes")
-    other = write_corpus(
-        tmp_path / "other", {"kites.md": "# Kites\n\nA kite over the coastal loop.\n"}
+    docs = write_corpus(
+        tmp_path / "docs", {"kites.md": "# Kites\n\nA kite over the coastal loop.\n"}
     )
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
-    second = api.resolve_settings(
-        {"data_dir": str(settings.data_dir), "provider": "hash", "collection": "second"}, {}
-    )
-    api.ingest([api.source_for(other)], second, embedder=embedder)
+    api.ingest([api.source_for(docs, kind="docs")], settings, embedder=embedder)
+    both = {NOTES, "chromasync-docs"}
 
     for request in (
-        dict(collections=("chromasync", "second")),
-        dict(all_collections=True),
+        {},  # the default: every collection of this configuration (one per kind)
+        {"collections": (NOTES, "chromasync-docs")},
+        {"all_collections": True},
     ):
         result = _search(settings, embedder, "kite coastal loop", k=10, **request)
-        assert set(result.collections) == {"chromasync", "second"}
-        assert {h.collection for h in result.hits} == {"chromasync", "second"}
-        assert ("second", "kites.md") in {(h.collection, h.path) for h in result.hits}
+        assert set(result.collections) == both
+        assert {h.collection for h in result.hits} == both
+        assert ("chromasync-docs", "kites.md") in {(h.collection, h.path) for h in result.hits}
 
-    only = _search(settings, embedder, "kite", collections=("second",), mode="keyword")
-    assert {h.collection for h in only.hits} == {"second"}
+    only = _search(settings, embedder, "kite", collections=("chromasync-docs",), mode="keyword")
+    assert {h.collection for h in only.hits} == {"chromasync-docs"}
 
 
 def test_missing_collection_is_not_found(

@@ -106,7 +106,7 @@ class Retriever:
         dirty_collections: set[str],
         open_mirror: Callable[[], KeywordMirror],
         embedder: Callable[[], Embedder],
-        default_collection: str,
+        default_collections: Callable[[], Sequence[str]],
         clock_ns: Callable[[], int],
         reranker: Reranker | None = None,
         mirror_ttl_s: float = 300.0,
@@ -121,7 +121,7 @@ class Retriever:
         self._embedder_factory = embedder
         self._embedder: Embedder | None = None
         self._vectors: dict[str, list[float]] = {}
-        self.default_collection = default_collection
+        self._default_collections = default_collections
         self.clock_ns = clock_ns
         self.reranker = reranker
         self.mirror_ttl_ns = int(mirror_ttl_s * 1e9)
@@ -151,7 +151,7 @@ class Retriever:
             if not names:
                 raise NotFound("the store has no collections yet; run `chromasync ingest`")
             return names
-        return tuple(dict.fromkeys(request.collections)) or (self.default_collection,)
+        return tuple(dict.fromkeys(request.collections)) or tuple(self._default_collections())
 
     def keyword_index(self, name: str) -> KeywordIndex:
         """The local index when it covers the collection, else the synced mirror."""

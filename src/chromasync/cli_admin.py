@@ -1,0 +1,189 @@
+"""The operator's commands: `config show`, `sources list|add|remove`, `discover`.
+
+Registered on the `chromasync` group by `cli`; same conventions (results on stdout,
+messages on stderr, errors mapped by `cli.EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import api
+from .cli import _errors, _safe, _settings, _when, main, store_options
+
+
+@main.group()
+def config() -> None:
+    """Inspect the resolved configuration."""
+
+
+@config.command("show")
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def config_show(as_json: bool, **flags: Any) -> None:
+    """Print each setting with where its value came from (secrets masked), and the sources."""
+    with _errors():
+        settings = _settings(**flags)
+        entries = api.configured_entries(settings)
+    if as_json:
+        data = {
+            "settings": [{"name": n, "value": v, "from": o} for n, v, o in settings.shown()],
+            "sources": [
+                {
+                    "label": e.label,
+                    "kind": e.kind,
+                    "include": e.include,
+                    "path": str(e.path) if e.path else None,
+                    "repo": e.repo,
+                    "branch": e.branch,
+                    "collection": settings.collection_for(e.kind, e.collection),
+                    "declared_at": f"{e.declared_in}:{e.line}",
+                }
+                for e in entries
+            ],
+        }
+        click.echo(json.dumps(data, indent=2))
+        return
+    table = Table(title="chromasync config")
+    for column in ("setting", "value", "from"):
+        table.add_column(column)
+    for name, value, origin in settings.shown():
+        table.add_row(name, escape(_safe(value)), escape(_safe(origin)))
+    console = Console(highlight=False)
+    console.print(table)
+    if entries:
+        _print_entries(console, settings, entries)
+
+
+def _print_entries(console: Console, settings: api.Settings, entries: Sequence[Any]) -> None:
+    table = Table(title="sources")
+    for column in ("label", "kind", "include", "path", "collection", "declared at"):
+        table.add_column(column)
+    for e in entries:
+        where = f"{e.repo}@{e.branch or 'HEAD'}" if e.repo else str(e.path)
+        table.add_row(
+            escape(_safe(e.label)),
+            escape(e.kind),
+            "yes" if e.include else "no",
+            escape(_safe(where)),
+            escape(settings.collection_for(e.kind, e.collection)),
+            escape(_safe(f"{e.declared_in}:{e.line}")),
+        )
+    console.print(table)
+
+
+@main.group()
+def sources() -> None:
+    """List, add and remove the configured sources."""
+
+
+@sources.command("list")
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def sources_list(as_json: bool, **flags: Any) -> None:
+    """Configured sources with their index figures, and indexed ones no longer configured."""
+    with _errors():
+        rows = api.list_sources(_settings(**flags))
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        return
+    table = Table(title="chromasync sources")
+    for column in (
+        "label",
+        "kind",
+        "include",
+        "location",
+        "collection",
+        "files",
+        "chunks",
+        "last run",
+        "declared at",
+    ):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            escape(_safe(r.label)),
+            escape(r.kind),
+            "yes" if r.include else "no",
+            escape(_safe(r.location)),
+            escape(r.collection),
+            str(r.files),
+            str(r.chunks),
+            f"{_when(r.last_finished_ns)} {r.last_outcome or ''}".strip(),
+            escape(_safe(r.declared_at or "not configured")),
+        )
+    Console(highlight=False).print(table)
+
+
+@sources.command("add")
+@click.argument("path", type=click.Path(file_okay=False))
+@store_options
+@click.option("--label", help="Source label (default: the folder's name).")
+@click.option("--kind", default="notes", show_default=True, help="Source kind.")
+@click.option("--exclude-source", "excluded", is_flag=True, help="Declare it with include: false.")
+@click.option("--note", help="A note kept with the declaration.")
+def sources_add(
+    path: str, label: str | None, kind: str, excluded: bool, note: str | None, **flags: Any
+) -> None:
+    """Declare PATH as a source in the config file (./chromasync.yaml is created if none)."""
+    with _errors():
+        settings = _settings(**flags)
+        target = None if settings.config_file else Path.cwd() / "chromasync.yaml"
+        entry = api.add_source(
+            settings, path, label=label, kind=kind, include=not excluded, target=target, note=note
+        )
+    click.echo(
+        f"added source {_safe(entry.label)!r} ({entry.kind}, "
+        f"include: {str(entry.include).lower()}) to {_safe(str(entry.declared_in))}:{entry.line}"
+    )
+
+
+@sources.command("remove")
+@click.argument("label")
+@store_options
+@click.option("--keep-entry", is_flag=True, help="Keep the declaration in the config file.")
+@click.option("--wait", is_flag=True, help="Wait for another ingest of the data dir to finish.")
+def sources_remove(label: str, keep_entry: bool, wait: bool, **flags: Any) -> None:
+    """Delete LABEL's records from its collection and its state (other sources are left
+    alone), and its declaration unless --keep-entry."""
+    with _errors():
+        removed = api.remove_source(
+            _settings(**flags), label, keep_declaration=keep_entry, wait=wait
+        )
+    where = ", ".join(removed.collections) or "no collection"
+    click.echo(
+        f"removed source {_safe(removed.label)!r}: {removed.records_deleted} records from "
+        f"{where}; declaration {'removed' if removed.declaration_removed else 'kept'}"
+    )
+
+
+@main.command("discover")
+@click.argument("root", type=click.Path(file_okay=False, exists=True))
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def discover_cmd(root: str, as_json: bool, **flags: Any) -> None:
+    """Find candidate content roots under ROOT (>= 10 Markdown files within 3 levels, no
+    build output) and append new ones to the sources file with `include: false`."""
+    with _errors():
+        settings = _settings(**{k: v for k, v in flags.items() if k != "sources_file"})
+        result = api.discover(settings, root, flags.get("sources_file"))
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
+        return
+    console = Console(highlight=False)
+    for path in result.candidates:
+        mark = "[green]added[/]" if path in result.added else "[dim]known[/]"
+        console.print(f"{mark} {escape(_safe(path))}")
+    console.print(
+        f"{len(result.added)} added, {len(result.known)} already listed, in "
+        f"{escape(_safe(result.sources_file))}"
+    )
