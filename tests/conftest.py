@@ -97,3 +97,35 @@ def cli_env(data_dir: Path) -> Iterator[dict[str, str]]:
         "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
         "CHROMASYNC_COLLECTIONS": "shared",
     }
+
+
+#: Metadata that legitimately differs between an incremental run and a clean one.
+HISTORY_KEYS = frozenset({"version", "record_hash"})
+
+
+def snapshot(settings: Settings, vectors: bool = False) -> dict[str, tuple[object, ...]]:
+    """The collection as comparable rows: id -> (metadata without history, document[, vector])."""
+    from chromasync import api
+
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    rows: dict[str, tuple[object, ...]] = {}
+    for record in collection.iter_records(documents=True):
+        meta = tuple(
+            sorted((k, str(v)) for k, v in record.metadata.items() if k not in HISTORY_KEYS)
+        )
+        rows[record.id] = (meta, record.document)
+    if vectors:
+        found = collection.embeddings(list(rows))
+        rows = {i: (*row, tuple(round(x, 5) for x in found[i])) for i, row in rows.items()}
+    return rows
+
+
+def oracle(root: Path, tmp: Path, label: str, **spec: object) -> dict[str, tuple[object, ...]]:
+    """What a clean run over `root` builds, in a fresh data dir."""
+    from chromasync import api
+
+    settings = resolve_settings(
+        {"data_dir": str(tmp), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
+    api.ingest([api.source_for(root, label, **spec)], settings, embedder=HashEmbedder())
+    return snapshot(settings)

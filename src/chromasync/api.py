@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .access import FileText, filters_where, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .configfile import SourceEntry, check_unique_labels, load_config_file, load_sources_file
 from .embed import Embedder, make_embedder
@@ -23,6 +24,7 @@ from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
 from .ingest import IngestOptions, Ingestor, Progress
 from .lock import StoreLock
+from .owner import OwnerInfo, find_owner
 from .records import Hit, IngestSummary, SourceSpec
 from .registry import (
     DiscoverResult,
@@ -46,8 +48,10 @@ from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
 from .sources import configured_entries, select_entries, spec_for
 from .state import State
+from .verify import SourceCheck
 
 if TYPE_CHECKING:
+    from .client import OwnerClient
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -111,6 +115,7 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     """IngestOptions carrying the settings' file size limit and privacy keys."""
     fields.setdefault("max_file_bytes", settings.max_file_bytes)
     fields.setdefault("privacy_keys", settings.privacy_keys)
+    fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
     return IngestOptions(**fields)
 
 
@@ -231,7 +236,9 @@ def export_manifest(
                     spec,
                     name,
                     model_id=embedder.model_id,
-                    budget_tokens=embedder.max_tokens,
+                    budget_tokens=min(
+                        embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens
+                    ),
                     meter=meter,
                     manifest=manifest,
                     max_file_bytes=options.max_file_bytes,
@@ -298,6 +305,84 @@ def _ingest_jobs(
                 ingestor.close()
             state.close()
     return summaries
+
+
+def verify(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    repair: bool = False,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    wait: bool = False,
+) -> list[SourceCheck]:
+    """Compare manifest, keyword index, collection and disk for each known source.
+
+    With `repair`, each source with a difference is healed from the collection and
+    ingested again (nothing cached is re-embedded); the returned checks are re-run after.
+    """
+    checks, specs = _verify_once(settings, labels, wait)
+    broken = [specs[(c.collection, c.source)] for c in checks if not c.ok]
+    if not (repair and broken):
+        return checks
+    with StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        try:
+            for check in checks:
+                if not check.ok:
+                    state.mark_dirty(check.collection, check.source)
+        finally:
+            state.close()
+    ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
+    after, _ = _verify_once(settings, labels, wait)
+    return [replace(c, repaired=not before.ok) for c, before in zip(after, checks, strict=True)]
+
+
+def _verify_once(
+    settings: Settings, labels: Sequence[str], wait: bool
+) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
+    from .discover import discover_source
+    from .verify import compare_source
+
+    configured = {e.label: e for e in configured_entries(settings)}
+    checks: list[SourceCheck] = []
+    specs: dict[tuple[str, str], SourceSpec] = {}
+    with StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        try:
+            store = open_store(settings)
+            for row in state.sources():
+                if labels and row.source not in labels:
+                    continue
+                entry = configured.get(row.source)
+                spec = (
+                    spec_for(entry, settings, root=Path(row.root))
+                    if entry is not None
+                    else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
+                )
+                spec = _with_skips(spec, settings)
+                try:
+                    stored = list(
+                        store.collection(row.collection, create=False).iter_records(
+                            where={"source": row.source}
+                        )
+                    )
+                except NotFound:
+                    stored = []
+                try:
+                    found = discover_source(spec, settings.max_file_bytes)
+                    on_disk = {f.rel_path: f for f in found.files}
+                except SourceError:
+                    on_disk = None
+                manifest = state.files(row.collection, row.source)
+                keyword = state.keyword_ids(row.collection, row.source)
+                checks.append(
+                    compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
+                )
+                specs[(row.collection, row.source)] = spec
+        finally:
+            state.close()
+    return checks, specs
 
 
 def search(
@@ -484,14 +569,71 @@ def search_collections(settings: Settings, store: Store | None = None) -> list[s
     return names
 
 
+# -- for long-running owners (serve, watch, mcp) and their clients ---------------------------
+
+
+def known_specs(settings: Settings, labels: Sequence[str] = ()) -> list[SourceSpec]:
+    """Specs of the sources a service can reindex or watch (see `access.select_known`);
+    repository sources are left out (their work tree is synced at ingest time)."""
+    entries, others = select_known(settings, labels)
+    return [spec_for(e, settings) for e in entries if e.path is not None] + others
+
+
+def ingest_known(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    options: IngestOptions | None = None,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    wait: bool = False,
+) -> list[IngestSummary]:
+    """Ingest known sources by label (all when none): configured ones as `ingest_configured`
+    does (repositories fetched first), undeclared indexed ones from their recorded root."""
+    run_options = options or default_options(settings)
+    select_known(settings, labels)  # unknown labels fail before the lock is taken
+
+    def jobs() -> list[tuple[SourceSpec, IngestOptions]]:
+        entries, others = select_known(settings, labels)
+        out = [(s, run_options) for s in others]
+        if entries:
+            chosen = [e.label for e in entries]
+            out[:0] = configured_jobs(settings, chosen, run_options, environ=environ)
+        return out
+
+    return _ingest_jobs(
+        settings, jobs, embedder=embedder, environ=environ, progress=progress, wait=wait
+    )
+
+
+def owner_client(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> OwnerClient | None:
+    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+
+    While another process owns the data dir, nothing else may open its store: callers send
+    their requests through this client instead (see `owner`).
+    """
+    from .client import OwnerClient
+
+    info = find_owner(settings.data_dir)
+    if info is None:
+        return None
+    environ = os.environ if environ is None else environ
+    return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
+
+
 __all__ = [
     "MODES",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
+    "FileText",
     "Filters",
     "Fusion",
     "IngestOptions",
+    "OwnerInfo",
     "RemovedSource",
     "SearchRequest",
     "SearchResult",
@@ -511,24 +653,33 @@ __all__ = [
     "discover",
     "evaluate",
     "export_manifest",
+    "filters_where",
+    "find_owner",
+    "get_document",
     "health",
     "highlight",
     "ingest",
     "ingest_configured",
+    "ingest_known",
+    "known_specs",
     "list_sources",
     "load_queries",
     "make_embedder_for",
     "make_filters",
     "open_store",
+    "owner_client",
+    "read_indexed_file",
     "remove_source",
     "reset_collections",
     "resolve_settings",
     "retrieve",
     "search",
     "search_collections",
+    "select_known",
     "selected_sources",
     "similar",
     "snippet",
     "source_for",
     "status",
+    "verify",
 ]

@@ -21,8 +21,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, api
-from .errors import ChromasyncError, ConfigError, NotFound
-from .records import IngestSummary
+from .errors import ChromasyncError, ConfigError, LockError, NotFound
+from .ingest import IngestOptions
+from .records import IngestSummary, SourceSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -251,6 +252,17 @@ def ingest(
                     )
                 )
             collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+        client = api.owner_client(settings)
+        if client is not None:
+            if reset or output_manifest:
+                raise LockError(
+                    f"the data dir is owned by {client.owner.describe()}; --reset and "
+                    "--output-manifest cannot go through it: stop it first"
+                )
+            with client:
+                summaries = _ingest_via_owner(client, specs, [e.label for e in entries], options)
+            _print_ingest(summaries, as_json)
+            return
         if reset:
             names = sorted(set(collections))
             if not yes:
@@ -278,11 +290,47 @@ def ingest(
                 summaries = api.ingest_configured(
                     settings, labels, options, progress=progress, wait=wait
                 )
+    _print_ingest(summaries, as_json)
+
+
+def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
     if as_json:
         data = [s.as_json() for s in summaries]
         click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     else:
         _print_summaries(summaries)
+
+
+def _ingest_via_owner(
+    client: Any, specs: Sequence[SourceSpec], labels: Sequence[str], options: IngestOptions
+) -> list[IngestSummary]:
+    """While a service owns the data dir, ask it to reindex the same (known) sources."""
+    from .cli_service import summaries_from_job
+
+    owner = client.owner.describe()
+    if options.dry_run or options.reembed or options.limit or options.gc_only or not options.gc:
+        raise LockError(
+            f"the data dir is owned by {owner}; --dry-run, --reembed, --limit, --gc-only and "
+            "--no-gc cannot go through it: stop it first"
+        )
+    known = {s["label"]: s["location"] for s in client.sources()}
+    for spec in specs:
+        root = known.get(spec.label)
+        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
+            raise LockError(
+                f"the data dir is owned by {owner}, which does not know source "
+                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
+            )
+    _stderr().print(f"[dim]the data dir is owned by {escape(owner)}; reindexing through it[/]")
+    job = client.reindex(
+        [s.label for s in specs] or list(labels),
+        checksum=options.checksum,
+        allow_mass_delete=options.allow_mass_delete,
+    )
+    job = client.wait(job["id"])
+    if job["status"] != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job['error']}")
+    return summaries_from_job(job)
 
 
 @contextmanager
@@ -478,9 +526,9 @@ def status(as_json: bool, **flags: Any) -> None:
         )
 
 
-# Commands defined beside this module for size; importing them registers them on `main`.
-from . import cli_admin  # noqa: E402,F401,I001  (config, sources, discover)
-from . import cli_search  # noqa: E402,F401  (search, similar, eval)
+# Commands defined beside this module for size; importing them registers them on `main`:
+# config, sources and discover; search, similar and eval; serve, watch and mcp.
+from . import cli_admin, cli_search, cli_service  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -187,3 +187,41 @@ def discover_cmd(root: str, as_json: bool, **flags: Any) -> None:
         f"{len(result.added)} added, {len(result.known)} already listed, in "
         f"{escape(_safe(result.sources_file))}"
     )
+
+
+@main.command()
+@store_options
+@click.option("--source", "labels", multiple=True, help="Only this source (repeatable).")
+@click.option("--repair", is_flag=True, help="Heal and re-sync every source with a difference.")
+@click.option("--wait", is_flag=True, help="Wait for another process using the data dir.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **flags: Any) -> None:
+    """Compare the manifest, keyword index, collection and files on disk.
+
+    Reports orphans, missing, mismatched and duplicate records, keyword-index drift, and
+    files changed, added or gone since the last ingest. Exits 1 when a difference remains.
+    """
+    with _errors():
+        checks = api.verify(_settings(**flags), labels, repair, wait=wait)
+    if as_json:
+        click.echo(json.dumps([c.as_json() for c in checks], indent=2, ensure_ascii=False))
+    else:
+        table = Table(title="chromasync verify")
+        for column in ("collection", "source", "files", "records", "state", "differences"):
+            table.add_column(column)
+        for c in checks:
+            found = ", ".join(f"{k}: {v}" for k, v in c.problem_counts().items() if v)
+            state = "ok" if c.ok else "differs"
+            if c.repaired:
+                state += " (repaired)"
+            table.add_row(
+                escape(c.collection),
+                escape(_safe(c.source)),
+                str(c.files),
+                str(c.records),
+                state,
+                escape(found) or "-",
+            )
+        Console(highlight=False).print(table)
+    if any(not c.ok for c in checks):
+        raise SystemExit(1)

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from . import api
 from .cli import _errors, _progress, _safe, _settings, _stderr, main, store_options
+from .errors import LockError
 from .records import Hit
 
 _MODES = click.Choice(["hybrid", "dense", "keyword"])
@@ -159,13 +160,66 @@ def search(
             group_by=group_by,
             rerank=not no_rerank,
         )
-        result = api.retrieve(request, settings)
+        client = api.owner_client(settings)
+        if client is not None:
+            with client:
+                result = _search_via_owner(client, request)
+        else:
+            result = api.retrieve(request, settings)
     for warning in result.warnings:
         _stderr().print(f"[yellow]warning:[/] {escape(_safe(warning))}")
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
     _print_result(result)
+
+
+def _search_via_owner(client: Any, request: api.SearchRequest) -> api.SearchResult:
+    """While a service owns the data dir, search through it (what its /search offers)."""
+    filters = request.filters
+    unsupported = [
+        flag
+        for flag, used in (
+            ("--mode", request.mode != "hybrid"),
+            ("--where/--where-json", bool(filters.where or filters.where_json)),
+            ("--path", bool(filters.paths)),
+            ("--phrase", bool(filters.phrases)),
+            ("--match", bool(filters.matches)),
+            (
+                "--collection/--all-collections",
+                bool(request.collections or request.all_collections),
+            ),
+            (
+                "--per-doc/--sort/--group-by",
+                request.per_doc or request.sort != "rank" or bool(request.group_by),
+            ),
+        )
+        if used
+    ]
+    if unsupported:
+        raise LockError(
+            f"the data dir is owned by {client.owner.describe()}, whose search does not take "
+            f"{', '.join(unsupported)} yet: stop it first, or search without them"
+        )
+    hits = client.search(
+        request.query,
+        k=request.k,
+        source=list(filters.sources),
+        tag=list(filters.tags),
+        tags_all=filters.tags_all,
+        after=filters.echo.get("after"),
+        before=filters.echo.get("before"),
+    )
+    return api.SearchResult(request.query, request.mode, (), filters, tuple(hits))
+
+
+def _refuse_if_owned(settings: api.Settings, command: str) -> None:
+    client = api.owner_client(settings)
+    if client is not None:
+        raise LockError(
+            f"the data dir is owned by {client.owner.describe()}; `chromasync {command}` "
+            "cannot go through it yet: stop it first"
+        )
 
 
 def _print_result(result: api.SearchResult) -> None:
@@ -235,6 +289,7 @@ def similar(
     """The indexed documents nearest to the file PATH (indexed or not)."""
     with _errors():
         settings = _settings(**flags)
+        _refuse_if_owned(settings, "similar")
         result = api.similar(
             path,
             settings,
@@ -319,6 +374,7 @@ def eval_command(
     """
     with _errors():
         settings = _settings(**flags)
+        _refuse_if_owned(settings, "eval")
         items = api.load_queries(queries)
         show = not quiet and not as_json and sys.stderr.isatty()
         with _progress(show) as progress:

@@ -74,13 +74,64 @@ _CODE = {
     ".yml": "yaml",
     ".toml": "toml",
 }
+#: Known binary formats are counted as `binary` from their name alone, without a read.
+_BINARY = {
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".webp",
+    ".bmp",
+    ".ico",
+    ".tif",
+    ".tiff",
+    ".svgz",
+    ".pdf",
+    ".zip",
+    ".gz",
+    ".tgz",
+    ".bz2",
+    ".xz",
+    ".7z",
+    ".rar",
+    ".tar",
+    ".jar",
+    ".woff",
+    ".woff2",
+    ".ttf",
+    ".otf",
+    ".eot",
+    ".mp3",
+    ".mp4",
+    ".mov",
+    ".avi",
+    ".wav",
+    ".ogg",
+    ".flac",
+    ".webm",
+    ".exe",
+    ".dll",
+    ".so",
+    ".dylib",
+    ".o",
+    ".a",
+    ".class",
+    ".pyc",
+    ".wasm",
+    ".sqlite",
+    ".sqlite3",
+    ".db",
+    ".bin",
+    ".psd",
+    ".heic",
+}
 DEFAULT_EXTENSIONS = tuple(sorted(_MARKDOWN | _TEXT | set(_CODE)))
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
     """The document kind and language for a path, or None when it is not text we index."""
-    suffix = os.path.splitext(rel_path)[1].lower()
+    suffix = _suffix(rel_path)
     if suffix in _MARKDOWN:
         return "markdown", "markdown"
     if suffix in _TEXT:
@@ -88,6 +139,11 @@ def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
     if suffix in _CODE:
         return "code", _CODE[suffix]
     return None
+
+
+def _suffix(rel_path: str) -> str:
+    """The extension, lower-cased, ignoring trailing spaces in the name ("a.md " is Markdown)."""
+    return os.path.splitext(rel_path.rstrip())[1].lower()
 
 
 class _Ignores:
@@ -158,15 +214,18 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
             if ignores.ignored(rel, is_dir=False) or not ignores.included(rel):
                 skipped.append(Skip(rel, "ignored"))
                 continue
-            suffix = os.path.splitext(rel)[1].lower()
+            suffix = _suffix(rel)
             allowed = suffix in extensions if extensions is not None else None
             if allowed is False or (allowed is None and classify_extension(rel) is None):
-                skipped.append(Skip(rel, "unsupported-extension"))
+                reason = "binary" if suffix in _BINARY else "unsupported-extension"
+                skipped.append(Skip(rel, reason))
                 continue
             if st.st_size > max_file_bytes:
                 skipped.append(Skip(rel, "too-large", f"{st.st_size} bytes"))
                 continue
-            files.append(FileStat(rel, entry_path, st.st_size, st.st_mtime_ns))
+            files.append(
+                FileStat(rel, entry_path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            )
     files.sort(key=lambda f: f.rel_path)
     return Discovery(tuple(files), tuple(skipped), tuple(unreadable))
 

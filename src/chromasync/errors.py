@@ -3,6 +3,7 @@
     ChromasyncError            base of everything below; never raised itself
     ├── ConfigError            bad flag, environment variable or config file
     ├── SourceError            a source root is missing, unreadable or unsafe to sync
+    │   └── AccessDenied       a path from a request leads outside the allowed roots
     ├── EmbeddingError         the embedding provider failed or does not match the collection
     ├── StoreError             Chroma (embedded or server) refused or failed a call
     │   └── LockError          another process owns the data dir
@@ -27,6 +28,10 @@ class SourceError(ChromasyncError):
     """A source root cannot be walked safely."""
 
 
+class AccessDenied(SourceError):
+    """A path given by a client resolves outside the roots it may reach."""
+
+
 class EmbeddingError(ChromasyncError):
     """The embedding provider failed, or its model does not match the collection."""
 
@@ -44,6 +49,7 @@ class NotFound(ChromasyncError):
 
 
 __all__ = [
+    "AccessDenied",
     "ChromasyncError",
     "ConfigError",
     "EmbeddingError",

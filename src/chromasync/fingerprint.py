@@ -95,7 +95,7 @@ def decode_document(
             if identity_key and front.data.get(identity_key) is not None:
                 identity = str(front.data[identity_key])
     body = "\n".join(text.split("\n")[body_start - 1 :])
-    if not body.strip():
+    if not body.strip() and not (metadata.get("title") or metadata.get("description")):
         return skip("empty")
     document = Document(
         rel_path=file.rel_path,
@@ -161,4 +161,11 @@ def _read_stable(file: FileStat) -> tuple[bytes, FileStat]:
     raw = b"".join(chunks)
     if len(raw) != after.st_size:
         raise _Unstable
-    return raw, FileStat(file.rel_path, file.abs_path, after.st_size, after.st_mtime_ns)
+    return raw, FileStat(
+        file.rel_path,
+        file.abs_path,
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+        after.st_ino,
+    )

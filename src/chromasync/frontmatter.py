@@ -67,14 +67,14 @@ class _StrictLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
+        seen: set[tuple[type, Any]] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, list | dict):
                 raise FrontMatterError("a front matter key is not a scalar")
-            if key in seen:
+            if (type(key), key) in seen:  # 1 and True are equal in Python, not in YAML
                 raise FrontMatterError(f"duplicate front matter key {key!r}")
-            seen.add(key)
+            seen.add((type(key), key))
         return super().construct_mapping(node, deep=deep)
 
 

@@ -66,6 +66,7 @@ class IngestOptions:
     max_file_bytes: int = 8 * 1024 * 1024
     privacy_keys: tuple[str, ...] = ("private",)
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
 
 
 class CrashPoints:
@@ -158,6 +159,10 @@ class Ingestor:
             path = self.embedder.tokenizer_path
             self._meter = load_token_meter(path) if path else default_token_meter()
         return self._meter
+
+    def budget_tokens(self, options: IngestOptions) -> int:
+        limit = self.embedder.max_tokens
+        return min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit
 
     def close(self) -> None:
         if self._cache is not None:
@@ -320,11 +325,9 @@ class Ingestor:
                 and not previous.skip_reason
                 and previous.file_hash == doc.file_hash
             ):
-                touched.append(
-                    replace(previous, size=stat.size, mtime_ns=stat.mtime_ns, checked_ns=now)
-                )
+                touched.append(_restat(previous, stat, now))
                 continue
-            chunks = chunk_document(doc, Budget(self.embedder.max_tokens, self.meter()))
+            chunks = chunk_document(doc, Budget(self.budget_tokens(options), self.meter()))
             change = plan_file(stat, doc, chunks, previous, ctx)
             if (
                 previous is not None
@@ -432,6 +435,17 @@ class Ingestor:
         )
 
 
+def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
+    return replace(
+        previous,
+        size=stat.size,
+        mtime_ns=stat.mtime_ns,
+        ctime_ns=stat.ctime_ns,
+        inode=stat.inode,
+        checked_ns=now,
+    )
+
+
 def _state_of(change: FileChange) -> FileState:
     return FileState(
         rel_path=change.rel_path,
@@ -441,6 +455,8 @@ def _state_of(change: FileChange) -> FileState:
         version=change.version,
         checked_ns=time.time_ns(),
         records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
+        ctime_ns=change.stat.ctime_ns,
+        inode=change.stat.inode,
     )
 
 

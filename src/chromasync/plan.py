@@ -38,6 +38,8 @@ from .records import (
 
 #: A file modified within this window before its manifest row was written may have been
 #: rewritten in the same timestamp tick ("racily clean", as git calls it): it is re-hashed.
+#: Besides, the fast path compares ctime and inode as git does: a rewrite that restores
+#: size and mtime still moves ctime, which no user call can set back.
 RACY_WINDOW_NS = 1_000_000_000
 #: Deleting more than this share of a source's files (and more than `MASS_DELETE_MIN`)
 #: needs an explicit `allow_mass_delete`.
@@ -153,8 +155,8 @@ def triage(
         if (
             known is not None
             and not checksum
-            and known.size == file.size
-            and known.mtime_ns == file.mtime_ns
+            and (known.size, known.mtime_ns, known.ctime_ns, known.inode)
+            == (file.size, file.mtime_ns, file.ctime_ns, file.inode)
             and not is_racy(known)
         ):
             if known.skip_reason:

@@ -52,6 +52,8 @@ class FileStat:
     abs_path: str
     size: int
     mtime_ns: int
+    ctime_ns: int = 0  # changes on every write, and cannot be set back (unlike mtime)
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,8 @@ class FileState:
     checked_ns: int  # when size/mtime were last confirmed against the content
     records: tuple[RecordRef, ...]
     skip_reason: str = ""  # a content skip (private, binary...) remembered by stat
+    ctime_ns: int = 0
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True)

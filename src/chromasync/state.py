@@ -59,6 +59,8 @@ CREATE TABLE IF NOT EXISTS files (
     checked_ns INTEGER NOT NULL,
     records TEXT NOT NULL,
     skip_reason TEXT NOT NULL DEFAULT '',
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
+    inode INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (collection, source, path)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks (
@@ -184,6 +186,14 @@ class State:
                 (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
             )
 
+    def mark_dirty(self, collection: str, source: str) -> None:
+        """Make the next run rebuild this source's manifest from the collection."""
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET status = 'dirty' WHERE collection = ? AND source = ?",
+                (collection, source),
+            )
+
     def drop_source(self, collection: str, source: str) -> None:
         with self._db:
             self._db.execute(
@@ -199,7 +209,8 @@ class State:
 
     def files(self, collection: str, source: str) -> dict[str, FileState]:
         rows = self._db.execute(
-            "SELECT path, size, mtime_ns, file_hash, version, checked_ns, records, skip_reason "
+            "SELECT path, size, mtime_ns, file_hash, version, checked_ns, records, skip_reason, "
+            "ctime_ns, inode "
             "FROM files WHERE collection = ? AND source = ?",
             (collection, source),
         )
@@ -215,7 +226,7 @@ class State:
         """Write manifest rows and replace their keyword rows, in one transaction."""
         with self._db:
             self._db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(collection, source, *_file_row(s)) for s in states],
             )
             for state in states:
@@ -260,7 +271,7 @@ class State:
                 "DELETE FROM chunks WHERE collection = ? AND source = ?", (collection, source)
             )
             self._db.executemany(
-                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(collection, source, *_file_row(s)) for s in states],
             )
             for path, rows in records.items():
@@ -306,6 +317,24 @@ class State:
                 "SELECT id FROM chunks WHERE collection = ? AND source = ?", (collection, source)
             )
         return {r[0] for r in rows}
+
+    def document_chunks(
+        self, path: str, source: str | None = None
+    ) -> list[tuple[str, str, str, str, str, dict[str, Any]]]:
+        """(collection, source, id, heading, text, metadata) of every chunk of `path`, in
+        line order, from every collection."""
+        sql = "SELECT collection, source, id, heading, text, metadata FROM chunks WHERE path = ? "
+        args: list[str] = [path]
+        if source is not None:
+            sql += "AND source = ? "
+            args.append(source)
+        sql += (
+            "ORDER BY collection, source, "
+            "CAST(json_extract(metadata, '$.start_line') AS INTEGER), id"
+        )
+        return [
+            (r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self._db.execute(sql, args)
+        ]
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -357,12 +386,14 @@ def _file_row(state: FileState) -> tuple[Any, ...]:
         state.checked_ns,
         json.dumps(refs, separators=(",", ":")),
         state.skip_reason,
+        state.ctime_ns,
+        state.inode,
     )
 
 
 def _file_state(row: Sequence[Any]) -> FileState:
     refs = tuple(RecordRef(*r) for r in json.loads(row[6]))
-    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], refs, row[7])
+    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], refs, row[7], row[8], row[9])
 
 
 def _source_row(row: Sequence[Any]) -> SourceRow:

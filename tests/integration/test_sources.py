@@ -250,3 +250,22 @@ def test_cli_ingest_options(project: Path) -> None:
     again = json.loads(reset.stdout)
     assert again["files_new"] == 3 and again["files_deleted"] == 0
     assert stored(settings, "chromasync-notes")  # other collections untouched
+
+
+def test_chunking_max_tokens_from_config(tmp_path: Path, embedder: HashEmbedder) -> None:
+    root = tmp_path / "long"
+    root.mkdir()
+    paragraphs = "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(12))
+    (root / "long.md").write_text(f"# Long\n\n{paragraphs}\n")
+    age_tree(root)
+    cfg = tmp_path / "chromasync.yaml"
+    base = f"store: {{data_dir: {tmp_path / 'd'}}}\nsources: [{{path: {root}}}]\n"
+    cfg.write_text(base)
+    dry = api.default_options(api.configure({}, {}, tmp_path), dry_run=True)
+    [wide] = api.ingest_configured(api.configure({}, {}, tmp_path), options=dry, embedder=embedder)
+    cfg.write_text(base + "chunking: {max_tokens: 40}\n")
+    narrow_settings = api.configure({}, {}, tmp_path)
+    assert narrow_settings.chunk_max_tokens == 40
+    narrow_options = api.default_options(narrow_settings, dry_run=True)
+    [narrow] = api.ingest_configured(narrow_settings, options=narrow_options, embedder=embedder)
+    assert narrow.chunks_total > wide.chunks_total

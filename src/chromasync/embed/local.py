@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -169,9 +170,12 @@ class LocalEmbedder:
                 import torch
 
                 device = "cuda" if torch.cuda.is_available() else "cpu"
-            self._st_model = SentenceTransformer(
-                str(self.model_dir), device=device, local_files_only=True
-            )
+            os.environ.setdefault("TQDM_DISABLE", "1")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._st_model = SentenceTransformer(
+                    str(self.model_dir), device=device, local_files_only=True
+                )
         return self._st_model
 
     def _export(self, path: Path) -> None:
@@ -205,7 +209,8 @@ class LocalEmbedder:
         axes = {"b": 0, "s": 1}
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             target = Path(tmp) / path.name
-            with torch.no_grad():
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
                 torch.onnx.export(
                     Pooled(transformer),
                     (dummy, dummy, torch.zeros_like(dummy)),

@@ -1,0 +1,191 @@
+"""`chromasync mcp`: the index as Model Context Protocol tools, over stdio (official SDK).
+
+Tools: `search` (query plus filters -> cited hits), `list_sources`, `get_document` (a file's
+indexed chunks by path), `reindex` (one source, waits for the summary).
+
+Ownership (see `owner`): if another process (`serve`, `watch`, another `mcp`) owns the data
+dir, every tool goes through it. Otherwise this process becomes the owner at its first tool
+call: it holds the data dir's lock until it exits and serves the REST API on the owner socket,
+so that the CLI and other MCP servers can reach the index meanwhile. Errors come back as tool
+errors (`is_error`), their text prefixed by the error class (one table: `_error_text`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from . import __version__, api
+from .config import Settings
+from .errors import ChromasyncError
+from .records import Hit
+
+log = logging.getLogger(__name__)
+
+Label = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", max_length=128)]
+RUN_TIMEOUT = 3600.0
+
+
+def _hit(hit: Hit) -> dict[str, Any]:
+    data = hit.as_json()
+    data["citation"] = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    return data
+
+
+def _error_text(exc: ChromasyncError) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Backend:
+    """The index as this MCP server reaches it: through the owner, or as the owner."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._service: Any = None
+        self._server: Any = None
+
+    @contextlib.contextmanager
+    def access(self) -> Iterator[tuple[Any, Any]]:
+        """(service, None) when this process owns the data dir, else (None, owner client)."""
+        client = None
+        with self._lock:
+            if self._service is None:
+                client = api.owner_client(self.settings)
+                if client is None:
+                    self._become_owner()
+            service = self._service
+        if client is None:
+            yield service, None
+            return
+        with client:
+            yield None, client
+
+    def _become_owner(self) -> None:
+        from . import rest
+        from .service import Service
+
+        service = Service(self.settings, "mcp").open()
+        try:
+            listener = rest.bind_unix(str(service.socket))
+            server = rest.BackgroundServer(rest.create_app(service, token=_token()), [listener])
+            server.start()
+        except BaseException:
+            service.close()
+            raise
+        self._service, self._server = service, server
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+        if self._service is not None:
+            self._service.close()
+
+
+def _token() -> str | None:
+    import os
+
+    return os.environ.get("CHROMASYNC_API_TOKEN") or None
+
+
+def build_server(backend: Backend) -> Any:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer(
+        "chromasync",
+        version=__version__,
+        instructions=(
+            "Search a corpus of notes, docs and code indexed by chromasync. Every hit cites "
+            "its source, path and line range; use get_document to read a whole file."
+        ),
+    )
+
+    @contextlib.contextmanager
+    def tool_errors() -> Iterator[None]:
+        try:
+            yield
+        except ChromasyncError as exc:
+            raise ToolError(_error_text(exc)) from exc
+
+    @server.tool()
+    def search(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="The question.")],
+        k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
+        sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
+        tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
+        after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
+        before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
+    ) -> dict[str, Any]:
+        """Search the index; each hit cites source, path, heading and start-end lines."""
+        with tool_errors():
+            where = api.filters_where(sources or (), tags or (), tags_all, after, before)
+            with backend.access() as (service, client):
+                if service is not None:
+                    hits = service.search(query, k=k, where=where)
+                else:
+                    hits = client.search(
+                        query,
+                        k=k,
+                        source=sources or [],
+                        tag=tags or [],
+                        tags_all=tags_all,
+                        after=after,
+                        before=before,
+                    )
+            return {"query": query, "hits": [_hit(h) for h in hits]}
+
+    @server.tool()
+    def list_sources() -> dict[str, Any]:
+        """The indexed sources: label, root folder, files, chunks, model and last run."""
+        with tool_errors(), backend.access() as (service, client):
+            if client is not None:
+                return {"sources": client.sources()}
+            return {"sources": service.sources()}
+
+    @server.tool()
+    def get_document(
+        path: Annotated[str, Field(min_length=1, max_length=4096, description="As hits cite it.")],
+        source: Annotated[Label | None, Field(description="The source, if ambiguous.")] = None,
+    ) -> dict[str, Any]:
+        """A file's indexed chunks, in line order (path relative to its source root)."""
+        with tool_errors(), backend.access() as (service, client):
+            if client is not None:
+                chunks = client.get_document(path, source)
+            else:
+                chunks = api.get_document(service.settings, path, source)
+            return {"path": chunks[0].path, "chunks": [_hit(h) for h in chunks]}
+
+    @server.tool()
+    def reindex(
+        source: Annotated[Label, Field(description="The source's label.")],
+    ) -> dict[str, Any]:
+        """Bring one source's index up to date with its files (a delta run); its summary."""
+        with tool_errors(), backend.access() as (service, client):
+            if client is not None:
+                job = client.wait(client.reindex([source])["id"], timeout=RUN_TIMEOUT)
+            else:
+                job = service.jobs.wait(service.reindex([source])["id"], timeout=RUN_TIMEOUT)
+            if job["status"] == "failed":
+                raise ToolError(f"reindex of {source!r} failed: {job['error']}")
+            return {"job": job["id"], "status": job["status"], "summaries": job["summaries"]}
+
+    return server
+
+
+def run_stdio(settings: Settings) -> None:
+    """Serve MCP over stdin/stdout until the client closes the stream."""
+    backend = Backend(settings)
+    try:
+        build_server(backend).run("stdio")
+    finally:
+        backend.close()
+
+
+__all__ = ["Backend", "build_server", "run_stdio"]

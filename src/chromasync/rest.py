@@ -1,0 +1,396 @@
+"""The REST service and the search page (`chromasync serve`): FastAPI over `api` and `Service`.
+
+Routes (OpenAPI at `/docs` and `/openapi.json`):
+
+    GET    /health             liveness; public
+    GET    /status             sources, files, chunks, last run, the owner, jobs
+    GET    /search             q, k, source, tag, tags_all, after, before -> cited hits
+    POST   /reindex            {"source": L} or {"sources": [..]} or {} (all) -> 202 + job
+    GET    /jobs, /jobs/{id}   progress and summaries of reindex jobs
+    GET    /sources            known sources with their figures
+    POST   /sources            {"path", "label", "kind"}: add a source (path in an allowed root)
+    DELETE /sources/{label}    remove that source's records and manifest
+    GET    /documents          path, source -> the file's indexed chunks
+    GET    /file               source, path -> the text of an indexed file (the page's viewer)
+    GET    /                   the search page (with /static/app.js, /static/app.css)
+
+Authentication: with a token configured (`CHROMASYNC_API_TOKEN`), every route except the
+public ones (`/health`, and the page shell `/`, `/static/*`, `/docs`, `/openapi.json`, which
+hold no index data) requires `Authorization: Bearer <token>`; the scheme is case-insensitive,
+the comparison constant-time, a token in the query string is ignored, and a 401 says only
+"unauthorized". Requests whose Host is not the service's own are refused (DNS rebinding).
+
+Errors map to statuses in one table, `ERROR_STATUS`; bad input is always a 4xx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hmac
+import logging
+import os
+import socket
+import stat
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from . import __version__, api
+from .errors import (
+    AccessDenied,
+    ChromasyncError,
+    ConfigError,
+    EmbeddingError,
+    LockError,
+    NotFound,
+    SourceError,
+    StoreError,
+)
+from .paths import resolve_in_roots
+from .records import Hit
+from .service import Service
+
+log = logging.getLogger(__name__)
+
+#: Error class -> HTTP status (the most specific class wins).
+ERROR_STATUS: dict[type[ChromasyncError], int] = {
+    AccessDenied: 403,
+    NotFound: 404,
+    SourceError: 400,
+    ConfigError: 400,
+    LockError: 409,
+    EmbeddingError: 409,
+    StoreError: 503,
+    ChromasyncError: 500,
+}
+PUBLIC_PATHS = frozenset({"/health", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css"}
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+def status_for(exc: ChromasyncError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in ERROR_STATUS:
+            return ERROR_STATUS[cls]
+    return 500
+
+
+def authorized(header: str | None, token: str) -> bool:
+    """True when `header` is `Bearer <token>` (scheme in any case), compared in constant time."""
+    if not header:
+        return False
+    scheme, _, credentials = header.strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "bearer" or not credentials:
+        return False
+    return hmac.compare_digest(credentials.encode("utf-8"), token.encode("utf-8"))
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or (
+        path.startswith("/static/") and path.removeprefix("/static/") in STATIC_FILES
+    )
+
+
+class TokenGate:
+    """ASGI middleware: a bearer token on every non-public route, before routing."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.token and not is_public(scope["path"]):
+            values = [v for k, v in scope["headers"] if k == b"authorization"]
+            header = values[0].decode("latin-1") if len(values) == 1 else None
+            if not authorized(header, self.token):
+                response = JSONResponse(
+                    {"detail": "unauthorized"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+# -- request bodies (the trust boundary) -------------------------------------------------------
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReindexBody(_Body):
+    source: str | None = Field(default=None, pattern=LABEL_PATTERN)
+    sources: list[Annotated[str, Field(pattern=LABEL_PATTERN)]] = Field(
+        default_factory=list, max_length=1000
+    )
+    checksum: bool = False
+    allow_mass_delete: bool = False
+
+
+class SourceBody(_Body):
+    path: str = Field(max_length=8192)
+    label: str | None = Field(default=None, pattern=LABEL_PATTERN)
+    kind: str = Field(default="notes", pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    data = hit.as_json()
+    data["citation"] = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    return data
+
+
+def _static(name: str) -> str:
+    return (resources.files("chromasync") / "static" / name).read_text(encoding="utf-8")
+
+
+# -- the app -------------------------------------------------------------------------------
+
+
+def create_app(
+    service: Service,
+    *,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] | None = ("127.0.0.1", "localhost", "::1", "[::1]"),
+) -> FastAPI:
+    """The ASGI app over an open `Service`. `allowed_hosts=None` accepts any Host header."""
+    app = FastAPI(
+        title="chromasync",
+        version=__version__,
+        description="Search and keep in sync a corpus of text files indexed in ChromaDB.",
+    )
+    app.state.service = service
+
+    @app.exception_handler(ChromasyncError)
+    async def _chromasync_error(request: Request, exc: ChromasyncError) -> JSONResponse:
+        status = status_for(exc)
+        if status >= 500:
+            log.warning("%s %s failed: %s", request.method, request.url.path, exc)
+        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"where": ".".join(str(p) for p in e.get("loc", ())), "problem": e.get("msg", "")}
+            for e in exc.errors()
+        ]
+        return JSONResponse({"error": "BadRequest", "detail": problems}, 422)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s: internal error", request.method, request.url.path)
+        body = {"error": "InternalError", "detail": "internal error; see the service's log"}
+        return JSONResponse(body, 500)
+
+    @app.get("/health", tags=["service"])
+    def health() -> dict[str, str]:
+        """Liveness (public, even with a token)."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/status", tags=["service"])
+    def status() -> dict[str, Any]:
+        """Sources, files, chunks and last run of the index; the owning process; jobs."""
+        return service.status()
+
+    @app.get("/search", tags=["search"])
+    def search(
+        q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
+        k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
+        source: Annotated[list[str], Query(description="Only these sources.")] = [],  # noqa: B006
+        tag: Annotated[list[str], Query(description="Only chunks with these tags.")] = [],  # noqa: B006
+        tags_all: Annotated[bool, Query(description="Require every tag (default: any).")] = False,
+        after: Annotated[str | None, Query(description="Date on or after (ISO).")] = None,
+        before: Annotated[str | None, Query(description="Date before (ISO).")] = None,
+    ) -> dict[str, Any]:
+        """Search the index; every hit cites its path, heading and line range."""
+        if not q.strip():
+            raise SourceError("the query is empty")
+        where = api.filters_where(source, tag, tags_all, after, before)
+        hits = service.search(q, k=k, where=where)
+        filters = {"source": source, "tag": tag, "tags_all": tags_all}
+        filters |= {"after": after, "before": before}
+        return {"query": q, "k": k, "filters": filters, "hits": [hit_json(h) for h in hits]}
+
+    @app.post("/reindex", status_code=202, tags=["sync"])
+    def reindex(body: ReindexBody | None = None) -> JSONResponse:
+        """Queue a delta ingest of one source, several, or all; returns the job to poll."""
+        body = body or ReindexBody()
+        labels = ([body.source] if body.source else []) + body.sources
+        options = api.default_options(
+            service.settings, checksum=body.checksum, allow_mass_delete=body.allow_mass_delete
+        )
+        job = service.reindex(labels, options)
+        return JSONResponse(job, 202, headers={"Location": f"/jobs/{job['id']}"})
+
+    @app.get("/jobs", tags=["sync"])
+    def jobs() -> list[dict[str, Any]]:
+        """Recent jobs, newest first."""
+        return service.jobs.list() if service.jobs else []
+
+    @app.get("/jobs/{job_id}", tags=["sync"])
+    def job(job_id: str) -> dict[str, Any]:
+        """One job: status, progress (phase, done, total), summaries or error."""
+        if service.jobs is None:
+            raise NotFound(f"no job {job_id!r}")
+        return service.jobs.get(job_id)
+
+    @app.get("/sources", tags=["sources"])
+    def sources() -> list[dict[str, Any]]:
+        """The sources registry: configured and indexed sources with their figures."""
+        return service.sources()
+
+    @app.post("/sources", status_code=202, tags=["sources"])
+    def add_source(body: SourceBody) -> JSONResponse:
+        """Add a source (its folder must be inside an allowed root) and index it."""
+        root = resolve_in_roots(body.path, service.allow_roots, kind="dir")
+        payload = service.add_source(root, body.label, body.kind)
+        location = f"/jobs/{payload['job']['id']}"
+        return JSONResponse(payload, 202, headers={"Location": location})
+
+    @app.delete("/sources/{label}", tags=["sources"])
+    def remove_source(
+        label: Annotated[str, Path(pattern=LABEL_PATTERN)],
+        keep_declaration: Annotated[
+            bool, Query(description="Keep the source declared in the config file.")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Delete that source's records and manifest (other sources are untouched)."""
+        return service.remove_source(label, keep_declaration)
+
+    @app.get("/documents", tags=["search"])
+    def document(
+        path: Annotated[str, Query(max_length=8192, description="Path as hits cite it.")],
+        source: Annotated[str | None, Query(pattern=LABEL_PATTERN)] = None,
+    ) -> dict[str, Any]:
+        """The indexed chunks of one file, in line order."""
+        chunks = api.get_document(service.settings, path, source)
+        return {"path": chunks[0].path, "chunks": [hit_json(h) for h in chunks]}
+
+    @app.get("/file", tags=["search"])
+    def file(
+        source: Annotated[str, Query(pattern=LABEL_PATTERN)],
+        path: Annotated[str, Query(max_length=8192)],
+    ) -> dict[str, Any]:
+        """The current text of an indexed file (only indexed files, inside their root)."""
+        found = api.read_indexed_file(service.settings, source, path)
+        return dataclasses.asdict(found)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(_static("index.html"), headers=_page_headers())
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in STATIC_FILES:
+            raise NotFound(f"no static file {name!r}")
+        return Response(_static(name), media_type=STATIC_FILES[name], headers=_page_headers())
+
+    app.add_middleware(TokenGate, token=token or None)
+    if allowed_hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    return app
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: any free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
+def bind_unix(path: str) -> socket.socket:
+    """A listening Unix socket at `path` (mode 0600); a stale one is replaced.
+
+    Only the data dir's owner calls this, while holding its lock: a socket left at `path`
+    belongs to a dead owner.
+    """
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise ConfigError(f"{path} exists and is not a socket; remove it")
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
+    """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
+    import uvicorn
+
+    if server is None:
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
+        )
+        server = uvicorn.Server(config)
+    unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
+    try:
+        server.run(sockets=list(listeners))
+    finally:
+        for sock in listeners:
+            sock.close()
+        for path in unix_paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+class BackgroundServer:
+    """`app` served on listening sockets from a daemon thread (for `chromasync mcp`)."""
+
+    def __init__(self, app: Any, listeners: Sequence[socket.socket]) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._listeners = list(listeners)
+        self._thread = threading.Thread(
+            target=run_server, args=(app, self._listeners, self._server), daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+def _page_headers() -> dict[str, str]:
+    return {
+        "Content-Security-Policy": PAGE_CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-cache",
+    }
+
+
+__all__ = [
+    "ERROR_STATUS",
+    "BackgroundServer",
+    "authorized",
+    "bind_tcp",
+    "bind_unix",
+    "create_app",
+    "run_server",
+    "status_for",
+]

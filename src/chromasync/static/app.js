@@ -1,0 +1,258 @@
+// The chromasync search page: plain JavaScript over the REST API, no build step.
+// Every piece of index data is put into the page with textContent, never as HTML.
+"use strict";
+
+const state = { sources: new Set(), tags: [], tagsAll: false, after: "", before: "" };
+const $ = (id) => document.getElementById(id);
+let lastQuery = "";
+let searchTimer = null;
+let searchSeq = 0;
+
+function token() { return sessionStorage.getItem("chromasync-token") || ""; }
+
+async function api(path) {
+  const headers = { Accept: "application/json" };
+  if (token()) headers.Authorization = "Bearer " + token();
+  const response = await fetch(path, { headers });
+  if (response.status === 401) {
+    $("auth").hidden = false;
+    $("token").focus();
+    throw new Error("this service needs its API token");
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const detail = typeof body.detail === "string" ? body.detail
+      : Array.isArray(body.detail) ? body.detail.map((d) => `${d.where}: ${d.problem}`).join("; ")
+      : response.statusText;
+    throw new Error(detail);
+  }
+  return body;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+function when(iso) {
+  if (!iso) return "never";
+  const date = new Date(iso);
+  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// -- status and source chips --------------------------------------------------------------
+
+async function loadStatus() {
+  let status;
+  try { status = await api("/status"); } catch (error) { return showStatusError(error); }
+  const box = $("status");
+  box.replaceChildren();
+  const rows = [
+    ["sources", status.totals.sources], ["files", status.totals.files],
+    ["chunks", status.totals.chunks], ["last run", when(status.last_run)],
+  ];
+  if (status.jobs.running || status.jobs.queued) rows.push(["syncing", `${status.jobs.running + status.jobs.queued} job(s)`]);
+  if (status.owner) rows.push(["owner", `${status.owner.role} (pid ${status.owner.pid})`]);
+  for (const [name, value] of rows) box.append(el("dt", { text: name }), el("dd", { text: String(value) }));
+  const chips = $("source-chips");
+  chips.replaceChildren();
+  if (!status.sources.length) chips.append(el("span", { class: "muted", text: "no source indexed yet" }));
+  for (const source of status.sources) {
+    const chip = el("button", {
+      type: "button", class: "chip" + (state.sources.has(source.source) ? " on" : ""),
+      "data-source": source.source, title: `${source.root} · ${source.files} files`,
+      onclick: () => { toggle(state.sources, source.source); renderActiveFilters(); loadStatus(); runSearch(); },
+    }, el("span", { text: source.source }), el("small", { text: String(source.chunks) }));
+    chips.append(chip);
+  }
+}
+
+function showStatusError(error) {
+  $("status").replaceChildren(el("dt", { text: "status" }), el("dd", { class: "error", text: error.message }));
+}
+
+function toggle(set, value) { if (set.has(value)) set.delete(value); else set.add(value); }
+
+function renderActiveFilters() {
+  const box = $("active-filters");
+  box.replaceChildren();
+  const remove = (fn) => () => { fn(); renderActiveFilters(); loadStatus(); runSearch(); };
+  for (const source of state.sources) {
+    box.append(el("button", { type: "button", class: "chip on", "data-filter": "source",
+      onclick: remove(() => state.sources.delete(source)) }, `source: ${source} ✕`));
+  }
+  for (const tag of state.tags) {
+    box.append(el("button", { type: "button", class: "chip on tag", "data-filter": "tag",
+      onclick: remove(() => { state.tags = state.tags.filter((t) => t !== tag); }) }, `#${tag} ✕`));
+  }
+  if (state.after || state.before) {
+    box.append(el("button", { type: "button", class: "chip on", "data-filter": "date",
+      onclick: remove(() => { state.after = state.before = ""; $("after").value = $("before").value = ""; }) },
+      `date: ${state.after || "…"} → ${state.before || "…"} ✕`));
+  }
+}
+
+function addTag(tag) {
+  tag = tag.trim().replace(/^#/, "");
+  if (tag && !state.tags.includes(tag)) state.tags.push(tag);
+  renderActiveFilters();
+  runSearch();
+}
+
+// -- search -------------------------------------------------------------------------------
+
+function terms(query) {
+  const words = query.toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter((w) => w.length > 1);
+  return [...new Set(words)].map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+}
+
+function highlighted(text, query) {
+  const fragment = document.createDocumentFragment();
+  const words = terms(query);
+  if (!words.length) { fragment.append(text); return fragment; }
+  const pattern = new RegExp(`(${words.join("|")})`, "giu");
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    fragment.append(text.slice(last, match.index), el("mark", { text: match[0] }));
+    last = match.index + match[0].length;
+  }
+  fragment.append(text.slice(last));
+  return fragment;
+}
+
+function snippet(text, query, size = 420) {
+  const flat = text.replace(/\s+/g, " ").trim();
+  if (flat.length <= size) return flat;
+  const words = terms(query);
+  let at = 0;
+  if (words.length) {
+    const found = flat.search(new RegExp(words.join("|"), "iu"));
+    if (found > size / 3) at = found - Math.floor(size / 3);
+  }
+  return (at ? "…" : "") + flat.slice(at, at + size) + (at + size < flat.length ? "…" : "");
+}
+
+function runSearch(delay = 0) {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(doSearch, delay);
+}
+
+async function doSearch() {
+  const query = $("q").value.trim();
+  lastQuery = query;
+  const seq = ++searchSeq;
+  if (!query) {
+    $("results").replaceChildren();
+    $("message").textContent = "Type a query to search the index.";
+    return;
+  }
+  const params = new URLSearchParams({ q: query, k: "20" });
+  for (const source of state.sources) params.append("source", source);
+  for (const tag of state.tags) params.append("tag", tag);
+  if (state.tagsAll) params.set("tags_all", "true");
+  if (state.after) params.set("after", state.after);
+  if (state.before) params.set("before", state.before);
+  $("message").textContent = "Searching…";
+  let body;
+  try { body = await api("/search?" + params); } catch (error) {
+    if (seq !== searchSeq) return;
+    $("results").replaceChildren();
+    $("message").textContent = error.message;
+    $("message").className = "message error";
+    return;
+  }
+  if (seq !== searchSeq) return;
+  $("message").className = "message";
+  $("message").textContent = body.hits.length
+    ? `${body.hits.length} hit${body.hits.length === 1 ? "" : "s"} for “${query}”`
+    : `No hits for “${query}” with these filters.`;
+  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, query)));
+}
+
+function renderHit(hit, query) {
+  const meta = hit.metadata || {};
+  const tags = Array.isArray(meta.tags) ? meta.tags : [];
+  const date = typeof meta.date === "string" ? meta.date.slice(0, 10) : null;
+  const cite = el("a", { class: "cite", href: `#${hit.source}/${hit.path}:${hit.start_line}`,
+    title: "open the file at this line",
+    onclick: (event) => { event.preventDefault(); openFile(hit); } }, hit.citation);
+  const editor = hit.open_url ? el("a", { class: "editor", href: hit.open_url, text: "editor" }) : null;
+  return el("li", { class: "hit" },
+    el("div", { class: "hit-head" },
+      cite,
+      el("span", { class: "badge source", text: hit.source }),
+      date ? el("span", { class: "badge date", text: date }) : null,
+      el("span", { class: "score", title: "score", text: hit.score.toFixed(3) }),
+      editor),
+    hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
+    el("p", { class: "snippet" }, highlighted(snippet(hit.text, query), query)),
+    tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
+      el("button", { type: "button", class: "chip small tag", title: "filter by this tag",
+        onclick: () => addTag(tag) }, `#${tag}`))) : null);
+}
+
+// -- the file viewer ----------------------------------------------------------------------
+
+async function openFile(hit) {
+  const dialog = $("viewer");
+  $("viewer-title").textContent = `${hit.source} · ${hit.citation}`;
+  const editor = $("viewer-editor");
+  editor.hidden = !hit.open_url;
+  if (hit.open_url) editor.href = hit.open_url;
+  const body = $("viewer-body");
+  body.replaceChildren(el("span", { class: "muted", text: "loading…" }));
+  if (!dialog.open) dialog.showModal();
+  let file;
+  try {
+    file = await api(`/file?${new URLSearchParams({ source: hit.source, path: hit.path })}`);
+  } catch (error) {
+    body.replaceChildren(el("span", { class: "error", text: error.message }));
+    return;
+  }
+  const lines = file.text.split("\n");
+  let first = null;
+  body.replaceChildren(...lines.map((line, index) => {
+    const number = index + 1;
+    const cited = number >= hit.start_line && number <= hit.end_line;
+    const row = el("span", { class: "line" + (cited ? " cited" : ""), id: `L${number}` },
+      el("span", { class: "ln", text: String(number) }), el("span", { class: "code", text: line || " " }));
+    if (cited && first === null) first = row;
+    return row;
+  }));
+  if (first) first.scrollIntoView({ block: "center" });
+}
+
+// -- wiring -------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("search-form").addEventListener("submit", (event) => { event.preventDefault(); runSearch(); });
+  $("q").addEventListener("input", () => { if ($("q").value.trim() !== lastQuery) runSearch(300); });
+  $("tag-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    addTag($("tag-input").value);
+    $("tag-input").value = "";
+  });
+  $("tags-all").addEventListener("change", (event) => { state.tagsAll = event.target.checked; runSearch(); });
+  for (const id of ["after", "before"]) {
+    $(id).addEventListener("change", (event) => { state[id] = event.target.value; renderActiveFilters(); runSearch(); });
+  }
+  $("auth-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem("chromasync-token", $("token").value);
+    $("token").value = "";
+    $("auth").hidden = true;
+    loadStatus();
+    runSearch();
+  });
+  $("viewer-close").addEventListener("click", () => $("viewer").close());
+  $("viewer").addEventListener("click", (event) => { if (event.target === $("viewer")) $("viewer").close(); });
+  loadStatus();
+  setInterval(loadStatus, 15000);
+});

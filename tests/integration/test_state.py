@@ -1,0 +1,166 @@
+"""Local state that heals, a lock that refuses, chunk-level deltas, the model rule."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from chromasync import api
+from chromasync.config import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.errors import EmbeddingError, LockError
+from chromasync.ingest import IngestOptions
+from chromasync.lock import StoreLock
+from chromasync.state import STATE_FILE
+
+from ..conftest import run_cli, set_mtime, snapshot
+
+SECTIONS = 60
+
+
+def _long_doc(edited: int | None = None) -> str:
+    parts = ["# Handbook\n"]
+    for n in range(SECTIONS):
+        body = f"Section {n} explains topic {n} with its own words and figures {n * 7}."
+        if n == edited:
+            body += " This sentence was added later."
+        parts.append(f"## Topic {n}\n\n{body}\n")
+    return "\n".join(parts)
+
+
+def _run(
+    root: Path, settings: Settings, embedder: HashEmbedder, label: str = "notes", **kw: object
+):
+    [summary] = api.ingest(
+        [api.source_for(root, label)],
+        settings,
+        IngestOptions(**kw),
+        embedder=embedder,  # type: ignore[arg-type]
+    )
+    return summary
+
+
+def test_lost_state_rebuilt_without_embedding(
+    notes: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    _run(notes, settings, embedder)
+    before = snapshot(settings, vectors=True)
+    for name in (STATE_FILE, STATE_FILE + "-wal", STATE_FILE + "-shm", "embeddings.sqlite3"):
+        (settings.data_dir / name).unlink(missing_ok=True)
+    calls = embedder.texts_embedded
+    summary = _run(notes, settings, embedder)
+    assert summary.chunks_embedded == 0 and embedder.texts_embedded == calls
+    assert summary.files_unchanged == 5
+    assert snapshot(settings, vectors=True) == before
+
+
+def test_corrupt_state_moved_aside_and_healed(
+    notes: Path, settings: Settings, embedder: HashEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    _run(notes, settings, embedder)
+    before = snapshot(settings)
+    for name in (STATE_FILE + "-wal", STATE_FILE + "-shm"):
+        (settings.data_dir / name).unlink(missing_ok=True)
+    (settings.data_dir / STATE_FILE).write_bytes(b"this is not a database" * 100)
+    summary = _run(notes, settings, embedder)
+    assert summary.chunks_embedded == 0
+    assert "unusable" in caplog.text
+    assert list(settings.data_dir.glob(STATE_FILE + ".corrupt-*"))
+    assert snapshot(settings) == before
+
+
+def test_one_section_edit_embeds_one_chunk(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    root = tmp_path / "book"
+    root.mkdir()
+    (root / "handbook.md").write_text(_long_doc())
+    set_mtime(root / "handbook.md", 1_600_000_000)
+    first = _run(root, settings, embedder)
+    assert first.chunks_total >= SECTIONS // 2
+    (root / "handbook.md").write_text(_long_doc(edited=31))
+    set_mtime(root / "handbook.md", 1_600_000_100)
+    second = _run(root, settings, embedder)
+    assert 1 <= second.chunks_embedded <= 2
+    assert second.chunks_reused == second.chunks_total - second.chunks_embedded
+    stored = snapshot(settings)
+    assert len(stored) == second.chunks_total
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    assert {r.metadata["version"] for r in collection.iter_records()} == {2}
+
+
+def test_rename_and_move_between_sources_embed_nothing(
+    notes: Path, tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    _run(notes, settings, embedder)
+    calls = embedder.texts_embedded
+    (notes / "guides").rename(notes / "howto")
+    renamed = _run(notes, settings, embedder)
+    assert renamed.chunks_embedded == 0 and embedder.texts_embedded == calls
+    assert renamed.files_new == 2 and renamed.files_deleted == 2
+    paths = {dict(m)["path"] for m, _ in snapshot(settings).values()}  # type: ignore[arg-type]
+    assert not any(p.startswith("guides/") for p in paths)
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    shutil.move(str(notes / "ideas.txt"), inbox / "ideas.txt")
+    _run(notes, settings, embedder)
+    moved = _run(inbox, settings, embedder, label="inbox")
+    assert moved.files_new == 1 and moved.chunks_embedded == 0
+    assert embedder.texts_embedded == calls
+
+
+def test_front_matter_edit_rewrites_metadata_only(
+    notes: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    _run(notes, settings, embedder)
+    note = notes / "guides" / "sourdough.md"
+    note.write_text(note.read_text().replace("tags: [baking]", "tags: [baking, bread]"))
+    set_mtime(note, 1_700_000_000)
+    summary = _run(notes, settings, embedder)
+    assert summary.files_updated == 1 and summary.chunks_embedded == 0
+    tags = [
+        dict(m).get("tags")
+        for m, _ in snapshot(settings).values()
+        if dict(m)["path"] == "guides/sourdough.md"  # type: ignore[arg-type]
+    ]
+    assert tags and all(t == str(["baking", "bread"]) for t in tags)
+
+
+def test_model_change_refused_unless_reembed(notes: Path, settings: Settings) -> None:
+    _run(notes, settings, HashEmbedder(64))
+    with pytest.raises(EmbeddingError, match="--reembed"):
+        _run(notes, settings, HashEmbedder(32))
+    other = HashEmbedder(32)
+    summary = _run(notes, settings, other, reembed=True)
+    assert summary.chunks_embedded == summary.chunks_total
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    vectors = collection.embeddings([r.id for r in collection.iter_records()])
+    assert {len(v) for v in vectors.values()} == {32}
+    assert _run(notes, settings, other).chunks_embedded == 0
+
+
+def test_second_ingest_refused_while_one_runs(
+    notes: Path, data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    with StoreLock(data_dir):
+        refused = run_cli(["ingest", str(notes), "--quiet"], env=cli_env)
+        assert refused.returncode == 1
+        assert "in use by another process (pid" in refused.stderr
+        with pytest.raises(LockError):
+            StoreLock(data_dir).acquire()
+
+
+def test_wait_for_the_lock(notes: Path, data_dir: Path, cli_env: dict[str, str]) -> None:
+    lock = StoreLock(data_dir)
+    lock.acquire()
+    timer = threading.Timer(1.0, lock.release)
+    timer.start()
+    started = time.monotonic()
+    waited = run_cli(["ingest", str(notes), "--quiet", "--wait"], env=cli_env)
+    timer.join()
+    assert waited.returncode == 0, waited.stderr
+    assert time.monotonic() - started >= 1.0
