@@ -83,6 +83,20 @@ def write_eval_file(work: Path) -> Path:
     return out
 
 
+def heading_sweep(settings: api.Settings, queries: list, embedder: object) -> dict[str, float]:
+    """Keyword nDCG@10 for several weights of the heading column in BM25."""
+    from chromasync.retrieve.tasks import run_evaluation
+
+    out = {}
+    for weight in (0.0, 0.5, 1.0, 2.0):
+        with api._retriever(settings, embedder) as retriever:  # type: ignore[arg-type]
+            assert retriever.local_index is not None
+            retriever.local_index.heading_weight = weight
+            report = run_evaluation(retriever, queries, modes=("keyword",))
+        out[f"heading x{weight}"] = report.modes["keyword"]["ndcg"]
+    return out
+
+
 def warm_latency(
     settings: api.Settings, queries: list[str], embedder: object
 ) -> dict[str, dict[str, float]]:
@@ -102,6 +116,7 @@ def cli_latency(settings: api.Settings, queries: list[str]) -> dict[str, dict[st
         **os.environ,
         "PYTHONPATH": str(REPO / "src"),
         "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_COLLECTIONS": "shared",
     }
     out = {}
     for mode in api.MODES:
@@ -130,7 +145,10 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
 
     corpus = materialise(args.work)
-    settings = api.resolve_settings({"data_dir": str(args.work / "scifact-data")}, {})
+    # One shared collection (`chromasync`), whatever the default layout.
+    settings = api.resolve_settings(
+        {"data_dir": str(args.work / "scifact-data"), "collections": "shared"}, {}
+    )
     results: dict[str, object] = {"ingest": ingest(corpus, settings)}
     print("ingest:", json.dumps(results["ingest"]))
 
@@ -148,6 +166,10 @@ def main() -> None:
     for mode, m in report.modes.items():
         figures = (m["ndcg"], m["recall"], m["recall@100"], m["mrr"])
         print(f"{mode:<22} {figures[0]:>8.4f} " + " ".join(f"{x:>7.4f}" for x in figures[1:]))
+
+    if args.sweep:
+        results["heading_sweep"] = heading_sweep(settings, queries, embedder)
+        print("\nkeyword nDCG@10 by heading weight:", json.dumps(results["heading_sweep"]))
 
     texts = [q.query for q in queries]
     results["latency_warm_ms"] = warm_latency(settings, texts[: args.latency_queries], embedder)
