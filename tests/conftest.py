@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -21,6 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 HUGO = SHARED / "corpora" / "hugo-docs"
 SCIFACT = SHARED / "corpora" / "scifact"
+#: Set to a Chroma server URL to run the integration tests against it instead of the
+#: embedded store (each test then gets a collection of its own).
+TEST_CHROMA_URL = os.environ.get("CHROMASYNC_TEST_CHROMA_URL") or None
 
 
 def set_mtime(path: Path, seconds: float) -> None:
@@ -45,13 +49,42 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+def unique_collection() -> str:
+    return f"t-{uuid.uuid4().hex[:16]}"
+
+
 @pytest.fixture
-def settings(data_dir: Path) -> Settings:
+def server_flags() -> dict[str, str]:
+    """With CHROMASYNC_TEST_CHROMA_URL: that server and a fresh collection; else nothing."""
+    if TEST_CHROMA_URL is None:
+        return {}
+    return {"chroma_url": TEST_CHROMA_URL, "collection": unique_collection()}
+
+
+@pytest.fixture
+def settings(data_dir: Path, server_flags: dict[str, str]) -> Settings:
     """Hash embedder, one shared collection (`settings.collection`); the default layout,
     one collection per source kind, is tested in tests/integration/test_sources.py."""
     return resolve_settings(
-        {"data_dir": str(data_dir), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+        {"data_dir": str(data_dir), "provider": "hash", **server_flags},
+        {"CHROMASYNC_COLLECTIONS": "shared"},
     )
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a real Chroma server: CHROMASYNC_TEST_CHROMA_URL, or a `chroma run` on a
+    free loopback port, started once per session and ready-checked through its heartbeat."""
+    if TEST_CHROMA_URL is not None:
+        yield TEST_CHROMA_URL
+        return
+    from .servers import ChromaServer
+
+    server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "db").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -91,12 +124,16 @@ def run_cli(
 
 
 @pytest.fixture
-def cli_env(data_dir: Path) -> Iterator[dict[str, str]]:
-    yield {
+def cli_env(data_dir: Path, server_flags: dict[str, str]) -> Iterator[dict[str, str]]:
+    env = {
         "CHROMASYNC_DATA_DIR": str(data_dir),
         "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
         "CHROMASYNC_COLLECTIONS": "shared",
     }
+    if server_flags:
+        env["CHROMASYNC_CHROMA_URL"] = server_flags["chroma_url"]
+        env["CHROMASYNC_COLLECTION"] = server_flags["collection"]
+    yield env
 
 
 #: Metadata that legitimately differs between an incremental run and a clean one.

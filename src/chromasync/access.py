@@ -14,15 +14,17 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .configfile import SourceEntry
 from .errors import ConfigError, NotFound
 from .paths import relative_path, resolve_in_root, shown
 from .records import Hit, SourceSpec
 from .sources import configured_entries, select_entries
 from .state import State
+
+if TYPE_CHECKING:
+    from .configfile import SourceEntry
 
 
 def get_document(settings: Settings, path: str, source: str | None = None) -> list[Hit]:

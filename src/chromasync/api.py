@@ -18,7 +18,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .access import FileText, filters_where, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
-from .configfile import SourceEntry, check_unique_labels, load_config_file, load_sources_file
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
@@ -52,6 +51,7 @@ from .verify import SourceCheck
 
 if TYPE_CHECKING:
     from .client import OwnerClient
+    from .configfile import SourceEntry
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -87,6 +87,8 @@ def configure(
     folder = Path(cwd) if cwd is not None else Path.cwd()
     path = find_config_file(config, environ, folder)
     file = None
+    if path is not None or sources_file is not None:  # pydantic loads only when needed
+        from .configfile import check_unique_labels, load_config_file, load_sources_file
     if path is not None:
         found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
         file = load_config_file(path, found_by=found_by, allow_root=allow_root)

@@ -75,15 +75,36 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
         ),
         click.option(
             "--provider",
-            help="Embedding provider: local, hash [env CHROMASYNC_EMBEDDING_PROVIDER].",
+            help="Embedding provider: local, openai, server, hash "
+            "[env CHROMASYNC_EMBEDDING_PROVIDER].",
         ),
         click.option(
             "--model", help="Model for the provider (local: a sentence-transformers folder)."
         ),
         click.option(
-            "--chroma-url",
-            help="Chroma server URL instead of the embedded store [env CHROMASYNC_CHROMA_URL].",
+            "--embedding-url",
+            help="openai provider: base URL of an OpenAI-compatible API, e.g. "
+            "http://localhost:11434/v1 [env CHROMASYNC_EMBEDDING_URL].",
         ),
+        click.option(
+            "--embed-option",
+            "embed_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A provider option (batch_size, max_tokens, backend, device, dimension...).",
+        ),
+        click.option(
+            "--chroma-url",
+            help="Chroma server instead of the embedded store: http(s)://HOST:PORT or "
+            "chroma-cloud:// [env CHROMASYNC_CHROMA_URL].",
+        ),
+        click.option(
+            "--chroma-token",
+            help="Bearer token (Chroma Cloud: API key) for the server; prefer the environment "
+            "[env CHROMASYNC_CHROMA_TOKEN; CHROMA_API_KEY for chroma-cloud://].",
+        ),
+        click.option("--tenant", help="Chroma tenant [env CHROMASYNC_CHROMA_TENANT]."),
+        click.option("--database", help="Chroma database [env CHROMASYNC_CHROMA_DATABASE]."),
         click.option(
             "--config",
             "config_path",
@@ -111,10 +132,24 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
 
 
 def _settings(**flags: Any) -> api.Settings:
-    known = {"data_dir", "collection", "provider", "model", "chroma_url", "rerank_model"}
+    known = {
+        "data_dir",
+        "collection",
+        "provider",
+        "model",
+        "chroma_url",
+        "chroma_token",
+        "tenant",
+        "database",
+        "embedding_url",
+        "rerank_model",
+    }
     values = {k: v for k, v in flags.items() if k in known}
     if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting
         values.pop("collection")
+    options = _embed_options(flags.get("embed_options") or ())
+    if options:
+        values["provider_options"] = options
     return api.configure(
         values,
         os.environ,
@@ -123,6 +158,16 @@ def _settings(**flags: Any) -> api.Settings:
         sources_file=flags.get("sources_file"),
         allow_root=bool(flags.get("allow_root_slash")),
     )
+
+
+def _embed_options(pairs: Sequence[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--embed-option takes KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -34,12 +34,14 @@ DEFAULT_DATA_DIR = ".chromasync"
 DEFAULT_COLLECTION = "chromasync"
 CONFIG_FILE_NAME = "chromasync.yaml"
 CONFIG_ENV = "CHROMASYNC_CONFIG"
-SECRET_FIELDS = frozenset({"chroma_token", "api_key"})
+SECRET_FIELDS = frozenset({"chroma_token", "api_key", "embedding_api_key"})
 COLLECTION_MODES = ("per-kind", "shared")
 DEFAULT_PRIVACY_KEYS = ("private",)
+#: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
+CLOUD_KEY_ENV = "CHROMA_API_KEY"
 
-#: field -> (environment variable, default)
-_FIELDS: dict[str, tuple[str, Any]] = {
+#: field -> (environment variable(s), the first one set wins; default)
+_FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "data_dir": ("CHROMASYNC_DATA_DIR", DEFAULT_DATA_DIR),
     "collection": ("CHROMASYNC_COLLECTION", DEFAULT_COLLECTION),
     "collections": ("CHROMASYNC_COLLECTIONS", "per-kind"),
@@ -49,6 +51,14 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "chroma_token": ("CHROMASYNC_CHROMA_TOKEN", None),
     "tenant": ("CHROMASYNC_CHROMA_TENANT", None),
     "database": ("CHROMASYNC_CHROMA_DATABASE", None),
+    "chroma_timeout": ("CHROMASYNC_CHROMA_TIMEOUT", 60.0),
+    "chroma_retries": ("CHROMASYNC_CHROMA_RETRIES", 6),
+    "embedding_url": ("CHROMASYNC_EMBEDDING_URL", None),
+    "embedding_api_key": (
+        ("CHROMASYNC_EMBEDDING_API_KEY", "CHROMASYNC_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        None,
+    ),
+    "embedding_dimension": ("CHROMASYNC_EMBEDDING_DIMENSION", None),
     "max_file_bytes": ("CHROMASYNC_MAX_FILE_BYTES", 8 * 1024 * 1024),
     "cache_max_entries": ("CHROMASYNC_CACHE_MAX_ENTRIES", 500_000),
     "cache_dir": ("CHROMASYNC_CACHE_DIR", None),
@@ -58,8 +68,15 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
     "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
 }
-_INTS = {"max_file_bytes", "cache_max_entries", "chunk_max_tokens", "keyword_refresh_s"}
-_FLOATS = {"duplicate_threshold"}
+_INTS = {
+    "max_file_bytes",
+    "cache_max_entries",
+    "chunk_max_tokens",
+    "embedding_dimension",
+    "chroma_retries",
+    "keyword_refresh_s",
+}
+_FLOATS = {"chroma_timeout", "duplicate_threshold"}
 #: Settings that only the config file (or a flag, for Python callers) can set.
 _FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
 #: Where a secret setting comes from instead of the config file.
@@ -107,6 +124,11 @@ class Settings:
     chroma_token: str | None = field(default=None, repr=False)
     tenant: str | None = None
     database: str | None = None
+    chroma_timeout: float = 60.0
+    chroma_retries: int = 6  # attempts per request, first included
+    embedding_url: str | None = None
+    embedding_api_key: str | None = field(default=None, repr=False)
+    embedding_dimension: int | None = None
     max_file_bytes: int = 8 * 1024 * 1024
     cache_max_entries: int = 500_000
     cache_dir: str | None = None
@@ -127,6 +149,12 @@ class Settings:
             options.setdefault("model", self.model)
         if self.cache_dir:
             options.setdefault("cache_dir", self.cache_dir)
+        if self.embedding_url:
+            options.setdefault("url", self.embedding_url)
+        if self.embedding_api_key:
+            options.setdefault("api_key", self.embedding_api_key)
+        if self.embedding_dimension:
+            options.setdefault("dimension", self.embedding_dimension)
         return options
 
     @property
@@ -205,27 +233,30 @@ def resolve_settings(
     unknown = set(flags) - set(_FIELDS) - set(_FILE_ONLY)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    for name, (env_name, default) in _FIELDS.items():
+    for name, (env_names, default) in _FIELDS.items():
+        names = (env_names,) if isinstance(env_names, str) else env_names
+        env_name = next((n for n in names if environ.get(n)), None)
         if flags.get(name) is not None:
             value, origin = flags[name], "flag"
-        elif environ.get(env_name):
+        elif env_name is not None:
             value, origin = environ[env_name], f"env {env_name}"
         elif name in file_values:
             value, origin = file_values[name].value, file.origin(file_values[name].line)  # type: ignore[union-attr]
         else:
             value, origin = default, "default"
-        if name in _INTS and value is not None:
+        if name in _INTS | _FLOATS and value is not None:
+            kind = int if name in _INTS else float
             try:
-                value = int(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{name} must be an integer, got {value!r} ({origin})") from exc
-        if name in _FLOATS and value is not None:
-            try:
-                value = float(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{name} must be a number, got {value!r} ({origin})") from exc
+                value = kind(value)
+            except (TypeError, ValueError):
+                shown = "****" if name in SECRET_FIELDS else repr(value)
+                raise ConfigError(f"{name} must be a number, got {shown} ({origin})") from None
         values[name] = value
         origins[name] = origin
+    url = str(values.get("chroma_url") or "")
+    if url.startswith("chroma-cloud") and not values["chroma_token"] and environ.get(CLOUD_KEY_ENV):
+        values["chroma_token"] = environ[CLOUD_KEY_ENV]
+        origins["chroma_token"] = f"env {CLOUD_KEY_ENV}"
     for name in _FILE_ONLY:
         if flags.get(name) is not None:
             values[name], origins[name] = flags[name], "flag"

@@ -12,10 +12,9 @@ import errno
 import logging
 import os
 import stat as stat_mod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-
-import pathspec
+from typing import Any
 
 from .errors import SourceError
 from .records import Discovery, DocKind, FileStat, Skip, SourceSpec
@@ -126,6 +125,7 @@ _BINARY = {
     ".heic",
 }
 DEFAULT_EXTENSIONS = tuple(sorted(_MARKDOWN | _TEXT | set(_CODE)))
+_KNOWN = frozenset(DEFAULT_EXTENSIONS)
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -143,19 +143,30 @@ def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
 
 def _suffix(rel_path: str) -> str:
     """The extension, lower-cased, ignoring trailing spaces in the name ("a.md " is Markdown)."""
-    return os.path.splitext(rel_path.rstrip())[1].lower()
+    name = rel_path.rstrip()
+    dot = name.rfind(".")
+    if dot <= name.rfind("/") + 1:  # no dot in the last part, or a dotfile
+        return ""
+    return name[dot:].lower()
+
+
+def _spec(lines: Sequence[str]) -> Any:
+    """A git-wildmatch spec (pathspec loads only when some pattern exists)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 class _Ignores:
     """`.gitignore` files found on the way down, each applying below its own folder."""
 
     def __init__(self, include: tuple[str, ...], exclude: tuple[str, ...]) -> None:
-        self._include = pathspec.GitIgnoreSpec.from_lines(include) if include else None
-        self._exclude = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
-        self._nested: dict[str, pathspec.GitIgnoreSpec] = {}
+        self._include = _spec(include) if include else None
+        self._exclude = _spec(exclude) if exclude else None
+        self._nested: dict[str, Any] = {}
 
     def add_gitignore(self, rel_dir: str, lines: list[str]) -> None:
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        spec = _spec(lines)
         if spec.patterns:
             self._nested[rel_dir] = spec
 
@@ -208,15 +219,14 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
             if not stat_mod.S_ISREG(st.st_mode):
                 skipped.append(Skip(rel, "not-regular-file"))
                 continue
-            if any(s and s in rel for s in spec.skip_substrings):
+            if spec.skip_substrings and any(s and s in rel for s in spec.skip_substrings):
                 skipped.append(Skip(rel, "ignored"))
                 continue
             if ignores.ignored(rel, is_dir=False) or not ignores.included(rel):
                 skipped.append(Skip(rel, "ignored"))
                 continue
             suffix = _suffix(rel)
-            allowed = suffix in extensions if extensions is not None else None
-            if allowed is False or (allowed is None and classify_extension(rel) is None):
+            if suffix not in _KNOWN if extensions is None else suffix not in extensions:
                 reason = "binary" if suffix in _BINARY else "unsupported-extension"
                 skipped.append(Skip(rel, reason))
                 continue

@@ -12,9 +12,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
-
-import yaml
 
 from .records import MetaValue
 
@@ -58,24 +57,30 @@ class FrontMatter:
     body_start_line: int  # 1-based line after the closing fence
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases (alias bombs) and duplicate keys."""
+@lru_cache(maxsize=1)
+def _strict_loader() -> Any:
+    """SafeLoader that refuses aliases (alias bombs) and duplicate keys (yaml loads lazily:
+    an unchanged re-run never parses front matter)."""
+    import yaml
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise FrontMatterError("YAML aliases are not allowed in front matter")
-        return super().compose_node(parent, index)
+    class StrictLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise FrontMatterError("YAML aliases are not allowed in front matter")
+            return super().compose_node(parent, index)
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[tuple[type, Any]] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, list | dict):
-                raise FrontMatterError("a front matter key is not a scalar")
-            if (type(key), key) in seen:  # 1 and True are equal in Python, not in YAML
-                raise FrontMatterError(f"duplicate front matter key {key!r}")
-            seen.add((type(key), key))
-        return super().construct_mapping(node, deep=deep)
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[tuple[type, Any]] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, list | dict):
+                    raise FrontMatterError("a front matter key is not a scalar")
+                if (type(key), key) in seen:  # 1 and True are equal in Python, not in YAML
+                    raise FrontMatterError(f"duplicate front matter key {key!r}")
+                seen.add((type(key), key))
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
 
 
 def split_front_matter(text: str) -> FrontMatter | None:
@@ -89,8 +94,10 @@ def split_front_matter(text: str) -> FrontMatter | None:
             break
     else:
         raise FrontMatterError("front matter has no closing '---'")
+    import yaml
+
     try:
-        data = yaml.load(block, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(block, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
     except FrontMatterError:
         raise
     except yaml.YAMLError as exc:

@@ -32,6 +32,7 @@ from .embed.cache import EmbeddingCache
 from .errors import NotFound, StoreError
 from .fingerprint import TRANSIENT_REASONS, read_file
 from .plan import RecordContext, check_deletions, plan_file, triage
+from .preflight import SKIP_REASON, check_limits
 from .reconcile import rebuild_manifest
 from .records import (
     CHUNKING_VERSION,
@@ -42,6 +43,7 @@ from .records import (
     IngestSummary,
     RecordRef,
     SourceSpec,
+    StoreLimits,
 )
 from .state import State
 
@@ -95,6 +97,8 @@ class _Run:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     embed_ns: int = 0
+    keys_dropped: int = 0
+    batch_size: int | None = None
 
 
 class Ingestor:
@@ -124,15 +128,34 @@ class Ingestor:
 
     # -- lazily opened resources ---------------------------------------------------------
 
+    @property
+    def store_embeds(self) -> bool:
+        """True when the collection's own embedding function embeds (`server` provider)."""
+        return bool(getattr(self.embedder, "embeds_in_store", False))
+
     def collection(self, reembed: bool = False) -> Collection:
         if self._collection is None:
             self._store = self._open_store()
-            if reembed:
+            if reembed and not self.store_embeds:
                 self._reset_for_reembed(self._store)
             self._collection = self._store.collection(
-                self.collection_name, self.embedder.model_id, self.embedder.dimension
+                self.collection_name,
+                self.embedder.model_id,
+                0 if self.store_embeds else self.embedder.dimension,
+                provider=self.embedder.name,
             )
         return self._collection
+
+    def limits(self, options: IngestOptions) -> StoreLimits:
+        """The target's limits; a dry run opens no store that does not exist yet."""
+        if not options.dry_run:
+            self.collection(options.reembed)
+            assert self._store is not None
+            return self._store.limits
+        try:
+            return self._open_store(existing=True).limits
+        except NotFound:
+            return StoreLimits()
 
     def _reset_for_reembed(self, store: Store) -> None:
         existing = store.collection(self.collection_name)
@@ -181,10 +204,11 @@ class Ingestor:
         if options.limit:
             discovery = replace(discovery, files=files)
         row = self.state.source(name, label)
-        manifest = self.state.files(name, label)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
         must_heal = row is None or row.status != "clean" or options.reembed or model_changed
         rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
+        # Stat fields only: the fast path parses no record lists.
+        manifest = self.state.files(name, label, with_records=must_heal)
         if must_heal and (discovery.files or manifest):
             manifest = self._heal(spec, manifest, options)
         sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
@@ -192,12 +216,32 @@ class Ingestor:
             sorted_ = replace(sorted_, gone=())
         run.skipped.update(sorted_.remembered_skips.values())
         run.files_unchanged = len(sorted_.unchanged)
+        if not (must_heal or sorted_.to_read or sorted_.gone):
+            summary = self._summary(
+                dict(
+                    collection=name,
+                    source=label,
+                    files_seen=len(discovery.files) + len(discovery.skipped),
+                    files_unchanged=run.files_unchanged,
+                    chunks_total=self.state.record_total(name, label),
+                    dry_run=options.dry_run,
+                ),
+                run,
+                started,
+            )
+            if not options.dry_run:
+                self.state.record_noop_run(name, label, summary.as_json())
+            return summary
+        if not must_heal:
+            manifest = self.state.files(name, label)
 
         changes, touched, newly_skipped = self._read_and_plan(
             spec, sorted_.to_read, manifest, options, run, rechunk
         )
         if options.gc_only:
             changes, newly_skipped = [], {}
+        if changes:
+            changes = self._preflight(changes, newly_skipped, options, run)
         gone = sorted_.gone if (options.gc or options.gc_only) else ()
         check_deletions(len(manifest), len(gone), options.allow_mass_delete, label)
 
@@ -220,6 +264,7 @@ class Ingestor:
             chunks_total=self._chunks_total(manifest, changes, gone, newly_skipped),
             chunks_deleted=len(delete_ids),
             dry_run=options.dry_run,
+            metadata_keys_dropped=run.keys_dropped,
         )
         if options.dry_run:
             run.chunks_embedded = self._count_uncached(changes)
@@ -249,6 +294,37 @@ class Ingestor:
         return summary
 
     # -- stages of a run -----------------------------------------------------------------
+
+    def _preflight(
+        self,
+        changes: list[FileChange],
+        newly_skipped: dict[str, FileState],
+        options: IngestOptions,
+        run: _Run,
+    ) -> list[FileChange]:
+        """Fit the planned writes to the target's limits (see `preflight`), before writing."""
+        checked = check_limits(changes, self.limits(options))
+        for note in checked.notes:
+            log.warning("collection %r: %s", self.collection_name, note)
+        run.keys_dropped += checked.keys_dropped
+        run.batch_size = checked.batch_size
+        by_path = {c.rel_path: c for c in changes}
+        now = time.time_ns()
+        for path, why in checked.oversized.items():
+            change = by_path[path]
+            log.warning("skipping %s: %s", path, why)
+            run.skipped[SKIP_REASON] += 1
+            newly_skipped[path] = FileState(
+                path,
+                change.stat.size,
+                change.stat.mtime_ns,
+                change.file_hash,
+                change.version,
+                now,
+                (),
+                SKIP_REASON,
+            )
+        return list(checked.changes)
 
     def _heal(
         self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
@@ -348,6 +424,8 @@ class Ingestor:
         return changes, touched, skipped
 
     def _count_uncached(self, changes: Sequence[FileChange]) -> int:
+        if self.store_embeds:
+            return sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
         hashes = {r.chunk_hash for c in changes for r in c.to_embed}
         if not hashes:
             return 0
@@ -391,8 +469,15 @@ class Ingestor:
             records = [r for c in wave for r in (*c.to_embed, *c.to_rewrite)]
             if records:
                 rewrite_ids = {r.id for c in wave for r in c.to_rewrite}
-                vectors = self._vectors(records, rewrite_ids, run)
-                self.collection(options.reembed).upsert(records, vectors)
+                vectors: list[list[float]] | None = None
+                if self.store_embeds:
+                    run.chunks_embedded += len(records)
+                else:
+                    vectors = self._vectors(records, rewrite_ids, run)
+                began = time.perf_counter_ns()
+                self.collection(options.reembed).upsert(records, vectors, run.batch_size)
+                if self.store_embeds:
+                    run.embed_ns += time.perf_counter_ns() - began
                 self._crash.hit("after-upsert")
             run.chunks_reused += sum(len(c.records) for c in wave)
             done += len(records)

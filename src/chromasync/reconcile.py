@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .records import ChunkRecord, FileState, RecordRef
-from .store import StoredRecord
+
+if TYPE_CHECKING:
+    from .store import StoredRecord
 
 
 @dataclass(frozen=True, slots=True)

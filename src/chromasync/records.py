@@ -169,6 +169,17 @@ class FileChange:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreLimits:
+    """What the target store accepts (None: no limit known). See `preflight`."""
+
+    max_batch: int | None = None  # records per write, as advertised (None: none advertised)
+    max_id_bytes: int | None = None
+    max_document_bytes: int | None = None
+    max_metadata_keys: int | None = None  # per record
+    name: str = "Chroma"  # how messages name the target
+
+
+@dataclass(frozen=True, slots=True)
 class IngestSummary:
     """The figures of one source's run; `as_json` gives the documented `--json` shape."""
 
@@ -187,6 +198,7 @@ class IngestSummary:
     duration_ms: int = 0
     embed_ms: int = 0
     dry_run: bool = False
+    metadata_keys_dropped: int = 0  # user keys over the store's per-record limit
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -205,6 +217,7 @@ class IngestSummary:
             "duration_ms": self.duration_ms,
             "embed_ms": self.embed_ms,
             "dry_run": self.dry_run,
+            "metadata_keys_dropped": self.metadata_keys_dropped,
         }
 
 

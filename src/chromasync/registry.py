@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .configfile import SourceEntry, load_config_file, load_sources_file
 from .errors import ConfigError, NotFound
 from .lock import StoreLock
 from .sources import (
@@ -29,11 +28,13 @@ from .sources import (
 from .state import State
 
 if TYPE_CHECKING:
+    from .configfile import SourceEntry
     from .store import Store
 
 
 def open_store_for(settings: Settings, existing: bool = False) -> Store:
     """The configured store: embedded under the data dir, or a Chroma server."""
+    from .retry import RetryPolicy
     from .store import StoreConfig, open_store
 
     config = StoreConfig(
@@ -42,6 +43,8 @@ def open_store_for(settings: Settings, existing: bool = False) -> Store:
         tenant=settings.tenant,
         database=settings.database,
         token=settings.chroma_token,
+        timeout_s=settings.chroma_timeout,
+        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
     )
     return open_store(config, existing)
 
@@ -238,6 +241,8 @@ def add_source(
 
 
 def _declared_in(target: Path) -> Sequence[SourceEntry]:
+    from .configfile import load_config_file, load_sources_file
+
     if not target.exists():
         return ()
     if target.suffix.lower() in (".md", ".markdown"):
@@ -314,12 +319,25 @@ def reset_collections(settings: Settings, names: Sequence[str], wait: bool = Fal
     return dropped
 
 
+#: Folder names that say little on their own: a discovered root so named is labelled
+#: `<parent>/<name>` (`hugo/content`).
+GENERIC_NAMES = frozenset(
+    {"content", "contents", "docs", "doc", "documentation", "src", "data", "site", "pages"}
+    | {"posts", "notes", "wiki", "md", "markdown", "en"}
+)
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Whether one folder is the other or inside it (its files would be indexed twice)."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
 @dataclass(frozen=True, slots=True)
 class DiscoverResult:
     sources_file: str
     candidates: tuple[str, ...]  # every content root found (absolute paths)
     added: tuple[str, ...]  # appended now, with `include: false`
-    known: tuple[str, ...]  # already declared
+    known: tuple[str, ...]  # already declared (or overlapping a declared folder)
 
 
 def discover(
@@ -348,11 +366,14 @@ def discover(
     items: list[dict[str, Any]] = []
     for candidate in candidates:
         resolved = str(candidate.path.resolve())
-        if resolved in known_paths:
+        if any(_overlaps(resolved, k) for k in known_paths):
             known.append(resolved)
             continue
         item: dict[str, Any] = {"path": declared_path(candidate.path, target.resolve().parent)}
         label = candidate.path.name
+        if label.lower() in GENERIC_NAMES and candidate.path.parent.name:
+            label = f"{candidate.path.parent.name}/{label}"
+            item["label"] = label
         if label in labels:
             label = candidate.rel_path or candidate.path.name
             n = 2

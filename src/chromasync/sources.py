@@ -14,13 +14,14 @@ import difflib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .configfile import SourceEntry, load_config_file, load_sources_file
 from .errors import ConfigError, NotFound
 from .records import SourceSpec
-from .sourcesfile import add_to_markdown, add_to_yaml, remove_from_markdown, remove_from_yaml
+
+if TYPE_CHECKING:
+    from .configfile import SourceEntry
 
 
 def configured_entries(settings: Settings) -> list[SourceEntry]:
@@ -88,6 +89,8 @@ def declared_path(path: Path, base: Path) -> str:
 
 def add_declaration(target: Path, item: Mapping[str, Any]) -> None:
     """Append one source declaration to a YAML config file or a Markdown sources file."""
+    from .sourcesfile import add_to_markdown, add_to_yaml
+
     if target.suffix.lower() in (".md", ".markdown"):
         add_to_markdown(target, [item])
     elif target.suffix.lower() == ".toml":
@@ -100,6 +103,9 @@ def add_declaration(target: Path, item: Mapping[str, Any]) -> None:
 
 def remove_declaration(entry: SourceEntry) -> bool:
     """Delete the lines that declare `entry`; False when its form cannot be edited."""
+    from .configfile import load_config_file, load_sources_file
+    from .sourcesfile import remove_from_markdown, remove_from_yaml
+
     path = entry.declared_in
     if entry.form != "list" or path.suffix.lower() == ".toml":
         return False

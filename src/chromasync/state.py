@@ -207,14 +207,27 @@ class State:
 
     # -- files -------------------------------------------------------------------------
 
-    def files(self, collection: str, source: str) -> dict[str, FileState]:
+    def files(
+        self, collection: str, source: str, with_records: bool = True
+    ) -> dict[str, FileState]:
+        """The manifest of a source; without records, `FileState.records` is empty."""
+        columns = "records" if with_records else "'[]'"
         rows = self._db.execute(
-            "SELECT path, size, mtime_ns, file_hash, version, checked_ns, records, skip_reason, "
-            "ctime_ns, inode "
+            "SELECT path, size, mtime_ns, file_hash, version, checked_ns, "
+            f"{columns}, skip_reason, ctime_ns, inode "
             "FROM files WHERE collection = ? AND source = ?",
             (collection, source),
         )
         return {r[0]: _file_state(r) for r in rows}
+
+    def record_total(self, collection: str, source: str) -> int:
+        """How many records the manifest holds for a source (without parsing them)."""
+        (total,) = self._db.execute(
+            "SELECT COALESCE(SUM(json_array_length(records)), 0) FROM files "
+            "WHERE collection = ? AND source = ?",
+            (collection, source),
+        ).fetchone()
+        return int(total)
 
     def commit_files(
         self,
@@ -392,7 +405,7 @@ def _file_row(state: FileState) -> tuple[Any, ...]:
 
 
 def _file_state(row: Sequence[Any]) -> FileState:
-    refs = tuple(RecordRef(*r) for r in json.loads(row[6]))
+    refs = tuple(RecordRef(*r) for r in json.loads(row[6])) if row[6] != "[]" else ()
     return FileState(row[0], row[1], row[2], row[3], row[4], row[5], refs, row[7], row[8], row[9])
 
 

@@ -1,29 +1,51 @@
 """The vector store: the only module that imports chromadb.
 
-`open_store` gives an embedded PersistentClient under the data dir by default, or an
-HttpClient for a Chroma server. A `Collection` wraps one Chroma collection: batched writes
-no larger than the server allows, paged reads, and Chroma's columnar results turned into
-rows. The collection's metadata records the embedding model and dimension that made its
-vectors; opening it with another model is refused unless the caller re-embeds.
+`open_store` gives an embedded PersistentClient under the data dir by default, or a client
+for a Chroma server. The server URL selects the client:
+
+    http://HOST:PORT, https://HOST[:PORT]   a Chroma server (HttpClient); the token, if any,
+                                            goes as `Authorization: Bearer`; HTTPS verifies
+                                            certificates (a private CA: SSL_CERT_FILE)
+    chroma-cloud://                         Chroma Cloud (CloudClient) at api.trychroma.com;
+    chroma-cloud://HOST[:PORT]              another Cloud-compatible host (always HTTPS);
+                                            the API key is the token (CHROMASYNC_CHROMA_TOKEN,
+                                            else CHROMA_API_KEY)
+    chroma-cloud+http://HOST:PORT           the same without TLS: for tests only
+
+Against a server every request goes through `retry.RetryingTransport` (timeouts, bounded
+exponential backoff with jitter on connection errors, 429 and 5xx, `Retry-After` honoured);
+401/403 fail at once with a message about the credentials. Secrets never appear in a
+message: they are sent in headers only, and any error text is scrubbed of them.
+
+A `Collection` wraps one Chroma collection: batched writes no larger than the target
+allows (see `preflight`), paged reads, and Chroma's columnar results turned into rows. The
+collection's metadata records the provider and model that made its vectors, and their
+dimension; opening it with another model is refused unless the caller re-embeds.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
-from .errors import EmbeddingError, NotFound, StoreError
-from .records import ChunkRecord, Hit
+from .errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
+from .preflight import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
+from .records import ChunkRecord, Hit, StoreLimits
+from .retry import GaveUp, Refused, RetryPolicy
 
 log = logging.getLogger(__name__)
 
 MODEL_KEY = "chromasync_embedding_model"
+PROVIDER_KEY = "chromasync_embedding_provider"
 DIMENSION_KEY = "chromasync_dimension"
 SCHEMA_KEY = "chromasync_schema"
 PAGE = 1000
+CLOUD_HOST = "api.trychroma.com"
 T = TypeVar("T")
 
 
@@ -35,10 +57,70 @@ class StoreConfig:
     url: str | None = None
     tenant: str | None = None
     database: str | None = None
-    token: str | None = None  # never logged, never persisted
+    token: str | None = field(default=None, repr=False)  # never logged, never persisted
+    timeout_s: float = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    limits: StoreLimits | None = None  # override what the target advertises
+    limits_batch_default: int = DEFAULT_BATCH  # records per write when none is advertised
 
     def describe(self) -> str:
-        return self.url or str(self.data_dir / "chroma")
+        if not self.url:
+            return str(self.data_dir / "chroma")
+        target = parse_target(self.url)
+        return target.public_url
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret of this configuration replaced by `***`."""
+        if self.token:
+            text = text.replace(self.token, "***")
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A parsed server URL (see the module docstring)."""
+
+    kind: str  # "http" or "cloud"
+    host: str
+    port: int
+    ssl: bool
+
+    @property
+    def public_url(self) -> str:
+        if self.kind == "cloud":
+            scheme = "chroma-cloud" if self.ssl else "chroma-cloud+http"
+            return f"{scheme}://{self.host}:{self.port}"
+        return f"{'https' if self.ssl else 'http'}://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{'https' if self.ssl else 'http'}://{self.host}:{self.port}"
+
+
+def parse_target(url: str) -> Target:
+    """The client a URL asks for; credentials in the URL are refused (use the token)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"chroma_url is not a valid URL: {exc}") from None
+    if parts.username or parts.password:
+        raise ConfigError(
+            "chroma_url must not hold credentials; pass the token in CHROMASYNC_CHROMA_TOKEN"
+        )
+    scheme = parts.scheme.lower()
+    if scheme in ("http", "https"):
+        if not parts.hostname:
+            raise ConfigError("chroma_url names no host; use http://HOST:PORT")
+        ssl = scheme == "https"
+        return Target("http", parts.hostname, port or (443 if ssl else 8000), ssl)
+    if scheme in ("chroma-cloud", "chroma-cloud+http"):
+        ssl = scheme == "chroma-cloud"
+        return Target("cloud", parts.hostname or CLOUD_HOST, port or (443 if ssl else 8000), ssl)
+    raise ConfigError(
+        f"chroma_url scheme {parts.scheme!r} is not supported; use http://, https:// or "
+        "chroma-cloud://"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,23 +131,52 @@ class StoredRecord:
 
 
 class Store:
-    def __init__(self, client: Any, config: StoreConfig) -> None:
+    def __init__(self, client: Any, config: StoreConfig, target: Target | None = None) -> None:
         self._client = client
         self.config = config
+        self.target = target
         try:
-            self.max_batch = int(client.get_max_batch_size())
-        except Exception:  # noqa: BLE001 - servers without the endpoint
-            self.max_batch = -1
-        if self.max_batch <= 0:
-            self.max_batch = 1000
+            self.advertised_batch: int | None = int(client.get_max_batch_size())
+        except Exception as exc:  # noqa: BLE001 - servers without the endpoint
+            reason = self.config.redact(str(exc))
+            log.info("%s advertises no batch size (%s)", self.describe(), reason)
+            self.advertised_batch = None
+        if target is not None and (self.advertised_batch or 0) <= 0:
+            # chromadb's client checks every write against the advertised size, so -1 would
+            # refuse them all: tell it the size we write in instead (see `preflight`).
+            checks = getattr(getattr(client, "_server", None), "pre_flight_checks", None)
+            if isinstance(checks, dict):
+                checks["max_batch_size"] = self.config.limits_batch_default
+
+    def describe(self) -> str:
+        return self.config.describe()
+
+    @property
+    def limits(self) -> StoreLimits:
+        """What this target accepts: Chroma Cloud's limits, or what the server advertises."""
+        if self.config.limits is not None:
+            base = self.config.limits
+        elif self.target is not None and self.target.kind == "cloud":
+            base = CLOUD_LIMITS
+        else:
+            base = StoreLimits(name=f"Chroma at {self.describe()}")
+        return combine_limits(self.advertised_batch, base)
+
+    @property
+    def max_batch(self) -> int:
+        limit = self.limits.max_batch
+        return limit if limit is not None and limit > 0 else DEFAULT_BATCH
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         try:
             return fn()
-        except (StoreError, NotFound, EmbeddingError):
+        except ChromasyncError:
             raise
         except Exception as exc:
-            raise StoreError(f"Chroma at {self.config.describe()}: {what} failed: {exc}") from exc
+            raise self._error(what, exc) from exc
+
+    def _error(self, what: str, exc: BaseException) -> StoreError:
+        return store_error(self.config, what, exc)
 
     def list_collections(self) -> list[str]:
         return sorted(
@@ -80,14 +191,23 @@ class Store:
         model_id: str | None = None,
         dimension: int | None = None,
         create: bool = True,
+        provider: str | None = None,
     ) -> Collection:
-        """Open (or create) `name`; with `model_id`, refuse a collection of another model."""
+        """Open (or create) `name`; with `model_id`, refuse a collection of another model.
+
+        With `provider="server"` the collection must exist and embed documents itself (its
+        embedding function): it is opened with that function, never created.
+        """
+        if provider == "server":
+            return self._server_collection(name)
         if not create:
             try:
                 raw = self._client.get_collection(name)
             except Exception as exc:
+                if _find(exc, (GaveUp, Refused)) is not None:
+                    raise self._error(f"open collection {name!r}", exc) from exc
                 raise NotFound(
-                    f"collection {name!r} does not exist in {self.config.describe()}; "
+                    f"collection {name!r} does not exist in {self.describe()}; "
                     "run `chromasync ingest` first"
                 ) from exc
             return Collection(raw, self)
@@ -95,6 +215,8 @@ class Store:
         if model_id is not None:
             metadata[MODEL_KEY] = model_id
             metadata[DIMENSION_KEY] = dimension or 0
+            if provider:
+                metadata[PROVIDER_KEY] = provider
         raw = self._call(
             f"open collection {name!r}",
             lambda: self._client.get_or_create_collection(
@@ -106,15 +228,102 @@ class Store:
             collection.check_model(model_id, dimension)
         return collection
 
+    def _server_collection(self, name: str) -> Collection:
+        try:
+            raw = self._client.get_collection(name)
+        except Exception as exc:
+            if _find(exc, (GaveUp, Refused)) is not None:
+                raise self._error(f"open collection {name!r}", exc) from exc
+            raise NotFound(
+                f"collection {name!r} does not exist in {self.describe()}; the `server` "
+                "provider needs a collection created with its embedding function first"
+            ) from exc
+        function = (raw.configuration or {}).get("embedding_function")
+        ef_name = _ef_name(function)
+        if function is None or ef_name in (None, "default"):
+            raise EmbeddingError(
+                f"collection {name!r} in {self.describe()} has "
+                + ("no embedding function" if function is None else "Chroma's default one")
+                + "; the `server` provider needs the collection to carry an explicit one "
+                "(the default downloads a model at run time). Recreate the collection with "
+                "an embedding function, or use another provider"
+            )
+        collection = Collection(raw, self, embeds=True)
+        collection.check_model("server", None)
+        if collection.model_id is None:
+            wanted = {MODEL_KEY: "server", PROVIDER_KEY: "server", "chromasync_function": ef_name}
+            merged = {**collection.metadata, **wanted}
+            merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
+            self._call(f"record the provider of {name!r}", lambda: raw.modify(metadata=merged))
+        return collection
+
     def delete_collection(self, name: str) -> None:
         self._call(f"delete collection {name!r}", lambda: self._client.delete_collection(name))
 
 
+def store_error(config: StoreConfig, what: str, exc: BaseException) -> StoreError:
+    """A plain `StoreError` for a failed call: credentials, give-up, TLS, or the cause."""
+    where = f"Chroma at {config.describe()}"
+    found = _find(exc, (GaveUp, Refused))
+    if isinstance(found, Refused) or _status_of(exc) in (401, 403):
+        status = found.status if isinstance(found, Refused) else _status_of(exc)
+        return StoreError(
+            f"{where} refused the credentials (HTTP {status}) for {what}; check the token "
+            "(CHROMASYNC_CHROMA_TOKEN or --chroma-token; CHROMA_API_KEY for Chroma Cloud) "
+            "and the tenant and database"
+        )
+    if isinstance(found, GaveUp):
+        return StoreError(
+            f"{where}: {what} failed: {config.redact(str(found))}; the server is "
+            "unreachable or overloaded, re-run when it is back (writes are idempotent)"
+        )
+    text = config.redact(f"{type(exc).__name__}: {exc}")
+    if _find(exc, (ssl.SSLError,)) is not None or "CERTIFICATE_VERIFY_FAILED" in text:
+        return StoreError(
+            f"{where}: {what} failed: TLS: {text}; certificates are verified (for a "
+            "private CA set SSL_CERT_FILE)"
+        )
+    return StoreError(f"{where}: {what} failed: {text}")
+
+
+def _ef_name(function: Any) -> str | None:
+    if function is None:
+        return None
+    try:
+        return str(function.name())
+    except Exception:  # noqa: BLE001 - legacy functions without a name
+        return type(function).__name__
+
+
+def _find(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    seen: BaseException | None = exc
+    depth = 0
+    while seen is not None and depth < 20:
+        if isinstance(seen, kinds):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+        depth += 1
+    return None
+
+
+def _status_of(exc: BaseException) -> int | None:
+    code = getattr(exc, "code", None)
+    if callable(code):
+        try:
+            value = code()
+        except Exception:  # noqa: BLE001
+            return None
+        return value if isinstance(value, int) else None
+    return None
+
+
 class Collection:
-    def __init__(self, raw: Any, store: Store) -> None:
+    def __init__(self, raw: Any, store: Store, embeds: bool = False) -> None:
         self._raw = raw
         self._store = store
         self.name: str = raw.name
+        #: True when the collection's own embedding function makes the vectors (`server`).
+        self.embeds = embeds
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -145,23 +354,36 @@ class Collection:
     def count(self) -> int:
         return int(self._store._call(f"count {self.name!r}", self._raw.count))
 
-    def upsert(self, records: Sequence[ChunkRecord], vectors: Sequence[Sequence[float]]) -> None:
-        for start in range(0, len(records), self._store.max_batch):
-            part = records[start : start + self._store.max_batch]
-            vecs = vectors[start : start + self._store.max_batch]
+    def upsert(
+        self,
+        records: Sequence[ChunkRecord],
+        vectors: Sequence[Sequence[float]] | None,
+        batch_size: int | None = None,
+    ) -> None:
+        """Write `records` in requests of at most `batch_size` (default: the target's limit).
+
+        `vectors` None: the collection embeds the documents itself (`server` provider).
+        """
+        if vectors is None and not self.embeds:
+            raise EmbeddingError(f"collection {self.name!r} cannot embed; pass vectors")
+        step = min(batch_size or self._store.max_batch, self._store.max_batch)
+        for start in range(0, len(records), step):
+            part = records[start : start + step]
+            vecs = None if vectors is None else [list(v) for v in vectors[start : start + step]]
             self._store._call(
                 f"upsert into {self.name!r}",
                 lambda part=part, vecs=vecs: self._raw.upsert(  # type: ignore[misc]
                     ids=[r.id for r in part],
-                    embeddings=[list(v) for v in vecs],
+                    embeddings=vecs,
                     documents=[r.document for r in part],
                     metadatas=[dict(r.metadata) for r in part],
                 ),
             )
 
     def delete(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), self._store.max_batch):
-            part = list(ids[start : start + self._store.max_batch])
+        step = self._store.max_batch
+        for start in range(0, len(ids), step):
+            part = list(ids[start : start + step])
             self._store._call(
                 f"delete from {self.name!r}",
                 lambda part=part: self._raw.delete(ids=part),  # type: ignore[misc]
@@ -215,18 +437,26 @@ class Collection:
 
     def query(
         self,
-        vector: Sequence[float],
+        vector: Sequence[float] | str,
         k: int,
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Nearest records to `vector` (cosine), among `ids` when given; score 1 - distance."""
+        """Nearest records to `vector` (cosine), among `ids` when given; score 1 - distance.
+
+        A string is embedded by the collection's own function (`server` provider).
+        """
         if ids is not None and not ids:
             return []
+        query: dict[str, Any] = (
+            {"query_texts": [vector]}
+            if isinstance(vector, str)
+            else {"query_embeddings": [list(vector)]}
+        )
         got = self._store._call(
             f"query {self.name!r}",
             lambda: self._raw.query(
-                query_embeddings=[list(vector)],
+                **query,
                 n_results=k,
                 where=dict(where) if where else None,
                 ids=list(ids) if ids is not None else None,
@@ -268,7 +498,8 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
     With `existing`, an embedded store that was never created raises `NotFound` instead of
     being created (a dry run must write nothing).
     """
-    if existing and not config.url and not (config.data_dir / "chroma").is_dir():
+    target = parse_target(config.url) if config.url else None
+    if existing and target is None and not (config.data_dir / "chroma").is_dir():
         raise NotFound(f"no embedded store at {config.describe()} yet")
     try:
         import chromadb
@@ -276,25 +507,97 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
     except ImportError as exc:  # pragma: no cover - a dependency
         raise StoreError("chromadb is not installed") from exc
     settings = Settings(anonymized_telemetry=False)
+    if target is None:
+        path = config.data_dir / "chroma"
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(path=str(path), settings=settings)
+        except Exception as exc:
+            raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
+        return Store(client, config)
+    _probe(target, config)
     try:
-        if config.url:
-            from urllib.parse import urlparse
-
-            parsed = urlparse(config.url)
+        if target.kind == "cloud":
+            if not config.token:
+                raise ConfigError(
+                    f"Chroma Cloud at {config.describe()} needs an API key: set CHROMA_API_KEY "
+                    "or CHROMASYNC_CHROMA_TOKEN"
+                )
+            client = chromadb.CloudClient(
+                tenant=config.tenant,
+                database=config.database,
+                api_key=config.token,
+                settings=settings,
+                cloud_host=target.host,
+                cloud_port=target.port,
+                enable_ssl=target.ssl,
+            )
+        else:
             headers = {"Authorization": f"Bearer {config.token}"} if config.token else None
             client = chromadb.HttpClient(
-                host=parsed.hostname or "localhost",
-                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-                ssl=parsed.scheme == "https",
+                host=target.host,
+                port=target.port,
+                ssl=target.ssl,
                 headers=headers,
                 settings=settings,
                 tenant=config.tenant or "default_tenant",
                 database=config.database or "default_database",
             )
-        else:
-            path = config.data_dir / "chroma"
-            path.mkdir(parents=True, exist_ok=True)
-            client = chromadb.PersistentClient(path=str(path), settings=settings)
+    except ChromasyncError:
+        raise
     except Exception as exc:
-        raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
-    return Store(client, config)
+        raise store_error(config, "connect", exc) from exc
+    _install_transport(client, config)
+    return Store(client, config, target)
+
+
+def _transport(config: StoreConfig) -> Any:
+    import httpx
+
+    from .retry import RetryingTransport
+
+    return RetryingTransport(httpx.HTTPTransport(verify=True), config.retry)
+
+
+def _timeout(config: StoreConfig) -> Any:
+    import httpx
+
+    return httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
+
+
+def _probe(target: Target, config: StoreConfig) -> None:
+    """One heartbeat, with retries and timeouts, before chromadb's own client connects."""
+    import httpx
+
+    url = f"{target.base_url}/api/v2/heartbeat"
+    headers = {}
+    if config.token:
+        if target.kind == "cloud":
+            headers["X-Chroma-Token"] = config.token
+        else:
+            headers["Authorization"] = f"Bearer {config.token}"
+    try:
+        with httpx.Client(
+            transport=_transport(config), timeout=_timeout(config), headers=headers
+        ) as http:
+            http.get(url)
+    except Exception as exc:
+        raise store_error(config, "heartbeat", exc) from exc
+
+
+def _install_transport(client: Any, config: StoreConfig) -> None:
+    """Replace chromadb's HTTP session (no timeout, no retries) with ours, same headers."""
+    import httpx
+
+    server = getattr(client, "_server", None)
+    session = getattr(server, "_session", None)
+    if not isinstance(session, httpx.Client):  # pragma: no cover - a chromadb upgrade
+        raise StoreError(
+            f"cannot configure retries for Chroma at {config.describe()}: this chromadb "
+            "version keeps its HTTP session elsewhere; install the pinned chromadb"
+        )
+    replacement = httpx.Client(
+        transport=_transport(config), timeout=_timeout(config), headers=session.headers
+    )
+    server._session = replacement  # type: ignore[union-attr]
+    session.close()

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .records import FileStat, FileState
-from .store import StoredRecord
+
+if TYPE_CHECKING:
+    from .store import StoredRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,9 @@ from ..conftest import REPO, age_tree, oracle, run_cli, set_mtime, snapshot
 
 @pytest.fixture(scope="module")
 def small_hugo(hugo_copy: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """About 150 hugo docs: enough chunks for several write waves."""
+    """About 90 hugo docs: enough chunks (~300) for two write waves."""
     root = tmp_path_factory.mktemp("crash") / "docs"
-    files = sorted((hugo_copy / "content" / "en").rglob("*.md"))[:150]
+    files = sorted((hugo_copy / "content" / "en").rglob("*.md"))[:90]
     for path in files:
         target = root / path.relative_to(hugo_copy)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ def _env(data: Path, crash: str | None = None) -> dict[str, str]:
         ("after-upsert:2", False),
         ("mid-manifest:1", False),
         pytest.param("after-manifest:1", False, marks=pytest.mark.slow),
-        ("after-upsert:1", True),
+        pytest.param("after-upsert:1", True, marks=pytest.mark.slow),
         pytest.param("after-manifest:1", True, marks=pytest.mark.slow),
         ("after-delete:1", True),
     ],

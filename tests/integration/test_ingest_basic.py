@@ -104,6 +104,7 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
         "duration_ms",
         "embed_ms",
         "dry_run",
+        "metadata_keys_dropped",
     }
     assert data["files_new"] == 5
     search = run_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)

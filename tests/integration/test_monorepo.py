@@ -98,7 +98,8 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
         text,
     )
     text = re.sub(
-        r"(path: \S+/sites/hugo/content\n\s+kind: docs\n(\s+)include: )false",
+        r"(path: \S+/sites/hugo/content\n\s+label: hugo/content\n\s+kind: docs\n"
+        r"(\s+)include: )false",
         r"\1true\n\2subdirs: [en/commands]",
         text,
     )
@@ -108,7 +109,7 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
     code, out, err = run(["ingest", "--json", "-q", *common], work)
     assert code == 0, err
     summaries = {s["source"]: s for s in json.loads(out)}
-    assert set(summaries) == {"scifact", "content"}
+    assert set(summaries) == {"scifact", "hugo/content"}
     assert summaries["scifact"]["files_new"] == 300
     assert summaries["scifact"]["collection"] == "chromasync-papers"
     settings = api.configure({"data_dir": data, "provider": "hash"}, {}, work, sources_file=sources)
@@ -126,10 +127,10 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
     assert sources.read_bytes().endswith(BODY.encode())
 
     # --source restricts the run to one source.
-    code, out, err = run(["ingest", "--source", "content", "--json", "-q", *common], work)
+    code, out, err = run(["ingest", "--source", "hugo/content", "--json", "-q", *common], work)
     assert code == 0, err
     only = json.loads(out)
-    assert only["source"] == "content" and only["files_unchanged"] == len(hugo_paths)
+    assert only["source"] == "hugo/content" and only["files_unchanged"] == len(hugo_paths)
 
     # --gc-only deletes what left the disk, and nothing else happens.
     papers = sorted((mono / "data" / "scifact").glob("*.md"))

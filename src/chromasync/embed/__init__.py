@@ -49,7 +49,24 @@ def _hash(options: Mapping[str, Any]) -> Embedder:
     return HashEmbedder.from_options(options)
 
 
-_BUILTIN: dict[str, ProviderFactory] = {"local": _local, "hash": _hash}
+def _openai(options: Mapping[str, Any]) -> Embedder:
+    from .openai import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_options(options)
+
+
+def _server(options: Mapping[str, Any]) -> Embedder:
+    from .server import ServerEmbedder
+
+    return ServerEmbedder.from_options(options)
+
+
+_BUILTIN: dict[str, ProviderFactory] = {
+    "local": _local,
+    "hash": _hash,
+    "openai": _openai,
+    "server": _server,
+}
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:

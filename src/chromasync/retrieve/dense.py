@@ -17,12 +17,13 @@ from ..store import Collection
 
 def dense_search(
     collection: Collection,
-    vector: Sequence[float],
+    vector: Sequence[float] | str,
     n: int,
     where: Mapping[str, Any] | None = None,
     ids: Sequence[str] | None = None,
 ) -> list[Hit]:
-    """The `n` nearest chunks of one collection (cosine similarity as the score)."""
+    """The `n` nearest chunks of one collection (cosine similarity as the score); a string
+    is embedded by the collection's own function (`server` provider)."""
     if n <= 0:
         return []
     return collection.query(vector, n, where, ids)

@@ -183,10 +183,26 @@ class Retriever:
             self._mirror.sync(self.collection(name), now)
         return self._mirror_index
 
-    def query_vector(self, query: str) -> list[float]:
+    def query_vector(self, query: str) -> list[float] | str:
+        """The query's vector; or the text itself when the store embeds (`server` provider)."""
+        if self.embeds_in_store:
+            return query
         if query not in self._vectors:
             self._vectors[query] = list(self.embedder().embed_query(query))
         return self._vectors[query]
+
+    @property
+    def embeds_in_store(self) -> bool:
+        return bool(getattr(self.embedder(), "embeds_in_store", False))
+
+    def dense_collection(self, name: str) -> Collection:
+        """The collection to query by meaning (opened with its own function for `server`)."""
+        if not self.embeds_in_store:
+            return self.collection(name)
+        key = "\0server:" + name
+        if key not in self._collections:
+            self._collections[key] = self.store.collection(name, provider="server")
+        return self._collections[key]
 
     # -- search -----------------------------------------------------------------------------
 
@@ -218,13 +234,14 @@ class Retriever:
             if want_dense:
                 try:
                     self._check_model(collection)
+                    searched = self.dense_collection(name)
                 except EmbeddingError as exc:
                     if not request.all_collections:
                         raise
                     warnings.append(str(exc))
                 else:
                     vector = self.query_vector(request.query)
-                    dense_lists.append(dense_search(collection, vector, depth, where, ids))
+                    dense_lists.append(dense_search(searched, vector, depth, where, ids))
             if want_keyword:
                 index = self.keyword_index(name)
                 keyword_lists.append(index.search(name, request.query, depth, condition))
@@ -237,7 +254,8 @@ class Retriever:
 
     def _check_model(self, collection: Collection) -> None:
         embedder = self.embedder()
-        collection.check_model(embedder.model_id, embedder.dimension)
+        if not self.embeds_in_store:  # `server`: the store checks its own function
+            collection.check_model(embedder.model_id, embedder.dimension)
 
     def _restrict(self, name: str, filters: Filters) -> tuple[Any, Condition, list[str] | None]:
         """(Chroma where, SQL condition, candidate ids) of `filters` for one collection."""

@@ -146,7 +146,11 @@ def find_similar(
     chunks = chunk_document(outcome.document, Budget(embedder.max_tokens, meter))
     if not chunks:
         raise SourceError(f"{file} has no text to compare")
-    vectors = embedder.embed_documents([c.embed_text for c in chunks])
+    texts = [c.embed_text for c in chunks]
+    # `server` provider: the collection's own function embeds each chunk's text.
+    vectors: Sequence[Sequence[float] | str] = (
+        texts if retriever.embeds_in_store else embedder.embed_documents(texts)
+    )
     weights = [float(max(len(c.text), 1)) for c in chunks]
     request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
     neighbours: list[list[Hit]] = [[] for _ in chunks]
@@ -154,13 +158,15 @@ def find_similar(
     for name in retriever.collection_names(request):
         collection = retriever.collection(name)
         try:
-            collection.check_model(embedder.model_id, embedder.dimension)
+            if not retriever.embeds_in_store:
+                collection.check_model(embedder.model_id, embedder.dimension)
+            searched = retriever.dense_collection(name)
         except ChromasyncError:
             if not all_collections:
                 raise
             continue
         for index, vector in enumerate(vectors):
-            neighbours[index] += collection.query(vector, max(4 * k, 20))
+            neighbours[index] += searched.query(vector, max(4 * k, 20))
         same_bytes = collection.iter_records(
             where={"file_hash": outcome.file_hash or ""}, documents=True
         )

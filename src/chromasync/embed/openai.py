@@ -1,0 +1,184 @@
+"""The `openai` provider: any OpenAI-compatible `/v1/embeddings` endpoint.
+
+OpenAI itself, Ollama (`http://localhost:11434/v1`), Hugging Face TEI, vLLM, LiteLLM... all
+take `POST {url}/embeddings` with `{"model": ..., "input": [texts]}` and answer
+`{"data": [{"index": i, "embedding": [...]}, ...]}`.
+
+Options (from settings, the config file or `--embed-option`):
+
+    url          base URL, default https://api.openai.com/v1 (or a full .../embeddings URL)
+    model        model name, default text-embedding-3-small
+    api_key      from CHROMASYNC_EMBEDDING_API_KEY, CHROMASYNC_OPENAI_API_KEY or
+                 OPENAI_API_KEY (never from a file); sent as `Authorization: Bearer`
+    dimension    the vectors' dimension; discovered by embedding one probe text if not given
+    batch_size   texts per request (default 64)
+    max_tokens   chunk budget in the local tokenizer's word pieces (default 256)
+    timeout      seconds per request (default 60); retries as for Chroma (`retry`)
+
+The collection records `openai:<model>` as the model; a different model is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import EmbeddingError
+from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "https://api.openai.com/v1"
+DEFAULT_MODEL = "text-embedding-3-small"
+_PROBE = "chromasync dimension probe"
+
+
+class OpenAIEmbedder:
+    name = "openai"
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        model: str = DEFAULT_MODEL,
+        api_key: str | None = None,
+        dimension: int | None = None,
+        batch_size: int = 64,
+        max_tokens: int = 256,
+        tokenizer_path: str | None = None,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise EmbeddingError("openai provider: batch_size must be at least 1")
+        url = url.rstrip("/")
+        self.endpoint = url if url.endswith("/embeddings") else f"{url}/embeddings"
+        self.model = model
+        self.model_id = f"openai:{model}"
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self._api_key = api_key
+        self._dimension = dimension
+        self._tokenizer_path = tokenizer_path
+        self._timeout_s = timeout_s
+        self._retry = retry or RetryPolicy()
+        self.requests = 0
+        self.texts_embedded = 0
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> OpenAIEmbedder:
+        def number(key: str, default: Any, kind: type = int) -> Any:
+            value = options.get(key)
+            if value in (None, ""):
+                return default
+            try:
+                return kind(value)
+            except (TypeError, ValueError):
+                raise EmbeddingError(
+                    f"openai provider: option {key} must be a number, got {value!r}"
+                ) from None
+
+        return cls(
+            url=str(options.get("url") or DEFAULT_URL),
+            model=str(options.get("model") or DEFAULT_MODEL),
+            api_key=options.get("api_key") or None,
+            dimension=number("dimension", None),
+            batch_size=number("batch_size", 64),
+            max_tokens=number("max_tokens", 256),
+            tokenizer_path=options.get("tokenizer_path") or None,
+            timeout_s=number("timeout", 60.0, float),
+        )
+
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAIEmbedder({self.endpoint!r}, model={self.model!r})"
+
+    @property
+    def tokenizer_path(self) -> str | None:
+        return self._tokenizer_path
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            with self._http() as http:
+                self._dimension = len(self._request(http, [_PROBE])[0])
+            log.info("%s at %s: dimension %d", self.model_id, self.endpoint, self._dimension)
+        return self._dimension
+
+    def _http(self) -> Any:
+        """A client for one call (its connections are closed when the call ends)."""
+        import httpx
+
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return httpx.Client(
+            transport=RetryingTransport(httpx.HTTPTransport(verify=True), self._retry),
+            timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
+            headers=headers,
+        )
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _fail(self, what: str) -> EmbeddingError:
+        return EmbeddingError(
+            f"openai provider ({self.model!r} at {self.endpoint}): {self._redact(what)}"
+        )
+
+    def _request(self, http: Any, texts: Sequence[str]) -> list[list[float]]:
+        import httpx
+
+        body = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        try:
+            response = http.post(self.endpoint, json=body)
+        except Refused as exc:
+            raise self._fail(
+                f"the API key was refused (HTTP {exc.status}); set CHROMASYNC_OPENAI_API_KEY "
+                "or OPENAI_API_KEY"
+            ) from exc
+        except GaveUp as exc:
+            raise self._fail(f"{exc}; the endpoint is unreachable or overloaded") from exc
+        except httpx.HTTPError as exc:
+            raise self._fail(f"request failed: {type(exc).__name__}: {exc}") from exc
+        self.requests += 1
+        if response.status_code != 200:
+            raise self._fail(f"HTTP {response.status_code}: {_error_text(response)}")
+        try:
+            rows = response.json()["data"]
+            ordered = sorted(rows, key=lambda row: int(row["index"]))
+            vectors = [[float(x) for x in row["embedding"]] for row in ordered]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise self._fail(f"the answer is not an embeddings list ({exc})") from exc
+        if len(vectors) != len(texts):
+            raise self._fail(f"asked for {len(texts)} vectors, got {len(vectors)}")
+        return vectors
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        with self._http() as http:
+            for start in range(0, len(texts), self.batch_size):
+                vectors = self._request(http, texts[start : start + self.batch_size])
+                for vector in vectors:
+                    if self._dimension is None:
+                        self._dimension = len(vector)
+                    if len(vector) != self._dimension:
+                        raise self._fail(
+                            f"returned a vector of dimension {len(vector)}, expected "
+                            f"{self._dimension}; set the dimension option to the model's"
+                        )
+                out.extend(vectors)
+        self.texts_embedded += len(texts)
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def _error_text(response: Any) -> str:
+    try:
+        data = response.json()
+        error = data.get("error", data)
+        message = error.get("message", error) if isinstance(error, dict) else error
+        return str(message)[:300]
+    except ValueError:
+        return str(response.text)[:300]

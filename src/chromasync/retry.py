@@ -1,0 +1,236 @@
+"""Retrying transient HTTP failures: a pure policy, and an httpx transport that applies it.
+
+Shared by every outbound HTTP client (the Chroma server client in `store`, the `openai`
+provider), so like `records` and `errors` any stage may import it.
+
+Transient (retried): connection errors, dropped connections, timeouts, HTTP 429 and the 5xx
+statuses 500, 502, 503 and 504. Everything else (401/403 authentication, 400/404/409/422
+validation) is final at once: retrying cannot fix it.
+
+The policy is a pure function, `retry_delay`: given the failed attempt number, what failed,
+the time spent so far and a random number in [0, 1), it returns the seconds to wait before
+the next attempt, or None to give up. Waits grow exponentially (`base_s * 2**(n-1)`, capped
+at `cap_s`) with "equal jitter" (half the wait fixed, half random, so concurrent clients
+spread out but always back off). A `Retry-After` header is honoured as a lower bound; one
+longer than `max_retry_after_s`, or a wait that would take the total past `deadline_s`,
+gives up at once. `RetryingTransport` injects `sleep`, `clock` and `random`, so tests run
+the real loop without waiting.
+
+Retrying a write is safe for chromasync: every write is an upsert or a delete of
+deterministic IDs, so applying it twice is the same as applying it once (a request that
+failed may still have been applied).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random as _random
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: httpx errors that are worth another attempt (the others are configuration mistakes).
+_TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    httpx.RemoteProtocolError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard to try: at most `attempts` tries within `deadline_s` seconds of waiting."""
+
+    attempts: int = 6
+    base_s: float = 0.5
+    cap_s: float = 20.0
+    deadline_s: float = 120.0
+    max_retry_after_s: float = 60.0
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What went wrong with one attempt: an HTTP status, or a transport error's name."""
+
+    status: int | None = None
+    error: str | None = None  # e.g. "ConnectError", "ReadTimeout"
+    retry_after_s: float | None = None
+    final: bool = False  # an error that no retry can fix (a TLS certificate refused)
+
+    @property
+    def transient(self) -> bool:
+        if self.final:
+            return False
+        return self.error is not None or self.status in TRANSIENT_STATUSES
+
+    def describe(self) -> str:
+        if self.status is not None:
+            return f"HTTP {self.status}"
+        return self.error or "unknown error"
+
+
+def retry_delay(
+    policy: RetryPolicy, attempt: int, failure: Failure, waited_s: float, rand: float
+) -> float | None:
+    """Seconds to wait after failed attempt `attempt` (1-based) before the next, or None.
+
+    `waited_s` is the time already spent waiting in this request's retries; `rand` is a
+    uniform random number in [0, 1).
+    """
+    if not failure.transient or attempt >= policy.attempts:
+        return None
+    backoff = min(policy.cap_s, policy.base_s * 2 ** (attempt - 1))
+    delay = float(backoff / 2 + backoff / 2 * rand)
+    if failure.retry_after_s is not None:
+        if failure.retry_after_s > policy.max_retry_after_s:
+            return None
+        delay = max(delay, failure.retry_after_s)
+    if waited_s + delay > policy.deadline_s:
+        return None
+    return delay
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """A `Retry-After` header (seconds, or an HTTP date) as seconds from `now`; None if bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:  # pragma: no cover - older Pythons
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+class GaveUp(Exception):
+    """Raised by `RetryingTransport` when a transient failure outlasted the policy."""
+
+    def __init__(self, method: str, url: str, attempts: int, waited_s: float, last: Failure):
+        self.attempts = attempts
+        self.waited_s = waited_s
+        self.last = last
+        super().__init__(
+            f"{method} {url}: gave up after {attempts} attempt(s) and {waited_s:.1f} s of "
+            f"waiting; last failure: {last.describe()}"
+        )
+
+
+class Refused(Exception):
+    """Raised by `RetryingTransport` for a status in its `refuse` set (401, 403): final."""
+
+    def __init__(self, method: str, url: str, status: int) -> None:
+        self.status = status
+        super().__init__(f"{method} {url}: HTTP {status}")
+
+
+def classify_error(exc: BaseException) -> Failure:
+    """The `Failure` of a transport error; TLS failures are final, not transient."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            reason = getattr(seen, "reason", None) or seen
+            return Failure(error=f"{type(exc).__name__} (TLS: {reason})", final=True)
+        seen = seen.__cause__ or seen.__context__
+    return Failure(error=type(exc).__name__, final=not isinstance(exc, _TRANSIENT_ERRORS))
+
+
+def _safe_url(url: httpx.URL) -> str:
+    """Scheme, host, port and path only: never credentials or a query string."""
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}{url.path}"
+
+
+class RetryingTransport(httpx.BaseTransport):
+    """Wraps another transport; retries transient failures as `policy` says."""
+
+    def __init__(
+        self,
+        inner: httpx.BaseTransport,
+        policy: RetryPolicy = RetryPolicy(),
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        random: Callable[[], float] = _random.random,
+        refuse: frozenset[int] = frozenset({401, 403}),
+    ) -> None:
+        self.inner = inner
+        self.policy = policy
+        self.refuse = refuse
+        self._sleep = sleep
+        self._clock = clock
+        self._random = random
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()  # the body must be replayable
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            error: Exception | None = None
+            try:
+                response = self.inner.handle_request(request)
+            except _TRANSIENT_ERRORS as exc:
+                error = exc
+                failure = classify_error(exc)
+                if failure.final:
+                    raise
+            else:
+                if response.status_code in self.refuse:
+                    response.close()
+                    raise Refused(request.method, _safe_url(request.url), response.status_code)
+                if response.status_code not in TRANSIENT_STATUSES:
+                    return response
+                failure = Failure(
+                    status=response.status_code,
+                    retry_after_s=parse_retry_after(
+                        response.headers.get("Retry-After"), self._clock()
+                    ),
+                )
+                response.read()
+                response.close()
+            delay = retry_delay(self.policy, attempt, failure, waited, self._random())
+            if delay is None:
+                url = _safe_url(request.url)
+                raise GaveUp(request.method, url, attempt, waited, failure) from error
+            log.warning(
+                "%s %s failed (%s); retry %d of %d in %.1f s",
+                request.method,
+                _safe_url(request.url),
+                failure.describe(),
+                attempt,
+                self.policy.attempts - 1,
+                delay,
+            )
+            self._sleep(delay)
+            waited += delay
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+__all__ = [
+    "NO_RETRY",
+    "TRANSIENT_STATUSES",
+    "Failure",
+    "GaveUp",
+    "Refused",
+    "RetryPolicy",
+    "RetryingTransport",
+    "classify_error",
+    "parse_retry_after",
+    "retry_delay",
+]

@@ -1,0 +1,50 @@
+"""An unchanged re-run reads no file, imports no chromadb, loads no model, writes no vector."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ..conftest import REPO, run_cli
+
+PROBE = r"""
+import json, sys
+root = sys.argv[1]
+opened = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].startswith(root):
+        opened.append(args[0])
+    if event == "os.open" and isinstance(args[0], str) and args[0].startswith(root):
+        opened.append(args[0])
+sys.addaudithook(hook)
+from chromasync.cli import main
+try:
+    main(["ingest", root, "--json", "--quiet"], standalone_mode=False)
+finally:
+    heavy = sorted(m for m in ("chromadb", "onnxruntime", "torch", "tokenizers", "yaml",
+                               "pydantic") if m in sys.modules)
+    print(json.dumps({"opened": opened, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def test_unchanged_rerun_does_no_work(notes: Path, cli_env: dict[str, str], data_dir: Path) -> None:
+    assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
+    chroma = data_dir / "chroma" / "chroma.sqlite3"
+    before = chroma.stat().st_mtime_ns
+    env = {**cli_env, "PYTHONPATH": str(REPO / "src")}
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, str(notes)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr
+    summary = json.loads(probe.stdout)
+    assert summary["files_unchanged"] == 5 and summary["chunks_embedded"] == 0
+    report = json.loads(probe.stderr.strip().splitlines()[-1])
+    assert report["opened"] == []
+    assert report["heavy"] == []
+    assert chroma.stat().st_mtime_ns == before

@@ -1,0 +1,55 @@
+"""The real default model, end to end, on a handful of texts (ONNX export included)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chromasync import api
+from chromasync.config import resolve_settings
+from chromasync.embed.local import LocalEmbedder
+
+from ..conftest import run_cli
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("model-cache")
+
+
+def test_onnx_matches_sentence_transformers(model_cache: Path) -> None:
+    texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
+    onnx = LocalEmbedder(cache_dir=model_cache, backend="onnx")
+    torch = LocalEmbedder(cache_dir=model_cache, backend="torch")
+    for a, b in zip(onnx.embed_documents(texts), torch.embed_documents(texts), strict=True):
+        assert len(a) == 384
+        assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.9999
+    assert onnx.onnx_path().is_file()
+
+
+def test_ingest_and_search_with_the_default_model(
+    notes: Path, tmp_path: Path, model_cache: Path
+) -> None:
+    env = {
+        "CHROMASYNC_DATA_DIR": str(tmp_path / "data"),
+        "CHROMASYNC_CACHE_DIR": str(model_cache),
+        "CHROMASYNC_COLLECTIONS": "shared",
+    }
+    first = run_cli(["ingest", str(notes), "--json"], env=env)
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert summary["chunks_embedded"] == summary["chunks_total"] > 0
+    found = run_cli(["search", "how do I calibrate the grinder", "--k", "3", "--json"], env=env)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["path"] == "guides/install.md"
+    assert "Calibration" in hits[0]["heading"] or "Calibration" in hits[0]["text"]
+    settings = resolve_settings(
+        {"data_dir": str(tmp_path / "data")},
+        {"CHROMASYNC_CACHE_DIR": str(model_cache), "CHROMASYNC_COLLECTIONS": "shared"},
+    )
+    assert api.ingest([api.source_for(notes)], settings)[0].chunks_embedded == 0

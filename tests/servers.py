@@ -1,0 +1,290 @@
+"""Real local servers for tests: `chroma run`, a fault-injecting HTTP proxy, and an
+OpenAI-compatible embeddings server. All listen on loopback ports of their own.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+CHROMA_BIN = Path(sys.executable).parent / "chroma"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ChromaServer:
+    """`chroma run --path PATH --host 127.0.0.1 --port PORT`, ready-checked by heartbeat."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = path.parent / f"chroma-{self.port}.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 90.0) -> ChromaServer:
+        with self.log.open("wb") as log:
+            self._proc = subprocess.Popen(
+                [
+                    str(CHROMA_BIN),
+                    "run",
+                    "--path",
+                    str(self.path),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"chroma run exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/api/v2/heartbeat", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"chroma run did not answer its heartbeat within {timeout} s")
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
+
+
+@dataclass
+class Fault:
+    """Inject into matching requests: `drop` the connection, answer `status`, or `slow`."""
+
+    action: str  # "drop" | "status" | "slow" | "body"
+    path: str = ""  # substring of the request path
+    method: str | None = None
+    times: int = 1  # how many matching requests; -1: all
+    status: int = 503
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: bytes = b""
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    outcome: str  # "forwarded", "drop", "status 503", "slow", "body"
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
+
+
+class FaultProxy:
+    """An HTTP proxy on loopback in front of `upstream` that injects the queued faults."""
+
+    def __init__(self, upstream: str) -> None:
+        parsed = httpx.URL(upstream)
+        self.upstream_host = parsed.host
+        self.upstream_port = parsed.port or 80
+        self.faults: list[Fault] = []
+        self.seen: list[Seen] = []
+        self.rewrite: Callable[[str, bytes], bytes] | None = None  # (path, body) -> body
+        self._lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                fault = proxy._take(self.command, self.path)
+                outcome = "forwarded" if fault is None else fault.action
+                if fault is not None and fault.action == "status":
+                    outcome = f"status {fault.status}"
+                with proxy._lock:
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    proxy.seen.append(Seen(self.command, self.path, outcome, body, headers))
+                if fault is not None and fault.action == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault is not None and fault.action in ("status", "body"):
+                    payload = fault.body or json.dumps({"error": "injected"}).encode()
+                    self.send_response(fault.status)
+                    for key, value in fault.headers.items():
+                        self.send_header(key, value)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault is not None and fault.action == "slow":
+                    time.sleep(fault.delay)
+                status, headers, data = proxy._forward(self.command, self.path, self.headers, body)
+                if proxy.rewrite is not None:
+                    data = proxy.rewrite(self.path, data)
+                self.send_response(status)
+                for key, value in headers:
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+
+    def __enter__(self) -> FaultProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add(self, *faults: Fault) -> None:
+        with self._lock:
+            self.faults.extend(faults)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.faults.clear()
+            self.seen.clear()
+
+    def _take(self, method: str, path: str) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.path in path and fault.method in (None, method) and fault.times != 0:
+                    if fault.times > 0:
+                        fault.times -= 1
+                    return fault
+        return None
+
+    def _forward(
+        self, method: str, path: str, headers: Any, body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        conn = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=60)
+        try:
+            send = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection")}
+            conn.request(method, path, body=body or None, headers=send)
+            response = conn.getresponse()
+            return response.status, response.getheaders(), response.read()
+        finally:
+            conn.close()
+
+    def requests(self, method: str, path: str) -> list[Seen]:
+        with self._lock:
+            return [s for s in self.seen if s.method == method and path in s.path]
+
+
+class EmbeddingServer:
+    """An OpenAI-compatible `/v1/embeddings` endpoint serving vectors of `embed`."""
+
+    def __init__(
+        self,
+        embed: Callable[[Sequence[str]], list[list[float]]],
+        model: str = "test-model",
+        api_key: str | None = None,
+    ) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str | None] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _reply(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.auth_headers.append(self.headers.get("Authorization"))
+                if self.path.rstrip("/") != "/v1/embeddings":
+                    self._reply(404, {"error": {"message": "not found"}})
+                    return
+                if api_key is not None and self.headers.get("Authorization") != f"Bearer {api_key}":
+                    self._reply(401, {"error": {"message": "Incorrect API key provided"}})
+                    return
+                if body.get("model") != model:
+                    self._reply(404, {"error": {"message": f"model {body.get('model')} unknown"}})
+                    return
+                texts = body["input"]
+                texts = [texts] if isinstance(texts, str) else texts
+                server.requests.append(body)
+                vectors = embed(texts)
+                data = [
+                    {"object": "embedding", "index": i, "embedding": v}
+                    for i, v in reversed(list(enumerate(vectors)))  # out of order on purpose
+                ]
+                self._reply(
+                    200,
+                    {
+                        "object": "list",
+                        "model": model,
+                        "data": data,
+                        "usage": {"prompt_tokens": 0, "total_tokens": 0},
+                    },
+                )
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+
+    def __enter__(self) -> EmbeddingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def pythonpath_env(repo: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(repo / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
