@@ -5,7 +5,8 @@ ranking. Methods, all measured on SciFact's training queries (`benchmarks/retrie
 
 * `rrf`: reciprocal rank fusion, sum of weight / (k + rank) (Cormack et al., 2009);
 * `convex`: a weighted sum of min-max normalised scores (absent = 0);
-* `zscore`: a weighted sum of z-normalised scores, absent = the list's minimum.
+* `zscore` (the default): a weighted sum of z-normalised scores, absent = the list's
+  minimum.
 
 Then `collapse_per_doc` (best chunk per document), `sort_by_date` and `group_by` order
 what is shown.
@@ -36,7 +37,7 @@ class Ranked(Generic[K]):
 class Fusion:
     """How to fuse: the method, RRF's `k`, and a weight per list name (default 1)."""
 
-    method: str = "rrf"
+    method: str = "zscore"
     k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
 

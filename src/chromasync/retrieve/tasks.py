@@ -16,7 +16,7 @@ from ..fingerprint import read_file
 from ..records import FileStat, Hit
 from ..store import hit_from_row
 from . import evaluate as ev
-from .engine import MODES, Retriever, SearchRequest
+from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
 from .filters import Filters
 from .fuse import Fusion
 from .rerank import rerank
@@ -54,9 +54,10 @@ def run_evaluation(
 ) -> EvalReport:
     """nDCG@k, recall@k, recall@100 and MRR of each mode over judged queries.
 
-    Each query is gathered once (dense and keyword lists, 2 x 100 chunks deep) and ranked
-    in every mode exactly as a search ranks it. `fusions` adds hybrid variants by name (for
-    tuning). With a reranker configured, `hybrid+rerank` is measured as well.
+    Each query is gathered once (dense and keyword lists, 200 chunks deep, as a search with
+    k <= 50 gathers them) and ranked in every mode exactly as a search ranks it. `fusions`
+    adds hybrid variants by name (for tuning). With a reranker configured, `hybrid+rerank`
+    is measured as well.
     """
     for mode in modes:
         if mode not in MODES:
@@ -70,7 +71,7 @@ def run_evaluation(
             filters=filters,
             collections=tuple(collections),
             all_collections=all_collections,
-            candidates=2 * ev.DEPTH,
+            candidates=MIN_CANDIDATES,
         )
         gathered = retriever.gather(request, modes)
         ranked = {mode: retriever.rank(gathered, mode) for mode in modes}
