@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .chromasync-demo
 
-.PHONY: install demo test test-all check lint typecheck clean
+.PHONY: install demo serve test test-all check lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -15,6 +15,9 @@ install: $(BIN)/python
 demo: install
 	$(BIN)/chromasync ingest examples/notes --data-dir $(DEMO_DIR)
 	$(BIN)/chromasync search "how do I calibrate the grinder" --data-dir $(DEMO_DIR) --k 3
+
+serve: demo
+	$(BIN)/chromasync serve --data-dir $(DEMO_DIR) --watch
 
 test: install
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -305,7 +305,7 @@ def ingest(
                     "--output-manifest cannot go through it: stop it first"
                 )
             with client:
-                summaries = _ingest_via_owner(client, specs, [e.label for e in entries], options)
+                summaries = _ingest_via_owner(client, specs, labels, options)
             _print_ingest(summaries, as_json)
             return
         if reset:
@@ -464,6 +464,9 @@ def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
 
 def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
     console = Console(highlight=False)
+    if console.width < 110:  # the table needs room; a narrow terminal gets lines
+        _print_summary_lines(console, summaries)
+        return
     table = Table(
         title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else "")
     )
@@ -480,6 +483,31 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
         if s.files_skipped:
             reasons = ", ".join(f"{r}: {n}" for r, n in sorted(s.files_skipped.items()))
             console.print(f"[dim]{escape(_safe(s.source))} skipped by reason: {escape(reasons)}[/]")
+
+
+def _print_summary_lines(console: Console, summaries: Sequence[IngestSummary]) -> None:
+    rows = [*summaries, total_summary(summaries)] if len(summaries) > 1 else list(summaries)
+    dry = " (dry run: nothing written)" if summaries and summaries[0].dry_run else ""
+    for s in rows:
+        where = f" -> {escape(s.collection)}" if s.collection else ""
+        console.print(f"[bold]{escape(_safe(s.source))}[/]{where}{dry}")
+        console.print(
+            f"  files   {s.files_seen} seen: {s.files_new} new, {s.files_updated} updated, "
+            f"{s.files_unchanged} unchanged, {s.files_deleted} deleted, "
+            f"{sum(s.files_skipped.values())} skipped"
+        )
+        console.print(
+            f"  chunks  {s.chunks_total} total: {s.chunks_embedded} embedded, "
+            f"{s.chunks_reused} reused, {s.chunks_deleted} deleted"
+        )
+        other = max(s.duration_ms - s.embed_ms, 0) / 1000
+        console.print(
+            f"  time    {s.duration_ms / 1000:.2f} s: embedding {s.embed_ms / 1000:.2f} s, "
+            f"the rest {other:.2f} s"
+        )
+        if s.files_skipped:
+            reasons = ", ".join(f"{r} {n}" for r, n in sorted(s.files_skipped.items()))
+            console.print(f"  skipped {escape(reasons)}")
 
 
 def _when(ns: int | None) -> str:

@@ -18,7 +18,7 @@ import click
 
 from . import api
 from .cli import _errors, _settings, _stderr, main, store_options
-from .errors import ConfigError
+from .errors import ConfigError, LockError
 from .records import IngestSummary, SourceSpec
 
 DEFAULT_PORT = 8765
@@ -151,6 +151,12 @@ def serve(
     with _errors():
         rest = _import_rest()
         settings = _settings(**flags)
+        owner = api.find_owner(settings.data_dir)
+        if owner is not None:
+            raise LockError(
+                f"the data dir {str(settings.data_dir)!r} is owned by {owner.describe()}; "
+                "use that one (or stop it first)"
+            )
         tcp = rest.bind_tcp(host, port)
         shown_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
         url = f"http://{shown_host}:{tcp.getsockname()[1]}"

@@ -100,6 +100,7 @@ def build_server(backend: Backend) -> Any:
     server = MCPServer(
         "chromasync",
         version=__version__,
+        log_level="WARNING",
         instructions=(
             "Search a corpus of notes, docs and code indexed by chromasync. Every hit cites "
             "its source, path and line range; use get_document to read a whole file."

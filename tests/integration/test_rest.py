@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -14,10 +15,10 @@ from fastapi.testclient import TestClient
 from chromasync import api
 from chromasync.config import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.rest import create_app
+from chromasync.rest import BackgroundServer, bind_unix, create_app
 from chromasync.service import Service
 
-from ..conftest import REPO, age_tree, set_mtime
+from ..conftest import REPO, age_tree, run_cli, set_mtime
 
 TOKEN = "tok-3f9a1c"
 
@@ -172,10 +173,11 @@ def test_add_source_refusals(client: TestClient, path: str, status: int) -> None
 
 
 def test_documents_and_file(client: TestClient, notes: Path) -> None:
-    doc = client.get("/documents", params={"path": "guides/install.md"}).json()
+    # small sections merge into one chunk: the journal page's two top-level sections do not
+    doc = client.get("/documents", params={"path": "journal/2026-05-01.md"}).json()
     lines = [(c["start_line"], c["end_line"]) for c in doc["chunks"]]
     assert lines == sorted(lines) and len(lines) >= 2
-    assert all(c["citation"].startswith("guides/install.md:") for c in doc["chunks"])
+    assert all(c["citation"].startswith("journal/2026-05-01.md:") for c in doc["chunks"])
     found = client.get("/file", params={"source": "notes", "path": "guides/install.md"}).json()
     assert found["text"] == (notes / "guides" / "install.md").read_text()
     assert client.get("/documents", params={"path": "nope.md"}).status_code == 404
@@ -251,3 +253,25 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
         assert client.get("/status").json()["totals"]["files"] == 5
         assert client.delete("/sources/kites").status_code == 404
         assert client.delete("/sources/..%2fnotes").status_code in (404, 422)
+
+
+def test_cli_goes_through_the_owner_or_is_refused(
+    service: Service, notes: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    assert service.socket is not None
+    server = BackgroundServer(create_app(service), [bind_unix(service.socket)])
+    server.start()
+    try:
+        found = run_cli(["search", "espresso grinder", "--json", "--k", "2"], env=cli_env)
+        assert found.returncode == 0, found.stderr
+        assert len(json.loads(found.stdout)) == 2
+        other = tmp_path / "other"
+        other.mkdir()
+        refused = run_cli(["ingest", str(other)], env=cli_env)
+        assert refused.returncode == 1
+        assert f"owned by `chromasync serve` (pid {os.getpid()})" in refused.stderr
+        assert "does not know source 'other'" in refused.stderr
+        second = run_cli(["serve", "--port", "0"], env=cli_env)
+        assert second.returncode == 1 and "is owned by `chromasync serve`" in second.stderr
+    finally:
+        server.stop()

@@ -44,7 +44,7 @@ function el(tag, attrs = {}, ...children) {
 function when(iso) {
   if (!iso) return "never";
   const date = new Date(iso);
-  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  return date.toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" });
 }
 
 // -- status and source chips --------------------------------------------------------------
@@ -216,7 +216,7 @@ async function openFile(hit) {
     body.replaceChildren(el("span", { class: "error", text: error.message }));
     return;
   }
-  const lines = file.text.split("\n");
+  const lines = file.text.replace(/\n$/, "").split("\n");
   let first = null;
   body.replaceChildren(...lines.map((line, index) => {
     const number = index + 1;

@@ -1,0 +1,111 @@
+"""`chromasync mcp` over stdio, driven by the official SDK's client (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from chromasync import api
+from chromasync.config import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.owner import read_owner
+
+from ..conftest import REPO, run_cli, set_mtime
+
+
+def _params(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "chromasync", "mcp"],
+        env={**env, "PYTHONPATH": str(REPO / "src")},
+    )
+
+
+def _data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+def _error(result: Any) -> str:
+    assert result.is_error
+    return str(result.content[0].text)
+
+
+def test_mcp_tools_over_stdio(
+    notes: Path,
+    settings: Settings,
+    embedder: HashEmbedder,
+    cli_env: dict[str, str],
+    data_dir: Path,
+) -> None:
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    outside = notes.parent / "outside.md"
+    outside.write_text("# Outside\n\nMCP-OUTSIDE-CANARY\n")
+    env = {**cli_env, "HOME": os.environ.get("HOME", "/tmp")}
+
+    async def session() -> None:
+        async with (
+            stdio_client(_params(env)) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert {"search", "list_sources", "get_document", "reindex"} <= tools
+
+            found = _data(await client.call_tool("search", {"query": "espresso grinder"}))
+            hit = found["hits"][0]
+            assert hit["citation"] == f"{hit['path']}:{hit['start_line']}-{hit['end_line']}"
+            filtered = _data(
+                await client.call_tool(
+                    "search", {"query": "notes", "k": 20, "tags": ["baking"], "after": "2025-01-01"}
+                )
+            )
+            assert {h["path"] for h in filtered["hits"]} == {"guides/sourdough.md"}
+
+            sources = _data(await client.call_tool("list_sources", {}))["sources"]
+            assert [s["label"] for s in sources] == ["notes"] and sources[0]["files"] == 5
+
+            # small sections merge: the journal page's two top-level sections stay apart
+            journal = "journal/2026-05-01.md"
+            doc = _data(await client.call_tool("get_document", {"path": journal}))
+            assert doc["path"] == journal and len(doc["chunks"]) >= 2
+            for bad in ("../outside.md", "/etc/passwd", "%2e%2e/outside.md", "nope.md"):
+                text = _error(await client.call_tool("get_document", {"path": bad}))
+                assert "CANARY" not in text
+                assert "SourceError: " in text or "NotFound: " in text, text
+
+            # while this server runs it owns the data dir; the CLI goes through it
+            owner = read_owner(data_dir)
+            assert owner is not None and owner.role == "mcp"
+            (notes / "ideas.txt").write_text("Plant zanzibarberries by the gate.\n")
+            set_mtime(notes / "ideas.txt", 1_700_000_000)
+            cli = run_cli(["ingest", str(notes), "--json"], env=cli_env)
+            assert cli.returncode == 0, cli.stderr
+            assert "reindexing through it" in cli.stderr
+            assert json.loads(cli.stdout)["files_updated"] == 1
+            found = _data(await client.call_tool("search", {"query": "zanzibarberries", "k": 1}))
+            assert found["hits"][0]["path"] == "ideas.txt"
+
+            (notes / "ideas.txt").write_text("Plant quincefruit by the gate.\n")
+            set_mtime(notes / "ideas.txt", 1_700_000_100)
+            summary = _data(await client.call_tool("reindex", {"source": "notes"}))
+            assert summary["status"] == "done"
+            assert summary["summaries"][0]["files_updated"] == 1
+            assert "NotFound" in _error(await client.call_tool("reindex", {"source": "zzz"}))
+            assert _error(await client.call_tool("search", {"query": ""}))
+
+    anyio.run(session)
+    # the server has exited: the data dir is free again
+    assert read_owner(data_dir) is None
+    cli = run_cli(["search", "quincefruit", "--json", "--k", "1"], env=cli_env)
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)[0]["path"] == "ideas.txt"

@@ -1,0 +1,123 @@
+"""The search page in a real headless Chromium (Debian's `chromium`, driven by Playwright):
+type a query, see cited hits, apply filters, open a cited file. Skipped where either the
+browser or the driver is missing (CI installs both: see .ci/run)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chromasync import api
+from chromasync.config import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.rest import BackgroundServer, bind_tcp, create_app
+from chromasync.service import Service
+
+CHROMIUM = os.environ.get("CHROMASYNC_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+TOKEN = "page-token-81"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the Playwright driver is not installed (pip install playwright)"
+)
+if not Path(CHROMIUM).is_file():
+    pytest.skip(
+        f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CHROMASYNC_CHROMIUM)",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture
+def url(notes: Path, settings: Settings, embedder: HashEmbedder) -> Iterator[str]:
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    with Service(settings, "serve", embedder=embedder) as service:
+        listener = bind_tcp("127.0.0.1", 0)
+        port = listener.getsockname()[1]
+        server = BackgroundServer(create_app(service, token=TOKEN), [listener])
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[object]:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 860})
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def test_search_page_in_chromium(url: str, page: object, tmp_path: Path) -> None:
+    expect = sync_api.expect
+    page.goto(url)  # type: ignore[attr-defined]
+    # the service has a token: the page asks for it once, then the index status shows
+    expect(page.locator("#auth")).to_be_visible()  # type: ignore[attr-defined]
+    page.fill("#token", TOKEN)  # type: ignore[attr-defined]
+    page.press("#token", "Enter")  # type: ignore[attr-defined]
+    status = page.locator("#status")  # type: ignore[attr-defined]
+    expect(status).to_contain_text("files")
+    expect(status.locator("dd").nth(1)).to_have_text("5")
+    expect(page.locator("#source-chips .chip")).to_have_count(1)  # type: ignore[attr-defined]
+
+    # type a query: cited hits with highlighted words
+    page.fill("#q", "espresso grinder")  # type: ignore[attr-defined]
+    page.press("#q", "Enter")  # type: ignore[attr-defined]
+    hits = page.locator(".hit")  # type: ignore[attr-defined]
+    expect(hits.first).to_be_visible()
+    assert hits.count() >= 3
+    cites = [c.strip() for c in page.locator(".hit .cite").all_inner_texts()]  # type: ignore[attr-defined]
+    assert all(re.fullmatch(r"\S+:\d+-\d+", c) for c in cites), cites
+    assert any(c.startswith("guides/install.md:") for c in cites)
+    assert page.locator(".hit mark").count() > 0  # type: ignore[attr-defined]
+    page.screenshot(path=str(tmp_path / "results.png"), full_page=True)  # type: ignore[attr-defined]
+
+    # a tag filter: only the baking note is left
+    page.fill("#tag-input", "baking")  # type: ignore[attr-defined]
+    page.press("#tag-input", "Enter")  # type: ignore[attr-defined]
+    expect(page.locator("#active-filters .chip")).to_have_count(1)  # type: ignore[attr-defined]
+    expect(page.locator(".hit .cite").first).to_contain_text("guides/sourdough.md")  # type: ignore[attr-defined]
+    paths = {c.split(":")[0] for c in page.locator(".hit .cite").all_inner_texts()}  # type: ignore[attr-defined]
+    assert paths == {"guides/sourdough.md"}
+
+    # remove it, then a date range: only notes dated in 2026
+    page.locator("#active-filters .chip").first.click()  # type: ignore[attr-defined]
+    expect(page.locator("#active-filters .chip")).to_have_count(0)  # type: ignore[attr-defined]
+    page.fill("#after", "2026-01-01")  # type: ignore[attr-defined]
+    page.dispatch_event("#after", "change")  # type: ignore[attr-defined]
+    expect(page.locator("#active-filters .chip")).to_have_count(1)  # type: ignore[attr-defined]
+    page.wait_for_function(  # type: ignore[attr-defined]
+        "() => [...document.querySelectorAll('.hit .cite')].every(a => "
+        "a.textContent.startsWith('guides/install.md') || a.textContent.startsWith('journal/'))"
+        " && document.querySelectorAll('.hit').length > 0"
+    )
+
+    # open the cited file at its line
+    page.locator(".hit .cite").first.click()  # type: ignore[attr-defined]
+    viewer = page.locator("#viewer")  # type: ignore[attr-defined]
+    expect(viewer).to_be_visible()
+    expect(viewer.locator(".line.cited").first).to_be_visible()
+    assert viewer.locator(".line").count() > 5
+    page.screenshot(path=str(tmp_path / "viewer.png"))  # type: ignore[attr-defined]
+    if os.environ.get("CHROMASYNC_SCREENSHOTS"):
+        out = Path(os.environ["CHROMASYNC_SCREENSHOTS"])
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("results.png", "viewer.png"):
+            shutil.copy(tmp_path / name, out / name)

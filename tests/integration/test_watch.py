@@ -1,0 +1,193 @@
+"""`chromasync watch` as a real subprocess while files are edited, created, renamed and
+deleted: the index follows exactly, a burst is one run, Ctrl-C stops it cleanly, and a
+restart re-embeds nothing that did not change."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from chromasync import api
+from chromasync.client import OwnerClient
+from chromasync.config import Settings
+from chromasync.errors import NotFound
+from chromasync.lock import lock_holder
+from chromasync.owner import find_owner, read_owner
+
+from ..conftest import REPO
+
+TIMEOUT = 60.0
+
+
+class WatchProcess:
+    """A `chromasync watch` subprocess whose stderr lines are collected as they come."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "chromasync", "watch", *args],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=full,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stderr is not None
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                self.lines.put(line.rstrip("\n"))
+
+    def expect(self, text: str, timeout: float = TIMEOUT) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no {text!r} from watch; saw: {self.seen}")
+
+    def drain(self) -> list[str]:
+        while True:
+            try:
+                self.seen.append(self.lines.get_nowait())
+            except queue.Empty:
+                return self.seen
+
+    def interrupt(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout=30)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def start_watch(cli_env: dict[str, str]) -> Iterator[Callable[[Path], WatchProcess]]:
+    started: list[WatchProcess] = []
+    env = {**cli_env, "CHROMASYNC_API_TOKEN": ""}
+
+    def start(notes: Path) -> WatchProcess:
+        proc = WatchProcess([str(notes), "--debounce", "0.2", "--max-delay", "2"], env)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+
+
+def until(check: Callable[[], bool], what: str) -> float:
+    """Poll `check` until true; returns how long it took (for the report, not asserted)."""
+    began = time.monotonic()
+    while time.monotonic() - began < TIMEOUT:
+        try:
+            if check():
+                return time.monotonic() - began
+        except NotFound:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"the index never showed: {what}")
+
+
+def text_of(client: OwnerClient, path: str) -> str:
+    return "\n".join(h.text for h in client.get_document(path))
+
+
+def missing(client: OwnerClient, path: str) -> bool:
+    try:
+        client.get_document(path)
+    except NotFound:
+        return True
+    return False
+
+
+def test_watch_follows_edits_exactly(
+    notes: Path, data_dir: Path, start_watch: Callable[[Path], WatchProcess], settings: Settings
+) -> None:
+    watcher = start_watch(notes)
+    watcher.expect("watching notes")
+    first = watcher.expect("synced notes")
+    assert "5 new" in first
+    owner = find_owner(data_dir)
+    assert owner is not None and owner.role == "watch"
+    latencies: dict[str, float] = {}
+    with OwnerClient(owner) as client:
+        # edit
+        install = notes / "guides" / "install.md"
+        install.write_text(install.read_text() + "\nThe wombatquartz gasket goes last.\n")
+        latencies["edit"] = until(
+            lambda: "wombatquartz" in text_of(client, "guides/install.md"), "the edit"
+        )
+        hits = client.search("wombatquartz gasket", k=20)  # from Chroma, not the state
+        assert any(h.path == "guides/install.md" and "wombatquartz" in h.text for h in hits)
+        # create
+        (notes / "journal" / "new.md").write_text("# New\n\nA narwhalpepper recipe.\n")
+        latencies["create"] = until(
+            lambda: "narwhalpepper" in text_of(client, "journal/new.md"), "the new file"
+        )
+        # rename
+        (notes / "ideas.txt").rename(notes / "ideas-renamed.txt")
+        latencies["rename"] = until(
+            lambda: missing(client, "ideas.txt") and bool(text_of(client, "ideas-renamed.txt")),
+            "the rename",
+        )
+        # delete
+        (notes / "journal" / "2026-05-01.md").unlink()
+        latencies["delete"] = until(
+            lambda: missing(client, "journal/2026-05-01.md"), "the deletion"
+        )
+        # a burst of saves is one run (or two, if the burst straddles a run)
+        watcher.drain()
+        runs_before = sum("synced notes" in line for line in watcher.seen)
+        sourdough = notes / "guides" / "sourdough.md"
+        for i in range(10):
+            sourdough.write_text(f"# Sourdough\n\nburst save number burstsave{i}\n")
+        latencies["burst"] = until(
+            lambda: "burstsave9" in text_of(client, "guides/sourdough.md"), "the last save"
+        )
+        time.sleep(1.0)
+        runs = sum("synced notes" in line for line in watcher.drain()) - runs_before
+        assert 1 <= runs <= 2, watcher.seen
+        status = client.status()
+        assert status["totals"]["files"] == 5
+    print("change -> searchable (s):", {k: round(v, 2) for k, v in latencies.items()})
+
+    assert watcher.interrupt() == 0
+    assert "chromasync watch: stopped" in watcher.drain()[-1]
+    assert read_owner(data_dir) is None and lock_holder(data_dir) is None
+
+    # the index is exactly what a clean run would build: a delta run finds nothing to do
+    [check] = api.ingest([api.source_for(notes)], settings)
+    assert (check.files_new, check.files_updated, check.files_deleted) == (0, 0, 0)
+    assert check.chunks_embedded == 0
+    stored = api.open_store(settings).collection(settings.collection, create=False)
+    paths = {str(r.metadata["path"]) for r in stored.iter_records()}
+    on_disk = {p.relative_to(notes).as_posix() for p in notes.rglob("*") if p.is_file()}
+    assert paths == on_disk
+
+    # a restart catches up with a change made while nobody watched, and re-embeds nothing else
+    (notes / "ideas-renamed.txt").write_text("Only one idea: water the ferns.\n")
+    again = start_watch(notes)
+    line = again.expect("synced notes")
+    assert "1 updated" in line and "4 unchanged" in line and "1 chunk(s) embedded" in line
+    assert again.interrupt() == 0
