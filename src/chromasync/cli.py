@@ -600,8 +600,8 @@ def status(as_json: bool, **flags: Any) -> None:
 
 
 # Commands defined beside this module for size; importing them registers them on `main`:
-# config, sources and discover; search, similar and eval; serve, watch and mcp.
-from . import cli_admin, cli_search, cli_service  # noqa: E402,F401
+# config, sources and discover; chunk-report; search, similar and eval; serve, watch, mcp.
+from . import cli_admin, cli_report, cli_search, cli_service  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()
