@@ -115,7 +115,8 @@ max_delay_option = click.option(
     "allow_roots",
     multiple=True,
     type=click.Path(file_okay=False, exists=True),
-    help="A folder under which POST /sources may add sources (repeatable).",
+    help="A folder under which POST /sources may add sources (repeatable; also the config "
+    "file's serve.allow_roots).",
 )
 @click.option("--watch", "watch_sources", is_flag=True, help="Keep the sources in sync as well.")
 @debounce_option
@@ -161,6 +162,8 @@ def serve(
         shown_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
         url = f"http://{shown_host}:{tcp.getsockname()[1]}"
         roots = [Path(r) for r in allow_roots]
+        if settings.config_file is not None:
+            roots += list(settings.config_file.allow_roots)
         with Service(settings, "serve", url=url, allow_roots=roots, on_finish=_report) as service:
             unix = rest.bind_unix(service.socket)
             watcher = None
