@@ -82,6 +82,7 @@ def _start_watcher(
         ignore=[service.settings.data_dir],
     )
     service.source_listeners.append(watcher.add)
+    service.removal_listeners.append(watcher.remove)
     watcher.start()
     for spec in specs:  # catch up with what changed while nobody watched
         service.submit([spec], "watch")
@@ -204,7 +205,9 @@ def watch(
     with _errors():
         rest = _import_rest()
         settings = _settings(**flags)
-        with Service(settings, "watch", on_finish=_report) as service:
+        with Service(
+            settings, "watch", on_finish=_report, reload=lambda: _settings(**flags)
+        ) as service:
             specs = [api.source_for(p) for p in paths] or service.source_specs(labels)
             if not specs:
                 raise ConfigError("nothing to watch: give a PATH, or ingest a source first")
@@ -231,7 +234,7 @@ def mcp_command(**flags: Any) -> None:
         settings = _settings(**flags)
         from .mcp import run_stdio
 
-        run_stdio(settings)
+        run_stdio(settings, reload=lambda: _settings(**flags))
 
 
 def summaries_from_job(job: dict[str, Any]) -> list[IngestSummary]:

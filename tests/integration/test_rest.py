@@ -232,7 +232,7 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
     assert settings.config_file is not None
     assert settings.config_file.allow_roots == (project / "more",)
     roots = settings.config_file.allow_roots
-    svc = Service(settings, "serve", embedder=embedder, allow_roots=roots, reload=configure)
+    svc = Service(settings, "serve", embedder=embedder, allow_roots=roots)
     with svc, TestClient(create_app(svc), base_url="http://127.0.0.1") as client:
         first = wait_job(client, client.post("/reindex", json={}).json()["id"])
         assert [s["source"] for s in first["summaries"]] == ["notes"]
