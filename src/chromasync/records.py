@@ -110,6 +110,7 @@ class Chunk:
     context: str = ""  # prefix embedded with the text; derived from content only
     symbol: str | None = None
     language: str | None = None
+    overlap: int = 0  # leading characters of `text` that repeat the end of the chunk before
 
     @property
     def embed_text(self) -> str:

@@ -247,7 +247,9 @@ def _many_notes(root: Path, count: int) -> Path:
         (root / f"n{i:04d}.md").write_text(f"# Note {i}\n\nShort note number {i} about kites.\n")
     keys = "\n".join(f"key{i:02d}: v{i}" for i in range(40))
     (root / "keys.md").write_text(f"---\n{keys}\n---\n# Keys\n\nA note with many keys.\n")
-    (root / "huge.md").write_text("# Huge\n\n" + "x" * 20_000 + "\n")
+    # One 20,000-character word of 4-byte characters: a single word piece ([UNK]), cut by
+    # the chunker at its character limit into pieces of ~20 KB each, over the 16 KiB limit.
+    (root / "huge.md").write_text("# Huge\n\n" + "\U0001f642" * 20_000 + "\n")
     age_tree(root)
     return root
 

@@ -173,10 +173,11 @@ def test_add_source_refusals(client: TestClient, path: str, status: int) -> None
 
 
 def test_documents_and_file(client: TestClient, notes: Path) -> None:
-    doc = client.get("/documents", params={"path": "guides/install.md"}).json()
+    # small sections merge into one chunk: the journal page's two top-level sections do not
+    doc = client.get("/documents", params={"path": "journal/2026-05-01.md"}).json()
     lines = [(c["start_line"], c["end_line"]) for c in doc["chunks"]]
     assert lines == sorted(lines) and len(lines) >= 2
-    assert all(c["citation"].startswith("guides/install.md:") for c in doc["chunks"])
+    assert all(c["citation"].startswith("journal/2026-05-01.md:") for c in doc["chunks"])
     found = client.get("/file", params={"source": "notes", "path": "guides/install.md"}).json()
     assert found["text"] == (notes / "guides" / "install.md").read_text()
     assert client.get("/documents", params={"path": "nope.md"}).status_code == 404

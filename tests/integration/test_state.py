@@ -81,7 +81,8 @@ def test_one_section_edit_embeds_one_chunk(
     (root / "handbook.md").write_text(_long_doc())
     set_mtime(root / "handbook.md", 1_600_000_000)
     first = _run(root, settings, embedder)
-    assert first.chunks_total >= SECTIONS // 2
+    # small sections merge up to half the budget: 60 short sections still make many chunks
+    assert first.chunks_total >= 6
     (root / "handbook.md").write_text(_long_doc(edited=31))
     set_mtime(root / "handbook.md", 1_600_000_100)
     second = _run(root, settings, embedder)

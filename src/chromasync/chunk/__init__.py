@@ -1,17 +1,40 @@
 """Chunking: turn a `Document` into `Chunk`s that fit the embedding model's budget.
 
-Pure functions of their input: no clock, no disk, no environment. Each chunk's text is an
-exact excerpt of the normalised document and its `context` prefix is derived from the
-document's content only (never its path), so moving a file re-embeds nothing.
+Pure functions of their input: no clock, no disk, no environment. The invariants every
+chunker keeps (and `tests/unit/test_chunk_properties.py` checks):
+
+* each chunk's `embed_text` (context prefix + text) measures at most `budget.max_tokens`
+  word pieces with `budget.meter`, and its text at most `budget.char_limit` characters;
+* `text` is an exact excerpt of the normalised document: whole lines joined by "\\n", or
+  a piece of one long line; `start_line`/`end_line` (1-based, inclusive) are the lines it
+  starts and ends on;
+* chunks come in document order and together hold every non-blank character of the body
+  (front matter is never chunk text, except for a Markdown page that has no body at all,
+  a section index: its `title` and `description` lines are its one chunk, see
+  `markdown.front_matter_chunks`); two chunks share text only where the later one
+  declares it in `overlap` (its first `overlap` characters repeat the end of the one
+  before), which happens only inside a single unit (a paragraph, list, code block or
+  declaration) that had to be subdivided;
+* the context prefix is derived from the document's content only (heading path, front
+  matter title, code symbol), never from its path or source, so that moving a file
+  re-embeds nothing;
+* the same input gives the same chunks.
+
+Markdown is chunked by heading sections (`markdown.py`), code by tree-sitter declarations
+(`code.py`), everything else by paragraphs (`text.py`); `layout.py` holds the measuring,
+splitting and packing they share.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..records import Chunk, Document
 from .tokens import TokenMeter
+
+#: Unless a budget says otherwise, a chunk holds at most this many characters per token of
+#: budget: a bound on stored text where word pieces are huge (a 1 MiB word is one [UNK]).
+CHARS_PER_TOKEN = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,43 +43,15 @@ class Budget:
 
     max_tokens: int
     meter: TokenMeter
+    max_chars: int = 0  # 0: max_tokens * CHARS_PER_TOKEN
 
-
-_SUMMARY_KEY = re.compile(r"^[\"']?(title|description)[\"']?\s*:", re.IGNORECASE)
-
-
-def front_matter_chunk(doc: Document, budget: Budget) -> list[Chunk]:
-    """A body-less Markdown page (a section index): its title and description lines.
-
-    The chunk is the exact excerpt of the front matter from the first `title:` or
-    `description:` line to the end of the last one (with its continuation lines).
-    """
-    lines = doc.text.split("\n")
-    fence_end = doc.body_start_line - 2  # index of the closing fence
-    keys = [i for i in range(1, fence_end) if _SUMMARY_KEY.match(lines[i])]
-    if not keys:
-        return []
-    last = keys[-1]
-    while last + 1 < fence_end and lines[last + 1][:1] in (" ", "\t"):
-        last += 1
-    from .text import Block, fit_block
-
-    title = doc.metadata.get("title")
-    heading = title if isinstance(title, str) else ""
-    block = Block(keys[0] + 1, last + 1, "\n".join(lines[keys[0] : last + 1]))
-    return [
-        Chunk(text=b.text, start_line=b.start, end_line=b.end, heading=heading)
-        for b in fit_block(block, lines, "", budget)
-    ]
+    @property
+    def char_limit(self) -> int:
+        return self.max_chars or self.max_tokens * CHARS_PER_TOKEN
 
 
 def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
     """Split one document by its kind: Markdown sections, code declarations, or text."""
-    if (
-        doc.kind == "markdown"
-        and not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip()
-    ):
-        return front_matter_chunk(doc, budget)
     if doc.kind == "markdown":
         from .markdown import chunk_markdown
 
@@ -70,4 +65,4 @@ def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
     return chunk_text(doc, budget)
 
 
-__all__ = ["Budget", "chunk_document"]
+__all__ = ["CHARS_PER_TOKEN", "Budget", "chunk_document"]

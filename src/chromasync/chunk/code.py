@@ -1,12 +1,268 @@
-"""Source code: generic splitting for now (tree-sitter declarations come next)."""
+"""Source code: one chunk per top-level declaration, found with tree-sitter.
+
+The file is parsed with the grammar bundled in `tree-sitter-language-pack` (nothing is
+downloaded). Its top-level nodes become items: declarations (functions, classes, types...,
+see `languages.py`) with their names, with the comments right above them; everything else
+(imports, constants, statements) is packed together in between, so a file's imports make
+its first chunk. A declaration that fits is one chunk with its name as `symbol`. One that
+does not is split at its members when it is a container (a class's methods become chunks
+with the symbol "Class.method") and otherwise packed by paragraphs and lines, with overlap
+between its pieces. Members and pieces carry their qualified symbol as context prefix
+("Store.open\\n\\n"), derived from the code itself.
+
+A language without a grammar, a grammar that fails to load, or a parse with errors at the
+top level falls back to paragraph splitting: never a failure.
+"""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
 from ..records import Chunk, Document
 from . import Budget
-from .text import chunk_lines
+from .languages import COMMENTS, LANGUAGES, LanguageSpec, Node, declaration_name, members, top_level
+from .layout import CONTEXT_SHARE, Draft, Layout, Span, Unit
+from .text import paragraph_drafts
+
+log = logging.getLogger(__name__)
+
+_PARSERS: dict[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """Lines `first`..`last` holding one top-level node (or several on shared lines)."""
+
+    first: int
+    last: int
+    name: str | None = None  # qualified name when the node is a declaration
+    node: Node | None = None
+    declaration: bool = False  # gets a chunk of its own
+    comment: bool = False
+    header: bool = False  # a container's lines before its first member
 
 
 def chunk_code(doc: Document, budget: Budget) -> list[Chunk]:
-    lines = doc.text.split("\n")
-    return chunk_lines(lines, doc.body_start_line, len(lines), "", "", budget, doc.language)
+    layout = Layout(doc.text, doc.body_start_line, budget)
+    drafts: list[Draft] | None = None
+    spec = LANGUAGES.get(doc.language or "")
+    if spec is not None:
+        drafts = _declaration_drafts(layout, spec, doc)
+    if drafts is None:
+        drafts = paragraph_drafts(layout, doc.language)
+    return layout.finish(drafts)
+
+
+def parser_for(grammar: str) -> Any | None:
+    """A tree-sitter parser for a bundled grammar, or None when it cannot be loaded."""
+    if grammar not in _PARSERS:
+        try:
+            from tree_sitter_language_pack import get_parser
+
+            _PARSERS[grammar] = get_parser(grammar)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - any loading problem means "no grammar"
+            log.warning(
+                "tree-sitter grammar %r is unavailable (%s); splitting by lines", grammar, exc
+            )
+            _PARSERS[grammar] = None
+    return _PARSERS[grammar]
+
+
+def _declaration_drafts(layout: Layout, spec: LanguageSpec, doc: Document) -> list[Draft] | None:
+    parser = parser_for(spec.grammar)
+    if parser is None:
+        return None
+    source = doc.text.encode("utf-8")
+    try:
+        tree = parser.parse(source)
+    except Exception as exc:  # noqa: BLE001 - a parser crash falls back, never fails
+        log.warning("%s: tree-sitter parse failed (%s); splitting by lines", doc.rel_path, exc)
+        return None
+    root = tree.root_node
+    if root.type == "ERROR" or any(c.type == "ERROR" or c.is_missing for c in root.children):
+        log.debug("%s: syntax errors at the top level; splitting by lines", doc.rel_path)
+        return None
+    nodes = top_level(root, spec)
+    if not nodes:
+        return None
+    chunker = _CodeChunker(layout, spec, source, doc.language)
+    items = chunker.items(nodes, None, layout.first_line, layout.last_line)
+    return chunker.emit(items, None)
+
+
+def _lines(node: Node) -> tuple[int, int]:
+    start_row = node.start_point[0]
+    end_row, end_column = node.end_point
+    last = end_row + 1 if end_column > 0 or end_row == start_row else end_row
+    return start_row + 1, max(last, start_row + 1)
+
+
+class _CodeChunker:
+    def __init__(
+        self, layout: Layout, spec: LanguageSpec, source: bytes, language: str | None
+    ) -> None:
+        self.layout = layout
+        self.spec = spec
+        self.source = source
+        self.language = language
+
+    def items(
+        self, nodes: list[Node], prefix: str | None, first: int, last: int, container: bool = False
+    ) -> list[Item]:
+        """Items of `nodes` within lines `first`..`last`, covering every non-blank line."""
+        items: list[Item] = []
+        for node in nodes:
+            start, end = _lines(node)
+            start, end = max(start, first), min(end, last)
+            if items and start <= items[-1].last:
+                if end > items[-1].last:
+                    items[-1] = replace(items[-1], last=end, declaration=False, node=None)
+                continue
+            if start > end:
+                continue
+            name = declaration_name(node, self.spec, self.source)
+            qualified = f"{prefix}.{name}" if prefix and name else name
+            items.append(
+                Item(
+                    start,
+                    end,
+                    qualified,
+                    node,
+                    declaration=name is not None and end > start and not self.spec.data,
+                    comment=node.type in COMMENTS,
+                )
+            )
+        items = self._attach_comments(items)
+        return self._cover(items, first, last, container)
+
+    @staticmethod
+    def _attach_comments(items: list[Item]) -> list[Item]:
+        out: list[Item] = []
+        for item in items:
+            if item.declaration:
+                start = item.first
+                while out and out[-1].comment and out[-1].last + 1 == start:
+                    start = out.pop().first
+                item = replace(item, first=start)
+            out.append(item)
+        return out
+
+    def _cover(self, items: list[Item], first: int, last: int, container: bool) -> list[Item]:
+        """Give non-blank lines that no node holds (stray tokens) to a neighbouring item."""
+        layout = self.layout
+        if not items:
+            span = layout.lines_span(first, last)
+            return [Item(first, last)] if span is not None else []
+        out: list[Item] = []
+        previous_last = first - 1
+        for item in items:
+            gap = layout.lines_span(previous_last + 1, item.first - 1)
+            if gap is not None:
+                if out:
+                    out[-1] = replace(out[-1], last=item.first - 1)
+                elif item.declaration:
+                    out.append(Item(first, item.first - 1, header=container))
+                else:
+                    item = replace(item, first=first, header=container)
+            out.append(item)
+            previous_last = item.last
+        if layout.lines_span(previous_last + 1, last) is not None:
+            out[-1] = replace(out[-1], last=last)
+        return out
+
+    def emit(self, items: list[Item], owner: str | None) -> list[Draft]:
+        """Drafts for items: declarations alone, the rest packed between them."""
+        drafts: list[Draft] = []
+        pending: list[Item] = []
+        for item in items:
+            if not item.declaration:
+                pending.append(item)
+                continue
+            lead = self._lead(pending)
+            if lead is None:
+                drafts.extend(self._pack(pending, owner))
+            pending = []
+            drafts.extend(self._declaration(item, owner, lead))
+        drafts.extend(self._pack(pending, owner))
+        return drafts
+
+    def _lead(self, pending: list[Item]) -> Span | None:
+        """A small container header, to be glued to the first member after it."""
+        if not pending or not pending[0].header:
+            return None
+        span = self.layout.lines_span(pending[0].first, pending[-1].last, sticky=True)
+        small = self.layout.budget.max_tokens // CONTEXT_SHARE
+        return span if span is not None and span.tokens <= small else None
+
+    def _declaration(self, item: Item, owner: str | None, lead: Span | None) -> list[Draft]:
+        layout = self.layout
+        span = layout.lines_span(item.first, item.last)
+        if span is None:
+            return []
+        context = layout.label(item.name or "")[0] if owner else ""
+        room = layout.room(context)
+        start = lead.a if lead is not None else span.a
+        tokens = span.tokens + (lead.tokens if lead is not None else 0)
+        if layout.fits(tokens, start, span.b, room):
+            return [Draft(start, span.b, 0, context, "", item.name, self.language)]
+        drafts: list[Draft] = []
+        if lead is not None and layout.fits(span.tokens, span.a, span.b, room):
+            drafts.append(Draft(lead.a, lead.b, 0, context, "", owner, self.language))
+            return [*drafts, Draft(span.a, span.b, 0, context, "", item.name, self.language)]
+        inner = self._members(item, item.name)
+        if inner is not None:
+            if lead is not None:
+                drafts.append(Draft(lead.a, lead.b, 0, context, "", owner, self.language))
+            return drafts + inner
+        context, _ = layout.label(item.name or "")
+        units = [Unit(span)] if lead is None else [Unit(lead), Unit(span)]
+        return layout.pack_drafts(units, context, "", item.name, self.language)
+
+    def _members(self, item: Item, owner: str | None) -> list[Draft] | None:
+        """Drafts of a container's members, or None when `item` has none."""
+        if item.node is None:
+            return None
+        nodes = members(item.node, self.spec)
+        if not nodes:
+            return None
+        inner = self.items(nodes, owner, item.first, item.last, container=True)
+        return self.emit(inner, owner) if inner else None
+
+    def _pack(self, items: list[Item], owner: str | None) -> list[Draft]:
+        """Pack consecutive non-declaration items; an oversized container is opened."""
+        layout = self.layout
+        context = layout.label(owner)[0] if owner else ""
+        room = layout.room(context)
+        drafts: list[Draft] = []
+        run: list[tuple[Item, Unit]] = []
+        for item in items:
+            span = layout.lines_span(item.first, item.last)
+            if span is None:
+                continue
+            if not layout.fits(span.tokens, span.a, span.b, room) and item.node is not None:
+                inner = self._members(item, item.name or owner)
+                if inner is not None:
+                    drafts.extend(self._pack_run(run, context, owner))
+                    run = []
+                    drafts.extend(inner)
+                    continue
+            run.append((item, Unit(span)))
+        drafts.extend(self._pack_run(run, context, owner))
+        return drafts
+
+    def _pack_run(
+        self, run: list[tuple[Item, Unit]], context: str, owner: str | None
+    ) -> list[Draft]:
+        if not run:
+            return []
+        drafts = self.layout.pack_drafts([u for _, u in run], context, "", owner, self.language)
+        if owner is not None or not self.spec.data:
+            return drafts
+        named = [(u.span.a, u.span.b, i.name) for i, u in run]
+        out: list[Draft] = []
+        for draft in drafts:
+            inside = [name for a, b, name in named if a < draft.b and b > draft.a]
+            out.append(replace(draft, symbol=inside[0] if len(inside) == 1 else None))
+        return out

@@ -1,59 +1,331 @@
-"""Markdown: one chunk per heading section, the heading path embedded as context."""
+"""Markdown: heading sections, the heading path embedded as context.
+
+The body (front matter excluded) is read as CommonMark-ish blocks: ATX and setext headings,
+fenced code blocks (a `#` line inside a fence is code, not a heading), lists (items with
+their continuation lines and nested items), and paragraphs (which include tables, quotes
+and HTML). Headings cut the body into sections, each with its heading path: the titles of
+the enclosing headings, "Guide > Install > Linux", preceded by the front matter `title`
+unless the document has its own level-1 heading (or its outermost heading is the title).
+
+Then:
+
+* a section holding only its heading is glued to the next one, so a lone title line is
+  never a chunk of its own;
+* small adjacent sections merge while the chunk is under half the budget and the whole
+  still fits, as long as none is shallower than the first (a subsection never merges with
+  the next chapter's heading above it); the merged chunk's heading path is the common
+  ancestor of its sections (sections with no common ancestor do not merge);
+* a section that does not fit is packed block by block; a block that fits is never split
+  (a fenced code block, a table, a list), one that does not is split at list items, then
+  lines, sentences and word pieces, and only its pieces overlap.
+
+Every chunk embeds `"<heading path>\\n\\n"` before its text (the chunk's `context`, counted
+in the budget) and carries the path as `heading`. A body without headings is paragraphs
+packed the same way, under the title when there is one.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from ..records import Chunk, Document
 from . import Budget
-from .text import chunk_lines
+from .layout import Draft, Layout, Span, Unit
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FENCE_ANY = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_SETEXT = re.compile(r"^ {0,3}(={2,}|-{2,})[ \t]*$")
+_LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]|$)")
+_BREAK = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
+_ATTRIBUTES = re.compile(r"[ \t]*\{[#.][^}]*\}[ \t]*$")
+_NOT_SETEXT = ("|", ">", "<", "{{", "- ", "* ", "+ ")
+_SUMMARY_KEY = re.compile(r"^[\"']?(title|description)[\"']?\s*:", re.IGNORECASE)
+#: Sections merge while the chunk being built is smaller than this share of the budget.
+MERGE_SHARE = 2
 
 
-def find_headings(lines: list[str], first: int) -> list[tuple[int, int, str]]:
-    """(line number, level, title) of each ATX heading outside fenced code blocks."""
-    headings: list[tuple[int, int, str]] = []
-    fence: str | None = None
-    for number in range(first, len(lines) + 1):
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Lines `first`..`last` of one Markdown block."""
+
+    kind: str  # heading, fence, list, paragraph
+    first: int
+    last: int
+    level: int = 0
+    title: str = ""
+    items: tuple[tuple[int, int], ...] = ()  # a list's top-level items
+
+
+@dataclass(slots=True)
+class Section:
+    """A heading (or the text before the first one) and the blocks under it."""
+
+    level: int  # 0 for the text before the first heading
+    path: tuple[str, ...]
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def heading_only(self) -> bool:
+        return all(b.kind == "heading" for b in self.blocks)
+
+
+def parse_blocks(lines: list[str], first: int, last: int) -> list[Block]:
+    """The blocks of lines `first`..`last` (1-based), in order."""
+    blocks: list[Block] = []
+    number = first
+    while number <= last:
         line = lines[number - 1]
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
+        if not line.strip():
+            number += 1
             continue
+        fence = _FENCE.match(line)
+        if fence:
+            end = _fence_end(lines, number, fence.group(1), last)
+            blocks.append(Block("fence", number, end))
+            number = end + 1
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            blocks.append(Block("heading", number, number, len(atx.group(1)), _title(atx.group(2))))
+            number += 1
+            continue
+        item = _LIST.match(line)
+        if item and not _BREAK.match(line):
+            end, items = _list_end(lines, number, last, len(item.group(1)))
+            blocks.append(Block("list", number, end, items=items))
+            number = end + 1
+            continue
+        block = _paragraph(lines, number, last)
+        blocks.append(block)
+        number = block.last + 1
+    return blocks
+
+
+def _title(text: str) -> str:
+    return _ATTRIBUTES.sub("", text).strip()
+
+
+def _fence_end(lines: list[str], start: int, marker: str, last: int) -> int:
+    """The closing line of the fence opened at `start` (an unclosed fence runs to the end)."""
+    closing = re.compile(r"^[ \t]*" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*$")
+    for number in range(start + 1, last + 1):
+        if closing.match(lines[number - 1]):
+            return number
+    return last
+
+
+def _paragraph(lines: list[str], start: int, last: int) -> Block:
+    end = start
+    while end < last:
+        following = lines[end]
+        if not following.strip() or _FENCE.match(following) or _ATX.match(following):
+            break
+        if _SETEXT.match(following) and not lines[start - 1].lstrip().startswith(_NOT_SETEXT):
+            title = " ".join(lines[n - 1].strip() for n in range(start, end + 1))
+            level = 1 if following.strip().startswith("=") else 2
+            return Block("heading", start, end + 1, level, _title(title))
+        end += 1
+    return Block("paragraph", start, end)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _list_end(
+    lines: list[str], start: int, last: int, base: int
+) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """The last line of the list starting at `start`, and its top-level items."""
+    items: list[tuple[int, int]] = []
+    item_start = end = start
+    fence: str | None = None
+    opened = _FENCE_ANY.match(lines[start - 1][_indent(lines[start - 1]) + 1 :].lstrip())
+    if opened:
+        fence = opened.group(1)
+    number = start + 1
+    while number <= last:
+        line = lines[number - 1]
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0]):
+                fence = None
+            end = number
+            number += 1
+            continue
+        if not line.strip():
+            ahead = number
+            while ahead <= last and not lines[ahead - 1].strip():
+                ahead += 1
+            if ahead > last:
+                break
+            following = lines[ahead - 1]
+            sibling = _LIST.match(following) and _indent(following) < base + 2
+            if not sibling and _indent(following) < base + 2:
+                break
+            number = ahead
+            continue
+        indent = _indent(line)
+        item = _LIST.match(line)
+        if item and indent < base + 2 and not _BREAK.match(line):
+            items.append((item_start, end))
+            item_start = number
+        elif indent < base + 2 and (_ATX.match(line) or _FENCE.match(line) or _BREAK.match(line)):
+            break
+        opened = _FENCE_ANY.match(line)
         if opened:
             fence = opened.group(1)
+        end = number
+        number += 1
+    items.append((item_start, end))
+    return end, tuple(items)
+
+
+def build_sections(blocks: list[Block], title: str) -> list[Section]:
+    """Cut the blocks at headings; each section gets its heading path."""
+    root = (title,) if title else ()
+    sections = [Section(0, root)]
+    stack: list[tuple[int, str]] = []
+    for block in blocks:
+        if block.kind != "heading":
+            sections[-1].blocks.append(block)
             continue
-        match = _ATX.match(line)
-        if match:
-            headings.append((number, len(match.group(1)), match.group(2).strip()))
-    return headings
+        while stack and stack[-1][0] >= block.level:
+            stack.pop()
+        stack.append((block.level, block.title))
+        titles = tuple(t for _, t in stack if t)
+        own_title = any(level == 1 for level, _ in stack) or (
+            bool(titles) and titles[0].casefold() == title.casefold()
+        )
+        sections.append(Section(block.level, titles if own_title else root + titles, [block]))
+    return [s for s in sections if s.blocks]
+
+
+def glue_headings(sections: list[Section]) -> list[Section]:
+    """Prepend each heading-only section to the section that follows it."""
+    glued: list[Section] = []
+    pending: Section | None = None
+    for section in sections:
+        if pending is not None:
+            if section.path[: len(pending.path)] == pending.path:
+                path = section.path
+            else:
+                path = _common(pending.path, section.path)
+            section = Section(
+                min(pending.level, section.level), path, pending.blocks + section.blocks
+            )
+            pending = None
+        if section.heading_only:
+            pending = section
+        else:
+            glued.append(section)
+    if pending is not None:
+        glued.append(pending)
+    return glued
+
+
+def _common(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def front_matter_chunks(doc: Document, budget: Budget) -> list[Chunk]:
+    """A body-less Markdown page (a section index): its title and description lines.
+
+    The chunk is the exact excerpt of the front matter from the first `title:` or
+    `description:` line to the end of the last one (with its continuation lines).
+    """
+    lines = doc.text.split("\n")
+    fence_end = doc.body_start_line - 2  # index of the closing fence
+    keys = [i for i in range(1, fence_end) if _SUMMARY_KEY.match(lines[i])]
+    if not keys:
+        return []
+    last = keys[-1]
+    while last + 1 < fence_end and lines[last + 1][:1] in (" ", "\t"):
+        last += 1
+    layout = Layout(doc.text, keys[0] + 1, budget)
+    span = layout.lines_span(keys[0] + 1, last + 1)
+    if span is None:
+        return []
+    title = doc.metadata.get("title")
+    heading = " ".join(title.split()) if isinstance(title, str) else ""
+    return layout.finish(layout.pack_drafts([Unit(span)], "", heading))
 
 
 def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
-    lines = doc.text.split("\n")
-    headings = find_headings(lines, doc.body_start_line)
+    if not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip():
+        return front_matter_chunks(doc, budget)
+    layout = Layout(doc.text, doc.body_start_line, budget)
+    blocks = parse_blocks(layout.lines, layout.first_line, layout.last_line)
     title = doc.metadata.get("title")
-    root = [str(title)] if isinstance(title, str) and title.strip() else []
-    bounds: list[tuple[int, int, list[str]]] = []
-    first_heading = headings[0][0] if headings else len(lines) + 1
-    if first_heading > doc.body_start_line:
-        bounds.append((doc.body_start_line, first_heading - 1, root))
-    stack: list[tuple[int, str]] = []
-    for index, (number, level, text) in enumerate(headings):
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, text))
-        end = headings[index + 1][0] - 1 if index + 1 < len(headings) else len(lines)
-        path = [t for _, t in stack]
-        if root and path and path[0] != root[0] and level > 1:
-            path = root + path
-        bounds.append((number, end, path))
-    chunks: list[Chunk] = []
-    for first, last, path in bounds:
-        heading = " > ".join(path)
-        context = f"{heading}\n\n" if heading else ""
-        chunks.extend(chunk_lines(lines, first, last, context, heading, budget))
-    return chunks
+    root = " ".join(title.split()) if isinstance(title, str) else ""
+    sections = glue_headings(build_sections(blocks, root))
+    drafts: list[Draft] = []
+    for group, path in _groups(sections, layout):
+        context, heading = layout.label(" > ".join(path))
+        first, last = group[0].blocks[0].first, group[-1].blocks[-1].last
+        if len(group) > 1:
+            span = layout.lines_span(first, last)
+            if span is not None:
+                drafts.append(Draft(span.a, span.b, 0, context, heading))
+            continue
+        units = [u for b in group[0].blocks if (u := _unit(layout, b)) is not None]
+        drafts.extend(layout.pack_drafts(units, context, heading, language=doc.language))
+    return layout.finish(drafts)
+
+
+def _groups(
+    sections: list[Section], layout: Layout
+) -> Iterator[tuple[list[Section], tuple[str, ...]]]:
+    """Runs of adjacent small sections that fit together, with their common path."""
+    soft = layout.budget.max_tokens // MERGE_SHARE
+    index = 0
+    while index < len(sections):
+        first = sections[index]
+        group, path = [first], first.path
+        span = _section_span(layout, first)
+        index += 1
+        if span is None:
+            yield group, path
+            continue
+        a, b, tokens = span.a, span.b, span.tokens
+        if layout.fits(tokens, a, b, layout.room(_context(layout, path))):
+            while index < len(sections) and tokens < soft:
+                following = sections[index]
+                more = _section_span(layout, following)
+                if following.level < first.level or more is None:
+                    break
+                common = _common(path, following.path)
+                if path and not common:
+                    break  # siblings without a common ancestor keep their own headings
+                room = layout.room(_context(layout, common))
+                if not layout.fits(tokens + more.tokens, a, more.b, room):
+                    break
+                group.append(following)
+                path, b, tokens = common, more.b, tokens + more.tokens
+                index += 1
+        yield group, path
+
+
+def _context(layout: Layout, path: tuple[str, ...]) -> str:
+    return layout.label(" > ".join(path))[0]
+
+
+def _section_span(layout: Layout, section: Section) -> Span | None:
+    return layout.lines_span(section.blocks[0].first, section.blocks[-1].last)
+
+
+def _unit(layout: Layout, block: Block) -> Unit | None:
+    span = layout.lines_span(block.first, block.last, sticky=block.kind == "heading")
+    if span is None:
+        return None
+    parts: tuple[Span, ...] = ()
+    if block.kind == "list" and len(block.items) > 1:
+        parts = tuple(
+            p for first, last in block.items if (p := layout.lines_span(first, last)) is not None
+        )
+    return Unit(span, parts)

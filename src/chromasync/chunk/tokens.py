@@ -1,7 +1,15 @@
-"""Token counting with the embedding model's own tokenizer (no model load, no network)."""
+"""Token counting with the embedding model's own tokenizer (no model load, no network).
+
+A `TokenMeter` only has to `count` and `cut`. The Hugging Face meter also offers `count_many`
+(one batched call), `spans` (the character offsets of every word piece) and `additive`:
+True when no word piece can cross whitespace, so that the count of a text is the sum of the
+counts of its whitespace-separated parts. The chunkers use these, when present, to measure a
+whole document with one tokenizer call instead of one call per candidate chunk.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -19,6 +27,14 @@ class TokenMeter(Protocol):
         ...
 
 
+#: Pre-tokenizers that split at every whitespace character, and normalizers that keep
+#: whitespace where it is: together they make counts add up over lines and paragraphs.
+_SPLITTING_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_KEEPING_NORMALIZERS = frozenset(
+    {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
+)
+
+
 class HFTokenMeter:
     """A `TokenMeter` over a Hugging Face `tokenizer.json` (the `tokenizers` library)."""
 
@@ -28,12 +44,21 @@ class HFTokenMeter:
         self._tokenizer = Tokenizer.from_file(tokenizer_json)
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
+        pre = type(self._tokenizer.pre_tokenizer).__name__
+        norm = type(self._tokenizer.normalizer).__name__
+        self.additive = pre in _SPLITTING_PRE_TOKENIZERS and norm in _KEEPING_NORMALIZERS
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) character offsets of each word piece of `text`, in order."""
+        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def count_many(self, texts: list[str]) -> list[int]:
-        encoded = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encoded]
 
     def cut(self, text: str, max_tokens: int) -> int:
@@ -45,6 +70,14 @@ class HFTokenMeter:
         if space > end // 2:
             end = space + 1
         return max(end, 1)
+
+
+def count_all(meter: TokenMeter, texts: Sequence[str]) -> list[int]:
+    """`meter.count` of each text, in one batched call when the meter offers one."""
+    many = getattr(meter, "count_many", None)
+    if many is not None:
+        return list(many(texts))
+    return [meter.count(t) for t in texts]
 
 
 def bundled_model_dir() -> Path:

@@ -1,0 +1,228 @@
+"""Is ingest bound by the model? Raw model throughput against cold-ingest throughput, and
+the start-up of a one-chunk run, measured side by side in one run.
+
+    nice python benchmarks/model_throughput.py                  # 600 SciFact docs
+    nice python benchmarks/model_throughput.py --docs 5183 --skip-startup
+
+Throughput. The texts are exactly those a cold ingest embeds (collected by planning the
+corpus once with a recording embedder). "Raw" calls the loaded local model directly on all
+of them (`embed_documents`, batches of 32 sorted by length); "ingest" is `api.ingest` of
+the corpus into a fresh data dir (empty manifest, cache and collection) with the same
+loaded model, once into the embedded store and once into a `chroma run` server on
+loopback. Raw is measured before and after the ingests and averaged, so machine load
+drifts into both. The rest of an ingest's time is split into embedding, Chroma writes,
+cache writes and everything else (walk, read, chunk, plan, manifest).
+
+Start-up. Wall time of `python -m chromasync ingest ONE_FILE_DIR` that embeds one chunk into
+a fresh data dir: with `--embed-option backend=torch` (sentence-transformers) and with the
+default ONNX backend (export already cached), median of N runs each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+sys.path.insert(0, str(REPO / "src"))
+
+from chromasync import api  # noqa: E402
+from chromasync.config import resolve_settings  # noqa: E402
+from chromasync.embed.hashing import HashEmbedder  # noqa: E402
+from chromasync.embed.local import LocalEmbedder  # noqa: E402
+
+
+class Recorder(HashEmbedder):
+    """Plans like the real model (same tokenizer and budget) and records the texts."""
+
+    def __init__(self, model: LocalEmbedder) -> None:
+        super().__init__(dimension=8, tokenizer_path=model.tokenizer_path)
+        self.max_tokens = model.max_tokens
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+@contextmanager
+def timed(totals: dict[str, float], key: str) -> Iterator[None]:
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        totals[key] = totals.get(key, 0.0) + time.perf_counter() - began
+
+
+def wrap(owner: Any, name: str, totals: dict[str, float], key: str) -> Callable[[], None]:
+    original = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with timed(totals, key):
+            return original(*args, **kwargs)
+
+    setattr(owner, name, wrapper)
+    return lambda: setattr(owner, name, original)
+
+
+def settings_for(data_dir: Path, url: str | None) -> Any:
+    flags: dict[str, Any] = {"data_dir": str(data_dir)}
+    if url:
+        flags["chroma_url"] = url
+    return resolve_settings(flags, {"CHROMASYNC_COLLECTIONS": "shared"})
+
+
+def raw_throughput(model: LocalEmbedder, texts: list[str]) -> float:
+    began = time.perf_counter()
+    model.embed_documents(texts)
+    return len(texts) / (time.perf_counter() - began)
+
+
+def ingest_run(corpus: Path, model: LocalEmbedder, data: Path, url: str | None) -> dict[str, Any]:
+    from chromasync.embed.cache import EmbeddingCache
+    from chromasync.store import Collection
+
+    totals: dict[str, float] = {}
+    undo = [
+        wrap(model, "embed_documents", totals, "embed"),
+        wrap(Collection, "upsert", totals, "chroma_write"),
+        wrap(EmbeddingCache, "put_many", totals, "cache_write"),
+    ]
+    try:
+        began = time.perf_counter()
+        [summary] = api.ingest([api.source_for(corpus)], settings_for(data, url), embedder=model)
+        wall = time.perf_counter() - began
+    finally:
+        for restore in undo:
+            restore()
+    other = wall - sum(totals.values())
+    return {
+        "chunks": summary.chunks_embedded,
+        "wall_s": round(wall, 2),
+        "texts_per_s": round(summary.chunks_embedded / wall, 1),
+        "share": {k: round(v / wall, 3) for k, v in {**totals, "other": other}.items()},
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def chroma_server(path: Path) -> Iterator[str]:
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    chroma = Path(sys.executable).parent / "chroma"
+    with (path.parent / "chroma.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/api/v2/heartbeat", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def startup(tmp: Path, runs: int) -> dict[str, float]:
+    one = tmp / "one"
+    one.mkdir()
+    (one / "note.md").write_text("# One\n\nA single short note about kites.\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["CHROMASYNC_COLLECTIONS"] = "shared"
+    out: dict[str, list[float]] = {"torch": [], "onnx": []}
+    for n in range(runs):
+        for backend in ("torch", "onnx"):
+            data = tmp / f"start-{backend}-{n}"
+            args = [sys.executable, "-m", "chromasync", "ingest", str(one)]
+            args += ["--data-dir", str(data), "--json", "--embed-option", f"backend={backend}"]
+            began = time.perf_counter()
+            done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+            wall = time.perf_counter() - began
+            if done.returncode != 0:
+                raise SystemExit(done.stderr)
+            assert json.loads(done.stdout)["chunks_embedded"] == 1
+            out[backend].append(wall)
+    return {f"{k}_median_s": round(statistics.median(v), 2) for k, v in out.items()} | {
+        f"{k}_runs_s": [round(x, 2) for x in v]
+        for k, v in out.items()  # type: ignore[misc]
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=600, help="SciFact documents (max 5183)")
+    parser.add_argument("--startup-runs", type=int, default=3)
+    parser.add_argument("--skip-startup", action="store_true")
+    parser.add_argument("--skip-server", action="store_true")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="chromasync-model-bench-"))
+    try:
+        corpus = tmp / "scifact"
+        tool = SHARED / "tools" / "materialize_scifact.py"
+        limit = ["--limit", str(args.docs)]
+        subprocess.run([sys.executable, str(tool), str(corpus), *limit], check=True)
+        model = LocalEmbedder()
+        recorder = Recorder(model)
+        api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
+        texts = recorder.texts
+        model.embed_documents(texts[:32])  # load and warm up, outside every measurement
+        report: dict[str, Any] = {
+            "docs": args.docs,
+            "texts": len(texts),
+            "runtime": model.runtime,
+            "cpus": os.cpu_count(),
+            "load_avg_start": os.getloadavg()[0],
+        }
+        raw_before = raw_throughput(model, texts)
+        embedded = ingest_run(corpus, model, tmp / "data-embedded", None)
+        server: dict[str, Any] | None = None
+        if not args.skip_server:
+            with chroma_server(tmp / "server-db") as url:
+                server = ingest_run(corpus, model, tmp / "data-server", url)
+        raw_after = raw_throughput(model, texts)
+        raw = (raw_before + raw_after) / 2
+        report["raw_texts_per_s"] = {
+            "before": round(raw_before, 1),
+            "after": round(raw_after, 1),
+            "mean": round(raw, 1),
+        }
+        report["ingest_embedded"] = embedded | {"ratio": round(embedded["texts_per_s"] / raw, 3)}
+        if server is not None:
+            report["ingest_server"] = server | {"ratio": round(server["texts_per_s"] / raw, 3)}
+        if not args.skip_startup:
+            report["startup_one_chunk"] = startup(tmp, args.startup_runs)
+        report["load_avg_end"] = os.getloadavg()[0]
+        print(json.dumps(report, indent=2))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""What a declaration is in each language the code chunker knows (tree-sitter node types).
+
+For each language: the node types that are declarations (each becomes its own chunk, with
+its name as `symbol`), those of them that are containers (a class, impl, namespace, or a
+mapping in a data file: when one is too large for a chunk, its members are chunked one by
+one and their symbols qualified, "Store.open"), and the wrappers that carry a declaration
+inside them (decorators, `export`, C++ templates). Everything else at the top level
+(imports, constants, statements) is packed in between, and comments directly above a
+declaration belong to it.
+
+Data formats (JSON, YAML, TOML) are `data`: their top-level entries are packed together,
+and an entry that does not fit is split at its own entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Node = Any  # tree_sitter.Node; the bindings' types are not needed here
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageSpec:
+    grammar: str
+    declarations: frozenset[str]
+    containers: frozenset[str] = frozenset()
+    wrappers: frozenset[str] = frozenset()
+    data: bool = False
+
+
+def _spec(
+    grammar: str,
+    declarations: str,
+    containers: str = "",
+    wrappers: str = "",
+    data: bool = False,
+) -> LanguageSpec:
+    return LanguageSpec(
+        grammar,
+        frozenset(declarations.split()),
+        frozenset(containers.split()),
+        frozenset(wrappers.split()),
+        data,
+    )
+
+
+_JS_DECLARATIONS = (
+    "function_declaration generator_function_declaration class_declaration "
+    "abstract_class_declaration interface_declaration type_alias_declaration enum_declaration "
+    "method_definition lexical_declaration variable_declaration internal_module module "
+    "abstract_method_signature method_signature"
+)
+_JS_CONTAINERS = (
+    "class_declaration abstract_class_declaration interface_declaration internal_module"
+)
+_C_DECLARATIONS = (
+    "function_definition struct_specifier union_specifier enum_specifier type_definition"
+)
+_CPP_DECLARATIONS = _C_DECLARATIONS + (
+    " class_specifier namespace_definition template_declaration linkage_specification"
+)
+
+LANGUAGES: dict[str, LanguageSpec] = {
+    "python": _spec(
+        "python",
+        "function_definition class_definition decorated_definition",
+        "class_definition",
+        "decorated_definition",
+    ),
+    "javascript": _spec("javascript", _JS_DECLARATIONS, _JS_CONTAINERS, "export_statement"),
+    "typescript": _spec("typescript", _JS_DECLARATIONS, _JS_CONTAINERS, "export_statement"),
+    "tsx": _spec("tsx", _JS_DECLARATIONS, _JS_CONTAINERS, "export_statement"),
+    "go": _spec("go", "function_declaration method_declaration type_declaration"),
+    "rust": _spec(
+        "rust",
+        "function_item struct_item enum_item union_item trait_item impl_item mod_item "
+        "macro_definition type_item function_signature_item",
+        "impl_item trait_item mod_item",
+    ),
+    "java": _spec(
+        "java",
+        "class_declaration interface_declaration enum_declaration record_declaration "
+        "annotation_type_declaration method_declaration constructor_declaration",
+        "class_declaration interface_declaration enum_declaration record_declaration",
+    ),
+    "c": _spec("c", _C_DECLARATIONS, "preproc_ifdef preproc_if"),
+    "cpp": _spec(
+        "cpp",
+        _CPP_DECLARATIONS,
+        "class_specifier struct_specifier namespace_definition linkage_specification "
+        "preproc_ifdef preproc_if",
+        "template_declaration",
+    ),
+    "csharp": _spec(
+        "csharp",
+        "class_declaration struct_declaration interface_declaration enum_declaration "
+        "record_declaration namespace_declaration method_declaration constructor_declaration "
+        "delegate_declaration",
+        "class_declaration struct_declaration interface_declaration record_declaration "
+        "namespace_declaration",
+    ),
+    "ruby": _spec("ruby", "method singleton_method class module", "class module"),
+    "php": _spec(
+        "php",
+        "function_definition class_declaration interface_declaration trait_declaration "
+        "enum_declaration method_declaration",
+        "class_declaration interface_declaration trait_declaration enum_declaration",
+    ),
+    "bash": _spec("bash", "function_definition"),
+    "json": _spec("json", "pair", "pair", data=True),
+    "yaml": _spec("yaml", "block_mapping_pair", "block_mapping_pair", data=True),
+    "toml": _spec("toml", "table table_array_element pair", "table table_array_element", data=True),
+}
+COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+#: JavaScript `const f = () => ...` is a declaration only when the value is a function/class.
+_FUNCTION_VALUES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function", "class"}
+)
+
+
+def text_of(node: Node, source: bytes) -> str:
+    return str(source[node.start_byte : node.end_byte].decode("utf-8", "replace"))
+
+
+def unwrap(node: Node, spec: LanguageSpec) -> Node:
+    """The declaration inside a wrapper (decorator, export, template), else the node."""
+    while node.type in spec.wrappers:
+        inner = node.child_by_field_name("definition") or node.child_by_field_name("declaration")
+        if inner is None:
+            named = [c for c in node.named_children if c.type not in COMMENTS]
+            inner = named[-1] if named else None
+        if inner is None:
+            return node
+        node = inner
+    return node
+
+
+def declaration_name(node: Node, spec: LanguageSpec, source: bytes) -> str | None:
+    """The name of the declaration `node`, or None when it is not a declaration."""
+    inner = unwrap(node, spec)
+    kind = inner.type
+    if kind not in spec.declarations:
+        return None
+    if kind in ("lexical_declaration", "variable_declaration"):
+        for declarator in inner.named_children:
+            value = declarator.child_by_field_name("value")
+            if value is not None and value.type in _FUNCTION_VALUES:
+                return _field_text(declarator, "name", source)
+        return None
+    if kind == "method_declaration" and spec.grammar == "go":
+        receiver = inner.child_by_field_name("receiver")
+        owner = _innermost_type(receiver, source) if receiver is not None else None
+        name = _field_text(inner, "name", source)
+        return f"{owner}.{name}" if owner and name else name
+    if kind == "type_declaration":
+        for child in inner.named_children:
+            if child.type in ("type_spec", "type_alias"):
+                return _field_text(child, "name", source)
+        return None
+    if kind == "impl_item":
+        return _field_text(inner, "type", source)
+    if kind in ("function_definition", "type_definition") and spec.grammar in ("c", "cpp"):
+        return _declarator_name(inner, source)
+    if kind == "pair" and spec.grammar == "json":
+        key = inner.child_by_field_name("key")
+        return text_of(key, source).strip("\"'") if key is not None else None
+    if kind in ("block_mapping_pair", "pair", "table", "table_array_element"):
+        key = inner.child_by_field_name("key")
+        if key is None:
+            keys = [c for c in inner.named_children if c.type.endswith("key")]
+            key = keys[0] if keys else None
+        return _one_line(text_of(key, source)).strip("\"'") if key is not None else None
+    return _field_text(inner, "name", source) or _field_text(inner, "declarator", source)
+
+
+def members(node: Node, spec: LanguageSpec) -> list[Node]:
+    """The member nodes of a container (empty when `node` holds no members)."""
+    inner = unwrap(node, spec)
+    if inner.type not in spec.containers:
+        return []
+    if inner.type in ("preproc_ifdef", "preproc_if"):
+        skip = {inner.child_by_field_name("name"), inner.child_by_field_name("condition")}
+        return [c for c in inner.named_children if c not in skip]
+    if spec.data:
+        if inner.type in ("table", "table_array_element"):
+            return [c for c in inner.named_children if c.type == "pair"]
+        value = inner.child_by_field_name("value")
+        while value is not None and value.type in ("block_node", "flow_node"):
+            value = value.named_children[0] if value.named_children else None
+        if value is None or value.type not in ("object", "block_mapping"):
+            return []
+        return [c for c in value.named_children if c.type in spec.declarations]
+    body = inner.child_by_field_name("body")
+    if body is None:
+        bodies = [c for c in inner.named_children if c.type.endswith(("body", "list"))]
+        body = bodies[-1] if bodies else None
+    return list(body.named_children) if body is not None else []
+
+
+def top_level(root: Node, spec: LanguageSpec) -> list[Node]:
+    """The nodes to chunk at the top of a file (a data file's root value's entries)."""
+    if not spec.data:
+        return list(root.named_children)
+    node = root
+    while node.named_children and node.type in ("document", "stream", "block_node"):
+        if node.type == "document" and spec.grammar == "toml":
+            break
+        documents = [c for c in node.named_children if c.type not in COMMENTS]
+        if len(documents) != 1:
+            break
+        node = documents[0]
+    return list(node.named_children) if node is not root or spec.grammar == "toml" else []
+
+
+def _field_text(node: Node, field: str, source: bytes) -> str | None:
+    child = node.child_by_field_name(field)
+    return _one_line(text_of(child, source)) if child is not None else None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:200]
+
+
+def _innermost_type(node: Node, source: bytes) -> str | None:
+    stack = [node]
+    while stack:
+        current = stack.pop(0)
+        if current.type == "type_identifier":
+            return text_of(current, source)
+        stack.extend(current.named_children)
+    return None
+
+
+def _declarator_name(node: Node, source: bytes) -> str | None:
+    """The identifier at the bottom of a C/C++ declarator chain (`*f(int)` -> `f`)."""
+    current = node.child_by_field_name("declarator")
+    while current is not None:
+        if current.type in (
+            "identifier",
+            "field_identifier",
+            "qualified_identifier",
+            "destructor_name",
+            "operator_name",
+            "type_identifier",
+        ):
+            return _one_line(text_of(current, source))
+        following = current.child_by_field_name("declarator")
+        if following is None:
+            named = current.named_children
+            following = named[0] if named else None
+        current = following
+    return None

@@ -1,0 +1,474 @@
+"""Measuring, splitting and packing: the machinery every chunker shares.
+
+Everything works in character offsets into the normalised document text, so a chunk's text
+is `text[a:b]`, an exact excerpt by construction. A `Span` is a run of whole lines, or a
+piece of one line, with its size in word pieces. A chunker turns its structure (sections,
+blocks, declarations) into `Unit`s and lets `Layout.pack` fill chunks greedily: a unit that
+fits is never split; one that does not is subdivided (its `parts`, then paragraphs, lines,
+sentences, and finally cuts at word-piece boundaries), and only between the pieces of one
+subdivided unit do consecutive chunks overlap (up to an eighth of the budget). A chunk is
+always whole lines, or a piece of one line: pieces of a long line never join other lines.
+
+Measuring is cheap when the meter is `additive` (no word piece crosses whitespace, as with
+BERT's WordPiece): the body is tokenized once and the size of any range between whitespace
+boundaries is a bisection over the word pieces' start offsets. Other meters count each
+non-blank line once, and every finished chunk is checked with the meter and re-split if it
+is over budget.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from ..records import Chunk
+from . import Budget
+from .tokens import count_all
+
+#: The end of a sentence: terminal punctuation, closing quotes or brackets, then spaces.
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*(\s+)")
+#: Characters at which two excerpts may be joined without changing how either tokenizes.
+_JOINS = " \t\n"
+#: A context label may take at most this share of the budget; longer ones are cut.
+CONTEXT_SHARE = 4
+#: Overlap between pieces of one subdivided unit: at most this share of the budget.
+OVERLAP_SHARE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Characters `a`..`b` of the document: whole lines, or a piece of one line."""
+
+    a: int
+    b: int
+    tokens: int
+    unit: int = -1  # pieces of one subdivided unit share it; only they may overlap
+    sticky: bool = False  # a heading: never the last thing in a chunk
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A block offered to `Layout.pack`: kept whole if it fits, else split (`parts` first)."""
+
+    span: Span
+    parts: tuple[Span, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A chunk before it becomes a `Chunk`: its offsets and labels."""
+
+    a: int
+    b: int
+    overlap: int = 0
+    context: str = ""
+    heading: str = ""
+    symbol: str | None = None
+    language: str | None = None
+
+
+class Layout:
+    """One document's lines and word pieces, and the operations on ranges of it."""
+
+    def __init__(self, text: str, body_start_line: int, budget: Budget) -> None:
+        self.text = text
+        self.budget = budget
+        self.limit = budget.char_limit
+        self.lines = text.split("\n")
+        self.first_line = max(body_start_line, 1)
+        self.last_line = len(self.lines)
+        starts = [0]
+        for line in self.lines:
+            starts.append(starts[-1] + len(line) + 1)
+        self._starts = starts
+        meter = budget.meter
+        self.exact = bool(getattr(meter, "additive", False)) and hasattr(meter, "spans")
+        self._contexts: dict[str, int] = {}
+        self._token_starts: list[int] = []
+        self._line_sums: list[int] = []
+        body_at = starts[self.first_line - 1] if self.first_line <= self.last_line else len(text)
+        if self.exact:
+            spans: list[tuple[int, int]] = meter.spans(text[body_at:])  # type: ignore[attr-defined]
+            self._token_starts = [start + body_at for start, _ in spans]
+        else:
+            numbers = [
+                n for n in range(self.first_line, self.last_line + 1) if self.lines[n - 1].strip()
+            ]
+            per_line = [0] * (self.last_line + 1)
+            for n, count in zip(
+                numbers, count_all(meter, [self.lines[n - 1] for n in numbers]), strict=True
+            ):
+                per_line[n] = count
+            sums = [0]
+            for count in per_line[1:]:
+                sums.append(sums[-1] + count)
+            self._line_sums = sums
+
+    # -- positions -----------------------------------------------------------------------
+
+    def line_start(self, number: int) -> int:
+        return self._starts[number - 1]
+
+    def line_end(self, number: int) -> int:
+        return self._starts[number] - 1
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line holding character `offset`."""
+        return bisect.bisect_right(self._starts, offset)
+
+    def blank(self, number: int) -> bool:
+        return not self.lines[number - 1].strip()
+
+    # -- measuring -----------------------------------------------------------------------
+
+    def tokens(self, a: int, b: int) -> int:
+        """Word pieces of `text[a:b]`; `a` and `b` must sit at whitespace or line ends."""
+        if self.exact:
+            starts = self._token_starts
+            return bisect.bisect_left(starts, b) - bisect.bisect_left(starts, a)
+        first, last = self.line_of(a), self.line_of(b - 1)
+        if a == self.line_start(first) and b == self.line_end(last):
+            return self._line_sums[last] - self._line_sums[first - 1]
+        return self.budget.meter.count(self.text[a:b])
+
+    def fits(self, tokens: int, a: int, b: int, room: int) -> bool:
+        return tokens <= room and b - a <= self.limit
+
+    def excerpt(self, a: int, b: int) -> bool:
+        """True when `text[a:b]` is whole lines or lies within one line (a chunk's shape)."""
+        first, last = self.line_of(a), self.line_of(b - 1)
+        return first == last or (a == self.line_start(first) and b == self.line_end(last))
+
+    def label(self, heading: str) -> tuple[str, str]:
+        """(context, heading) for a heading path, cut to a quarter of the budget."""
+        # Front matter may hold lone surrogates ("\\ud83d" in YAML): pair or replace them.
+        heading = heading.encode("utf-16", "surrogatepass").decode("utf-16", "replace").strip()
+        if not heading:
+            return "", ""
+        share = self.budget.max_tokens // CONTEXT_SHARE
+        if len(heading) > share * 4 or self.context_tokens(heading) > share:
+            meter = self.budget.meter
+            heading = heading[: self.limit // CONTEXT_SHARE]
+            heading = heading[: meter.cut(heading, max(share - 2, 1))].rstrip() + " …"
+        return f"{heading}\n\n", heading
+
+    def context_tokens(self, context: str) -> int:
+        if context not in self._contexts:
+            self._contexts[context] = self.budget.meter.count(context) if context else 0
+        return self._contexts[context]
+
+    def room(self, context: str) -> int:
+        return self.budget.max_tokens - self.context_tokens(context)
+
+    # -- spans ---------------------------------------------------------------------------
+
+    def lines_span(self, first: int, last: int, sticky: bool = False) -> Span | None:
+        """Lines `first`..`last` without blank lines at either end (None if all blank)."""
+        while first <= last and self.blank(first):
+            first += 1
+        while last >= first and self.blank(last):
+            last -= 1
+        if first > last:
+            return None
+        a, b = self.line_start(first), self.line_end(last)
+        return Span(a, b, self.tokens(a, b), sticky=sticky)
+
+    def paragraphs(self, first: int, last: int) -> list[Span]:
+        """Blank-line separated runs of lines among `first`..`last`."""
+        spans: list[Span] = []
+        start: int | None = None
+        for number in range(first, last + 1):
+            if not self.blank(number):
+                if start is None:
+                    start = number
+            elif start is not None:
+                spans.append(self._whole(start, number - 1))
+                start = None
+        if start is not None:
+            spans.append(self._whole(start, last))
+        return spans
+
+    def _whole(self, first: int, last: int) -> Span:
+        a, b = self.line_start(first), self.line_end(last)
+        return Span(a, b, self.tokens(a, b))
+
+    # -- splitting -----------------------------------------------------------------------
+
+    def subdivide(self, span: Span, room: int) -> list[Span]:
+        """Pieces of `span` that each fit `room`: paragraphs, lines, sentences, then cuts."""
+        if self.fits(span.tokens, span.a, span.b, room):
+            return [span]
+        first, last = self.line_of(span.a), self.line_of(span.b - 1)
+        if first != last:
+            groups = self.paragraphs(first, last)
+            if len(groups) <= 1:
+                groups = [self._whole(n, n) for n in range(first, last + 1) if not self.blank(n)]
+            return [piece for group in groups for piece in self.subdivide(group, room)]
+        sentences = self._sentences(span.a, span.b)
+        if len(sentences) > 1:
+            return [piece for s in sentences for piece in self.subdivide(s, room)]
+        return self._cut(span.a, span.b, room)
+
+    def _sentences(self, a: int, b: int) -> list[Span]:
+        bounds: list[tuple[int, int]] = []
+        position = a
+        for match in _SENTENCE_END.finditer(self.text, a, b):
+            if match.start(1) > position:
+                bounds.append((position, match.start(1)))
+            position = match.end(1)
+        end = b
+        while end > position and self.text[end - 1].isspace():
+            end -= 1
+        if end > position:
+            bounds.append((position, end))
+        if len(bounds) <= 1:
+            return [Span(x, y, 0) for x, y in bounds]
+        if self.exact:
+            return [Span(x, y, self.tokens(x, y)) for x, y in bounds]
+        counts = count_all(self.budget.meter, [self.text[x:y] for x, y in bounds])
+        return [Span(x, y, n) for (x, y), n in zip(bounds, counts, strict=True)]
+
+    def _cut(self, a: int, b: int, room: int, context: str | None = None) -> list[Span]:
+        """Cut `text[a:b]` (one line) into pieces within `room` and the character limit.
+
+        With `context`, each piece is checked as `context + piece` against the whole budget
+        (for meters whose counts do not add up).
+        """
+        meter, text = self.budget.meter, self.text
+        room = max(room, 1)
+        most = room if context is None else self.budget.max_tokens
+        prefix = context or ""
+        pieces: list[Span] = []
+        position = a
+        while position < b:
+            while position < b and text[position].isspace():
+                position += 1
+            if position >= b:
+                break
+            window_end = min(b, position + self.limit)
+            end = position + meter.cut(text[position:window_end], room)
+            end = min(max(end, position + 1), window_end)
+            if end < b and text[end] not in _JOINS:
+                space = max(text.rfind(" ", position, end), text.rfind("\t", position, end))
+                if space > position + (end - position) // 2:
+                    end = space
+            count = meter.count(prefix + text[position:end])
+            target = room
+            while count > most and end - position > 1:
+                target = max(1, target - max(1, (count - most)))
+                shorter = position + meter.cut(text[position:end], target)
+                end = shorter if position < shorter < end else end - 1
+                count = meter.count(prefix + text[position:end])
+            while end > position + 1 and text[end - 1].isspace():
+                end -= 1
+            pieces.append(Span(position, end, count))
+            position = end
+        return pieces
+
+    # -- packing -------------------------------------------------------------------------
+
+    def pack(self, units: Sequence[Unit], room: int) -> list[tuple[int, int, int]]:
+        """Fill chunks greedily with `units`; (a, b, overlap) of each chunk, in order."""
+        filler = _Filler(self, room)
+        for index, unit in enumerate(units):
+            span = unit.span
+            if filler.joinable(span):
+                filler.add(span)
+                continue
+            filler.release_headings()
+            if filler.joinable(span):
+                filler.add(span)
+                continue
+            alone = self.fits(span.tokens, span.a, span.b, room)
+            headings = filler.heading_tokens()
+            if headings is not None and room - headings < room // 2:
+                filler.close()
+                headings = None
+            if alone and headings is None:
+                filler.close()
+                filler.add(span)
+                continue
+            sub_room = room if headings is None else room - headings
+            for piece in self._split_unit(unit, sub_room, index):
+                if filler.joinable(piece):
+                    filler.add(piece)
+                    continue
+                done = filler.close()
+                carry = self._carry(done, piece, room)
+                for span_ in carry:
+                    filler.add(span_)
+                filler.overlap = done[-1].b - carry[0].a if carry else 0
+                filler.add(piece)
+        filler.close()
+        return filler.out
+
+    def _split_unit(self, unit: Unit, room: int, index: int) -> Iterable[Span]:
+        for part in unit.parts or (unit.span,):
+            for piece in self.subdivide(part, room):
+                yield replace(piece, unit=index)
+
+    def _carry(self, done: list[Span], piece: Span, room: int) -> list[Span]:
+        """The tail of the chunk just closed that the next one repeats (same unit only)."""
+        if piece.unit < 0:
+            return []
+        most = self.budget.max_tokens // OVERLAP_SHARE
+        carry: list[Span] = []
+        total = 0
+        for span in reversed(done[1:]):
+            if span.unit != piece.unit or span.sticky:
+                break
+            if total + span.tokens > most or total + span.tokens + piece.tokens > room:
+                break
+            if piece.b - span.a > self.limit:
+                break
+            carry.insert(0, span)
+            total += span.tokens
+        if carry and (
+            self.text[carry[-1].b] not in _JOINS or not self.excerpt(carry[0].a, piece.b)
+        ):
+            return []
+        return carry
+
+    def pack_drafts(
+        self,
+        units: Sequence[Unit],
+        context: str = "",
+        heading: str = "",
+        symbol: str | None = None,
+        language: str | None = None,
+    ) -> list[Draft]:
+        room = self.room(context)
+        return [
+            Draft(a, b, overlap, context, heading, symbol, language)
+            for a, b, overlap in self.pack(units, room)
+        ]
+
+    # -- finishing -----------------------------------------------------------------------
+
+    def finish(self, drafts: Sequence[Draft]) -> list[Chunk]:
+        """`Chunk`s of the drafts; with a non-additive meter, re-split any over budget."""
+        checked: list[Draft] = list(drafts)
+        if not self.exact and checked:
+            meter = self.budget.meter
+            counts = count_all(meter, [d.context + self.text[d.a : d.b] for d in checked])
+            fixed: list[Draft] = []
+            for draft, count in zip(checked, counts, strict=True):
+                if draft.overlap and fixed and draft.a < fixed[-1].a:
+                    # the chunk before was re-split: its last piece no longer holds the overlap
+                    trimmed = self._drop_overlap(draft)
+                    if trimmed is None:
+                        continue
+                    draft, count = trimmed, self.budget.max_tokens + 1
+                if count <= self.budget.max_tokens:
+                    fixed.append(draft)
+                else:
+                    fixed.extend(self._refit(draft))
+            checked = fixed
+        return [
+            Chunk(
+                text=self.text[d.a : d.b],
+                start_line=self.line_of(d.a),
+                end_line=self.line_of(d.b - 1),
+                heading=d.heading,
+                context=d.context,
+                symbol=d.symbol,
+                language=d.language,
+                overlap=d.overlap,
+            )
+            for d in checked
+        ]
+
+    def _refit(self, draft: Draft) -> list[Draft]:
+        """Halve an over-budget draft at a line boundary (or cut its one line) until it fits."""
+        meter, max_tokens = self.budget.meter, self.budget.max_tokens
+        if meter.count(draft.context + self.text[draft.a : draft.b]) <= max_tokens:
+            return [draft]
+        if draft.overlap:  # the repeated text is in the chunk before: re-split the rest only
+            trimmed = self._drop_overlap(draft)
+            return [] if trimmed is None else self._refit(trimmed)
+        first, last = self.line_of(draft.a), self.line_of(draft.b - 1)
+        if first == last:
+            room = max_tokens - self.context_tokens(draft.context)
+            return [
+                replace(draft, a=p.a, b=p.b, overlap=draft.overlap if p.a == draft.a else 0)
+                for p in self._cut(draft.a, draft.b, room, draft.context)
+            ]
+        middle = (first + last) // 2
+        head_last = middle
+        while head_last > first and self.blank(head_last):
+            head_last -= 1
+        tail_first = middle + 1
+        while tail_first < last and self.blank(tail_first):
+            tail_first += 1
+        halves = [
+            replace(draft, b=self.line_end(head_last)),
+            replace(draft, a=self.line_start(tail_first), overlap=0),
+        ]
+        return [piece for half in halves if half.b > half.a for piece in self._refit(half)]
+
+    def _drop_overlap(self, draft: Draft) -> Draft | None:
+        """The draft without the text it repeats from the chunk before (None if nothing left)."""
+        start = draft.a + draft.overlap
+        if start >= len(self.text) or self.text[start] == "\n":
+            following = self.line_of(start) + 1
+            while following <= self.last_line and self.blank(following):
+                following += 1
+            start = self.line_start(following) if following <= self.last_line else draft.b
+        else:
+            while start < draft.b and self.text[start] in " \t":
+                start += 1
+        return replace(draft, a=start, overlap=0) if start < draft.b else None
+
+
+class _Filler:
+    """The chunk being filled by `Layout.pack`, and the chunks closed so far."""
+
+    def __init__(self, layout: Layout, room: int) -> None:
+        self.layout = layout
+        self.room = room
+        self.out: list[tuple[int, int, int]] = []
+        self.cur: list[Span] = []
+        self.used = 0
+        self.overlap = 0
+
+    def joinable(self, span: Span) -> bool:
+        layout = self.layout
+        if not self.cur:
+            return layout.fits(span.tokens, span.a, span.b, self.room)
+        return (
+            self.used + span.tokens <= self.room
+            and span.b - self.cur[0].a <= layout.limit
+            and layout.text[self.cur[-1].b] in _JOINS
+            and layout.excerpt(self.cur[0].a, span.b)
+        )
+
+    def add(self, span: Span) -> None:
+        self.cur.append(span)
+        self.used += span.tokens
+
+    def heading_tokens(self) -> int | None:
+        """The size of the chunk being filled if it holds only headings, else None."""
+        if self.cur and all(s.sticky for s in self.cur):
+            return self.used
+        return None
+
+    def close(self) -> list[Span]:
+        done = self.cur
+        if done:
+            self.out.append((done[0].a, done[-1].b, self.overlap))
+        self.cur, self.used, self.overlap = [], 0, 0
+        return done
+
+    def release_headings(self) -> None:
+        """Close the chunk without its trailing headings, which start the next one."""
+        cur = self.cur
+        if not cur or not cur[-1].sticky or all(s.sticky for s in cur):
+            return
+        keep = max(i for i, s in enumerate(cur) if not s.sticky) + 1
+        self.cur = cur[:keep]
+        self.used = sum(s.tokens for s in self.cur)
+        self.close()
+        for span in cur[keep:]:
+            self.add(span)

@@ -1,0 +1,230 @@
+"""Code chunking with tree-sitter: preamble, declarations, members, fallbacks, data files."""
+
+from __future__ import annotations
+
+import pytest
+
+from chromasync.chunk import chunk_document
+from chromasync.chunk.code import parser_for
+from chromasync.chunk.languages import LANGUAGES
+
+from .chunking import assert_chunks_valid, document, minilm
+
+SAMPLES: dict[str, tuple[str, list[tuple[int, int, str | None]]]] = {
+    "a.py": (
+        '"""Module doc."""\nimport os\n\nX = 1\n\n\n@decorator\ndef f(a):\n    return a\n\n\n'
+        'class A(Base):\n    """Doc."""\n\n    y = 2\n\n    def m(self):\n        return self.y\n',
+        [(1, 4, None), (7, 9, "f"), (12, 18, "A")],
+    ),
+    "a.js": (
+        'import { x } from "./x";\n\nexport class Square {\n  constructor(side) {}\n'
+        "  area() {\n    return this.side * this.side;\n  }\n}\n\n"
+        "export const double = (n) => {\n  return n * 2;\n};\n",
+        [(1, 1, None), (3, 8, "Square"), (10, 12, "double")],
+    ),
+    "a.ts": (
+        'import { x } from "./x";\n\nexport interface Shape {\n  area(): number;\n}\n\n'
+        "export function twice(n: number): number {\n  return n * 2;\n}\n",
+        [(1, 1, None), (3, 5, "Shape"), (7, 9, "twice")],
+    ),
+    "a.tsx": (
+        'import React from "react";\n\nexport function App() {\n  return <div>hi</div>;\n}\n',
+        [(1, 1, None), (3, 5, "App")],
+    ),
+    "a.go": (
+        'package main\n\nimport (\n\t"fmt"\n)\n\n// Server serves.\ntype Server struct {\n'
+        "\taddr string\n}\n\n// Start starts it.\nfunc (s *Server) Start() error {\n"
+        '\tfmt.Println("start")\n\treturn nil\n}\n',
+        [(1, 5, None), (7, 10, "Server"), (12, 16, "Server.Start")],
+    ),
+    "a.rs": (
+        "use std::io;\n\n/// A point.\npub struct Point {\n    x: i32,\n}\n\nimpl Point {\n"
+        "    pub fn new() -> Self {\n        Point { x: 1 }\n    }\n}\n",
+        [(1, 1, None), (3, 6, "Point"), (8, 12, "Point")],
+    ),
+    "a.java": (
+        "package a.b;\n\nimport java.util.List;\n\n/** A thing. */\npublic class Thing {\n"
+        "    private int x;\n\n    public int get() {\n        return x;\n    }\n}\n",
+        [(1, 3, None), (5, 12, "Thing")],
+    ),
+    "a.c": (
+        "#include <stdio.h>\n\nstruct point {\n    int x;\n};\n\nstatic int add(int a, int b)\n"
+        "{\n    return a + b;\n}\n",
+        [(1, 1, None), (3, 5, "point"), (7, 10, "add")],
+    ),
+    "a.cpp": (
+        "#include <vector>\n\nnamespace geo {\nclass Shape {\npublic:\n"
+        "    virtual double area() const = 0;\n};\n}\n\nint main() {\n    return 0;\n}\n",
+        [(1, 1, None), (3, 8, "geo"), (10, 12, "main")],
+    ),
+    "a.cs": (
+        "using System;\n\nnamespace App\n{\n    public class Greeter\n    {\n"
+        '        public string Greet(string n)\n        {\n            return "Hi " + n;\n'
+        "        }\n    }\n}\n",
+        [(1, 1, None), (3, 12, "App")],
+    ),
+    "a.rb": (
+        'require "json"\n\nmodule Tools\n  class Parser\n    def parse(text)\n'
+        "      JSON.parse(text)\n    end\n  end\nend\n\ndef helper(x)\n  x * 2\nend\n",
+        [(1, 1, None), (3, 9, "Tools"), (11, 13, "helper")],
+    ),
+    "a.php": (
+        "<?php\nnamespace App;\n\nfunction helper($x) {\n    return $x * 2;\n}\n\n"
+        'class Greeter {\n    public function greet($n) {\n        return "Hi " . $n;\n'
+        "    }\n}\n",
+        [(1, 2, None), (4, 6, "helper"), (8, 12, "Greeter")],
+    ),
+    "a.sh": (
+        '#!/bin/bash\nset -euo pipefail\n\ngreet() {\n    echo "hello $1"\n}\n\ngreet world\n',
+        [(1, 2, None), (4, 6, "greet"), (8, 8, None)],
+    ),
+    "a.json": (
+        '{\n  "name": "demo",\n  "scripts": {\n    "test": "jest"\n  }\n}\n',
+        [(1, 6, None)],
+    ),
+    "a.yaml": ("name: demo\non:\n  push:\n    branches: [main]\n", [(1, 4, None)]),
+    "a.toml": ('[project]\nname = "demo"\n\n[tool.ruff]\nline-length = 100\n', [(1, 5, None)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_declarations(name: str) -> None:
+    text, expected = SAMPLES[name]
+    doc = document(text, name)
+    budget = minilm()
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert [(c.start_line, c.end_line, c.symbol) for c in chunks] == expected
+    assert all(c.language == doc.language for c in chunks)
+    assert all(c.context == "" for c in chunks)  # top-level declarations that fit
+
+
+def test_every_language_has_a_bundled_grammar() -> None:
+    for spec in LANGUAGES.values():
+        assert parser_for(spec.grammar) is not None, spec.grammar
+
+
+def _big_class(methods: int) -> str:
+    body = "\n\n".join(
+        f"    def method_{i}(self, value):\n"
+        f'        """Return value plus {i}."""\n'
+        f"        total = value + {i}\n"
+        f"        return total * {i}"
+        for i in range(methods)
+    )
+    return f'import os\n\n\nclass Store(Base):\n    """A store."""\n\n{body}\n'
+
+
+def test_large_class_split_into_methods() -> None:
+    doc = document(_big_class(12), "store.py")
+    budget = minilm(70)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    symbols = [c.symbol for c in chunks]
+    assert symbols[0] is None and chunks[0].text == "import os"
+    assert symbols[1:] == [f"Store.method_{i}" for i in range(12)]
+    # the small class header is glued to the first method
+    assert chunks[1].text.startswith("class Store(Base):")
+    assert chunks[2].text.lstrip().startswith("def method_1")
+    assert all(c.context == f"{c.symbol}\n\n" for c in chunks[1:])
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "symbols"),
+    [
+        (
+            "big.java",
+            "public class Big {\n"
+            + "\n".join(
+                f"    public int m{i}(int v) {{\n        int t = v + {i};\n"
+                f"        return t * {i} + {i * 7};\n    }}\n"
+                for i in range(8)
+            )
+            + "}\n",
+            [f"Big.m{i}" for i in range(8)],
+        ),
+        (
+            "big.rs",
+            "impl Big {\n"
+            + "\n".join(
+                f"    pub fn m{i}(v: i32) -> i32 {{\n        let t = v + {i};\n"
+                f"        t * {i} + {i * 7}\n    }}\n"
+                for i in range(8)
+            )
+            + "}\n",
+            [f"Big.m{i}" for i in range(8)],
+        ),
+        (
+            "big.ts",
+            "export class Big {\n"
+            + "\n".join(
+                f"  m{i}(v: number): number {{\n    const t = v + {i};\n"
+                f"    return t * {i} + {i * 7};\n  }}\n"
+                for i in range(8)
+            )
+            + "}\n",
+            [f"Big.m{i}" for i in range(8)],
+        ),
+    ],
+)
+def test_large_containers_split_into_members(name: str, text: str, symbols: list[str]) -> None:
+    doc = document(text, name)
+    budget = minilm(48)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert [c.symbol for c in chunks] == symbols
+
+
+def test_oversized_function_split_with_overlap_and_symbol() -> None:
+    lines = "\n".join(f"    value_{i} = compute({i}, 'item {i}')" for i in range(80))
+    text = f"def build():\n{lines}\n    return value_0\n"
+    doc = document(text, "build.py")
+    budget = minilm(160)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert len(chunks) > 3
+    assert all(c.symbol == "build" and c.context == "build\n\n" for c in chunks)
+    assert all(c.overlap > 0 for c in chunks[1:])
+
+
+def test_parse_error_falls_back_to_paragraphs() -> None:
+    text = "def ok():\n    return 1\n\n)))) this is not python ((((\n\nx = [1,\n"
+    doc = document(text, "broken.py")
+    budget = minilm()
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert all(c.symbol is None for c in chunks)
+    assert chunks[0].language == "python"
+
+
+def test_missing_grammar_is_no_failure() -> None:
+    assert parser_for("no-such-grammar") is None
+    doc = document("int main() { return 0; }\n", "x.c")
+    doc = type(doc)(**{**{f: getattr(doc, f) for f in doc.__slots__}, "language": "cobol"})
+    budget = minilm()
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert [c.symbol for c in chunks] == [None]
+
+
+def test_large_json_split_at_keys() -> None:
+    entries = ",\n".join(f'    "package-{i}": "^{i}.0.0"' for i in range(60))
+    text = f'{{\n  "name": "demo",\n  "dependencies": {{\n{entries}\n  }}\n}}\n'
+    doc = document(text, "package.json")
+    budget = minilm(100)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert chunks[0].symbol in (None, "name")
+    assert {c.symbol for c in chunks[1:]} == {"dependencies"}
+    assert all(c.context == "dependencies\n\n" for c in chunks[1:])
+
+
+def test_toml_tables_are_symbols_when_alone() -> None:
+    pairs = "\n".join(f"key_{i} = 'value number {i}'" for i in range(30))
+    text = f'[project]\nname = "demo"\n\n[tool.big]\n{pairs}\n'
+    doc = document(text, "pyproject.toml")
+    budget = minilm(80)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert chunks[0].symbol == "project"
+    assert {c.symbol for c in chunks[1:]} == {"tool.big"}

@@ -1,0 +1,222 @@
+"""Markdown chunking: heading sections, merging, block-aware splitting, front matter."""
+
+from __future__ import annotations
+
+import pytest
+
+from chromasync.chunk import chunk_document
+from chromasync.chunk.markdown import parse_blocks
+
+from .chunking import assert_chunks_valid, document, minilm
+
+WORDS = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "green",
+    "paper",
+    "music",
+    "table",
+    "water",
+    "light",
+    "glass",
+    "house",
+]
+
+
+def words(n: int, offset: int = 0) -> str:
+    return " ".join(WORDS[(offset + i) % len(WORDS)] for i in range(n))
+
+
+def shape(text: str, max_tokens: int = 254) -> list[tuple[int, int, str]]:
+    doc = document(text)
+    budget = minilm(max_tokens)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    return [(c.start_line, c.end_line, c.heading) for c in chunks]
+
+
+@pytest.mark.parametrize(
+    ("text", "max_tokens", "expected"),
+    [
+        pytest.param(
+            "# Guide\n\nIntro.\n\n## Install\n\nRun it.\n",
+            254,
+            [(1, 7, "Guide")],
+            id="small-sections-merge-under-common-ancestor",
+        ),
+        pytest.param(
+            f"# Guide\n\n## Install\n\n{words(30)}\n\n## Use\n\n{words(30, 3)}\n",
+            40,
+            [(1, 5, "Guide > Install"), (7, 9, "Guide > Use")],
+            id="lone-title-glued-to-first-section",
+        ),
+        pytest.param(
+            f"## A\n\n{words(40)}\n\n### A1\n\n{words(5)}\n\n### A2\n\n{words(5)}\n\n"
+            f"## B\n\n{words(5)}\n",
+            60,
+            [(1, 3, "A"), (5, 11, "A"), (13, 15, "B")],
+            id="no-merge-into-a-shallower-section",
+        ),
+        pytest.param(
+            f"## A\n\n{words(5)}\n\n## B\n\n{words(5)}\n",
+            254,
+            [(1, 3, "A"), (5, 7, "B")],
+            id="no-merge-without-common-ancestor",
+        ),
+        pytest.param(
+            f"---\ntitle: Manual\ntags: [x]\n---\n\n{words(30)}\n\n## Setup\n\n{words(30)}\n",
+            60,
+            [(6, 6, "Manual"), (8, 10, "Manual > Setup")],
+            id="front-matter-title-is-the-root",
+        ),
+        pytest.param(
+            "---\ntitle: Setup\n---\n## Setup\n\nSteps.\n\n### Linux\n\nApt.\n",
+            254,
+            [(4, 10, "Setup")],
+            id="title-equal-to-first-heading-not-repeated",
+        ),
+        pytest.param(
+            "Title\n=====\n\nBody text.\n\nPart\n----\n\nMore text.\n",
+            254,
+            [(1, 9, "Title")],
+            id="setext-headings",
+        ),
+        pytest.param(
+            "## Options {#options}\n\nSome text.\n",
+            254,
+            [(1, 3, "Options")],
+            id="heading-attributes-dropped",
+        ),
+    ],
+)
+def test_sections(text: str, max_tokens: int, expected: list[tuple[int, int, str]]) -> None:
+    assert shape(text, max_tokens) == expected
+
+
+def test_context_prefix_is_heading_path_and_counted() -> None:
+    text = f"# Guide\n\n## Install\n\n{words(60)}\n\n## Use\n\n{words(60, 5)}\n"
+    doc = document(text)
+    budget = minilm(70)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert [c.context for c in chunks] == ["Guide > Install\n\n", "Guide > Use\n\n"]
+    assert chunks[0].embed_text.startswith("Guide > Install\n\n# Guide\n\n## Install")
+    # Without the prefix the first section alone would fit in 70 - 4 tokens: it is counted.
+    assert all(budget.meter.count(c.embed_text) <= 70 for c in chunks)
+
+
+def test_hash_lines_inside_fences_are_not_headings() -> None:
+    text = "## Run\n\n```sh\n# install\npip install x\n## not a heading\n```\n\nDone.\n"
+    blocks = parse_blocks(text.split("\n"), 1, 10)
+    assert [(b.kind, b.first, b.last) for b in blocks] == [
+        ("heading", 1, 1),
+        ("fence", 3, 7),
+        ("paragraph", 9, 9),
+    ]
+    assert shape(text) == [(1, 9, "Run")]
+
+
+def test_list_items_and_continuations_are_one_block() -> None:
+    text = "- one\n  more of one\n\n- two\n   ```\n   # code\n   ```\n- three\n\nAfter.\n"
+    blocks = parse_blocks(text.split("\n"), 1, 11)
+    assert [(b.kind, b.first, b.last) for b in blocks] == [("list", 1, 8), ("paragraph", 10, 10)]
+    assert blocks[0].items == ((1, 2), (4, 7), (8, 8))
+
+
+def test_fence_kept_whole_when_it_fits() -> None:
+    fence = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(12)) + "\n```"
+    text = f"## Code\n\n{words(25)}\n\n{fence}\n\n{words(25, 2)}\n"
+    doc = document(text)
+    budget = minilm(80)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    holding = [c for c in chunks if "```python" in c.text]
+    assert len(holding) == 1 and holding[0].text.rstrip().endswith("```")
+
+
+def test_oversized_fence_is_split_by_lines_with_overlap() -> None:
+    fence = "```\n" + "\n".join(f"line {i} " + words(6, i) for i in range(60)) + "\n```"
+    text = f"## Big\n\n{fence}\n"
+    doc = document(text)
+    budget = minilm(100)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert len(chunks) > 3
+    assert all(c.heading == "Big" for c in chunks)
+    assert chunks[0].overlap == 0 and all(c.overlap > 0 for c in chunks[1:])
+    assert chunks[0].text.startswith("## Big\n\n```")
+
+
+def test_list_split_at_items_not_inside_them() -> None:
+    items = "\n".join(f"- item {i}: {words(10, i)}\n  continued {i}" for i in range(12))
+    text = f"## List\n\n{items}\n"
+    doc = document(text)
+    budget = minilm(90)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert len(chunks) > 1
+    for chunk in chunks[1:]:
+        assert chunk.text.startswith("- item"), chunk.text
+
+
+def test_flat_text_falls_back_to_paragraphs() -> None:
+    text = "\n\n".join(words(40, i) for i in range(6)) + "\n"
+    doc = document(text)
+    budget = minilm(100)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert len(chunks) == 3
+    assert all(c.heading == "" and c.context == "" for c in chunks)
+    assert [c.start_line for c in chunks] == [1, 5, 9]
+
+
+def test_long_line_split_into_sentences_with_heading_context() -> None:
+    line = " ".join(f"Sentence {i} says {words(8, i)}." for i in range(40))
+    text = f"## Essay\n\n{line}\n"
+    doc = document(text)
+    budget = minilm(64)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    pieces = [c for c in chunks if c.start_line == 3]
+    assert len(pieces) > 3
+    assert all(c.text.startswith("Sentence") and c.text.endswith(".") for c in pieces)
+    assert all(c.context == "Essay\n\n" for c in chunks)
+
+
+def test_front_matter_never_in_text() -> None:
+    text = "---\ntitle: Secret title\nparams:\n  nested: value\n---\n\n# Body\n\nHello.\n"
+    doc = document(text)
+    chunks = chunk_document(doc, minilm())
+    assert doc.body_start_line == 6
+    assert chunks and all("nested" not in c.text and "params" not in c.text for c in chunks)
+    assert chunks[0].start_line == 7
+
+
+def test_deterministic() -> None:
+    text = "\n\n".join(f"## S{i}\n\n{words(30 + i, i)}" for i in range(20))
+    doc = document(text)
+    assert chunk_document(doc, minilm(60)) == chunk_document(doc, minilm(60))
+
+
+def test_heading_path_cut_when_too_long() -> None:
+    title = " ".join(f"word{i}" for i in range(200))
+    text = f"# {title}\n\n{words(20)}\n"
+    doc = document(text)
+    budget = minilm(64)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert chunks[0].heading.endswith("…")
+    assert budget.meter.count(chunks[0].context) <= 64 // 4 + 1
+
+
+def test_body_less_page_is_indexed_by_title_and_description() -> None:
+    text = (
+        "---\ntitle: Functions\nweight: 3\ndescription: >\n  All the functions.\n"
+        "cascade:\n  x: 1\n---\n"
+    )
+    doc = document(text, "_index.md")
+    chunks = chunk_document(doc, minilm())
+    assert [(c.start_line, c.end_line, c.heading) for c in chunks] == [(2, 5, "Functions")]
+    assert chunks[0].text == "title: Functions\nweight: 3\ndescription: >\n  All the functions."
