@@ -44,6 +44,7 @@ from .state import State
 from .verify import SourceCheck
 
 if TYPE_CHECKING:
+    from .chunkreport import ChunkReport
     from .client import OwnerClient
     from .configfile import SourceEntry
     from .store import Store
@@ -249,6 +250,45 @@ def export_manifest(
         if state is not None:
             state.close()
     return total
+
+
+def chunk_report(
+    path: str | Path,
+    settings: Settings,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    use_gitignore: bool = True,
+    limit: int | None = None,
+    embedder: Embedder | None = None,
+) -> ChunkReport:
+    """What ingest would cut the files under `path` into, summed up (see `chunkreport`).
+
+    Discovery, reading and chunking are ingest's own, with its budget (the model's limit,
+    or `chunk_max_tokens`) and tokenizer; the embedder is built for those and never run.
+    Nothing is embedded, no store or state is opened, nothing is written.
+    """
+    from .chunk import Budget
+    from .chunk.tokens import default_token_meter, load_token_meter
+    from .chunkreport import build_chunk_report
+
+    spec = source_for(
+        path, include=tuple(include), exclude=tuple(exclude), use_gitignore=use_gitignore
+    )
+    spec = _with_skips(spec, settings)
+    options = default_options(settings, limit=limit)
+    embedder = embedder or make_embedder_for(settings)
+    tokenizer = embedder.tokenizer_path
+    meter = load_token_meter(tokenizer) if tokenizer else default_token_meter()
+    max_tokens = min(embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens)
+    return build_chunk_report(
+        spec,
+        Budget(max_tokens, meter),
+        model=embedder.model_id,
+        max_file_bytes=options.max_file_bytes,
+        privacy_keys=options.privacy_keys,
+        limit=limit,
+    )
 
 
 def _with_skips(spec: SourceSpec, settings: Settings) -> SourceSpec:
@@ -493,6 +533,7 @@ __all__ = [
     "SourceStatus",
     "StateHealth",
     "add_source",
+    "chunk_report",
     "collection_of",
     "configure",
     "configured_entries",

@@ -623,8 +623,8 @@ def status(as_json: bool, **flags: Any) -> None:
         )
 
 
-# register config, sources and discover; serve, watch and mcp
-from . import cli_admin, cli_service  # noqa: E402,F401
+# register config, sources and discover; chunk-report; serve, watch and mcp
+from . import cli_admin, cli_report, cli_service  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -69,6 +69,12 @@ def assert_chunks_valid(doc: Document, chunks: Sequence[Chunk], budget: Budget) 
     for line in text.split("\n"):
         starts.append(starts[-1] + len(line) + 1)
     position = starts[doc.body_start_line - 1]
+    if not text[position:].strip():  # a body-less page: its front matter's title lines
+        for chunk in chunks:
+            excerpt = "\n".join(text.split("\n")[chunk.start_line - 1 : chunk.end_line])
+            assert chunk.text == excerpt and chunk.end_line < doc.body_start_line
+            assert meter.count(chunk.embed_text) <= budget.max_tokens
+        return
     previous: Chunk | None = None
     for index, chunk in enumerate(chunks):
         where = f"chunk {index} (lines {chunk.start_line}-{chunk.end_line})"
