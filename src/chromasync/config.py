@@ -108,6 +108,7 @@ class ConfigFile:
     sources: tuple[Any, ...] = ()
     sources_file: Path | None = None
     found_by: str = ""  # "--config", "CHROMASYNC_CONFIG" or "current folder"
+    allow_roots: tuple[Path, ...] = ()  # `serve.allow_roots`: where clients may add sources
 
     def origin(self, line: int) -> str:
         return f"file {self.path}:{line}"

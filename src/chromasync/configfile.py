@@ -119,6 +119,12 @@ class CompactModel(_Model):
     chunking: ChunkingModel | None = None
 
 
+class ServeModel(_Model):
+    """`serve:`: folders under which clients of the REST service may add sources."""
+
+    allow_roots: list[str] = Field(default_factory=list)
+
+
 class ConfigModel(_Model):
     version: int = CONFIG_VERSION
     store: StoreModel | None = None
@@ -131,6 +137,7 @@ class ConfigModel(_Model):
     skip_paths: list[str] = Field(default_factory=list)
     privacy_keys: list[str] = Field(default_factory=list)
     chromasync: CompactModel | None = None
+    serve: ServeModel | None = None
 
 
 class SourcesFileModel(_Model):
@@ -217,12 +224,14 @@ def load_config_file(
         sources_file = _resolve(model.sources_file, base)
         entries.extend(load_sources_file(sources_file, allow_root).entries)
     check_unique_labels(entries)
+    allow_roots = tuple(_resolve(r, base) for r in (model.serve.allow_roots if model.serve else []))
     return ConfigFile(
         path=path,
         settings=settings,
         sources=tuple(entries),
         sources_file=sources_file,
         found_by=found_by,
+        allow_roots=allow_roots,
     )
 
 
