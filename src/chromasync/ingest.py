@@ -146,6 +146,11 @@ class Ingestor:
             )
         return self._collection
 
+    def _prefetch_model(self) -> None:
+        prefetch = getattr(self.embedder, "prefetch", None)
+        if callable(prefetch):
+            prefetch()
+
     def limits(self, options: IngestOptions) -> StoreLimits:
         """The target's limits; a dry run opens no store that does not exist yet."""
         if not options.dry_run:
@@ -209,6 +214,8 @@ class Ingestor:
         rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
         # Stat fields only: the fast path parses no record lists.
         manifest = self.state.files(name, label, with_records=must_heal)
+        if row is None and discovery.files and not options.dry_run:
+            self._prefetch_model()  # a first run embeds: load while the store opens
         if must_heal and (discovery.files or manifest):
             manifest = self._heal(spec, manifest, options)
         sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
@@ -235,6 +242,8 @@ class Ingestor:
         if not must_heal:
             manifest = self.state.files(name, label)
 
+        if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
+            self._prefetch_model()  # new files embed: load while they are read and chunked
         changes, touched, newly_skipped = self._read_and_plan(
             spec, sorted_.to_read, manifest, options, run, rechunk
         )

@@ -45,7 +45,7 @@ def test_ingest_and_search_with_the_default_model(
     assert summary["chunks_embedded"] == summary["chunks_total"] > 0
     found = run_cli(["search", "how do I calibrate the grinder", "--k", "3", "--json"], env=env)
     assert found.returncode == 0, found.stderr
-    hits = json.loads(found.stdout)
+    hits = json.loads(found.stdout)["hits"]
     assert hits[0]["path"] == "guides/install.md"
     assert "Calibration" in hits[0]["heading"] or "Calibration" in hits[0]["text"]
     settings = resolve_settings(
@@ -53,3 +53,14 @@ def test_ingest_and_search_with_the_default_model(
         {"CHROMASYNC_CACHE_DIR": str(model_cache), "CHROMASYNC_COLLECTIONS": "shared"},
     )
     assert api.ingest([api.source_for(notes)], settings)[0].chunks_embedded == 0
+
+
+def test_prefetch_loads_in_background_only_when_exported(model_cache: Path, tmp_path: Path) -> None:
+    fresh = LocalEmbedder(cache_dir=tmp_path / "empty-cache")
+    fresh.prefetch()  # no export cached: the export stays in the foreground, nothing starts
+    assert fresh.runtime is None and not fresh._load_lock.locked()
+    exported = LocalEmbedder(cache_dir=model_cache, backend="onnx")
+    assert exported.onnx_path().is_file()  # made by the test above
+    exported.prefetch()
+    [vector] = exported.embed_documents(["prefetched"])  # waits for the background load
+    assert exported.runtime == ("onnx", "cpu") and len(vector) == 384

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -73,6 +74,8 @@ class LocalEmbedder:
         self._tokenizer: Any = None
         self._st_model: Any = None
         self.runtime: tuple[str, str] | None = None  # (backend, device) once loaded
+        self._load_lock = threading.Lock()
+        self._prefetching = False
         self.texts_embedded = 0
 
     @classmethod
@@ -123,9 +126,40 @@ class LocalEmbedder:
         digest = hashlib.sha256(key.encode()).hexdigest()[:20]
         return self.cache_dir / "onnx" / f"{self.model_dir.name}-{digest}.onnx"
 
-    def _load(self) -> None:
-        if self._session is not None or self._st_model is not None:
+    def prefetch(self) -> None:
+        """Start loading the model in the background (a run that will embed calls this
+        early, so loading overlaps reading files and opening the store)."""
+        if self._session is not None or self._st_model is not None or self._prefetching:
             return
+        self._prefetching = True
+        # C extensions are not safe to import from two threads at once (numpy fails):
+        # import them here, so that the thread only loads the model.
+        import numpy  # noqa: F401
+
+        providers = _onnx_providers()  # imports onnxruntime
+        try:
+            backend, _ = choose_runtime(self.backend, self.device, providers, _gpu_present())
+            cached = self.onnx_path().is_file()
+        except EmbeddingError:
+            return  # the foreground load reports it
+        if backend != "onnx" or not cached:
+            return  # an export (once) or torch: in the foreground, as usual
+        import tokenizers  # noqa: F401
+
+        def load() -> None:
+            try:
+                self._load()
+            except Exception as exc:  # noqa: BLE001 - the next _load raises it for real
+                log.debug("prefetching %s failed: %s", self.model_id, exc)
+
+        threading.Thread(target=load, name="chromasync-model-prefetch", daemon=True).start()
+
+    def _load(self) -> None:
+        with self._load_lock:
+            if self._session is None and self._st_model is None:
+                self._load_unlocked()
+
+    def _load_unlocked(self) -> None:
         backend, device = choose_runtime(
             self.backend, self.device, _onnx_providers(), _gpu_present()
         )
