@@ -82,6 +82,7 @@ def _start_watcher(
         ignore=[service.settings.data_dir],
     )
     service.source_listeners.append(watcher.add)
+    service.removal_listeners.append(watcher.remove)
     watcher.start()
     for spec in specs:  # catch up with what changed while nobody watched
         service.submit([spec], "watch")
@@ -115,7 +116,8 @@ max_delay_option = click.option(
     "allow_roots",
     multiple=True,
     type=click.Path(file_okay=False, exists=True),
-    help="A folder under which POST /sources may add sources (repeatable).",
+    help="A folder under which POST /sources may add sources (repeatable; also the config "
+    "file's serve.allow_roots).",
 )
 @click.option("--watch", "watch_sources", is_flag=True, help="Keep the sources in sync as well.")
 @debounce_option
@@ -161,6 +163,8 @@ def serve(
         shown_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
         url = f"http://{shown_host}:{tcp.getsockname()[1]}"
         roots = [Path(r) for r in allow_roots]
+        if settings.config_file is not None:
+            roots += list(settings.config_file.allow_roots)
         with Service(settings, "serve", url=url, allow_roots=roots, on_finish=_report) as service:
             unix = rest.bind_unix(service.socket)
             watcher = None
@@ -201,7 +205,9 @@ def watch(
     with _errors():
         rest = _import_rest()
         settings = _settings(**flags)
-        with Service(settings, "watch", on_finish=_report) as service:
+        with Service(
+            settings, "watch", on_finish=_report, reload=lambda: _settings(**flags)
+        ) as service:
             specs = [api.source_for(p) for p in paths] or service.source_specs(labels)
             if not specs:
                 raise ConfigError("nothing to watch: give a PATH, or ingest a source first")
@@ -228,7 +234,7 @@ def mcp_command(**flags: Any) -> None:
         settings = _settings(**flags)
         from .mcp import run_stdio
 
-        run_stdio(settings)
+        run_stdio(settings, reload=lambda: _settings(**flags))
 
 
 def summaries_from_job(job: dict[str, Any]) -> list[IngestSummary]:

@@ -72,6 +72,15 @@ class ChunkingModel(_Model):
     max_tokens: int | None = Field(default=None, gt=8)
 
 
+class SearchModel(_Model):
+    """The `search:` section: retrieval settings."""
+
+    date_fields: list[str] | None = None
+    rerank_model: str | None = None
+    duplicate_threshold: float | None = Field(default=None, ge=0, le=1)
+    keyword_refresh_s: int | None = Field(default=None, ge=0)
+
+
 class SourceModel(_Model):
     label: str | None = None
     path: str | None = None
@@ -110,17 +119,25 @@ class CompactModel(_Model):
     chunking: ChunkingModel | None = None
 
 
+class ServeModel(_Model):
+    """`serve:`: folders under which clients of the REST service may add sources."""
+
+    allow_roots: list[str] = Field(default_factory=list)
+
+
 class ConfigModel(_Model):
     version: int = CONFIG_VERSION
     store: StoreModel | None = None
     server: StoreModel | None = None
     embedding: EmbeddingModel | None = None
     chunking: ChunkingModel | None = None
+    search: SearchModel | None = None
     sources: list[SourceModel] = Field(default_factory=list)
     sources_file: str | None = None
     skip_paths: list[str] = Field(default_factory=list)
     privacy_keys: list[str] = Field(default_factory=list)
     chromasync: CompactModel | None = None
+    serve: ServeModel | None = None
 
 
 class SourcesFileModel(_Model):
@@ -207,12 +224,14 @@ def load_config_file(
         sources_file = _resolve(model.sources_file, base)
         entries.extend(load_sources_file(sources_file, allow_root).entries)
     check_unique_labels(entries)
+    allow_roots = tuple(_resolve(r, base) for r in (model.serve.allow_roots if model.serve else []))
     return ConfigFile(
         path=path,
         settings=settings,
         sources=tuple(entries),
         sources_file=sources_file,
         found_by=found_by,
+        allow_roots=allow_roots,
     )
 
 
@@ -245,6 +264,15 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
     _embedding_settings(model.embedding, ("embedding",), put)
     if model.chunking is not None:
         put("chunk_max_tokens", model.chunking.max_tokens, ("chunking", "max_tokens"))
+    if model.search is not None:
+        search = model.search
+        if search.date_fields:
+            put("date_fields", ",".join(search.date_fields), ("search", "date_fields"))
+        if search.rerank_model:
+            folder = str(_resolve(search.rerank_model, base))
+            put("rerank_model", folder, ("search", "rerank_model"))
+        put("duplicate_threshold", search.duplicate_threshold, ("search", "duplicate_threshold"))
+        put("keyword_refresh_s", search.keyword_refresh_s, ("search", "keyword_refresh_s"))
     put("skip_paths", tuple(model.skip_paths), ("skip_paths",))
     put("privacy_keys", tuple(k.strip().lower() for k in model.privacy_keys), ("privacy_keys",))
     return out

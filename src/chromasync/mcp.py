@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -44,8 +44,9 @@ def _error_text(exc: ChromasyncError) -> str:
 class Backend:
     """The index as this MCP server reaches it: through the owner, or as the owner."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, reload: Callable[[], Settings] | None = None) -> None:
         self.settings = settings
+        self._reload = reload
         self._lock = threading.Lock()
         self._service: Any = None
         self._server: Any = None
@@ -70,7 +71,7 @@ class Backend:
         from . import rest
         from .service import Service
 
-        service = Service(self.settings, "mcp").open()
+        service = Service(self.settings, "mcp", reload=self._reload).open()
         try:
             listener = rest.bind_unix(str(service.socket))
             server = rest.BackgroundServer(rest.create_app(service, token=_token()), [listener])
@@ -180,9 +181,9 @@ def build_server(backend: Backend) -> Any:
     return server
 
 
-def run_stdio(settings: Settings) -> None:
+def run_stdio(settings: Settings, reload: Callable[[], Settings] | None = None) -> None:
     """Serve MCP over stdin/stdout until the client closes the stream."""
-    backend = Backend(settings)
+    backend = Backend(settings, reload)
     try:
         build_server(backend).run("stdio")
     finally:

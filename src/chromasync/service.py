@@ -24,6 +24,7 @@ from typing import Any
 
 from . import __version__, api
 from .config import Settings
+from .configfile import load_config_file
 from .embed import Embedder
 from .errors import ConfigError, LockError
 from .ingest import IngestOptions, Progress
@@ -260,8 +261,14 @@ class Service:
         return dataclasses.asdict(removed)
 
     def _reload_settings(self) -> None:
+        """Re-read the sources after a declaration changed (the rest of the settings stay)."""
         if self._reload is not None:
             self.settings = self._reload()
+            return
+        current = self.settings.config_file
+        if current is not None and current.found_by != "--sources-file":
+            fresh = load_config_file(current.path, found_by=current.found_by)
+            self.settings = dataclasses.replace(self.settings, config_file=fresh)
 
 
 def _iso(ns: int | None) -> str | None:

@@ -52,6 +52,10 @@ class Debounce:
             del self._first[label], self._last[label]
         return sorted(ready)
 
+    def forget(self, label: str) -> None:
+        self._first.pop(label, None)
+        self._last.pop(label, None)
+
     def next_deadline(self) -> float | None:
         """When the next label becomes due, or None when nothing is pending."""
         if not self._last:
@@ -113,7 +117,10 @@ class Watcher:
         if not os.path.isdir(root):
             log.warning("source %r: %s is not a folder; not watching it", label, root)
             return
-        observer.schedule(self._handler, root, recursive=True)
+        try:
+            observer.schedule(self._handler, root, recursive=True)
+        except (OSError, RuntimeError) as exc:
+            log.warning("source %r: cannot watch %s: %s", label, root, exc)
 
     def add(self, spec: SourceSpec) -> None:
         """Watch one more source (a source added while running)."""
@@ -125,6 +132,13 @@ class Watcher:
             self._roots.append((root, spec.label))
         if self._observer is not None:
             self._schedule(self._observer, root, spec.label)
+
+    def remove(self, label: str) -> None:
+        """Stop syncing one source (it is being removed); its events are ignored from now."""
+        with self._cond:
+            self._roots = [(root, name) for root, name in self._roots if name != label]
+            self.specs.pop(label, None)
+            self._debounce.forget(label)
 
     def notice(self, path: str) -> None:
         """A change at `path` (absolute): mark the sources that contain it."""
@@ -159,9 +173,12 @@ class Watcher:
                     return
                 labels = self._debounce.due(self._clock())
             for label in labels:
+                spec = self.specs.get(label)
+                if spec is None:
+                    continue
                 log.info("source %r changed; syncing", label)
                 try:
-                    self._submit([self.specs[label]])
+                    self._submit([spec])
                 except Exception:  # the watcher outlives one failed submission
                     log.exception("source %r: could not start a sync", label)
 

@@ -218,6 +218,7 @@ def project(tmp_path: Path) -> Path:
         "version: 1\n"
         "store:\n  data_dir: ../data\n"
         "embedding:\n  provider: hash\n"
+        "serve:\n  allow_roots: [more]\n"
         "sources:\n"
         "  - path: notes\n    kind: notes\n"
     )
@@ -229,11 +230,16 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
         return api.configure({}, {}, project, config=project / "chromasync.yaml")
 
     settings = configure()
-    svc = Service(settings, "serve", embedder=embedder, allow_roots=[project], reload=configure)
+    assert settings.config_file is not None
+    assert settings.config_file.allow_roots == (project / "more",)
+    roots = settings.config_file.allow_roots
+    svc = Service(settings, "serve", embedder=embedder, allow_roots=roots)
     with svc, TestClient(create_app(svc), base_url="http://127.0.0.1") as client:
         first = wait_job(client, client.post("/reindex", json={}).json()["id"])
         assert [s["source"] for s in first["summaries"]] == ["notes"]
-        added = client.post("/sources", json={"path": "more", "label": "kites", "kind": "docs"})
+        outside = client.post("/sources", json={"path": str(project / "notes")})
+        assert outside.status_code == 403, outside.text  # not under serve.allow_roots
+        added = client.post("/sources", json={"path": ".", "label": "kites", "kind": "docs"})
         assert added.status_code == 202, added.text
         assert wait_job(client, added.json()["job"]["id"])["status"] == "done"
         assert "label: kites" in (project / "chromasync.yaml").read_text()  # declared
@@ -264,7 +270,7 @@ def test_cli_goes_through_the_owner_or_is_refused(
     try:
         found = run_cli(["search", "espresso grinder", "--json", "--k", "2"], env=cli_env)
         assert found.returncode == 0, found.stderr
-        assert len(json.loads(found.stdout)) == 2
+        assert len(json.loads(found.stdout)["hits"]) == 2
         other = tmp_path / "other"
         other.mkdir()
         refused = run_cli(["ingest", str(other)], env=cli_env)
