@@ -415,6 +415,49 @@ def render_markdown(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def render_notes(report: dict[str, Any]) -> str:
+    """Per corpus: the floors (walk, read+hash, the model alone) and what each scenario did."""
+    lines = []
+    for name, data in report["corpora"].items():
+        probe = data["probe"]
+        if "error" in probe:
+            lines.append(f"- {name}: probe failed: {probe['error']}")
+            continue
+        line = (
+            f"- {name}: {probe['files']} files; walk+stat {probe['walk_s']:.2f} s, "
+            f"walk+read+sha256 {probe['read_hash_s']:.2f} s"
+        )
+        if probe.get("rate"):
+            cs = [
+                r
+                for r in report["rows"]
+                if r["corpus"] == name and r["tool"] == "chromasync" and r["scenario"] == "S1"
+            ]
+            line += (
+                f"; MiniLM {probe['rate']:.1f} texts/s ({probe['token_rate']:.0f} word "
+                f"pieces/s) on {probe['rate_texts']} of its chunks"
+            )
+            if cs and "error" not in cs[0]:
+                line += f", so the model alone needs {cs[0]['texts'] / probe['rate']:.0f} s for S1"
+        lines.append(line)
+        changes = ", ".join(
+            f"{scenario}: " + " ".join(f"{k} {v}" for k, v in change.items() if v)
+            for scenario, change in data["changes"].items()
+            if any(change.values())
+        )
+        if changes:
+            lines.append(f"  - files changed: {changes}")
+    real = report.get("real_check", {})
+    for item in real.get("rows", []):
+        lines.append(
+            f"- real MiniLM on {real['corpus']}, {item['scenario']} {item['tool']}: measured "
+            f"{item['measured_s']:.1f} s for {item['texts']} texts; estimated "
+            f"{item['estimate_s']:.1f} s from texts ({item['error_pct']:+.0f}%), "
+            f"{item['estimate_tok_s']:.1f} s from word pieces ({item['error_tok_pct']:+.0f}%)"
+        )
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> bool:
     try:
         import matplotlib
@@ -507,8 +550,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--real-limit",
         type=int,
-        default=200,
+        default=100,
         help="SciFact files for the real-model check of S1/S5 (0: skip it)",
+    )
+    parser.add_argument(
+        "--real-tools",
+        default="chromasync,langchain,llamaindex",
+        help="tools for the real-model check (short and long chunks; naive adds nothing)",
     )
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument(
@@ -579,22 +627,24 @@ def main(argv: list[str] | None = None) -> int:
             report["rows"] += rows
         add_estimates(report["rows"], rates)
         if args.real_limit and "scifact" in args.corpora:
-            report["real_check"] = real_check(args, args.tool_list, args.cache, work, logs)
+            tools = [t for t in args.real_tools.split(",") if t in args.tool_list]
+            report["real_check"] = real_check(args, tools, args.cache, work, logs)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     table = table_rows(report["rows"])
     print()
     print(render_text(table))
-    for item in report.get("real_check", {}).get("rows", []):
-        print(
-            f"real MiniLM {item['scenario']} {item['tool']}: measured {item['measured_s']:.1f} s,"
-            f" estimated {item['estimate_s']:.1f} s by texts ({item['error_pct']:+.0f}%),"
-            f" {item['estimate_tok_s']:.1f} s by tokens ({item['error_tok_pct']:+.0f}%);"
-            f" {item['texts']} texts"
-        )
+    notes = render_notes(report)
+    print(notes)
     (args.out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-    (args.out / "table.md").write_text(render_markdown(table) + "\n", encoding="utf-8")
+    machine_line = (
+        f"{report['machine']['date']}, {report['machine']['cpus']} CPUs "
+        f"({report['machine']['cpu']}), Python {report['machine']['python']}"
+    )
+    (args.out / "table.md").write_text(
+        f"{machine_line}\n\n{render_markdown(table)}\n\n{notes}\n", encoding="utf-8"
+    )
     if plot(report["rows"], args.out / "results.png"):
         print(f"wrote {args.out / 'results.json'}, table.md and results.png")
     else:
