@@ -290,6 +290,7 @@ def run_llamaindex(root: Path, state: Path, embedder: Counting) -> dict[str, Any
     from llama_index.core.node_parser import SentenceSplitter
     from llama_index.core.storage.docstore import SimpleDocumentStore
     from llama_index.vector_stores.chroma import ChromaVectorStore
+    from llama_index.vector_stores.chroma import base as chroma_store_module
 
     from chromasync.chunk.tokens import default_token_meter
 
@@ -301,6 +302,12 @@ def run_llamaindex(root: Path, state: Path, embedder: Counting) -> dict[str, Any
 
     LlamaSettings.tokenizer = tokenize
     client = _client(state / "chroma")
+    # ChromaVectorStore.add writes up to 41,665 records per call, but embedded Chroma 1.5
+    # takes at most get_max_batch_size() (5,461 here): without this, a first run of more
+    # nodes than that fails. Cap the store's chunk size (the only change to its defaults).
+    chroma_store_module.MAX_CHUNK_SIZE = min(
+        chroma_store_module.MAX_CHUNK_SIZE, int(client.get_max_batch_size())
+    )
     collection = client.get_or_create_collection(COLLECTION, embedding_function=None)
     pipeline = IngestionPipeline(
         transformations=[
