@@ -563,6 +563,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "chromasync-bench-cache"
     )
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
+    parser.add_argument(
+        "--render", type=Path, help="only redo the table, notes and plot from a results.json"
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per tool run")
     args = parser.parse_args(argv)
     args.corpora = list(CORPORA) if args.corpus == "all" else args.corpus.split(",")
@@ -582,6 +585,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.render:
+        return write_outputs(json.loads(args.render.read_text(encoding="utf-8")), args.out)
     logs = args.out / "logs"
     logs.mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="chromasync-bench-"))
@@ -598,7 +603,6 @@ def main(argv: list[str] | None = None) -> int:
         "corpora": {},
         "rows": [],
     }
-    rates: dict[str, float] = {}
     try:
         for name in args.corpora:
             base = corpus_mod.materialize(name, args.limit, args.cache)
@@ -611,8 +615,6 @@ def main(argv: list[str] | None = None) -> int:
                 args.timeout,
             )
             print(f"  floors and model rate: {probe}")
-            if probe.get("rate"):
-                rates[name] = probe["rate"]
             rows, changes = run_chain(
                 name,
                 root,
@@ -625,30 +627,38 @@ def main(argv: list[str] | None = None) -> int:
             )
             report["corpora"][name] = {"probe": probe, "changes": changes}
             report["rows"] += rows
-        add_estimates(report["rows"], rates)
+            partial = args.out / "results.partial.json"
+            partial.write_text(json.dumps(report, indent=2), encoding="utf-8")
         if args.real_limit and "scifact" in args.corpora:
             tools = [t for t in args.real_tools.split(",") if t in args.tool_list]
             report["real_check"] = real_check(args, tools, args.cache, work, logs)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    return write_outputs(report, args.out)
+
+
+def write_outputs(report: dict[str, Any], out: Path) -> int:
+    """Estimates, the table (printed and table.md), notes, results.json and the plot."""
+    rates = {n: c["probe"] for n, c in report["corpora"].items() if c["probe"].get("rate")}
+    add_estimates(report["rows"], rates)
     table = table_rows(report["rows"])
     print()
     print(render_text(table))
     notes = render_notes(report)
     print(notes)
-    (args.out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     machine_line = (
         f"{report['machine']['date']}, {report['machine']['cpus']} CPUs "
         f"({report['machine']['cpu']}), Python {report['machine']['python']}"
     )
-    (args.out / "table.md").write_text(
+    (out / "table.md").write_text(
         f"{machine_line}\n\n{render_markdown(table)}\n\n{notes}\n", encoding="utf-8"
     )
-    if plot(report["rows"], args.out / "results.png"):
-        print(f"wrote {args.out / 'results.json'}, table.md and results.png")
+    if plot(report["rows"], out / "results.png"):
+        print(f"wrote {out / 'results.json'}, table.md and results.png")
     else:
-        print(f"wrote {args.out / 'results.json'} and table.md (no matplotlib: no plot)")
+        print(f"wrote {out / 'results.json'} and table.md (no matplotlib: no plot)")
     return 1 if any("error" in r for r in report["rows"]) else 0
 
 
