@@ -14,7 +14,8 @@ when it is run, so the smoke test needs no peer installed.
 - langchain-full: the same with `cleanup="full"` (the loader returns the whole corpus).
 - llamaindex: `IngestionPipeline([SentenceSplitter, embedding], docstore=SimpleDocumentStore,
   vector_store=ChromaVectorStore, docstore_strategy=UPSERTS_AND_DELETE)`, loaded from and
-  persisted to a folder each run, fed by `SimpleDirectoryReader(filename_as_id=True)`.
+  persisted to a folder each run, fed by `SimpleDirectoryReader(filename_as_id=True)`;
+  ChromaVectorStore's write size is capped at embedded Chroma's batch limit (see below).
 """
 
 from __future__ import annotations
