@@ -277,6 +277,9 @@ def test_cli_goes_through_the_owner_or_is_refused(
         assert refused.returncode == 1
         assert f"owned by `chromasync serve` (pid {os.getpid()})" in refused.stderr
         assert "does not know source 'other'" in refused.stderr
+        writer = run_cli(["sources", "remove", "notes"], env=cli_env)
+        assert writer.returncode == 1
+        assert "owned by `chromasync serve`" in writer.stderr and "stop it" in writer.stderr
         second = run_cli(["serve", "--port", "0"], env=cli_env)
         assert second.returncode == 1 and "is owned by `chromasync serve`" in second.stderr
     finally:
