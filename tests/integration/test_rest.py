@@ -258,6 +258,11 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
         assert {h["source"] for h in hits} == {"notes"}
         assert client.get("/status").json()["totals"]["files"] == 5
         assert client.delete("/sources/kites").status_code == 404
+        # a source declared meanwhile by another process (`chromasync sources add`) is known
+        api.add_source(configure(), project / "more", label="later", kind="docs")
+        later = client.post("/reindex", json={"source": "later"})
+        assert later.status_code == 202, later.text
+        assert wait_job(client, later.json()["id"])["summaries"][0]["files_new"] == 1
         assert client.delete("/sources/..%2fnotes").status_code in (404, 422)
 
 
