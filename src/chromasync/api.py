@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -39,6 +40,11 @@ from .registry import (
     reset_collections,
     status,
 )
+from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
+from .retrieve.evaluate import EvalQuery
+from .retrieve.filters import filters_from_options, normalise_where
+from .retrieve.similar import SimilarDoc
+from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
 from .sources import configured_entries, select_entries, spec_for
 from .state import State
 from .verify import SourceCheck
@@ -428,24 +434,163 @@ def search(
     where: Mapping[str, Any] | None = None,
     *,
     embedder: Embedder | None = None,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
 ) -> list[Hit]:
-    """Dense search over the configured collection (hybrid retrieval comes in `retrieve`)."""
-    embedder = embedder or make_embedder_for(settings)
+    """The best `k` chunks for `query` (hybrid by default); `where` is a Chroma filter."""
+    filters = filters or Filters(date_fields=settings.date_field_names)
+    if where:
+        from dataclasses import replace
+
+        filters = replace(filters, where_json=normalise_where(where))
+    request = SearchRequest(query, mode=mode, k=k, filters=filters)
+    return list(retrieve(request, settings, embedder=embedder).hits)
+
+
+def retrieve(
+    request: SearchRequest, settings: Settings, *, embedder: Embedder | None = None
+) -> SearchResult:
+    """Run one search request: filters, dense and/or keyword lists, fusion, ordering."""
+    if request.mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
+    with _retriever(settings, embedder) as retriever:
+        return retriever.search(request)
+
+
+def highlight(text: str, query: str, phrases: Sequence[str] = ()) -> list[tuple[int, int]]:
+    """Character spans of `text` that the query's words (or a phrase) matched."""
+    from .retrieve.highlight import match_spans
+
+    return match_spans(text, query, phrases)
+
+
+def snippet(
+    text: str, spans: Sequence[tuple[int, int]], width: int = 240
+) -> tuple[str, list[tuple[int, int]]]:
+    """About `width` characters of `text` around its first matched span, spans shifted."""
+    from .retrieve.highlight import snippet as _snippet
+
+    return _snippet(text, spans, width)
+
+
+def make_filters(settings: Settings, **options: Any) -> Filters:
+    """`Filters` from surface arguments (see `retrieve.filters.filters_from_options`)."""
+    options.setdefault("date_fields", settings.date_field_names)
+    return filters_from_options(**options)
+
+
+@contextmanager
+def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
+    import time
+
+    from .retrieve.bm25 import KeywordIndex
+    from .retrieve.mirror import KeywordMirror
+    from .retrieve.rerank import make_reranker
+
     store = open_store(settings)
-    hits: list[Hit] = []
-    if getattr(embedder, "embeds_in_store", False):
-        # each collection's own embedding function embeds the query (`server` provider)
-        for name in search_collections(settings, store):
-            hits.extend(store.collection(name, provider="server").query(query, k, where))
-        hits.sort(key=lambda h: -h.score)
-        return hits[:k]
-    vector = embedder.embed_query(query)
-    for name in search_collections(settings, store):
-        collection = store.collection(name, create=False)
-        collection.check_model(embedder.model_id, embedder.dimension)
-        hits.extend(collection.query(vector, k, where))
-    hits.sort(key=lambda h: -h.score)
-    return hits[:k]
+    state = State.open(settings.data_dir)
+    dirty = {row.collection for row in state.sources() if row.status != "clean"}
+    retriever = Retriever(
+        store,
+        KeywordIndex(state.db),
+        dirty,
+        open_mirror=lambda: KeywordMirror.open(settings.data_dir),
+        embedder=(lambda: embedder)
+        if embedder is not None
+        else (lambda: make_embedder_for(settings)),
+        default_collections=lambda: search_collections(settings, store),
+        clock_ns=time.time_ns,
+        reranker=make_reranker(settings.rerank_model),
+        mirror_ttl_s=settings.keyword_refresh_s,
+    )
+    try:
+        yield retriever
+    finally:
+        retriever.close()
+        state.close()
+
+
+def evaluate(
+    queries: Sequence[EvalQuery],
+    settings: Settings,
+    *,
+    modes: Sequence[str] = MODES,
+    k: int = 10,
+    filters: Filters | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    fusions: Mapping[str, Fusion] | None = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> EvalReport:
+    """nDCG@k, recall@k, recall@100 and MRR per mode (see `retrieve.tasks.run_evaluation`)."""
+    with _retriever(settings, embedder) as retriever:
+        return run_evaluation(
+            retriever,
+            queries,
+            modes=modes,
+            k=k,
+            filters=filters or Filters(date_fields=settings.date_field_names),
+            collections=collections,
+            all_collections=all_collections,
+            fusions=fusions,
+            progress=progress,
+        )
+
+
+def load_queries(path: str | Path) -> list[EvalQuery]:
+    """Judged queries from a JSON-lines file (see `retrieve.evaluate`)."""
+    from .retrieve.evaluate import parse_queries
+
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise NotFound(f"cannot read queries file {file}: {exc.strerror}") from exc
+    return parse_queries(text.splitlines(), str(file))
+
+
+def similar(
+    path: str | Path,
+    settings: Settings,
+    *,
+    k: int = 10,
+    threshold: float | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    embedder: Embedder | None = None,
+) -> SimilarResult:
+    """The indexed documents nearest to the file at `path` (indexed or not)."""
+    file = Path(path).expanduser()
+    embedder = embedder or make_embedder_for(settings)
+    with _retriever(settings, embedder) as retriever:
+        return find_similar(
+            retriever,
+            file,
+            embedder,
+            k=k,
+            threshold=settings.duplicate_threshold if threshold is None else threshold,
+            collections=collections,
+            all_collections=all_collections,
+            own=_indexed_as(file, settings),
+            privacy_keys=settings.privacy_keys,
+        )
+
+
+def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
+    """(source, relative path) when `file` lies under an ingested source's root."""
+    resolved = file.resolve()
+    state = State.open(settings.data_dir)
+    try:
+        for row in state.sources():
+            try:
+                rel = resolved.relative_to(Path(row.root).expanduser().resolve())
+            except ValueError:
+                continue
+            return row.source, rel.as_posix()
+    finally:
+        state.close()
+    return None
 
 
 def search_collections(settings: Settings, store: Store | None = None) -> list[str]:
@@ -522,12 +667,21 @@ def owner_client(
 
 
 __all__ = [
+    "MODES",
     "DiscoverResult",
+    "EvalQuery",
+    "EvalReport",
     "FileText",
+    "Filters",
+    "Fusion",
     "IngestOptions",
     "OwnerInfo",
     "RemovedSource",
+    "SearchRequest",
+    "SearchResult",
     "Settings",
+    "SimilarDoc",
+    "SimilarResult",
     "SourceEntry",
     "SourceInfo",
     "SourceStatus",
@@ -540,27 +694,34 @@ __all__ = [
     "configured_jobs",
     "default_options",
     "discover",
+    "evaluate",
     "export_manifest",
     "filters_where",
     "find_owner",
     "get_document",
     "health",
+    "highlight",
     "ingest",
     "ingest_configured",
     "ingest_known",
     "known_specs",
     "list_sources",
+    "load_queries",
     "make_embedder_for",
+    "make_filters",
     "open_store",
     "owner_client",
     "read_indexed_file",
     "remove_source",
     "reset_collections",
     "resolve_settings",
+    "retrieve",
     "search",
     "search_collections",
     "select_known",
     "selected_sources",
+    "similar",
+    "snippet",
     "source_for",
     "status",
     "verify",

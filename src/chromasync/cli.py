@@ -23,7 +23,7 @@ from rich.table import Table
 from . import __version__, api
 from .errors import ChromasyncError, ConfigError, LockError, NotFound
 from .ingest import IngestOptions
-from .records import Hit, IngestSummary, SourceSpec
+from .records import IngestSummary, SourceSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,8 +56,12 @@ def _safe(text: str) -> str:
     return "".join(c if c.isprintable() or c in "\n" else repr(c)[1:-1] for c in text)
 
 
-def store_options(func: F) -> F:
-    """The options every command that touches the store shares."""
+def store_options(func: F | None = None, *, many_collections: bool = False) -> Any:
+    """The options every command that touches the store shares.
+
+    With `many_collections`, `--collection` may be repeated (search, similar, eval).
+    """
+    collection_help = "Chroma collection [env CHROMASYNC_COLLECTION; default chromasync]."
     decorators = [
         click.option(
             "--data-dir",
@@ -66,7 +70,8 @@ def store_options(func: F) -> F:
         ),
         click.option(
             "--collection",
-            help="Chroma collection [env CHROMASYNC_COLLECTION; default chromasync].",
+            multiple=many_collections,
+            help=collection_help + (" Repeatable." if many_collections else ""),
         ),
         click.option(
             "--provider",
@@ -117,9 +122,13 @@ def store_options(func: F) -> F:
             help="Allow a source whose path is the filesystem root '/'.",
         ),
     ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply(func) if func is not None else apply
 
 
 def _settings(**flags: Any) -> api.Settings:
@@ -133,8 +142,11 @@ def _settings(**flags: Any) -> api.Settings:
         "tenant",
         "database",
         "embedding_url",
+        "rerank_model",
     }
     values = {k: v for k, v in flags.items() if k in known}
+    if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting
+        values.pop("collection")
     options = _embed_options(flags.get("embed_options") or ())
     if options:
         values["provider_options"] = options
@@ -498,42 +510,6 @@ def _print_summary_lines(console: Console, summaries: Sequence[IngestSummary]) -
             console.print(f"  skipped {escape(reasons)}")
 
 
-@main.command()
-@click.argument("query")
-@store_options
-@click.option(
-    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Number of hits."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
-def search(query: str, k: int, as_json: bool, **flags: Any) -> None:
-    """Search the indexed chunks for QUERY."""
-    with _errors():
-        settings = _settings(**flags)
-        client = api.owner_client(settings)
-        if client is not None:
-            with client:
-                hits = client.search(query, k=k)
-        else:
-            hits = api.search(query, settings, k=k)
-    if as_json:
-        click.echo(json.dumps([h.as_json() for h in hits], indent=2, ensure_ascii=False))
-        return
-    _print_hits(hits)
-
-
-def _print_hits(hits: Sequence[Hit]) -> None:
-    console = Console(highlight=False)
-    if not hits:
-        console.print("no hits")
-    for rank, hit in enumerate(hits, 1):
-        where = f"{hit.path}:{hit.start_line}-{hit.end_line}"
-        console.print(f"[bold]{rank}.[/] [cyan]{escape(_safe(where))}[/] [dim]{hit.score:.3f}[/]")
-        if hit.heading:
-            console.print(f"   [green]{escape(_safe(hit.heading))}[/]")
-        snippet = " ".join(hit.text.split())[:240]
-        console.print(f"   {escape(_safe(snippet))}")
-
-
 def _when(ns: int | None) -> str:
     if not ns:
         return "never"
@@ -623,8 +599,9 @@ def status(as_json: bool, **flags: Any) -> None:
         )
 
 
-# register config, sources and discover; chunk-report; serve, watch and mcp
-from . import cli_admin, cli_report, cli_service  # noqa: E402,F401
+# Commands defined beside this module for size; importing them registers them on `main`:
+# config, sources and discover; chunk-report; search, similar and eval; serve, watch, mcp.
+from . import cli_admin, cli_report, cli_search, cli_service  # noqa: E402,F401
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -63,6 +63,10 @@ _FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "cache_max_entries": ("CHROMASYNC_CACHE_MAX_ENTRIES", 500_000),
     "cache_dir": ("CHROMASYNC_CACHE_DIR", None),
     "chunk_max_tokens": ("CHROMASYNC_CHUNK_MAX_TOKENS", None),
+    "date_fields": ("CHROMASYNC_DATE_FIELDS", "date,published_at"),
+    "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
+    "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
+    "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
 }
 _INTS = {
     "max_file_bytes",
@@ -70,8 +74,9 @@ _INTS = {
     "chunk_max_tokens",
     "embedding_dimension",
     "chroma_retries",
+    "keyword_refresh_s",
 }
-_FLOATS = {"chroma_timeout"}
+_FLOATS = {"chroma_timeout", "duplicate_threshold"}
 #: Settings that only the config file (or a flag, for Python callers) can set.
 _FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
 #: Where a secret setting comes from instead of the config file.
@@ -129,6 +134,10 @@ class Settings:
     cache_max_entries: int = 500_000
     cache_dir: str | None = None
     chunk_max_tokens: int | None = None
+    date_fields: str = "date,published_at"  # front-matter dates for --after/--before/--sort
+    rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
+    duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
+    keyword_refresh_s: int = 300  # max age of the keyword mirror of a shared collection
     provider_options: Mapping[str, Any] = field(default_factory=dict)
     skip_paths: tuple[str, ...] = ()
     privacy_keys: tuple[str, ...] = DEFAULT_PRIVACY_KEYS
@@ -148,6 +157,10 @@ class Settings:
         if self.embedding_dimension:
             options.setdefault("dimension", self.embedding_dimension)
         return options
+
+    @property
+    def date_field_names(self) -> tuple[str, ...]:
+        return tuple(f.strip() for f in str(self.date_fields).split(",") if f.strip())
 
     def collection_for(self, kind: str, explicit: str | None = None) -> str:
         """The collection a source of `kind` writes to (see the module docstring)."""

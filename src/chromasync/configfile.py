@@ -72,6 +72,15 @@ class ChunkingModel(_Model):
     max_tokens: int | None = Field(default=None, gt=8)
 
 
+class SearchModel(_Model):
+    """The `search:` section: retrieval settings."""
+
+    date_fields: list[str] | None = None
+    rerank_model: str | None = None
+    duplicate_threshold: float | None = Field(default=None, ge=0, le=1)
+    keyword_refresh_s: int | None = Field(default=None, ge=0)
+
+
 class SourceModel(_Model):
     label: str | None = None
     path: str | None = None
@@ -122,6 +131,7 @@ class ConfigModel(_Model):
     server: StoreModel | None = None
     embedding: EmbeddingModel | None = None
     chunking: ChunkingModel | None = None
+    search: SearchModel | None = None
     sources: list[SourceModel] = Field(default_factory=list)
     sources_file: str | None = None
     skip_paths: list[str] = Field(default_factory=list)
@@ -254,6 +264,15 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
     _embedding_settings(model.embedding, ("embedding",), put)
     if model.chunking is not None:
         put("chunk_max_tokens", model.chunking.max_tokens, ("chunking", "max_tokens"))
+    if model.search is not None:
+        search = model.search
+        if search.date_fields:
+            put("date_fields", ",".join(search.date_fields), ("search", "date_fields"))
+        if search.rerank_model:
+            folder = str(_resolve(search.rerank_model, base))
+            put("rerank_model", folder, ("search", "rerank_model"))
+        put("duplicate_threshold", search.duplicate_threshold, ("search", "duplicate_threshold"))
+        put("keyword_refresh_s", search.keyword_refresh_s, ("search", "keyword_refresh_s"))
     put("skip_paths", tuple(model.skip_paths), ("skip_paths",))
     put("privacy_keys", tuple(k.strip().lower() for k in model.privacy_keys), ("privacy_keys",))
     return out

@@ -236,6 +236,8 @@ class Hit:
     text: str
     collection: str = ""
     metadata: Metadata = field(default_factory=dict)
+    ranks: Mapping[str, int] = field(default_factory=dict)  # rank in each list, e.g. dense
+    collapsed: int = 0  # other chunks of the same document folded into this hit (--per-doc)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -249,4 +251,6 @@ class Hit:
             "text": self.text,
             "collection": self.collection,
             "metadata": dict(self.metadata),
+            "ranks": dict(self.ranks),
+            "collapsed": self.collapsed,
         }

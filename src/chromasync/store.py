@@ -440,11 +440,14 @@ class Collection:
         vector: Sequence[float] | str,
         k: int,
         where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[Hit]:
-        """Nearest records to `vector` (cosine); the score is 1 - distance.
+        """Nearest records to `vector` (cosine), among `ids` when given; score 1 - distance.
 
         A string is embedded by the collection's own function (`server` provider).
         """
+        if ids is not None and not ids:
+            return []
         query: dict[str, Any] = (
             {"query_texts": [vector]}
             if isinstance(vector, str)
@@ -456,6 +459,7 @@ class Collection:
                 **query,
                 n_results=k,
                 where=dict(where) if where else None,
+                ids=list(ids) if ids is not None else None,
                 include=["metadatas", "documents", "distances"],
             ),
         )

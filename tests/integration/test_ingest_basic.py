@@ -109,7 +109,7 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
     assert data["files_new"] == 5
     search = run_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)
     assert search.returncode == 0, search.stderr
-    hits = json.loads(search.stdout)
+    hits = json.loads(search.stdout)["hits"]
     assert hits and {
         "id",
         "path",

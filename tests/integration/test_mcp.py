@@ -108,4 +108,4 @@ def test_mcp_tools_over_stdio(
     assert read_owner(data_dir) is None
     cli = run_cli(["search", "quincefruit", "--json", "--k", "1"], env=cli_env)
     assert cli.returncode == 0, cli.stderr
-    assert json.loads(cli.stdout)[0]["path"] == "ideas.txt"
+    assert json.loads(cli.stdout)["hits"][0]["path"] == "ideas.txt"

@@ -45,7 +45,7 @@ def test_ingest_and_search_with_the_default_model(
     assert summary["chunks_embedded"] == summary["chunks_total"] > 0
     found = run_cli(["search", "how do I calibrate the grinder", "--k", "3", "--json"], env=env)
     assert found.returncode == 0, found.stderr
-    hits = json.loads(found.stdout)
+    hits = json.loads(found.stdout)["hits"]
     assert hits[0]["path"] == "guides/install.md"
     assert "Calibration" in hits[0]["heading"] or "Calibration" in hits[0]["text"]
     settings = resolve_settings(

@@ -275,7 +275,7 @@ def test_cli_goes_through_the_owner_or_is_refused(
     try:
         found = run_cli(["search", "espresso grinder", "--json", "--k", "2"], env=cli_env)
         assert found.returncode == 0, found.stderr
-        assert len(json.loads(found.stdout)) == 2
+        assert len(json.loads(found.stdout)["hits"]) == 2
         other = tmp_path / "other"
         other.mkdir()
         refused = run_cli(["ingest", str(other)], env=cli_env)

@@ -1,0 +1,149 @@
+"""Keyword search: BM25 over the SQLite FTS5 index of the chunks (`state.py`, `mirror.py`).
+
+The index is an external-content FTS5 table `keyword(text, heading)` over `chunks`
+(porter stemming, unicode61). A query becomes an OR of its words, stop words dropped; FTS5's
+`bm25()` ranks the matches (k1 = 1.2, b = 0.75), with the heading column weighted by
+`heading_weight`. Filters are SQL conditions (`filters.where_to_sql`, `filters.local_sql`)
+applied inside the same statement, before ranking.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..records import Hit
+from .filters import SQL_ICONTAINS, SQL_REGEXP
+
+_TOKEN = re.compile(r"[^\W_]+")
+#: Lucene's English stop words (the analyzer behind the published BM25 baselines).
+STOP_WORDS = frozenset(
+    {
+        *("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into"),
+        *("is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then"),
+        *("there", "these", "they", "this", "to", "was", "will", "with"),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """An SQL condition over `chunks AS c` and its parameters."""
+
+    sql: str = "1"
+    params: tuple[Any, ...] = ()
+
+    def and_(self, other: Condition) -> Condition:
+        if other.sql == "1":
+            return self
+        if self.sql == "1":
+            return other
+        return Condition(f"({self.sql}) AND ({other.sql})", self.params + other.params)
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct lower-case words of a query, stop words dropped (kept if nothing else)."""
+    words = list(dict.fromkeys(w.lower() for w in _TOKEN.findall(text)))
+    kept = [w for w in words if w not in STOP_WORDS]
+    return kept or words
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression: any of the terms, each quoted (no query syntax leaks)."""
+    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _regexp(pattern: str, text: str | None) -> bool:
+    return text is not None and _compiled(pattern).search(text) is not None
+
+
+def _icontains(value: Any, needle: str) -> bool:
+    return value is not None and needle.casefold() in str(value).casefold()
+
+
+class KeywordIndex:
+    """Read side of one SQLite keyword index (the state's, or a mirror's)."""
+
+    def __init__(self, db: sqlite3.Connection, heading_weight: float = 1.0) -> None:
+        self.db = db
+        self.heading_weight = heading_weight
+        db.create_function(SQL_REGEXP, 2, _regexp, deterministic=True)
+        db.create_function(SQL_ICONTAINS, 2, _icontains, deterministic=True)
+
+    def count(self, collection: str) -> int:
+        row = self.db.execute(
+            "SELECT COUNT(*) FROM chunks WHERE collection = ?", (collection,)
+        ).fetchone()
+        return int(row[0])
+
+    def paths(self, collection: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT DISTINCT path FROM chunks WHERE collection = ?", (collection,)
+        )
+        return [r[0] for r in rows]
+
+    def candidate_ids(self, collection: str, condition: Condition) -> list[str]:
+        rows = self.db.execute(
+            f"SELECT c.id FROM chunks AS c WHERE c.collection = ? AND {condition.sql}",
+            (collection, *condition.params),
+        )
+        return [r[0] for r in rows]
+
+    def search(
+        self, collection: str, query: str, n: int, condition: Condition | None = None
+    ) -> list[Hit]:
+        """The `n` best chunks for the words of `query` among those meeting `condition`."""
+        terms = query_terms(query)
+        if not terms or n <= 0:
+            return []
+        condition = condition or Condition()
+        rows = self.db.execute(
+            "SELECT c.id, c.metadata, c.text, bm25(keyword, 1.0, ?) AS bm25_score "
+            "FROM keyword JOIN chunks AS c ON c.rowid = keyword.rowid "
+            f"WHERE keyword MATCH ? AND c.collection = ? AND {condition.sql} "
+            "ORDER BY bm25_score LIMIT ?",
+            (self.heading_weight, fts_query(terms), collection, *condition.params, n),
+        )
+        return [_hit(collection, rid, meta, text, -float(rank)) for rid, meta, text, rank in rows]
+
+    def records(self, collection: str, ids: Sequence[str]) -> list[Hit]:
+        """Chunks by id (for `similar` and for tests)."""
+        out: list[Hit] = []
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(
+                f"SELECT id, metadata, text FROM chunks WHERE collection = ? AND id IN ({marks})",
+                (collection, *part),
+            )
+            out += [_hit(collection, rid, meta, text, 0.0) for rid, meta, text in rows]
+        return out
+
+
+def _hit(collection: str, rid: str, metadata: str, text: str, score: float) -> Hit:
+    meta = json.loads(metadata)
+    return Hit(
+        id=rid,
+        path=str(meta.get("path", "")),
+        source=str(meta.get("source", "")),
+        heading=str(meta.get("heading", "")),
+        start_line=int(meta.get("start_line", 0) or 0),
+        end_line=int(meta.get("end_line", 0) or 0),
+        score=score,
+        text=text,
+        collection=collection,
+        metadata=meta,
+    )
+
+
+__all__ = ["STOP_WORDS", "Condition", "KeywordIndex", "fts_query", "query_terms"]

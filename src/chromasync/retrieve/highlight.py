@@ -1,0 +1,65 @@
+"""Which words of a hit's text the query matched, for marking them in the terminal.
+
+Words are compared after light suffix stripping (plural, -ed, -ing, -ly), close to what the
+keyword index's porter stemmer treats as the same word; phrases are marked whole.
+Pure: returns character spans, the CLI decides how they look.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .bm25 import query_terms
+from .filters import phrase_query
+
+_TOKEN = re.compile(r"[^\W_]+")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A crude, stable stem: lower case, one common English suffix removed."""
+    lowered = word.casefold()
+    for suffix in _SUFFIXES:
+        if lowered.endswith(suffix) and len(lowered) - len(suffix) >= 3:
+            return lowered[: -len(suffix)]
+    return lowered
+
+
+def match_spans(text: str, query: str, phrases: Sequence[str] = ()) -> list[tuple[int, int]]:
+    """Sorted, non-overlapping (start, end) spans of `text` matching the query or a phrase."""
+    stems = {stem(t) for t in query_terms(query)}
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text) if stem(m.group()) in stems]
+    for phrase in phrases:
+        _, pattern = phrase_query(phrase)
+        spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def snippet(
+    text: str, spans: Sequence[tuple[int, int]], width: int = 240
+) -> tuple[str, list[tuple[int, int]]]:
+    """A window of about `width` characters around the first match, spans shifted into it."""
+    flat = text
+    start = 0
+    if spans and spans[0][0] > width // 3:
+        start = spans[0][0] - width // 3
+        space = flat.rfind(" ", 0, start)
+        start = space + 1 if space >= 0 and start - space < 30 else start
+    end = min(len(flat), start + width)
+    inside = [
+        (max(a, start) - start, min(b, end) - start) for a, b in spans if b > start and a < end
+    ]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(flat) else ""
+    shift = len(prefix)
+    return prefix + flat[start:end] + suffix, [(a + shift, b + shift) for a, b in inside]
+
+
+__all__ = ["match_spans", "snippet", "stem"]

@@ -1,0 +1,176 @@
+"""A keyword index rebuilt from the collection itself, for collections the state does not cover.
+
+The state's keyword index (`state.py`) holds exactly the chunks this data dir's ingests
+wrote. When the store is a Chroma server shared by several ingesters, a collection also
+holds other machines' sources, which no local ingest has seen. Retrieval then notices that
+the local index does not cover the collection (its row count differs from the
+collection's, or one of its local sources is mid-run) and searches this mirror instead:
+`keyword-mirror.sqlite3` in the data dir, the same `chunks` + FTS5 `keyword` tables, filled
+from the collection's own documents and metadata.
+
+`sync` is incremental and exact: it pages through the collection's ids and metadata, fetches
+documents only for records that are new or whose `record_hash` changed, and deletes rows whose
+ids left the collection, in one transaction. It runs when the mirror's count differs from the
+collection's or its last sync is older than the refresh interval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..store import Collection
+
+log = logging.getLogger(__name__)
+
+MIRROR_FILE = "keyword-mirror.sqlite3"
+MIRROR_SCHEMA = 1
+FETCH = 500
+# The same tables as the state's keyword index (`state._SCHEMA`), so `KeywordIndex` reads both.
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS mirror_meta (
+    collection TEXT PRIMARY KEY, synced_ns INTEGER NOT NULL, count INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    source TEXT NOT NULL,
+    path TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    record_hash TEXT NOT NULL,
+    UNIQUE (collection, id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(
+    text, heading, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO keyword(rowid, text, heading) VALUES (new.rowid, new.text, new.heading);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO keyword(keyword, rowid, text, heading)
+    VALUES ('delete', old.rowid, old.text, old.heading);
+END;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncFigures:
+    collection: str
+    added: int
+    updated: int
+    removed: int
+    total: int
+
+
+class KeywordMirror:
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    @classmethod
+    def open(cls, data_dir: Path) -> KeywordMirror:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / MIRROR_FILE
+        try:
+            return cls(_connect(path), path)
+        except sqlite3.DatabaseError as exc:
+            # A cache: throw it away and start again.
+            log.warning("keyword mirror %s is unusable (%s); rebuilding it", path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            return cls(_connect(path), path)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def last_sync(self, collection: str) -> tuple[int, int] | None:
+        """(synced_ns, count) of the collection's last sync, or None."""
+        row = self.db.execute(
+            "SELECT synced_ns, count FROM mirror_meta WHERE collection = ?", (collection,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def sync(self, collection: Collection, now_ns: int) -> SyncFigures:
+        """Make the mirror's rows for `collection` equal to the collection's records."""
+        name = collection.name
+        have = dict(
+            self.db.execute(
+                "SELECT id, record_hash FROM chunks WHERE collection = ?", (name,)
+            ).fetchall()
+        )
+        want: dict[str, str] = {}
+        for record in collection.iter_records():
+            want[record.id] = _record_hash(record.metadata)
+        changed = [rid for rid, h in want.items() if have.get(rid) != h]
+        removed = [rid for rid in have if rid not in want]
+        rows = []
+        for start in range(0, len(changed), FETCH):
+            for record in collection.get(changed[start : start + FETCH]):
+                meta = dict(record.metadata)
+                rows.append(
+                    (
+                        record.id,
+                        name,
+                        str(meta.get("source", "")),
+                        str(meta.get("path", "")),
+                        str(meta.get("heading", "")),
+                        record.document or "",
+                        json.dumps(meta, ensure_ascii=False),
+                        _record_hash(meta),
+                    )
+                )
+        with self.db:
+            for rid in (*removed, *changed):
+                self.db.execute("DELETE FROM chunks WHERE collection = ? AND id = ?", (name, rid))
+            self.db.executemany(
+                "INSERT INTO chunks (id, collection, source, path, heading, text, metadata, "
+                "record_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            self.db.execute(
+                "INSERT OR REPLACE INTO mirror_meta VALUES (?, ?, ?)", (name, now_ns, len(want))
+            )
+        added = sum(1 for rid in changed if rid not in have)
+        figures = SyncFigures(name, added, len(changed) - added, len(removed), len(want))
+        log.info(
+            "keyword mirror of %r: %d added, %d updated, %d removed, %d in all",
+            name,
+            figures.added,
+            figures.updated,
+            figures.removed,
+            figures.total,
+        )
+        return figures
+
+
+def _record_hash(metadata: object) -> str:
+    """Our records carry `record_hash`; others are compared by their whole metadata."""
+    if isinstance(metadata, dict) and metadata.get("record_hash"):
+        return str(metadata["record_hash"])
+    text = json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
+    return "meta:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, MIRROR_SCHEMA):
+            raise sqlite3.DatabaseError(f"mirror schema {version}, want {MIRROR_SCHEMA}")
+        db.executescript(_SCHEMA)
+        db.execute(f"PRAGMA user_version = {MIRROR_SCHEMA}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+__all__ = ["MIRROR_FILE", "KeywordMirror", "SyncFigures"]

@@ -1,0 +1,189 @@
+"""The retrieval commands beyond one search: evaluation over judged queries, and the
+documents similar to a file. Both run on a `Retriever` the caller opened (see `api`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..chunk import Budget, chunk_document
+from ..chunk.tokens import default_token_meter, load_token_meter
+from ..embed import Embedder
+from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
+from ..fingerprint import read_file
+from ..records import FileStat, Hit
+from ..store import hit_from_row
+from . import evaluate as ev
+from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
+from .filters import Filters
+from .fuse import Fusion
+from .rerank import rerank
+from .similar import SimilarDoc, aggregate, nearest_sources
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalReport:
+    queries: int
+    k: int
+    modes: Mapping[str, Mapping[str, float]]  # mode -> metric -> mean
+    per_query: Mapping[str, Sequence[Mapping[str, float]]]  # mode -> one row per query
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "queries": self.queries,
+            "k": self.k,
+            "modes": {m: dict(v) for m, v in self.modes.items()},
+        }
+
+
+def run_evaluation(
+    retriever: Retriever,
+    queries: Sequence[ev.EvalQuery],
+    *,
+    modes: Sequence[str] = MODES,
+    k: int = 10,
+    filters: Filters | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    fusions: Mapping[str, Fusion] | None = None,
+    progress: Progress | None = None,
+) -> EvalReport:
+    """nDCG@k, recall@k, recall@100 and MRR of each mode over judged queries.
+
+    Each query is gathered once (dense and keyword lists, 200 chunks deep, as a search with
+    k <= 50 gathers them) and ranked in every mode exactly as a search ranks it. `fusions`
+    adds hybrid variants by name (for tuning). With a reranker configured, `hybrid+rerank`
+    is measured as well.
+    """
+    for mode in modes:
+        if mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    filters = filters or Filters()
+    rows: dict[str, list[Mapping[str, float]]] = {}
+    for done, item in enumerate(queries, 1):
+        request = SearchRequest(
+            item.query,
+            k=ev.DEPTH,
+            filters=filters,
+            collections=tuple(collections),
+            all_collections=all_collections,
+            candidates=MIN_CANDIDATES,
+        )
+        gathered = retriever.gather(request, modes)
+        ranked = {mode: retriever.rank(gathered, mode) for mode in modes}
+        for name, fusion in (fusions or {}).items():
+            ranked[name] = retriever.rank(gathered, "hybrid", fusion)
+        if retriever.reranker is not None and "hybrid" in ranked:
+            ranked["hybrid+rerank"] = rerank(item.query, ranked["hybrid"], retriever.reranker)
+        for name, hits in ranked.items():
+            flags = ev.judge(ev.documents(hits)[: ev.DEPTH], item.relevant)
+            rows.setdefault(name, []).append(ev.query_metrics(flags, len(set(item.relevant)), k))
+        if progress:
+            progress("eval", done, len(queries))
+    return EvalReport(
+        queries=len(queries),
+        k=k,
+        modes={name: ev.mean_metrics(r) for name, r in rows.items()},
+        per_query=rows,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarResult:
+    path: str
+    chunks: int
+    threshold: float
+    documents: tuple[SimilarDoc, ...]
+    excluded: str | None  # "source:path" of the file itself, when it is indexed
+
+    @property
+    def nearest_sources(self) -> list[tuple[str, float, int]]:
+        return nearest_sources(self.documents)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "chunks": self.chunks,
+            "threshold": self.threshold,
+            "excluded": self.excluded,
+            "duplicates": sum(d.duplicate for d in self.documents),
+            "documents": [d.as_json() for d in self.documents],
+            "sources": [
+                {"source": s, "best_score": b, "documents": n} for s, b, n in self.nearest_sources
+            ],
+        }
+
+
+def find_similar(
+    retriever: Retriever,
+    file: Path,
+    embedder: Embedder,
+    *,
+    k: int = 10,
+    threshold: float,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    own: tuple[str, str] | None = None,
+    privacy_keys: tuple[str, ...] = ("private",),
+) -> SimilarResult:
+    """The indexed documents nearest to `file`; `own` is (source, path) if it is indexed."""
+    try:
+        info = file.stat()
+    except OSError as exc:
+        raise NotFound(f"cannot read {file}: {exc.strerror}") from exc
+    if not file.is_file():
+        raise SourceError(f"{file} is not a regular file")
+    stat = FileStat(file.name, str(file), info.st_size, info.st_mtime_ns)
+    outcome = read_file(stat, privacy_keys=privacy_keys)
+    if outcome.document is None:
+        reason = outcome.skip.reason if outcome.skip else "unreadable"
+        raise SourceError(f"{file} cannot be compared: it is skipped as {reason!r}")
+    tokenizer = embedder.tokenizer_path
+    meter = load_token_meter(tokenizer) if tokenizer else default_token_meter()
+    chunks = chunk_document(outcome.document, Budget(embedder.max_tokens, meter))
+    if not chunks:
+        raise SourceError(f"{file} has no text to compare")
+    texts = [c.embed_text for c in chunks]
+    # `server` provider: the collection's own function embeds each chunk's text.
+    vectors: Sequence[Sequence[float] | str] = (
+        texts if retriever.embeds_in_store else embedder.embed_documents(texts)
+    )
+    weights = [float(max(len(c.text), 1)) for c in chunks]
+    request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
+    neighbours: list[list[Hit]] = [[] for _ in chunks]
+    exact: list[Hit] = []
+    for name in retriever.collection_names(request):
+        collection = retriever.collection(name)
+        try:
+            if not retriever.embeds_in_store:
+                collection.check_model(embedder.model_id, embedder.dimension)
+            searched = retriever.dense_collection(name)
+        except ChromasyncError:
+            if not all_collections:
+                raise
+            continue
+        for index, vector in enumerate(vectors):
+            neighbours[index] += searched.query(vector, max(4 * k, 20))
+        same_bytes = collection.iter_records(
+            where={"file_hash": outcome.file_hash or ""}, documents=True
+        )
+        exact += [hit_from_row(r.id, r.metadata, r.document or "", 1.0, name) for r in same_bytes]
+
+    def is_self(hit: Hit) -> bool:
+        return own is not None and (hit.source, hit.path) == own
+
+    docs = aggregate(weights, neighbours, exclude=is_self, exact=exact, threshold=threshold, k=k)
+    return SimilarResult(
+        path=str(file),
+        chunks=len(chunks),
+        threshold=threshold,
+        documents=tuple(docs),
+        excluded=f"{own[0]}:{own[1]}" if own else None,
+    )
+
+
+__all__ = ["EvalReport", "SimilarResult", "find_similar", "run_evaluation"]

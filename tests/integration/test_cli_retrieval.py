@@ -1,0 +1,144 @@
+"""The search, similar and eval commands through Click's runner (exit code, stdout, stderr)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from chromasync import api
+from chromasync.cli import main
+from chromasync.embed.hashing import HashEmbedder
+
+from .test_retrieval import write_corpus
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    base = tmp_path_factory.mktemp("cli")
+    root = write_corpus(base / "notes")
+    env = {"CHROMASYNC_DATA_DIR": str(base / "data"), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    settings = api.resolve_settings({}, env)
+    api.ingest([api.source_for(root)], settings, embedder=HashEmbedder())
+    return root, env
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, args, env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_search_json_echoes_filters(indexed: tuple[Path, dict[str, str]]) -> None:
+    _, env = indexed
+    code, out, err = _run(
+        [
+            "search",
+            "coastal loop",
+            "--json",
+            "--tag",
+            "cycling",
+            "--after",
+            "2026-03-01",
+            "--where",
+            "rating=5",
+            "--per-doc",
+        ],
+        env,
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["mode"] == "hybrid" and data["collections"] == ["chromasync-notes"]
+    assert data["filters"] == {
+        "where": {"rating": 5},
+        "tags": ["cycling"],
+        "tags_mode": "any",
+        "after": "2026-03-01",
+        "date_fields": ["date", "published_at"],
+    }
+    assert [h["path"] for h in data["hits"]] == ["journal/2026-05-01.md"]
+    hit = data["hits"][0]
+    for key in ("id", "path", "source", "heading", "start_line", "end_line", "score", "text"):
+        assert key in hit, key
+    assert set(hit["ranks"]) <= {"dense", "keyword"} and hit["collection"] == "chromasync-notes"
+
+
+def test_search_terminal_cites_and_marks_words(indexed: tuple[Path, dict[str, str]]) -> None:
+    _, env = indexed
+    code, out, err = _run(["search", "zyxwvut", "--mode", "keyword", "--k", "1"], env)
+    assert code == 0, err
+    assert "guides/sourdough.md:" in out and "zyxwvut" in out
+    assert "Sourdough starter" in out  # the heading path
+
+
+def test_search_group_by_and_sort(indexed: tuple[Path, dict[str, str]]) -> None:
+    _, env = indexed
+    code, out, err = _run(["search", "the", "--per-doc", "--group-by", "source", "--k", "5"], env)
+    assert code == 0, err
+    assert "source: notes" in out
+    code, out, _ = _run(["search", "the", "--per-doc", "--sort", "date", "--json"], env)
+    paths = [h["path"] for h in json.loads(out)["hits"]]
+    assert paths[0] == "journal/2026-05-01.md" and paths[-1] == "ideas.txt"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--where", "novalue"], "KEY=VALUE"),
+        (["--after", "someday"], "--after"),
+        (["--where-json", "{"], "not valid JSON"),
+        (["--mode", "fuzzy"], "fuzzy"),
+    ],
+)
+def test_search_bad_usage_exits_2(
+    indexed: tuple[Path, dict[str, str]], args: list[str], message: str
+) -> None:
+    _, env = indexed
+    code, out, err = _run(["search", "x", *args], env)
+    assert code == 2
+    assert message in err and out == ""
+
+
+def test_search_unknown_collection_exits_1(indexed: tuple[Path, dict[str, str]]) -> None:
+    _, env = indexed
+    code, out, err = _run(["search", "x", "--collection", "nope"], env)
+    assert code == 1 and "nope" in err and out == ""
+
+
+def test_similar_json_and_table(indexed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    root, env = indexed
+    capture = tmp_path / "capture.md"
+    capture.write_text((root / "guides" / "grinder.md").read_text())
+    code, out, err = _run(["similar", str(capture), "--k", "2", "--json"], env)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["documents"][0]["path"] == "guides/grinder.md"
+    assert data["documents"][0]["duplicate"] is True and data["duplicates"] >= 1
+    assert data["sources"][0]["source"] == "notes"
+    code, out, err = _run(["similar", str(capture)], env)
+    assert code == 0, err
+    assert "exact copy" in out and "closest source" in out
+    code, _, err = _run(["similar", str(tmp_path / "missing.md")], env)
+    assert code == 1 and "missing.md" in err
+
+
+def test_eval_table_and_json(indexed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    _, env = indexed
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        '{"query": "zyxwvut culture", "relevant": ["sourdough"]}\n'
+        '{"query": "studded tyres", "relevant": ["journal/2026-01-10.md"]}\n'
+    )
+    code, out, err = _run(["eval", str(queries), "--json"], env)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["queries"] == 2 and set(data["modes"]) == {"hybrid", "dense", "keyword"}
+    assert data["modes"]["keyword"]["recall@100"] == 1.0
+    code, out, err = _run(["eval", str(queries), "--mode", "keyword", "--k", "5"], env)
+    assert code == 0, err
+    assert "nDCG@5" in out and "keyword" in out and "dense" not in out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "x"}\n')
+    code, _, err = _run(["eval", str(bad)], env)
+    assert code == 2 and "bad.jsonl:1" in err

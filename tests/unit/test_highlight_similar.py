@@ -1,0 +1,80 @@
+"""Matched-word spans, snippets, and the aggregation of similar documents."""
+
+from __future__ import annotations
+
+import pytest
+
+from chromasync.records import Hit
+from chromasync.retrieve.highlight import match_spans, snippet, stem
+from chromasync.retrieve.similar import aggregate, nearest_sources
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "phrases", "marked"),
+    [
+        ("Calibrate the grinder", "grinder", (), ["grinder"]),
+        ("Grinders and GRINDER", "grinder", (), ["Grinders", "GRINDER"]),
+        ("the burrs touched", "touch burr", (), ["burrs", "touched"]),
+        ("the zero point is set", "the", (), ["the"]),
+        (
+            "a pay-for-performance plan",
+            "plan",
+            ("pay for performance",),
+            ["pay-for-performance", "plan"],
+        ),
+        ("nothing here", "grinder", (), []),
+    ],
+)
+def test_match_spans(text: str, query: str, phrases: tuple[str, ...], marked: list[str]) -> None:
+    assert [text[a:b] for a, b in match_spans(text, query, phrases)] == marked
+
+
+def test_stem_is_conservative_on_short_words() -> None:
+    assert stem("Running") == "runn" and stem("is") == "is" and stem("bus") == "bus"
+
+
+def test_snippet_windows_around_the_first_match() -> None:
+    text = "x " * 200 + "target word" + " y" * 200
+    spans = match_spans(text, "target", ())
+    window, shifted = snippet(text, spans, width=80)
+    assert window.startswith("…") and window.endswith("…")
+    assert [window[a:b] for a, b in shifted] == ["target"]
+    short, spans_short = snippet("target", [(0, 6)])
+    assert short == "target" and spans_short == [(0, 6)]
+
+
+def _hit(path: str, score: float, source: str = "notes", chunk: str = "0") -> Hit:
+    return Hit(f"{path}-{chunk}", path, source, "", 1, 2, score, "", "c")
+
+
+def test_aggregate_weights_chunks_and_flags_duplicates() -> None:
+    neighbours = [
+        [_hit("a.md", 0.99), _hit("b.md", 0.80)],
+        [_hit("a.md", 0.97, chunk="1"), _hit("c.md", 0.90)],
+    ]
+    docs = aggregate([3.0, 1.0], neighbours, threshold=0.95, k=5)
+    assert [(d.path, d.duplicate, d.matched_chunks) for d in docs] == [
+        ("a.md", True, 2),
+        ("b.md", False, 1),
+        ("c.md", False, 1),
+    ]
+    assert docs[0].score == pytest.approx((3 * 0.99 + 0.97) / 4)
+    assert docs[1].score == pytest.approx(3 * 0.80 / 4)
+    assert docs[0].best.id == "a.md-0"
+
+
+def test_aggregate_excludes_the_file_itself_and_marks_exact_copies() -> None:
+    neighbours = [[_hit("self.md", 1.0), _hit("copy.md", 1.0), _hit("near.md", 0.5)]]
+    docs = aggregate(
+        [1.0],
+        neighbours,
+        exclude=lambda h: h.path == "self.md",
+        exact=[_hit("copy.md", 1.0), _hit("self.md", 1.0), _hit("far.md", 1.0, source="x")],
+        threshold=0.9,
+    )
+    assert [(d.path, d.exact, d.duplicate) for d in docs] == [
+        ("copy.md", True, True),
+        ("far.md", True, True),
+        ("near.md", False, False),
+    ]
+    assert nearest_sources(docs)[0] == ("notes", 1.0, 2)
