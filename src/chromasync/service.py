@@ -126,6 +126,9 @@ class Service:
     def search(self, query: str, **params: Any) -> list[Hit]:
         return api.search(query, self.settings, embedder=self.embedder, **params)
 
+    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
+        return api.retrieve(request, self.settings, embedder=self.embedder)
+
     def status(self) -> dict[str, Any]:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""
         rows = api.status(self.settings)
