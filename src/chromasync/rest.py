@@ -160,14 +160,15 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 def result_json(result: api.SearchResult) -> dict[str, Any]:
     """A search result as `chromasync search --json` prints it; each hit also has its
     `citation` and a `snippet` (text around the first match, with the matched spans)."""
-    data = result.as_json()
-    data["hits"] = []
+    hits = []
     for hit in result.hits:
         item = hit_json(hit)
         spans = api.highlight(hit.text, result.query, result.filters.phrases)
         text, shifted = api.snippet(hit.text, spans, width=420)
         item["snippet"] = {"text": text, "spans": [list(span) for span in shifted]}
-        data["hits"].append(item)
+        hits.append(item)
+    data = result.as_json()
+    data["hits"] = hits
     return data
 
 
