@@ -2,8 +2,11 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .chromasync-demo
+# The benchmark's peers (LangChain, LlamaIndex) get their own environment.
+BENCH_VENV ?= .venv-bench
+BENCH_ARGS ?=
 
-.PHONY: install demo serve test test-all check lint typecheck clean
+.PHONY: install demo serve test test-all check lint typecheck clean bench bench-install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -34,5 +37,16 @@ typecheck: install
 
 check: lint typecheck test
 
+$(BENCH_VENV)/bin/python:
+	$(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
+
+bench-install: $(BENCH_VENV)/bin/python
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+
+# chromasync against LangChain, LlamaIndex and a naive script; results in benchmarks/out/.
+bench: bench-install
+	nice $(BENCH_VENV)/bin/python benchmarks/compare.py $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

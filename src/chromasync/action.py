@@ -29,21 +29,7 @@ from pathlib import Path
 
 from . import api
 from .errors import ChromasyncError, ConfigError
-from .records import IngestSummary, SourceSpec
-
-OUTPUT_FIELDS = (
-    "files_seen",
-    "files_new",
-    "files_updated",
-    "files_unchanged",
-    "files_deleted",
-    "chunks_total",
-    "chunks_embedded",
-    "chunks_reused",
-    "chunks_deleted",
-    "duration_ms",
-    "embed_ms",
-)
+from .records import SUMMARY_COUNTS, IngestSummary, SourceSpec
 
 
 def _input(environ: Mapping[str, str], name: str) -> str | None:
@@ -95,7 +81,7 @@ def action_settings(environ: Mapping[str, str]) -> tuple[api.Settings, SourceSpe
 
 def outputs(summary: IngestSummary) -> dict[str, str]:
     figures = summary.as_json()
-    out = {name: str(figures[name]) for name in OUTPUT_FIELDS}
+    out = {name: str(figures[name]) for name in SUMMARY_COUNTS}
     out["files_skipped"] = str(sum(summary.files_skipped.values()))
     out["source"] = summary.source
     out["collection"] = summary.collection

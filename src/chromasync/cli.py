@@ -23,7 +23,7 @@ from rich.table import Table
 from . import __version__, api
 from .errors import ChromasyncError, ConfigError, LockError, NotFound
 from .ingest import IngestOptions
-from .records import IngestSummary, SourceSpec
+from .records import IngestSummary, SourceSpec, total_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -436,30 +436,6 @@ def _summary_cells(s: IngestSummary) -> list[str]:
         f"{s.embed_ms / 1000:.2f}s",
         f"{max(s.duration_ms - s.embed_ms, 0) / 1000:.2f}s",
     ]
-
-
-def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
-    """The figures of several sources added up."""
-    skipped: dict[str, int] = {}
-    for s in summaries:
-        for reason, n in s.files_skipped.items():
-            skipped[reason] = skipped.get(reason, 0) + n
-    fields = [
-        "files_seen",
-        "files_new",
-        "files_updated",
-        "files_unchanged",
-        "files_deleted",
-        "chunks_total",
-        "chunks_embedded",
-        "chunks_reused",
-        "chunks_deleted",
-        "duration_ms",
-        "embed_ms",
-    ]
-    sums = {f: sum(getattr(s, f) for s in summaries) for f in fields}
-    dry = bool(summaries) and summaries[0].dry_run
-    return IngestSummary(collection="", source="total", files_skipped=skipped, dry_run=dry, **sums)
 
 
 def _print_summaries(summaries: Sequence[IngestSummary]) -> None:

@@ -123,6 +123,7 @@ class Ingestor:
         self._collection: Collection | None = None
         self._cache: EmbeddingCache | None = None
         self._meter: TokenMeter | None = None
+        self._labels: list[str] = []  # the sources this ingestor has been asked to ingest
         self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
         self._progress = progress or (lambda phase, done, total: None)
 
@@ -165,6 +166,18 @@ class Ingestor:
     def _reset_for_reembed(self, store: Store) -> None:
         existing = store.collection(self.collection_name)
         if existing.model_id not in (None, self.embedder.model_id):
+            ours = sorted(
+                {r.source for r in self.state.sources() if r.collection == self.collection_name}
+                | set(self._labels)
+            )
+            other = existing.other_source(ours)
+            if other is not None:
+                raise StoreError(
+                    f"collection {self.collection_name!r} also holds records of source "
+                    f"{other!r}, which this data dir did not write (another ingester shares "
+                    "the collection); --reembed would delete them. Re-embed into a new "
+                    "collection (--collection), and move every ingester to it"
+                )
             log.warning(
                 "--reembed: recreating collection %r for model %s (was %s); every source in "
                 "it must be ingested again",
@@ -200,6 +213,7 @@ class Ingestor:
     # -- one source ----------------------------------------------------------------------
 
     def ingest(self, spec: SourceSpec, options: IngestOptions) -> IngestSummary:
+        self._labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
         run = _Run()

@@ -7,7 +7,7 @@ stage boundary. Records that are persisted (manifest rows, chunk metadata) carry
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -180,6 +180,22 @@ class StoreLimits:
     name: str = "Chroma"  # how messages name the target
 
 
+#: The additive figures of an `IngestSummary` (summed over sources, exported by the Action).
+SUMMARY_COUNTS = (
+    "files_seen",
+    "files_new",
+    "files_updated",
+    "files_unchanged",
+    "files_deleted",
+    "chunks_total",
+    "chunks_embedded",
+    "chunks_reused",
+    "chunks_deleted",
+    "duration_ms",
+    "embed_ms",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class IngestSummary:
     """The figures of one source's run; `as_json` gives the documented `--json` shape."""
@@ -254,3 +270,14 @@ class Hit:
             "ranks": dict(self.ranks),
             "collapsed": self.collapsed,
         }
+
+
+def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
+    """The figures of several sources added up (source "total")."""
+    skipped: dict[str, int] = {}
+    for summary in summaries:
+        for reason, n in summary.files_skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
+    sums = {name: sum(getattr(s, name) for s in summaries) for name in SUMMARY_COUNTS}
+    dry = bool(summaries) and summaries[0].dry_run
+    return IngestSummary(collection="", source="total", files_skipped=skipped, dry_run=dry, **sums)

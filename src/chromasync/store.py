@@ -238,7 +238,13 @@ class Store:
                 f"collection {name!r} does not exist in {self.describe()}; the `server` "
                 "provider needs a collection created with its embedding function first"
             ) from exc
-        function = (raw.configuration or {}).get("embedding_function")
+        try:
+            function = (raw.configuration or {}).get("embedding_function")
+        except Exception as exc:
+            raise EmbeddingError(
+                f"collection {name!r} in {self.describe()}: its embedding function cannot be "
+                f"loaded here ({exc}); install the package that provides it"
+            ) from exc
         ef_name = _ef_name(function)
         if function is None or ef_name in (None, "default"):
             raise EmbeddingError(
@@ -350,6 +356,16 @@ class Collection:
                 f"{model_id!r} (dimension {dimension}); re-run with --reembed to regenerate "
                 "every vector, or choose another collection"
             )
+
+    def other_source(self, sources: Sequence[str]) -> str | None:
+        """The label of one record's source that is not in `sources`, or None."""
+        where: dict[str, Any] = {"source": {"$nin": list(sources)}} if sources else {}
+        got = self._store._call(
+            f"read records of {self.name!r}",
+            lambda: self._raw.get(where=where or None, include=["metadatas"], limit=1),
+        )
+        metas = got.get("metadatas") or []
+        return str(metas[0].get("source", "")) if metas else None
 
     def count(self) -> int:
         return int(self._store._call(f"count {self.name!r}", self._raw.count))

@@ -318,3 +318,33 @@ def test_server_without_batch_limit_adapts(
         sizes = _batch_sizes(proxy)
     assert "advertises no maximum batch size" in caplog.text
     assert sum(sizes) == summary.chunks_embedded and max(sizes) <= 1000
+
+
+def test_reembed_refuses_to_drop_other_ingesters_records(
+    notes: Path, tmp_path: Path, chroma_server: str
+) -> None:
+    collection = unique_collection()
+    alpha = _settings(tmp_path / "a", chroma_server, collection)
+    beta = _settings(tmp_path / "b", chroma_server, collection)
+    api.ingest([api.source_for(notes, "alpha")], alpha, embedder=HashEmbedder())
+    api.ingest([api.source_for(notes, "beta")], beta, embedder=HashEmbedder())
+    before = _stored(beta)
+    with pytest.raises(StoreError, match=r"also holds records of source 'beta'"):
+        api.ingest(
+            [api.source_for(notes, "alpha")],
+            alpha,
+            IngestOptions(reembed=True),
+            embedder=HashEmbedder(dimension=32),
+        )
+    assert _stored(beta) == before
+    # alone in its collection, a fresh data dir (a CI job) may re-embed its own source
+    solo = _settings(tmp_path / "c", chroma_server, unique_collection())
+    api.ingest([api.source_for(notes, "alpha")], solo, embedder=HashEmbedder())
+    fresh = _settings(tmp_path / "c2", chroma_server, solo.collection)
+    [summary] = api.ingest(
+        [api.source_for(notes, "alpha")],
+        fresh,
+        IngestOptions(reembed=True),
+        embedder=HashEmbedder(dimension=32),
+    )
+    assert summary.chunks_embedded == summary.chunks_total > 0

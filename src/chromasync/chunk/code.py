@@ -176,11 +176,13 @@ class _CodeChunker:
         """Drafts for items: declarations alone, the rest packed between them."""
         drafts: list[Draft] = []
         pending: list[Item] = []
+        between = False
         for item in items:
             if not item.declaration:
                 pending.append(item)
                 continue
-            lead = self._lead(pending)
+            lead = self._lead(pending, between)
+            between = True
             if lead is None:
                 drafts.extend(self._pack(pending, owner))
             pending = []
@@ -188,9 +190,12 @@ class _CodeChunker:
         drafts.extend(self._pack(pending, owner))
         return drafts
 
-    def _lead(self, pending: list[Item]) -> Span | None:
-        """A small container header, to be glued to the first member after it."""
-        if not pending or not pending[0].header:
+    def _lead(self, pending: list[Item], between: bool) -> Span | None:
+        """A small container header, or comments between declarations, to be glued to the
+        declaration after them."""
+        if not pending:
+            return None
+        if not pending[0].header and not (between and all(i.comment for i in pending)):
             return None
         span = self.layout.lines_span(pending[0].first, pending[-1].last, sticky=True)
         small = self.layout.budget.max_tokens // CONTEXT_SHARE

@@ -3,8 +3,9 @@
 Everything works in character offsets into the normalised document text, so a chunk's text
 is `text[a:b]`, an exact excerpt by construction. A `Span` is a run of whole lines, or a
 piece of one line, with its size in word pieces. A chunker turns its structure (sections,
-blocks, declarations) into `Unit`s and lets `Layout.pack` fill chunks greedily: a unit that
-fits is never split; one that does not is subdivided (its `parts`, then paragraphs, lines,
+blocks, declarations) into `Unit`s and lets `Layout.pack` fill chunks in order, each closed
+once it holds an even share of the whole (so no small leftover at the end): a unit that fits
+is never split; one that does not is subdivided (its `parts`, then paragraphs, lines,
 sentences, and finally cuts at word-piece boundaries), and only between the pieces of one
 subdivided unit do consecutive chunks overlap (up to an eighth of the budget). A chunk is
 always whole lines, or a piece of one line: pieces of a long line never join other lines.
@@ -271,7 +272,9 @@ class Layout:
 
     def pack(self, units: Sequence[Unit], room: int) -> list[tuple[int, int, int]]:
         """Fill chunks greedily with `units`; (a, b, overlap) of each chunk, in order."""
-        filler = _Filler(self, room)
+        total = sum(u.span.tokens for u in units)
+        needed = max(1, -(-total // max(room, 1)))
+        filler = _Filler(self, room, target=-(-total // needed))
         for index, unit in enumerate(units):
             span = unit.span
             if filler.joinable(span):
@@ -425,9 +428,10 @@ class Layout:
 class _Filler:
     """The chunk being filled by `Layout.pack`, and the chunks closed so far."""
 
-    def __init__(self, layout: Layout, room: int) -> None:
+    def __init__(self, layout: Layout, room: int, target: int) -> None:
         self.layout = layout
         self.room = room
+        self.target = target  # a chunk this full is closed: chunks come out even
         self.out: list[tuple[int, int, int]] = []
         self.cur: list[Span] = []
         self.used = 0
@@ -437,6 +441,8 @@ class _Filler:
         layout = self.layout
         if not self.cur:
             return layout.fits(span.tokens, span.a, span.b, self.room)
+        if self.used >= self.target and self.heading_tokens() is None:
+            return False
         return (
             self.used + span.tokens <= self.room
             and span.b - self.cur[0].a <= layout.limit
