@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .access import FileText, filters_where, get_document, read_indexed_file, select_known
+from .access import FileText, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
@@ -696,7 +696,6 @@ __all__ = [
     "discover",
     "evaluate",
     "export_manifest",
-    "filters_where",
     "find_owner",
     "get_document",
     "health",
