@@ -657,11 +657,11 @@ def owner_client(
     While another process owns the data dir, nothing else may open its store: callers send
     their requests through this client instead (see `owner`).
     """
-    from .client import OwnerClient
-
     info = find_owner(settings.data_dir)
     if info is None:
         return None
+    from .client import OwnerClient  # httpx loads only when there is an owner to talk to
+
     environ = os.environ if environ is None else environ
     return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
 

@@ -248,13 +248,22 @@ class State:
                 )
 
     def touch_files(self, collection: str, source: str, states: Sequence[FileState]) -> None:
-        """Update size, mtime and confirmation time of files whose content is unchanged."""
+        """Update the stat fields and confirmation time of files whose content is unchanged."""
         with self._db:
             self._db.executemany(
-                "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ? "
-                "WHERE collection = ? AND source = ? AND path = ?",
+                "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ?, ctime_ns = ?, "
+                "inode = ? WHERE collection = ? AND source = ? AND path = ?",
                 [
-                    (s.size, s.mtime_ns, s.checked_ns, collection, source, s.rel_path)
+                    (
+                        s.size,
+                        s.mtime_ns,
+                        s.checked_ns,
+                        s.ctime_ns,
+                        s.inode,
+                        collection,
+                        source,
+                        s.rel_path,
+                    )
                     for s in states
                 ],
             )

@@ -22,8 +22,11 @@ import logging
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..store import Collection
+if TYPE_CHECKING:
+    from ..store import Collection
+
 
 log = logging.getLogger(__name__)
 
