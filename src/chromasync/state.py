@@ -75,6 +75,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     UNIQUE (collection, id)
 );
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);
+"""
+#: The FTS5 index over a `chunks` table, kept in step by triggers (the keyword mirror of
+#: `retrieve.mirror` uses the same definition).
+KEYWORD_INDEX_SQL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(
     text, heading, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
 );
@@ -381,7 +385,7 @@ def _connect(path: Path) -> sqlite3.Connection:
                 raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
         elif tables:
             raise _SchemaMismatch("not a chromasync state file")
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
         with db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))
         db.execute("SELECT COUNT(*) FROM sources").fetchone()
