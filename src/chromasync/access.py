@@ -2,22 +2,21 @@
 
 The REST service, the MCP server and the search page read one document's chunks
 (`get_document`, from the local state), one indexed file's current text
-(`read_indexed_file`, only files the index holds, only inside their source's root), and
-turn the common filters into a Chroma `where` (`filters_where`). `select_known` names the
+(`read_indexed_file`, only files the index holds, only inside their source's root).
+`select_known` names the
 sources a service can reindex or watch: the config's `include: true` sources, and sources
 indexed before by `chromasync ingest PATH` that the config does not declare.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .config import Settings
-from .errors import ConfigError, NotFound
+from .errors import NotFound
 from .paths import relative_path, resolve_in_root, shown
 from .records import Hit, SourceSpec
 from .sources import configured_entries, select_entries
@@ -99,48 +98,6 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
     return FileText(source, rel, text.removeprefix("\ufeff"), truncated)
 
 
-def filters_where(
-    sources: Sequence[str] = (),
-    tags: Sequence[str] = (),
-    tags_all: bool = False,
-    after: str | None = None,
-    before: str | None = None,
-    date_field: str = "date",
-) -> dict[str, Any] | None:
-    """A Chroma `where` for the common filters: sources, tags (any or all), a date range.
-
-    Dates are ISO dates or times, compared with the `<date_field>_ts` metadata the front
-    matter flattening writes (epoch seconds); `before` is exclusive.
-    """
-    clauses: list[dict[str, Any]] = []
-    if sources:
-        clauses.append(
-            {"source": {"$in": list(sources)}} if len(sources) > 1 else {"source": sources[0]}
-        )
-    if tags:
-        tag_clauses = [{"tags": {"$contains": t}} for t in tags]
-        if len(tag_clauses) == 1:
-            clauses.append(tag_clauses[0])
-        else:
-            clauses.append({"$and" if tags_all else "$or": tag_clauses})
-    for bound, op in ((after, "$gte"), (before, "$lt")):
-        if bound:
-            clauses.append({f"{date_field}_ts": {op: _epoch(bound)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def _epoch(text: str) -> int:
-    try:
-        moment = dt.datetime.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise ConfigError(f"{text!r} is not an ISO date (YYYY-MM-DD or YYYY-MM-DDTHH:MM)") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp())
-
-
 def select_known(
     settings: Settings, labels: Sequence[str] = ()
 ) -> tuple[list[SourceEntry], list[SourceSpec]]:
@@ -176,4 +133,4 @@ def select_known(
     return chosen, specs
 
 
-__all__ = ["FileText", "filters_where", "get_document", "read_indexed_file", "select_known"]
+__all__ = ["FileText", "get_document", "read_indexed_file", "select_known"]

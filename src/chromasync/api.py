@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .access import FileText, filters_where, get_document, read_indexed_file, select_known
+from .access import FileText, get_document, read_indexed_file, select_known
 from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
@@ -657,11 +657,11 @@ def owner_client(
     While another process owns the data dir, nothing else may open its store: callers send
     their requests through this client instead (see `owner`).
     """
-    from .client import OwnerClient
-
     info = find_owner(settings.data_dir)
     if info is None:
         return None
+    from .client import OwnerClient  # httpx loads only when there is an owner to talk to
+
     environ = os.environ if environ is None else environ
     return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
 
@@ -696,7 +696,6 @@ __all__ = [
     "discover",
     "evaluate",
     "export_manifest",
-    "filters_where",
     "find_owner",
     "get_document",
     "health",

@@ -175,42 +175,9 @@ def search(
 
 
 def _search_via_owner(client: Any, request: api.SearchRequest) -> api.SearchResult:
-    """While a service owns the data dir, search through it (what its /search offers)."""
-    filters = request.filters
-    unsupported = [
-        flag
-        for flag, used in (
-            ("--mode", request.mode != "hybrid"),
-            ("--where/--where-json", bool(filters.where or filters.where_json)),
-            ("--path", bool(filters.paths)),
-            ("--phrase", bool(filters.phrases)),
-            ("--match", bool(filters.matches)),
-            (
-                "--collection/--all-collections",
-                bool(request.collections or request.all_collections),
-            ),
-            (
-                "--per-doc/--sort/--group-by",
-                request.per_doc or request.sort != "rank" or bool(request.group_by),
-            ),
-        )
-        if used
-    ]
-    if unsupported:
-        raise LockError(
-            f"the data dir is owned by {client.owner.describe()}, whose search does not take "
-            f"{', '.join(unsupported)} yet: stop it first, or search without them"
-        )
-    hits = client.search(
-        request.query,
-        k=request.k,
-        source=list(filters.sources),
-        tag=list(filters.tags),
-        tags_all=filters.tags_all,
-        after=filters.echo.get("after"),
-        before=filters.echo.get("before"),
-    )
-    return api.SearchResult(request.query, request.mode, (), filters, tuple(hits))
+    """While a service owns the data dir, search through it (its /search takes every option;
+    the reranker is the one the service was started with)."""
+    return client.retrieve(request)
 
 
 def _refuse_if_owned(settings: api.Settings, command: str) -> None:

@@ -8,6 +8,7 @@ set) and maps the service's error responses back to chromasync's exceptions.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from .errors import (
 )
 from .owner import OwnerInfo
 from .records import Hit
+from .retrieve import SearchRequest, SearchResult
 
 _ERRORS: dict[str, type[ChromasyncError]] = {
     cls.__name__: cls
@@ -109,6 +111,49 @@ class OwnerClient:
         params |= {key: value for key, value in filters.items() if value not in (None, [], ())}
         body = self._call("GET", "/search", params=params)
         return [hit_from_json(h) for h in body["hits"]]
+
+    def retrieve(self, request: SearchRequest) -> SearchResult:
+        """Run a search request through the owner's `/search` (every option of the CLI)."""
+        f = request.filters
+        params: dict[str, Any] = {
+            "q": request.query,
+            "k": request.k,
+            "mode": request.mode,
+            "source": list(f.sources),
+            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
+            "where_json": json.dumps(f.where_json) if f.where_json else None,
+            "tag": list(f.tags),
+            "tags_all": f.tags_all,
+            "after": f.echo.get("after"),
+            "before": f.echo.get("before"),
+            "date_field": list(f.date_fields),
+            "path": list(f.paths),
+            "phrase": list(f.phrases),
+            "match": [f"{key}={value}" for key, value in f.matches],
+            "collection": list(request.collections),
+            "all_collections": request.all_collections,
+            "per_doc": request.per_doc,
+            "sort": request.sort,
+            "group_by": request.group_by,
+            "rerank": request.rerank,
+        }
+        params = {k: v for k, v in params.items() if v not in (None, [], False)}
+        params["rerank"] = request.rerank
+        body = self._call("GET", "/search", params=params)
+        groups = tuple(
+            (str(g["value"]), tuple(int(i) for i in g["hits"])) for g in body.get("groups", [])
+        )
+        return SearchResult(
+            query=request.query,
+            mode=str(body.get("mode", request.mode)),
+            collections=tuple(body.get("collections", ())),
+            filters=f,
+            hits=tuple(hit_from_json(h) for h in body["hits"]),
+            groups=groups,
+            group_field=body.get("group_by"),
+            reranked=bool(body.get("reranked", False)),
+            warnings=tuple(body.get("warnings", ())),
+        )
 
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/status")

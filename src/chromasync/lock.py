@@ -12,6 +12,7 @@ whole life (`StoreLock(..., owner=True)`) while its own threads run ingests one 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sys
 import threading
@@ -101,8 +102,16 @@ class StoreLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                holder = _read_holder(fd)
+                owner = _long_running_owner(self.path.parent, holder)
+                if owner:  # it runs until stopped: waiting would wait forever
+                    os.close(fd)
+                    raise LockError(
+                        f"the data dir {str(self.path.parent)!r} is owned by {owner}, which "
+                        "runs until stopped; go through it (its REST API, or the CLI's "
+                        "search and ingest, which use it) or stop it first"
+                    ) from None
                 if not self.wait or (deadline is not None and time.monotonic() > deadline):
-                    holder = _read_holder(fd)
                     os.close(fd)
                     raise LockError(
                         f"the data dir {str(self.path.parent)!r} is in use by {holder}; "
@@ -165,6 +174,19 @@ def lock_holder(data_dir: Path) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+def _long_running_owner(data_dir: Path, holder: str) -> str | None:
+    """The holder as "`chromasync serve` (pid N) at URL" when it is a long-running owner."""
+    try:
+        with open(data_dir / "owner.json", encoding="utf-8") as handle:
+            info = json.load(handle)
+        pid, role, url = int(info["pid"]), str(info["role"]), info.get("url")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if f"pid {pid}:" not in holder:
+        return None
+    return f"`chromasync {role}` (pid {pid})" + (f" at {url}" if url else "")
 
 
 def _read_holder(fd: int) -> str:

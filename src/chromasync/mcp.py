@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -119,29 +119,39 @@ def build_server(backend: Backend) -> Any:
     def search(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="The question.")],
         k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
+        mode: Annotated[
+            Literal["hybrid", "dense", "keyword"], Field(description="Meaning, words, or both.")
+        ] = "hybrid",
         sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
         tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
         after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
         before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
+        paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
+        phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
     ) -> dict[str, Any]:
         """Search the index; each hit cites source, path, heading and start-end lines."""
-        with tool_errors():
-            where = api.filters_where(sources or (), tags or (), tags_all, after, before)
-            with backend.access() as (service, client):
-                if service is not None:
-                    hits = service.search(query, k=k, where=where)
-                else:
-                    hits = client.search(
-                        query,
-                        k=k,
-                        source=sources or [],
-                        tag=tags or [],
-                        tags_all=tags_all,
-                        after=after,
-                        before=before,
-                    )
-            return {"query": query, "hits": [_hit(h) for h in hits]}
+        with tool_errors(), backend.access() as (service, client):
+            settings = service.settings if service is not None else backend.settings
+            request = api.SearchRequest(
+                query,
+                mode=mode,
+                k=k,
+                filters=api.make_filters(
+                    settings,
+                    sources=sources or (),
+                    tags=tags or (),
+                    tags_all=tags_all,
+                    after=after,
+                    before=before,
+                    paths=paths or (),
+                    phrases=phrases or (),
+                ),
+            )
+            result = service.retrieve(request) if service is not None else client.retrieve(request)
+            data = result.as_json()
+            data["hits"] = [_hit(h) for h in result.hits]
+            return data
 
     @server.tool()
     def list_sources() -> dict[str, Any]:

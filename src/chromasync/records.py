@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 #: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
 CHUNKING_VERSION = 1
 #: Schema of the SQLite state (manifest, keyword index).
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2  # 2: ctime_ns and inode in `files`
 
 Scalar: TypeAlias = str | int | float | bool
 #: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.

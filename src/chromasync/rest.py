@@ -4,7 +4,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
 
     GET    /health             liveness; public
     GET    /status             sources, files, chunks, last run, the owner, jobs
-    GET    /search             q, k, source, tag, tags_all, after, before -> cited hits
+    GET    /search             the CLI's parameters (q, k, mode, source, tag, after, ...)
     POST   /reindex            {"source": L} or {"sources": [..]} or {} (all) -> 202 + job
     GET    /jobs, /jobs/{id}   progress and summaries of reindex jobs
     GET    /sources            known sources with their figures
@@ -35,7 +35,7 @@ import stat
 import threading
 from collections.abc import Sequence
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -157,6 +157,21 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     return data
 
 
+def result_json(result: api.SearchResult) -> dict[str, Any]:
+    """A search result as `chromasync search --json` prints it; each hit also has its
+    `citation` and a `snippet` (text around the first match, with the matched spans)."""
+    hits = []
+    for hit in result.hits:
+        item = hit_json(hit)
+        spans = api.highlight(hit.text, result.query, result.filters.phrases)
+        text, shifted = api.snippet(hit.text, spans, width=420)
+        item["snippet"] = {"text": text, "spans": [list(span) for span in shifted]}
+        hits.append(item)
+    data = result.as_json()
+    data["hits"] = hits
+    return data
+
+
 def _static(name: str) -> str:
     return (resources.files("chromasync") / "static" / name).read_text(encoding="utf-8")
 
@@ -213,20 +228,59 @@ def create_app(
     def search(
         q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
         k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
-        source: Annotated[list[str], Query(description="Only these sources.")] = [],  # noqa: B006
-        tag: Annotated[list[str], Query(description="Only chunks with these tags.")] = [],  # noqa: B006
-        tags_all: Annotated[bool, Query(description="Require every tag (default: any).")] = False,
+        mode: Annotated[
+            Literal["hybrid", "dense", "keyword"], Query(description="Meaning, words, or both.")
+        ] = "hybrid",
+        source: Annotated[list[str], Query(description="Only these sources (any).")] = [],  # noqa: B006
+        where: Annotated[list[str], Query(description="KEY=VALUE metadata equality (all).")] = [],  # noqa: B006
+        where_json: Annotated[
+            str | None, Query(max_length=8192, description="A Chroma where filter (JSON).")
+        ] = None,
+        tag: Annotated[list[str], Query(description="Front-matter tags.")] = [],  # noqa: B006
+        tags_all: Annotated[bool, Query(description="Require every tag (default any).")] = False,
         after: Annotated[str | None, Query(description="Date on or after (ISO).")] = None,
         before: Annotated[str | None, Query(description="Date before (ISO).")] = None,
+        date_field: Annotated[list[str], Query(description="Front-matter date keys.")] = [],  # noqa: B006
+        path: Annotated[list[str], Query(description="git-wildmatch path patterns (any).")] = [],  # noqa: B006
+        phrase: Annotated[list[str], Query(description="Words in this order (all).")] = [],  # noqa: B006
+        match: Annotated[list[str], Query(description="FIELD=SUBSTRING in metadata.")] = [],  # noqa: B006
+        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+        all_collections: Annotated[bool, Query(description="Every collection.")] = False,
+        per_doc: Annotated[bool, Query(description="Best chunk per document.")] = False,
+        sort: Annotated[Literal["rank", "date"], Query(description="Order of the top k.")] = "rank",
+        group_by: Annotated[str | None, Query(max_length=200)] = None,
+        rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
     ) -> dict[str, Any]:
-        """Search the index; every hit cites its path, heading and line range."""
+        """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
         if not q.strip():
             raise SourceError("the query is empty")
-        where = api.filters_where(source, tag, tags_all, after, before)
-        hits = service.search(q, k=k, where=where)
-        filters = {"source": source, "tag": tag, "tags_all": tags_all}
-        filters |= {"after": after, "before": before}
-        return {"query": q, "k": k, "filters": filters, "hits": [hit_json(h) for h in hits]}
+        options: dict[str, Any] = dict(
+            sources=source,
+            where=where,
+            where_json=where_json,
+            tags=tag,
+            tags_all=tags_all,
+            after=after,
+            before=before,
+            paths=path,
+            phrases=phrase,
+            matches=match,
+        )
+        if date_field:
+            options["date_fields"] = date_field
+        request = api.SearchRequest(
+            q,
+            mode=mode,
+            k=k,
+            filters=api.make_filters(service.settings, **options),
+            collections=tuple(collection),
+            all_collections=all_collections,
+            per_doc=per_doc,
+            sort=sort,
+            group_by=group_by,
+            rerank=rerank,
+        )
+        return result_json(service.retrieve(request))
 
     @app.post("/reindex", status_code=202, tags=["sync"])
     def reindex(body: ReindexBody | None = None) -> JSONResponse:

@@ -126,6 +126,9 @@ class Service:
     def search(self, query: str, **params: Any) -> list[Hit]:
         return api.search(query, self.settings, embedder=self.embedder, **params)
 
+    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
+        return api.retrieve(request, self.settings, embedder=self.embedder)
+
     def status(self) -> dict[str, Any]:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""
         rows = api.status(self.settings)
@@ -155,7 +158,8 @@ class Service:
         }
 
     def sources(self) -> list[dict[str, Any]]:
-        """The sources registry (configured and indexed), as JSON rows."""
+        """The sources registry (configured and indexed), as JSON rows (config read again)."""
+        self._reload_settings()
         out = []
         for info in api.list_sources(self.settings):
             item = dataclasses.asdict(info)
@@ -178,7 +182,12 @@ class Service:
         options: IngestOptions | None = None,
         trigger: str = "api",
     ) -> dict[str, Any]:
-        """Queue a delta ingest of known sources by label (all when none); the job's state."""
+        """Queue a delta ingest of known sources by label (all when none); the job's state.
+
+        The config file is read again first, so sources declared meanwhile (`chromasync
+        sources add`) are known.
+        """
+        self._reload_settings()
         labels = tuple(dict.fromkeys(labels))
         api.select_known(self.settings, labels)  # unknown labels fail now, not in the job
         options = options or self.default_options()

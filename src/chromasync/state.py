@@ -75,6 +75,10 @@ CREATE TABLE IF NOT EXISTS chunks (
     UNIQUE (collection, id)
 );
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);
+"""
+#: The FTS5 index over a `chunks` table, kept in step by triggers (the keyword mirror of
+#: `retrieve.mirror` uses the same definition).
+KEYWORD_INDEX_SQL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(
     text, heading, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
 );
@@ -248,13 +252,22 @@ class State:
                 )
 
     def touch_files(self, collection: str, source: str, states: Sequence[FileState]) -> None:
-        """Update size, mtime and confirmation time of files whose content is unchanged."""
+        """Update the stat fields and confirmation time of files whose content is unchanged."""
         with self._db:
             self._db.executemany(
-                "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ? "
-                "WHERE collection = ? AND source = ? AND path = ?",
+                "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ?, ctime_ns = ?, "
+                "inode = ? WHERE collection = ? AND source = ? AND path = ?",
                 [
-                    (s.size, s.mtime_ns, s.checked_ns, collection, source, s.rel_path)
+                    (
+                        s.size,
+                        s.mtime_ns,
+                        s.checked_ns,
+                        s.ctime_ns,
+                        s.inode,
+                        collection,
+                        source,
+                        s.rel_path,
+                    )
                     for s in states
                 ],
             )
@@ -372,7 +385,7 @@ def _connect(path: Path) -> sqlite3.Connection:
                 raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
         elif tables:
             raise _SchemaMismatch("not a chromasync state file")
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
         with db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))
         db.execute("SELECT COUNT(*) FROM sources").fetchone()

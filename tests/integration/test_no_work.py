@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..conftest import REPO, run_cli
+import pytest
+
+from ..conftest import REPO, run_cli, set_mtime
 
 PROBE = r"""
 import json, sys
@@ -29,8 +31,15 @@ finally:
 """
 
 
-def test_unchanged_rerun_does_no_work(notes: Path, cli_env: dict[str, str], data_dir: Path) -> None:
+@pytest.mark.parametrize("touched", [False, True])
+def test_unchanged_rerun_does_no_work(
+    notes: Path, cli_env: dict[str, str], data_dir: Path, touched: bool
+) -> None:
     assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
+    if touched:  # a touch is confirmed by one read; after that the stat fast path holds
+        for path in notes.rglob("*.md"):
+            set_mtime(path, 1_650_000_000)
+        assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
     chroma = data_dir / "chroma" / "chroma.sqlite3"
     before = chroma.stat().st_mtime_ns
     env = {**cli_env, "PYTHONPATH": str(REPO / "src")}

@@ -305,3 +305,24 @@ def test_server_provider_refuses_collection_without_function(
     )
     with pytest.raises(Exception, match=r"does not exist"):
         api.ingest([api.source_for(notes)], missing)
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_local_provider_with_a_model_folder(tmp_path: Path) -> None:
+    """Any sentence-transformers folder: here a copy of the bundled one, under another name."""
+    import shutil
+
+    from chromasync.chunk.tokens import bundled_model_dir
+
+    folder = tmp_path / "my-minilm"
+    shutil.copytree(bundled_model_dir(), folder)
+    custom = make_embedder("local", {"model": str(folder), "backend": "torch"})
+    bundled = make_embedder("local", {"backend": "torch"})
+    assert custom.model_id == "local:my-minilm" != bundled.model_id
+    assert custom.dimension == 384 and custom.tokenizer_path == str(folder / "tokenizer.json")
+    texts = ["How do I calibrate the grinder?"]
+    [a], [b] = custom.embed_documents(texts), bundled.embed_documents(texts)
+    assert _cosine(a, b) > 0.9999
+    with pytest.raises(EmbeddingError, match="not a sentence-transformers model folder"):
+        make_embedder("local", {"model": str(tmp_path / "nowhere")})

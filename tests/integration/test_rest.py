@@ -76,10 +76,39 @@ def test_search_filters(client: TestClient) -> None:
     assert paths(source="elsewhere") == set()
 
 
+def test_search_takes_the_cli_options(client: TestClient) -> None:
+    def get(**params: object) -> dict:
+        response = client.get("/search", params={"k": 50, **params})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    keyword = get(q="burrs", mode="keyword")
+    assert keyword["mode"] == "keyword"
+    assert {h["path"] for h in keyword["hits"]} == {"guides/install.md"}
+    phrase = get(q="starter", phrase="room-temperature feeds")
+    assert [h["path"] for h in phrase["hits"]] == ["guides/sourdough.md"]
+    assert phrase["filters"]["phrase"] == ["room-temperature feeds"]
+    assert {h["path"] for h in get(q="notes", path="guides/*")["hits"]} == {
+        "guides/install.md",
+        "guides/sourdough.md",
+    }
+    stable = get(q="notes", where="stability=mature")["hits"]
+    assert {h["path"] for h in stable} == {"guides/install.md"}
+    per_doc = get(q="grinder", per_doc="true")["hits"]
+    assert len({h["path"] for h in per_doc}) == len(per_doc)
+    grouped = get(q="notes", group_by="source")
+    assert [g["value"] for g in grouped["groups"]] == ["notes"]
+
+
 @pytest.mark.parametrize(
     "params",
     [
         {},
+        {"q": "x", "mode": "fuzzy"},
+        {"q": "x", "where_json": "{not json"},
+        {"q": "x", "where": "no-equals-sign"},
+        {"q": "x", "after": "2026-02-01", "before": "2026-01-01"},
+        {"q": "x", "sort": "random"},
         {"q": ""},
         {"q": "x", "k": 0},
         {"q": "x", "k": 1001},
@@ -258,6 +287,11 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
         assert {h["source"] for h in hits} == {"notes"}
         assert client.get("/status").json()["totals"]["files"] == 5
         assert client.delete("/sources/kites").status_code == 404
+        # a source declared meanwhile by another process (`chromasync sources add`) is known
+        api.add_source(configure(), project / "more", label="later", kind="docs")
+        later = client.post("/reindex", json={"source": "later"})
+        assert later.status_code == 202, later.text
+        assert wait_job(client, later.json()["id"])["summaries"][0]["files_new"] == 1
         assert client.delete("/sources/..%2fnotes").status_code in (404, 422)
 
 
@@ -271,12 +305,22 @@ def test_cli_goes_through_the_owner_or_is_refused(
         found = run_cli(["search", "espresso grinder", "--json", "--k", "2"], env=cli_env)
         assert found.returncode == 0, found.stderr
         assert len(json.loads(found.stdout)["hits"]) == 2
+        # every search option goes through the owner
+        args = ["search", "starter", "--json", "--mode", "keyword", "--tag", "baking"]
+        narrow = run_cli([*args, "--phrase", "room-temperature feeds"], env=cli_env)
+        assert narrow.returncode == 0, narrow.stderr
+        body = json.loads(narrow.stdout)
+        assert body["mode"] == "keyword" and body["filters"]["tags"] == ["baking"]
+        assert [h["path"] for h in body["hits"]] == ["guides/sourdough.md"]
         other = tmp_path / "other"
         other.mkdir()
         refused = run_cli(["ingest", str(other)], env=cli_env)
         assert refused.returncode == 1
         assert f"owned by `chromasync serve` (pid {os.getpid()})" in refused.stderr
         assert "does not know source 'other'" in refused.stderr
+        writer = run_cli(["sources", "remove", "notes"], env=cli_env)
+        assert writer.returncode == 1
+        assert "owned by `chromasync serve`" in writer.stderr and "stop it" in writer.stderr
         second = run_cli(["serve", "--port", "0"], env=cli_env)
         assert second.returncode == 1 and "is owned by `chromasync serve`" in second.stderr
     finally:

@@ -165,3 +165,21 @@ def test_wait_for_the_lock(notes: Path, data_dir: Path, cli_env: dict[str, str])
     timer.join()
     assert waited.returncode == 0, waited.stderr
     assert time.monotonic() - started >= 1.0
+
+
+def test_state_of_another_schema_is_rebuilt(
+    notes: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    import sqlite3
+
+    _run(notes, settings, embedder)
+    before = snapshot(settings)
+    db = sqlite3.connect(settings.data_dir / STATE_FILE)
+    with db:
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+        db.execute("ALTER TABLE files DROP COLUMN inode")  # an older layout
+    db.close()
+    summary = _run(notes, settings, embedder)
+    assert summary.chunks_embedded == 0 and summary.files_unchanged == 5
+    assert snapshot(settings) == before
+    assert list(settings.data_dir.glob(STATE_FILE + ".corrupt-*"))

@@ -172,3 +172,11 @@ def test_one_long_prose_line(max_tokens: int) -> None:
     chunks = chunk_document(doc, budget)
     assert_chunks_valid(doc, chunks, budget)
     assert all(c.start_line == c.end_line == 1 for c in chunks)
+
+
+def test_segmented_spans_equal_one_call() -> None:
+    meter = default_token_meter()
+    text = "\n".join(f"Line {i}: naïve 日本語 text, {'x' * (i % 150)} end." for i in range(6000))
+    assert len(text) > 200_000
+    whole = list(meter._tokenizer.encode(text, add_special_tokens=False).offsets)
+    assert meter.spans(text) == whole

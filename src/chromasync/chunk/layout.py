@@ -248,14 +248,18 @@ class Layout:
                 position += 1
             if position >= b:
                 break
-            window_end = min(b, position + self.limit)
-            end = position + meter.cut(text[position:window_end], room)
-            end = min(max(end, position + 1), window_end)
+            end = self._cut_end(position, b, room)
             if end < b and text[end] not in _JOINS:
                 space = max(text.rfind(" ", position, end), text.rfind("\t", position, end))
                 if space > position + (end - position) // 2:
                     end = space
-            count = meter.count(prefix + text[position:end])
+            clean = (position == a or text[position - 1] in _JOINS) and (
+                end == b or text[end] in _JOINS
+            )
+            if self.exact and context is None and clean:
+                count = self.tokens(position, end)  # whitespace on both sides: counts add up
+            else:
+                count = meter.count(prefix + text[position:end])
             target = room
             while count > most and end - position > 1:
                 target = max(1, target - max(1, (count - most)))
@@ -267,6 +271,22 @@ class Layout:
             pieces.append(Span(position, end, count))
             position = end
         return pieces
+
+    def _cut_end(self, position: int, b: int, room: int) -> int:
+        """Where a piece starting at `position` that holds about `room` word pieces ends."""
+        if self.exact:
+            starts = self._token_starts
+            following = bisect.bisect_left(starts, position) + room
+            end = starts[following] if following < len(starts) and starts[following] < b else b
+            return max(min(end, position + self.limit), position + 1)
+        meter, text = self.budget.meter, self.text
+        size = min(self.limit, max(room * 8, 64))
+        while True:  # a window a few times the room, grown only while it holds too little
+            window_end = min(b, position + size)
+            end = position + meter.cut(text[position:window_end], room)
+            if end < window_end or window_end == b or size >= self.limit:
+                return min(max(end, position + 1), window_end)
+            size = min(self.limit, size * 2)
 
     # -- packing -------------------------------------------------------------------------
 

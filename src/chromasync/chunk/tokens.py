@@ -30,6 +30,8 @@ class TokenMeter(Protocol):
 #: Pre-tokenizers that split at every whitespace character, and normalizers that keep
 #: whitespace where it is: together they make counts add up over lines and paragraphs.
 _SPLITTING_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+#: Texts longer than two of these are encoded in segments (see `HFTokenMeter.spans`).
+_SEGMENT_CHARS = 32 * 1024
 _KEEPING_NORMALIZERS = frozenset(
     {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
 )
@@ -49,8 +51,29 @@ class HFTokenMeter:
         self.additive = pre in _SPLITTING_PRE_TOKENIZERS and norm in _KEEPING_NORMALIZERS
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """(start, end) character offsets of each word piece of `text`, in order."""
-        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+        """(start, end) character offsets of each word piece of `text`, in order.
+
+        A long text of an additive tokenizer is cut at line ends into segments encoded in
+        one batch (in parallel): no word piece crosses a line end, so the offsets are the
+        same as those of one call, and come about twice as fast.
+        """
+        if not self.additive or len(text) <= 2 * _SEGMENT_CHARS:
+            return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+        starts = [0]
+        while starts[-1] + _SEGMENT_CHARS < len(text):
+            cut = text.find("\n", starts[-1] + _SEGMENT_CHARS)
+            if cut < 0:
+                break
+            starts.append(cut + 1)
+        bounds = list(zip(starts, [*starts[1:], len(text)], strict=True))
+        encoded = self._tokenizer.encode_batch(
+            [text[a:b] for a, b in bounds], add_special_tokens=False
+        )
+        return [
+            (a + start, a + end)
+            for (a, _), encoding in zip(bounds, encoded, strict=True)
+            for start, end in encoding.offsets
+        ]
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)

@@ -9,10 +9,12 @@ comparable across collections of one model, so several collections merge by scor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records import Hit
-from ..store import Collection
+
+if TYPE_CHECKING:
+    from ..store import Collection
 
 
 def dense_search(

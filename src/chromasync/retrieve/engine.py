@@ -16,18 +16,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..embed import Embedder
 from ..errors import EmbeddingError, NotFound
 from ..records import Hit
-from ..store import Collection, Store
 from .bm25 import Condition, KeywordIndex
 from .dense import dense_search, merge_by_score
 from .filters import Filters, build_where, local_sql, match_paths, where_to_sql
 from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
 from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
+
+if TYPE_CHECKING:
+    from ..store import Collection, Store
 
 log = logging.getLogger(__name__)
 

@@ -22,15 +22,21 @@ import logging
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..store import Collection
+from ..state import KEYWORD_INDEX_SQL
+
+if TYPE_CHECKING:
+    from ..store import Collection
+
 
 log = logging.getLogger(__name__)
 
 MIRROR_FILE = "keyword-mirror.sqlite3"
 MIRROR_SCHEMA = 1
 FETCH = 500
-# The same tables as the state's keyword index (`state._SCHEMA`), so `KeywordIndex` reads both.
+# The same tables as the state's keyword index (and its `KEYWORD_INDEX_SQL`), so
+# `KeywordIndex` reads both.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS mirror_meta (
     collection TEXT PRIMARY KEY, synced_ns INTEGER NOT NULL, count INTEGER NOT NULL
@@ -47,16 +53,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     record_hash TEXT NOT NULL,
     UNIQUE (collection, id)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(
-    text, heading, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO keyword(rowid, text, heading) VALUES (new.rowid, new.text, new.heading);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO keyword(keyword, rowid, text, heading)
-    VALUES ('delete', old.rowid, old.text, old.heading);
-END;
 """
 
 
@@ -165,7 +161,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, MIRROR_SCHEMA):
             raise sqlite3.DatabaseError(f"mirror schema {version}, want {MIRROR_SCHEMA}")
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
         db.execute(f"PRAGMA user_version = {MIRROR_SCHEMA}")
     except BaseException:
         db.close()

@@ -14,7 +14,6 @@ from ..embed import Embedder
 from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
 from ..fingerprint import read_file
 from ..records import FileStat, Hit
-from ..store import hit_from_row
 from . import evaluate as ev
 from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
 from .filters import Filters
@@ -171,6 +170,8 @@ def find_similar(
         same_bytes = collection.iter_records(
             where={"file_hash": outcome.file_hash or ""}, documents=True
         )
+        from ..store import hit_from_row
+
         exact += [hit_from_row(r.id, r.metadata, r.document or "", 1.0, name) for r in same_bytes]
 
     def is_self(hit: Hit) -> bool:

@@ -127,6 +127,20 @@ function highlighted(text, query) {
   return fragment;
 }
 
+// The service's own matches (stemmed words, phrases): [start, end) spans of `text`.
+function marked(text, spans) {
+  const fragment = document.createDocumentFragment();
+  const flat = (part) => part.replace(/\s+/g, " ");
+  let last = 0;
+  for (const [start, end] of spans) {
+    if (start < last) continue;
+    fragment.append(flat(text.slice(last, start)), el("mark", { text: text.slice(start, end) }));
+    last = end;
+  }
+  fragment.append(flat(text.slice(last)));
+  return fragment;
+}
+
 function snippet(text, query, size = 420) {
   const flat = text.replace(/\s+/g, " ").trim();
   if (flat.length <= size) return flat;
@@ -192,7 +206,8 @@ function renderHit(hit, query) {
       el("span", { class: "score", title: "score", text: hit.score.toFixed(3) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
-    el("p", { class: "snippet" }, highlighted(snippet(hit.text, query), query)),
+    el("p", { class: "snippet" }, hit.snippet ? marked(hit.snippet.text, hit.snippet.spans)
+      : highlighted(snippet(hit.text, query), query)),
     tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
       el("button", { type: "button", class: "chip small tag", title: "filter by this tag",
         onclick: () => addTag(tag) }, `#${tag}`))) : null);
