@@ -166,3 +166,22 @@ def oracle(root: Path, tmp: Path, label: str, **spec: object) -> dict[str, tuple
     )
     api.ingest([api.source_for(root, label, **spec)], settings, embedder=HashEmbedder())
     return snapshot(settings)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _release_clients() -> Iterator[None]:
+    """Drop cached Chroma clients at the end, so their HTTP sockets close before pytest's
+    summary (not as ResourceWarning noise at interpreter exit)."""
+    yield
+    import gc
+    import warnings
+
+    try:
+        from chromadb.api.client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+    except Exception:  # chromadb internals moved: nothing to release
+        pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
