@@ -414,6 +414,8 @@ class Ingestor:
                         now,
                         (),
                         outcome.skip.reason,
+                        stat.ctime_ns,
+                        stat.inode,
                     )
                 continue
             doc = outcome.document
@@ -433,15 +435,7 @@ class Ingestor:
                 and not previous.skip_reason
                 and not (change.to_embed or change.to_rewrite or change.to_delete)
             ):
-                touched.append(
-                    replace(
-                        previous,
-                        size=stat.size,
-                        mtime_ns=stat.mtime_ns,
-                        checked_ns=now,
-                        file_hash=doc.file_hash,
-                    )
-                )
+                touched.append(replace(_restat(previous, stat, now), file_hash=doc.file_hash))
                 continue
             changes.append(change)
         return changes, touched, skipped

@@ -35,6 +35,8 @@ finally:
 def test_unchanged_rerun_does_no_work(
     notes: Path, cli_env: dict[str, str], data_dir: Path, touched: bool
 ) -> None:
+    (notes / "secret.md").write_text("---\nprivate: true\n---\nNot for the index.\n")
+    set_mtime(notes / "secret.md", 1_600_000_000)  # a remembered skip is not re-read either
     assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
     if touched:  # a touch is confirmed by one read; after that the stat fast path holds
         for path in notes.rglob("*.md"):
