@@ -205,6 +205,12 @@ class LocalEmbedder:
                     "default dependencies"
                 ) from exc
             os.environ.setdefault("TQDM_DISABLE", "1")
+            try:  # transformers draws its own "Loading weights" bar on stderr
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            except ImportError:
+                pass
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self._st_model = SentenceTransformer(
