@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 #: Bump when chunk boundaries or chunk text change for the same input: every file is then
 #: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
@@ -254,6 +254,24 @@ class Hit:
     metadata: Metadata = field(default_factory=dict)
     ranks: Mapping[str, int] = field(default_factory=dict)  # rank in each list, e.g. dense
     collapsed: int = 0  # other chunks of the same document folded into this hit (--per-doc)
+
+    @classmethod
+    def from_metadata(
+        cls, rid: str, meta: Mapping[str, Any], text: str, score: float, collection: str
+    ) -> Hit:
+        """A hit from a record's stored metadata (the citation fields are read from it)."""
+        return cls(
+            id=rid,
+            path=str(meta.get("path", "")),
+            source=str(meta.get("source", "")),
+            heading=str(meta.get("heading", "")),
+            start_line=int(meta.get("start_line", 0) or 0),
+            end_line=int(meta.get("end_line", 0) or 0),
+            score=score,
+            text=text,
+            collection=collection,
+            metadata=dict(meta),
+        )
 
     def as_json(self) -> dict[str, object]:
         return {

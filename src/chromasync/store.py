@@ -494,18 +494,7 @@ class Collection:
 def hit_from_row(
     rid: str, meta: Mapping[str, Any], document: str, score: float, collection: str
 ) -> Hit:
-    return Hit(
-        id=rid,
-        path=str(meta.get("path", "")),
-        source=str(meta.get("source", "")),
-        heading=str(meta.get("heading", "")),
-        start_line=int(meta.get("start_line", 0) or 0),
-        end_line=int(meta.get("end_line", 0) or 0),
-        score=score,
-        text=document,
-        collection=collection,
-        metadata=dict(meta),
-    )
+    return Hit.from_metadata(rid, meta, document, score, collection)
 
 
 def open_store(config: StoreConfig, existing: bool = False) -> Store:

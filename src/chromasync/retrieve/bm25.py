@@ -131,19 +131,7 @@ class KeywordIndex:
 
 
 def _hit(collection: str, rid: str, metadata: str, text: str, score: float) -> Hit:
-    meta = json.loads(metadata)
-    return Hit(
-        id=rid,
-        path=str(meta.get("path", "")),
-        source=str(meta.get("source", "")),
-        heading=str(meta.get("heading", "")),
-        start_line=int(meta.get("start_line", 0) or 0),
-        end_line=int(meta.get("end_line", 0) or 0),
-        score=score,
-        text=text,
-        collection=collection,
-        metadata=meta,
-    )
+    return Hit.from_metadata(rid, json.loads(metadata), text, score, collection)
 
 
 __all__ = ["STOP_WORDS", "Condition", "KeywordIndex", "fts_query", "query_terms"]
