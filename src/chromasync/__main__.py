@@ -1,3 +1,7 @@
-from .cli import main
+"""`python -m chromasync`: the same entry as the console script."""
 
-main()
+import sys
+
+from .fastpath import main
+
+sys.exit(main())

@@ -46,13 +46,14 @@ from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
 from .sources import configured_entries, select_entries, spec_for
-from .state import State
+from .state import STATE_FILE, State
 from .verify import SourceCheck
 
 if TYPE_CHECKING:
     from .chunkreport import ChunkReport
     from .client import OwnerClient
     from .configfile import SourceEntry
+    from .fastpath import Recorder
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -96,13 +97,22 @@ def configure(
     if sources_file is not None:
         md = Path(sources_file)
         md = md if md.is_absolute() else folder / md
-        extra = load_sources_file(md, allow_root=allow_root).entries
+        listed = load_sources_file(md, allow_root=allow_root)
+        extra = listed.entries
         if file is None:
-            file = ConfigFile(path=md, sources=extra, sources_file=md, found_by="--sources-file")
+            file = ConfigFile(
+                path=md,
+                sources=extra,
+                sources_file=md,
+                found_by="--sources-file",
+                inputs=listed.inputs,
+            )
         elif file.sources_file is None or file.sources_file.resolve() != md.resolve():
             entries = (*file.sources, *extra)
             check_unique_labels(entries)
-            file = dataclasses.replace(file, sources=entries, sources_file=md)
+            file = dataclasses.replace(
+                file, sources=entries, sources_file=md, inputs=file.inputs + listed.inputs
+            )
     return resolve_settings(flags, environ, file)
 
 
@@ -136,11 +146,13 @@ def ingest(
     environ: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     wait: bool = False,
+    recorder: Recorder | None = None,
 ) -> list[IngestSummary]:
     """Bring each source's records in its collection in line with its files on disk.
 
     Each source goes to `collection_of(spec, settings)`; the settings' `skip_paths` apply
-    to every source.
+    to every source. A `recorder` (the CLI's) is told what an unchanged re-run would
+    report, and writes it down for the fast path (`fastpath`).
     """
     run_options = options or default_options(settings)
     return _ingest_jobs(
@@ -150,6 +162,7 @@ def ingest(
         environ=environ,
         progress=progress,
         wait=wait,
+        recorder=recorder,
     )
 
 
@@ -162,6 +175,7 @@ def ingest_configured(
     environ: Mapping[str, str] | None = None,
     progress: Progress | None = None,
     wait: bool = False,
+    recorder: Recorder | None = None,
 ) -> list[IngestSummary]:
     """Ingest the config's `include: true` sources (or those named by `labels`).
 
@@ -176,6 +190,7 @@ def ingest_configured(
         environ=environ,
         progress=progress,
         wait=wait,
+        recorder=recorder,
     )
 
 
@@ -318,6 +333,7 @@ def _ingest_jobs(
     environ: Mapping[str, str] | None,
     progress: Progress | None,
     wait: bool,
+    recorder: Recorder | None = None,
 ) -> list[IngestSummary]:
     embedder = embedder or make_embedder_for(settings)
     environ = os.environ if environ is None else environ
@@ -340,12 +356,19 @@ def _ingest_jobs(
                         ),
                         environ=environ,
                         progress=progress,
+                        on_settled=recorder.add if recorder is not None else None,
                     )
                 summaries.append(ingestors[name].ingest(spec, options))
         finally:
             for ingestor in ingestors.values():
                 ingestor.close()
             state.close()
+        if recorder is not None:  # still under the lock, after the state file is closed
+            recorder.commit(
+                str(settings.data_dir),
+                str(settings.data_dir / STATE_FILE),
+                [s.as_json() for s in summaries],
+            )
     return summaries
 
 

@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__, api
+from . import __version__, api, fastpath
+from .config import CONFIG_ENV, CONFIG_FILE_NAME
 from .errors import ChromasyncError, ConfigError, LockError, NotFound
 from .ingest import IngestOptions
 from .records import IngestSummary, SourceSpec, total_summary
@@ -257,6 +258,7 @@ def ingest(
         )
     with _errors():
         settings = _settings(**flags)
+        recorder = _recorder(settings, flags.get("config_path"))
         options = api.default_options(
             settings,
             dry_run=dry_run,
@@ -297,6 +299,8 @@ def ingest(
                     )
                 )
             collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+            if any(e.repo for e in entries):
+                recorder = None  # a repository is fetched on every run
         client = api.owner_client(settings)
         if client is not None:
             if reset or output_manifest:
@@ -330,18 +334,39 @@ def ingest(
         show = not quiet and not as_json and sys.stderr.isatty()
         with _progress(show) as progress:
             if specs:
-                summaries = api.ingest(specs, settings, options, progress=progress, wait=wait)
+                summaries = api.ingest(
+                    specs, settings, options, progress=progress, wait=wait, recorder=recorder
+                )
             else:
                 summaries = api.ingest_configured(
-                    settings, labels, options, progress=progress, wait=wait
+                    settings, labels, options, progress=progress, wait=wait, recorder=recorder
                 )
     _print_ingest(summaries, as_json)
 
 
+def _recorder(settings: api.Settings, config_flag: str | None) -> fastpath.Recorder | None:
+    """What records this command line's unchanged re-run for the fast path, when this
+    process runs it as its own command line (`fastpath.main`)."""
+    recorder = fastpath.Recorder.for_command_line(os.environ, _summary_json)
+    if recorder is not None:
+        looked_for = not config_flag and not os.environ.get(CONFIG_ENV)
+        recorder.consult(
+            settings.config_file.inputs if settings.config_file else (),
+            str(Path.cwd() / CONFIG_FILE_NAME) if looked_for else None,
+        )
+    return recorder
+
+
+def _summary_json(rows: list[dict[str, object]]) -> str:
+    return json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n"
+
+
 def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
+    rows = [s.as_json() for s in summaries]
     if as_json:
-        data = [s.as_json() for s in summaries]
-        click.echo(json.dumps(data[0] if len(data) == 1 else data, indent=2))
+        click.echo(_summary_json(rows), nl=False)
+    elif not sys.stdout.isatty():  # the same lines as the fast path's (no rich, no width)
+        click.echo(fastpath.render_plain(rows), nl=False)
     else:
         _print_summaries(summaries)
 

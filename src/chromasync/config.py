@@ -109,6 +109,7 @@ class ConfigFile:
     sources_file: Path | None = None
     found_by: str = ""  # "--config", "CHROMASYNC_CONFIG" or "current folder"
     allow_roots: tuple[Path, ...] = ()  # `serve.allow_roots`: where clients may add sources
+    inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of each file read to make it
 
     def origin(self, line: int) -> str:
         return f"file {self.path}:{line}"

@@ -182,7 +182,8 @@ def load_config_file(
 ) -> ConfigFile:
     """Read, validate and resolve one config file (YAML, or TOML by its suffix)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
     where = str(path)
@@ -220,9 +221,12 @@ def load_config_file(
         line = line_of(lines, ("chromasync", "root"))
         entries.append(replace(source_entry(entry, path, line, base, allow_root), form="compact"))
     sources_file = None
+    inputs = [(str(path), raw)]
     if model.sources_file:
         sources_file = _resolve(model.sources_file, base)
-        entries.extend(load_sources_file(sources_file, allow_root).entries)
+        listed = load_sources_file(sources_file, allow_root)
+        entries.extend(listed.entries)
+        inputs.extend(listed.inputs)
     check_unique_labels(entries)
     allow_roots = tuple(_resolve(r, base) for r in (model.serve.allow_roots if model.serve else []))
     return ConfigFile(
@@ -232,6 +236,7 @@ def load_config_file(
         sources_file=sources_file,
         found_by=found_by,
         allow_roots=allow_roots,
+        inputs=tuple(inputs),
     )
 
 
@@ -381,6 +386,7 @@ class SourcesFile:
 
     path: Path
     entries: tuple[SourceEntry, ...]
+    inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of the file as read
 
 
 def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
@@ -388,14 +394,16 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
     from .sourcesfile import split_sources_file
 
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"sources file {str(path)!r} does not exist") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read sources file {str(path)!r}: {exc}") from exc
+    inputs = ((str(path), raw),)
     parts = split_sources_file(text)
     if parts is None:
-        return SourcesFile(path, ())
+        return SourcesFile(path, (), inputs)
     data, lines = parse_yaml(parts.front, str(path))
     offset = 1  # the opening '---' is line 1
     if data is None:
@@ -408,4 +416,4 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
         source_entry(m, path, line_of(lines, ("content_sources", i)) + offset, base, allow_root)
         for i, m in enumerate(model.content_sources or [])
     )
-    return SourcesFile(path, entries)
+    return SourcesFile(path, entries, inputs)

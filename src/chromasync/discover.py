@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SourceError
+from .fastpath import encode_listing, folder_facts, symlink_reason
 from .records import Discovery, DocKind, FileStat, Skip, SourceSpec
 
 log = logging.getLogger(__name__)
@@ -202,9 +203,10 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
     files: list[FileStat] = []
     skipped: list[Skip] = []
     unreadable: list[str] = []
+    seen = _Seen(real_root, spec.use_gitignore)
     starts = [s.strip("/") for s in spec.subdirs] or [""]
     for start in starts:
-        for rel, entry_path, entry in _walk(root, start, ignores, spec, skipped, unreadable):
+        for rel, entry_path, entry in _walk(root, start, ignores, spec, skipped, unreadable, seen):
             if _undecodable(rel):
                 skipped.append(Skip(_printable(rel), "undecodable-filename"))
                 continue
@@ -214,7 +216,7 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
                 skipped.append(Skip(rel, _os_reason(exc), str(exc.strerror)))
                 continue
             if stat_mod.S_ISLNK(st.st_mode):
-                skipped.append(Skip(rel, _symlink_reason(entry_path, real_root)))
+                skipped.append(Skip(rel, symlink_reason(entry_path, real_root)))
                 continue
             if not stat_mod.S_ISREG(st.st_mode):
                 skipped.append(Skip(rel, "not-regular-file"))
@@ -237,7 +239,30 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
                 FileStat(rel, entry_path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             )
     files.sort(key=lambda f: f.rel_path)
-    return Discovery(tuple(files), tuple(skipped), tuple(unreadable))
+    return Discovery(
+        tuple(files),
+        tuple(skipped),
+        tuple(unreadable),
+        listing=encode_listing(seen.folders) if seen.complete else None,
+        pruned_dirs=tuple(seen.pruned),
+    )
+
+
+class _Seen:
+    """What the walk saw, folder by folder, for the fast path of an unchanged re-run."""
+
+    def __init__(self, real_root: str, gitignore: bool) -> None:
+        self.real_root = real_root
+        self.gitignore = gitignore
+        self.folders: list[tuple[str, list[object]]] = []
+        self.pruned: list[str] = []
+        self.complete = True
+
+    def folder(self, rel_dir: str, entries: list[os.DirEntry[str]]) -> None:
+        try:
+            self.folders.append((rel_dir, folder_facts(entries, self.real_root, self.gitignore)))
+        except OSError:
+            self.complete = False
 
 
 def _walk(
@@ -247,6 +272,7 @@ def _walk(
     spec: SourceSpec,
     skipped: list[Skip],
     unreadable: list[str],
+    seen: _Seen,
 ) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
     """Yield (relative path, absolute path, entry) of every non-directory under `start`."""
     stack = [start]
@@ -255,15 +281,19 @@ def _walk(
         abs_dir = os.path.join(root, rel_dir) if rel_dir else str(root)
         try:
             with os.scandir(abs_dir) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                listed = list(it)
         except FileNotFoundError:
+            seen.complete = False
             if rel_dir == start and start:
                 log.warning("source %r: sub-folder %r does not exist", spec.label, start)
             continue
         except OSError as exc:
+            seen.complete = False
             skipped.append(Skip(rel_dir or ".", _os_reason(exc), str(exc.strerror)))
             unreadable.append(rel_dir)
             continue
+        seen.folder(rel_dir, listed)  # stats each entry once; the stat calls below reuse it
+        entries = sorted(listed, key=lambda e: e.name)
         if spec.use_gitignore:
             for entry in entries:
                 if entry.name == ".gitignore":
@@ -283,6 +313,7 @@ def _walk(
                     s and s in rel + "/" for s in spec.skip_substrings
                 ):
                     skipped.append(Skip(_printable(rel), "ignored"))
+                    seen.pruned.append(rel)
                 else:
                     subdirs.append(rel)
                 continue
@@ -296,21 +327,6 @@ def _read_gitignore(path: str, rel_dir: str, ignores: _Ignores) -> None:
             ignores.add_gitignore(rel_dir, handle.read().splitlines())
     except OSError as exc:
         log.warning("cannot read %s: %s", _printable(path), exc.strerror)
-
-
-def _symlink_reason(path: str, real_root: str) -> str:
-    try:
-        target = os.path.realpath(path, strict=True)
-    except OSError as exc:
-        return "symlink-loop" if exc.errno == errno.ELOOP else "broken-symlink"
-    except RuntimeError:
-        return "symlink-loop"
-    if target != real_root and not target.startswith(real_root + os.sep):
-        return "symlink-outside-root"
-    parent = os.path.realpath(os.path.dirname(path))
-    if parent == target or parent.startswith(target + os.sep):
-        return "symlink-loop"
-    return "symlink-duplicate"
 
 
 def _os_reason(exc: OSError) -> str:

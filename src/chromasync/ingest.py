@@ -31,17 +31,19 @@ from .embed import Embedder
 from .embed.cache import EmbeddingCache
 from .errors import NotFound, StoreError
 from .fingerprint import TRANSIENT_REASONS, read_file
-from .plan import RecordContext, check_deletions, plan_file, triage
+from .plan import RecordContext, Triage, check_deletions, plan_file, triage
 from .preflight import SKIP_REASON, check_limits
 from .reconcile import rebuild_manifest
 from .records import (
     CHUNKING_VERSION,
     ChunkRecord,
+    Discovery,
     FileChange,
     FileStat,
     FileState,
     IngestSummary,
     RecordRef,
+    SettledSource,
     SourceSpec,
     StoreLimits,
 )
@@ -99,6 +101,7 @@ class _Run:
     embed_ns: int = 0
     keys_dropped: int = 0
     batch_size: int | None = None
+    read_ns: int = 0  # when this run began reading files: the racy check's reference
 
 
 class Ingestor:
@@ -113,6 +116,7 @@ class Ingestor:
         cache: Callable[[], EmbeddingCache],
         environ: Mapping[str, str] | None = None,
         progress: Progress | None = None,
+        on_settled: Callable[[SettledSource], None] | None = None,
     ) -> None:
         self.state = state
         self.collection_name = collection_name
@@ -126,6 +130,7 @@ class Ingestor:
         self._labels: list[str] = []  # the sources this ingestor has been asked to ingest
         self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
         self._progress = progress or (lambda phase, done, total: None)
+        self._on_settled = on_settled
 
     # -- lazily opened resources ---------------------------------------------------------
 
@@ -238,20 +243,10 @@ class Ingestor:
         run.skipped.update(sorted_.remembered_skips.values())
         run.files_unchanged = len(sorted_.unchanged)
         if not (must_heal or sorted_.to_read or sorted_.gone):
-            summary = self._summary(
-                dict(
-                    collection=name,
-                    source=label,
-                    files_seen=len(discovery.files) + len(discovery.skipped),
-                    files_unchanged=run.files_unchanged,
-                    chunks_total=self.state.record_total(name, label),
-                    dry_run=options.dry_run,
-                ),
-                run,
-                started,
-            )
+            summary = self._noop_summary(spec, discovery, sorted_, started, options.dry_run)
             if not options.dry_run:
                 self.state.record_noop_run(name, label, summary.as_json())
+                self._settle(spec, discovery, options, summary)
             return summary
         if not must_heal:
             manifest = self.state.files(name, label)
@@ -297,6 +292,7 @@ class Ingestor:
         if not (changes or touched or newly_skipped or gone or must_heal):
             summary = self._summary(summary_base, run, started)
             self.state.record_noop_run(name, label, summary.as_json())
+            self._settle(spec, discovery, options)
             return summary
 
         self.state.begin_run(
@@ -314,7 +310,75 @@ class Ingestor:
             self.state.commit_files(name, label, list(newly_skipped.values()), {})
         summary = self._summary(summary_base, run, started)
         self.state.finish_run(name, label, "ok", summary.as_json())
+        self._settle(spec, discovery, options)
         return summary
+
+    def _noop_summary(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        started: int,
+        dry_run: bool = False,
+    ) -> IngestSummary:
+        """What a run reports when triage finds nothing to read and nothing gone."""
+        run = _Run()
+        run.skipped.update(s.reason for s in discovery.skipped)
+        run.skipped.update(sorted_.remembered_skips.values())
+        base = dict(
+            collection=self.collection_name,
+            source=spec.label,
+            files_seen=len(discovery.files) + len(discovery.skipped),
+            files_unchanged=len(sorted_.unchanged),
+            chunks_total=self.state.record_total(self.collection_name, spec.label),
+            dry_run=dry_run,
+        )
+        return self._summary(base, run, started)
+
+    def _settle(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        options: IngestOptions,
+        summary: IngestSummary | None = None,
+    ) -> None:
+        """Report the source as settled when a re-run over the tree just walked would be a
+        no-op (`summary`: the no-op this run was); see `fastpath`."""
+        if (
+            self._on_settled is None
+            or discovery.listing is None
+            or options.dry_run
+            or options.limit
+            or options.gc_only
+            or not options.gc
+        ):
+            return
+        if summary is None:
+            name, label = self.collection_name, spec.label
+            row = self.state.source(name, label)
+            if (
+                row is None
+                or row.status != "clean"
+                or row.embedding_model != self.embedder.model_id
+                or row.chunking_version != CHUNKING_VERSION
+            ):
+                return
+            again = triage(discovery, self.state.files(name, label, with_records=False))
+            if again.to_read or again.gone:
+                return
+            summary = self._noop_summary(spec, discovery, again, time.perf_counter_ns())
+        self._on_settled(
+            SettledSource(
+                collection=self.collection_name,
+                source=spec.label,
+                root=str(spec.root),
+                starts=tuple(s.strip("/") for s in spec.subdirs) or ("",),
+                pruned_dirs=discovery.pruned_dirs,
+                use_gitignore=spec.use_gitignore,
+                listing=discovery.listing,
+                summary=summary.as_json(),
+            )
+        )
 
     # -- stages of a run -----------------------------------------------------------------
 
@@ -395,7 +459,7 @@ class Ingestor:
         changes: list[FileChange] = []
         touched: list[FileState] = []
         skipped: dict[str, FileState] = {}
-        now = time.time_ns()
+        now = run.read_ns = time.time_ns()
         for done, file in enumerate(to_read, 1):
             self._progress("read", done, len(to_read))
             outcome = read_file(file, spec.identity_key, options.privacy_keys)
@@ -503,7 +567,7 @@ class Ingestor:
                 self.state.commit_files(
                     self.collection_name,
                     label,
-                    [_state_of(change)],
+                    [_state_of(change, run.read_ns)],
                     {change.rel_path: change.records},
                 )
                 if index == 0 and len(wave) > 1:
@@ -548,14 +612,16 @@ def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
     )
 
 
-def _state_of(change: FileChange) -> FileState:
+def _state_of(change: FileChange, read_ns: int) -> FileState:
+    """The manifest row of a written file; checked when its content was read (not now: a
+    write in the same timestamp tick after the read must still look racy)."""
     return FileState(
         rel_path=change.rel_path,
         size=change.stat.size,
         mtime_ns=change.stat.mtime_ns,
         file_hash=change.file_hash,
         version=change.version,
-        checked_ns=time.time_ns(),
+        checked_ns=read_ns or time.time_ns(),
         records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
         ctime_ns=change.stat.ctime_ns,
         inode=change.stat.inode,

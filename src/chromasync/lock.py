@@ -2,6 +2,8 @@
 
 The kernel drops the lock when its holder dies, even by SIGKILL, so there is no stale-lock
 cleanup. The file holds the holder's pid and command line, to name it in the refusal.
+Whoever takes the lock may change the state, so taking it deletes the fast path's snapshots
+of unchanged re-runs (`fastpath.invalidate`) before anything else happens.
 
 Inside one process the lock is shared: the first `StoreLock` of a data dir takes the kernel
 lock, later ones in the same process only take an in-process writer lock, so that a
@@ -22,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import LockError
+from .fastpath import invalidate
 
 LOCK_FILE = "lock"
 
@@ -118,6 +121,7 @@ class StoreLock:
                         "wait for it to finish, or pass --wait"
                     ) from None
                 time.sleep(0.1)
+        invalidate(str(self.path.parent))
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:300]}\n".encode())
         return fd

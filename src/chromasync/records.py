@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-#: Bump when chunk boundaries or chunk text change for the same input: every file is then
-#: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
-CHUNKING_VERSION = 1
+from .versions import CHUNKING_VERSION as CHUNKING_VERSION
+
 #: Schema of the SQLite state (manifest, keyword index).
 MANIFEST_SCHEMA = 2  # 2: ctime_ns and inode in `files`
 
@@ -72,6 +71,29 @@ class Discovery:
     files: tuple[FileStat, ...]
     skipped: tuple[Skip, ...]
     unreadable_dirs: tuple[str, ...] = ()
+    #: What the walk saw, as `fastpath.tree_listing` encodes it; None when it could not see
+    #: everything (an unreadable folder, a missing sub-folder, a failed stat).
+    listing: bytes | None = None
+    pruned_dirs: tuple[str, ...] = ()  # folders left out by an ignore rule, not walked
+
+
+@dataclass(frozen=True, slots=True)
+class SettledSource:
+    """A source whose re-run over the tree its walk saw would change nothing.
+
+    Reported by the ingest after it finished writing; the CLI records it so that the next
+    identical invocation can be answered without the full pipeline (see `fastpath`).
+    `summary` is what that re-run would report (`IngestSummary.as_json()`).
+    """
+
+    collection: str
+    source: str
+    root: str
+    starts: tuple[str, ...]
+    pruned_dirs: tuple[str, ...]
+    use_gitignore: bool
+    listing: bytes
+    summary: Mapping[str, object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,12 +10,13 @@ state rows, nothing else); `reset_collections` drops whole collections; `status`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import ConfigError, NotFound
+from .fastpath import recent_runs
 from .lock import StoreLock
 from .sources import (
     add_declaration,
@@ -65,12 +66,22 @@ class SourceStatus:
 
 
 def status(settings: Settings) -> list[SourceStatus]:
-    """Per source: files and chunks in the manifest, last run, model (reads no store)."""
+    """Per source: files and chunks in the manifest, last run, model (reads no store).
+
+    A run answered by the fast path (`fastpath`) writes no state; its stamp counts as the
+    source's last run when it is the newer one.
+    """
+    quick = recent_runs(str(settings.data_dir))
     state = State.open(settings.data_dir)
     try:
         rows = []
         for row in state.sources():
             files = state.files(row.collection, row.source)
+            last = quick.get((row.collection, row.source))
+            if last is not None and last[0] > (row.last_finished_ns or 0):
+                row = replace(
+                    row, last_finished_ns=last[0], last_outcome="ok", last_summary=last[1]
+                )
             rows.append(
                 SourceStatus(
                     collection=row.collection,

@@ -1,0 +1,228 @@
+"""The fast path of an unchanged re-run, end to end through `python -m chromasync`.
+
+It must answer exactly what the full path answers, and step aside whenever anything the
+full path would look at changed: files, ignore rules, config, environment, the state, the
+lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..conftest import run_cli, set_mtime
+
+FULL = {"CHROMASYNC_NO_FASTPATH": "1"}
+
+
+def _ingest(
+    root: Path, env: dict[str, str], *extra: str, cwd: Path | None = None
+) -> tuple[dict[str, object], bool]:
+    """Run `ingest ROOT --json`; the summary, and whether the fast path answered it."""
+    done = run_cli(
+        ["ingest", str(root), "--json", "--quiet", *extra],
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "chromasync.fastpath" in imported
+    return json.loads(done.stdout), "click" not in imported
+
+
+def _without_time(summary: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in summary.items() if k != "duration_ms"}
+
+
+def test_the_fast_answer_is_the_full_answer(notes: Path, cli_env: dict[str, str]) -> None:
+    (notes / "image.png").write_bytes(b"\x89PNG\r\n")
+    (notes / ".draft.md").write_text("# hidden\n")
+    first, fast = _ingest(notes, cli_env)
+    assert not fast and first["files_new"] == 5
+    full, fast = _ingest(notes, {**cli_env, **FULL})
+    assert not fast
+    again, fast = _ingest(notes, cli_env)  # the full path, recording its no-op
+    assert not fast and _without_time(again) == _without_time(full)
+    quick, fast = _ingest(notes, cli_env)
+    assert fast and _without_time(quick) == _without_time(full)
+    assert quick["files_unchanged"] == 5 and quick["files_skipped"] == {"binary": 1, "hidden": 1}
+
+    plain = run_cli(["ingest", str(notes)], env={**cli_env, **FULL}).stdout
+    run_cli(["ingest", str(notes)], env=cli_env)  # records the plain command line's no-op
+    fast_plain = run_cli(["ingest", str(notes)], env={**cli_env, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert "click" not in fast_plain.stderr
+    assert _no_times(fast_plain.stdout) == _no_times(plain) and "5 unchanged" in plain
+
+    status = run_cli(["status", "--json"], env=cli_env)
+    row = json.loads(status.stdout)["sources"][0]
+    stamp = max(p.stat().st_mtime_ns for p in (cli_env_dir(cli_env) / "fastpath").glob("*.ran"))
+    assert row["last_finished_ns"] == stamp and row["last_outcome"] == "ok"
+
+
+def _no_times(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("  time"))
+
+
+def cli_env_dir(env: dict[str, str]) -> Path:
+    return Path(env["CHROMASYNC_DATA_DIR"])
+
+
+def _settle(root: Path, env: dict[str, str]) -> None:
+    """Two runs: the first may do work, the second records the no-op; the next is fast."""
+    _ingest(root, env)
+    _ingest(root, env)
+    assert _ingest(root, env)[1], "the fast path did not answer an unchanged re-run"
+
+
+def test_every_change_goes_to_the_full_path(notes: Path, cli_env: dict[str, str]) -> None:
+    _settle(notes, cli_env)
+    page = sorted(notes.rglob("*.md"))[0]
+    text = page.read_text()
+
+    # a same-size rewrite with the old mtime put back: only ctime tells
+    body = text.rstrip("\n")
+    page.write_text(body[:-1] + ("x" if body[-1] != "x" else "y") + text[len(body) :])
+    set_mtime(page, 1_600_000_000)
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_updated"] == 1 and summary["chunks_embedded"] >= 1
+    _settle(notes, cli_env)
+
+    (notes / "new.md").write_text("# New\n\nA new page.\n")
+    set_mtime(notes / "new.md", 1_600_000_000)
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_new"] == 1
+    _settle(notes, cli_env)
+
+    (notes / "new.md").rename(notes / "renamed.md")
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_new"] == 1 and summary["files_deleted"] == 1
+    _settle(notes, cli_env)
+
+    (notes / ".gitignore").write_text("renamed.md\n")
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_deleted"] == 1
+    _settle(notes, cli_env)
+
+    (notes / "renamed.md").unlink()
+    (notes / ".gitignore").unlink()
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_seen"] == 5
+    _settle(notes, cli_env)
+
+    # settings: the environment, then the state file itself
+    other = {**cli_env, "CHROMASYNC_COLLECTION": "elsewhere"}
+    summary, fast = _ingest(notes, other)
+    assert not fast and summary["files_new"] == 5 and summary["collection"] == "elsewhere"
+    _settle(notes, cli_env)
+    data = cli_env_dir(cli_env)
+    for name in ("state.sqlite3", "state.sqlite3-wal", "state.sqlite3-shm"):
+        (data / name).unlink(missing_ok=True)
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_unchanged"] == 5 and summary["chunks_embedded"] == 0
+    assert (data / "state.sqlite3").exists()  # rebuilt from the collection, not skipped
+    _settle(notes, cli_env)
+
+
+def test_a_racily_clean_file_is_not_trusted(notes: Path, cli_env: dict[str, str]) -> None:
+    _settle(notes, cli_env)
+    page = sorted(notes.rglob("*.md"))[0]
+    page.write_text(page.read_text() + "\nMore.\n")  # mtime: now
+    summary, fast = _ingest(notes, cli_env)
+    assert not fast and summary["files_updated"] == 1
+    # modified within a second of being read: the next run must hash it again
+    assert not list((cli_env_dir(cli_env) / "fastpath").glob("*.snap"))
+
+
+def test_config_files_and_writers_void_the_snapshot(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "notes", project / "notes")
+    for path in project.rglob("*.md"):
+        set_mtime(path, 1_600_000_000)
+    config = project / "chromasync.yaml"
+    config.write_text("version: 1\nsources:\n  - {label: notes, path: notes, include: true}\n")
+    env = {k: v for k, v in cli_env.items() if k != "CHROMASYNC_DATA_DIR"}
+    env["CHROMASYNC_CONFIG"] = ""
+
+    def ingest() -> tuple[dict[str, object], bool]:
+        done = run_cli(
+            ["ingest", "--json"], env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=project
+        )
+        assert done.returncode == 0, done.stderr
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+        return json.loads(done.stdout), "click" not in imported
+
+    summary, fast = ingest()
+    assert not fast and summary["files_new"] == 5
+    summary, fast = ingest()  # the first run recorded what its re-run would say
+    assert fast and summary["files_unchanged"] == 5  # data dir ./.chromasync, found by guess
+
+    config.write_text(config.read_text() + "privacy_keys: [private, secret]\n")
+    assert not ingest()[1]
+    assert ingest()[1]
+
+    # any writer takes the lock, and so voids the snapshot: here `verify`
+    assert run_cli(["verify"], env=env, cwd=project).returncode == 0
+    assert not ingest()[1]
+
+    # a holder of the lock: the full path answers, naming it
+    lock = os.open(project / ".chromasync" / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        refused = run_cli(["ingest", "--json"], env=env, cwd=project)
+        assert refused.returncode == 1 and "in use" in refused.stderr
+    finally:
+        os.close(lock)
+    assert ingest()[1]
+
+    # a killed run leaves no snapshot behind: its lock voided it before it wrote
+    page = project / "notes" / sorted(p.name for p in (project / "notes").glob("*.md"))[0]
+    page.write_text(page.read_text() + "\nOne more line.\n")
+    set_mtime(page, 1_600_000_000)
+    killed = run_cli(
+        ["ingest", "--json"], env={**env, "CHROMASYNC_CRASH_AT": "after-upsert"}, cwd=project
+    )
+    assert killed.returncode != 0
+    assert not list((project / ".chromasync" / "fastpath").glob("*.snap"))
+    summary, fast = ingest()
+    assert not fast and summary["files_updated"] == 1
+
+
+def test_the_fast_path_opens_no_indexed_file(notes: Path, cli_env: dict[str, str]) -> None:
+    _settle(notes, cli_env)
+    probe = r"""
+import sys
+root = sys.argv[1]
+opened = []
+def hook(event, args):
+    if event in ("open", "os.open") and isinstance(args[0], str) and args[0].startswith(root):
+        opened.append(args[0])
+sys.addaudithook(hook)
+sys.argv = ["chromasync", "ingest", root, "--json", "--quiet"]
+from chromasync.fastpath import main
+code = main()
+modules = sorted(sys.modules)
+import json
+print(json.dumps({"opened": opened, "code": code, "modules": modules}), file=sys.stderr)
+"""
+    env = {**os.environ, **cli_env}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(notes)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0 and report["opened"] == []
+    assert json.loads(done.stdout)["files_unchanged"] == 5
+    ours = {m for m in report["modules"] if m.startswith("chromasync")}
+    assert ours == {"chromasync", "chromasync.fastpath", "chromasync.versions"}
+    assert not {"click", "rich", "sqlite3", "json", "dataclasses"} & set(report["modules"])

@@ -1,0 +1,216 @@
+"""The fast path's pure parts: which command lines qualify, the key, and the tree listing,
+which must be exactly what discovery records for the same tree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from chromasync import fastpath, lock
+from chromasync.discover import discover_source
+from chromasync.fastpath import (
+    guess_data_dir,
+    invocation_key,
+    parse_invocation,
+    render_plain,
+    tree_listing,
+)
+from chromasync.records import SourceSpec
+
+
+@pytest.mark.parametrize(
+    ("argv", "eligible"),
+    [
+        (["ingest", "notes"], True),
+        (["ingest", "notes", "--json", "--quiet"], True),
+        (["ingest", "a", "b", "-q", "--data-dir", "d", "--collection=c"], True),
+        (["ingest", "-s", "docs", "--config", "x.yaml", "--no-gitignore"], True),
+        (["ingest", "notes", "--include", "*.md", "--exclude", "drafts/"], True),
+        (["ingest"], True),
+        (["ingest", "notes", "--dry-run"], False),
+        (["ingest", "notes", "--checksum"], False),
+        (["ingest", "notes", "--reembed"], False),
+        (["ingest", "notes", "--limit", "3"], False),
+        (["ingest", "notes", "--chroma-token", "s3cret"], False),
+        (["ingest", "notes", "--embed-option", "api_key=s3cret"], False),
+        (["ingest", "notes", "--wait"], False),
+        (["ingest", "notes", "--reset", "--yes"], False),
+        (["ingest", "notes", "--help"], False),
+        (["ingest", "notes", "--data-dir"], False),  # a value is missing: the CLI says so
+        (["ingest", "notes", "-qs", "docs"], False),
+        (["search", "notes"], False),
+        (["--version"], False),
+        ([], False),
+    ],
+)
+def test_eligible_command_lines(argv: list[str], eligible: bool) -> None:
+    assert (parse_invocation(argv, {}) is not None) is eligible
+
+
+def test_the_switches_that_turn_it_off() -> None:
+    argv = ["ingest", "notes", "--json"]
+    invocation = parse_invocation(argv, {})
+    assert invocation is not None and invocation.as_json
+    assert parse_invocation(argv, {"CHROMASYNC_NO_FASTPATH": "1"}) is None
+    assert parse_invocation(argv, {"CHROMASYNC_CRASH_AT": "after-upsert"}) is None
+    assert parse_invocation(argv, {"CHROMASYNC_NO_FASTPATH": ""}) is not None
+
+
+def test_the_key_follows_what_settings_depend_on_and_holds_no_secret() -> None:
+    invocation = parse_invocation(["ingest", "notes"], {})
+    assert invocation is not None
+    env = {"CHROMASYNC_COLLECTION": "a", "PATH": "/bin", "HOME": "/root"}
+    key = invocation_key(invocation, env, "/work")
+    assert invocation_key(invocation, dict(env), "/work") == key
+    assert invocation_key(invocation, {**env, "CHROMASYNC_COLLECTION": "b"}, "/work") != key
+    assert invocation_key(invocation, {**env, "HOME": "/home/x"}, "/work") != key
+    assert invocation_key(invocation, env, "/elsewhere") != key
+    other = parse_invocation(["ingest", "notes", "--json"], {})
+    assert other is not None and invocation_key(other, env, "/work") != key
+    # not settings: unrelated variables, secrets (a no-op run contacts nobody), the switch
+    for extra in (
+        {"PATH": "/usr/bin"},
+        {"CHROMASYNC_CHROMA_TOKEN": "s3cret"},
+        {"CHROMASYNC_EMBEDDING_API_KEY": "s3cret"},
+        {"CHROMASYNC_NO_FASTPATH": ""},
+    ):
+        assert invocation_key(invocation, {**env, **extra}, "/work") == key
+
+
+def test_the_data_dir_guess(tmp_path: Path) -> None:
+    invocation = parse_invocation(["ingest", "notes", "--data-dir", "flagged"], {})
+    assert invocation is not None
+    cwd = str(tmp_path)
+    assert guess_data_dir(invocation, {}, cwd) == str(tmp_path / "flagged")
+    plain = parse_invocation(["ingest", "notes"], {})
+    assert plain is not None
+    assert guess_data_dir(plain, {"CHROMASYNC_DATA_DIR": "/d"}, cwd) == "/d"
+    assert guess_data_dir(plain, {}, cwd) == str(tmp_path / ".chromasync")
+    (tmp_path / "chromasync.yaml").write_text("version: 1\nsources: []\n")
+    assert guess_data_dir(plain, {}, cwd) == str(tmp_path / ".chromasync")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "cfg.yaml").write_text("version: 1\nstore: {data_dir: state, collection: x}\n")
+    named = {"CHROMASYNC_CONFIG": str(project / "cfg.yaml")}
+    assert guess_data_dir(plain, named, cwd) == str(project.resolve() / "state")
+    assert guess_data_dir(plain, {"CHROMASYNC_CONFIG": "missing.yaml"}, cwd) is None
+
+
+def test_lock_file_names_agree() -> None:
+    assert fastpath.LOCK_FILE == lock.LOCK_FILE
+
+
+def _tricky_tree(root: Path) -> None:
+    (root / "docs" / "deep" / "deeper").mkdir(parents=True)
+    (root / "build" / "out").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: main\n")
+    (root / ".gitignore").write_text("build/\n*.tmp\n")
+    (root / "docs" / ".gitignore").write_text("private/\n")
+    (root / "docs" / "private").mkdir()
+    (root / "docs" / "private" / "secret.md").write_text("# no\n")
+    (root / "a.md").write_text("# A\n")
+    (root / "b.tmp").write_text("scratch\n")
+    (root / "picture.png").write_bytes(b"\x89PNG\r\n")
+    (root / ".hidden.md").write_text("# hidden\n")
+    (root / "docs" / "deep" / "deeper" / "c.py").write_text("def f():\n    return 1\n")
+    (root / "docs" / "z.txt").write_text("zzz\n")
+    (root / "build" / "out" / "gen.md").write_text("# generated\n")
+    (root / "empty").mkdir()
+    os.symlink("a.md", root / "link-inside.md")
+    os.symlink("/etc/hostname", root / "link-outside.md")
+    os.symlink("missing.md", root / "link-broken.md")
+    os.symlink(".", root / "docs" / "loop")
+    os.mkfifo(root / "pipe.md")
+    (root / os.fsdecode(b"bad-\xff-name.md")).write_text("# bytes\n")
+
+
+@pytest.mark.parametrize(
+    "spec_fields",
+    [{}, {"use_gitignore": False}, {"subdirs": ("docs", "build")}, {"exclude": ("docs/deep/",)}],
+)
+def test_the_fast_walk_lists_what_discovery_recorded(
+    tmp_path: Path, spec_fields: dict[str, object]
+) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    _tricky_tree(root)
+    spec = SourceSpec(label="t", root=root, **spec_fields)  # type: ignore[arg-type]
+    seen = discover_source(spec)
+    assert seen.listing is not None
+    starts = [s.strip("/") for s in spec.subdirs] or [""]
+    fast = tree_listing(str(root), starts, frozenset(seen.pruned_dirs), spec.use_gitignore)
+    assert fast == seen.listing
+    if spec.use_gitignore and not spec.subdirs:
+        assert set(seen.pruned_dirs) >= {"build", "docs/private"}
+    # a change anywhere discovery looks shows; one where it does not look does not
+    (root / "build" / "out" / "more.md").write_text("ignored folder\n")
+    again = tree_listing(str(root), starts, frozenset(seen.pruned_dirs), spec.use_gitignore)
+    assert (again == seen.listing) is ("build" in seen.pruned_dirs)
+    (root / "docs" / "z.txt").write_text("zzy\n")  # same size
+    assert tree_listing(str(root), starts, frozenset(seen.pruned_dirs), True) != seen.listing
+
+
+def test_a_same_size_rewrite_with_its_mtime_put_back_still_shows(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    note = root / "n.md"
+    note.write_text("# one\n")
+    os.utime(note, ns=(1_600_000_000 * 10**9,) * 2)
+    before = tree_listing(str(root), [""], frozenset(), True)
+    note.write_text("# two\n")
+    os.utime(note, ns=(1_600_000_000 * 10**9,) * 2)  # size and mtime as before: ctime moved
+    assert tree_listing(str(root), [""], frozenset(), True) != before
+
+
+def test_an_unreadable_start_gives_no_listing(tmp_path: Path) -> None:
+    spec = SourceSpec(label="t", root=tmp_path, subdirs=("nowhere",))
+    assert discover_source(spec).listing is None
+    assert tree_listing(str(tmp_path), ["nowhere"], frozenset(), True) is None
+
+
+def test_plain_lines_with_a_total() -> None:
+    rows = [
+        {
+            "collection": "c",
+            "source": f"s{i}\x1b[31m",
+            "files_seen": 3,
+            "files_new": i,
+            "files_updated": 0,
+            "files_unchanged": 3 - i,
+            "files_deleted": 0,
+            "files_skipped": {"binary": 1},
+            "chunks_total": 7,
+            "chunks_embedded": 2,
+            "chunks_reused": 5,
+            "chunks_deleted": 0,
+            "duration_ms": 1500,
+            "embed_ms": 500,
+            "dry_run": False,
+            "metadata_keys_dropped": 0,
+        }
+        for i in range(2)
+    ]
+    text = render_plain(rows)
+    assert "\x1b" not in text and "s0\\x1b[31m -> c" in text
+    assert "\ntotal\n  files   6 seen: 1 new, 0 updated, 5 unchanged" in text
+    assert "  time    3.00 s: embedding 1.00 s, the rest 2.00 s\n  skipped binary 2\n" in text
+
+
+def test_a_terminal_still_gets_the_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chromasync.cli import _print_summaries
+    from chromasync.records import IngestSummary
+
+    monkeypatch.setenv("COLUMNS", "250")
+    _print_summaries(
+        [
+            IngestSummary(collection="c", source="a", files_seen=2, files_skipped={"binary": 1}),
+            IngestSummary(collection="c", source="b", files_seen=3),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "embed time" in out and "total" in out and "skipped by reason: binary: 1" in out
