@@ -6,7 +6,9 @@ Chroma, then from the manifest; mark the source `clean`. A run that dies anywher
 `running` behind, and the next run rebuilds the manifest from the collection first.
 
 An unchanged re-run stats the tree and compares with the manifest: it reads no file,
-imports no chromadb, loads no model, and writes nothing but its run record.
+imports no chromadb, loads no model, and writes nothing but its run record. When a re-run
+over the tree just walked would be such a no-op, the source is reported as settled
+(`on_settled`), which the CLI's fast path records (`fastpath`).
 
 Named crash points (`CHROMASYNC_CRASH_AT=name[:n]` kills the process with SIGKILL at the
 n-th time the point is reached; for the crash tests): `after-embed`, `after-upsert`,
