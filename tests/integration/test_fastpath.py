@@ -226,3 +226,101 @@ print(json.dumps({"opened": opened, "code": code, "modules": modules}), file=sys
     ours = {m for m in report["modules"] if m.startswith("chromasync")}
     assert ours == {"chromasync", "chromasync.fastpath", "chromasync.versions"}
     assert not {"click", "rich", "sqlite3", "json", "dataclasses"} & set(report["modules"])
+
+
+def test_after_any_run_the_full_path_finds_nothing_to_do(
+    notes: Path, cli_env: dict[str, str]
+) -> None:
+    """Random edits, each followed by two runs that may take the fast path; the full path
+    must then find nothing left to do (had a fast answer hidden a change, it would)."""
+    import random
+
+    rng = random.Random(20261130)
+    (notes / "build").mkdir()
+    (notes / ".gitignore").write_text("build/\n")
+
+    def pages() -> list[Path]:
+        return sorted(p for p in notes.rglob("*.md") if "build" not in p.parts)
+
+    def old(path: Path) -> None:
+        set_mtime(path, 1_600_000_000 + rng.randrange(1000))
+
+    def same_size_rewrite() -> None:
+        page = rng.choice(pages())
+        text = page.read_text()
+        body = text.rstrip("\n")
+        page.write_text(body[:-1] + ("x" if body[-1] != "x" else "y") + text[len(body) :])
+        old(page)
+
+    def append() -> None:
+        page = rng.choice(pages())
+        page.write_text(page.read_text() + f"\nAdded line {rng.random()}.\n")
+        if rng.random() < 0.5:
+            old(page)
+
+    def create() -> None:
+        folder = notes / rng.choice(["", "sub", "sub/deeper"])
+        folder.mkdir(parents=True, exist_ok=True)
+        page = folder / f"new-{rng.randrange(10**6)}.md"
+        page.write_text(f"# New {page.stem}\n\nText {rng.random()}.\n")
+        old(page)
+
+    def delete() -> None:
+        if len(pages()) > 2:
+            rng.choice(pages()).unlink()
+
+    def rename() -> None:
+        page = rng.choice(pages())
+        page.rename(page.with_name(f"renamed-{rng.randrange(10**6)}.md"))
+
+    def rename_folder() -> None:
+        if (notes / "sub").exists():
+            (notes / "sub").rename(notes / f"sub-{rng.randrange(10**6)}")
+
+    def chmod() -> None:
+        page = rng.choice(pages())
+        page.chmod(0o600 if page.stat().st_mode & 0o004 else 0o644)
+
+    def ignored_and_hidden() -> None:
+        (notes / "build" / f"out-{rng.randrange(10**6)}.md").write_text("# built\n")
+        (notes / ".scratch").write_text(str(rng.random()))
+
+    def gitignore() -> None:
+        page = rng.choice(pages())
+        rule = page.relative_to(notes).as_posix()
+        text = (notes / ".gitignore").read_text()
+        (notes / ".gitignore").write_text(text + rule + "\n" if rule not in text else "build/\n")
+
+    def symlink_swap() -> None:
+        page = rng.choice(pages())
+        target = rng.choice(pages())
+        if page != target:
+            page.unlink()
+            page.symlink_to(target)
+
+    edits = [
+        same_size_rewrite,
+        append,
+        create,
+        delete,
+        rename,
+        rename_folder,
+        chmod,
+        ignored_and_hidden,
+        gitignore,
+        symlink_swap,
+        lambda: None,
+    ]
+    _ingest(notes, cli_env)
+    fast_answers = 0
+    for step in range(14):
+        edit = rng.choice(edits)
+        edit()
+        for _ in range(2):
+            fast_answers += _ingest(notes, cli_env)[1]
+        check, fast = _ingest(notes, {**cli_env, **FULL})
+        assert not fast
+        work = {k: check[k] for k in ("files_new", "files_updated", "files_deleted")}
+        assert work == {"files_new": 0, "files_updated": 0, "files_deleted": 0}, (step, edit)
+        assert check["chunks_embedded"] == 0 and check["chunks_deleted"] == 0, (step, edit)
+    assert fast_answers >= 10  # the fast path did answer most re-runs
