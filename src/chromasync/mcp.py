@@ -129,24 +129,50 @@ def build_server(backend: Backend) -> Any:
         before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
         paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
         phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
+        where: Annotated[
+            list[str] | None, Field(description="Metadata equalities, KEY=VALUE (all).")
+        ] = None,
+        where_json: Annotated[
+            dict[str, Any] | None, Field(description="A Chroma `where` filter on metadata.")
+        ] = None,
+        matches: Annotated[
+            list[str] | None, Field(description="FIELD=SUBSTRING in metadata (all).")
+        ] = None,
+        date_fields: Annotated[
+            list[str] | None, Field(description="Front-matter keys `after`/`before` read.")
+        ] = None,
+        collections: Annotated[
+            list[str] | None, Field(description="Only these collections.")
+        ] = None,
+        per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
+        sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
     ) -> dict[str, Any]:
-        """Search the index; each hit cites source, path, heading and start-end lines."""
+        """Search the index (the CLI's filters); each hit cites source, path, heading and
+        start-end lines."""
         with tool_errors(), backend.access() as (service, client):
             settings = service.settings if service is not None else backend.settings
+            options: dict[str, Any] = dict(
+                sources=sources or (),
+                tags=tags or (),
+                tags_all=tags_all,
+                after=after,
+                before=before,
+                paths=paths or (),
+                phrases=phrases or (),
+                where=where or (),
+                where_json=where_json,
+                matches=matches or (),
+            )
+            if date_fields:
+                options["date_fields"] = date_fields
             request = api.SearchRequest(
                 query,
                 mode=mode,
                 k=k,
-                filters=api.make_filters(
-                    settings,
-                    sources=sources or (),
-                    tags=tags or (),
-                    tags_all=tags_all,
-                    after=after,
-                    before=before,
-                    paths=paths or (),
-                    phrases=phrases or (),
-                ),
+                filters=api.make_filters(settings, **options),
+                collections=tuple(collections or ()),
+                per_doc=per_doc,
+                sort=sort,
             )
             result = service.retrieve(request) if service is not None else client.retrieve(request)
             data = result.as_json()

@@ -70,6 +70,20 @@ def test_mcp_tools_over_stdio(
                 )
             )
             assert {h["path"] for h in filtered["hits"]} == {"guides/sourdough.md"}
+            same = _data(
+                await client.call_tool(
+                    "search",
+                    {
+                        "query": "notes",
+                        "k": 20,
+                        "where_json": {"path": "guides/sourdough.md"},
+                        "matches": ["path=sourdough"],
+                        "per_doc": True,
+                    },
+                )
+            )
+            assert [h["path"] for h in same["hits"]] == ["guides/sourdough.md"]
+            assert _error(await client.call_tool("search", {"query": "x", "where": ["nokey"]}))
 
             sources = _data(await client.call_tool("list_sources", {}))["sources"]
             assert [s["label"] for s in sources] == ["notes"] and sources[0]["files"] == 5
