@@ -238,7 +238,9 @@ class Ingestor:
         if row is None and discovery.files and not options.dry_run:
             self._prefetch_model()  # a first run embeds: load while the store opens
         if must_heal and (discovery.files or manifest):
-            manifest = self._heal(spec, manifest, options)
+            manifest, chunked_by = self._heal(spec, manifest, options)
+            # records of an older chunker, found by a rebuild: their files are chunked again
+            rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
         sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
         if options.limit:
             sorted_ = replace(sorted_, gone=())
@@ -417,15 +419,16 @@ class Ingestor:
 
     def _heal(
         self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
-    ) -> dict[str, FileState]:
-        """Rebuild the manifest of `spec` from the collection (no embedding)."""
+    ) -> tuple[dict[str, FileState], frozenset[int]]:
+        """Rebuild the manifest of `spec` from the collection (no embedding); with the
+        chunking versions of the records found."""
         if options.dry_run:
             try:
                 collection = self._open_store(existing=True).collection(
                     self.collection_name, create=False
                 )
             except NotFound:
-                return manifest
+                return manifest, frozenset()
         else:
             collection = self.collection(reembed=options.reembed)
         stored = collection.iter_records(where={"source": spec.label}, documents=True)
@@ -440,7 +443,7 @@ class Ingestor:
             self.state.replace_source(
                 self.collection_name, spec.label, list(rebuilt.files.values()), rebuilt.records
             )
-        return rebuilt.files
+        return rebuilt.files, rebuilt.chunking_versions
 
     def _read_and_plan(
         self,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .records import ChunkRecord, FileState, RecordRef
+from .records import CHUNKING_VERSION, ChunkRecord, FileState, RecordRef
 
 if TYPE_CHECKING:
     from .store import StoredRecord
@@ -24,6 +24,7 @@ class Rebuilt:
     files: dict[str, FileState]
     records: dict[str, list[ChunkRecord]]
     inconsistent: tuple[str, ...]  # paths whose records disagree
+    chunking_versions: frozenset[int] = frozenset()  # of the records found
 
 
 def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, FileState]) -> Rebuilt:
@@ -34,6 +35,11 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
     files: dict[str, FileState] = {}
     records: dict[str, list[ChunkRecord]] = {}
     inconsistent: list[str] = []
+    chunking = {
+        int(r.metadata.get("chunking_version", CHUNKING_VERSION) or 0)
+        for rows in by_path.values()
+        for r in rows
+    }
     for path, rows in sorted(by_path.items()):
         rows.sort(key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.id))
         hashes = {str(r.metadata.get("file_hash", "")) for r in rows}
@@ -77,4 +83,4 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
     for path, old in previous.items():
         if old.skip_reason and path not in files:
             files[path] = old
-    return Rebuilt(files, records, tuple(inconsistent))
+    return Rebuilt(files, records, tuple(inconsistent), frozenset(chunking))

@@ -2,4 +2,4 @@
 
 #: Bump when chunk boundaries or chunk text change for the same input: every file is then
 #: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
-CHUNKING_VERSION = 1
+CHUNKING_VERSION = 2  # 2: a heading takes the first piece of a long line after it

@@ -58,6 +58,30 @@ def test_lost_state_rebuilt_without_embedding(
     assert snapshot(settings, vectors=True) == before
 
 
+def test_lost_state_after_a_chunker_change_chunks_again(
+    notes: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records say which chunker made them: a manifest rebuilt from an older one's
+    records chunks every file again (embedding only text not seen before)."""
+    from chromasync import ingest, plan
+
+    current = plan.CHUNKING_VERSION
+    with monkeypatch.context() as older:
+        older.setattr(plan, "CHUNKING_VERSION", current - 1)
+        older.setattr(ingest, "CHUNKING_VERSION", current - 1)
+        _run(notes, settings, embedder)
+    before = snapshot(settings)
+    assert {dict(meta)["chunking_version"] for meta, _ in before.values()} == {str(current - 1)}
+    for name in (STATE_FILE, STATE_FILE + "-wal", STATE_FILE + "-shm"):
+        (settings.data_dir / name).unlink(missing_ok=True)
+    summary = _run(notes, settings, embedder)
+    assert summary.chunks_embedded == 0  # the same chunk text: vectors from the cache
+    after = snapshot(settings)
+    assert {dict(meta)["chunking_version"] for meta, _ in after.values()} == {str(current)}
+    assert set(after) == set(before)
+    assert _run(notes, settings, embedder).files_unchanged == 5
+
+
 def test_corrupt_state_moved_aside_and_healed(
     notes: Path, settings: Settings, embedder: HashEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 
 from chromasync.chunk import Budget
@@ -61,6 +62,23 @@ class WordMeter:
         return max(length, 1)
 
 
+_HEADING_LINE = re.compile(r"^ {0,3}(#{1,6}[ \t]|(=+|-+)[ \t]*$)")
+
+
+def _leads(doc: Document, lines: Sequence[str]) -> bool:
+    """Lines that may precede the first piece of a long line in one chunk: Markdown
+    headings (and blank lines); in code, the glued lead (comments, a container header)."""
+    if doc.kind != "markdown":
+        return True
+    setext = [
+        i + 1 < len(lines) and bool(re.match(r"^ {0,3}(=+|-+)[ \t]*$", lines[i + 1]))
+        for i in range(len(lines))
+    ]
+    return all(
+        not line.strip() or _HEADING_LINE.match(line) or setext[i] for i, line in enumerate(lines)
+    )
+
+
 def assert_chunks_valid(doc: Document, chunks: Sequence[Chunk], budget: Budget) -> None:
     """The invariants of `chromasync.chunk` (see its docstring), checked one by one."""
     meter: TokenMeter = budget.meter
@@ -95,7 +113,8 @@ def assert_chunks_valid(doc: Document, chunks: Sequence[Chunk], budget: Budget) 
         assert bisect.bisect_right(starts, at) == chunk.start_line, f"{where} start_line"
         assert bisect.bisect_right(starts, end - 1) == chunk.end_line, f"{where} end_line"
         whole = at == starts[chunk.start_line - 1] and end == starts[chunk.end_line] - 1
-        assert whole or chunk.start_line == chunk.end_line, f"{where} is not whole lines"
+        headed = at == starts[chunk.start_line - 1] and _leads(doc, chunk.text.split("\n")[:-1])
+        assert whole or chunk.start_line == chunk.end_line or headed, f"{where}: not whole lines"
         position, previous = end, chunk
     assert not text[position:].strip(), "text lost after the last chunk"
     if text[starts[doc.body_start_line - 1] :].strip():

@@ -6,8 +6,9 @@ chunker keeps (and `tests/unit/test_chunk_properties.py` checks):
 * each chunk's `embed_text` (context prefix + text) measures at most `budget.max_tokens`
   word pieces with `budget.meter`, and its text at most `budget.char_limit` characters;
 * `text` is an exact excerpt of the normalised document: whole lines joined by "\\n", or
-  a piece of one long line; `start_line`/`end_line` (1-based, inclusive) are the lines it
-  starts and ends on;
+  a piece of one long line, or headings (a glued lead, in code) followed by the first piece
+  of a long line; `start_line`/`end_line` (1-based, inclusive) are the lines it starts and
+  ends on;
 * chunks come in document order and together hold every non-blank character of the body
   (front matter is never chunk text, except for a Markdown page that has no body at all,
   a section index: its `title` and `description` lines are its one chunk, see

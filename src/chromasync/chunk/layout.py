@@ -8,7 +8,9 @@ once it holds an even share of the whole (so no small leftover at the end): a un
 is never split; one that does not is subdivided (its `parts`, then paragraphs, lines,
 sentences, and finally cuts at word-piece boundaries), and only between the pieces of one
 subdivided unit do consecutive chunks overlap (up to an eighth of the budget). A chunk is
-always whole lines, or a piece of one line: pieces of a long line never join other lines.
+whole lines, or a piece of one line: pieces of a long line join no other line, except that
+headings (sticky spans, never the last thing in a chunk) take the first piece of a long line
+after them, so that a heading is never a chunk of its own.
 
 Measuring is cheap when the meter is `additive` (no word piece crosses whitespace, as with
 BERT's WordPiece): the body is tokenized once and the size of any range between whitespace
@@ -467,7 +469,15 @@ class _Filler:
             self.used + span.tokens <= self.room
             and span.b - self.cur[0].a <= layout.limit
             and layout.text[self.cur[-1].b] in _JOINS
-            and layout.excerpt(self.cur[0].a, span.b)
+            and (layout.excerpt(self.cur[0].a, span.b) or self._opens_a_line(span))
+        )
+
+    def _opens_a_line(self, span: Span) -> bool:
+        """A chunk holding only headings may take the first piece of a long line after
+        them: else the heading would be a chunk of its own."""
+        layout = self.layout
+        return self.heading_tokens() is not None and span.a == layout.line_start(
+            layout.line_of(span.a)
         )
 
     def add(self, span: Span) -> None:
