@@ -265,7 +265,10 @@ class Ingestor:
         if changes:
             changes = self._preflight(changes, newly_skipped, options, run)
         gone = sorted_.gone if (options.gc or options.gc_only) else ()
-        check_deletions(len(manifest), len(gone), options.allow_mass_delete, label)
+        # a file whose content reappears at a new path moved: that is not a deletion
+        arrived = {c.file_hash for c in changes if c.is_new}
+        moved = sum(1 for p in gone if manifest[p].file_hash in arrived)
+        check_deletions(len(manifest), len(gone) - moved, options.allow_mass_delete, label)
 
         delete_ids = [i for c in changes for i in c.to_delete]
         delete_ids += [r.id for p in gone for r in manifest[p].records]

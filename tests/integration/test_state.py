@@ -12,7 +12,7 @@ import pytest
 from chromasync import api
 from chromasync.config import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.errors import EmbeddingError, LockError
+from chromasync.errors import EmbeddingError, LockError, SourceError
 from chromasync.ingest import IngestOptions
 from chromasync.lock import StoreLock
 from chromasync.state import STATE_FILE
@@ -207,3 +207,27 @@ def test_state_of_another_schema_is_rebuilt(
     assert summary.chunks_embedded == 0 and summary.files_unchanged == 5
     assert snapshot(settings) == before
     assert list(settings.data_dir.glob(STATE_FILE + ".corrupt-*"))
+
+
+def test_mass_deletion_refused_but_a_renamed_folder_is_a_move(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    root = tmp_path / "vault"
+    (root / "all").mkdir(parents=True)
+    for n in range(30):
+        (root / "all" / f"note{n}.md").write_text(f"# Note {n}\n\nBody of note number {n}.\n")
+        set_mtime(root / "all" / f"note{n}.md", 1_600_000_000)
+    first = _run(root, settings, embedder, label="vault")
+    assert first.files_new == 30
+
+    (root / "all").rename(root / "everything")  # every path gone, every file back elsewhere
+    moved = _run(root, settings, embedder, label="vault")
+    assert (moved.files_new, moved.files_deleted, moved.chunks_embedded) == (30, 30, 0)
+
+    for n in range(25):  # more than 20 files and more than half of the source
+        (root / "everything" / f"note{n}.md").unlink()
+    with pytest.raises(SourceError, match="25 of 30 indexed files are gone"):
+        _run(root, settings, embedder, label="vault")
+    assert len(snapshot(settings)) == 30  # nothing deleted
+    allowed = _run(root, settings, embedder, label="vault", allow_mass_delete=True)
+    assert allowed.files_deleted == 25 and len(snapshot(settings)) == 5
