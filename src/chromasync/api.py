@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .chunkreport import ChunkReport
     from .client import OwnerClient
     from .configfile import SourceEntry
-    from .fastpath import Recorder
+    from .snapshots import Recorder
     from .store import Store
 
 CACHE_FILE = "embeddings.sqlite3"
@@ -152,7 +152,7 @@ def ingest(
 
     Each source goes to `collection_of(spec, settings)`; the settings' `skip_paths` apply
     to every source. A `recorder` (the CLI's) is told what an unchanged re-run would
-    report, and writes it down for the fast path (`fastpath`).
+    report, and writes it down for the fast path (`fastpath`, `snapshots`).
     """
     run_options = options or default_options(settings)
     return _ingest_jobs(

@@ -25,6 +25,7 @@ from .config import CONFIG_ENV, CONFIG_FILE_NAME
 from .errors import ChromasyncError, ConfigError, LockError, NotFound
 from .ingest import IngestOptions
 from .records import IngestSummary, SourceSpec, total_summary
+from .snapshots import Recorder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -344,10 +345,10 @@ def ingest(
     _print_ingest(summaries, as_json)
 
 
-def _recorder(settings: api.Settings, config_flag: str | None) -> fastpath.Recorder | None:
+def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | None:
     """What records this command line's unchanged re-run for the fast path, when this
     process runs it as its own command line (`fastpath.main`)."""
-    recorder = fastpath.Recorder.for_command_line(os.environ, _summary_json)
+    recorder = fastpath.recorder_for_command_line(os.environ, _summary_json)
     if recorder is not None:
         looked_for = not config_flag and not os.environ.get(CONFIG_ENV)
         recorder.consult(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SourceError
-from .fastpath import encode_listing, folder_facts, symlink_reason
+from .listing import encode_listing, folder_facts, symlink_reason
 from .records import Discovery, DocKind, FileStat, Skip, SourceSpec
 
 log = logging.getLogger(__name__)

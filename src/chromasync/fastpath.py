@@ -11,32 +11,32 @@ standard library's built-in modules (`os`, `marshal`, `fcntl`, `_sha256`):
 2. The invocation's key is a digest of its arguments, its folder, the `CHROMASYNC_*`
    environment (secrets left out) and this code's version and location.
 3. Under the data dir's lock, taken without waiting (a holder means the CLI must handle
-   it), the snapshot that the last full run of the same key recorded is read. It holds the
-   config files that run read, the state file's identity, and per source the listing its
-   walk saw: each folder's entries with inode, mode, size, mtime_ns and ctime_ns, symlink
-   verdicts, the folders an ignore rule pruned, and what a re-run over that tree reports.
+   it), the snapshot that the last full run of the same key recorded is read (`snapshots`):
+   the config files that run read, the state file's identity, and per source the listing its
+   walk saw (`listing`: each folder's entries with inode, size, mtime_ns and ctime_ns,
+   symlink verdicts, the folders an ignore rule pruned) and what a re-run over it reports.
 4. If every config file and the state file are as recorded and every source's tree lists
    exactly the same, that report is printed with this run's own time, and the run is
    stamped for `status`. Anything else falls through to the full CLI.
 
-A full run records a snapshot (`Recorder`, fed by the ingest's `SettledSource` reports) only
-when a re-run over the tree it walked would do nothing by the full path's own triage: no
-new, changed, racily clean or gone file, the source marked clean. Taking the data dir's lock
-deletes every snapshot (`invalidate`), so any writer (ingest, verify --repair, sources
-remove, reset, serve, watch) voids them before it changes anything. `CHROMASYNC_NO_FASTPATH`
-set to anything but empty turns the fast path off.
+A full run records a snapshot (`recorder_for_command_line`, fed by the ingest's
+`SettledSource` reports) only when a re-run over the tree it walked would do nothing by the
+full path's own triage: no new, changed, racily clean or gone file, the source marked clean.
+Taking the data dir's lock deletes every snapshot (`snapshots.invalidate`), so any writer
+(ingest, verify --repair, sources remove, reset, serve, watch) voids them before it changes
+anything. `CHROMASYNC_NO_FASTPATH` set to anything but empty turns the fast path off.
 """
 
 from __future__ import annotations
 
-import errno
 import marshal
 import os
-import stat as stat_mod
 import sys
 import time
 
 from . import __version__
+from .listing import tree_listing
+from .snapshots import Recorder, join_report, read_snapshot, snapshot_path, stamp
 from .versions import CHUNKING_VERSION
 
 try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
@@ -49,17 +49,12 @@ except ImportError:  # pragma: no cover - Python 3.12 renamed it
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-    from .records import SettledSource
-
-FORMAT = 1
-FOLDER = "fastpath"
 LOCK_FILE = "lock"  # lock.LOCK_FILE (a test checks they agree)
 OFF_ENV = "CHROMASYNC_NO_FASTPATH"
 CRASH_ENV = "CHROMASYNC_CRASH_AT"
-KEPT_STAMPS = 64
 
 #: `ingest` options that only select settings or output: with these, a re-run of the same
 #: command line over the same tree is a no-op. Anything else (--dry-run, --checksum,
@@ -154,7 +149,7 @@ def invocation_key(invocation: Invocation, environ: Mapping[str, str], cwd: str)
         and not any(word in name for word in _SECRET_WORDS)
     )
     here = os.path.dirname(os.path.abspath(__file__))
-    material = (FORMAT, __version__, CHUNKING_VERSION, here, invocation.argv, cwd, tuple(env))
+    material = (__version__, CHUNKING_VERSION, here, invocation.argv, cwd, tuple(env))
     return str(sha256(marshal.dumps(material, 2)).hexdigest())
 
 
@@ -188,87 +183,6 @@ def guess_data_dir(invocation: Invocation, environ: Mapping[str, str], cwd: str)
     return None
 
 
-# -- the listing -----------------------------------------------------------------------------
-
-
-def symlink_reason(path: str, real_root: str) -> str:
-    """Why a symlink is skipped: its target is a loop, missing, outside, or walked anyway."""
-    try:
-        target = os.path.realpath(path, strict=True)
-    except OSError as exc:
-        return "symlink-loop" if exc.errno == errno.ELOOP else "broken-symlink"
-    except RuntimeError:
-        return "symlink-loop"
-    if target != real_root and not target.startswith(real_root + os.sep):
-        return "symlink-outside-root"
-    parent = os.path.realpath(os.path.dirname(path))
-    if parent == target or parent.startswith(target + os.sep):
-        return "symlink-loop"
-    return "symlink-duplicate"
-
-
-def folder_facts(
-    entries: Iterable[os.DirEntry[str]], real_root: str, gitignore: bool
-) -> list[object]:
-    """One folder's entries as discovery sees them, in the order the folder lists them.
-
-    A hidden name is its name (never read, except `.gitignore`), a folder is `(name,)`, a
-    symlink `(name, verdict)`, anything else `(name, inode, size, mtime_ns, ctime_ns)`: any
-    write, chmod or replacement moves ctime, which cannot be set back. A failed stat raises
-    OSError.
-    """
-    facts: list[object] = []
-    append = facts.append
-    for entry in entries:
-        name = entry.name
-        if name[0] == "." and not (gitignore and name == ".gitignore"):
-            append(name)
-            continue
-        st = entry.stat(follow_symlinks=False)
-        kind = stat_mod.S_IFMT(st.st_mode)
-        if kind == stat_mod.S_IFDIR:
-            append((name,) if name[0] != "." else (name, st.st_ino, st.st_ctime_ns))
-        elif kind == stat_mod.S_IFLNK:
-            append((name, symlink_reason(entry.path, real_root)))
-        else:
-            append((name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return facts
-
-
-def encode_listing(folders: list[tuple[str, list[object]]]) -> bytes:
-    """The walk's folders, in walk order, as comparable bytes (marshal 2: no references)."""
-    return marshal.dumps(folders, 2)
-
-
-def tree_listing(
-    root: str, starts: Sequence[str], pruned: frozenset[str], gitignore: bool
-) -> bytes | None:
-    """Walk a source as discovery does, given the folders it pruned; None on any error.
-
-    Discovery walks depth first, sub-folders in name order, hidden ones and pruned ones
-    left out; this walk takes the same route.
-    """
-    real_root = os.path.realpath(root)
-    folders: list[tuple[str, list[object]]] = []
-    for start in starts:
-        stack = [start]
-        while stack:
-            rel_dir = stack.pop()
-            try:
-                with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as it:
-                    facts = folder_facts(it, real_root, gitignore)
-            except OSError:
-                return None
-            folders.append((rel_dir, facts))
-            names = sorted(f[0] for f in facts if type(f) is tuple and len(f) == 1)
-            subdirs = [f"{rel_dir}/{n}" if rel_dir else n for n in names]
-            stack.extend(reversed([d for d in subdirs if d not in pruned]))
-    return encode_listing(folders)
-
-
-# -- the fast path ---------------------------------------------------------------------------
-
-
 def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     """Answer an unchanged re-run from its snapshot: the exit code, or None for the CLI."""
     started = time.perf_counter_ns()
@@ -297,7 +211,7 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: chromasync {' '.join(argv)}"[:300].encode() + b"\n")
         try:
-            text = _replay(os.path.join(data_dir, FOLDER, key[:32]), key, started, invocation)
+            text = _replay(snapshot_path(data_dir, key), key, started, invocation)
         finally:
             os.ftruncate(fd, 0)
     finally:
@@ -310,62 +224,24 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
 
 
 def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | None:
-    """The output of the recorded no-op run, when nothing it depends on changed."""
-    try:
-        with open(path + ".snap", "rb") as handle:
-            snapshot = marshal.loads(handle.read())  # noqa: S302 - our own file, like the state
-        fmt, stored_key, consulted, state_file, sources, json_parts, summaries = snapshot
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    if fmt != FORMAT or stored_key != key or not _files_as_recorded(consulted, state_file):
+    """The report of the recorded no-op run, when nothing it depends on changed."""
+    snapshot = read_snapshot(path, key)
+    if snapshot is None or not snapshot.files_as_recorded():
         return None
     durations: list[int] = []
-    for root, starts, pruned, gitignore, listing in sources:
+    for root, starts, pruned, gitignore, listing in snapshot.sources:
         if tree_listing(root, starts, frozenset(pruned), gitignore) != listing:
             return None
         now = time.perf_counter_ns()
         durations.append((now - started) // 1_000_000)
         started = now
-    as_json = _join(json_parts, durations)
-    try:  # the run's stamp, for `status`: its time is the file's mtime
-        with open(path + ".ran", "w", encoding="utf-8") as handle:
-            handle.write(as_json)
-    except OSError:
-        pass
+    report = join_report(snapshot.json_parts, durations)
+    stamp(path, report)
     if invocation.as_json:
-        return as_json
-    for summary, duration in zip(summaries, durations, strict=True):
+        return report
+    for summary, duration in zip(snapshot.summaries, durations, strict=True):
         summary["duration_ms"] = duration
-    return render_plain(summaries)
-
-
-def _files_as_recorded(
-    consulted: Sequence[tuple[str, bytes | None]], state_file: tuple[str, tuple[int, ...]]
-) -> bool:
-    for path, content in consulted:
-        if content is None:
-            if os.path.isfile(path):
-                return False
-            continue
-        try:
-            with open(path, "rb") as handle:
-                if handle.read() != content:
-                    return False
-        except OSError:
-            return False
-    state_path, identity = state_file
-    try:
-        st = os.stat(state_path)
-    except OSError:
-        return False
-    return (st.st_ino, st.st_size, st.st_mtime_ns) == identity
-
-
-def _join(parts: Sequence[str], durations: Sequence[int]) -> str:
-    out = [parts[0]]
-    for duration, part in zip(durations, parts[1:], strict=True):
-        out += (str(duration), part)
-    return "".join(out)
+    return render_plain(snapshot.summaries)
 
 
 # -- output ----------------------------------------------------------------------------------
@@ -425,146 +301,12 @@ def printable(text: str) -> str:
 # -- recording (the full path) ---------------------------------------------------------------
 
 
-class Recorder:
-    """Collects, during a full `ingest`, what an unchanged re-run of it would print.
-
-    Made by the CLI for an eligible command line (`for_command_line`); the ingest reports
-    each settled source (`add`), and `commit`, still under the data dir's lock, writes the
-    snapshot when every source settled and no config file changed meanwhile.
-    """
-
-    def __init__(self, key: str, render_json: Callable[[list[dict[str, object]]], str]) -> None:
-        self.key = key
-        self.render_json = render_json
-        self.consulted: list[tuple[str, bytes | None]] = []
-        self.settled: list[SettledSource] = []
-
-    @classmethod
-    def for_command_line(
-        cls, environ: Mapping[str, str], render_json: Callable[[list[dict[str, object]]], str]
-    ) -> Recorder | None:
-        """A recorder for this process's own command line, when it is eligible."""
-        invocation = parse_invocation(_command_line[0], environ) if _command_line else None
-        if invocation is None:
-            return None
-        return cls(invocation_key(invocation, environ, os.getcwd()), render_json)
-
-    def consult(self, inputs: Iterable[tuple[str, bytes]], default_config: str | None) -> None:
-        """The files the settings were read from, and the default config file if it was
-        looked for and absent."""
-        self.consulted = [(path, content) for path, content in inputs]
-        if default_config and default_config not in {p for p, _ in self.consulted}:
-            self.consulted.append((default_config, None))
-
-    def add(self, settled: SettledSource) -> None:
-        self.settled.append(settled)
-
-    def commit(
-        self, data_dir: str, state_file: str, summaries: Sequence[Mapping[str, object]]
-    ) -> bool:
-        """Write the snapshot if every source of this run settled (the lock is held)."""
-        ran = [(s["collection"], s["source"]) for s in summaries]
-        if ran != [(s.collection, s.source) for s in self.settled] or not ran:
-            return False
-        if not _files_as_recorded(self.consulted, (state_file, _identity(state_file))):
-            return False
-        sentinels = [str(9_073_000_000_000_017 + i) for i in range(len(self.settled))]
-        rows = [
-            {**s.summary, "duration_ms": int(sentinel)}
-            for s, sentinel in zip(self.settled, sentinels, strict=True)
-        ]
-        text = self.render_json(rows)
-        parts: list[str] = []
-        for sentinel in sentinels:
-            if text.count(sentinel) != 1:
-                return False
-            before, text = text.split(sentinel)
-            parts.append(before)
-        parts.append(text)
-        snapshot = (
-            FORMAT,
-            self.key,
-            self.consulted,
-            (state_file, _identity(state_file)),
-            [
-                (s.root, list(s.starts), list(s.pruned_dirs), s.use_gitignore, s.listing)
-                for s in self.settled
-            ],
-            parts,
-            [dict(s.summary) for s in self.settled],
-        )
-        folder = os.path.join(data_dir, FOLDER)
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, self.key[:32] + ".snap")
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as handle:
-            handle.write(marshal.dumps(snapshot, 2))
-        os.replace(temporary, path)
-        return True
-
-
-def _identity(path: str) -> tuple[int, ...]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def invalidate(data_dir: str) -> None:
-    """Delete every snapshot of a data dir (whoever takes its lock may change the state)."""
-    folder = os.path.join(data_dir, FOLDER)
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    stamps = []
-    for name in names:
-        path = os.path.join(folder, name)
-        if name.endswith((".snap", ".tmp")):
-            try:
-                os.unlink(path)
-            except OSError:
-                continue
-        elif name.endswith(".ran"):
-            stamps.append(path)
-    stamps.sort(key=_mtime, reverse=True)
-    for path in stamps[KEPT_STAMPS:]:
-        try:
-            os.unlink(path)
-        except OSError:
-            continue
-
-
-def _mtime(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
-
-
-def recent_runs(data_dir: str) -> dict[tuple[str, str], tuple[int, dict[str, object]]]:
-    """(collection, source) -> (time, summary) of the latest fast-path run of each source."""
-    import json
-
-    folder = os.path.join(data_dir, FOLDER)
-    out: dict[tuple[str, str], tuple[int, dict[str, object]]] = {}
-    try:
-        names = [n for n in os.listdir(folder) if n.endswith(".ran")]
-    except OSError:
-        return out
-    for name in names:
-        path = os.path.join(folder, name)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-            when = os.stat(path).st_mtime_ns
-        except (OSError, ValueError):
-            continue
-        for summary in data if isinstance(data, list) else [data]:
-            if not isinstance(summary, dict):
-                continue
-            key = (str(summary.get("collection")), str(summary.get("source")))
-            if key not in out or out[key][0] < when:
-                out[key] = (when, summary)
-    return out
+def recorder_for_command_line(
+    environ: Mapping[str, str], render_json: Callable[[list[dict[str, object]]], str]
+) -> Recorder | None:
+    """A recorder of this process's own command line (set by `main`), when it is eligible;
+    never for a CLI called from Python with other arguments."""
+    invocation = parse_invocation(_command_line[0], environ) if _command_line else None
+    if invocation is None:
+        return None
+    return Recorder(invocation_key(invocation, environ, os.getcwd()), render_json)

@@ -3,7 +3,7 @@
 The kernel drops the lock when its holder dies, even by SIGKILL, so there is no stale-lock
 cleanup. The file holds the holder's pid and command line, to name it in the refusal.
 Whoever takes the lock may change the state, so taking it deletes the fast path's snapshots
-of unchanged re-runs (`fastpath.invalidate`) before anything else happens.
+of unchanged re-runs (`snapshots.invalidate`) before anything else happens.
 
 Inside one process the lock is shared: the first `StoreLock` of a data dir takes the kernel
 lock, later ones in the same process only take an in-process writer lock, so that a
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import LockError
-from .fastpath import invalidate
+from .snapshots import invalidate
 
 LOCK_FILE = "lock"
 

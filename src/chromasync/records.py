@@ -71,7 +71,7 @@ class Discovery:
     files: tuple[FileStat, ...]
     skipped: tuple[Skip, ...]
     unreadable_dirs: tuple[str, ...] = ()
-    #: What the walk saw, as `fastpath.tree_listing` encodes it; None when it could not see
+    #: What the walk saw, as `listing.tree_listing` encodes it; None when it could not see
     #: everything (an unreadable folder, a missing sub-folder, a failed stat).
     listing: bytes | None = None
     pruned_dirs: tuple[str, ...] = ()  # folders left out by an ignore rule, not walked

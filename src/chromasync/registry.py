@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import ConfigError, NotFound
-from .fastpath import recent_runs
 from .lock import StoreLock
+from .snapshots import recent_runs
 from .sources import (
     add_declaration,
     check_new_source,

@@ -10,13 +10,8 @@ import pytest
 
 from chromasync import fastpath, lock
 from chromasync.discover import discover_source
-from chromasync.fastpath import (
-    guess_data_dir,
-    invocation_key,
-    parse_invocation,
-    render_plain,
-    tree_listing,
-)
+from chromasync.fastpath import guess_data_dir, invocation_key, parse_invocation, render_plain
+from chromasync.listing import tree_listing
 from chromasync.records import SourceSpec
 
 
