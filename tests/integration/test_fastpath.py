@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..conftest import run_cli, set_mtime
+from ..conftest import SHARED, run_cli, set_mtime
 
 FULL = {"CHROMASYNC_NO_FASTPATH": "1"}
 
@@ -325,3 +325,27 @@ def test_after_any_run_the_full_path_finds_nothing_to_do(
         assert work == {"files_new": 0, "files_updated": 0, "files_deleted": 0}, (step, edit)
         assert check["chunks_embedded"] == 0 and check["chunks_deleted"] == 0, (step, edit)
     assert fast_answers >= 10  # the fast path did answer most re-runs
+
+
+def test_the_nasty_corpus_through_the_fast_path(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """Odd names, symlinks of every kind, FIFOs, unreadable files: the fast answer is the
+    full one, and the corpus's own mutations all reach the full path."""
+    tool = SHARED / "tools" / "make_nasty_corpus.py"
+    out = tmp_path / "nasty"
+    subprocess.run([sys.executable, str(tool), str(out)], check=True, capture_output=True)
+    corpus = out / "corpus"
+    _ingest(corpus, cli_env)
+    full, _ = _ingest(corpus, {**cli_env, **FULL})
+    _ingest(corpus, cli_env)  # the full path again, recording
+    quick, fast = _ingest(corpus, cli_env)
+    assert fast and _without_time(quick) == _without_time(full)
+    assert quick["files_skipped"]["symlink-loop"] > 0
+
+    subprocess.run(
+        [sys.executable, str(tool), str(out), "--mutate"], check=True, capture_output=True
+    )
+    changed, fast = _ingest(corpus, cli_env)
+    assert not fast and changed["chunks_embedded"] > 0
+    _ingest(corpus, cli_env)
+    check, _ = _ingest(corpus, {**cli_env, **FULL})
+    assert (check["files_new"], check["files_updated"], check["files_deleted"]) == (0, 0, 0)
