@@ -110,9 +110,9 @@ class Recorder:
     """Collects, during a full `ingest`, what an unchanged re-run of it would print.
 
     Made by the CLI for an eligible command line (`fastpath.recorder_for_command_line`),
-    with the command line's key; the ingest reports
-    each settled source (`add`), and `commit`, still under the data dir's lock, writes the
-    snapshot when every source settled and no config file changed meanwhile.
+    with the command line's key; the ingest reports each settled source (`add`), and
+    `commit`, still under the data dir's lock, writes the snapshot when every source settled
+    and no config file changed meanwhile. Failing to write one never fails the ingest.
     """
 
     def __init__(self, key: str, render_json: Callable[[list[dict[str, object]]], str]) -> None:
@@ -166,11 +166,14 @@ class Recorder:
             [dict(s.summary) for s in self.settled],
         )
         path = snapshot_path(data_dir, self.key) + ".snap"
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as handle:
-            handle.write(marshal.dumps(snapshot, 2))
-        os.replace(temporary, path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(temporary, "wb") as handle:
+                handle.write(marshal.dumps(snapshot, 2))
+            os.replace(temporary, path)
+        except OSError:  # a full or read-only disk: the next run takes the full path
+            return False
         return True
 
 

@@ -349,3 +349,14 @@ def test_the_nasty_corpus_through_the_fast_path(tmp_path: Path, cli_env: dict[st
     _ingest(corpus, cli_env)
     check, _ = _ingest(corpus, {**cli_env, **FULL})
     assert (check["files_new"], check["files_updated"], check["files_deleted"]) == (0, 0, 0)
+
+
+def test_a_snapshot_that_cannot_be_written_fails_nothing(
+    notes: Path, cli_env: dict[str, str]
+) -> None:
+    data = cli_env_dir(cli_env)
+    data.mkdir(parents=True)
+    (data / "fastpath").write_text("a file where the folder goes\n")
+    first, _ = _ingest(notes, cli_env)
+    again, fast = _ingest(notes, cli_env)
+    assert first["files_new"] == 5 and again["files_unchanged"] == 5 and not fast
