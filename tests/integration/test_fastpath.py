@@ -360,3 +360,41 @@ def test_a_snapshot_that_cannot_be_written_fails_nothing(
     first, _ = _ingest(notes, cli_env)
     again, fast = _ingest(notes, cli_env)
     assert first["files_new"] == 5 and again["files_unchanged"] == 5 and not fast
+
+
+def test_several_sources_in_several_collections(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    project = tmp_path / "project"
+    examples = Path(__file__).resolve().parents[2] / "examples" / "notes"
+    shutil.copytree(examples, project / "notes")
+    shutil.copytree(examples / "guides", project / "docs")
+    for path in project.rglob("*.md"):
+        set_mtime(path, 1_600_000_000)
+    (project / "chromasync.yaml").write_text(
+        "version: 1\nsources:\n"
+        "  - {label: notes, path: notes, include: true}\n"
+        "  - {label: docs, path: docs, kind: docs, include: true}\n"
+    )
+    env = {k: v for k, v in cli_env.items() if k != "CHROMASYNC_COLLECTIONS"}
+    env["CHROMASYNC_CONFIG"] = ""
+
+    def ingest(extra: dict[str, str]) -> tuple[list[dict[str, object]], bool]:
+        done = run_cli(
+            ["ingest", "--json"],
+            env={**env, **extra, "PYTHONPROFILEIMPORTTIME": "1"},
+            cwd=project,
+        )
+        assert done.returncode == 0, done.stderr
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+        return json.loads(done.stdout), "click" not in imported
+
+    first, fast = ingest({})
+    assert not fast and [s["collection"] for s in first] == ["chromasync-notes", "chromasync-docs"]
+    full, _ = ingest(FULL)
+    ingest({})
+    quick, fast = ingest({})
+    assert fast and [_without_time(s) for s in quick] == [_without_time(s) for s in full]
+    plain = run_cli(["ingest"], env={**env, **FULL}, cwd=project).stdout
+    run_cli(["ingest"], env=env, cwd=project)
+    fast_plain = run_cli(["ingest"], env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=project)
+    assert "click" not in fast_plain.stderr and "\ntotal\n" in plain
+    assert _no_times(fast_plain.stdout) == _no_times(plain)
