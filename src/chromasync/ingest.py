@@ -18,10 +18,7 @@ n-th time the point is reached; for the crash tests): `after-embed`, `after-upse
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -38,26 +35,22 @@ from .preflight import SKIP_REASON, check_limits
 from .reconcile import rebuild_manifest
 from .records import (
     CHUNKING_VERSION,
-    ChunkRecord,
     Discovery,
     FileChange,
     FileStat,
     FileState,
     IngestSummary,
-    RecordRef,
     SettledSource,
     SourceSpec,
     StoreLimits,
 )
 from .state import State
+from .waves import CrashPoints, Progress, Tally, WaveWriter
 
 if TYPE_CHECKING:
     from .store import Collection, Store
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]
-WAVE_RECORDS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,37 +66,6 @@ class IngestOptions:
     privacy_keys: tuple[str, ...] = ("private",)
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
-
-
-class CrashPoints:
-    """Test hook: SIGKILL this process at the n-th arrival at a named point."""
-
-    def __init__(self, spec: str | None) -> None:
-        name, _, nth = (spec or "").partition(":")
-        self._name = name
-        self._left = int(nth or 1)
-
-    def hit(self, name: str) -> None:
-        if name == self._name:
-            self._left -= 1
-            if self._left <= 0:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-
-@dataclass
-class _Run:
-    """Mutable tallies of one source's run."""
-
-    skipped: Counter[str] = field(default_factory=Counter)
-    files_new: int = 0
-    files_updated: int = 0
-    files_unchanged: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    embed_ns: int = 0
-    keys_dropped: int = 0
-    batch_size: int | None = None
-    read_ns: int = 0  # when this run began reading files: the racy check's reference
 
 
 class Ingestor:
@@ -223,7 +185,7 @@ class Ingestor:
         self._labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
-        run = _Run()
+        run = Tally()
         discovery = discover_source(spec, options.max_file_bytes)
         run.skipped.update(s.reason for s in discovery.skipped)
         files = discovery.files[: options.limit] if options.limit else discovery.files
@@ -329,7 +291,7 @@ class Ingestor:
         dry_run: bool = False,
     ) -> IngestSummary:
         """What a run reports when triage finds nothing to read and nothing gone."""
-        run = _Run()
+        run = Tally()
         run.skipped.update(s.reason for s in discovery.skipped)
         run.skipped.update(sorted_.remembered_skips.values())
         base = dict(
@@ -394,7 +356,7 @@ class Ingestor:
         changes: list[FileChange],
         newly_skipped: dict[str, FileState],
         options: IngestOptions,
-        run: _Run,
+        run: Tally,
     ) -> list[FileChange]:
         """Fit the planned writes to the target's limits (see `preflight`), before writing."""
         checked = check_limits(changes, self.limits(options))
@@ -454,7 +416,7 @@ class Ingestor:
         to_read: Sequence[FileStat],
         manifest: Mapping[str, FileState],
         options: IngestOptions,
-        run: _Run,
+        run: Tally,
         rechunk: bool,
     ) -> tuple[list[FileChange], list[FileState], dict[str, FileState]]:
         ctx = RecordContext(
@@ -512,6 +474,20 @@ class Ingestor:
             changes.append(change)
         return changes, touched, skipped
 
+    def _write(
+        self, label: str, changes: Sequence[FileChange], run: Tally, options: IngestOptions
+    ) -> None:
+        writer = WaveWriter(
+            self.state,
+            self.collection_name,
+            self.embedder,
+            cache=self.cache,
+            collection=lambda: self.collection(options.reembed),
+            crash=self._crash,
+            progress=self._progress,
+        )
+        writer.write(label, changes, run)
+
     def _count_uncached(self, changes: Sequence[FileChange]) -> int:
         if self.store_embeds:
             return sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
@@ -520,68 +496,6 @@ class Ingestor:
             return 0
         cached = self.cache().get_many(self.embedder.model_id, hashes)
         return len(hashes - set(cached))
-
-    def _vectors(
-        self, records: Sequence[ChunkRecord], rewrite_ids: set[str], run: _Run
-    ) -> list[list[float]]:
-        """Vectors for `records`: from the cache, from the collection, or embedded."""
-        model = self.embedder.model_id
-        cache = self.cache()
-        found = cache.get_many(model, [r.chunk_hash for r in records])
-        missing_rewrites = [
-            r.id for r in records if r.id in rewrite_ids and r.chunk_hash not in found
-        ]
-        stored = self.collection().embeddings(missing_rewrites) if missing_rewrites else {}
-        for record in records:
-            if record.id in stored:
-                found[record.chunk_hash] = stored[record.id]
-        todo = list(dict.fromkeys(r.chunk_hash for r in records if r.chunk_hash not in found))
-        texts = {r.chunk_hash: r.embed_text for r in records}
-        if todo:
-            began = time.perf_counter_ns()
-            vectors = self.embedder.embed_documents([texts[h] for h in todo])
-            run.embed_ns += time.perf_counter_ns() - began
-            fresh = list(zip(todo, vectors, strict=True))
-            cache.put_many(model, fresh)
-            found.update(fresh)
-            run.chunks_embedded += len(todo)
-            self._crash.hit("after-embed")
-        return [found[r.chunk_hash] for r in records]
-
-    def _write(
-        self, label: str, changes: Sequence[FileChange], run: _Run, options: IngestOptions
-    ) -> None:
-        """Per wave: vectors, one upsert, then the manifest rows of the wave's files."""
-        total = sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
-        done = 0
-        for wave in _waves(changes, WAVE_RECORDS):
-            records = [r for c in wave for r in (*c.to_embed, *c.to_rewrite)]
-            if records:
-                rewrite_ids = {r.id for c in wave for r in c.to_rewrite}
-                vectors: list[list[float]] | None = None
-                if self.store_embeds:
-                    run.chunks_embedded += len(records)
-                else:
-                    vectors = self._vectors(records, rewrite_ids, run)
-                began = time.perf_counter_ns()
-                self.collection(options.reembed).upsert(records, vectors, run.batch_size)
-                if self.store_embeds:
-                    run.embed_ns += time.perf_counter_ns() - began
-                self._crash.hit("after-upsert")
-            run.chunks_reused += sum(len(c.records) for c in wave)
-            done += len(records)
-            self._progress("write", done, total)
-            for index, change in enumerate(wave):
-                self.state.commit_files(
-                    self.collection_name,
-                    label,
-                    [_state_of(change, run.read_ns)],
-                    {change.rel_path: change.records},
-                )
-                if index == 0 and len(wave) > 1:
-                    self._crash.hit("mid-manifest")
-            self._crash.hit("after-manifest")
-        run.chunks_reused -= run.chunks_embedded
 
     @staticmethod
     def _chunks_total(
@@ -598,7 +512,7 @@ class Ingestor:
         return sum(counts.values())
 
     @staticmethod
-    def _summary(base: Mapping[str, object], run: _Run, started: int) -> IngestSummary:
+    def _summary(base: Mapping[str, object], run: Tally, started: int) -> IngestSummary:
         return IngestSummary(
             **base,  # type: ignore[arg-type]
             files_skipped=dict(run.skipped),
@@ -620,33 +534,4 @@ def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
     )
 
 
-def _state_of(change: FileChange, read_ns: int) -> FileState:
-    """The manifest row of a written file; checked when its content was read (not now: a
-    write in the same timestamp tick after the read must still look racy)."""
-    return FileState(
-        rel_path=change.rel_path,
-        size=change.stat.size,
-        mtime_ns=change.stat.mtime_ns,
-        file_hash=change.file_hash,
-        version=change.version,
-        checked_ns=read_ns or time.time_ns(),
-        records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
-        ctime_ns=change.stat.ctime_ns,
-        inode=change.stat.inode,
-    )
-
-
-def _waves(changes: Sequence[FileChange], size: int) -> Iterable[list[FileChange]]:
-    wave: list[FileChange] = []
-    count = 0
-    for change in changes:
-        wave.append(change)
-        count += len(change.to_embed) + len(change.to_rewrite)
-        if count >= size:
-            yield wave
-            wave, count = [], 0
-    if wave:
-        yield wave
-
-
-__all__ = ["IngestOptions", "Ingestor", "StoreError"]
+__all__ = ["IngestOptions", "Ingestor", "Progress", "StoreError"]
