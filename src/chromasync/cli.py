@@ -53,9 +53,7 @@ def _errors() -> Iterator[None]:
         sys.exit(_exit_code(exc))
 
 
-def _safe(text: str) -> str:
-    """Escape control characters so file names cannot drive the terminal."""
-    return "".join(c if c.isprintable() or c in "\n" else repr(c)[1:-1] for c in text)
+_safe = fastpath.printable  # control characters escaped: file names cannot drive the terminal
 
 
 def store_options(func: F | None = None, *, many_collections: bool = False) -> Any:
@@ -488,28 +486,10 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
 
 
 def _print_summary_lines(console: Console, summaries: Sequence[IngestSummary]) -> None:
-    rows = [*summaries, total_summary(summaries)] if len(summaries) > 1 else list(summaries)
-    dry = " (dry run: nothing written)" if summaries and summaries[0].dry_run else ""
-    for s in rows:
-        where = f" -> {escape(s.collection)}" if s.collection else ""
-        console.print(f"[bold]{escape(_safe(s.source))}[/]{where}{dry}")
-        console.print(
-            f"  files   {s.files_seen} seen: {s.files_new} new, {s.files_updated} updated, "
-            f"{s.files_unchanged} unchanged, {s.files_deleted} deleted, "
-            f"{sum(s.files_skipped.values())} skipped"
-        )
-        console.print(
-            f"  chunks  {s.chunks_total} total: {s.chunks_embedded} embedded, "
-            f"{s.chunks_reused} reused, {s.chunks_deleted} deleted"
-        )
-        other = max(s.duration_ms - s.embed_ms, 0) / 1000
-        console.print(
-            f"  time    {s.duration_ms / 1000:.2f} s: embedding {s.embed_ms / 1000:.2f} s, "
-            f"the rest {other:.2f} s"
-        )
-        if s.files_skipped:
-            reasons = ", ".join(f"{r} {n}" for r, n in sorted(s.files_skipped.items()))
-            console.print(f"  skipped {escape(reasons)}")
+    text = fastpath.render_plain(
+        [s.as_json() for s in summaries], name=lambda source: f"[bold]{escape(source)}[/]"
+    )
+    console.print(text, end="")
 
 
 def _when(ns: int | None) -> str:

@@ -246,26 +246,16 @@ def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | 
 
 # -- output ----------------------------------------------------------------------------------
 
-_COUNTS = (
-    "files_seen",
-    "files_new",
-    "files_updated",
-    "files_unchanged",
-    "files_deleted",
-    "chunks_total",
-    "chunks_embedded",
-    "chunks_reused",
-    "chunks_deleted",
-    "duration_ms",
-    "embed_ms",
-)
 
-
-def render_plain(summaries: Sequence[Mapping[str, Any]]) -> str:
-    """Ingest summaries as plain lines (the CLI's output when stdout is not a terminal)."""
+def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
+    """Ingest summaries (`IngestSummary.as_json()`) as lines, a block per source and one for
+    the total: the CLI's output when stdout is not a terminal (a narrow terminal's, with
+    `name` styling each source name)."""
     rows = list(summaries)
-    if len(rows) > 1:
-        total: dict[str, Any] = {n: sum(int(s[n]) for s in rows) for n in _COUNTS}
+    if len(rows) > 1:  # every int field is a count (dry_run is a bool)
+        total: dict[str, Any] = {
+            k: sum(s[k] for s in rows) for k, v in rows[0].items() if type(v) is int
+        }
         skipped: dict[str, int] = {}
         for s in rows:
             for reason, n in s["files_skipped"].items():
@@ -278,7 +268,7 @@ def render_plain(summaries: Sequence[Mapping[str, Any]]) -> str:
         where = f" -> {s['collection']}" if s["collection"] else ""
         duration, embed = int(s["duration_ms"]), int(s["embed_ms"])
         lines += [
-            f"{printable(str(s['source']))}{where}{dry}",
+            f"{name(printable(str(s['source'])))}{where}{dry}",
             f"  files   {s['files_seen']} seen: {s['files_new']} new, {s['files_updated']} "
             f"updated, {s['files_unchanged']} unchanged, {s['files_deleted']} deleted, "
             f"{sum(s['files_skipped'].values())} skipped",
