@@ -367,7 +367,7 @@ def _ingest_jobs(
             recorder.commit(
                 str(settings.data_dir),
                 str(settings.data_dir / STATE_FILE),
-                [s.as_json() for s in summaries],
+                [(s.collection, s.source) for s in summaries],
             )
     return summaries
 

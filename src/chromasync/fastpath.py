@@ -36,7 +36,7 @@ import time
 
 from . import __version__
 from .listing import tree_listing
-from .snapshots import Recorder, join_report, read_snapshot, snapshot_path, stamp
+from .snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
 from .versions import CHUNKING_VERSION
 
 try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
-LOCK_FILE = "lock"  # lock.LOCK_FILE (a test checks they agree)
 OFF_ENV = "CHROMASYNC_NO_FASTPATH"
 CRASH_ENV = "CHROMASYNC_CRASH_AT"
 

@@ -24,9 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import LockError
-from .snapshots import invalidate
-
-LOCK_FILE = "lock"
+from .snapshots import LOCK_FILE, invalidate
 
 
 @dataclass

@@ -16,13 +16,14 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
     from .records import SettledSource
 
 FORMAT = 1
 FOLDER = "fastpath"
+LOCK_FILE = "lock"  # the data dir's lock (`lock`), which also guards the snapshots
 KEPT_STAMPS = 64
 
 
@@ -46,7 +47,9 @@ class Snapshot:
         self.summaries = summaries
 
     def files_as_recorded(self) -> bool:
-        return files_as_recorded(self.consulted, self.state_file)
+        """The config files and the state file are as they were when it was written."""
+        path, identity = self.state_file
+        return _identity(path) == identity and consulted_unchanged(self.consulted)
 
 
 def snapshot_path(data_dir: str, key: str) -> str:
@@ -76,9 +79,8 @@ def stamp(path: str, report: str) -> None:
         return
 
 
-def files_as_recorded(
-    consulted: Sequence[tuple[str, bytes | None]], state_file: tuple[str, tuple[int, ...]]
-) -> bool:
+def consulted_unchanged(consulted: Sequence[tuple[str, bytes | None]]) -> bool:
+    """Each file holds the bytes recorded, or is still absent (None)."""
     for path, content in consulted:
         if content is None:
             if os.path.isfile(path):
@@ -90,12 +92,7 @@ def files_as_recorded(
                     return False
         except OSError:
             return False
-    state_path, identity = state_file
-    try:
-        st = os.stat(state_path)
-    except OSError:
-        return False
-    return (st.st_ino, st.st_size, st.st_mtime_ns) == identity
+    return True
 
 
 def join_report(parts: Sequence[str], durations: Sequence[int]) -> str:
@@ -131,14 +128,13 @@ class Recorder:
     def add(self, settled: SettledSource) -> None:
         self.settled.append(settled)
 
-    def commit(
-        self, data_dir: str, state_file: str, summaries: Sequence[Mapping[str, object]]
-    ) -> bool:
-        """Write the snapshot if every source of this run settled (the lock is held)."""
-        ran = [(s["collection"], s["source"]) for s in summaries]
-        if ran != [(s.collection, s.source) for s in self.settled] or not ran:
+    def commit(self, data_dir: str, state_file: str, ran: Sequence[tuple[str, str]]) -> bool:
+        """Write the snapshot if every source of this run, (collection, source) in order,
+        settled (the lock is held)."""
+        if not ran or list(ran) != [(s.collection, s.source) for s in self.settled]:
             return False
-        if not files_as_recorded(self.consulted, (state_file, _identity(state_file))):
+        identity = _identity(state_file)
+        if not identity or not consulted_unchanged(self.consulted):
             return False
         sentinels = [str(9_073_000_000_000_017 + i) for i in range(len(self.settled))]
         rows = [
@@ -157,7 +153,7 @@ class Recorder:
             FORMAT,
             self.key,
             self.consulted,
-            (state_file, _identity(state_file)),
+            (state_file, identity),
             [
                 (s.root, list(s.starts), list(s.pruned_dirs), s.use_gitignore, s.listing)
                 for s in self.settled
