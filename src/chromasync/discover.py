@@ -186,8 +186,11 @@ class _Ignores:
         return self._include is None or self._include.match_file(rel_path)
 
 
-def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> Discovery:
-    """Walk `spec.root` and return the candidate files and every skip with its reason."""
+def discover_source(
+    spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES, listing: bool = False
+) -> Discovery:
+    """Walk `spec.root` and return the candidate files and every skip with its reason; with
+    `listing`, also what the walk saw, for the fast path of an unchanged re-run."""
     root = spec.root
     try:
         root_stat = os.stat(root)
@@ -203,9 +206,8 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
     files: list[FileStat] = []
     skipped: list[Skip] = []
     unreadable: list[str] = []
-    seen = _Seen(real_root, spec.use_gitignore)
-    starts = [s.strip("/") for s in spec.subdirs] or [""]
-    for start in starts:
+    seen = _Seen(real_root, spec.use_gitignore, listing)
+    for start in spec.starts:
         for rel, entry_path, entry in _walk(root, start, ignores, spec, skipped, unreadable, seen):
             if _undecodable(rel):
                 skipped.append(Skip(_printable(rel), "undecodable-filename"))
@@ -251,14 +253,16 @@ def discover_source(spec: SourceSpec, max_file_bytes: int = MAX_FILE_BYTES) -> D
 class _Seen:
     """What the walk saw, folder by folder, for the fast path of an unchanged re-run."""
 
-    def __init__(self, real_root: str, gitignore: bool) -> None:
+    def __init__(self, real_root: str, gitignore: bool, wanted: bool) -> None:
         self.real_root = real_root
         self.gitignore = gitignore
         self.folders: list[tuple[str, list[object]]] = []
         self.pruned: list[str] = []
-        self.complete = True
+        self.complete = wanted  # nobody asked: no listing, and no stat spent on one
 
     def folder(self, rel_dir: str, entries: list[os.DirEntry[str]]) -> None:
+        if not self.complete:
+            return
         try:
             self.folders.append((rel_dir, folder_facts(entries, self.real_root, self.gitignore)))
         except OSError:

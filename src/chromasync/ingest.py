@@ -186,7 +186,9 @@ class Ingestor:
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
         run = Tally()
-        discovery = discover_source(spec, options.max_file_bytes)
+        discovery = discover_source(
+            spec, options.max_file_bytes, listing=self._on_settled is not None
+        )
         run.skipped.update(s.reason for s in discovery.skipped)
         files = discovery.files[: options.limit] if options.limit else discovery.files
         if options.limit:
@@ -341,7 +343,7 @@ class Ingestor:
                 collection=self.collection_name,
                 source=spec.label,
                 root=str(spec.root),
-                starts=tuple(s.strip("/") for s in spec.subdirs) or ("",),
+                starts=spec.starts,
                 pruned_dirs=discovery.pruned_dirs,
                 use_gitignore=spec.use_gitignore,
                 listing=discovery.listing,

@@ -42,6 +42,11 @@ class SourceSpec:
     skip_substrings: tuple[str, ...] = ()
     collection: str | None = None  # None: the settings decide (see config.collection_for)
 
+    @property
+    def starts(self) -> tuple[str, ...]:
+        """The folders a walk starts from, relative to the root ("" is the root)."""
+        return tuple(s.strip("/") for s in self.subdirs) or ("",)
+
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
@@ -71,8 +76,9 @@ class Discovery:
     files: tuple[FileStat, ...]
     skipped: tuple[Skip, ...]
     unreadable_dirs: tuple[str, ...] = ()
-    #: What the walk saw, as `listing.tree_listing` encodes it; None when it could not see
-    #: everything (an unreadable folder, a missing sub-folder, a failed stat).
+    #: What the walk saw, as `listing.tree_listing` encodes it, when asked for; None when
+    #: not, or when it could not see everything (an unreadable folder, a missing
+    #: sub-folder, a failed stat).
     listing: bytes | None = None
     pruned_dirs: tuple[str, ...] = ()  # folders left out by an ignore rule, not walked
 
