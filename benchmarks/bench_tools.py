@@ -37,7 +37,7 @@ class Counting:
     """A chromasync `Embedder` around another one, counting texts and timing the model."""
 
     def __init__(self, inner: Any) -> None:
-        from chromasync.chunk.tokens import default_token_meter
+        from chromasync.embed.tokens import default_token_meter
 
         self.inner = inner
         self.name = inner.name
@@ -79,7 +79,7 @@ class Counting:
 
 def make_embedder(kind: str) -> Counting:
     """`hash`: the fast stand-in (384 dims, MiniLM tokenizer); `minilm`: the real model."""
-    from chromasync.chunk.tokens import bundled_model_dir
+    from chromasync.embed.tokens import bundled_model_dir
 
     if kind == "hash":
         from chromasync.embed.hashing import HashEmbedder
@@ -94,7 +94,7 @@ def make_embedder(kind: str) -> Counting:
 
 
 def token_count() -> Callable[[str], int]:
-    from chromasync.chunk.tokens import default_token_meter
+    from chromasync.embed.tokens import default_token_meter
 
     return default_token_meter().count
 
@@ -151,9 +151,9 @@ def records_chromasync(root: Path, state: Path) -> Iterator[tuple[str, str]]:
 
 def run_naive(root: Path, state: Path, embedder: Counting) -> dict[str, Any]:
     from chromasync.chunk import Budget, chunk_document
-    from chromasync.chunk.tokens import default_token_meter
-    from chromasync.discover import discover_source
-    from chromasync.fingerprint import read_file
+    from chromasync.corpus.read import read_file
+    from chromasync.corpus.walk import discover_source
+    from chromasync.embed.tokens import default_token_meter
     from chromasync.records import SourceSpec
 
     client = _client(state / "chroma")
@@ -293,7 +293,7 @@ def run_llamaindex(root: Path, state: Path, embedder: Counting) -> dict[str, Any
     from llama_index.vector_stores.chroma import ChromaVectorStore
     from llama_index.vector_stores.chroma import base as chroma_store_module
 
-    from chromasync.chunk.tokens import default_token_meter
+    from chromasync.embed.tokens import default_token_meter
 
     meter = default_token_meter()
 
@@ -344,7 +344,7 @@ def records_llamaindex(root: Path, state: Path) -> Iterator[tuple[str, str]]:
 #: chromadb lazily, only when it has something to write, so that is in its run time).
 IMPORTS: dict[str, tuple[str, ...]] = {
     "chromasync": ("chromasync.api",),
-    "naive": ("chromadb", "chromasync.chunk", "chromasync.fingerprint"),
+    "naive": ("chromadb", "chromasync.chunk", "chromasync.corpus.read"),
     "langchain": (
         "langchain_chroma",
         "langchain_classic.indexes",

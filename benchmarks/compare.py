@@ -147,9 +147,9 @@ def _model_rate(root: Path, sample: int) -> dict[str, Any]:
     from bench_tools import make_embedder
 
     from chromasync.chunk import Budget, chunk_document
-    from chromasync.chunk.tokens import default_token_meter
-    from chromasync.discover import discover_source
-    from chromasync.fingerprint import read_file
+    from chromasync.corpus.read import read_file
+    from chromasync.corpus.walk import discover_source
+    from chromasync.embed.tokens import default_token_meter
     from chromasync.records import SourceSpec
 
     embedder = make_embedder("minilm")

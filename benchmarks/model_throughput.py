@@ -40,7 +40,7 @@ SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "src"))
 
 from chromasync import api  # noqa: E402
-from chromasync.config import resolve_settings  # noqa: E402
+from chromasync.config.settings import resolve_settings  # noqa: E402
 from chromasync.embed.hashing import HashEmbedder  # noqa: E402
 from chromasync.embed.local import LocalEmbedder  # noqa: E402
 
@@ -93,7 +93,7 @@ def raw_throughput(model: LocalEmbedder, texts: list[str]) -> float:
 
 def ingest_run(corpus: Path, model: LocalEmbedder, data: Path, url: str | None) -> dict[str, Any]:
     from chromasync.embed.cache import EmbeddingCache
-    from chromasync.store import Collection
+    from chromasync.store.chroma import Collection
 
     totals: dict[str, float] = {}
     undo = [

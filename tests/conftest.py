@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.config import Settings, resolve_settings
+from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 
 REPO = Path(__file__).resolve().parent.parent

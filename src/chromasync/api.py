@@ -16,16 +16,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .access import FileText, get_document, read_indexed_file, select_known
-from .config import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
+from .config.settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
+from .config.sources import configured_entries, select_entries, spec_for
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
-from .ingest import IngestOptions, Ingestor, Progress
-from .lock import StoreLock
-from .owner import OwnerInfo, find_owner
 from .records import Hit, IngestSummary, SourceSpec
-from .registry import (
+from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
+from .retrieve.access import FileText, get_document, read_indexed_file, select_known
+from .retrieve.evaluate import EvalQuery
+from .retrieve.filters import filters_from_options, normalise_where
+from .retrieve.similar import SimilarDoc
+from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
+from .state.lock import StoreLock
+from .state.manifest import STATE_FILE, State
+from .sync.ingest import IngestOptions, Ingestor, Progress
+from .sync.registry import (
     DiscoverResult,
     RemovedSource,
     SourceInfo,
@@ -40,21 +46,13 @@ from .registry import (
     reset_collections,
     status,
 )
-from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
-from .retrieve.evaluate import EvalQuery
-from .retrieve.filters import filters_from_options, normalise_where
-from .retrieve.similar import SimilarDoc
-from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
-from .sources import configured_entries, select_entries, spec_for
-from .state import STATE_FILE, State
-from .verify import SourceCheck
+from .sync.verify import SourceCheck
 
 if TYPE_CHECKING:
-    from .chunkreport import ChunkReport
-    from .client import OwnerClient
-    from .configfile import SourceEntry
-    from .snapshots import Recorder
-    from .store import Store
+    from .config.file import SourceEntry
+    from .state.snapshots import Recorder
+    from .store.chroma import Store
+    from .sync.chunkreport import ChunkReport
 
 CACHE_FILE = "embeddings.sqlite3"
 
@@ -90,7 +88,7 @@ def configure(
     path = find_config_file(config, environ, folder)
     file = None
     if path is not None or sources_file is not None:  # pydantic loads only when needed
-        from .configfile import check_unique_labels, load_config_file, load_sources_file
+        from .config.file import check_unique_labels, load_config_file, load_sources_file
     if path is not None:
         found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
         file = load_config_file(path, found_by=found_by, allow_root=allow_root)
@@ -214,7 +212,7 @@ def configured_jobs(
     out = []
     for entry in entries:
         if entry.repo:
-            from .gitsource import sync_repository
+            from .corpus.git import sync_repository
 
             checkout = sync_repository(entry.repo, entry.branch, settings.data_dir, environ=environ)
             extra = {**run_options.extra_metadata, "indexed_commit_sha": checkout.commit}
@@ -235,8 +233,8 @@ def export_manifest(
 ) -> int:
     """Write the desired records of each job as JSON Lines (see `export`); returns the
     number of records. Reads files and the state; embeds and stores nothing."""
-    from .chunk.tokens import default_token_meter, load_token_meter
-    from .export import desired_records, write_jsonl
+    from .embed.tokens import default_token_meter, load_token_meter
+    from .sync.export import desired_records, write_jsonl
 
     embedder = embedder or make_embedder_for(settings)
     path = embedder.tokenizer_path
@@ -290,8 +288,8 @@ def chunk_report(
     Nothing is embedded, no store or state is opened, nothing is written.
     """
     from .chunk import Budget
-    from .chunk.tokens import default_token_meter, load_token_meter
-    from .chunkreport import build_chunk_report
+    from .embed.tokens import default_token_meter, load_token_meter
+    from .sync.chunkreport import build_chunk_report
 
     spec = source_for(
         path, include=tuple(include), exclude=tuple(exclude), use_gitignore=use_gitignore
@@ -406,8 +404,8 @@ def verify(
 def _verify_once(
     settings: Settings, labels: Sequence[str], wait: bool
 ) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
-    from .discover import discover_source
-    from .verify import compare_source
+    from .corpus.walk import discover_source
+    from .sync.verify import compare_source
 
     configured = {e.label: e for e in configured_entries(settings)}
     checks: list[SourceCheck] = []
@@ -672,23 +670,6 @@ def ingest_known(
     )
 
 
-def owner_client(
-    settings: Settings, environ: Mapping[str, str] | None = None
-) -> OwnerClient | None:
-    """A client of the process that owns the data dir (serve, watch, mcp), or None.
-
-    While another process owns the data dir, nothing else may open its store: callers send
-    their requests through this client instead (see `owner`).
-    """
-    info = find_owner(settings.data_dir)
-    if info is None:
-        return None
-    from .client import OwnerClient  # httpx loads only when there is an owner to talk to
-
-    environ = os.environ if environ is None else environ
-    return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
-
-
 __all__ = [
     "MODES",
     "DiscoverResult",
@@ -698,7 +679,6 @@ __all__ = [
     "Filters",
     "Fusion",
     "IngestOptions",
-    "OwnerInfo",
     "RemovedSource",
     "SearchRequest",
     "SearchResult",
@@ -719,7 +699,6 @@ __all__ = [
     "discover",
     "evaluate",
     "export_manifest",
-    "find_owner",
     "get_document",
     "health",
     "highlight",
@@ -732,7 +711,6 @@ __all__ = [
     "make_embedder_for",
     "make_filters",
     "open_store",
-    "owner_client",
     "read_indexed_file",
     "remove_source",
     "reset_collections",

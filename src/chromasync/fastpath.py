@@ -19,7 +19,7 @@ standard library's built-in modules (`os`, `marshal`, `fcntl`, `_sha256`):
    exactly the same, that report is printed with this run's own time, and the run is
    stamped for `status`. Anything else falls through to the full CLI.
 
-A full run records a snapshot (`recorder_for_command_line`, fed by the ingest's
+A full run records a snapshot (`RecorderFactory`, handed to the CLI and fed by the ingest's
 `SettledSource` reports) only when a re-run over the tree it walked would do nothing by the
 full path's own triage: no new, changed, racily clean or gone file, the source marked clean.
 Taking the data dir's lock deletes every snapshot (`snapshots.invalidate`), so any writer
@@ -35,8 +35,9 @@ import sys
 import time
 
 from . import __version__
-from .listing import tree_listing
-from .snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
+from .corpus.listing import tree_listing
+from .state.snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
+from .sync.summary import render_plain
 from .versions import CHUNKING_VERSION
 
 try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
@@ -50,7 +51,6 @@ except ImportError:  # pragma: no cover - Python 3.12 renamed it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from typing import Any
 
 OFF_ENV = "CHROMASYNC_NO_FASTPATH"
 CRASH_ENV = "CHROMASYNC_CRASH_AT"
@@ -83,7 +83,6 @@ _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
 #: The command line the CLI is running as this process's own (set by `main`); a snapshot is
 #: only recorded for it, never for a CLI called from Python with other arguments.
-_command_line: list[tuple[str, ...]] = []
 
 
 def main() -> int | None:
@@ -92,10 +91,11 @@ def main() -> int | None:
     code = quick_ingest(argv, os.environ)
     if code is not None:
         return code
-    from .cli import main as cli_main
+    from .cli.main import main as cli_main
 
-    _command_line[:] = [tuple(argv)]
-    cli_main()
+    # The CLI records a snapshot for this command line (and only for it): not a CLI called
+    # from Python with other arguments.
+    cli_main(obj=RecorderFactory(tuple(argv)))
     return None
 
 
@@ -243,59 +243,21 @@ def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | 
     return render_plain(snapshot.summaries)
 
 
-# -- output ----------------------------------------------------------------------------------
-
-
-def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
-    """Ingest summaries (`IngestSummary.as_json()`) as lines, a block per source and one for
-    the total: the CLI's output when stdout is not a terminal (a narrow terminal's, with
-    `name` styling each source name)."""
-    rows = list(summaries)
-    if len(rows) > 1:  # every int field is a count (dry_run is a bool)
-        total: dict[str, Any] = {
-            k: sum(s[k] for s in rows) for k, v in rows[0].items() if type(v) is int
-        }
-        skipped: dict[str, int] = {}
-        for s in rows:
-            for reason, n in s["files_skipped"].items():
-                skipped[reason] = skipped.get(reason, 0) + n
-        total.update(source="total", collection="", files_skipped=skipped)
-        rows.append(total)
-    dry = " (dry run: nothing written)" if rows and rows[0].get("dry_run") else ""
-    lines = []
-    for s in rows:
-        where = f" -> {s['collection']}" if s["collection"] else ""
-        duration, embed = int(s["duration_ms"]), int(s["embed_ms"])
-        lines += [
-            f"{name(printable(str(s['source'])))}{where}{dry}",
-            f"  files   {s['files_seen']} seen: {s['files_new']} new, {s['files_updated']} "
-            f"updated, {s['files_unchanged']} unchanged, {s['files_deleted']} deleted, "
-            f"{sum(s['files_skipped'].values())} skipped",
-            f"  chunks  {s['chunks_total']} total: {s['chunks_embedded']} embedded, "
-            f"{s['chunks_reused']} reused, {s['chunks_deleted']} deleted",
-            f"  time    {duration / 1000:.2f} s: embedding {embed / 1000:.2f} s, "
-            f"the rest {max(duration - embed, 0) / 1000:.2f} s",
-        ]
-        if s["files_skipped"]:
-            reasons = sorted(s["files_skipped"].items())
-            lines.append("  skipped " + ", ".join(f"{r} {n}" for r, n in reasons))
-    return "\n".join(lines) + "\n"
-
-
-def printable(text: str) -> str:
-    """Control characters escaped, so that a file name cannot drive the terminal."""
-    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
-
-
 # -- recording (the full path) ---------------------------------------------------------------
 
 
-def recorder_for_command_line(
-    environ: Mapping[str, str], render_json: Callable[[list[dict[str, object]]], str]
-) -> Recorder | None:
-    """A recorder of this process's own command line (set by `main`), when it is eligible;
-    never for a CLI called from Python with other arguments."""
-    invocation = parse_invocation(_command_line[0], environ) if _command_line else None
-    if invocation is None:
-        return None
-    return Recorder(invocation_key(invocation, environ, os.getcwd()), render_json)
+class RecorderFactory:
+    """Makes the recorder of the process's own command line, when it is eligible."""
+
+    __slots__ = ("argv",)
+
+    def __init__(self, argv: tuple[str, ...]) -> None:
+        self.argv = argv
+
+    def __call__(
+        self, environ: Mapping[str, str], render_json: Callable[[list[dict[str, object]]], str]
+    ) -> Recorder | None:
+        invocation = parse_invocation(self.argv, environ)
+        if invocation is None:
+            return None
+        return Recorder(invocation_key(invocation, environ, os.getcwd()), render_json)

@@ -21,8 +21,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from . import __version__, api
-from .config import Settings
+from .config.settings import Settings
 from .errors import ChromasyncError
+from .owner.index import owner_client
 from .records import Hit
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class Backend:
         client = None
         with self._lock:
             if self._service is None:
-                client = api.owner_client(self.settings)
+                client = owner_client(self.settings)
                 if client is None:
                     self._become_owner()
             service = self._service
@@ -69,7 +70,7 @@ class Backend:
 
     def _become_owner(self) -> None:
         from . import rest
-        from .service import Service
+        from .owner.service import Service
 
         service = Service(self.settings, "mcp", reload=self._reload).open()
         try:

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import __version__, api
+from .corpus.paths import resolve_in_roots
 from .errors import (
     AccessDenied,
     ChromasyncError,
@@ -54,9 +55,8 @@ from .errors import (
     SourceError,
     StoreError,
 )
-from .paths import resolve_in_roots
+from .owner.service import Service
 from .records import Hit
-from .service import Service
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings, resolve_settings
+from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import StoreError
-from chromasync.ingest import IngestOptions
-from chromasync.preflight import SKIP_REASON
+from chromasync.plan.limits import SKIP_REASON
+from chromasync.sync.ingest import IngestOptions
 
 from ..conftest import age_tree, run_cli, set_mtime, unique_collection
 from ..servers import Fault, FaultProxy
@@ -302,7 +302,7 @@ def test_server_without_batch_limit_adapts(
     corpus = _many_notes(tmp_path / "many", 30)
     shutil.rmtree(corpus / "huge.md", ignore_errors=True)
     (corpus / "huge.md").unlink()
-    caplog.set_level(logging.WARNING, logger="chromasync.ingest")
+    caplog.set_level(logging.WARNING, logger="chromasync.sync.ingest")
 
     def no_limit(path: str, body: bytes) -> bytes:
         if "pre-flight-checks" in path:

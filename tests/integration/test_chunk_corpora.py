@@ -14,8 +14,8 @@ import pytest
 
 from chromasync.chunk import chunk_document
 from chromasync.chunk.markdown import parse_blocks
-from chromasync.discover import discover_source
-from chromasync.fingerprint import read_file
+from chromasync.corpus.read import read_file
+from chromasync.corpus.walk import discover_source
 from chromasync.records import Chunk, Document, SourceSpec
 
 from ..conftest import HUGO

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 
 from ..conftest import REPO, age_tree, run_cli
@@ -90,7 +90,7 @@ def test_cli_missing_path_is_an_error(tmp_path: Path, cli_env: dict[str, str]) -
 
 PROBE = r"""
 import json, sys
-from chromasync.cli import main
+from chromasync.cli.main import main
 try:
     main(["chunk-report", sys.argv[1], "--json"], standalone_mode=False)
 finally:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from chromasync import api
-from chromasync.cli import main
+from chromasync.cli.main import main
 from chromasync.embed.hashing import HashEmbedder
 
 from .test_retrieval import write_corpus

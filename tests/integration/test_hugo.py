@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings, resolve_settings
+from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.ingest import IngestOptions
+from chromasync.sync.ingest import IngestOptions
 
 from ..conftest import oracle, set_mtime, snapshot
 

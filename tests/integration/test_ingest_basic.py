@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.ingest import IngestOptions
+from chromasync.sync.ingest import IngestOptions
 
 from ..conftest import run_cli, set_mtime
 

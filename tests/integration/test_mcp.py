@@ -13,9 +13,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.owner import read_owner
+from chromasync.owner.locate import read_owner
 
 from ..conftest import REPO, run_cli, set_mtime
 

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from chromasync import api
-from chromasync.cli import main
+from chromasync.cli.main import main
 
 from ..conftest import SHARED, age_tree, set_mtime
 

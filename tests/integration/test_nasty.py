@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings, resolve_settings
+from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import IngestSummary
 

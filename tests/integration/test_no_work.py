@@ -21,7 +21,7 @@ def hook(event, args):
     if event == "os.open" and isinstance(args[0], str) and args[0].startswith(root):
         opened.append(args[0])
 sys.addaudithook(hook)
-from chromasync.cli import main
+from chromasync.cli.main import main
 try:
     main(["ingest", root, "--json", "--quiet"], standalone_mode=False)
 finally:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings, resolve_settings
+from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed import make_embedder
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.openai import OpenAIEmbedder
@@ -313,7 +313,7 @@ def test_local_provider_with_a_model_folder(tmp_path: Path) -> None:
     """Any sentence-transformers folder: here a copy of the bundled one, under another name."""
     import shutil
 
-    from chromasync.chunk.tokens import bundled_model_dir
+    from chromasync.embed.tokens import bundled_model_dir
 
     folder = tmp_path / "my-minilm"
     shutil.copytree(bundled_model_dir(), folder)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config import resolve_settings
+from chromasync.config.settings import resolve_settings
 from chromasync.embed.local import LocalEmbedder
 
 from ..conftest import run_cli

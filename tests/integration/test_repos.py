@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from chromasync import action, api
+from chromasync.corpus.git import repo_namespace, sync_repository
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import SourceError
-from chromasync.gitsource import repo_namespace, sync_repository
 
 from ..conftest import REPO
 

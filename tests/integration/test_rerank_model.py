@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.chunk.tokens import bundled_model_dir
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.embed.tokens import bundled_model_dir
 from chromasync.records import Hit
 from chromasync.retrieve.rerank import CrossEncoderReranker, rerank
 

@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.owner.service import Service
 from chromasync.rest import BackgroundServer, bind_unix, create_app
-from chromasync.service import Service
 
 from ..conftest import REPO, age_tree, run_cli, set_mtime
 

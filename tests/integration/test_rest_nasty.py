@@ -17,12 +17,12 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
+from chromasync.corpus.paths import resolve_in_root
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import ChromasyncError
-from chromasync.paths import resolve_in_root
+from chromasync.owner.service import Service
 from chromasync.rest import PUBLIC_PATHS, create_app
-from chromasync.service import Service
 
 from ..conftest import SHARED
 

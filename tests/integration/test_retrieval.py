@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import ConfigError, NotFound
 from chromasync.records import Hit
 from chromasync.retrieve.filters import where_to_sql
-from chromasync.state import STATE_FILE
+from chromasync.state.manifest import STATE_FILE
 
 from ..conftest import age_tree, set_mtime
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.owner.service import Service
 from chromasync.rest import BackgroundServer, bind_tcp, create_app
-from chromasync.service import Service
 
 CHROMIUM = os.environ.get("CHROMASYNC_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "page-token-81"

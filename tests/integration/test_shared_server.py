@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 
 from ..conftest import age_tree, set_mtime

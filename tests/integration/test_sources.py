@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from chromasync import api
-from chromasync.cli import main
-from chromasync.config import Settings
+from chromasync.cli.main import main
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import ConfigError, NotFound
 

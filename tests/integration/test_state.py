@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, LockError, SourceError
-from chromasync.ingest import IngestOptions
-from chromasync.lock import StoreLock
-from chromasync.state import STATE_FILE
+from chromasync.state.lock import StoreLock
+from chromasync.state.manifest import STATE_FILE
+from chromasync.sync.ingest import IngestOptions
 
 from ..conftest import run_cli, set_mtime, snapshot
 
@@ -63,7 +63,8 @@ def test_lost_state_after_a_chunker_change_chunks_again(
 ) -> None:
     """The records say which chunker made them: a manifest rebuilt from an older one's
     records chunks every file again (embedding only text not seen before)."""
-    from chromasync import ingest, plan
+    from chromasync.plan import triage as plan
+    from chromasync.sync import ingest
 
     current = plan.CHUNKING_VERSION
     with monkeypatch.context() as older:

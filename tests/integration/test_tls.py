@@ -16,7 +16,7 @@ import pytest
 
 from chromasync.errors import StoreError
 from chromasync.retry import RetryPolicy
-from chromasync.store import StoreConfig, open_store
+from chromasync.store.chroma import StoreConfig, open_store
 
 SECRET = "tok-TLS-93be1f"
 

@@ -7,10 +7,10 @@ import sqlite3
 from pathlib import Path
 
 from chromasync import api
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import ChunkRecord
-from chromasync.state import STATE_FILE
+from chromasync.state.manifest import STATE_FILE
 
 from ..conftest import run_cli, set_mtime, snapshot
 

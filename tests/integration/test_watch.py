@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.client import OwnerClient
-from chromasync.config import Settings
+from chromasync.config.settings import Settings
 from chromasync.errors import NotFound
-from chromasync.lock import lock_holder
-from chromasync.owner import find_owner, read_owner
+from chromasync.owner.client import OwnerClient
+from chromasync.owner.locate import find_owner, read_owner
+from chromasync.state.lock import lock_holder
 
 from ..conftest import REPO
 

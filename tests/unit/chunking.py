@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 
 from chromasync.chunk import Budget
-from chromasync.chunk.tokens import TokenMeter, default_token_meter
-from chromasync.fingerprint import decode_document
+from chromasync.corpus.read import decode_document
+from chromasync.embed.tokens import TokenMeter, default_token_meter
 from chromasync.records import Chunk, Document, FileStat
 
 

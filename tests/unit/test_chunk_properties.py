@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from chromasync.chunk import Budget, chunk_document
-from chromasync.chunk.tokens import default_token_meter
+from chromasync.embed.tokens import default_token_meter
 
 from .chunking import CharMeter, WordMeter, assert_chunks_valid, document, minilm
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from chromasync import fastpath, lock
-from chromasync.discover import discover_source
+from chromasync import fastpath
+from chromasync.corpus.listing import tree_listing
+from chromasync.corpus.walk import discover_source
 from chromasync.fastpath import guess_data_dir, invocation_key, parse_invocation, render_plain
-from chromasync.listing import tree_listing
 from chromasync.records import SourceSpec
+from chromasync.state import lock
 
 
 @pytest.mark.parametrize(
@@ -197,7 +198,7 @@ def test_plain_lines_with_a_total() -> None:
 def test_a_terminal_still_gets_the_table(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from chromasync.cli import _print_summaries
+    from chromasync.cli.main import _print_summaries
     from chromasync.records import IngestSummary
 
     monkeypatch.setenv("COLUMNS", "250")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from chromasync.corpus.frontmatter import RESERVED_KEYS
 from chromasync.errors import StoreError
-from chromasync.frontmatter import RESERVED_KEYS
-from chromasync.preflight import (
+from chromasync.plan.limits import (
     CLOUD_LIMITS,
     DEFAULT_BATCH,
     SKIP_REASON,
@@ -97,7 +97,7 @@ def test_id_too_long_fails_early() -> None:
 
 
 def test_our_ids_fit_cloud() -> None:
-    from chromasync.plan import record_id
+    from chromasync.plan.triage import record_id
 
     rid = record_id("a source with a long name" * 10, "deep/path" * 50, "f" * 64, 12345)
     assert len(rid.encode()) <= 64 < CLOUD_LIMITS.max_id_bytes  # type: ignore[operator]

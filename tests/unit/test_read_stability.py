@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from chromasync.fingerprint import read_file
+from chromasync.corpus.read import read_file
 from chromasync.records import FileStat
 
 

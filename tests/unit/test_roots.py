@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.roots import find_content_roots
+from chromasync.corpus.roots import find_content_roots
 
 
 def pages(folder: Path, n: int) -> None:

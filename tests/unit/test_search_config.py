@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.config import resolve_settings
-from chromasync.configfile import load_config_file
+from chromasync.config.file import load_config_file
+from chromasync.config.settings import resolve_settings
 from chromasync.errors import ConfigError
 
 

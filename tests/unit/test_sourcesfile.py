@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chromasync.errors import ConfigError
-from chromasync.sourcesfile import (
+from chromasync.config.sourcesfile import (
     add_to_markdown,
     add_to_yaml,
     append_items,
@@ -17,6 +16,7 @@ from chromasync.sourcesfile import (
     remove_item,
     split_sources_file,
 )
+from chromasync.errors import ConfigError
 
 BODY = "# Notes\r\n\n---\n\nA rule above; `content_sources:` in the body is not data.\n  \n"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.config import resolve_settings
+from chromasync.config.settings import resolve_settings
 from chromasync.errors import ConfigError
-from chromasync.store import StoreConfig, Target, parse_target
+from chromasync.store.chroma import StoreConfig, Target, parse_target
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from chromasync.corpus.paths import check_path_text, relative_path
 from chromasync.errors import ChromasyncError, LockError, SourceError
-from chromasync.jobs import JobRunner
-from chromasync.lock import StoreLock, lock_holder
-from chromasync.paths import check_path_text, relative_path
+from chromasync.owner.jobs import JobRunner
 from chromasync.rest import authorized, is_public
+from chromasync.state.lock import StoreLock, lock_holder
 from chromasync.watch import Debounce
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..records import Chunk, Document
-from .tokens import TokenMeter
+from .meter import TokenMeter
 
 #: Unless a budget says otherwise, a chunk holds at most this many characters per token of
 #: budget: a bound on stored text where word pieces are huge (a 1 MiB word is one [UNK]).

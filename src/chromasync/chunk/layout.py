@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from ..records import Chunk
 from . import Budget
-from .tokens import count_all
+from .meter import count_all
 
 #: The end of a sentence: terminal punctuation, closing quotes or brackets, then spaces.
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*(\s+)")

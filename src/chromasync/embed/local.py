@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chunk.tokens import bundled_model_dir
 from ..errors import EmbeddingError
+from .tokens import bundled_model_dir
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import Hit
 
 if TYPE_CHECKING:
-    from ..store import Collection
+    from ..store.chroma import Collection
 
 
 def dense_search(

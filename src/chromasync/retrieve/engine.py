@@ -29,7 +29,7 @@ from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
 
 if TYPE_CHECKING:
-    from ..store import Collection, Store
+    from ..store.chroma import Collection, Store
 
 log = logging.getLogger(__name__)
 

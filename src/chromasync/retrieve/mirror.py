@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..state import KEYWORD_INDEX_SQL
+from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
-    from ..store import Collection
+    from ..store.chroma import Collection
 
 
 log = logging.getLogger(__name__)

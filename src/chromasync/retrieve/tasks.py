@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chunk import Budget, chunk_document
-from ..chunk.tokens import default_token_meter, load_token_meter
+from ..corpus.read import read_file
 from ..embed import Embedder
+from ..embed.tokens import default_token_meter, load_token_meter
 from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
-from ..fingerprint import read_file
 from ..records import FileStat, Hit
 from . import evaluate as ev
 from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
@@ -170,7 +170,7 @@ def find_similar(
         same_bytes = collection.iter_records(
             where={"file_hash": outcome.file_hash or ""}, documents=True
         )
-        from ..store import hit_from_row
+        from ..store.chroma import hit_from_row
 
         exact += [hit_from_row(r.id, r.metadata, r.document or "", 1.0, name) for r in same_bytes]
 

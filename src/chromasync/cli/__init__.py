@@ -1,0 +1,1 @@
+"""The `chromasync` command line (click): parse flags, call one seam, render."""

@@ -1,0 +1,227 @@
+"""The operator's commands: `config show`, `sources list|add|remove`, `discover`.
+
+Registered on the `chromasync` group by `cli`; same conventions (results on stdout,
+messages on stderr, errors mapped by `cli.EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .. import api
+from .common import reported_errors, safe, settings_from_flags, store_options, when
+
+
+@click.group()
+def config() -> None:
+    """Inspect the resolved configuration."""
+
+
+@config.command("show")
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def config_show(as_json: bool, **flags: Any) -> None:
+    """Print each setting with where its value came from (secrets masked), and the sources."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        entries = api.configured_entries(settings)
+    if as_json:
+        data = {
+            "settings": [{"name": n, "value": v, "from": o} for n, v, o in settings.shown()],
+            "sources": [
+                {
+                    "label": e.label,
+                    "kind": e.kind,
+                    "include": e.include,
+                    "path": str(e.path) if e.path else None,
+                    "repo": e.repo,
+                    "branch": e.branch,
+                    "collection": settings.collection_for(e.kind, e.collection),
+                    "declared_at": f"{e.declared_in}:{e.line}",
+                }
+                for e in entries
+            ],
+        }
+        click.echo(json.dumps(data, indent=2))
+        return
+    table = Table(title="chromasync config")
+    for column in ("setting", "value", "from"):
+        table.add_column(column)
+    for name, value, origin in settings.shown():
+        table.add_row(name, escape(safe(value)), escape(safe(origin)))
+    console = Console(highlight=False)
+    console.print(table)
+    if entries:
+        _print_entries(console, settings, entries)
+
+
+def _print_entries(console: Console, settings: api.Settings, entries: Sequence[Any]) -> None:
+    table = Table(title="sources")
+    for column in ("label", "kind", "include", "path", "collection", "declared at"):
+        table.add_column(column)
+    for e in entries:
+        where = f"{e.repo}@{e.branch or 'HEAD'}" if e.repo else str(e.path)
+        table.add_row(
+            escape(safe(e.label)),
+            escape(e.kind),
+            "yes" if e.include else "no",
+            escape(safe(where)),
+            escape(settings.collection_for(e.kind, e.collection)),
+            escape(safe(f"{e.declared_in}:{e.line}")),
+        )
+    console.print(table)
+
+
+@click.group()
+def sources() -> None:
+    """List, add and remove the configured sources."""
+
+
+@sources.command("list")
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def sources_list(as_json: bool, **flags: Any) -> None:
+    """Configured sources with their index figures, and indexed ones no longer configured."""
+    with reported_errors():
+        rows = api.list_sources(settings_from_flags(**flags))
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
+        return
+    table = Table(title="chromasync sources")
+    for column in (
+        "label",
+        "kind",
+        "include",
+        "location",
+        "collection",
+        "files",
+        "chunks",
+        "last run",
+        "declared at",
+    ):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            escape(safe(r.label)),
+            escape(r.kind),
+            "yes" if r.include else "no",
+            escape(safe(r.location)),
+            escape(r.collection),
+            str(r.files),
+            str(r.chunks),
+            f"{when(r.last_finished_ns)} {r.last_outcome or ''}".strip(),
+            escape(safe(r.declared_at or "not configured")),
+        )
+    Console(highlight=False).print(table)
+
+
+@sources.command("add")
+@click.argument("path", type=click.Path(file_okay=False))
+@store_options
+@click.option("--label", help="Source label (default: the folder's name).")
+@click.option("--kind", default="notes", show_default=True, help="Source kind.")
+@click.option("--exclude-source", "excluded", is_flag=True, help="Declare it with include: false.")
+@click.option("--note", help="A note kept with the declaration.")
+def sources_add(
+    path: str, label: str | None, kind: str, excluded: bool, note: str | None, **flags: Any
+) -> None:
+    """Declare PATH as a source in the config file (./chromasync.yaml is created if none)."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        target = None if settings.config_file else Path.cwd() / "chromasync.yaml"
+        entry = api.add_source(
+            settings, path, label=label, kind=kind, include=not excluded, target=target, note=note
+        )
+    click.echo(
+        f"added source {safe(entry.label)!r} ({entry.kind}, "
+        f"include: {str(entry.include).lower()}) to {safe(str(entry.declared_in))}:{entry.line}"
+    )
+
+
+@sources.command("remove")
+@click.argument("label")
+@store_options
+@click.option("--keep-entry", is_flag=True, help="Keep the declaration in the config file.")
+@click.option("--wait", is_flag=True, help="Wait for another ingest of the data dir to finish.")
+def sources_remove(label: str, keep_entry: bool, wait: bool, **flags: Any) -> None:
+    """Delete LABEL's records from its collection and its state (other sources are left
+    alone), and its declaration unless --keep-entry."""
+    with reported_errors():
+        removed = api.remove_source(
+            settings_from_flags(**flags), label, keep_declaration=keep_entry, wait=wait
+        )
+    where = ", ".join(removed.collections) or "no collection"
+    click.echo(
+        f"removed source {safe(removed.label)!r}: {removed.records_deleted} records from "
+        f"{where}; declaration {'removed' if removed.declaration_removed else 'kept'}"
+    )
+
+
+@click.command("discover")
+@click.argument("root", type=click.Path(file_okay=False, exists=True))
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def discover_cmd(root: str, as_json: bool, **flags: Any) -> None:
+    """Find candidate content roots under ROOT (>= 10 Markdown files within 3 levels, no
+    build output) and append new ones to the sources file with `include: false`."""
+    with reported_errors():
+        settings = settings_from_flags(**{k: v for k, v in flags.items() if k != "sources_file"})
+        result = api.discover(settings, root, flags.get("sources_file"))
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(result), indent=2))
+        return
+    console = Console(highlight=False)
+    for path in result.candidates:
+        mark = "[green]added[/]" if path in result.added else "[dim]known[/]"
+        console.print(f"{mark} {escape(safe(path))}")
+    console.print(
+        f"{len(result.added)} added, {len(result.known)} already listed, in "
+        f"{escape(safe(result.sources_file))}"
+    )
+
+
+@click.command()
+@store_options
+@click.option("--source", "labels", multiple=True, help="Only this source (repeatable).")
+@click.option("--repair", is_flag=True, help="Heal and re-sync every source with a difference.")
+@click.option("--wait", is_flag=True, help="Wait for another process using the data dir.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **flags: Any) -> None:
+    """Compare the manifest, keyword index, collection and files on disk.
+
+    Reports orphans, missing, mismatched and duplicate records, keyword-index drift, and
+    files changed, added or gone since the last ingest. Exits 1 when a difference remains.
+    """
+    with reported_errors():
+        checks = api.verify(settings_from_flags(**flags), labels, repair, wait=wait)
+    if as_json:
+        click.echo(json.dumps([c.as_json() for c in checks], indent=2, ensure_ascii=False))
+    else:
+        table = Table(title="chromasync verify")
+        for column in ("collection", "source", "files", "records", "state", "differences"):
+            table.add_column(column)
+        for c in checks:
+            found = ", ".join(f"{k}: {v}" for k, v in c.problem_counts().items() if v)
+            state = "ok" if c.ok else "differs"
+            if c.repaired:
+                state += " (repaired)"
+            table.add_row(
+                escape(c.collection),
+                escape(safe(c.source)),
+                str(c.files),
+                str(c.records),
+                state,
+                escape(found) or "-",
+            )
+        Console(highlight=False).print(table)
+    if any(not c.ok for c in checks):
+        raise SystemExit(1)

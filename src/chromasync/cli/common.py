@@ -1,0 +1,206 @@
+"""What every command of the CLI shares: store options, settings, the error table, output.
+
+Results go to stdout (`--json` for machines), progress and messages to stderr. Errors map
+to exit codes in one table (`EXIT_CODES`): 1 for a failure, 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from .. import api
+from ..errors import ChromasyncError, ConfigError, NotFound
+from ..records import IngestSummary
+from ..sync.summary import printable
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Error class -> exit code. Click's own usage errors exit with 2 as well.
+EXIT_CODES: dict[type[ChromasyncError], int] = {ConfigError: 2, NotFound: 1, ChromasyncError: 1}
+
+
+def exit_code(exc: ChromasyncError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return 1
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    try:
+        yield
+    except ChromasyncError as exc:
+        stderr_console().print(f"[bold red]error:[/] {escape(safe(str(exc)))}", soft_wrap=True)
+        sys.exit(exit_code(exc))
+
+
+safe = printable  # control characters escaped: file names cannot drive the terminal
+
+
+def store_options(func: F | None = None, *, many_collections: bool = False) -> Any:
+    """The options every command that touches the store shares.
+
+    With `many_collections`, `--collection` may be repeated (search, similar, eval).
+    """
+    collection_help = "Chroma collection [env CHROMASYNC_COLLECTION; default chromasync]."
+    decorators = [
+        click.option(
+            "--data-dir",
+            type=click.Path(file_okay=False),
+            help="State and embedded store folder [env CHROMASYNC_DATA_DIR; ./.chromasync].",
+        ),
+        click.option(
+            "--collection",
+            multiple=many_collections,
+            help=collection_help + (" Repeatable." if many_collections else ""),
+        ),
+        click.option(
+            "--provider",
+            help="Embedding provider: local, openai, server, hash "
+            "[env CHROMASYNC_EMBEDDING_PROVIDER].",
+        ),
+        click.option(
+            "--model", help="Model for the provider (local: a sentence-transformers folder)."
+        ),
+        click.option(
+            "--embedding-url",
+            help="openai provider: base URL of an OpenAI-compatible API, e.g. "
+            "http://localhost:11434/v1 [env CHROMASYNC_EMBEDDING_URL].",
+        ),
+        click.option(
+            "--embed-option",
+            "embed_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="A provider option (batch_size, max_tokens, backend, device, dimension...).",
+        ),
+        click.option(
+            "--chroma-url",
+            help="Chroma server instead of the embedded store: http(s)://HOST:PORT or "
+            "chroma-cloud:// [env CHROMASYNC_CHROMA_URL].",
+        ),
+        click.option(
+            "--chroma-token",
+            help="Bearer token (Chroma Cloud: API key) for the server; prefer the environment "
+            "[env CHROMASYNC_CHROMA_TOKEN; CHROMA_API_KEY for chroma-cloud://].",
+        ),
+        click.option("--tenant", help="Chroma tenant [env CHROMASYNC_CHROMA_TENANT]."),
+        click.option("--database", help="Chroma database [env CHROMASYNC_CHROMA_DATABASE]."),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False),
+            help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml if present].",
+        ),
+        click.option(
+            "--sources-file",
+            type=click.Path(dir_okay=False),
+            help="A Markdown file whose front matter lists sources (content_sources:).",
+        ),
+        click.option(
+            "--allow-root-slash",
+            is_flag=True,
+            help="Allow a source whose path is the filesystem root '/'.",
+        ),
+    ]
+
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply(func) if func is not None else apply
+
+
+def settings_from_flags(**flags: Any) -> api.Settings:
+    known = {
+        "data_dir",
+        "collection",
+        "provider",
+        "model",
+        "chroma_url",
+        "chroma_token",
+        "tenant",
+        "database",
+        "embedding_url",
+        "rerank_model",
+    }
+    values = {k: v for k, v in flags.items() if k in known}
+    if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting
+        values.pop("collection")
+    options = embed_options(flags.get("embed_options") or ())
+    if options:
+        values["provider_options"] = options
+    return api.configure(
+        values,
+        os.environ,
+        Path.cwd(),
+        config=flags.get("config_path"),
+        sources_file=flags.get("sources_file"),
+        allow_root=bool(flags.get("allow_root_slash")),
+    )
+
+
+def embed_options(pairs: Sequence[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--embed-option takes KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
+
+
+@contextmanager
+def progress_bar(show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    if not show:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                label = {"read": "Reading files", "write": "Embedding and writing"}.get(
+                    phase, phase
+                )
+                tasks[phase] = bar.add_task(label, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield update
+
+
+def when(ns: int | None) -> str:
+    if not ns:
+        return "never"
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ns / 1e9).isoformat(timespec="seconds")
+
+
+def summaries_from_job(job: dict[str, Any]) -> list[IngestSummary]:
+    fields = set(IngestSummary.__dataclass_fields__)
+    return [IngestSummary(**{k: v for k, v in s.items() if k in fields}) for s in job["summaries"]]

@@ -1,0 +1,410 @@
+"""`chromasync ingest` and `chromasync status`: sync sources, and show what is indexed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .. import api
+from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
+from ..errors import ChromasyncError, ConfigError, LockError
+from ..owner.index import owner_client
+from ..records import IngestSummary, SourceSpec, total_summary
+from ..state.snapshots import Recorder
+from ..sync.ingest import IngestOptions
+from ..sync.summary import render_plain
+from .common import (
+    progress_bar,
+    reported_errors,
+    safe,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+    summaries_from_job,
+    when,
+)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@store_options
+@click.option(
+    "--source",
+    "-s",
+    "labels",
+    multiple=True,
+    help="Without PATH: ingest only this configured source (repeatable). "
+    "With one PATH: that source's label.",
+)
+@click.option("--kind", help="With PATH: the source kind (default notes).")
+@click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
+@click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
+@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N files of each source.")
+@click.option("--gc-only", is_flag=True, help="Only delete records of files gone from disk.")
+@click.option("--no-gc", is_flag=True, help="Do not delete records of files gone from disk.")
+@click.option("--reset", is_flag=True, help="Drop and recreate the sources' collections first.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before --reset.")
+@click.option("--dry-run", is_flag=True, help="Compute the plan and figures; write nothing.")
+@click.option(
+    "--output-manifest",
+    type=click.Path(dir_okay=False, writable=True),
+    help="With --dry-run: write the desired records as JSON Lines to this file.",
+)
+@click.option(
+    "--include-text", is_flag=True, help="With --output-manifest: include each chunk's text."
+)
+@click.option(
+    "--checksum", is_flag=True, help="Hash every file instead of trusting size and mtime."
+)
+@click.option("--reembed", is_flag=True, help="Regenerate every vector for a new model.")
+@click.option("--allow-mass-delete", is_flag=True, help="Allow deleting most of a source.")
+@click.option("--wait", is_flag=True, help="Wait for another ingest of the data dir to finish.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def ingest(
+    paths: Sequence[str],
+    labels: Sequence[str],
+    kind: str | None,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    no_gitignore: bool,
+    limit: int | None,
+    gc_only: bool,
+    no_gc: bool,
+    reset: bool,
+    yes: bool,
+    dry_run: bool,
+    output_manifest: str | None,
+    include_text: bool,
+    checksum: bool,
+    reembed: bool,
+    allow_mass_delete: bool,
+    wait: bool,
+    as_json: bool,
+    quiet: bool,
+    **flags: Any,
+) -> None:
+    """Index the text files under each PATH (one source per PATH), or, without PATH,
+    every `include: true` source of the config file."""
+    if paths and len(labels) > 1:
+        raise click.UsageError("with PATH, --source names one source; give one PATH with it")
+    if labels and len(paths) > 1:
+        raise click.UsageError("--source names one source; give one PATH with it")
+    if gc_only and no_gc:
+        raise click.UsageError("--gc-only and --no-gc contradict each other")
+    if output_manifest and not dry_run:
+        raise click.UsageError("--output-manifest needs --dry-run")
+    if include_text and not output_manifest:
+        raise click.UsageError("--include-text needs --output-manifest")
+    if reset and (dry_run or gc_only):
+        raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
+    if not paths and (kind or include or exclude or no_gitignore):
+        raise click.UsageError(
+            "--kind, --include, --exclude and --no-gitignore apply to a PATH; "
+            "set them per source in the config file"
+        )
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        recorder = _recorder(settings, flags.get("config_path"))
+        options = api.default_options(
+            settings,
+            dry_run=dry_run,
+            checksum=checksum,
+            reembed=reembed,
+            allow_mass_delete=allow_mass_delete,
+            gc=not no_gc,
+            gc_only=gc_only,
+            limit=limit,
+        )
+        specs = []
+        if paths:
+            label = labels[0] if labels else None
+            fields = {"kind": kind} if kind else {}
+            specs = [
+                api.source_for(
+                    p,
+                    label,
+                    include=tuple(include),
+                    exclude=tuple(exclude),
+                    use_gitignore=not no_gitignore,
+                    allow_root=bool(flags.get("allow_root_slash")),
+                    **fields,
+                )
+                for p in paths
+            ]
+            collections = [api.collection_of(s, settings) for s in specs]
+        else:
+            entries = api.selected_sources(settings, labels)
+            if not entries:
+                where = settings.config_file.path if settings.config_file else None
+                raise ConfigError(
+                    "nothing to ingest: give a PATH, or declare sources with `include: true` "
+                    + (
+                        f"in {where}"
+                        if where
+                        else "in chromasync.yaml (see `chromasync sources add`)"
+                    )
+                )
+            collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+            if any(e.repo for e in entries):
+                recorder = None  # a repository is fetched on every run
+        client = owner_client(settings)
+        if client is not None:
+            if reset or output_manifest:
+                raise LockError(
+                    f"the data dir is owned by {client.owner.describe()}; --reset and "
+                    "--output-manifest cannot go through it: stop it first"
+                )
+            with client:
+                summaries = _ingest_via_owner(client, specs, labels, options)
+            _print_ingest(summaries, as_json)
+            return
+        if reset:
+            names = sorted(set(collections))
+            if not yes:
+                click.confirm(
+                    f"Drop collection(s) {', '.join(names)} and re-embed every source in them?",
+                    abort=True,
+                    err=True,
+                )
+            dropped = api.reset_collections(settings, names, wait=wait)
+            stderr_console().print(
+                f"dropped: {escape(', '.join(dropped) or 'nothing (none existed)')}"
+            )
+        if output_manifest:
+            jobs = (
+                [(s, options) for s in specs]
+                if specs
+                else api.configured_jobs(settings, labels, options)
+            )
+            with open(output_manifest, "w", encoding="utf-8") as handle:
+                count = api.export_manifest(settings, jobs, handle, include_text=include_text)
+            stderr_console().print(
+                f"wrote {count} desired records to {escape(safe(output_manifest))}"
+            )
+        show = not quiet and not as_json and sys.stderr.isatty()
+        with progress_bar(show) as progress:
+            if specs:
+                summaries = api.ingest(
+                    specs, settings, options, progress=progress, wait=wait, recorder=recorder
+                )
+            else:
+                summaries = api.ingest_configured(
+                    settings, labels, options, progress=progress, wait=wait, recorder=recorder
+                )
+    _print_ingest(summaries, as_json)
+
+
+def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | None:
+    """What records this command line's unchanged re-run for the fast path, when this
+    process runs it as its own command line (`fastpath.main` passes a factory as `obj`)."""
+    factory = click.get_current_context().find_root().obj
+    recorder = factory(os.environ, _summary_json) if callable(factory) else None
+    if recorder is not None:
+        looked_for = not config_flag and not os.environ.get(CONFIG_ENV)
+        recorder.consult(
+            settings.config_file.inputs if settings.config_file else (),
+            str(Path.cwd() / CONFIG_FILE_NAME) if looked_for else None,
+        )
+    return recorder
+
+
+def _summary_json(rows: list[dict[str, object]]) -> str:
+    return json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n"
+
+
+def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
+    rows = [s.as_json() for s in summaries]
+    if as_json:
+        click.echo(_summary_json(rows), nl=False)
+    elif not sys.stdout.isatty():  # the same lines as the fast path's (no rich, no width)
+        click.echo(render_plain(rows), nl=False)
+    else:
+        _print_summaries(summaries)
+
+
+def _ingest_via_owner(
+    client: Any, specs: Sequence[SourceSpec], labels: Sequence[str], options: IngestOptions
+) -> list[IngestSummary]:
+    """While a service owns the data dir, ask it to reindex the same (known) sources."""
+
+    owner = client.owner.describe()
+    if options.dry_run or options.reembed or options.limit or options.gc_only or not options.gc:
+        raise LockError(
+            f"the data dir is owned by {owner}; --dry-run, --reembed, --limit, --gc-only and "
+            "--no-gc cannot go through it: stop it first"
+        )
+    known = {s["label"]: s["location"] for s in client.sources()}
+    for spec in specs:
+        root = known.get(spec.label)
+        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
+            raise LockError(
+                f"the data dir is owned by {owner}, which does not know source "
+                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
+            )
+    stderr_console().print(
+        f"[dim]the data dir is owned by {escape(owner)}; reindexing through it[/]"
+    )
+    job = client.reindex(
+        [s.label for s in specs] or list(labels),
+        checksum=options.checksum,
+        allow_mass_delete=options.allow_mass_delete,
+    )
+    job = client.wait(job["id"])
+    if job["status"] != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job['error']}")
+    return summaries_from_job(job)
+
+
+SUMMARY_COLUMNS = (
+    "source",
+    "seen",
+    "unchanged",
+    "updated",
+    "new",
+    "deleted",
+    "skipped",
+    "chunks",
+    "embedded",
+    "reused",
+    "embed time",
+    "other time",
+)
+
+
+def _summary_cells(s: IngestSummary) -> list[str]:
+    return [
+        str(s.files_seen),
+        str(s.files_unchanged),
+        str(s.files_updated),
+        str(s.files_new),
+        str(s.files_deleted),
+        str(sum(s.files_skipped.values())),
+        str(s.chunks_total),
+        str(s.chunks_embedded),
+        str(s.chunks_reused),
+        f"{s.embed_ms / 1000:.2f}s",
+        f"{max(s.duration_ms - s.embed_ms, 0) / 1000:.2f}s",
+    ]
+
+
+def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
+    console = Console(highlight=False)
+    if console.width < 110:  # the table needs room; a narrow terminal gets lines
+        _print_summary_lines(console, summaries)
+        return
+    table = Table(
+        title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else "")
+    )
+    for column in SUMMARY_COLUMNS:
+        table.add_column(column, justify="left" if column == "source" else "right")
+    for s in summaries:
+        table.add_row(escape(safe(s.source)), *_summary_cells(s))
+    if len(summaries) > 1:
+        table.add_section()
+        table.add_row("[bold]total[/]", *_summary_cells(total_summary(summaries)))
+    console.print(table)
+    rows = [*summaries, total_summary(summaries)] if len(summaries) > 1 else list(summaries)
+    for s in rows:
+        if s.files_skipped:
+            reasons = ", ".join(f"{r}: {n}" for r, n in sorted(s.files_skipped.items()))
+            console.print(f"[dim]{escape(safe(s.source))} skipped by reason: {escape(reasons)}[/]")
+
+
+def _print_summary_lines(console: Console, summaries: Sequence[IngestSummary]) -> None:
+    text = render_plain(
+        [s.as_json() for s in summaries], name=lambda source: f"[bold]{escape(source)}[/]"
+    )
+    console.print(text, end="")
+
+
+@click.command()
+@store_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def status(as_json: bool, **flags: Any) -> None:
+    """Per source and collection: files, chunks, last run and outcome, model; the store's
+    location and the state's health."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        health = api.health(settings)
+        rows = api.status(settings)
+        configured = (
+            {
+                (settings.collection_for(e.kind, e.collection), e.label): e
+                for e in api.selected_sources(settings)
+            }
+            if settings.config_file
+            else {}
+        )
+    if as_json:
+        data = {
+            "health": dataclasses.asdict(health),
+            "sources": [dataclasses.asdict(r) for r in rows],
+            "configured_not_indexed": [
+                {"collection": c, "source": label}
+                for (c, label) in configured
+                if not any(r.collection == c and r.source == label for r in rows)
+            ],
+        }
+        click.echo(json.dumps(data, indent=2, default=str))
+        return
+    console = Console(highlight=False)
+    console.print(f"store: {escape(safe(health.store))}")
+    console.print(f"state: {escape(safe(health.state_file))}: {escape(health.state)}")
+    if health.config_file:
+        console.print(f"config: {escape(safe(health.config_file))}")
+    table = Table(title="chromasync status")
+    for column in (
+        "collection",
+        "source",
+        "kind",
+        "files",
+        "chunks",
+        "model",
+        "state",
+        "last run",
+        "outcome",
+    ):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            escape(r.collection),
+            escape(safe(r.source)),
+            escape(r.kind),
+            str(r.files),
+            str(r.chunks),
+            r.embedding_model,
+            r.status,
+            when(r.last_finished_ns),
+            r.last_outcome or "-",
+        )
+    for (collection, label), entry in configured.items():
+        if not any(r.collection == collection and r.source == label for r in rows):
+            table.add_row(
+                escape(collection),
+                escape(safe(label)),
+                escape(entry.kind),
+                "0",
+                "0",
+                "-",
+                "not indexed",
+                "never",
+                "-",
+            )
+    console.print(table)
+    if health.interrupted:
+        console.print(
+            "[yellow]interrupted runs (reconciled by the next ingest):[/] "
+            + escape(", ".join(health.interrupted))
+        )

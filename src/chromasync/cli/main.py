@@ -1,0 +1,39 @@
+"""The `chromasync` command line: the group, and every command registered on it.
+
+Each command lives in the module of its concern (`ingest`, `search`, `admin`, `report`,
+`service`) and shares `common`: parse flags, call `api` (or the owner), render the result.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from . import admin, ingest, report, search, service
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="chromasync")
+def main() -> None:
+    """Keep a folder of text files indexed in ChromaDB, cheaply and exactly, and search it."""
+
+
+for command in (
+    ingest.ingest,
+    ingest.status,
+    search.search,
+    search.similar,
+    search.eval_command,
+    report.chunk_report,
+    admin.config,
+    admin.sources,
+    admin.discover_cmd,
+    admin.verify,
+    service.serve,
+    service.watch,
+    service.mcp_command,
+):
+    main.add_command(command)
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,110 @@
+"""`chromasync chunk-report`: how ingest would chunk a tree, without a store or a model.
+
+Registered on the `chromasync` group by `cli`; same conventions (results on stdout,
+messages on stderr, errors mapped by `cli.EXIT_CODES`). The report itself is built by
+`api.chunk_report`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .. import api
+from ..sync.chunkreport import ChunkReport, TokenStats
+from .common import reported_errors, safe, settings_from_flags, store_options
+
+
+@click.command("chunk-report")
+@click.argument("path", type=click.Path())
+@store_options
+@click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
+@click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
+@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N files.")
+@click.option("--verbose", "-v", is_flag=True, help="Add a per-file breakdown.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def chunk_report(
+    path: str,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    no_gitignore: bool,
+    limit: int | None,
+    verbose: bool,
+    as_json: bool,
+    **flags: Any,
+) -> None:
+    """Chunk the files under PATH exactly as ingest would and report chunk counts and sizes
+    (in the model's word pieces, context prefix included) per extension; nothing is
+    embedded or stored."""
+    with reported_errors():
+        report = api.chunk_report(
+            path,
+            settings_from_flags(**flags),
+            include=include,
+            exclude=exclude,
+            use_gitignore=not no_gitignore,
+            limit=limit,
+        )
+    if as_json:
+        click.echo(json.dumps(report.as_json(verbose), indent=2, ensure_ascii=False))
+        return
+    _print_report(report, verbose)
+
+
+def _sizes(stats: TokenStats) -> list[str]:
+    if not stats.count:
+        return ["-", "-", "-"]
+    return [str(stats.min), f"{stats.median:g}", str(stats.max)]
+
+
+def _print_report(report: ChunkReport, verbose: bool) -> None:
+    console = Console(highlight=False)
+    table = Table(
+        title=f"chromasync chunk-report: {escape(safe(report.source))} "
+        f"(budget {report.max_tokens} word pieces, {escape(report.model)})"
+    )
+    for column in ("extension", "files", "chunks", "min", "median", "max", "over budget"):
+        table.add_column(column, justify="left" if column == "extension" else "right")
+    for ext in report.extensions:
+        table.add_row(
+            escape(safe(ext.extension or "(none)")),
+            str(ext.files),
+            str(ext.tokens.count),
+            *_sizes(ext.tokens),
+            str(ext.over_budget),
+        )
+    table.add_row(
+        "[bold]total[/]",
+        str(report.files),
+        str(report.tokens.count),
+        *_sizes(report.tokens),
+        str(report.over_budget),
+        end_section=True,
+    )
+    console.print(table)
+    if verbose:
+        files = Table(title="per file")
+        for column in ("path", "chunks", "min", "median", "max", "over budget"):
+            files.add_column(column, justify="left" if column == "path" else "right")
+        for entry in report.per_file:
+            files.add_row(
+                escape(safe(entry.path)),
+                str(entry.tokens.count),
+                *_sizes(entry.tokens),
+                str(entry.over_budget),
+            )
+        console.print(files)
+    if report.skipped:
+        reasons = ", ".join(f"{r}: {n}" for r, n in sorted(report.skipped.items()))
+        console.print(f"[dim]skipped by reason: {escape(reasons)}[/]")
+    console.print(
+        f"[dim]read and chunked in {report.chunk_ms / 1000:.2f}s; "
+        f"measured again in {report.measure_ms / 1000:.2f}s[/]"
+    )

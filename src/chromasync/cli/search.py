@@ -1,0 +1,381 @@
+"""The retrieval commands of the CLI: `search`, `similar` and `eval` (parse, call, render).
+
+Split from `cli.py` for size; importing this module registers the commands on `cli.main`.
+Results go to stdout (`--json` for machines); progress and warnings to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from .. import api
+from ..errors import LockError
+from ..owner.index import owner_client
+from ..records import Hit
+from .common import (
+    progress_bar,
+    reported_errors,
+    safe,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+)
+
+_MODES = click.Choice(["hybrid", "dense", "keyword"])
+
+
+@click.command()
+@click.argument("query")
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Search every collection of the store.")
+@click.option(
+    "--mode",
+    type=_MODES,
+    default="hybrid",
+    show_default=True,
+    help="Dense (meaning), keyword (BM25) or both fused.",
+)
+@click.option(
+    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Number of hits."
+)
+@click.option("--source", "sources", multiple=True, help="Only this source (repeatable: any).")
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata equality, typed like YAML (repeatable: all). Quote to force text.",
+)
+@click.option(
+    "--where-json", metavar="JSON", help='A Chroma where filter, e.g. \'{"year": {"$gte": 2020}}\'.'
+)
+@click.option("--tag", "tags", multiple=True, help="Front-matter tag (repeatable).")
+@click.option(
+    "--tags-all/--tags-any",
+    default=False,
+    show_default=True,
+    help="Whether every --tag or any of them must be present.",
+)
+@click.option("--after", metavar="DATE", help="Front-matter date on or after DATE.")
+@click.option("--before", metavar="DATE", help="Front-matter date before DATE.")
+@click.option(
+    "--date-field",
+    "date_fields",
+    multiple=True,
+    help="Front-matter date key(s) for --after/--before/--sort date "
+    "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
+)
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="GLOB",
+    help="Only paths matching this git-wildmatch pattern (repeatable: any).",
+)
+@click.option(
+    "--phrase",
+    "phrases",
+    multiple=True,
+    help="Only chunks containing these words in this order (case-blind).",
+)
+@click.option(
+    "--match",
+    "matches",
+    multiple=True,
+    metavar="FIELD=SUBSTRING",
+    help="Only chunks whose metadata FIELD contains SUBSTRING (case-blind).",
+)
+@click.option("--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed.")
+@click.option(
+    "--sort",
+    type=click.Choice(["rank", "date"]),
+    default="rank",
+    show_default=True,
+    help="Order of the top k: by rank, or newest first.",
+)
+@click.option("--group-by", metavar="FIELD", help="Group the hits by a metadata field.")
+@click.option(
+    "--rerank",
+    "rerank_model",
+    metavar="FOLDER",
+    help="Rerank with this local cross-encoder [env CHROMASYNC_RERANK_MODEL].",
+)
+@click.option("--no-rerank", is_flag=True, help="Do not rerank even if a model is configured.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print {query, mode, collections, filters, hits} as JSON.",
+)
+def search(
+    query: str,
+    all_collections: bool,
+    mode: str,
+    k: int,
+    sources: Sequence[str],
+    where: Sequence[str],
+    where_json: str | None,
+    tags: Sequence[str],
+    tags_all: bool,
+    after: str | None,
+    before: str | None,
+    date_fields: Sequence[str],
+    paths: Sequence[str],
+    phrases: Sequence[str],
+    matches: Sequence[str],
+    per_doc: bool,
+    sort: str,
+    group_by: str | None,
+    no_rerank: bool,
+    as_json: bool,
+    **flags: Any,
+) -> None:
+    """Search the indexed chunks for QUERY: filter, then rank by meaning and words."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        options: dict[str, Any] = dict(
+            sources=sources,
+            where=where,
+            where_json=where_json,
+            tags=tags,
+            tags_all=tags_all,
+            after=after,
+            before=before,
+            paths=paths,
+            phrases=phrases,
+            matches=matches,
+        )
+        if date_fields:
+            options["date_fields"] = date_fields
+        request = api.SearchRequest(
+            query,
+            mode=mode,
+            k=k,
+            filters=api.make_filters(settings, **options),
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+            per_doc=per_doc,
+            sort=sort,
+            group_by=group_by,
+            rerank=not no_rerank,
+        )
+        client = owner_client(settings)
+        if client is not None:
+            with client:
+                result = _search_via_owner(client, request)
+        else:
+            result = api.retrieve(request, settings)
+    for warning in result.warnings:
+        stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
+    if as_json:
+        click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        return
+    _print_result(result)
+
+
+def _search_via_owner(client: Any, request: api.SearchRequest) -> api.SearchResult:
+    """While a service owns the data dir, search through it (its /search takes every option;
+    the reranker is the one the service was started with)."""
+    return client.retrieve(request)
+
+
+def _refuse_if_owned(settings: api.Settings, command: str) -> None:
+    client = owner_client(settings)
+    if client is not None:
+        raise LockError(
+            f"the data dir is owned by {client.owner.describe()}; `chromasync {command}` "
+            "cannot go through it yet: stop it first"
+        )
+
+
+def _print_result(result: api.SearchResult) -> None:
+    console = Console(highlight=False)
+    if not result.hits:
+        console.print("no hits")
+        return
+    show_collection = len(result.collections) > 1
+    if result.groups:
+        for value, indexes in result.groups:
+            console.rule(f"{escape(result.group_field or '')}: {escape(safe(value))}")
+            for i in indexes:
+                _print_hit(console, i + 1, result.hits[i], result, show_collection)
+        return
+    for rank, hit in enumerate(result.hits, 1):
+        _print_hit(console, rank, hit, result, show_collection)
+
+
+def _print_hit(
+    console: Console, rank: int, hit: Hit, result: api.SearchResult, show_collection: bool
+) -> None:
+    where = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    line = Text()
+    line.append(f"{rank}. ", style="bold")
+    if show_collection:
+        line.append(f"[{safe(hit.collection)}] ", style="magenta")
+    line.append(safe(where), style="cyan")
+    line.append(f" {hit.score:.3f}", style="dim")
+    if hit.ranks:
+        line.append(" (" + ", ".join(f"{m} #{r}" for m, r in hit.ranks.items()) + ")", style="dim")
+    if hit.collapsed:
+        line.append(f" +{hit.collapsed} more in this file", style="dim")
+    console.print(line)
+    if hit.heading:
+        console.print(Text("   " + safe(hit.heading), style="green"))
+    flat = safe(" ".join(hit.text.split()))
+    spans = api.highlight(flat, result.query, result.filters.phrases)
+    window, shifted = api.snippet(flat, spans)
+    text = Text("   " + window)
+    for start, end in shifted:
+        text.stylize("bold yellow", start + 3, end + 3)
+    console.print(text)
+
+
+@click.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Compare with every collection.")
+@click.option(
+    "--k",
+    "k",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Number of documents.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    help="Flag documents at or above this similarity as duplicates "
+    "[env CHROMASYNC_DUPLICATE_THRESHOLD; 0.95].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def similar(
+    path: str, all_collections: bool, k: int, threshold: float | None, as_json: bool, **flags: Any
+) -> None:
+    """The indexed documents nearest to the file PATH (indexed or not)."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        _refuse_if_owned(settings, "similar")
+        result = api.similar(
+            path,
+            settings,
+            k=k,
+            threshold=threshold,
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+        )
+    if as_json:
+        click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        return
+    console = Console(highlight=False)
+    if not result.documents:
+        console.print("no similar documents")
+        return
+    table = Table(title=f"documents similar to {escape(safe(result.path))}")
+    for column in ("#", "score", "duplicate", "source", "path", "nearest chunk"):
+        table.add_column(column, justify="right" if column in ("#", "score") else "left")
+    for rank, doc in enumerate(result.documents, 1):
+        flag = "exact copy" if doc.exact else ("duplicate" if doc.duplicate else "")
+        best = doc.best
+        table.add_row(
+            str(rank),
+            f"{doc.score:.3f}",
+            flag,
+            escape(safe(doc.source)),
+            escape(safe(doc.path)),
+            escape(safe(f"{best.start_line}-{best.end_line} {best.heading}"[:60])),
+        )
+    console.print(table)
+    sources = result.nearest_sources
+    if sources:
+        name, score, count = sources[0]
+        console.print(
+            f"closest source: [bold]{escape(safe(name))}[/] (best {score:.3f}, "
+            f"{count} of {len(result.documents)} documents)"
+        )
+
+
+@click.command("eval")
+@click.argument("queries", type=click.Path(dir_okay=False))
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Search every collection.")
+@click.option(
+    "--k",
+    "k",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Cut-off for nDCG@k and recall@k.",
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=_MODES,
+    help="Mode(s) to measure (repeatable; default: all three).",
+)
+@click.option("--source", "sources", multiple=True, help="Only this source (repeatable).")
+@click.option(
+    "--rerank",
+    "rerank_model",
+    metavar="FOLDER",
+    help="Also measure hybrid reranked by this local cross-encoder.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def eval_command(
+    queries: str,
+    all_collections: bool,
+    k: int,
+    modes: Sequence[str],
+    sources: Sequence[str],
+    as_json: bool,
+    quiet: bool,
+    **flags: Any,
+) -> None:
+    """Measure retrieval on QUERIES.jsonl: {"query": ..., "relevant": [path or id, ...]}.
+
+    Prints nDCG@k, recall@k, recall@100 and MRR for each mode side by side. Documents
+    match a judged entry by path, by file stem or by document_id.
+    """
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        _refuse_if_owned(settings, "eval")
+        items = api.load_queries(queries)
+        show = not quiet and not as_json and sys.stderr.isatty()
+        with progress_bar(show) as progress:
+            report = api.evaluate(
+                items,
+                settings,
+                modes=tuple(modes) or api.MODES,
+                k=k,
+                filters=api.make_filters(settings, sources=sources),
+                collections=tuple(flags.get("collection") or ()),
+                all_collections=all_collections,
+                progress=progress,
+            )
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+        return
+    table = Table(title=f"chromasync eval: {report.queries} queries")
+    table.add_column("mode")
+    for column in (f"nDCG@{k}", f"recall@{k}", "recall@100", "MRR"):
+        table.add_column(column, justify="right")
+    for mode, figures in report.modes.items():
+        table.add_row(
+            mode,
+            *(f"{figures[m]:.3f}" for m in ("ndcg", "recall", "recall@100", "mrr")),
+        )
+    Console(highlight=False).print(table)
+
+
+__all__ = ["eval_command", "search", "similar"]

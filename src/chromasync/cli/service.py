@@ -1,0 +1,246 @@
+"""The long-running commands: `chromasync serve`, `chromasync watch`, `chromasync mcp`.
+
+Each of them owns the data dir while it runs (see `owner`): it holds the lock, serves the
+REST API on the owner socket for the other local processes, and runs every ingest on one
+worker. `serve` also listens on TCP (127.0.0.1:8765 by default) and serves the search page;
+`serve --watch` keeps the sources in sync as `watch` does.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import api
+from ..errors import ConfigError, LockError
+from ..owner.locate import find_owner
+from ..records import SourceSpec
+from .common import (
+    reported_errors,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+)
+
+DEFAULT_PORT = 8765
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _allowed_hosts(host: str) -> list[str] | None:
+    if host in ("0.0.0.0", "::", "[::]"):  # noqa: S104 - the user asked for every interface
+        return None
+    return list(dict.fromkeys([host, "127.0.0.1", "localhost", "::1", "[::1]"]))
+
+
+def _report(job: dict[str, Any]) -> None:
+    """One line per finished job on stderr."""
+    if job["status"] == "failed":
+        click.echo(f"sync of {', '.join(job['sources'])} failed: {job['error']}", err=True)
+        return
+    for s in job["summaries"]:
+        took = (s["duration_ms"] or 0) / 1000
+        click.echo(
+            f"synced {s['source']}: {s['files_new']} new, {s['files_updated']} updated, "
+            f"{s['files_deleted']} deleted, {s['files_unchanged']} unchanged; "
+            f"{s['chunks_embedded']} chunk(s) embedded ({took:.2f}s) [{job['trigger']}]",
+            err=True,
+        )
+
+
+def _token() -> str | None:
+    return os.environ.get("CHROMASYNC_API_TOKEN") or None
+
+
+def _import_rest() -> Any:
+    try:
+        from .. import rest
+    except ImportError as exc:  # pragma: no cover - the serve extra is missing
+        raise ConfigError(
+            f"this command needs the service dependencies ({exc.name}); "
+            "install them with: pip install 'chromasync[serve]'"
+        ) from exc
+    return rest
+
+
+def _start_watcher(
+    service: Any, specs: Sequence[SourceSpec], debounce: float, max_delay: float
+) -> Any:
+    from ..watch import Watcher
+
+    watcher = Watcher(
+        specs,
+        lambda changed: service.submit(changed, "watch"),
+        debounce=debounce,
+        max_delay=max_delay,
+        ignore=[service.settings.data_dir],
+    )
+    service.source_listeners.append(watcher.add)
+    service.removal_listeners.append(watcher.remove)
+    watcher.start()
+    for spec in specs:  # catch up with what changed while nobody watched
+        service.submit([spec], "watch")
+    return watcher
+
+
+debounce_option = click.option(
+    "--debounce",
+    default=0.3,
+    show_default=True,
+    type=click.FloatRange(0.01, 60),
+    help="Seconds a source must be quiet before it is synced.",
+)
+max_delay_option = click.option(
+    "--max-delay",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(0.05, 600),
+    help="Sync a busy source at least this often (seconds).",
+)
+
+
+@click.command()
+@store_options
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port."
+)
+@click.option(
+    "--allow-root",
+    "allow_roots",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="A folder under which POST /sources may add sources (repeatable; also the config "
+    "file's serve.allow_roots).",
+)
+@click.option("--watch", "watch_sources", is_flag=True, help="Keep the sources in sync as well.")
+@debounce_option
+@max_delay_option
+@click.option(
+    "--allow-no-token",
+    is_flag=True,
+    help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
+)
+def serve(
+    host: str,
+    port: int,
+    allow_roots: Sequence[str],
+    watch_sources: bool,
+    debounce: float,
+    max_delay: float,
+    allow_no_token: bool,
+    **flags: Any,
+) -> None:
+    """Serve the REST API and the search page (and own the data dir while running).
+
+    With CHROMASYNC_API_TOKEN set, every route but /health and the page shell needs
+    `Authorization: Bearer <token>`.
+    """
+    from ..owner.service import Service
+
+    token = _token()
+    if not _loopback(host) and not token and not allow_no_token:
+        raise click.UsageError(
+            f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
+            "(or pass --allow-no-token)"
+        )
+    with reported_errors():
+        rest = _import_rest()
+        settings = settings_from_flags(**flags)
+        owner = find_owner(settings.data_dir)
+        if owner is not None:
+            raise LockError(
+                f"the data dir {str(settings.data_dir)!r} is owned by {owner.describe()}; "
+                "use that one (or stop it first)"
+            )
+        tcp = rest.bind_tcp(host, port)
+        shown_host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        url = f"http://{shown_host}:{tcp.getsockname()[1]}"
+        roots = [Path(r) for r in allow_roots]
+        if settings.config_file is not None:
+            roots += list(settings.config_file.allow_roots)
+        with Service(settings, "serve", url=url, allow_roots=roots, on_finish=_report) as service:
+            unix = rest.bind_unix(service.socket)
+            watcher = None
+            if watch_sources:
+                watcher = _start_watcher(service, service.source_specs(), debounce, max_delay)
+            app = rest.create_app(service, token=token, allowed_hosts=_allowed_hosts(host))
+            stderr_console().print(
+                f"chromasync serve: {url} (search page at /, API docs at /docs); "
+                f"owns {settings.data_dir}; token {'required' if token else 'not set'}"
+                + ("; watching sources" if watcher else "")
+            )
+            try:
+                rest.run_server(app, [tcp, unix])
+            except KeyboardInterrupt:
+                pass
+            finally:
+                if watcher is not None:
+                    watcher.stop()
+    stderr_console().print("chromasync serve: stopped")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(file_okay=False, exists=True))
+@store_options
+@click.option("--source", "labels", multiple=True, help="Watch only this known source.")
+@debounce_option
+@max_delay_option
+def watch(
+    paths: Sequence[str], labels: Sequence[str], debounce: float, max_delay: float, **flags: Any
+) -> None:
+    """Keep sources in sync as their files change, until Ctrl-C.
+
+    Watches each PATH (one source per folder), or the sources indexed before. Other
+    commands reach the index through this process while it runs.
+    """
+    from ..owner.service import Service
+
+    with reported_errors():
+        rest = _import_rest()
+        settings = settings_from_flags(**flags)
+        with Service(
+            settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
+        ) as service:
+            specs = [api.source_for(p) for p in paths] or service.source_specs(labels)
+            if not specs:
+                raise ConfigError("nothing to watch: give a PATH, or ingest a source first")
+            unix = rest.bind_unix(service.socket)
+            watcher = _start_watcher(service, specs, debounce, max_delay)
+            app = rest.create_app(service, token=_token())
+            names = ", ".join(s.label for s in specs)
+            stderr_console().print(f"chromasync watch: watching {names}; Ctrl-C to stop")
+            try:
+                rest.run_server(app, [unix])
+            except KeyboardInterrupt:
+                pass
+            finally:
+                watcher.stop()
+    stderr_console().print("chromasync watch: stopped")
+
+
+@click.command("mcp")
+@store_options
+def mcp_command(**flags: Any) -> None:
+    """Serve the Model Context Protocol over stdio (tools: search, list_sources,
+    get_document, reindex)."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        from ..mcp import run_stdio
+
+        run_stdio(settings, reload=lambda: settings_from_flags(**flags))
+
+
+__all__ = ["mcp_command", "serve", "watch"]

@@ -1,0 +1,1 @@
+"""Configuration: settings, the config file's schema and parsing, declared sources."""

@@ -1,0 +1,284 @@
+"""Settings: one function resolves them, flag over environment over config file over default.
+
+`resolve_settings(flags, environ, file)` is pure: it takes the environment and the parsed
+config file (`ConfigFile`, loaded by `configfile.load_config_file`) as parameters and
+records where each value came from, for `chromasync config show`. Secrets (the Chroma
+token, API keys) come only from flags or the environment and are never printed.
+
+The config file is found by `find_config_file`: the `--config` flag, else
+`CHROMASYNC_CONFIG`, else `chromasync.yaml` in the current folder; nowhere else.
+
+Collections (`collections` setting):
+
+* `per-kind` (the default): each source kind has its own collection, named
+  `<collection>-<kind>` (`chromasync-notes`, `chromasync-docs`), so a kind's records can be
+  dropped with one call. Search covers every collection named `<collection>` or
+  `<collection>-*`.
+* `shared`: every source writes into `<collection>`; `source_kind` in each record's metadata
+  tells them apart.
+
+A source may name its own `collection` in the config file; that always wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+DEFAULT_DATA_DIR = ".chromasync"
+DEFAULT_COLLECTION = "chromasync"
+CONFIG_FILE_NAME = "chromasync.yaml"
+CONFIG_ENV = "CHROMASYNC_CONFIG"
+SECRET_FIELDS = frozenset({"chroma_token", "api_key", "embedding_api_key"})
+COLLECTION_MODES = ("per-kind", "shared")
+DEFAULT_PRIVACY_KEYS = ("private",)
+#: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
+CLOUD_KEY_ENV = "CHROMA_API_KEY"
+
+#: field -> (environment variable(s), the first one set wins; default)
+_FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
+    "data_dir": ("CHROMASYNC_DATA_DIR", DEFAULT_DATA_DIR),
+    "collection": ("CHROMASYNC_COLLECTION", DEFAULT_COLLECTION),
+    "collections": ("CHROMASYNC_COLLECTIONS", "per-kind"),
+    "provider": ("CHROMASYNC_EMBEDDING_PROVIDER", "local"),
+    "model": ("CHROMASYNC_EMBEDDING_MODEL", None),
+    "chroma_url": ("CHROMASYNC_CHROMA_URL", None),
+    "chroma_token": ("CHROMASYNC_CHROMA_TOKEN", None),
+    "tenant": ("CHROMASYNC_CHROMA_TENANT", None),
+    "database": ("CHROMASYNC_CHROMA_DATABASE", None),
+    "chroma_timeout": ("CHROMASYNC_CHROMA_TIMEOUT", 60.0),
+    "chroma_retries": ("CHROMASYNC_CHROMA_RETRIES", 6),
+    "embedding_url": ("CHROMASYNC_EMBEDDING_URL", None),
+    "embedding_api_key": (
+        ("CHROMASYNC_EMBEDDING_API_KEY", "CHROMASYNC_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        None,
+    ),
+    "embedding_dimension": ("CHROMASYNC_EMBEDDING_DIMENSION", None),
+    "max_file_bytes": ("CHROMASYNC_MAX_FILE_BYTES", 8 * 1024 * 1024),
+    "cache_max_entries": ("CHROMASYNC_CACHE_MAX_ENTRIES", 500_000),
+    "cache_dir": ("CHROMASYNC_CACHE_DIR", None),
+    "chunk_max_tokens": ("CHROMASYNC_CHUNK_MAX_TOKENS", None),
+    "date_fields": ("CHROMASYNC_DATE_FIELDS", "date,published_at"),
+    "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
+    "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
+    "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
+}
+_INTS = {
+    "max_file_bytes",
+    "cache_max_entries",
+    "chunk_max_tokens",
+    "embedding_dimension",
+    "chroma_retries",
+    "keyword_refresh_s",
+}
+_FLOATS = {"chroma_timeout", "duplicate_threshold"}
+#: Settings that only the config file (or a flag, for Python callers) can set.
+_FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
+#: Where a secret setting comes from instead of the config file.
+SECRET_ENV = {
+    "chroma_token": "CHROMASYNC_CHROMA_TOKEN",
+    "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FileValue:
+    """One setting read from the config file, with the line it came from."""
+
+    value: Any
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """A parsed, validated config file (see `configfile.load_config_file`).
+
+    `settings` maps Settings field names to values; `sources` are the declared sources,
+    already validated (`configfile.SourceEntry`), with paths resolved against the file's
+    folder.
+    """
+
+    path: Path
+    settings: Mapping[str, FileValue] = field(default_factory=dict)
+    sources: tuple[Any, ...] = ()
+    sources_file: Path | None = None
+    found_by: str = ""  # "--config", "CHROMASYNC_CONFIG" or "current folder"
+    allow_roots: tuple[Path, ...] = ()  # `serve.allow_roots`: where clients may add sources
+    inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of each file read to make it
+
+    def origin(self, line: int) -> str:
+        return f"file {self.path}:{line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+    collection: str = DEFAULT_COLLECTION
+    collections: str = "per-kind"
+    provider: str = "local"
+    model: str | None = None
+    chroma_url: str | None = None
+    chroma_token: str | None = field(default=None, repr=False)
+    tenant: str | None = None
+    database: str | None = None
+    chroma_timeout: float = 60.0
+    chroma_retries: int = 6  # attempts per request, first included
+    embedding_url: str | None = None
+    embedding_api_key: str | None = field(default=None, repr=False)
+    embedding_dimension: int | None = None
+    max_file_bytes: int = 8 * 1024 * 1024
+    cache_max_entries: int = 500_000
+    cache_dir: str | None = None
+    chunk_max_tokens: int | None = None
+    date_fields: str = "date,published_at"  # front-matter dates for --after/--before/--sort
+    rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
+    duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
+    keyword_refresh_s: int = 300  # max age of the keyword mirror of a shared collection
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
+    skip_paths: tuple[str, ...] = ()
+    privacy_keys: tuple[str, ...] = DEFAULT_PRIVACY_KEYS
+    config_file: ConfigFile | None = field(default=None, compare=False, repr=False)
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def embedding_options(self) -> dict[str, Any]:
+        options = dict(self.provider_options)
+        if self.model:
+            options.setdefault("model", self.model)
+        if self.cache_dir:
+            options.setdefault("cache_dir", self.cache_dir)
+        if self.embedding_url:
+            options.setdefault("url", self.embedding_url)
+        if self.embedding_api_key:
+            options.setdefault("api_key", self.embedding_api_key)
+        if self.embedding_dimension:
+            options.setdefault("dimension", self.embedding_dimension)
+        return options
+
+    @property
+    def date_field_names(self) -> tuple[str, ...]:
+        return tuple(f.strip() for f in str(self.date_fields).split(",") if f.strip())
+
+    def collection_for(self, kind: str, explicit: str | None = None) -> str:
+        """The collection a source of `kind` writes to (see the module docstring)."""
+        if explicit:
+            return explicit
+        if self.collections == "shared":
+            return self.collection
+        return f"{self.collection}-{kind_slug(kind)}"
+
+    def owns_collection(self, name: str) -> bool:
+        """Whether `name` is one of this configuration's collections (for search)."""
+        return name == self.collection or name.startswith(self.collection + "-")
+
+    def store_location(self) -> str:
+        return self.chroma_url or str(self.data_dir / "chroma")
+
+    def shown(self) -> list[tuple[str, str, str]]:
+        """(name, value, origin) rows for `config show`, secrets masked."""
+        rows = []
+        for name in (*_FIELDS, *_FILE_ONLY):
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                text = ", ".join(value)
+            elif isinstance(value, Mapping):
+                text = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+            else:
+                text = "" if value is None else str(value)
+            if name in SECRET_FIELDS and value:
+                text = "****** (set)"
+            rows.append((name, text, self.origins.get(name, "default")))
+        if self.config_file is not None:
+            rows.append(("config", str(self.config_file.path), self.origins.get("config", "")))
+        return rows
+
+
+def kind_slug(kind: str) -> str:
+    """A source kind as it appears in a collection name: lower case, [a-z0-9_-]."""
+    slug = re.sub(r"[^a-z0-9_-]+", "-", kind.strip().lower()).strip("-_")
+    return slug or "default"
+
+
+def find_config_file(flag: str | Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
+    """The config file to read: `--config`, else `CHROMASYNC_CONFIG`, else ./chromasync.yaml.
+
+    A file named by the flag or the environment must exist; the default one is optional.
+    """
+    named = str(flag) if flag else environ.get(CONFIG_ENV) or None
+    if named:
+        path = Path(named).expanduser()
+        path = path if path.is_absolute() else cwd / path
+        if not path.is_file():
+            how = "--config" if flag else CONFIG_ENV
+            raise ConfigError(f"config file {str(path)!r} (from {how}) does not exist")
+        return path
+    default = cwd / CONFIG_FILE_NAME
+    return default if default.is_file() else None
+
+
+def resolve_settings(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    file: ConfigFile | None = None,
+) -> Settings:
+    """Settings from flags (None means not given), then `CHROMASYNC_*`, then the config
+    file, then defaults; each value's origin is recorded."""
+    flags = flags or {}
+    environ = environ or {}
+    file_values = file.settings if file is not None else {}
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    unknown = set(flags) - set(_FIELDS) - set(_FILE_ONLY)
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    for name, (env_names, default) in _FIELDS.items():
+        names = (env_names,) if isinstance(env_names, str) else env_names
+        env_name = next((n for n in names if environ.get(n)), None)
+        if flags.get(name) is not None:
+            value, origin = flags[name], "flag"
+        elif env_name is not None:
+            value, origin = environ[env_name], f"env {env_name}"
+        elif name in file_values:
+            value, origin = file_values[name].value, file.origin(file_values[name].line)  # type: ignore[union-attr]
+        else:
+            value, origin = default, "default"
+        if name in _INTS | _FLOATS and value is not None:
+            kind = int if name in _INTS else float
+            try:
+                value = kind(value)
+            except (TypeError, ValueError):
+                shown = "****" if name in SECRET_FIELDS else repr(value)
+                raise ConfigError(f"{name} must be a number, got {shown} ({origin})") from None
+        values[name] = value
+        origins[name] = origin
+    url = str(values.get("chroma_url") or "")
+    if url.startswith("chroma-cloud") and not values["chroma_token"] and environ.get(CLOUD_KEY_ENV):
+        values["chroma_token"] = environ[CLOUD_KEY_ENV]
+        origins["chroma_token"] = f"env {CLOUD_KEY_ENV}"
+    for name in _FILE_ONLY:
+        if flags.get(name) is not None:
+            values[name], origins[name] = flags[name], "flag"
+        elif name in file_values:
+            values[name] = file_values[name].value
+            origins[name] = file.origin(file_values[name].line)  # type: ignore[union-attr]
+        else:
+            origins[name] = "default"
+    if values["collections"] not in COLLECTION_MODES:
+        raise ConfigError(
+            f"collections must be one of {', '.join(COLLECTION_MODES)}, got "
+            f"{values['collections']!r} ({origins['collections']})"
+        )
+    values["data_dir"] = Path(values["data_dir"]).expanduser()
+    values["provider_options"] = dict(values.get("provider_options") or {})
+    values["skip_paths"] = tuple(values.get("skip_paths") or ())
+    keys = values.get("privacy_keys")
+    values["privacy_keys"] = (
+        tuple(k.strip().lower() for k in keys) if keys else DEFAULT_PRIVACY_KEYS
+    )
+    if file is not None:
+        origins["config"] = file.found_by
+    return Settings(**values, config_file=file, origins=origins)

@@ -1,0 +1,200 @@
+"""YAML front matter: parsed safely, failing closed, and flattened into Chroma metadata.
+
+Front matter is YAML between `---` fences at the very start of a Markdown file. Any problem
+(syntax, aliases, duplicate keys, unsafe tags, no closing fence, not a mapping) makes the
+file a counted `frontmatter-invalid` skip: a broken block may hide `private: true`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..records import MetaValue
+
+#: Metadata keys chromasync writes itself; front matter cannot override them.
+RESERVED_KEYS = frozenset(
+    {
+        "source",
+        "source_kind",
+        "path",
+        "file_hash",
+        "chunk_hash",
+        "record_hash",
+        "chunk_index",
+        "chunk_count",
+        "heading",
+        "start_line",
+        "end_line",
+        "chunking_version",
+        "embedding_model",
+        "version",
+        "symbol",
+        "language",
+        "document_id",
+        "indexed_commit_sha",
+    }
+)
+MAX_VALUE_CHARS = 4096
+MAX_DEPTH = 3
+_TRUE = {"true", "yes", "on", "1", "y"}
+_FALSE = {"false", "no", "off", "0", "n"}
+_CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*$")
+
+
+class FrontMatterError(ValueError):
+    """The front matter block is present but cannot be trusted."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontMatter:
+    data: Mapping[str, Any]
+    body_start_line: int  # 1-based line after the closing fence
+
+
+@lru_cache(maxsize=1)
+def _strict_loader() -> Any:
+    """SafeLoader that refuses aliases (alias bombs) and duplicate keys (yaml loads lazily:
+    an unchanged re-run never parses front matter)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise FrontMatterError("YAML aliases are not allowed in front matter")
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[tuple[type, Any]] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, list | dict):
+                    raise FrontMatterError("a front matter key is not a scalar")
+                if (type(key), key) in seen:  # 1 and True are equal in Python, not in YAML
+                    raise FrontMatterError(f"duplicate front matter key {key!r}")
+                seen.add((type(key), key))
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+def split_front_matter(text: str) -> FrontMatter | None:
+    """Parse the block at the start of `text` (already BOM-free, LF line endings)."""
+    if not (text.startswith("---\n") or text == "---"):
+        return None
+    lines = text.split("\n")
+    for index in range(1, len(lines)):
+        if _CLOSE.match(lines[index]):
+            block = "\n".join(lines[1:index])
+            break
+    else:
+        raise FrontMatterError("front matter has no closing '---'")
+    import yaml
+
+    try:
+        data = yaml.load(block, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+    except FrontMatterError:
+        raise
+    except yaml.YAMLError as exc:
+        raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrontMatterError("front matter is not a mapping")
+    return FrontMatter(data, index + 2)
+
+
+def is_private(data: Mapping[Any, Any], keys: tuple[str, ...] = ("private",)) -> bool:
+    """True when `private` is true-ish or `publish` false-ish (keys compared case-blind)."""
+    for key, value in data.items():
+        name = str(key).strip().lower()
+        if name in keys and _truthy(value) is True:
+            return True
+        if name == "publish" and _truthy(value) is False:
+            return True
+    return False
+
+
+def _truthy(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return bool(value)
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    return None
+
+
+def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int]:
+    """Chroma-safe metadata from front matter, and how many values were dropped.
+
+    Scalars stay as they are; dates become ISO strings plus `<key>_ts` (epoch seconds, for
+    range filters); lists of scalars become lists of strings (`$contains` works on them);
+    nested mappings flatten to dotted keys; reserved, empty, `$`- or `chroma:`-prefixed
+    keys, binary values and values over 4,096 characters are dropped and counted.
+    """
+    out: dict[str, MetaValue] = {}
+    dropped = 0
+
+    def put(key: str, value: Any, depth: int) -> None:
+        nonlocal dropped
+        if not key or key.startswith(("$", "chroma:")) or key in RESERVED_KEYS:
+            dropped += 1
+            return
+        if isinstance(value, Mapping):
+            if depth >= MAX_DEPTH:
+                dropped += 1
+                return
+            for sub_key, sub_value in value.items():
+                put(f"{key}.{sub_key}", sub_value, depth + 1)
+            return
+        if isinstance(value, list | tuple | set):
+            items = [_scalar(v) for v in value]
+            if any(i is None for i in items) or not items:
+                dropped += 1
+                return
+            out[key] = [str(i) for i in items]
+            return
+        if isinstance(value, dt.datetime | dt.date):
+            moment = (
+                value
+                if isinstance(value, dt.datetime)
+                else dt.datetime(value.year, value.month, value.day)
+            )
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.UTC)
+            out[key] = value.isoformat()
+            out[f"{key}_ts"] = int(moment.timestamp())
+            return
+        scalar = _scalar(value)
+        if scalar is None:
+            dropped += 1
+            return
+        out[key] = scalar
+
+    for raw_key, raw_value in data.items():
+        put(str(raw_key).strip(), raw_value, 0)
+    return out, dropped
+
+
+def _scalar(value: Any) -> str | int | float | bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value if len(value) <= MAX_VALUE_CHARS else None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return None

@@ -1,0 +1,171 @@
+"""Fingerprinting: read a file's bytes once, hash them, decode, and parse front matter.
+
+The same bytes are hashed and chunked. `fstat` before and after the read must agree with
+each other, or the read is retried; a file that keeps changing is a counted skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as stat_mod
+from collections.abc import Mapping
+
+from ..records import Document, FileStat, MetaValue, ReadOutcome, Skip
+from .frontmatter import FrontMatterError, flatten_metadata, is_private, split_front_matter
+from .walk import classify_extension
+
+#: Skip reasons that say nothing about the content: earlier records are kept.
+TRANSIENT_REASONS = frozenset({"changed-during-read", "permission-denied", "not-regular-file"})
+_MAGIC = (
+    b"\x89PNG",
+    b"\x1f\x8b",
+    b"%PDF",
+    b"PK\x03\x04",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"\x7fELF",
+    b"BZh",
+    b"\xfd7zXZ",
+    b"RIFF",
+    b"OggS",
+)
+_ATTEMPTS = 3
+
+
+def read_file(
+    file: FileStat,
+    identity_key: str | None = None,
+    privacy_keys: tuple[str, ...] = ("private",),
+) -> ReadOutcome:
+    """Read, hash and decode one file into a `Document`, or say why it is skipped."""
+    raw: bytes | None = None
+    current = file
+    for _ in range(_ATTEMPTS):
+        try:
+            raw, current = _read_stable(file)
+        except PermissionError as exc:
+            return ReadOutcome(file, None, skip=Skip(file.rel_path, "permission-denied", str(exc)))
+        except _NotRegular:
+            return ReadOutcome(file, None, skip=Skip(file.rel_path, "not-regular-file"))
+        except _Unstable:
+            continue
+        except OSError as exc:
+            return ReadOutcome(
+                file, None, skip=Skip(file.rel_path, "permission-denied", str(exc.strerror))
+            )
+        break
+    if raw is None:
+        return ReadOutcome(file, None, skip=Skip(file.rel_path, "changed-during-read"))
+    file_hash = hashlib.sha256(raw).hexdigest()
+    return decode_document(current, raw, file_hash, identity_key, privacy_keys)
+
+
+def decode_document(
+    file: FileStat,
+    raw: bytes,
+    file_hash: str,
+    identity_key: str | None = None,
+    privacy_keys: tuple[str, ...] = ("private",),
+) -> ReadOutcome:
+    """Pure part of `read_file`: bytes to a normalised `Document` or a `Skip`."""
+
+    def skip(reason: str, detail: str = "") -> ReadOutcome:
+        return ReadOutcome(file, file_hash, skip=Skip(file.rel_path, reason, detail))
+
+    text = _decode(raw)
+    if isinstance(text, Skip):
+        return skip(text.reason)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    kind, language = classify_extension(file.rel_path) or ("text", None)
+    metadata: Mapping[str, MetaValue] = {}
+    dropped = 0
+    body_start = 1
+    identity: str | None = None
+    if kind == "markdown":
+        try:
+            front = split_front_matter(text)
+        except FrontMatterError as exc:
+            return skip("frontmatter-invalid", str(exc))
+        if front is not None:
+            if is_private(front.data, privacy_keys):
+                return skip("private")
+            metadata, dropped = flatten_metadata(front.data)
+            body_start = front.body_start_line
+            if identity_key and front.data.get(identity_key) is not None:
+                identity = str(front.data[identity_key])
+    body = "\n".join(text.split("\n")[body_start - 1 :])
+    if not body.strip() and not (metadata.get("title") or metadata.get("description")):
+        return skip("empty")
+    document = Document(
+        rel_path=file.rel_path,
+        text=text,
+        body_start_line=body_start,
+        file_hash=file_hash,
+        kind=kind,
+        language=language,
+        metadata=metadata,
+        identity=identity,
+    )
+    return ReadOutcome(file, file_hash, document=document, dropped_metadata=dropped)
+
+
+def _decode(raw: bytes) -> str | Skip:
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            text = raw.decode("utf-16")
+        except UnicodeDecodeError:
+            return Skip("", "undecodable")
+        return Skip("", "binary") if "\x00" in text else text.lstrip("\ufeff")
+    if raw.startswith(_MAGIC) or b"\x00" in raw:
+        return Skip("", "binary")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Skip("", "undecodable")
+
+
+class _Unstable(Exception):
+    pass
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _read_stable(file: FileStat) -> tuple[bytes, FileStat]:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file.abs_path, flags)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: it became a symlink
+            raise _NotRegular from exc
+        raise
+    try:
+        before = os.fstat(fd)
+        if not stat_mod.S_ISREG(before.st_mode):
+            raise _NotRegular
+        chunks = []
+        while True:
+            block = os.read(fd, 1 << 20)
+            if not block:
+                break
+            chunks.append(block)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+        raise _Unstable
+    raw = b"".join(chunks)
+    if len(raw) != after.st_size:
+        raise _Unstable
+    return raw, FileStat(
+        file.rel_path,
+        file.abs_path,
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+        after.st_ino,
+    )

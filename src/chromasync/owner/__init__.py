@@ -1,0 +1,1 @@
+"""The long-lived owner of a data dir: service, jobs, its socket client."""

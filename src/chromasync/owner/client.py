@@ -1,0 +1,193 @@
+"""Talk to the process that owns a data dir, over its Unix socket (see `owner`).
+
+When `chromasync serve`, `watch` or `mcp` owns a data dir, other processes must not open its
+embedded store; the CLI's `search` and `ingest` and a second `chromasync mcp` go through the
+owner instead, with this client. It speaks the REST API (sending `CHROMASYNC_API_TOKEN` when
+set) and maps the service's error responses back to chromasync's exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from ..errors import (
+    AccessDenied,
+    ChromasyncError,
+    ConfigError,
+    EmbeddingError,
+    LockError,
+    NotFound,
+    SourceError,
+    StoreError,
+)
+from ..records import Hit
+from ..retrieve import SearchRequest, SearchResult
+from .locate import OwnerInfo
+
+_ERRORS: dict[str, type[ChromasyncError]] = {
+    cls.__name__: cls
+    for cls in (
+        AccessDenied,
+        ConfigError,
+        EmbeddingError,
+        LockError,
+        NotFound,
+        SourceError,
+        StoreError,
+        ChromasyncError,
+    )
+}
+
+
+def hit_from_json(data: Mapping[str, Any]) -> Hit:
+    return Hit(
+        id=str(data["id"]),
+        path=str(data["path"]),
+        source=str(data["source"]),
+        heading=str(data.get("heading", "")),
+        start_line=int(data.get("start_line", 0)),
+        end_line=int(data.get("end_line", 0)),
+        score=float(data.get("score", 0.0)),
+        text=str(data.get("text", "")),
+        collection=str(data.get("collection", "")),
+        metadata=dict(data.get("metadata") or {}),
+    )
+
+
+class OwnerClient:
+    """A client of the owner's REST API over its Unix socket."""
+
+    def __init__(self, owner: OwnerInfo, token: str | None = None, timeout: float = 60.0) -> None:
+        self.owner = owner
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            transport=httpx.HTTPTransport(uds=owner.socket),
+            base_url="http://localhost",
+            headers=headers,
+            timeout=timeout,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> OwnerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise StoreError(
+                f"cannot reach {self.owner.describe()}, which owns this data dir, "
+                f"at {self.owner.socket}: {exc}"
+            ) from exc
+        if response.status_code == 401:
+            raise ConfigError(
+                f"{self.owner.describe()} owns this data dir and requires its API token; "
+                "set CHROMASYNC_API_TOKEN"
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code >= 400:
+            detail = body.get("detail") if isinstance(body, dict) else None
+            cls = _ERRORS.get(str(body.get("error")) if isinstance(body, dict) else "")
+            if cls is None:
+                cls = SourceError if response.status_code < 500 else StoreError
+            raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
+        return body
+
+    def search(self, query: str, k: int = 10, **filters: Any) -> list[Hit]:
+        params: dict[str, Any] = {"q": query, "k": k}
+        params |= {key: value for key, value in filters.items() if value not in (None, [], ())}
+        body = self._call("GET", "/search", params=params)
+        return [hit_from_json(h) for h in body["hits"]]
+
+    def retrieve(self, request: SearchRequest) -> SearchResult:
+        """Run a search request through the owner's `/search` (every option of the CLI)."""
+        f = request.filters
+        params: dict[str, Any] = {
+            "q": request.query,
+            "k": request.k,
+            "mode": request.mode,
+            "source": list(f.sources),
+            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
+            "where_json": json.dumps(f.where_json) if f.where_json else None,
+            "tag": list(f.tags),
+            "tags_all": f.tags_all,
+            "after": f.echo.get("after"),
+            "before": f.echo.get("before"),
+            "date_field": list(f.date_fields),
+            "path": list(f.paths),
+            "phrase": list(f.phrases),
+            "match": [f"{key}={value}" for key, value in f.matches],
+            "collection": list(request.collections),
+            "all_collections": request.all_collections,
+            "per_doc": request.per_doc,
+            "sort": request.sort,
+            "group_by": request.group_by,
+            "rerank": request.rerank,
+        }
+        params = {k: v for k, v in params.items() if v not in (None, [], False)}
+        params["rerank"] = request.rerank
+        body = self._call("GET", "/search", params=params)
+        groups = tuple(
+            (str(g["value"]), tuple(int(i) for i in g["hits"])) for g in body.get("groups", [])
+        )
+        return SearchResult(
+            query=request.query,
+            mode=str(body.get("mode", request.mode)),
+            collections=tuple(body.get("collections", ())),
+            filters=f,
+            hits=tuple(hit_from_json(h) for h in body["hits"]),
+            groups=groups,
+            group_field=body.get("group_by"),
+            reranked=bool(body.get("reranked", False)),
+            warnings=tuple(body.get("warnings", ())),
+        )
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/status")
+        return result
+
+    def sources(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._call("GET", "/sources")
+        return result
+
+    def get_document(self, path: str, source: str | None = None) -> list[Hit]:
+        params = {"path": path} | ({"source": source} if source else {})
+        body = self._call("GET", "/documents", params=params)
+        return [hit_from_json(h) for h in body["chunks"]]
+
+    def reindex(self, labels: Sequence[str] = (), **options: bool) -> dict[str, Any]:
+        job: dict[str, Any] = self._call(
+            "POST", "/reindex", json={"sources": list(labels), **options}
+        )
+        return job
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/jobs/{job_id}")
+        return result
+
+    def wait(self, job_id: str, timeout: float | None = None, poll: float = 0.2) -> dict[str, Any]:
+        """Poll a job until it has finished (or `timeout` passed)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.job(job_id)
+            if job["status"] in ("done", "failed"):
+                return job
+            if deadline is not None and time.monotonic() > deadline:
+                return job
+            time.sleep(poll)
+
+
+__all__ = ["OwnerClient", "hit_from_json"]

@@ -1,0 +1,289 @@
+"""The owner runtime: what a long-running surface holds while it owns a data dir.
+
+`Service` is the API-level object behind `chromasync serve`, `watch` and `mcp`: it takes the
+data dir's lock for the life of the process (`lock.StoreLock(owner=True)`), advertises the
+process in `owner.json` (see `owner`), keeps one embedder (so the model loads once), and runs
+every write (ingests, source removals) on one background worker (`jobs.JobRunner`), one at a
+time. The surfaces stay thin: they parse input, call `Service` or `api`, and render.
+
+    with Service(settings, role="serve", url="http://127.0.0.1:8765") as service:
+        job = service.reindex(["notes"])
+        hits = service.search("grinder", k=5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .. import __version__, api
+from ..config.file import load_config_file
+from ..config.settings import Settings
+from ..embed import Embedder
+from ..errors import ConfigError, LockError
+from ..records import Hit, SourceSpec
+from ..state.lock import StoreLock
+from ..sync.ingest import IngestOptions, Progress
+from .jobs import JobRunner
+from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
+
+log = logging.getLogger(__name__)
+RUN_TIMEOUT = 3600.0
+
+
+class Service:
+    """This process owns `settings.data_dir` while the service is open."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        role: str,
+        *,
+        url: str | None = None,
+        embedder: Embedder | None = None,
+        allow_roots: Sequence[Path] = (),
+        environ: Mapping[str, str] | None = None,
+        on_finish: Callable[[dict[str, Any]], None] | None = None,
+        reload: Callable[[], Settings] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.role = role
+        self.url = url
+        self.allow_roots = tuple(Path(r).expanduser().resolve() for r in allow_roots)
+        self.source_listeners: list[Callable[[SourceSpec], None]] = []
+        self.removal_listeners: list[Callable[[str], None]] = []
+        self._environ = environ
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._on_finish = on_finish
+        self._reload = reload
+        self._lock = StoreLock(settings.data_dir, owner=True, name=f"chromasync {role}")
+        self.info: OwnerInfo | None = None
+        self.jobs: JobRunner | None = None
+
+    # -- life --------------------------------------------------------------------------------
+
+    def open(self) -> Service:
+        try:
+            self._lock.acquire()
+        except LockError:
+            owner = find_owner(self.settings.data_dir)
+            if owner is None:
+                raise
+            raise LockError(
+                f"the data dir {str(self.settings.data_dir)!r} is owned by {owner.describe()}; "
+                "use that one (or stop it first)"
+            ) from None
+        self.info = new_owner(self.settings.data_dir, self.role, self.url)
+        write_owner(self.settings.data_dir, self.info)
+        self.jobs = JobRunner(on_finish=self._on_finish)
+        return self
+
+    def close(self) -> None:
+        if self.jobs is not None:
+            self.jobs.close(timeout=RUN_TIMEOUT)
+            self.jobs = None
+        if self.info is not None:
+            clear_owner(self.settings.data_dir, self.info)
+            self.info = None
+        self._lock.release()
+
+    def __enter__(self) -> Service:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def socket(self) -> str | None:
+        return self.info.socket if self.info else None
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = api.make_embedder_for(self.settings)
+            return self._embedder
+
+    def _runner(self) -> JobRunner:
+        if self.jobs is None:
+            raise LockError("the service is not running")
+        return self.jobs
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def search(self, query: str, **params: Any) -> list[Hit]:
+        return api.search(query, self.settings, embedder=self.embedder, **params)
+
+    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
+        return api.retrieve(request, self.settings, embedder=self.embedder)
+
+    def status(self) -> dict[str, Any]:
+        """The index (sources, files, chunks, last run), this owner, and its jobs."""
+        rows = api.status(self.settings)
+        sources = []
+        for row in rows:
+            item = dataclasses.asdict(row)
+            item.pop("last_summary", None)
+            item["last_finished"] = _iso(row.last_finished_ns)
+            sources.append(item)
+        finished = [r.last_finished_ns for r in rows if r.last_finished_ns]
+        jobs = self.jobs.list() if self.jobs else []
+        return {
+            "version": __version__,
+            "store": self.settings.store_location(),
+            "owner": self.info.as_json() if self.info else None,
+            "totals": {
+                "sources": len(rows),
+                "files": sum(r.files for r in rows),
+                "chunks": sum(r.chunks for r in rows),
+            },
+            "last_run": _iso(max(finished)) if finished else None,
+            "jobs": {
+                "running": sum(j["status"] == "running" for j in jobs),
+                "queued": sum(j["status"] == "queued" for j in jobs),
+            },
+            "sources": sources,
+        }
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The sources registry (configured and indexed), as JSON rows (config read again)."""
+        self._reload_settings()
+        out = []
+        for info in api.list_sources(self.settings):
+            item = dataclasses.asdict(info)
+            item["last_finished"] = _iso(info.last_finished_ns)
+            out.append(item)
+        return out
+
+    def source_specs(self, labels: Sequence[str] = ()) -> list[SourceSpec]:
+        """Specs of the known sources (all, or those labelled) whose folders can be watched."""
+        return api.known_specs(self.settings, labels)
+
+    # -- writing (every write is a job on the one worker) -----------------------------------------
+
+    def default_options(self) -> IngestOptions:
+        return api.default_options(self.settings)
+
+    def reindex(
+        self,
+        labels: Sequence[str] = (),
+        options: IngestOptions | None = None,
+        trigger: str = "api",
+    ) -> dict[str, Any]:
+        """Queue a delta ingest of known sources by label (all when none); the job's state.
+
+        The config file is read again first, so sources declared meanwhile (`chromasync
+        sources add`) are known.
+        """
+        self._reload_settings()
+        labels = tuple(dict.fromkeys(labels))
+        api.select_known(self.settings, labels)  # unknown labels fail now, not in the job
+        options = options or self.default_options()
+
+        def work(progress: Progress) -> list[dict[str, Any]]:
+            summaries = api.ingest_known(
+                self.settings,
+                labels,
+                options,
+                embedder=self.embedder,
+                environ=self._environ,
+                progress=progress,
+                wait=True,
+            )
+            return [s.as_json() for s in summaries]
+
+        shown = labels or tuple(s.label for s in self.source_specs())
+        job = self._runner().submit(shown, work, key=("known", labels, options), trigger=trigger)
+        return self._runner().get(job.id)
+
+    def submit(self, specs: Sequence[SourceSpec], trigger: str) -> str:
+        """Queue a delta ingest of these specs (the watcher's sources); the job id."""
+        specs = list(specs)
+        options = self.default_options()
+
+        def work(progress: Progress) -> list[dict[str, Any]]:
+            summaries = api.ingest(
+                specs,
+                self.settings,
+                options,
+                embedder=self.embedder,
+                environ=self._environ,
+                progress=progress,
+                wait=True,
+            )
+            return [s.as_json() for s in summaries]
+
+        labels = [s.label for s in specs]
+        return self._runner().submit(labels, work, key=("specs", specs), trigger=trigger).id
+
+    def add_source(self, root: Path, label: str | None, kind: str) -> dict[str, Any]:
+        """Add a folder as a source and index it (a job).
+
+        With a config file the source is declared there (`api.add_source`); without one it
+        is indexed as an undeclared source, which the state then remembers.
+        """
+        if self.settings.config_file is not None:
+            entry = api.add_source(self.settings, root, label=label, kind=kind)
+            self._reload_settings()
+            [spec] = api.known_specs(self.settings, [entry.label])
+            job = self.reindex([entry.label], trigger="add-source")
+        else:
+            spec = api.source_for(root, label, kind=kind)
+            clash = {s.label: s for s in api.known_specs(self.settings)}.get(spec.label)
+            if clash is not None and clash.root.resolve() != root.resolve():
+                raise ConfigError(
+                    f"a source labelled {spec.label!r} already exists for another folder; "
+                    "choose another label"
+                )
+            job = self._runner().get(self.submit([spec], "add-source"))
+        for listener in self.source_listeners:
+            listener(spec)
+        return {"source": {"label": spec.label, "root": str(spec.root), "kind": spec.kind}} | {
+            "job": job
+        }
+
+    def remove_source(self, label: str, keep_declaration: bool = False) -> dict[str, Any]:
+        """Delete one source's records and state (and its declaration, unless kept).
+
+        The watcher stops watching it first and its queued runs are dropped; the removal
+        then waits for a running job (the in-process writer lock) and runs here.
+        """
+        for listener in self.removal_listeners:
+            listener(label)
+        self._runner().drop_queued(label)
+        removed = api.remove_source(
+            self.settings, label, keep_declaration=keep_declaration, wait=True
+        )
+        self._reload_settings()
+        return dataclasses.asdict(removed)
+
+    def _reload_settings(self) -> None:
+        """Re-read the sources after a declaration changed (the rest of the settings stay)."""
+        if self._reload is not None:
+            self.settings = self._reload()
+            return
+        current = self.settings.config_file
+        if current is not None and current.found_by != "--sources-file":
+            fresh = load_config_file(current.path, found_by=current.found_by)
+            self.settings = dataclasses.replace(self.settings, config_file=fresh)
+
+
+def _iso(ns: int | None) -> str | None:
+    if ns is None:
+        return None
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="seconds")
+
+
+__all__ = ["Service"]

@@ -1,0 +1,135 @@
+"""Preflight: check the planned writes against the target store's limits, before writing.
+
+Chroma servers advertise a maximum number of records per request (`max_batch_size`, or -1
+for none); Chroma Cloud also caps ID length (128 bytes), document size (16 KiB) and
+metadata keys per record (32). `check_limits` is pure: it takes the planned file changes and
+a `StoreLimits` record and returns what to write, adapted:
+
+* records per write: the advertised maximum; a target that advertises none (-1) gets
+  `DEFAULT_BATCH` per request, noted;
+* metadata keys: chromasync's own keys are always kept; the user's front-matter keys over
+  the limit are dropped, last in sorted order first, and counted (deterministic, so the
+  record hash, computed before trimming, stays stable across runs);
+* a document larger than the limit cannot be stored whole, and chromasync never stores a
+  partial excerpt: its file becomes a counted skip, `too-large-for-store`;
+* an ID over the limit is an error before anything is written (chromasync's IDs are at most
+  64 bytes, see `plan`).
+
+Running in the plan, it reports the same figures in `--dry-run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..corpus.frontmatter import RESERVED_KEYS
+from ..errors import StoreError
+from ..records import ChunkRecord, FileChange, MetaValue, StoreLimits
+
+#: Records per write when the target advertises no maximum (-1).
+DEFAULT_BATCH = 1000
+SKIP_REASON = "too-large-for-store"
+#: Chroma Cloud's documented limits (per record and per write).
+CLOUD_LIMITS = StoreLimits(
+    max_batch=300,
+    max_id_bytes=128,
+    max_document_bytes=16 * 1024,
+    max_metadata_keys=32,
+    name="Chroma Cloud",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    changes: tuple[FileChange, ...]  # what to write, metadata trimmed; oversized files left out
+    oversized: Mapping[str, str]  # rel_path -> why it cannot be stored
+    batch_size: int
+    keys_dropped: int
+    notes: tuple[str, ...] = ()
+
+
+def combine_limits(advertised_batch: int | None, limits: StoreLimits) -> StoreLimits:
+    """`limits` with its batch size lowered to what the server advertises (-1: none)."""
+    if advertised_batch is None or advertised_batch <= 0:
+        return limits
+    if limits.max_batch is None or advertised_batch < limits.max_batch:
+        return replace(limits, max_batch=advertised_batch)
+    return limits
+
+
+def _trim(metadata: Mapping[str, MetaValue], max_keys: int) -> tuple[dict[str, MetaValue], int]:
+    if len(metadata) <= max_keys:
+        return dict(metadata), 0
+    ours = [k for k in metadata if k in RESERVED_KEYS]
+    theirs = sorted(k for k in metadata if k not in RESERVED_KEYS)
+    keep = set(ours) | set(theirs[: max(0, max_keys - len(ours))])
+    return {k: v for k, v in metadata.items() if k in keep}, len(metadata) - len(keep)
+
+
+def check_limits(
+    changes: Sequence[FileChange], limits: StoreLimits, default_batch: int = DEFAULT_BATCH
+) -> Preflight:
+    """The planned `changes` adapted to `limits`; raises `StoreError` when they cannot be."""
+    notes: list[str] = []
+    if limits.max_batch is None or limits.max_batch <= 0:
+        batch = default_batch
+        notes.append(
+            f"{limits.name} advertises no maximum batch size; writing {batch} records per request"
+        )
+    else:
+        batch = limits.max_batch
+    written = [r for c in changes for r in (*c.to_embed, *c.to_rewrite)]
+    if limits.max_id_bytes is not None:
+        longest = max((len(r.id.encode("utf-8")) for r in written), default=0)
+        if longest > limits.max_id_bytes:
+            raise StoreError(
+                f"{limits.name} accepts IDs of at most {limits.max_id_bytes} bytes, but "
+                f"chromasync's are {longest}; use another store"
+            )
+    oversized: dict[str, str] = {}
+    if limits.max_document_bytes is not None:
+        for change in changes:
+            biggest = max((len(r.document.encode("utf-8")) for r in change.records), default=0)
+            if biggest > limits.max_document_bytes:
+                oversized[change.rel_path] = (
+                    f"a chunk of {biggest} bytes; {limits.name} accepts at most "
+                    f"{limits.max_document_bytes} bytes per document"
+                )
+    dropped = 0
+    kept: list[FileChange] = []
+    for change in changes:
+        if change.rel_path in oversized:
+            continue
+        if limits.max_metadata_keys is None:
+            kept.append(change)
+            continue
+        writes = {r.id for r in (*change.to_embed, *change.to_rewrite)}
+        trimmed: dict[str, ChunkRecord] = {}
+        for record in change.records:
+            metadata, count = _trim(record.metadata, limits.max_metadata_keys)
+            trimmed[record.id] = replace(record, metadata=metadata) if count else record
+            if record.id in writes:
+                dropped += count
+        kept.append(
+            replace(
+                change,
+                records=tuple(trimmed[r.id] for r in change.records),
+                to_embed=tuple(trimmed.get(r.id, r) for r in change.to_embed),
+                to_rewrite=tuple(trimmed.get(r.id, r) for r in change.to_rewrite),
+            )
+        )
+    if dropped:
+        notes.append(
+            f"{limits.name} accepts at most {limits.max_metadata_keys} metadata keys per "
+            f"record; dropped {dropped} front-matter key(s) over the limit"
+        )
+    if oversized:
+        notes.append(
+            f"{len(oversized)} file(s) have a chunk larger than {limits.name} accepts; "
+            f"skipped as {SKIP_REASON}"
+        )
+    return Preflight(tuple(kept), oversized, batch, dropped, tuple(notes))
+
+
+__all__ = ["CLOUD_LIMITS", "DEFAULT_BATCH", "SKIP_REASON", "Preflight", "check_limits"]

@@ -1,0 +1,225 @@
+"""Planning: pure decisions about what to read, embed, rewrite and delete.
+
+Record IDs are deterministic and at most 64 bytes:
+
+    <sha256(source)[:8]>-<sha256(document key)[:16]>-<chunk_hash[:16]>-<n>
+
+where the document key is the path relative to the source root (or the value of the
+source's identity key in front matter, when configured), `chunk_hash` is the sha256 of the
+normalised embedding input, and `n` counts identical chunks within one document. An edit
+therefore changes the IDs of the edited chunks only: the others keep their IDs and vectors
+and get their metadata (line numbers, version) rewritten, never re-embedded.
+
+Nothing here touches the disk, the clock or the environment: the caller passes `now_ns`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..corpus.frontmatter import RESERVED_KEYS
+from ..corpus.read import TRANSIENT_REASONS
+from ..errors import SourceError
+from ..records import (
+    CHUNKING_VERSION,
+    Chunk,
+    ChunkRecord,
+    Discovery,
+    Document,
+    FileChange,
+    FileStat,
+    FileState,
+    MetaValue,
+    Scalar,
+)
+
+#: A file modified within this window before its manifest row was written may have been
+#: rewritten in the same timestamp tick ("racily clean", as git calls it): it is re-hashed.
+#: Besides, the fast path compares ctime and inode as git does: a rewrite that restores
+#: size and mtime still moves ctime, which no user call can set back.
+RACY_WINDOW_NS = 1_000_000_000
+#: Deleting more than this share of a source's files (and more than `MASS_DELETE_MIN`)
+#: needs an explicit `allow_mass_delete`.
+MASS_DELETE_SHARE = 0.5
+MASS_DELETE_MIN = 20
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def normalise_for_hash(text: str) -> str:
+    """The form of an embedding input that is hashed and embedded: no trailing spaces."""
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+
+
+def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
+    return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordContext:
+    """What every record of one source's run shares."""
+
+    source: str
+    source_kind: str
+    embedding_model: str
+    static_metadata: Mapping[str, Scalar] = field(default_factory=dict)
+    extra_metadata: Mapping[str, Scalar] = field(default_factory=dict)  # e.g. commit sha
+
+
+def build_records(
+    doc: Document, chunks: Sequence[Chunk], version: int, ctx: RecordContext
+) -> tuple[ChunkRecord, ...]:
+    """The records to store for one document: IDs, texts and metadata (ours win)."""
+    key = doc.identity or doc.rel_path
+    seen: dict[str, int] = {}
+    records: list[ChunkRecord] = []
+    for index, chunk in enumerate(chunks):
+        embed_text = normalise_for_hash(chunk.embed_text)
+        chunk_hash = _sha(embed_text)
+        occurrence = seen.get(chunk_hash, 0)
+        seen[chunk_hash] = occurrence + 1
+        metadata: dict[str, MetaValue] = {}
+        metadata.update(doc.metadata)
+        metadata.update({k: v for k, v in ctx.static_metadata.items() if k not in RESERVED_KEYS})
+        metadata.update(ctx.extra_metadata)
+        metadata.update(
+            {
+                "source": ctx.source,
+                "source_kind": ctx.source_kind,
+                "path": doc.rel_path,
+                "file_hash": doc.file_hash,
+                "chunk_hash": chunk_hash,
+                "chunk_index": index,
+                "chunk_count": len(chunks),
+                "heading": chunk.heading,
+                "start_line": chunk.start_line,
+                "end_line": chunk.end_line,
+                "chunking_version": CHUNKING_VERSION,
+                "embedding_model": ctx.embedding_model,
+                "version": version,
+            }
+        )
+        if chunk.language or doc.language:
+            metadata["language"] = chunk.language or doc.language or ""
+        if chunk.symbol:
+            metadata["symbol"] = chunk.symbol
+        if doc.identity:
+            metadata["document_id"] = doc.identity
+        record_hash = _sha(
+            json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
+            + "\x00"
+            + chunk.text
+        )
+        metadata["record_hash"] = record_hash
+        records.append(
+            ChunkRecord(
+                id=record_id(ctx.source, key, chunk_hash, occurrence),
+                chunk_hash=chunk_hash,
+                record_hash=record_hash,
+                document=chunk.text,
+                embed_text=embed_text,
+                metadata=metadata,
+            )
+        )
+    return tuple(records)
+
+
+@dataclass(frozen=True, slots=True)
+class Triage:
+    """Files sorted by what they need, from stat alone."""
+
+    unchanged: tuple[str, ...]
+    remembered_skips: Mapping[str, str]  # path -> reason, unchanged since it was skipped
+    to_read: tuple[FileStat, ...]
+    gone: tuple[str, ...]  # in the manifest, no longer in the source
+
+
+def is_racy(state: FileState) -> bool:
+    return state.mtime_ns + RACY_WINDOW_NS >= state.checked_ns
+
+
+def triage(
+    discovery: Discovery, manifest: Mapping[str, FileState], checksum: bool = False
+) -> Triage:
+    """Compare stat with the manifest. `checksum` reads every file (like rsync -c)."""
+    unchanged: list[str] = []
+    skips: dict[str, str] = {}
+    to_read: list[FileStat] = []
+    for file in discovery.files:
+        known = manifest.get(file.rel_path)
+        if (
+            known is not None
+            and not checksum
+            and (known.size, known.mtime_ns, known.ctime_ns, known.inode)
+            == (file.size, file.mtime_ns, file.ctime_ns, file.inode)
+            and not is_racy(known)
+        ):
+            if known.skip_reason:
+                skips[file.rel_path] = known.skip_reason
+            else:
+                unchanged.append(file.rel_path)
+        else:
+            to_read.append(file)
+    present = {f.rel_path for f in discovery.files}
+    kept = {s.rel_path for s in discovery.skipped if s.reason in TRANSIENT_REASONS}
+    protected = tuple(d + "/" for d in discovery.unreadable_dirs)
+    gone = [
+        path
+        for path in manifest
+        if path not in present
+        and path not in kept
+        and not any(path.startswith(p) or p == "/" for p in protected)
+    ]
+    return Triage(tuple(unchanged), skips, tuple(to_read), tuple(sorted(gone)))
+
+
+def plan_file(
+    stat: FileStat,
+    doc: Document,
+    chunks: Sequence[Chunk],
+    previous: FileState | None,
+    ctx: RecordContext,
+) -> FileChange:
+    """The writes that bring one file's records from `previous` to `doc`'s chunks."""
+    if previous is None or not previous.records:
+        version = (previous.version + 1) if previous is not None else 1
+    elif previous.file_hash == doc.file_hash:
+        version = previous.version
+    else:
+        version = previous.version + 1
+    records = build_records(doc, chunks, version, ctx)
+    before = {r.id: r for r in previous.records} if previous else {}
+    to_embed = tuple(r for r in records if r.id not in before)
+    to_rewrite = tuple(
+        r for r in records if r.id in before and before[r.id].record_hash != r.record_hash
+    )
+    wanted = {r.id for r in records}
+    to_delete = tuple(sorted(i for i in before if i not in wanted))
+    return FileChange(
+        rel_path=stat.rel_path,
+        stat=stat,
+        file_hash=doc.file_hash,
+        version=version,
+        records=records,
+        to_embed=to_embed,
+        to_rewrite=to_rewrite,
+        to_delete=to_delete,
+        is_new=previous is None or bool(previous.skip_reason),
+    )
+
+
+def check_deletions(known_files: int, gone_files: int, allow_mass_delete: bool, label: str) -> None:
+    """Refuse to delete most of a source without an explicit flag."""
+    if allow_mass_delete or gone_files <= MASS_DELETE_MIN:
+        return
+    if gone_files > known_files * MASS_DELETE_SHARE:
+        raise SourceError(
+            f"source {label!r}: {gone_files} of {known_files} indexed files are gone from "
+            "disk; refusing to delete most of the source (is a mount missing?). Pass "
+            "--allow-mass-delete to delete them."
+        )

@@ -1,0 +1,200 @@
+"""One writer per data dir: a kernel lock (`fcntl.flock`) on `<data dir>/lock`.
+
+The kernel drops the lock when its holder dies, even by SIGKILL, so there is no stale-lock
+cleanup. The file holds the holder's pid and command line, to name it in the refusal.
+Whoever takes the lock may change the state, so taking it deletes the fast path's snapshots
+of unchanged re-runs (`snapshots.invalidate`) before anything else happens.
+
+Inside one process the lock is shared: the first `StoreLock` of a data dir takes the kernel
+lock, later ones in the same process only take an in-process writer lock, so that a
+long-running owner (`chromasync serve`, `chromasync watch`) can hold the data dir for its
+whole life (`StoreLock(..., owner=True)`) while its own threads run ingests one at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from ..errors import LockError
+from .snapshots import LOCK_FILE, invalidate
+
+
+@dataclass
+class _Held:
+    """This process's hold on one data dir."""
+
+    fd: int | None = None
+    refs: int = 0
+    writer: threading.Lock = field(default_factory=threading.Lock)
+    writer_name: str = ""
+
+
+_GUARD = threading.Lock()
+_HELD: dict[str, _Held] = {}
+
+
+class StoreLock:
+    """The data dir's lock. `owner=True` holds it for the process without taking the writer."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        wait: bool = False,
+        timeout: float | None = None,
+        *,
+        owner: bool = False,
+        name: str = "",
+    ) -> None:
+        self.path = data_dir / LOCK_FILE
+        self.wait = wait
+        self.timeout = timeout
+        self.owner = owner
+        self.name = name or "an ingest"
+        self._key = ""
+        self._acquired = False
+        self._writing = False
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._key = str(self.path.resolve())
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        with _GUARD:
+            held = _HELD.setdefault(self._key, _Held())
+        if not self.owner:
+            self._take_writer(held, deadline)
+        try:
+            with _GUARD:
+                if held.fd is None:
+                    held.fd = self._take_kernel_lock(deadline)
+                held.refs += 1
+        except BaseException:
+            if self._writing:
+                held.writer.release()
+                self._writing = False
+            raise
+        self._acquired = True
+
+    def _take_writer(self, held: _Held, deadline: float | None) -> None:
+        if self.wait:
+            left = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            got = held.writer.acquire(timeout=left)
+        else:
+            got = held.writer.acquire(blocking=False)
+        if not got:
+            raise LockError(
+                f"the data dir {str(self.path.parent)!r} is in use by {held.writer_name} "
+                "in this process; wait for it to finish, or pass --wait"
+            )
+        held.writer_name = self.name
+        self._writing = True
+
+    def _take_kernel_lock(self, deadline: float | None) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                owner = _long_running_owner(self.path.parent, holder)
+                if owner:  # it runs until stopped: waiting would wait forever
+                    os.close(fd)
+                    raise LockError(
+                        f"the data dir {str(self.path.parent)!r} is owned by {owner}, which "
+                        "runs until stopped; go through it (its REST API, or the CLI's "
+                        "search and ingest, which use it) or stop it first"
+                    ) from None
+                if not self.wait or (deadline is not None and time.monotonic() > deadline):
+                    os.close(fd)
+                    raise LockError(
+                        f"the data dir {str(self.path.parent)!r} is in use by {holder}; "
+                        "wait for it to finish, or pass --wait"
+                    ) from None
+                time.sleep(0.1)
+        invalidate(str(self.path.parent))
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:300]}\n".encode())
+        return fd
+
+    def release(self) -> None:
+        if not self._acquired:
+            return
+        self._acquired = False
+        with _GUARD:
+            held = _HELD[self._key]
+            held.refs -= 1
+            if held.refs == 0 and held.fd is not None:
+                os.ftruncate(held.fd, 0)
+                fcntl.flock(held.fd, fcntl.LOCK_UN)
+                os.close(held.fd)
+                held.fd = None
+        if self._writing:
+            self._writing = False
+            held.writer.release()
+
+    def __enter__(self) -> StoreLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def lock_holder(data_dir: Path) -> str | None:
+    """Who holds the data dir's lock in another process ("pid N: command"), or None if free."""
+    path = data_dir / LOCK_FILE
+    if not path.exists():
+        return None
+    with _GUARD:
+        held = _HELD.get(str(path.resolve()))
+        if held is not None and held.fd is not None:
+            return f"pid {os.getpid()} (this process)"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 400).decode("utf-8", "replace").strip()
+            return text or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _long_running_owner(data_dir: Path, holder: str) -> str | None:
+    """The holder as "`chromasync serve` (pid N) at URL" when it is a long-running owner."""
+    try:
+        with open(data_dir / "owner.json", encoding="utf-8") as handle:
+            info = json.load(handle)
+        pid, role, url = int(info["pid"]), str(info["role"]), info.get("url")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if f"pid {pid}:" not in holder:
+        return None
+    return f"`chromasync {role}` (pid {pid})" + (f" at {url}" if url else "")
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 400).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    return f"another process ({text})" if text else "another process"

@@ -1,0 +1,439 @@
+"""Local state: the per-source manifest and the keyword index, in one SQLite file.
+
+`state.sqlite3` in the data dir holds, per (collection, source):
+
+* `sources`: the source's root, embedding model, chunking version, and run status. A run
+  sets `status = 'running'` before its first write to the store and `'clean'` after its
+  last; a run that finds `'running'` knows the previous one died and reconciles the
+  manifest against the collection before trusting it.
+* `files`: relative path -> size, mtime_ns, sha256, version, when it was last confirmed,
+  and the records written for it (id, chunk hash, record hash).
+* `chunks` with its FTS5 index `keyword`: the text of every record, for BM25 and
+  for filters that run locally. Rows are replaced in the same transaction as the manifest
+  row of their file, so the keyword index never disagrees with the manifest.
+
+Every write is one transaction. A file that is not a readable database of this schema is
+moved aside (`state.sqlite3.corrupt-<time>`) with a warning and rebuilt from the collection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..records import MANIFEST_SCHEMA, ChunkRecord, FileState, RecordRef
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "state.sqlite3"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+    collection TEXT NOT NULL,
+    source TEXT NOT NULL,
+    root TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    embedding_model TEXT NOT NULL,
+    chunking_version INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    last_started_ns INTEGER,
+    last_finished_ns INTEGER,
+    last_outcome TEXT,
+    last_summary TEXT,
+    PRIMARY KEY (collection, source)
+);
+CREATE TABLE IF NOT EXISTS files (
+    collection TEXT NOT NULL,
+    source TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    file_hash TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    checked_ns INTEGER NOT NULL,
+    records TEXT NOT NULL,
+    skip_reason TEXT NOT NULL DEFAULT '',
+    ctime_ns INTEGER NOT NULL DEFAULT 0,
+    inode INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (collection, source, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    collection TEXT NOT NULL,
+    source TEXT NOT NULL,
+    path TEXT NOT NULL,
+    heading TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    UNIQUE (collection, id)
+);
+CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);
+"""
+#: The FTS5 index over a `chunks` table, kept in step by triggers (the keyword mirror of
+#: `retrieve.mirror` uses the same definition).
+KEYWORD_INDEX_SQL = """
+CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(
+    text, heading, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO keyword(rowid, text, heading) VALUES (new.rowid, new.text, new.heading);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO keyword(keyword, rowid, text, heading)
+    VALUES ('delete', old.rowid, old.text, old.heading);
+END;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    collection: str
+    source: str
+    root: str
+    kind: str
+    embedding_model: str
+    chunking_version: int
+    status: str
+    last_started_ns: int | None
+    last_finished_ns: int | None
+    last_outcome: str | None
+    last_summary: Mapping[str, Any] | None
+
+
+class State:
+    """The SQLite state of one data dir. Not shared between processes (see `lock`)."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self._db = db
+        self.path = path
+
+    @classmethod
+    def open(cls, data_dir: Path) -> State:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path = data_dir / STATE_FILE
+        try:
+            return cls(_connect(path), path)
+        except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+            aside = path.with_name(f"{STATE_FILE}.corrupt-{os.getpid()}-{_now_ns()}")
+            log.warning(
+                "state file %s is unusable (%s); moved to %s and rebuilding from the collection",
+                path,
+                exc,
+                aside.name,
+            )
+            for suffix in ("", "-wal", "-shm"):
+                candidate = Path(str(path) + suffix)
+                if candidate.exists():
+                    os.replace(candidate, Path(str(aside) + suffix))
+            return cls(_connect(path), path)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- sources -----------------------------------------------------------------------
+
+    def source(self, collection: str, source: str) -> SourceRow | None:
+        row = self._db.execute(
+            "SELECT * FROM sources WHERE collection = ? AND source = ?", (collection, source)
+        ).fetchone()
+        return _source_row(row) if row else None
+
+    def sources(self) -> list[SourceRow]:
+        rows = self._db.execute("SELECT * FROM sources ORDER BY collection, source")
+        return [_source_row(r) for r in rows]
+
+    def begin_run(
+        self,
+        collection: str,
+        source: str,
+        root: str,
+        kind: str,
+        embedding_model: str,
+        chunking_version: int,
+    ) -> None:
+        """Mark the source as being written; committed before any write to the store."""
+        with self._db:
+            self._db.execute(
+                "INSERT INTO sources (collection, source, root, kind, embedding_model, "
+                "chunking_version, status, last_started_ns) VALUES (?, ?, ?, ?, ?, ?, "
+                "'running', ?) ON CONFLICT (collection, source) DO UPDATE SET root = "
+                "excluded.root, kind = excluded.kind, embedding_model = "
+                "excluded.embedding_model, chunking_version = excluded.chunking_version, "
+                "status = 'running', last_started_ns = excluded.last_started_ns",
+                (collection, source, root, kind, embedding_model, chunking_version, _now_ns()),
+            )
+
+    def finish_run(
+        self, collection: str, source: str, outcome: str, summary: Mapping[str, Any]
+    ) -> None:
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET status = CASE WHEN ? = 'ok' THEN 'clean' ELSE status END, "
+                "last_finished_ns = ?, last_outcome = ?, last_summary = ? "
+                "WHERE collection = ? AND source = ?",
+                (outcome, _now_ns(), outcome, json.dumps(summary), collection, source),
+            )
+
+    def record_noop_run(self, collection: str, source: str, summary: Mapping[str, Any]) -> None:
+        """A run that wrote nothing: only its time and figures are kept."""
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET last_started_ns = ?, last_finished_ns = ?, "
+                "last_outcome = 'ok', last_summary = ? WHERE collection = ? AND source = ?",
+                (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
+            )
+
+    def mark_dirty(self, collection: str, source: str) -> None:
+        """Make the next run rebuild this source's manifest from the collection."""
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET status = 'dirty' WHERE collection = ? AND source = ?",
+                (collection, source),
+            )
+
+    def drop_source(self, collection: str, source: str) -> None:
+        with self._db:
+            self._db.execute(
+                "DELETE FROM chunks WHERE collection = ? AND source = ?", (collection, source)
+            )
+            for table in ("files", "sources"):
+                self._db.execute(
+                    f"DELETE FROM {table} WHERE collection = ? AND source = ?",
+                    (collection, source),
+                )
+
+    # -- files -------------------------------------------------------------------------
+
+    def files(
+        self, collection: str, source: str, with_records: bool = True
+    ) -> dict[str, FileState]:
+        """The manifest of a source; without records, `FileState.records` is empty."""
+        columns = "records" if with_records else "'[]'"
+        rows = self._db.execute(
+            "SELECT path, size, mtime_ns, file_hash, version, checked_ns, "
+            f"{columns}, skip_reason, ctime_ns, inode "
+            "FROM files WHERE collection = ? AND source = ?",
+            (collection, source),
+        )
+        return {r[0]: _file_state(r) for r in rows}
+
+    def record_total(self, collection: str, source: str) -> int:
+        """How many records the manifest holds for a source (without parsing them)."""
+        (total,) = self._db.execute(
+            "SELECT COALESCE(SUM(json_array_length(records)), 0) FROM files "
+            "WHERE collection = ? AND source = ?",
+            (collection, source),
+        ).fetchone()
+        return int(total)
+
+    def commit_files(
+        self,
+        collection: str,
+        source: str,
+        states: Sequence[FileState],
+        records: Mapping[str, Sequence[ChunkRecord]],
+    ) -> None:
+        """Write manifest rows and replace their keyword rows, in one transaction."""
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(collection, source, *_file_row(s)) for s in states],
+            )
+            for state in states:
+                self._replace_chunks(
+                    collection, source, state.rel_path, records.get(state.rel_path)
+                )
+
+    def touch_files(self, collection: str, source: str, states: Sequence[FileState]) -> None:
+        """Update the stat fields and confirmation time of files whose content is unchanged."""
+        with self._db:
+            self._db.executemany(
+                "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ?, ctime_ns = ?, "
+                "inode = ? WHERE collection = ? AND source = ? AND path = ?",
+                [
+                    (
+                        s.size,
+                        s.mtime_ns,
+                        s.checked_ns,
+                        s.ctime_ns,
+                        s.inode,
+                        collection,
+                        source,
+                        s.rel_path,
+                    )
+                    for s in states
+                ],
+            )
+
+    def remove_files(self, collection: str, source: str, paths: Iterable[str]) -> None:
+        with self._db:
+            for path in paths:
+                self._db.execute(
+                    "DELETE FROM files WHERE collection = ? AND source = ? AND path = ?",
+                    (collection, source, path),
+                )
+                self._replace_chunks(collection, source, path, None)
+
+    def replace_source(
+        self,
+        collection: str,
+        source: str,
+        states: Sequence[FileState],
+        records: Mapping[str, Sequence[ChunkRecord]],
+    ) -> None:
+        """Replace the whole manifest of a source (used when healing from the collection)."""
+        with self._db:
+            self._db.execute(
+                "DELETE FROM files WHERE collection = ? AND source = ?", (collection, source)
+            )
+            self._db.execute(
+                "DELETE FROM chunks WHERE collection = ? AND source = ?", (collection, source)
+            )
+            self._db.executemany(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(collection, source, *_file_row(s)) for s in states],
+            )
+            for path, rows in records.items():
+                self._insert_chunks(collection, source, path, rows)
+
+    def _replace_chunks(
+        self, collection: str, source: str, path: str, rows: Sequence[ChunkRecord] | None
+    ) -> None:
+        self._db.execute(
+            "DELETE FROM chunks WHERE collection = ? AND source = ? AND path = ?",
+            (collection, source, path),
+        )
+        if rows:
+            self._insert_chunks(collection, source, path, rows)
+
+    def _insert_chunks(
+        self, collection: str, source: str, path: str, rows: Sequence[ChunkRecord]
+    ) -> None:
+        self._db.executemany(
+            "INSERT OR REPLACE INTO chunks (id, collection, source, path, heading, text, "
+            "metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    r.id,
+                    collection,
+                    source,
+                    path,
+                    str(r.metadata.get("heading", "")),
+                    r.document,
+                    json.dumps(dict(r.metadata), ensure_ascii=False),
+                )
+                for r in rows
+            ],
+        )
+
+    # -- keyword index (read side, used by retrieval and verify) -----------------------
+
+    def keyword_ids(self, collection: str, source: str | None = None) -> set[str]:
+        if source is None:
+            rows = self._db.execute("SELECT id FROM chunks WHERE collection = ?", (collection,))
+        else:
+            rows = self._db.execute(
+                "SELECT id FROM chunks WHERE collection = ? AND source = ?", (collection, source)
+            )
+        return {r[0] for r in rows}
+
+    def document_chunks(
+        self, path: str, source: str | None = None
+    ) -> list[tuple[str, str, str, str, str, dict[str, Any]]]:
+        """(collection, source, id, heading, text, metadata) of every chunk of `path`, in
+        line order, from every collection."""
+        sql = "SELECT collection, source, id, heading, text, metadata FROM chunks WHERE path = ? "
+        args: list[str] = [path]
+        if source is not None:
+            sql += "AND source = ? "
+            args.append(source)
+        sql += (
+            "ORDER BY collection, source, "
+            "CAST(json_extract(metadata, '$.start_line') AS INTEGER), id"
+        )
+        return [
+            (r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self._db.execute(sql, args)
+        ]
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The raw connection, for read-only queries by retrieval."""
+        return self._db
+
+
+class _SchemaMismatch(Exception):
+    pass
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        row = None
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" in tables:
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None or int(row[0]) != MANIFEST_SCHEMA:
+                raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
+        elif tables:
+            raise _SchemaMismatch("not a chromasync state file")
+        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
+        with db:
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))
+        db.execute("SELECT COUNT(*) FROM sources").fetchone()
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.time_ns()
+
+
+def _file_row(state: FileState) -> tuple[Any, ...]:
+    refs = [[r.id, r.chunk_hash, r.record_hash] for r in state.records]
+    return (
+        state.rel_path,
+        state.size,
+        state.mtime_ns,
+        state.file_hash,
+        state.version,
+        state.checked_ns,
+        json.dumps(refs, separators=(",", ":")),
+        state.skip_reason,
+        state.ctime_ns,
+        state.inode,
+    )
+
+
+def _file_state(row: Sequence[Any]) -> FileState:
+    refs = tuple(RecordRef(*r) for r in json.loads(row[6])) if row[6] != "[]" else ()
+    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], refs, row[7], row[8], row[9])
+
+
+def _source_row(row: Sequence[Any]) -> SourceRow:
+    summary = json.loads(row[10]) if row[10] else None
+    return SourceRow(
+        collection=row[0],
+        source=row[1],
+        root=row[2],
+        kind=row[3],
+        embedding_model=row[4],
+        chunking_version=row[5],
+        status=row[6],
+        last_started_ns=row[7],
+        last_finished_ns=row[8],
+        last_outcome=row[9],
+        last_summary=summary,
+    )

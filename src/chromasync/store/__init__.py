@@ -1,0 +1,1 @@
+"""The vector store: Chroma, and nothing else imports chromadb."""

@@ -1,0 +1,209 @@
+"""Chunk report: what ingest would cut a tree into, without a store or a model.
+
+`build_chunk_report` runs discovery, reading and chunking with the same functions as
+ingest (`discover_source`, `read_file`, `chunk_document`, with the same budget), measures
+every chunk's embedding input (context prefix included) with the model's tokenizer, and
+sums it up per extension and per file. It embeds nothing, opens no store and writes
+nothing; `chromasync chunk-report` renders it (`api.chunk_report` builds it).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..chunk import Budget, chunk_document
+from ..corpus.read import read_file
+from ..corpus.walk import discover_source
+from ..embed.tokens import count_all
+from ..records import SourceSpec
+
+CHUNK_REPORT_SCHEMA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStats:
+    """Sizes of chunks' embedding inputs in word pieces."""
+
+    count: int = 0
+    min: int = 0
+    median: float = 0.0
+    max: int = 0
+
+    @classmethod
+    def of(cls, sizes: Sequence[int]) -> TokenStats:
+        if not sizes:
+            return cls()
+        return cls(len(sizes), min(sizes), float(statistics.median(sizes)), max(sizes))
+
+    def as_json(self) -> dict[str, object]:
+        return {"min": self.min, "median": self.median, "max": self.max}
+
+
+@dataclass(frozen=True, slots=True)
+class FileChunks:
+    """One file's chunks: how many, how large, and the headings or symbols they carry."""
+
+    path: str
+    extension: str
+    kind: str
+    language: str | None
+    sizes: tuple[int, ...]  # each chunk's embedding input, in word pieces
+    labels: tuple[str, ...]  # each chunk's heading path or symbol ("" for none)
+    max_tokens: int
+
+    @property
+    def tokens(self) -> TokenStats:
+        return TokenStats.of(self.sizes)
+
+    @property
+    def over_budget(self) -> int:
+        return sum(s > self.max_tokens for s in self.sizes)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "extension": self.extension,
+            "kind": self.kind,
+            "language": self.language,
+            "chunks": self.tokens.count,
+            "tokens": self.tokens.as_json(),
+            "over_budget": self.over_budget,
+            "sizes": list(self.sizes),
+            "labels": list(self.labels),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionChunks:
+    """Totals over the files of one extension ("" for none)."""
+
+    extension: str
+    files: int
+    tokens: TokenStats
+    over_budget: int = 0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "extension": self.extension,
+            "files": self.files,
+            "chunks": self.tokens.count,
+            "tokens": self.tokens.as_json(),
+            "over_budget": self.over_budget,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkReport:
+    """The chunks a clean ingest of one source would store, summed up."""
+
+    root: str
+    source: str
+    model: str
+    max_tokens: int
+    files: int
+    tokens: TokenStats
+    over_budget: int
+    extensions: tuple[ExtensionChunks, ...]
+    per_file: tuple[FileChunks, ...]
+    skipped: dict[str, int] = field(default_factory=dict)
+    chunk_ms: int = 0  # reading and chunking
+    measure_ms: int = 0  # measuring every chunk again for the report
+
+    def as_json(self, verbose: bool = False) -> dict[str, object]:
+        data: dict[str, object] = {
+            "schema": CHUNK_REPORT_SCHEMA,
+            "root": self.root,
+            "source": self.source,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "files": self.files,
+            "chunks": self.tokens.count,
+            "tokens": self.tokens.as_json(),
+            "over_budget": self.over_budget,
+            "skipped": dict(sorted(self.skipped.items())),
+            "extensions": [e.as_json() for e in self.extensions],
+            "chunk_ms": self.chunk_ms,
+            "measure_ms": self.measure_ms,
+        }
+        if verbose:
+            data["per_file"] = [f.as_json() for f in self.per_file]
+        return data
+
+
+def build_chunk_report(
+    spec: SourceSpec,
+    budget: Budget,
+    *,
+    model: str,
+    max_file_bytes: int,
+    privacy_keys: tuple[str, ...],
+    limit: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> ChunkReport:
+    """Discover, read and chunk `spec` as ingest would; measure and sum up the chunks."""
+    discovery = discover_source(spec, max_file_bytes)
+    files = discovery.files[:limit] if limit else discovery.files
+    skipped = Counter(s.reason for s in discovery.skipped)
+    per_file: list[FileChunks] = []
+    chunk_seconds = measure_seconds = 0.0
+    for file in files:
+        began = clock()
+        outcome = read_file(file, spec.identity_key, privacy_keys)
+        doc = outcome.document
+        if doc is None:
+            skipped[outcome.skip.reason if outcome.skip else "unreadable"] += 1
+            continue
+        chunks = chunk_document(doc, budget)
+        measured = clock()
+        sizes = count_all(budget.meter, [c.embed_text for c in chunks])
+        chunk_seconds += measured - began
+        measure_seconds += clock() - measured
+        per_file.append(
+            FileChunks(
+                path=doc.rel_path,
+                extension=os.path.splitext(doc.rel_path)[1].lower(),
+                kind=doc.kind,
+                language=doc.language,
+                sizes=tuple(sizes),
+                labels=tuple(c.heading or c.symbol or "" for c in chunks),
+                max_tokens=budget.max_tokens,
+            )
+        )
+    return ChunkReport(
+        root=str(spec.root),
+        source=spec.label,
+        model=model,
+        max_tokens=budget.max_tokens,
+        files=len(per_file),
+        tokens=TokenStats.of(_all_sizes(per_file)),
+        over_budget=sum(f.over_budget for f in per_file),
+        extensions=tuple(_by_extension(per_file)),
+        per_file=tuple(per_file),
+        skipped=dict(skipped),
+        chunk_ms=round(chunk_seconds * 1000),
+        measure_ms=round(measure_seconds * 1000),
+    )
+
+
+def _all_sizes(files: Iterable[FileChunks]) -> list[int]:
+    return [s for f in files for s in f.sizes]
+
+
+def _by_extension(files: list[FileChunks]) -> list[ExtensionChunks]:
+    groups: dict[str, list[FileChunks]] = {}
+    for entry in files:
+        groups.setdefault(entry.extension, []).append(entry)
+    return [
+        ExtensionChunks(
+            extension=extension,
+            files=len(members),
+            tokens=TokenStats.of(_all_sizes(members)),
+            over_budget=sum(f.over_budget for f in members),
+        )
+        for extension, members in sorted(groups.items())
+    ]

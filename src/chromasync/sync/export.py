@@ -1,0 +1,93 @@
+"""The desired records of a source, as `ingest --dry-run --output-manifest FILE` writes them.
+
+The file is JSON Lines: one object per record that a clean run would store, with
+
+    {"collection", "source", "id", "path", "start_line", "end_line", "heading",
+     "file_hash", "chunk_hash", "record_hash", "metadata", "text"?}
+
+`text` (the chunk's document) only when asked for: the manifest is meant to be shared and
+diffed, and the chunk text is the corpus itself. Records are computed exactly as ingest
+computes them (discovery, reading, chunking, planning), and nothing is embedded or stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
+
+from ..chunk import Budget, chunk_document
+from ..corpus.read import read_file
+from ..corpus.walk import discover_source
+from ..embed.tokens import TokenMeter
+from ..plan.triage import RecordContext, build_records
+from ..records import FileState, Scalar, SourceSpec
+
+MANIFEST_EXPORT_SCHEMA = 1
+
+
+def desired_records(
+    spec: SourceSpec,
+    collection: str,
+    *,
+    model_id: str,
+    budget_tokens: int,
+    meter: TokenMeter,
+    manifest: Mapping[str, FileState] | None = None,
+    max_file_bytes: int,
+    privacy_keys: tuple[str, ...],
+    limit: int | None = None,
+    extra_metadata: Mapping[str, Scalar] | None = None,
+    include_text: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """One dict per record a clean run would store for `spec` (in path order)."""
+    manifest = manifest or {}
+    discovery = discover_source(spec, max_file_bytes)
+    files = discovery.files[:limit] if limit else discovery.files
+    ctx = RecordContext(
+        source=spec.label,
+        source_kind=spec.kind,
+        embedding_model=model_id,
+        static_metadata=spec.static_metadata,
+        extra_metadata=extra_metadata or {},
+    )
+    budget = Budget(budget_tokens, meter)
+    for file in files:
+        outcome = read_file(file, spec.identity_key, privacy_keys)
+        doc = outcome.document
+        if doc is None:
+            continue
+        previous = manifest.get(file.rel_path)
+        if previous is None:
+            version = 1
+        elif previous.file_hash == doc.file_hash and previous.records:
+            version = previous.version
+        else:
+            version = previous.version + 1
+        for record in build_records(doc, chunk_document(doc, budget), version, ctx):
+            meta = dict(record.metadata)
+            row: dict[str, Any] = {
+                "schema": MANIFEST_EXPORT_SCHEMA,
+                "collection": collection,
+                "source": spec.label,
+                "id": record.id,
+                "path": meta.get("path"),
+                "start_line": meta.get("start_line"),
+                "end_line": meta.get("end_line"),
+                "heading": meta.get("heading"),
+                "file_hash": meta.get("file_hash"),
+                "chunk_hash": record.chunk_hash,
+                "record_hash": record.record_hash,
+                "metadata": meta,
+            }
+            if include_text:
+                row["text"] = record.document
+            yield row
+
+
+def write_jsonl(rows: Iterator[dict[str, Any]], handle: IO[str]) -> int:
+    count = 0
+    for row in rows:
+        handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+        count += 1
+    return count

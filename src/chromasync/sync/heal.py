@@ -1,0 +1,86 @@
+"""Rebuilding the manifest from the collection itself, without embedding anything.
+
+Used when the local state is missing, corrupt, or left by a run that died (`status =
+'running'`). The collection is the truth: every record carries its path, file hash, chunk
+hash, record hash, version and position, so the manifest can be recomputed from it. A file
+whose records are inconsistent (two file hashes, a missing chunk: a run died half-way
+through it) gets an empty hash, so the next plan re-reads it and converges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..records import CHUNKING_VERSION, ChunkRecord, FileState, RecordRef
+
+if TYPE_CHECKING:
+    from ..store.chroma import StoredRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    files: dict[str, FileState]
+    records: dict[str, list[ChunkRecord]]
+    inconsistent: tuple[str, ...]  # paths whose records disagree
+    chunking_versions: frozenset[int] = frozenset()  # of the records found
+
+
+def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, FileState]) -> Rebuilt:
+    """A manifest recomputed from a source's records; `previous` supplies stat fields."""
+    by_path: dict[str, list[StoredRecord]] = {}
+    for record in stored:
+        by_path.setdefault(str(record.metadata.get("path", "")), []).append(record)
+    files: dict[str, FileState] = {}
+    records: dict[str, list[ChunkRecord]] = {}
+    inconsistent: list[str] = []
+    chunking = {
+        int(r.metadata.get("chunking_version", CHUNKING_VERSION) or 0)
+        for rows in by_path.values()
+        for r in rows
+    }
+    for path, rows in sorted(by_path.items()):
+        rows.sort(key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.id))
+        hashes = {str(r.metadata.get("file_hash", "")) for r in rows}
+        versions = [int(r.metadata.get("version", 1) or 1) for r in rows]
+        indexes = sorted(int(r.metadata.get("chunk_index", -1)) for r in rows)
+        counts = {int(r.metadata.get("chunk_count", -1)) for r in rows}
+        consistent = (
+            len(hashes) == 1
+            and "" not in hashes
+            and counts == {len(rows)}
+            and indexes == list(range(len(rows)))
+        )
+        file_hash = next(iter(hashes)) if consistent else ""
+        old = previous.get(path)
+        if consistent and old is not None and old.file_hash == file_hash:
+            size, mtime_ns, checked_ns = old.size, old.mtime_ns, old.checked_ns
+        else:
+            size, mtime_ns, checked_ns = -1, -1, 0
+        if not consistent:
+            inconsistent.append(path)
+        refs = tuple(
+            RecordRef(
+                r.id,
+                str(r.metadata.get("chunk_hash", "")),
+                str(r.metadata.get("record_hash", "")),
+            )
+            for r in rows
+        )
+        files[path] = FileState(path, size, mtime_ns, file_hash, max(versions), checked_ns, refs)
+        records[path] = [
+            ChunkRecord(
+                id=r.id,
+                chunk_hash=str(r.metadata.get("chunk_hash", "")),
+                record_hash=str(r.metadata.get("record_hash", "")),
+                document=r.document or "",
+                embed_text="",
+                metadata=dict(r.metadata),
+            )
+            for r in rows
+        ]
+    for path, old in previous.items():
+        if old.skip_reason and path not in files:
+            files[path] = old
+    return Rebuilt(files, records, tuple(inconsistent), frozenset(chunking))

@@ -1,0 +1,539 @@
+"""Ingest: the I/O shell around the pure stages, for one source at a time.
+
+Order of effects (see RELIABILITY.md): mark the source `running`; per wave of files embed,
+upsert, then commit their manifest rows; only when every upsert succeeded, delete from
+Chroma, then from the manifest; mark the source `clean`. A run that dies anywhere leaves
+`running` behind, and the next run rebuilds the manifest from the collection first.
+
+An unchanged re-run stats the tree and compares with the manifest: it reads no file,
+imports no chromadb, loads no model, and writes nothing but its run record. When a re-run
+over the tree just walked would be such a no-op, the source is reported as settled
+(`on_settled`), which the CLI's fast path records (`fastpath`).
+
+Named crash points (`CHROMASYNC_CRASH_AT=name[:n]` kills the process with SIGKILL at the
+n-th time the point is reached; for the crash tests): `after-embed`, `after-upsert`,
+`mid-manifest`, `after-manifest`, `after-delete`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from ..chunk import Budget, chunk_document
+from ..corpus.read import TRANSIENT_REASONS, read_file
+from ..corpus.walk import discover_source
+from ..embed import Embedder
+from ..embed.cache import EmbeddingCache
+from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
+from ..errors import NotFound, StoreError
+from ..plan.limits import SKIP_REASON, check_limits
+from ..plan.triage import RecordContext, Triage, check_deletions, plan_file, triage
+from ..records import (
+    CHUNKING_VERSION,
+    Discovery,
+    FileChange,
+    FileStat,
+    FileState,
+    IngestSummary,
+    SettledSource,
+    SourceSpec,
+    StoreLimits,
+)
+from ..state.manifest import State
+from .heal import rebuild_manifest
+from .waves import CrashPoints, Progress, Tally, WaveWriter
+
+if TYPE_CHECKING:
+    from ..store.chroma import Collection, Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    dry_run: bool = False
+    checksum: bool = False
+    reembed: bool = False
+    allow_mass_delete: bool = False
+    gc: bool = True
+    gc_only: bool = False
+    limit: int | None = None
+    max_file_bytes: int = 8 * 1024 * 1024
+    privacy_keys: tuple[str, ...] = ("private",)
+    extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
+
+
+class Ingestor:
+    """Runs ingests against one data dir's state and store; the caller holds the lock."""
+
+    def __init__(
+        self,
+        state: State,
+        collection_name: str,
+        embedder: Embedder,
+        open_store: Callable[..., Store],
+        cache: Callable[[], EmbeddingCache],
+        environ: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
+        on_settled: Callable[[SettledSource], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.collection_name = collection_name
+        self.embedder = embedder
+        self._open_store = open_store
+        self._open_cache = cache
+        self._store: Store | None = None
+        self._collection: Collection | None = None
+        self._cache: EmbeddingCache | None = None
+        self._meter: TokenMeter | None = None
+        self._labels: list[str] = []  # the sources this ingestor has been asked to ingest
+        self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
+        self._progress = progress or (lambda phase, done, total: None)
+        self._on_settled = on_settled
+
+    # -- lazily opened resources ---------------------------------------------------------
+
+    @property
+    def store_embeds(self) -> bool:
+        """True when the collection's own embedding function embeds (`server` provider)."""
+        return bool(getattr(self.embedder, "embeds_in_store", False))
+
+    def collection(self, reembed: bool = False) -> Collection:
+        if self._collection is None:
+            self._store = self._open_store()
+            if reembed and not self.store_embeds:
+                self._reset_for_reembed(self._store)
+            self._collection = self._store.collection(
+                self.collection_name,
+                self.embedder.model_id,
+                0 if self.store_embeds else self.embedder.dimension,
+                provider=self.embedder.name,
+            )
+        return self._collection
+
+    def _prefetch_model(self) -> None:
+        prefetch = getattr(self.embedder, "prefetch", None)
+        if callable(prefetch):
+            prefetch()
+
+    def limits(self, options: IngestOptions) -> StoreLimits:
+        """The target's limits; a dry run opens no store that does not exist yet."""
+        if not options.dry_run:
+            self.collection(options.reembed)
+            assert self._store is not None
+            return self._store.limits
+        try:
+            return self._open_store(existing=True).limits
+        except NotFound:
+            return StoreLimits()
+
+    def _reset_for_reembed(self, store: Store) -> None:
+        existing = store.collection(self.collection_name)
+        if existing.model_id not in (None, self.embedder.model_id):
+            ours = sorted(
+                {r.source for r in self.state.sources() if r.collection == self.collection_name}
+                | set(self._labels)
+            )
+            other = existing.other_source(ours)
+            if other is not None:
+                raise StoreError(
+                    f"collection {self.collection_name!r} also holds records of source "
+                    f"{other!r}, which this data dir did not write (another ingester shares "
+                    "the collection); --reembed would delete them. Re-embed into a new "
+                    "collection (--collection), and move every ingester to it"
+                )
+            log.warning(
+                "--reembed: recreating collection %r for model %s (was %s); every source in "
+                "it must be ingested again",
+                self.collection_name,
+                self.embedder.model_id,
+                existing.model_id,
+            )
+            store.delete_collection(self.collection_name)
+            for row in self.state.sources():
+                if row.collection == self.collection_name:
+                    self.state.drop_source(row.collection, row.source)
+
+    def cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = self._open_cache()
+        return self._cache
+
+    def meter(self) -> TokenMeter:
+        if self._meter is None:
+            path = self.embedder.tokenizer_path
+            self._meter = load_token_meter(path) if path else default_token_meter()
+        return self._meter
+
+    def budget_tokens(self, options: IngestOptions) -> int:
+        limit = self.embedder.max_tokens
+        return min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.finish_run()
+            self._cache.close()
+
+    # -- one source ----------------------------------------------------------------------
+
+    def ingest(self, spec: SourceSpec, options: IngestOptions) -> IngestSummary:
+        self._labels.append(spec.label)
+        started = time.perf_counter_ns()
+        name, label = self.collection_name, spec.label
+        run = Tally()
+        discovery = discover_source(
+            spec, options.max_file_bytes, listing=self._on_settled is not None
+        )
+        run.skipped.update(s.reason for s in discovery.skipped)
+        files = discovery.files[: options.limit] if options.limit else discovery.files
+        if options.limit:
+            discovery = replace(discovery, files=files)
+        row = self.state.source(name, label)
+        model_changed = row is not None and row.embedding_model != self.embedder.model_id
+        must_heal = row is None or row.status != "clean" or options.reembed or model_changed
+        rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
+        # Stat fields only: the fast path parses no record lists.
+        manifest = self.state.files(name, label, with_records=must_heal)
+        if row is None and discovery.files and not options.dry_run:
+            self._prefetch_model()  # a first run embeds: load while the store opens
+        if must_heal and (discovery.files or manifest):
+            manifest, chunked_by = self._heal(spec, manifest, options)
+            # records of an older chunker, found by a rebuild: their files are chunked again
+            rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
+        sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
+        if options.limit:
+            sorted_ = replace(sorted_, gone=())
+        run.skipped.update(sorted_.remembered_skips.values())
+        run.files_unchanged = len(sorted_.unchanged)
+        if not (must_heal or sorted_.to_read or sorted_.gone):
+            summary = self._noop_summary(spec, discovery, sorted_, started, options.dry_run)
+            if not options.dry_run:
+                self.state.record_noop_run(name, label, summary.as_json())
+                self._settle(spec, discovery, options, summary)
+            return summary
+        if not must_heal:
+            manifest = self.state.files(name, label)
+
+        if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
+            self._prefetch_model()  # new files embed: load while they are read and chunked
+        changes, touched, newly_skipped = self._read_and_plan(
+            spec, sorted_.to_read, manifest, options, run, rechunk
+        )
+        if options.gc_only:
+            changes, newly_skipped = [], {}
+        if changes:
+            changes = self._preflight(changes, newly_skipped, options, run)
+        gone = sorted_.gone if (options.gc or options.gc_only) else ()
+        # a file whose content reappears at a new path moved: that is not a deletion
+        arrived = {c.file_hash for c in changes if c.is_new}
+        moved = sum(1 for p in gone if manifest[p].file_hash in arrived)
+        check_deletions(len(manifest), len(gone) - moved, options.allow_mass_delete, label)
+
+        delete_ids = [i for c in changes for i in c.to_delete]
+        delete_ids += [r.id for p in gone for r in manifest[p].records]
+        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
+        # A document whose identity key moved with it (a rename) keeps its record IDs:
+        # what another path still wants is rewritten, never deleted.
+        wanted = {r.id for c in changes for r in c.records}
+        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        summary_base = dict(
+            collection=name,
+            source=label,
+            files_seen=len(discovery.files) + len(discovery.skipped),
+            files_new=sum(c.is_new for c in changes),
+            files_updated=sum(not c.is_new for c in changes),
+            files_unchanged=run.files_unchanged + len(touched),
+            files_deleted=len(gone)
+            + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
+            chunks_total=self._chunks_total(manifest, changes, gone, newly_skipped),
+            chunks_deleted=len(delete_ids),
+            dry_run=options.dry_run,
+            metadata_keys_dropped=run.keys_dropped,
+        )
+        if options.dry_run:
+            run.chunks_embedded = self._count_uncached(changes)
+            run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
+            return self._summary(summary_base, run, started)
+
+        if not (changes or touched or newly_skipped or gone or must_heal):
+            summary = self._summary(summary_base, run, started)
+            self.state.record_noop_run(name, label, summary.as_json())
+            self._settle(spec, discovery, options)
+            return summary
+
+        self.state.begin_run(
+            name, label, str(spec.root), spec.kind, self.embedder.model_id, CHUNKING_VERSION
+        )
+        if touched:
+            self.state.touch_files(name, label, touched)
+        if changes:
+            self._write(label, changes, run, options)
+        if delete_ids:
+            self.collection().delete(delete_ids)
+            self._crash.hit("after-delete")
+        self.state.remove_files(name, label, gone)
+        if newly_skipped:
+            self.state.commit_files(name, label, list(newly_skipped.values()), {})
+        summary = self._summary(summary_base, run, started)
+        self.state.finish_run(name, label, "ok", summary.as_json())
+        self._settle(spec, discovery, options)
+        return summary
+
+    def _noop_summary(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        started: int,
+        dry_run: bool = False,
+    ) -> IngestSummary:
+        """What a run reports when triage finds nothing to read and nothing gone."""
+        run = Tally()
+        run.skipped.update(s.reason for s in discovery.skipped)
+        run.skipped.update(sorted_.remembered_skips.values())
+        base = dict(
+            collection=self.collection_name,
+            source=spec.label,
+            files_seen=len(discovery.files) + len(discovery.skipped),
+            files_unchanged=len(sorted_.unchanged),
+            chunks_total=self.state.record_total(self.collection_name, spec.label),
+            dry_run=dry_run,
+        )
+        return self._summary(base, run, started)
+
+    def _settle(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        options: IngestOptions,
+        summary: IngestSummary | None = None,
+    ) -> None:
+        """Report the source as settled when a re-run over the tree just walked would be a
+        no-op (`summary`: the no-op this run was); see `fastpath`."""
+        if (
+            self._on_settled is None
+            or discovery.listing is None
+            or options.dry_run
+            or options.limit
+            or options.gc_only
+            or not options.gc
+        ):
+            return
+        if summary is None:
+            name, label = self.collection_name, spec.label
+            row = self.state.source(name, label)
+            if (
+                row is None
+                or row.status != "clean"
+                or row.embedding_model != self.embedder.model_id
+                or row.chunking_version != CHUNKING_VERSION
+            ):
+                return
+            again = triage(discovery, self.state.files(name, label, with_records=False))
+            if again.to_read or again.gone:
+                return
+            summary = self._noop_summary(spec, discovery, again, time.perf_counter_ns())
+        self._on_settled(
+            SettledSource(
+                collection=self.collection_name,
+                source=spec.label,
+                root=str(spec.root),
+                starts=spec.starts,
+                pruned_dirs=discovery.pruned_dirs,
+                use_gitignore=spec.use_gitignore,
+                listing=discovery.listing,
+                summary=summary.as_json(),
+            )
+        )
+
+    # -- stages of a run -----------------------------------------------------------------
+
+    def _preflight(
+        self,
+        changes: list[FileChange],
+        newly_skipped: dict[str, FileState],
+        options: IngestOptions,
+        run: Tally,
+    ) -> list[FileChange]:
+        """Fit the planned writes to the target's limits (see `preflight`), before writing."""
+        checked = check_limits(changes, self.limits(options))
+        for note in checked.notes:
+            log.warning("collection %r: %s", self.collection_name, note)
+        run.keys_dropped += checked.keys_dropped
+        run.batch_size = checked.batch_size
+        by_path = {c.rel_path: c for c in changes}
+        now = time.time_ns()
+        for path, why in checked.oversized.items():
+            change = by_path[path]
+            log.warning("skipping %s: %s", path, why)
+            run.skipped[SKIP_REASON] += 1
+            newly_skipped[path] = FileState(
+                path,
+                change.stat.size,
+                change.stat.mtime_ns,
+                change.file_hash,
+                change.version,
+                now,
+                (),
+                SKIP_REASON,
+            )
+        return list(checked.changes)
+
+    def _heal(
+        self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
+    ) -> tuple[dict[str, FileState], frozenset[int]]:
+        """Rebuild the manifest of `spec` from the collection (no embedding); with the
+        chunking versions of the records found."""
+        if options.dry_run:
+            try:
+                collection = self._open_store(existing=True).collection(
+                    self.collection_name, create=False
+                )
+            except NotFound:
+                return manifest, frozenset()
+        else:
+            collection = self.collection(reembed=options.reembed)
+        stored = collection.iter_records(where={"source": spec.label}, documents=True)
+        rebuilt = rebuild_manifest(stored, manifest)
+        if rebuilt.inconsistent:
+            log.warning(
+                "source %r: %d file(s) were left half-written by an earlier run; re-reading them",
+                spec.label,
+                len(rebuilt.inconsistent),
+            )
+        if not options.dry_run:
+            self.state.replace_source(
+                self.collection_name, spec.label, list(rebuilt.files.values()), rebuilt.records
+            )
+        return rebuilt.files, rebuilt.chunking_versions
+
+    def _read_and_plan(
+        self,
+        spec: SourceSpec,
+        to_read: Sequence[FileStat],
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        run: Tally,
+        rechunk: bool,
+    ) -> tuple[list[FileChange], list[FileState], dict[str, FileState]]:
+        ctx = RecordContext(
+            source=spec.label,
+            source_kind=spec.kind,
+            embedding_model=self.embedder.model_id,
+            static_metadata=spec.static_metadata,
+            extra_metadata=options.extra_metadata,
+        )
+        changes: list[FileChange] = []
+        touched: list[FileState] = []
+        skipped: dict[str, FileState] = {}
+        now = run.read_ns = time.time_ns()
+        for done, file in enumerate(to_read, 1):
+            self._progress("read", done, len(to_read))
+            outcome = read_file(file, spec.identity_key, options.privacy_keys)
+            stat = outcome.stat
+            previous = manifest.get(stat.rel_path)
+            if outcome.skip is not None:
+                run.skipped[outcome.skip.reason] += 1
+                if outcome.skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
+                    version = previous.version if previous else 0
+                    skipped[stat.rel_path] = FileState(
+                        stat.rel_path,
+                        stat.size,
+                        stat.mtime_ns,
+                        outcome.file_hash,
+                        version,
+                        now,
+                        (),
+                        outcome.skip.reason,
+                        stat.ctime_ns,
+                        stat.inode,
+                    )
+                continue
+            doc = outcome.document
+            assert doc is not None
+            if (
+                previous is not None
+                and not rechunk
+                and not previous.skip_reason
+                and previous.file_hash == doc.file_hash
+            ):
+                touched.append(_restat(previous, stat, now))
+                continue
+            chunks = chunk_document(doc, Budget(self.budget_tokens(options), self.meter()))
+            change = plan_file(stat, doc, chunks, previous, ctx)
+            if (
+                previous is not None
+                and not previous.skip_reason
+                and not (change.to_embed or change.to_rewrite or change.to_delete)
+            ):
+                touched.append(replace(_restat(previous, stat, now), file_hash=doc.file_hash))
+                continue
+            changes.append(change)
+        return changes, touched, skipped
+
+    def _write(
+        self, label: str, changes: Sequence[FileChange], run: Tally, options: IngestOptions
+    ) -> None:
+        writer = WaveWriter(
+            self.state,
+            self.collection_name,
+            self.embedder,
+            cache=self.cache,
+            collection=lambda: self.collection(options.reembed),
+            crash=self._crash,
+            progress=self._progress,
+        )
+        writer.write(label, changes, run)
+
+    def _count_uncached(self, changes: Sequence[FileChange]) -> int:
+        if self.store_embeds:
+            return sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
+        hashes = {r.chunk_hash for c in changes for r in c.to_embed}
+        if not hashes:
+            return 0
+        cached = self.cache().get_many(self.embedder.model_id, hashes)
+        return len(hashes - set(cached))
+
+    @staticmethod
+    def _chunks_total(
+        manifest: Mapping[str, FileState],
+        changes: Sequence[FileChange],
+        gone: Iterable[str],
+        skipped: Mapping[str, FileState],
+    ) -> int:
+        counts = {p: len(s.records) for p, s in manifest.items()}
+        for change in changes:
+            counts[change.rel_path] = len(change.records)
+        for path in (*gone, *skipped):
+            counts[path] = 0
+        return sum(counts.values())
+
+    @staticmethod
+    def _summary(base: Mapping[str, object], run: Tally, started: int) -> IngestSummary:
+        return IngestSummary(
+            **base,  # type: ignore[arg-type]
+            files_skipped=dict(run.skipped),
+            chunks_embedded=run.chunks_embedded,
+            chunks_reused=max(run.chunks_reused, 0),
+            duration_ms=(time.perf_counter_ns() - started) // 1_000_000,
+            embed_ms=run.embed_ns // 1_000_000,
+        )
+
+
+def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
+    return replace(
+        previous,
+        size=stat.size,
+        mtime_ns=stat.mtime_ns,
+        ctime_ns=stat.ctime_ns,
+        inode=stat.inode,
+        checked_ns=now,
+    )
+
+
+__all__ = ["IngestOptions", "Ingestor", "Progress", "StoreError"]

@@ -1,0 +1,50 @@
+"""Ingest summaries as plain lines: the CLI's output off a terminal, and the fast path's.
+
+Imported by the console script's fast path: standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+
+def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
+    """Ingest summaries (`IngestSummary.as_json()`) as lines, a block per source and one for
+    the total: the CLI's output when stdout is not a terminal (a narrow terminal's, with
+    `name` styling each source name)."""
+    rows = list(summaries)
+    if len(rows) > 1:  # every int field is a count (dry_run is a bool)
+        total: dict[str, Any] = {
+            k: sum(s[k] for s in rows) for k, v in rows[0].items() if type(v) is int
+        }
+        skipped: dict[str, int] = {}
+        for s in rows:
+            for reason, n in s["files_skipped"].items():
+                skipped[reason] = skipped.get(reason, 0) + n
+        total.update(source="total", collection="", files_skipped=skipped)
+        rows.append(total)
+    dry = " (dry run: nothing written)" if rows and rows[0].get("dry_run") else ""
+    lines = []
+    for s in rows:
+        where = f" -> {s['collection']}" if s["collection"] else ""
+        duration, embed = int(s["duration_ms"]), int(s["embed_ms"])
+        lines += [
+            f"{name(printable(str(s['source'])))}{where}{dry}",
+            f"  files   {s['files_seen']} seen: {s['files_new']} new, {s['files_updated']} "
+            f"updated, {s['files_unchanged']} unchanged, {s['files_deleted']} deleted, "
+            f"{sum(s['files_skipped'].values())} skipped",
+            f"  chunks  {s['chunks_total']} total: {s['chunks_embedded']} embedded, "
+            f"{s['chunks_reused']} reused, {s['chunks_deleted']} deleted",
+            f"  time    {duration / 1000:.2f} s: embedding {embed / 1000:.2f} s, "
+            f"the rest {max(duration - embed, 0) / 1000:.2f} s",
+        ]
+        if s["files_skipped"]:
+            reasons = sorted(s["files_skipped"].items())
+            lines.append("  skipped " + ", ".join(f"{r} {n}" for r, n in reasons))
+    return "\n".join(lines) + "\n"
+
+
+def printable(text: str) -> str:
+    """Control characters escaped, so that a file name cannot drive the terminal."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)

@@ -1,0 +1,133 @@
+"""Verify: compare the manifest, the keyword index, the collection and the disk.
+
+`compare_source` is pure: it takes what each of the four holds for one source and lists
+every difference. Repair is not done here: a source with differences is marked for
+healing and ingested again (see `api.verify`), which rebuilds the manifest and keyword
+index from the collection, re-reads what disagrees, and deletes what should not be there,
+with vectors from the cache or the collection (nothing cached is re-embedded).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..records import FileStat, FileState
+
+if TYPE_CHECKING:
+    from ..store.chroma import StoredRecord
+
+
+@dataclass(frozen=True, slots=True)
+class SourceCheck:
+    """The differences found for one source; `ok` when there are none."""
+
+    collection: str
+    source: str
+    files: int
+    records: int
+    orphans: tuple[str, ...] = ()  # in the collection, unknown to the manifest
+    missing: tuple[str, ...] = ()  # in the manifest, absent from the collection
+    mismatched: tuple[str, ...] = ()  # present in both, with other content or metadata
+    duplicates: tuple[str, ...] = ()  # several records at one (path, chunk_index)
+    keyword_orphans: tuple[str, ...] = ()  # in the keyword index only
+    keyword_missing: tuple[str, ...] = ()  # missing from the keyword index
+    stale_files: tuple[str, ...] = ()  # changed on disk since the last ingest
+    unindexed_files: tuple[str, ...] = ()  # on disk, never ingested
+    gone_files: tuple[str, ...] = ()  # in the manifest, gone from disk
+    repaired: bool = False
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.problem_counts().values())
+
+    def problem_counts(self) -> dict[str, int]:
+        names = (
+            "orphans",
+            "missing",
+            "mismatched",
+            "duplicates",
+            "keyword_orphans",
+            "keyword_missing",
+            "stale_files",
+            "unindexed_files",
+            "gone_files",
+        )
+        return {name: len(getattr(self, name)) for name in names}
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "collection": self.collection,
+            "source": self.source,
+            "files": self.files,
+            "records": self.records,
+            "ok": self.ok,
+            "repaired": self.repaired,
+            **self.problem_counts(),
+            "examples": {
+                name: list(getattr(self, name)[:5])
+                for name, count in self.problem_counts().items()
+                if count
+            },
+        }
+
+
+def compare_source(
+    collection: str,
+    source: str,
+    manifest: Mapping[str, FileState],
+    stored: Iterable[StoredRecord],
+    keyword_ids: set[str],
+    on_disk: Mapping[str, FileStat] | None,
+) -> SourceCheck:
+    """Every difference between the four views of one source."""
+    expected = {r.id: r for state in manifest.values() for r in state.records}
+    rows = list(stored)
+    stored_ids = {r.id for r in rows}
+    positions = Counter(
+        (str(r.metadata.get("path")), int(r.metadata.get("chunk_index", -1))) for r in rows
+    )
+    duplicates = tuple(
+        sorted(
+            r.id
+            for r in rows
+            if positions[(str(r.metadata.get("path")), int(r.metadata.get("chunk_index", -1)))] > 1
+        )
+    )
+    mismatched = tuple(
+        sorted(
+            r.id
+            for r in rows
+            if r.id in expected
+            and str(r.metadata.get("record_hash", "")) != expected[r.id].record_hash
+        )
+    )
+    stale: list[str] = []
+    unindexed: list[str] = []
+    gone: list[str] = []
+    if on_disk is not None:
+        for path, stat in on_disk.items():
+            known = manifest.get(path)
+            if known is None:
+                unindexed.append(path)
+            elif (known.size, known.mtime_ns) != (stat.size, stat.mtime_ns):
+                stale.append(path)
+        gone = [p for p, s in manifest.items() if p not in on_disk and s.records]
+    return SourceCheck(
+        collection=collection,
+        source=source,
+        files=sum(1 for s in manifest.values() if s.records),
+        records=len(expected),
+        orphans=tuple(sorted(stored_ids - set(expected))),
+        missing=tuple(sorted(set(expected) - stored_ids)),
+        mismatched=mismatched,
+        duplicates=duplicates,
+        keyword_orphans=tuple(sorted(keyword_ids - set(expected))),
+        keyword_missing=tuple(sorted(set(expected) - keyword_ids)),
+        stale_files=tuple(sorted(stale)),
+        unindexed_files=tuple(sorted(unindexed)),
+        gone_files=tuple(sorted(gone)),
+    )

@@ -1,0 +1,174 @@
+"""Writing planned changes wave by wave: vectors, one upsert, then the files' manifest rows.
+
+Per wave of about `WAVE_RECORDS` records (the order of effects is in `ingest` and
+RELIABILITY.md): vectors come from the embedding cache, else from the collection (records
+that are only rewritten), else from the model, which puts them in the cache; then one upsert;
+then each file's manifest row in a transaction of its own. The named crash points
+`after-embed`, `after-upsert`, `mid-manifest` and `after-manifest` sit between these steps
+(`CrashPoints`, for the crash tests).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..embed import Embedder
+from ..embed.cache import EmbeddingCache
+from ..records import ChunkRecord, FileChange, FileState, RecordRef
+from ..state.manifest import State
+
+if TYPE_CHECKING:
+    from ..store.chroma import Collection
+
+Progress = Callable[[str, int, int], None]
+WAVE_RECORDS = 256
+
+
+class CrashPoints:
+    """Test hook: SIGKILL this process at the n-th arrival at a named point."""
+
+    def __init__(self, spec: str | None) -> None:
+        name, _, nth = (spec or "").partition(":")
+        self._name = name
+        self._left = int(nth or 1)
+
+    def hit(self, name: str) -> None:
+        if name == self._name:
+            self._left -= 1
+            if self._left <= 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class Tally:
+    """Mutable tallies of one source's run."""
+
+    skipped: Counter[str] = field(default_factory=Counter)
+    files_new: int = 0
+    files_updated: int = 0
+    files_unchanged: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    embed_ns: int = 0
+    keys_dropped: int = 0
+    batch_size: int | None = None
+    read_ns: int = 0  # when this run began reading files: the racy check's reference
+
+
+class WaveWriter:
+    """Writes one source's planned changes into its collection and the manifest."""
+
+    def __init__(
+        self,
+        state: State,
+        collection_name: str,
+        embedder: Embedder,
+        *,
+        cache: Callable[[], EmbeddingCache],
+        collection: Callable[[], Collection],
+        crash: CrashPoints,
+        progress: Progress,
+    ) -> None:
+        self.state = state
+        self.collection_name = collection_name
+        self.embedder = embedder
+        self.cache = cache
+        self.collection = collection
+        self.crash = crash
+        self.progress = progress
+        self.store_embeds = bool(getattr(embedder, "embeds_in_store", False))
+
+    def write(self, label: str, changes: Sequence[FileChange], run: Tally) -> None:
+        """Per wave: vectors, one upsert, then the manifest rows of the wave's files."""
+        total = sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
+        done = 0
+        for wave in waves(changes, WAVE_RECORDS):
+            records = [r for c in wave for r in (*c.to_embed, *c.to_rewrite)]
+            if records:
+                rewrite_ids = {r.id for c in wave for r in c.to_rewrite}
+                vectors: list[list[float]] | None = None
+                if self.store_embeds:
+                    run.chunks_embedded += len(records)
+                else:
+                    vectors = self._vectors(records, rewrite_ids, run)
+                began = time.perf_counter_ns()
+                self.collection().upsert(records, vectors, run.batch_size)
+                if self.store_embeds:
+                    run.embed_ns += time.perf_counter_ns() - began
+                self.crash.hit("after-upsert")
+            run.chunks_reused += sum(len(c.records) for c in wave)
+            done += len(records)
+            self.progress("write", done, total)
+            for index, change in enumerate(wave):
+                self.state.commit_files(
+                    self.collection_name,
+                    label,
+                    [state_of(change, run.read_ns)],
+                    {change.rel_path: change.records},
+                )
+                if index == 0 and len(wave) > 1:
+                    self.crash.hit("mid-manifest")
+            self.crash.hit("after-manifest")
+        run.chunks_reused -= run.chunks_embedded
+
+    def _vectors(
+        self, records: Sequence[ChunkRecord], rewrite_ids: set[str], run: Tally
+    ) -> list[list[float]]:
+        """Vectors for `records`: from the cache, from the collection, or embedded."""
+        model = self.embedder.model_id
+        cache = self.cache()
+        found = cache.get_many(model, [r.chunk_hash for r in records])
+        missing_rewrites = [
+            r.id for r in records if r.id in rewrite_ids and r.chunk_hash not in found
+        ]
+        stored = self.collection().embeddings(missing_rewrites) if missing_rewrites else {}
+        for record in records:
+            if record.id in stored:
+                found[record.chunk_hash] = stored[record.id]
+        todo = list(dict.fromkeys(r.chunk_hash for r in records if r.chunk_hash not in found))
+        texts = {r.chunk_hash: r.embed_text for r in records}
+        if todo:
+            began = time.perf_counter_ns()
+            vectors = self.embedder.embed_documents([texts[h] for h in todo])
+            run.embed_ns += time.perf_counter_ns() - began
+            fresh = list(zip(todo, vectors, strict=True))
+            cache.put_many(model, fresh)
+            found.update(fresh)
+            run.chunks_embedded += len(todo)
+            self.crash.hit("after-embed")
+        return [found[r.chunk_hash] for r in records]
+
+
+def state_of(change: FileChange, read_ns: int) -> FileState:
+    """The manifest row of a written file; checked when its content was read (not now: a
+    write in the same timestamp tick after the read must still look racy)."""
+    return FileState(
+        rel_path=change.rel_path,
+        size=change.stat.size,
+        mtime_ns=change.stat.mtime_ns,
+        file_hash=change.file_hash,
+        version=change.version,
+        checked_ns=read_ns or time.time_ns(),
+        records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
+        ctime_ns=change.stat.ctime_ns,
+        inode=change.stat.inode,
+    )
+
+
+def waves(changes: Sequence[FileChange], size: int) -> Iterable[list[FileChange]]:
+    wave: list[FileChange] = []
+    count = 0
+    for change in changes:
+        wave.append(change)
+        count += len(change.to_embed) + len(change.to_rewrite)
+        if count >= size:
+            yield wave
+            wave, count = [], 0
+    if wave:
+        yield wave

@@ -1,0 +1,147 @@
+"""The house: imports flow one way, down the stages (docs/architecture.md).
+
+Every module's imports are parsed (top-level, lazy ones inside functions, and those under
+`TYPE_CHECKING`), and each import of another chromasync module must go to the same stage, an
+earlier one, or the base. Surfaces may import earlier surfaces in `SURFACES`' order, never a
+later one. `store` and `state` share a rank and never import each other.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "chromasync"
+
+#: Modules every stage may import (the root package itself only for `__version__`).
+BASE = {"chromasync", "errors", "records", "versions", "retry", "datadir"}
+
+#: The stages in order; a module may import its own stage and any earlier one.
+STAGES: list[set[str]] = [
+    {"config"},
+    {"corpus"},
+    {"chunk"},
+    {"plan"},
+    {"embed"},
+    {"store", "state"},
+    {"sync"},
+    {"retrieve"},
+    {"answer"},
+    {"api"},
+    {"owner"},
+]
+#: Surfaces, in the order they may import each other (a later one may import an earlier one).
+SURFACES = ["watch", "rest", "mcp", "cli", "action", "fastpath", "__main__"]
+
+
+def stage_of(module: str) -> str:
+    """`chromasync.sync.ingest` -> `sync`; the root package -> `chromasync`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def rank_of(stage: str) -> tuple[int, int]:
+    if stage in BASE:
+        return (0, 0)
+    for i, group in enumerate(STAGES, start=1):
+        if stage in group:
+            return (i, 0)
+    if stage in SURFACES:
+        return (len(STAGES) + 1, SURFACES.index(stage))
+    raise AssertionError(f"stage {stage!r} is in no layer: add it to test_layers.py")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every chromasync module `path` imports, as absolute names, wherever the import is."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: -(node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("chromasync"):
+                continue
+            found.add(target)
+            for alias in node.names:  # `from . import api` imports the module `api`
+                candidate = PACKAGE.parent / f"{target}.{alias.name}".replace(".", "/")
+                if candidate.with_suffix(".py").exists() or (candidate / "__init__.py").exists():
+                    found.add(f"{target}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("chromasync"))
+    return found
+
+
+def violations() -> list[str]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        # The root package re-exports the API: it is the facade, at the rank of `api`.
+        own = "api" if module == "chromasync" else stage_of(module)
+        for target in sorted(imports_of(path)):
+            other = stage_of(target)
+            if other == own or target == "chromasync":
+                continue
+            if {own, other} == {"store", "state"}:
+                out.append(f"{module} imports {target}: store and state never import each other")
+            elif rank_of(other) > rank_of(own):
+                out.append(f"{module} imports {target}, a later stage ({other} after {own})")
+    return out
+
+
+def test_every_module_has_a_stage() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        rank_of(stage_of(module_name(path)))
+
+
+def test_imports_flow_one_way() -> None:
+    found = violations()
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from ..sync.ingest import run", ["imports chromasync.sync.ingest, a later stage"]),
+        ("def f():\n    from ..api import search\n", ["imports chromasync.api, a later stage"]),
+        ("if TYPE_CHECKING:\n    from ..owner import client\n", ["a later stage"]),
+        ("from ..state.manifest import State", ["store and state never import each other"]),
+        ("from ..plan.triage import plan_file", []),
+        ("from .. import errors", []),
+    ],
+)
+def test_the_guard_sees_lazy_and_type_only_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, expected: list[str]
+) -> None:
+    """The guard itself can fail: a planted upward import in a copy of the package is caught."""
+    fake = tmp_path / "chromasync"
+    (fake / "store").mkdir(parents=True)
+    for stage in ("sync", "api", "owner", "state", "plan", "errors"):
+        if stage in ("api", "errors"):
+            (fake / f"{stage}.py").write_text("")
+        else:
+            (fake / stage).mkdir()
+            (fake / stage / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "store" / "__init__.py").write_text("")
+    (fake / "store" / "chroma.py").write_text(source)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake, raising=False)
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    found = violations()
+    assert len(found) == len(expected), found
+    for text, want in zip(found, expected, strict=True):
+        assert want in text
