@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .config.settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .config.sources import configured_entries, select_entries, spec_for
+from .datadir import CACHE_FILE as CACHE_FILE
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
 from .errors import ConfigError, NotFound, SourceError
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
     from .state.snapshots import Recorder
     from .store.chroma import Store
     from .sync.chunkreport import ChunkReport
-
-CACHE_FILE = "embeddings.sqlite3"
 
 
 def source_for(path: str | Path, label: str | None = None, **fields: Any) -> SourceSpec:
@@ -239,7 +238,7 @@ def export_manifest(
     embedder = embedder or make_embedder_for(settings)
     path = embedder.tokenizer_path
     meter = load_token_meter(path) if path else default_token_meter()
-    state_file = settings.data_dir / "state.sqlite3"
+    state_file = settings.data_dir / STATE_FILE
     state = State.open(settings.data_dir) if state_file.exists() else None
     total = 0
     try:
@@ -388,14 +387,10 @@ def verify(
     broken = [specs[(c.collection, c.source)] for c in checks if not c.ok]
     if not (repair and broken):
         return checks
-    with StoreLock(settings.data_dir, wait=wait):
-        state = State.open(settings.data_dir)
-        try:
-            for check in checks:
-                if not check.ok:
-                    state.mark_dirty(check.collection, check.source)
-        finally:
-            state.close()
+    with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
+        for check in checks:
+            if not check.ok:
+                state.mark_dirty(check.collection, check.source)
     ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
     after, _ = _verify_once(settings, labels, wait)
     return [replace(c, repaired=not before.ok) for c, before in zip(after, checks, strict=True)]
@@ -410,41 +405,37 @@ def _verify_once(
     configured = {e.label: e for e in configured_entries(settings)}
     checks: list[SourceCheck] = []
     specs: dict[tuple[str, str], SourceSpec] = {}
-    with StoreLock(settings.data_dir, wait=wait):
-        state = State.open(settings.data_dir)
-        try:
-            store = open_store(settings)
-            for row in state.sources():
-                if labels and row.source not in labels:
-                    continue
-                entry = configured.get(row.source)
-                spec = (
-                    spec_for(entry, settings, root=Path(row.root))
-                    if entry is not None
-                    else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
-                )
-                spec = _with_skips(spec, settings)
-                try:
-                    stored = list(
-                        store.collection(row.collection, create=False).iter_records(
-                            where={"source": row.source}
-                        )
+    with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
+        store = open_store(settings)
+        for row in state.sources():
+            if labels and row.source not in labels:
+                continue
+            entry = configured.get(row.source)
+            spec = (
+                spec_for(entry, settings, root=Path(row.root))
+                if entry is not None
+                else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
+            )
+            spec = _with_skips(spec, settings)
+            try:
+                stored = list(
+                    store.collection(row.collection, create=False).iter_records(
+                        where={"source": row.source}
                     )
-                except NotFound:
-                    stored = []
-                try:
-                    found = discover_source(spec, settings.max_file_bytes)
-                    on_disk = {f.rel_path: f for f in found.files}
-                except SourceError:
-                    on_disk = None
-                manifest = state.files(row.collection, row.source)
-                keyword = state.keyword_ids(row.collection, row.source)
-                checks.append(
-                    compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
                 )
-                specs[(row.collection, row.source)] = spec
-        finally:
-            state.close()
+            except NotFound:
+                stored = []
+            try:
+                found = discover_source(spec, settings.max_file_bytes)
+                on_disk = {f.rel_path: f for f in found.files}
+            except SourceError:
+                on_disk = None
+            manifest = state.files(row.collection, row.source)
+            keyword = state.keyword_ids(row.collection, row.source)
+            checks.append(
+                compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
+            )
+            specs[(row.collection, row.source)] = spec
     return checks, specs
 
 
@@ -601,16 +592,13 @@ def similar(
 def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
     """(source, relative path) when `file` lies under an ingested source's root."""
     resolved = file.resolve()
-    state = State.open(settings.data_dir)
-    try:
+    with State.open(settings.data_dir) as state:
         for row in state.sources():
             try:
                 rel = resolved.relative_to(Path(row.root).expanduser().resolve())
             except ValueError:
                 continue
             return row.source, rel.as_posix()
-    finally:
-        state.close()
     return None
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..datadir import CHROMA_DIR
 from ..errors import ConfigError
 
 DEFAULT_DATA_DIR = ".chromasync"
@@ -176,7 +177,7 @@ class Settings:
         return name == self.collection or name.startswith(self.collection + "-")
 
     def store_location(self) -> str:
-        return self.chroma_url or str(self.data_dir / "chroma")
+        return self.chroma_url or str(self.data_dir / CHROMA_DIR)
 
     def shown(self) -> list[tuple[str, str, str]]:
         """(name, value, origin) rows for `config show`, secrets masked."""

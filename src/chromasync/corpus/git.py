@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.file import repo_namespace
+from ..datadir import REPOS_DIR as REPOS_DIR
 from ..errors import SourceError
 
 
@@ -27,9 +28,6 @@ def cache_slug(repo: str, branch: str | None) -> str:
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", repo_namespace(repo, branch)).strip("-")[:60]
     digest = hashlib.sha256(f"{repo}\x00{branch}".encode()).hexdigest()[:12]
     return f"{readable}-{digest}"
-
-
-REPOS_DIR = "repos"
 
 
 @dataclass(frozen=True, slots=True)

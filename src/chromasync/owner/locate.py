@@ -26,10 +26,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..datadir import OWNER_FILE as OWNER_FILE
+from ..datadir import SOCKET_FILE as SOCKET_FILE
 from ..state.lock import lock_holder
 
-OWNER_FILE = "owner.json"
-SOCKET_FILE = "owner.sock"
 OWNER_SCHEMA = 1
 #: Unix socket paths longer than this do not fit in `sockaddr_un` (108 bytes with the NUL).
 _MAX_SOCKET_PATH = 100

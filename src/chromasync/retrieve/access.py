@@ -32,11 +32,8 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
     `path` is relative to its source root, as hits cite it; `source` narrows to one source.
     """
     rel = relative_path(path)
-    state = State.open(settings.data_dir)
-    try:
+    with State.open(settings.data_dir) as state:
         rows = state.document_chunks(rel, source)
-    finally:
-        state.close()
     if not rows:
         where = f" in source {source!r}" if source else ""
         raise NotFound(f"no indexed file {shown(path)}{where}; search for it first")
@@ -72,8 +69,7 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
     through any links, inside the source's root; anything else is `NotFound`/`AccessDenied`.
     """
     rel = relative_path(path)
-    state = State.open(settings.data_dir)
-    try:
+    with State.open(settings.data_dir) as state:
         rows = [r for r in state.sources() if r.source == source]
         found = None
         for row in rows:
@@ -81,8 +77,6 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
             if entry is not None and entry.records:
                 found = row
                 break
-    finally:
-        state.close()
     if not rows:
         raise NotFound(f"no indexed source labelled {source!r}")
     if found is None:
@@ -109,11 +103,8 @@ def select_known(
     """
     entries = configured_entries(settings)
     declared = {e.label for e in entries}
-    state = State.open(settings.data_dir)
-    try:
+    with State.open(settings.data_dir) as state:
         undeclared = {r.source: r for r in state.sources() if r.source not in declared}
-    finally:
-        state.close()
     if not labels:
         chosen = [e for e in entries if e.include]
         others = list(undeclared.values())

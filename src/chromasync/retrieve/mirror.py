@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..datadir import MIRROR_FILE as MIRROR_FILE
 from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MIRROR_FILE = "keyword-mirror.sqlite3"
 MIRROR_SCHEMA = 1
 FETCH = 500
 # The same tables as the state's keyword index (and its `KEYWORD_INDEX_SQL`), so

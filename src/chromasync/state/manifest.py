@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datadir import STATE_FILE as STATE_FILE
 from ..records import MANIFEST_SCHEMA, ChunkRecord, FileState, RecordRef
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "state.sqlite3"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (
@@ -136,6 +136,12 @@ class State:
 
     def close(self) -> None:
         self._db.close()
+
+    def __enter__(self) -> State:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- sources -----------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 import marshal
 import os
 
+from ..datadir import LOCK_FILE as LOCK_FILE
+from ..datadir import SNAPSHOT_DIR as FOLDER
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -22,8 +25,6 @@ if TYPE_CHECKING:
     from ..records import SettledSource
 
 FORMAT = 1
-FOLDER = "fastpath"
-LOCK_FILE = "lock"  # the data dir's lock (`lock`), which also guards the snapshots
 KEPT_STAMPS = 64
 
 

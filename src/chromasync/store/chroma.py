@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from ..datadir import CHROMA_DIR
 from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import ChunkRecord, Hit, StoreLimits
@@ -65,7 +66,7 @@ class StoreConfig:
 
     def describe(self) -> str:
         if not self.url:
-            return str(self.data_dir / "chroma")
+            return str(self.data_dir / CHROMA_DIR)
         target = parse_target(self.url)
         return target.public_url
 
@@ -504,7 +505,7 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
     being created (a dry run must write nothing).
     """
     target = parse_target(config.url) if config.url else None
-    if existing and target is None and not (config.data_dir / "chroma").is_dir():
+    if existing and target is None and not (config.data_dir / CHROMA_DIR).is_dir():
         raise NotFound(f"no embedded store at {config.describe()} yet")
     try:
         import chromadb
@@ -513,7 +514,7 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
         raise StoreError("chromadb is not installed") from exc
     settings = Settings(anonymized_telemetry=False)
     if target is None:
-        path = config.data_dir / "chroma"
+        path = config.data_dir / CHROMA_DIR
         try:
             path.mkdir(parents=True, exist_ok=True)
             client = chromadb.PersistentClient(path=str(path), settings=settings)

@@ -72,8 +72,7 @@ def status(settings: Settings) -> list[SourceStatus]:
     source's last run when it is the newer one.
     """
     quick = recent_runs(str(settings.data_dir))
-    state = State.open(settings.data_dir)
-    try:
+    with State.open(settings.data_dir) as state:
         rows = []
         for row in state.sources():
             files = state.files(row.collection, row.source)
@@ -98,8 +97,6 @@ def status(settings: Settings) -> list[SourceStatus]:
                 )
             )
         return rows
-    finally:
-        state.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,31 +273,27 @@ def remove_source(
     untouched. Its declaration is removed from the config too unless `keep_declaration`."""
     entries = configured_entries(settings)
     entry = next((e for e in entries if e.label == label), None)
-    with StoreLock(settings.data_dir, wait=wait):
-        state = State.open(settings.data_dir)
+    with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
+        rows = [r for r in state.sources() if r.source == label]
+        if entry is None and not rows:
+            find_entry(entries, label)  # raises NotFound with suggestions
+        names = {r.collection for r in rows}
+        if entry is not None:
+            names.add(settings.collection_for(entry.kind, entry.collection))
+        deleted = 0
         try:
-            rows = [r for r in state.sources() if r.source == label]
-            if entry is None and not rows:
-                find_entry(entries, label)  # raises NotFound with suggestions
-            names = {r.collection for r in rows}
-            if entry is not None:
-                names.add(settings.collection_for(entry.kind, entry.collection))
-            deleted = 0
-            try:
-                store: Store | None = open_store_for(settings, existing=True)
-            except NotFound:
-                store = None
-            for name in sorted(names):
-                ids = {r.id for f in state.files(name, label).values() for r in f.records}
-                if store is not None and name in store.list_collections():
-                    collection = store.collection(name, create=False)
-                    ids |= {r.id for r in collection.iter_records(where={"source": label})}
-                    if ids:
-                        collection.delete(sorted(ids))
-                    deleted += len(ids)
-                state.drop_source(name, label)
-        finally:
-            state.close()
+            store: Store | None = open_store_for(settings, existing=True)
+        except NotFound:
+            store = None
+        for name in sorted(names):
+            ids = {r.id for f in state.files(name, label).values() for r in f.records}
+            if store is not None and name in store.list_collections():
+                collection = store.collection(name, create=False)
+                ids |= {r.id for r in collection.iter_records(where={"source": label})}
+                if ids:
+                    collection.delete(sorted(ids))
+                deleted += len(ids)
+            state.drop_source(name, label)
     removed = False
     if entry is not None and not keep_declaration:
         removed = remove_declaration(entry)
@@ -310,23 +303,19 @@ def remove_source(
 def reset_collections(settings: Settings, names: Sequence[str], wait: bool = False) -> list[str]:
     """Drop `names` from the store and forget every source's state in them."""
     dropped: list[str] = []
-    with StoreLock(settings.data_dir, wait=wait):
-        state = State.open(settings.data_dir)
+    with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
         try:
-            try:
-                store: Store | None = open_store_for(settings, existing=True)
-            except NotFound:
-                store = None
-            existing = set(store.list_collections()) if store is not None else set()
-            for name in dict.fromkeys(names):
-                if store is not None and name in existing:
-                    store.delete_collection(name)
-                    dropped.append(name)
-                for row in state.sources():
-                    if row.collection == name:
-                        state.drop_source(name, row.source)
-        finally:
-            state.close()
+            store: Store | None = open_store_for(settings, existing=True)
+        except NotFound:
+            store = None
+        existing = set(store.list_collections()) if store is not None else set()
+        for name in dict.fromkeys(names):
+            if store is not None and name in existing:
+                store.delete_collection(name)
+                dropped.append(name)
+            for row in state.sources():
+                if row.collection == name:
+                    state.drop_source(name, row.source)
     return dropped
 
 
