@@ -1,1 +1,1 @@
-"""The corpus: walking source trees, listings, reading and hashing files, front matter, git."""
+"""The corpus: walk sources, list them, read and hash files and documents, front matter, git."""

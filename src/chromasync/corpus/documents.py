@@ -1,0 +1,332 @@
+"""Document readers: PDF, DOCX, PPTX and HTML as pages of text, cited by page.
+
+`read_document(data, fmt)` turns the bytes of one file into a `PagedDocument` or a
+`DocumentSkip`; it never raises for bad input and never hangs. `render_markdown(doc)` turns
+a document into Markdown-ish text for the Markdown chunker, with `page_starts` to map any
+line (or character offset) of that text back to the page it came from.
+
+Invariants:
+
+* A document has at least one page, and some non-blank text (else it is a `no-text` skip).
+* Pages are numbered from 1 and in order. A PDF has one page per PDF page; a PPTX one per
+  slide; a DOCX and an HTML file are one page (their page layout is not known).
+* Body text is plain text: it never holds Markdown structure; `render_markdown` escapes
+  any line of it that would read as a heading, a setext underline or a code fence, so
+  headings come only from the document's structure (DOCX heading styles, slide titles,
+  HTML h1-h6, PDF bookmarks). No heading is invented (no "Page N" lines).
+* Text is normalised: LF line ends, no control characters other than tab and LF.
+* Every input is bounded before and while it is parsed (`Limits`): file size, pages,
+  zip members and declared uncompressed size, extracted characters, outline entries and a
+  time budget checked between pages (or paragraphs, shapes, parser feeds) with an injected
+  clock. PDFium cannot be interrupted inside a page, so the page cap bounds that part.
+
+Skip reasons (`REASONS`): `encrypted` (a password is needed), `no-text` (no text layer,
+e.g. a scan, or an empty document), `corrupt` (broken, truncated or not the format it
+claims), `too-large` (over a size, count, character or time budget).
+
+Readers are imported lazily (pypdfium2 loads a native library). PDFium is not thread-safe:
+read PDFs from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "FORMATS",
+    "REASONS",
+    "Block",
+    "DocumentSkip",
+    "DocumentText",
+    "Heading",
+    "Limits",
+    "Page",
+    "PagedDocument",
+    "document_format",
+    "page_at_line",
+    "page_at_offset",
+    "read_document",
+    "read_document_file",
+    "render_markdown",
+]
+
+#: Skip reason codes, in the order the readers check them.
+REASONS = ("encrypted", "no-text", "corrupt", "too-large")
+#: File suffix (lower case) to document format.
+FORMATS = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+}
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Budgets for reading one file; exceeding any of them is a `too-large` skip."""
+
+    max_bytes: int = 200 * 1024 * 1024  # the file itself
+    max_pages: int = 2000  # PDF pages, PPTX slides
+    max_chars: int = 5_000_000  # extracted text, all pages together
+    max_zip_members: int = 10_000  # DOCX / PPTX parts
+    max_uncompressed: int = 256 * 1024 * 1024  # declared size of all zip members
+    max_outline: int = 10_000  # PDF bookmarks read
+    max_depth: int = 32  # nested groups (PPTX), nested tables (DOCX)
+    seconds: float = 60.0  # wall time, checked between pages and blocks
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A heading (`level` 1-6) or body text (`level` 0) of one page."""
+
+    level: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Page `number` (from 1) and its blocks, in reading order."""
+
+    number: int
+    blocks: tuple[Block, ...]
+
+    @property
+    def body(self) -> str:
+        """The page's body text (its headings left out), blocks joined by LF."""
+        return "\n".join(b.text for b in self.blocks if b.level == 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """An outline entry: a heading of `level` 1-6 that starts on page `page`."""
+
+    level: int
+    title: str
+    page: int
+
+
+@dataclass(frozen=True, slots=True)
+class PagedDocument:
+    """A document read into pages: `format` is a value of `FORMATS`."""
+
+    format: str
+    pages: tuple[Page, ...]
+    title: str  # from the document's metadata or <title>; "" when it has none
+    outline: tuple[Heading, ...]
+
+    @property
+    def chars(self) -> int:
+        return sum(len(b.text) for p in self.pages for b in p.blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentSkip:
+    """A file left out: `reason` is one of `REASONS`; `detail` says what was seen."""
+
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentText:
+    """A document rendered as Markdown-ish text.
+
+    `page_starts[i]` is the 1-based line of `text` where page `pages[i]` starts, and
+    `offset_starts[i]` the character offset of that line. Both are non-decreasing (a page
+    without text starts where the next one does); the page of a line is the last page
+    starting at or before it (`page_at_line`).
+    """
+
+    text: str
+    pages: tuple[int, ...]  # page numbers
+    page_starts: tuple[int, ...]
+    offset_starts: tuple[int, ...]
+
+
+class Refused(Exception):
+    """Raised inside a reader to stop reading; `read_document` turns it into a skip."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason, detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class Meter:
+    """The running budget of one read: characters so far and the time used (mutable)."""
+
+    __slots__ = ("_clock", "_start", "chars", "limits")
+
+    def __init__(self, limits: Limits, clock: Clock) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._start = clock()
+        self.chars = 0
+
+    def tick(self) -> None:
+        """Refuse the file when the time budget is spent."""
+        if self._clock() - self._start > self.limits.seconds:
+            raise Refused("too-large", f"over the {self.limits.seconds:g} s time budget")
+
+    def take(self, text: str) -> str:
+        """Count `text` against the character budget and return it."""
+        self.chars += len(text)
+        if self.chars > self.limits.max_chars:
+            raise Refused("too-large", f"over {self.limits.max_chars} characters of text")
+        return text
+
+    def pages(self, count: int) -> None:
+        if count > self.limits.max_pages:
+            raise Refused("too-large", f"{count} pages (the limit is {self.limits.max_pages})")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")
+_SPACE_CONTROL = re.compile(r"[\x0b\x0c\x1c-\x1f]")
+
+
+def clean_text(text: str) -> str:
+    """LF line ends; whitespace controls to spaces; other control characters dropped."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", _SPACE_CONTROL.sub(" ", text))
+
+
+def one_line(text: str) -> str:
+    """A heading or cell: all whitespace runs (newlines included) as one space."""
+    return " ".join(clean_text(text).split())
+
+
+def document_format(name: str) -> str | None:
+    """The format of a file name from its suffix, or None when it is not a document."""
+    return FORMATS.get(Path(name).suffix.lower())
+
+
+def read_document(
+    data: bytes,
+    fmt: str,
+    limits: Limits | None = None,
+    clock: Clock = time.monotonic,
+) -> PagedDocument | DocumentSkip:
+    """Read the bytes of one document of format `fmt` (a value of `FORMATS`)."""
+    limits = limits or Limits()
+    if fmt not in set(FORMATS.values()):
+        known = ", ".join(sorted(set(FORMATS.values())))
+        raise ValueError(f"unknown document format {fmt!r}; expected one of: {known}")
+    if len(data) > limits.max_bytes:
+        return DocumentSkip("too-large", f"{len(data)} bytes (the limit is {limits.max_bytes})")
+    meter = Meter(limits, clock)
+    try:
+        doc = _reader(fmt)(data, meter)
+    except Refused as refused:
+        return DocumentSkip(refused.reason, refused.detail)
+    except RecursionError:
+        return DocumentSkip("too-large", "nested too deeply")
+    # A scanned PDF with bookmarks has headings but no text layer.
+    body_only = fmt == "pdf"
+    if not any(
+        b.text.strip() for p in doc.pages for b in p.blocks if b.level == 0 or not body_only
+    ):
+        return DocumentSkip("no-text", f"{len(doc.pages)} pages without text")
+    return doc
+
+
+def read_document_file(
+    path: Path,
+    limits: Limits | None = None,
+    clock: Clock = time.monotonic,
+) -> PagedDocument | DocumentSkip:
+    """Read a document from disk: its size is checked before a byte is read.
+
+    Raises ValueError for a suffix that is not in `FORMATS`, and OSError when the file
+    cannot be read (the caller's walk reports those as its own skips).
+    """
+    limits = limits or Limits()
+    fmt = document_format(path.name)
+    if fmt is None:
+        raise ValueError(f"{path}: not a document ({', '.join(sorted(FORMATS))})")
+    size = path.stat().st_size
+    if size > limits.max_bytes:
+        return DocumentSkip("too-large", f"{size} bytes (the limit is {limits.max_bytes})")
+    with path.open("rb") as f:
+        data = f.read(limits.max_bytes + 1)  # the file may have grown since the stat
+    return read_document(data, fmt, limits, clock)
+
+
+def _reader(fmt: str) -> Callable[[bytes, Meter], PagedDocument]:
+    if fmt == "pdf":
+        from .pdf import read_pdf
+
+        return read_pdf
+    if fmt == "docx":
+        from .office import read_docx
+
+        return read_docx
+    if fmt == "pptx":
+        from .office import read_pptx
+
+        return read_pptx
+    from .markup import read_html
+
+    return read_html
+
+
+# A body line that the Markdown chunker would read as structure: an ATX heading, a setext
+# underline or a thematic break, a code fence. It gets a backslash in front.
+_STRUCTURE = re.compile(r"^[ \t]*(#{1,6}([ \t]|$)|`{3,}|~{3,}|={2,}[ \t]*$|-{2,}[ \t]*$)")
+
+
+def _escape(line: str) -> str:
+    return "\\" + line if _STRUCTURE.match(line) else line
+
+
+def render_markdown(doc: PagedDocument) -> DocumentText:
+    """Markdown-ish text: headings as `#` lines, body lines escaped, a blank line between
+    blocks; and where each page starts (see `DocumentText`)."""
+    parts: list[str] = []
+    starts: list[int] = []
+    offsets: list[int] = []
+    line, offset = 1, 0
+    for page in doc.pages:
+        starts.append(line)
+        offsets.append(offset)
+        for block in page.blocks:
+            if block.level:
+                chunk = "#" * min(block.level, 6) + " " + one_line(block.text)
+            else:
+                text = block.text.strip("\n")
+                if not text.strip():
+                    continue
+                chunk = "\n".join(_escape(x) for x in text.split("\n"))
+            chunk += "\n\n"
+            parts.append(chunk)
+            line += chunk.count("\n")
+            offset += len(chunk)
+    return DocumentText("".join(parts), tuple(p.number for p in doc.pages), (*starts,), (*offsets,))
+
+
+def page_at_line(text: DocumentText, line: int) -> int:
+    """The number of the page that line `line` (1-based) of `text.text` belongs to."""
+    i = bisect.bisect_right(text.page_starts, line) - 1
+    return text.pages[max(i, 0)]
+
+
+def page_at_offset(text: DocumentText, offset: int) -> int:
+    """The number of the page that character `offset` of `text.text` belongs to."""
+    i = bisect.bisect_right(text.offset_starts, offset) - 1
+    return text.pages[max(i, 0)]
+
+
+def normalise_title(text: str | None) -> str:
+    """A metadata title as one line, "" for none (control characters dropped)."""
+    if not text:
+        return ""
+    return unicodedata.normalize("NFC", one_line(text))

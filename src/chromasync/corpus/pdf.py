@@ -1,0 +1,107 @@
+"""PDF: the text layer of each page through PDFium (pypdfium2), bookmarks as headings.
+
+A bookmark becomes a heading at the start of the page it points to (its level is its
+depth in the outline, 1-6). Body text is PDFium's text of the page, cleaned
+(`documents.clean_text`); nothing else is added.
+
+PDFium reports a file it cannot parse (a Brotli-compressed cross-reference stream, for one)
+with the same "incorrect password" code as an encrypted one, so a password error counts as
+`encrypted` only when the file declares an `/Encrypt` dictionary (which the PDF standard
+keeps out of compressed object streams), and as `corrupt` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from .documents import (
+    Block,
+    Heading,
+    Meter,
+    Page,
+    PagedDocument,
+    Refused,
+    clean_text,
+    normalise_title,
+    one_line,
+)
+
+
+def read_pdf(data: bytes, meter: Meter) -> PagedDocument:
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        raise _refusal(exc, data) from exc
+    try:
+        count = len(pdf)
+        meter.pages(count)
+        outline = _outline(pdf, count, meter)
+        by_page: defaultdict[int, list[Block]] = defaultdict(list)
+        for entry in outline:
+            by_page[entry.page].append(Block(entry.level, entry.title))
+        pages: list[Page] = []
+        for index in range(count):
+            meter.tick()
+            body = meter.take(_page_text(pdf, index, meter))
+            pages.append(Page(index + 1, (*by_page[index + 1], Block(0, body))))
+        title = normalise_title(_metadata(pdf, "Title"))
+        return PagedDocument("pdf", tuple(pages), title, outline)
+    finally:
+        pdf.close()
+
+
+def _refusal(exc: pdfium.PdfiumError, data: bytes) -> Refused:
+    code = exc.err_code
+    if code == pdfium_c.FPDF_ERR_SECURITY or (
+        code == pdfium_c.FPDF_ERR_PASSWORD and b"/Encrypt" in data
+    ):
+        return Refused("encrypted", str(exc))
+    return Refused("corrupt", str(exc))
+
+
+def _page_text(pdf: pdfium.PdfDocument, index: int, meter: Meter) -> str:
+    try:
+        page = pdf[index]
+    except pdfium.PdfiumError as exc:
+        raise Refused("corrupt", f"page {index + 1}: {exc}") from exc
+    try:
+        textpage = page.get_textpage()
+        try:
+            n = textpage.count_chars()
+            if meter.chars + n > meter.limits.max_chars:  # before decoding it
+                raise Refused("too-large", f"over {meter.limits.max_chars} characters of text")
+            text: str = textpage.get_text_range() if n > 0 else ""
+        finally:
+            textpage.close()
+    except pdfium.PdfiumError as exc:
+        raise Refused("corrupt", f"page {index + 1}: {exc}") from exc
+    finally:
+        page.close()
+    return clean_text(text)
+
+
+def _outline(pdf: pdfium.PdfDocument, count: int, meter: Meter) -> tuple[Heading, ...]:
+    """Bookmarks that point at a page, in outline order (at most `max_outline` read)."""
+    headings: list[Heading] = []
+    for seen, bookmark in enumerate(pdf.get_toc(max_depth=16)):
+        if seen >= meter.limits.max_outline:
+            break
+        if seen % 64 == 0:
+            meter.tick()
+        title = one_line(bookmark.get_title() or "")
+        dest = bookmark.get_dest()
+        index = dest.get_index() if dest is not None else None
+        if title and index is not None and 0 <= index < count:
+            headings.append(Heading(min(bookmark.level + 1, 6), meter.take(title), index + 1))
+    return tuple(headings)
+
+
+def _metadata(pdf: pdfium.PdfDocument, key: str) -> str:
+    try:
+        value = pdf.get_metadata_value(key)
+    except pdfium.PdfiumError:
+        return ""
+    return value if isinstance(value, str) else ""
