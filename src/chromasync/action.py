@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from . import api
+from .cli.common import exit_code
 from .errors import ChromasyncError, ConfigError
 from .records import SUMMARY_COUNTS, IngestSummary, SourceSpec
 
@@ -100,12 +101,9 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         settings, spec, sha = action_settings(environ)
         options = api.default_options(settings, extra_metadata={"indexed_commit_sha": sha})
         [summary] = api.ingest([spec], settings, options, environ=environ, wait=True)
-    except ConfigError as exc:
-        print(f"::error title=chromasync::{exc}", file=sys.stderr)
-        return 2
     except ChromasyncError as exc:
         print(f"::error title=chromasync::{exc}", file=sys.stderr)
-        return 1
+        return exit_code(exc)
     values = outputs(summary)
     _append(environ.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in values.items()))
     rows = "".join(f"| {k} | {v} |\n" for k, v in values.items())

@@ -15,6 +15,11 @@ They never contain a secret. Third-party errors are wrapped with ``raise ... fro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
+V = TypeVar("V")
+
 
 class ChromasyncError(Exception):
     """Base class: every error chromasync raises on purpose."""
@@ -48,6 +53,31 @@ class NotFound(ChromasyncError):
     """A collection, source, document or job does not exist."""
 
 
+def error_classes() -> list[type[ChromasyncError]]:
+    """Every class of the tree, the base first (subclasses defined in any stage included)."""
+    found: list[type[ChromasyncError]] = [ChromasyncError]
+    for cls in found:
+        found.extend(sub for sub in cls.__subclasses__() if sub not in found)
+    return found
+
+
+def error_class(name: str) -> type[ChromasyncError] | None:
+    """The class of the tree named `name` (a REST error body's `error`), or None."""
+    return next((cls for cls in error_classes() if cls.__name__ == name), None)
+
+
+def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
+    """A surface's entry for `exc`: the most specific class of its MRO in `table`.
+
+    Every surface keeps one table (CLI exit codes, HTTP statuses, MCP error kinds); each
+    table names every class of the tree, so this only walks the MRO for classes that a
+    test has not seen yet."""
+    for cls in type(exc).__mro__:
+        if cls in table:
+            return table[cls]
+    return table[ChromasyncError]
+
+
 __all__ = [
     "AccessDenied",
     "ChromasyncError",
@@ -57,4 +87,7 @@ __all__ = [
     "NotFound",
     "SourceError",
     "StoreError",
+    "error_class",
+    "error_classes",
+    "lookup",
 ]

@@ -7,7 +7,7 @@ Ownership (see `owner`): if another process (`serve`, `watch`, another `mcp`) ow
 dir, every tool goes through it. Otherwise this process becomes the owner at its first tool
 call: it holds the data dir's lock until it exits and serves the REST API on the owner socket,
 so that the CLI and other MCP servers can reach the index meanwhile. Errors come back as tool
-errors (`is_error`), their text prefixed by the error class (one table: `_error_text`).
+errors (`is_error`), their text prefixed by the error class (one table: `ERROR_KINDS`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,17 @@ from pydantic import Field
 
 from . import __version__, api
 from .config.settings import Settings
-from .errors import ChromasyncError
+from .errors import (
+    AccessDenied,
+    ChromasyncError,
+    ConfigError,
+    EmbeddingError,
+    LockError,
+    NotFound,
+    SourceError,
+    StoreError,
+    lookup,
+)
 from .owner.index import owner_client
 from .records import Hit
 
@@ -38,8 +48,22 @@ def _hit(hit: Hit) -> dict[str, Any]:
     return data
 
 
+#: Error class -> the kind of tool error an agent sees (the most specific class wins).
+ERROR_KINDS: dict[type[ChromasyncError], str] = {
+    ChromasyncError: "failed",
+    ConfigError: "invalid-argument",
+    SourceError: "invalid-argument",
+    AccessDenied: "permission-denied",
+    EmbeddingError: "failed-precondition",
+    StoreError: "unavailable",
+    LockError: "busy",
+    NotFound: "not-found",
+}
+
+
 def _error_text(exc: ChromasyncError) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """`NotFound: no source 'x' (not-found)`: the class, the message, the kind."""
+    return f"{type(exc).__name__}: {exc} ({lookup(ERROR_KINDS, exc)})"
 
 
 class Backend:

@@ -54,6 +54,7 @@ from .errors import (
     NotFound,
     SourceError,
     StoreError,
+    lookup,
 )
 from .owner.service import Service
 from .records import Hit
@@ -81,10 +82,7 @@ PAGE_CSP = (
 
 
 def status_for(exc: ChromasyncError) -> int:
-    for cls in type(exc).__mro__:
-        if cls in ERROR_STATUS:
-            return ERROR_STATUS[cls]
-    return 500
+    return lookup(ERROR_STATUS, exc)
 
 
 def authorized(header: str | None, token: str) -> bool:

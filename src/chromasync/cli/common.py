@@ -18,21 +18,37 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import api
-from ..errors import ChromasyncError, ConfigError, NotFound
+from ..errors import (
+    AccessDenied,
+    ChromasyncError,
+    ConfigError,
+    EmbeddingError,
+    LockError,
+    NotFound,
+    SourceError,
+    StoreError,
+    lookup,
+)
 from ..records import IngestSummary
 from ..sync.summary import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Error class -> exit code. Click's own usage errors exit with 2 as well.
-EXIT_CODES: dict[type[ChromasyncError], int] = {ConfigError: 2, NotFound: 1, ChromasyncError: 1}
+#: Error class -> exit code: 2 for bad usage (as click's own usage errors), 1 for a failure.
+EXIT_CODES: dict[type[ChromasyncError], int] = {
+    ChromasyncError: 1,
+    ConfigError: 2,
+    SourceError: 1,
+    AccessDenied: 1,
+    EmbeddingError: 1,
+    StoreError: 1,
+    LockError: 1,
+    NotFound: 1,
+}
 
 
 def exit_code(exc: ChromasyncError) -> int:
-    for cls in type(exc).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return 1
+    return lookup(EXIT_CODES, exc)
 
 
 def stderr_console() -> Console:

@@ -15,33 +15,10 @@ from typing import Any
 
 import httpx
 
-from ..errors import (
-    AccessDenied,
-    ChromasyncError,
-    ConfigError,
-    EmbeddingError,
-    LockError,
-    NotFound,
-    SourceError,
-    StoreError,
-)
+from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit
 from ..retrieve import SearchRequest, SearchResult
 from .locate import OwnerInfo
-
-_ERRORS: dict[str, type[ChromasyncError]] = {
-    cls.__name__: cls
-    for cls in (
-        AccessDenied,
-        ConfigError,
-        EmbeddingError,
-        LockError,
-        NotFound,
-        SourceError,
-        StoreError,
-        ChromasyncError,
-    )
-}
 
 
 def hit_from_json(data: Mapping[str, Any]) -> Hit:
@@ -62,10 +39,17 @@ def hit_from_json(data: Mapping[str, Any]) -> Hit:
 class OwnerClient:
     """A client of the owner's REST API over its Unix socket."""
 
-    def __init__(self, owner: OwnerInfo, token: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        owner: OwnerInfo,
+        token: str | None = None,
+        timeout: float = 60.0,
+        http: httpx.Client | None = None,
+    ) -> None:
+        """`http`: another client to send through (tests: an ASGI app in process)."""
         self.owner = owner
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(
+        self._http = http or httpx.Client(
             transport=httpx.HTTPTransport(uds=owner.socket),
             base_url="http://localhost",
             headers=headers,
@@ -100,7 +84,7 @@ class OwnerClient:
             body = {}
         if response.status_code >= 400:
             detail = body.get("detail") if isinstance(body, dict) else None
-            cls = _ERRORS.get(str(body.get("error")) if isinstance(body, dict) else "")
+            cls = error_class(str(body.get("error")) if isinstance(body, dict) else "")
             if cls is None:
                 cls = SourceError if response.status_code < 500 else StoreError
             raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
