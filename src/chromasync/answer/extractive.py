@@ -9,8 +9,8 @@ No language model. The steps, each linear in its input (all inputs bounded first
 2. `score_sentences`: BM25 (k1 1.2, b 0.75) of the question's terms over the candidate
    sentences (IDF computed over those candidates), normalised to [0, 1], blended with the
    hit's rank as a prior: ``0.8 * bm25 + 0.2 / (1 + rank)``. Sentences sharing no term
-   with the question are not candidates (unless none shares any: then the top hit's first
-   sentence answers, flagged by its low score).
+   with the question, or scoring under 30 % of the best one, are not candidates (when no
+   sentence shares a term, the top hit's first sentence answers).
 3. `select_mmr`: maximal marginal relevance, ``lam * relevance - (1 - lam) * max Jaccard``
    with the sentences already chosen (terms as sets), until `max_sentences` or `max_chars`.
 4. The chosen sentences are written in source order (hit rank, then position), each
@@ -230,11 +230,16 @@ def split_sentences(hit: Hit, rank: int) -> list[Sentence]:
 
 
 def score_sentences(
-    question: str, sentences: Sequence[Sentence], k1: float = 1.2, b: float = 0.75
+    question: str,
+    sentences: Sequence[Sentence],
+    k1: float = 1.2,
+    b: float = 0.75,
+    min_share: float = 0.3,
 ) -> list[Scored]:
     """BM25 of the question over the sentences, normalised, blended with the rank prior.
 
-    Only sentences sharing a term with the question are returned.
+    Only sentences sharing a term with the question, and scoring at least `min_share` of
+    the best sentence's BM25, are returned (weak matches would only pad the answer).
     """
     query = set(terms_of(question)) or {w.lower() for w in _WORD.findall(question)}
     if not sentences or not query:
@@ -258,7 +263,11 @@ def score_sentences(
         score = sum(idf[t] * f * (k1 + 1) / (f + norm) for t, f in tf.items())
         raw.append((s, score))
     top = max((score for _, score in raw), default=0.0) or 1.0
-    return [Scored(s, 0.8 * score / top + 0.2 / (1 + s.rank)) for s, score in raw]
+    return [
+        Scored(s, 0.8 * score / top + 0.2 / (1 + s.rank))
+        for s, score in raw
+        if score >= min_share * top
+    ]
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
