@@ -1,0 +1,118 @@
+"""`answer_question`: the one seam every surface calls to answer a question from hits.
+
+    no hits          -> "No sources matched the question." (flag `no-sources`, no citations)
+    llm is None      -> the extractive answer (`extractive.answer_extractive`)
+    llm given        -> prompt (`prompt.build_prompt`), streamed through `on_token` (or one
+                        request when `stream=False`), then `verify.check_citations`
+    llm unreachable  -> with `fallback=True`, the extractive answer flagged
+                        `llm-unreachable`; otherwise `ChatUnreachable` is raised
+
+The question is validated first: empty (or only spaces) or longer than
+`MAX_QUESTION_CHARS` raises `ConfigError` (bad input from the user; the surfaces' usage
+error).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from ..errors import ConfigError
+from ..records import Hit
+from .chat import ChatClient, ChatUnreachable
+from .extractive import answer_extractive, score_sentences, split_sentences
+from .prompt import DEFAULT_CONTEXT_TOKENS, approx_tokens, build_prompt
+from .records import FLAG_LLM_UNREACHABLE, FLAG_NO_SOURCES, FLAG_TRUNCATED, Answer
+from .verify import check_citations
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 4000
+NO_SOURCES_TEXT = "No sources matched the question."
+
+
+def check_question(question: str) -> str:
+    """The question stripped; `ConfigError` when it is empty or too long."""
+    text = question.strip()
+    if not text:
+        raise ConfigError("the question is empty; ask something, e.g. 'how do I install it?'")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ConfigError(
+            f"the question is {len(question)} characters long, over the limit of "
+            f"{MAX_QUESTION_CHARS}; shorten it"
+        )
+    return text
+
+
+def _best_sentence(question: str) -> Callable[[Hit], str]:
+    """The quote of a cited hit: its sentence that best matches the question."""
+
+    def quote(hit: Hit) -> str:
+        scored = score_sentences(question, split_sentences(hit, 0))
+        if scored:
+            return max(scored, key=lambda s: s.relevance).sentence.text
+        sentences = split_sentences(hit, 0)
+        return sentences[0].text if sentences else ""
+
+    return quote
+
+
+def answer_question(
+    question: str,
+    hits: Sequence[Hit],
+    *,
+    llm: ChatClient | None = None,
+    group_by: str | None = None,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    on_token: Callable[[str], None] | None = None,
+    fallback: bool = True,
+    stream: bool = True,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    max_sentences: int = 4,
+    max_chars: int = 600,
+) -> Answer:
+    """Answer `question` from `hits` (best first), with checked citations."""
+    question = check_question(question)
+    if not hits:
+        return Answer(question, NO_SOURCES_TEXT, (), "extractive", flags=(FLAG_NO_SOURCES,))
+    if llm is None:
+        return answer_extractive(
+            question, hits, group_by=group_by, max_sentences=max_sentences, max_chars=max_chars
+        )
+    prompt = build_prompt(
+        question, hits, context_tokens=context_tokens, count_tokens=count_tokens, group_by=group_by
+    )
+    try:
+        result = llm.stream(prompt.messages, on_token) if stream else llm.complete(prompt.messages)
+    except ChatUnreachable as exc:
+        if not fallback:
+            raise
+        log.warning("%s; answering extractively instead", exc)
+        extractive = answer_extractive(
+            question, hits, group_by=group_by, max_sentences=max_sentences, max_chars=max_chars
+        )
+        return Answer(
+            extractive.question,
+            extractive.text,
+            extractive.citations,
+            "extractive",
+            flags=(*extractive.flags, FLAG_LLM_UNREACHABLE),
+            group_by=extractive.group_by,
+            groups=extractive.groups,
+        )
+    checked = check_citations(result.text, prompt.sources, _best_sentence(question))
+    flags = checked.flags + ((FLAG_TRUNCATED,) if result.truncated else ())
+    return Answer(
+        question,
+        checked.text,
+        checked.citations,
+        "llm",
+        model=result.model,
+        usage=result.usage,
+        flags=flags,
+        removed_citations=checked.removed,
+        group_by=group_by,
+    )
+
+
+__all__ = ["MAX_QUESTION_CHARS", "NO_SOURCES_TEXT", "answer_question", "check_question"]

@@ -1,0 +1,329 @@
+"""A client for any OpenAI-compatible `/v1/chat/completions` endpoint.
+
+Ollama (`http://localhost:11434/v1`), llama.cpp's server, vLLM, LM Studio and OpenAI all
+take ``POST {url}/chat/completions`` with ``{"model", "messages", "stream"}``. Without
+streaming the answer is ``{"choices": [{"message": {"content"}}], "usage": {...}}``; with
+it, server-sent events: ``data: {"choices": [{"delta": {"content": "..."}}]}`` lines, ended
+by ``data: [DONE]``.
+
+Transient failures (connection errors, timeouts, 429, 500/502/503/504) are retried by the
+project's `RetryingTransport` (`retry.py`) before any token is read; a stream that stalls
+after its first byte is not retried. 401/403 fail at once. Errors name the endpoint's URL
+(scheme, host, port and path only) and never the key.
+
+The key comes from the environment only, read by `api_key_from(environ)`:
+``CHROMASYNC_LLM_API_KEY``, then ``OPENAI_API_KEY``.
+
+Errors (to be moved to `errors.py` with the next layout change):
+
+    ChromasyncError
+    └── AnswerError            an answer cannot be produced
+        ├── ChatRefused        the endpoint refused the key (401/403)
+        └── ChatUnreachable    connection failed, timed out or stayed overloaded
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random as _random
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..errors import ChromasyncError
+from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
+from .prompt import Message
+
+log = logging.getLogger(__name__)
+
+KEY_VARIABLES = ("CHROMASYNC_LLM_API_KEY", "OPENAI_API_KEY")
+DEFAULT_TIMEOUT_S = 120.0
+#: The most characters of answer read from a model (the rest is dropped, flagged).
+MAX_ANSWER_CHARS = 100_000
+MAX_BODY_BYTES = 4_000_000
+
+
+class AnswerError(ChromasyncError):
+    """An answer cannot be produced (the chat endpoint failed or answered nonsense)."""
+
+
+class ChatRefused(AnswerError):
+    """The chat endpoint refused the request's key (HTTP 401 or 403)."""
+
+
+class ChatUnreachable(AnswerError):
+    """The chat endpoint could not be reached, timed out or stayed overloaded."""
+
+
+def api_key_from(environ: Mapping[str, str]) -> str | None:
+    """The chat key from `environ` (`KEY_VARIABLES`, first set wins), or None."""
+    for name in KEY_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    text: str
+    model: str
+    usage: Mapping[str, int] = field(default_factory=dict)
+    finish_reason: str | None = None
+    truncated: bool = False
+    first_token_s: float | None = None  # streaming: seconds until the first content
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One parsed stream event: some content, and/or usage, the finish reason or the model."""
+
+    content: str = ""
+    usage: Mapping[str, int] | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+def _usage(data: Any) -> dict[str, int]:
+    if not isinstance(data, dict):
+        return {}
+    return {k: int(v) for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def parse_sse(lines: Iterable[str]) -> Iterator[Delta]:
+    """The events of a chat-completions stream: `data:` lines up to `[DONE]`.
+
+    Comments (``:``), ``event:``/``id:`` lines and blank lines are skipped; a `data:` line
+    that is not JSON raises `ValueError`; an ``{"error": ...}`` event raises `AnswerError`.
+    """
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        if not payload:
+            continue
+        event = json.loads(payload)
+        if not isinstance(event, dict):
+            raise ValueError("a stream event is not an object")
+        if "error" in event:
+            error = event["error"]
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise AnswerError(f"the model stopped with an error: {str(message)[:300]}")
+        choices = event.get("choices") or []
+        choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+        delta = choice.get("delta") or {}
+        content = delta.get("content") if isinstance(delta, dict) else None
+        yield Delta(
+            content=content if isinstance(content, str) else "",
+            usage=_usage(event["usage"]) if event.get("usage") else None,
+            finish_reason=choice.get("finish_reason"),
+            model=event.get("model") if isinstance(event.get("model"), str) else None,
+        )
+
+
+def _safe_url(url: str) -> str:
+    parsed = httpx.URL(url)
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{parsed.host}{port}{parsed.path}"
+
+
+class ChatClient:
+    """Chat completions at `url` (a base URL like ``http://localhost:11434/v1``, or the full
+    ``.../chat/completions`` URL) with `model`."""
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        connect_timeout_s: float = 10.0,
+        retry: RetryPolicy | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        url = url.rstrip("/")
+        self.endpoint = url if url.endswith("/chat/completions") else f"{url}/chat/completions"
+        self.model = model
+        self._api_key = api_key
+        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, connect_timeout_s))
+        self._retry = retry or RetryPolicy(attempts=4, deadline_s=30.0)
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._transport = transport
+        self._sleep = sleep
+        self._clock = clock
+        self._random = random
+
+    @classmethod
+    def from_environ(
+        cls, url: str, model: str, environ: Mapping[str, str], **options: Any
+    ) -> ChatClient:
+        """A client whose key is read from `environ` (see `api_key_from`)."""
+        return cls(url, model, api_key=api_key_from(environ), **options)
+
+    def __repr__(self) -> str:  # never the key
+        return f"ChatClient({_safe_url(self.endpoint)!r}, model={self.model!r})"
+
+    def _http(self) -> httpx.Client:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        inner = self._transport or httpx.HTTPTransport(verify=True)
+        transport = RetryingTransport(
+            inner, self._retry, sleep=self._sleep, clock=time.time, random=self._random
+        )
+        return httpx.Client(transport=transport, timeout=self._timeout, headers=headers)
+
+    def _body(self, messages: Sequence[Message], stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.as_json() for m in messages],
+            "stream": stream,
+        }
+        if self._temperature is not None:
+            body["temperature"] = self._temperature
+        if self._max_tokens is not None:
+            body["max_tokens"] = self._max_tokens
+        return body
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _where(self) -> str:
+        return f"chat model {self.model!r} at {_safe_url(self.endpoint)}"
+
+    def _wrap(self, exc: Exception) -> AnswerError:
+        where = self._where()
+        if isinstance(exc, Refused):
+            return ChatRefused(
+                f"{where}: the API key was refused (HTTP {exc.status}); set "
+                f"{' or '.join(KEY_VARIABLES)} to a key this endpoint accepts"
+            )
+        if isinstance(exc, GaveUp):
+            return ChatUnreachable(
+                f"{where}: {self._redact(str(exc))}; is the server running and reachable?"
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return ChatUnreachable(f"{where}: timed out ({type(exc).__name__}); retry later")
+        if isinstance(exc, httpx.TransportError):
+            return ChatUnreachable(f"{where}: {type(exc).__name__}: {self._redact(str(exc))}")
+        return AnswerError(f"{where}: {type(exc).__name__}: {self._redact(str(exc))}")
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.status_code == 200:
+            return
+        response.read()
+        raise AnswerError(
+            f"{self._where()}: HTTP {response.status_code}: {self._redact(_error_text(response))}"
+        )
+
+    def complete(self, messages: Sequence[Message]) -> ChatResult:
+        """The whole answer in one response (no streaming)."""
+        try:
+            with self._http() as http:
+                response = http.post(self.endpoint, json=self._body(messages, False))
+                self._check(response)
+                if len(response.content) > MAX_BODY_BYTES:
+                    raise AnswerError(f"{self._where()}: the answer is over {MAX_BODY_BYTES} B")
+                data = response.json()
+        except AnswerError:
+            raise
+        except (Refused, GaveUp, httpx.HTTPError) as exc:
+            raise self._wrap(exc) from exc
+        except ValueError as exc:
+            raise AnswerError(f"{self._where()}: the answer is not JSON ({exc})") from exc
+        try:
+            choice = data["choices"][0]
+            content = choice["message"].get("content") or ""
+            if not isinstance(content, str):
+                raise TypeError("content is not a string")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise AnswerError(
+                f"{self._where()}: the answer is not a chat completion ({exc!r})"
+            ) from exc
+        truncated = len(content) > MAX_ANSWER_CHARS
+        return ChatResult(
+            text=content[:MAX_ANSWER_CHARS],
+            model=str(data.get("model") or self.model),
+            usage=_usage(data.get("usage")),
+            finish_reason=choice.get("finish_reason"),
+            truncated=truncated,
+        )
+
+    def stream(
+        self, messages: Sequence[Message], on_token: Callable[[str], None] | None = None
+    ) -> ChatResult:
+        """The answer streamed: each piece of content goes to `on_token` as it arrives."""
+        began = self._clock()
+        parts: list[str] = []
+        size = 0
+        first: float | None = None
+        usage: Mapping[str, int] = {}
+        finish: str | None = None
+        model = self.model
+        truncated = False
+        try:
+            with (
+                self._http() as http,
+                http.stream("POST", self.endpoint, json=self._body(messages, True)) as response,
+            ):
+                self._check(response)
+                for delta in parse_sse(response.iter_lines()):
+                    if delta.model:
+                        model = delta.model
+                    if delta.usage is not None:
+                        usage = delta.usage
+                    if delta.finish_reason:
+                        finish = delta.finish_reason
+                    if not delta.content or truncated:
+                        continue
+                    piece = delta.content[: MAX_ANSWER_CHARS - size]
+                    truncated = len(piece) < len(delta.content)
+                    if first is None:
+                        first = self._clock() - began
+                    parts.append(piece)
+                    size += len(piece)
+                    if on_token is not None and piece:
+                        on_token(piece)
+        except AnswerError:
+            raise
+        except (Refused, GaveUp, httpx.HTTPError) as exc:
+            raise self._wrap(exc) from exc
+        except ValueError as exc:
+            raise AnswerError(f"{self._where()}: a stream event is not JSON ({exc})") from exc
+        return ChatResult("".join(parts), model, usage, finish, truncated, first)
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+        error = data.get("error", data) if isinstance(data, dict) else data
+        message = error.get("message", error) if isinstance(error, dict) else error
+        return str(message)[:300]
+    except ValueError:
+        return response.text[:300]
+
+
+__all__ = [
+    "KEY_VARIABLES",
+    "AnswerError",
+    "ChatClient",
+    "ChatRefused",
+    "ChatResult",
+    "ChatUnreachable",
+    "Delta",
+    "api_key_from",
+    "parse_sse",
+]

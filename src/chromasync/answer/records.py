@@ -1,0 +1,166 @@
+"""The records of an answer: `Citation`, `Group` and `Answer`, and their JSON shape.
+
+A citation renders as ``path:start-end`` (``path:n`` for one line, ``path`` when the lines
+are unknown), followed by ``p. N`` when the hit's metadata holds a ``page``. Citation numbers
+start at 1 and follow the order in which the answer first uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..records import Hit
+
+Mode = Literal["extractive", "llm"]
+
+#: Flags an answer may carry (see `verify` and `ask`).
+FLAG_EMPTY = "empty"
+FLAG_NO_CITATIONS = "no-citations"
+FLAG_REMOVED_CITATIONS = "removed-citations"
+FLAG_NO_SOURCES = "no-sources"
+FLAG_LLM_UNREACHABLE = "llm-unreachable"  # fell back to the extractive answer
+FLAG_TRUNCATED = "truncated"  # the model's answer was cut at the size bound
+
+
+def page_of(hit: Hit) -> int | None:
+    """The hit's page number from its metadata (`page`), when it holds a positive int."""
+    value = hit.metadata.get("page")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip()) or None
+    if isinstance(value, float) and value.is_integer() and value > 0:
+        return int(value)
+    return None
+
+
+def render_location(path: str, start_line: int, end_line: int, page: int | None) -> str:
+    """``path:start-end`` (``path:n`` for one line), then `` p. N`` when a page is known."""
+    where = path
+    if start_line > 0:
+        end = max(end_line, start_line)
+        where = f"{path}:{start_line}" if end == start_line else f"{path}:{start_line}-{end}"
+    return f"{where} p. {page}" if page is not None else where
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Source number `n` of an answer: where it is, and the words quoted from it."""
+
+    n: int
+    id: str
+    path: str
+    heading: str
+    start_line: int
+    end_line: int
+    page: int | None = None
+    quote: str = ""
+
+    def render(self) -> str:
+        return render_location(self.path, self.start_line, self.end_line, self.page)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "n": self.n,
+            "id": self.id,
+            "path": self.path,
+            "heading": self.heading,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "page": self.page,
+            "quote": self.quote,
+        }
+
+
+def citation_for(
+    n: int, hit: Hit, quote: str = "", lines: tuple[int, int] | None = None
+) -> Citation:
+    """Citation `n` of `hit`, narrowed to `lines` (inside the hit's own range) when given."""
+    start, end = hit.start_line, hit.end_line
+    if lines is not None and start > 0 and start <= lines[0] <= lines[1] <= max(end, start):
+        start, end = lines
+    return Citation(
+        n=n,
+        id=hit.id,
+        path=hit.path,
+        heading=hit.heading,
+        start_line=start,
+        end_line=end,
+        page=page_of(hit),
+        quote=quote,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """The part of a grouped answer about one value of the `group_by` field."""
+
+    value: str
+    text: str
+    citations: tuple[Citation, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "value": self.value,
+            "answer": self.text,
+            "citations": [c.n for c in self.citations],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An answer to `question`; `text` holds `[n]` markers that index `citations`."""
+
+    question: str
+    text: str
+    citations: tuple[Citation, ...]
+    mode: Mode
+    model: str | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    removed_citations: int = 0  # markers naming no source, taken out of `text`
+    group_by: str | None = None
+    groups: tuple[Group, ...] = ()
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Each citation rendered (``path:start-end``), in citation-number order."""
+        return tuple(c.render() for c in self.citations)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "question": self.question,
+            "answer": self.text,
+            "citations": [c.as_json() for c in self.citations],
+            "sources": list(self.sources),
+            "mode": self.mode,
+            "model": self.model,
+            "usage": dict(self.usage),
+            "flags": list(self.flags),
+            "removed_citations": self.removed_citations,
+        }
+        if self.group_by is not None:
+            out["group_by"] = self.group_by
+            out["groups"] = [g.as_json() for g in self.groups]
+        return out
+
+
+__all__ = [
+    "FLAG_EMPTY",
+    "FLAG_LLM_UNREACHABLE",
+    "FLAG_NO_CITATIONS",
+    "FLAG_NO_SOURCES",
+    "FLAG_REMOVED_CITATIONS",
+    "FLAG_TRUNCATED",
+    "Answer",
+    "Citation",
+    "Group",
+    "Mode",
+    "citation_for",
+    "page_of",
+    "render_location",
+]
