@@ -27,6 +27,7 @@ from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchRe
 from .retrieve.access import FileText, get_document, read_indexed_file, select_known
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
+from .retrieve.request import SearchArgs, build_request
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
 from .state.lock import StoreLock
@@ -485,6 +486,11 @@ def snippet(
     return _snippet(text, spans, width)
 
 
+def search_request(args: SearchArgs, settings: Settings) -> SearchRequest:
+    """The search request of any surface's arguments (see `retrieve.request`)."""
+    return build_request(args, settings.date_field_names)
+
+
 def make_filters(settings: Settings, **options: Any) -> Filters:
     """`Filters` from surface arguments (see `retrieve.filters.filters_from_options`)."""
     options.setdefault("date_fields", settings.date_field_names)
@@ -668,6 +674,7 @@ __all__ = [
     "Fusion",
     "IngestOptions",
     "RemovedSource",
+    "SearchArgs",
     "SearchRequest",
     "SearchResult",
     "Settings",
@@ -706,6 +713,7 @@ __all__ = [
     "retrieve",
     "search",
     "search_collections",
+    "search_request",
     "select_known",
     "selected_sources",
     "similar",

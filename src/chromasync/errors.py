@@ -7,7 +7,10 @@
     ├── EmbeddingError         the embedding provider failed or does not match the collection
     ├── StoreError             Chroma (embedded or server) refused or failed a call
     │   └── LockError          another process owns the data dir
-    └── NotFound               a collection, source, path or job does not exist
+    ├── NotFound               a collection, source, path or job does not exist
+    └── AnswerError            no answer could be written (`ask`, `summarize`)
+        ├── ChatRefused        the chat endpoint refused the key (401/403)
+        └── ChatUnreachable    the chat endpoint is down, timed out or stayed overloaded
 
 Messages name the path, collection or provider, say what failed and suggest a next step.
 They never contain a secret. Third-party errors are wrapped with ``raise ... from``.
@@ -53,6 +56,18 @@ class NotFound(ChromasyncError):
     """A collection, source, document or job does not exist."""
 
 
+class AnswerError(ChromasyncError):
+    """An answer cannot be produced (the chat endpoint failed or answered nonsense)."""
+
+
+class ChatRefused(AnswerError):
+    """The chat endpoint refused the request's key (HTTP 401 or 403)."""
+
+
+class ChatUnreachable(AnswerError):
+    """The chat endpoint could not be reached, timed out or stayed overloaded."""
+
+
 def error_classes() -> list[type[ChromasyncError]]:
     """Every class of the tree, the base first (subclasses defined in any stage included)."""
     found: list[type[ChromasyncError]] = [ChromasyncError]
@@ -80,6 +95,9 @@ def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
 
 __all__ = [
     "AccessDenied",
+    "AnswerError",
+    "ChatRefused",
+    "ChatUnreachable",
     "ChromasyncError",
     "ConfigError",
     "EmbeddingError",

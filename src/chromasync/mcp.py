@@ -24,6 +24,9 @@ from . import __version__, api
 from .config.settings import Settings
 from .errors import (
     AccessDenied,
+    AnswerError,
+    ChatRefused,
+    ChatUnreachable,
     ChromasyncError,
     ConfigError,
     EmbeddingError,
@@ -50,6 +53,9 @@ def _hit(hit: Hit) -> dict[str, Any]:
 
 #: Error class -> the kind of tool error an agent sees (the most specific class wins).
 ERROR_KINDS: dict[type[ChromasyncError], str] = {
+    AnswerError: "failed",
+    ChatRefused: "permission-denied",
+    ChatUnreachable: "unavailable",
     ChromasyncError: "failed",
     ConfigError: "invalid-argument",
     SourceError: "invalid-argument",
@@ -176,29 +182,26 @@ def build_server(backend: Backend) -> Any:
         start-end lines."""
         with tool_errors(), backend.access() as (service, client):
             settings = service.settings if service is not None else backend.settings
-            options: dict[str, Any] = dict(
-                sources=sources or (),
-                tags=tags or (),
-                tags_all=tags_all,
-                after=after,
-                before=before,
-                paths=paths or (),
-                phrases=phrases or (),
-                where=where or (),
-                where_json=where_json,
-                matches=matches or (),
-            )
-            if date_fields:
-                options["date_fields"] = date_fields
-            request = api.SearchRequest(
+            args = api.SearchArgs.of(
                 query,
                 mode=mode,
                 k=k,
-                filters=api.make_filters(settings, **options),
-                collections=tuple(collections or ()),
+                sources=sources,
+                tags=tags,
+                tags_all=tags_all,
+                after=after,
+                before=before,
+                paths=paths,
+                phrases=phrases,
+                where=where,
+                where_json=where_json,
+                matches=matches,
+                date_fields=date_fields,
+                collections=collections,
                 per_doc=per_doc,
                 sort=sort,
             )
+            request = api.search_request(args, settings)
             result = service.retrieve(request) if service is not None else client.retrieve(request)
             data = result.as_json()
             data["hits"] = [_hit(h) for h in result.hits]

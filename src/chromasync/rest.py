@@ -47,6 +47,9 @@ from . import __version__, api
 from .corpus.paths import resolve_in_roots
 from .errors import (
     AccessDenied,
+    AnswerError,
+    ChatRefused,
+    ChatUnreachable,
     ChromasyncError,
     ConfigError,
     EmbeddingError,
@@ -63,6 +66,9 @@ log = logging.getLogger(__name__)
 
 #: Error class -> HTTP status (the most specific class wins).
 ERROR_STATUS: dict[type[ChromasyncError], int] = {
+    AnswerError: 502,
+    ChatRefused: 502,
+    ChatUnreachable: 503,
     AccessDenied: 403,
     NotFound: 404,
     SourceError: 400,
@@ -250,9 +256,10 @@ def create_app(
         rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
     ) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
-        if not q.strip():
-            raise SourceError("the query is empty")
-        options: dict[str, Any] = dict(
+        args = api.SearchArgs.of(
+            q,
+            mode=mode,
+            k=k,
             sources=source,
             where=where,
             where_json=where_json,
@@ -260,24 +267,18 @@ def create_app(
             tags_all=tags_all,
             after=after,
             before=before,
+            date_fields=date_field,
             paths=path,
             phrases=phrase,
             matches=match,
-        )
-        if date_field:
-            options["date_fields"] = date_field
-        request = api.SearchRequest(
-            q,
-            mode=mode,
-            k=k,
-            filters=api.make_filters(service.settings, **options),
-            collections=tuple(collection),
+            collections=collection,
             all_collections=all_collections,
             per_doc=per_doc,
             sort=sort,
             group_by=group_by,
             rerank=rerank,
         )
+        request = api.search_request(args, service.settings)
         return result_json(service.retrieve(request))
 
     @app.post("/reindex", status_code=202, tags=["sync"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from chromasync.answer.ask import MAX_QUESTION_CHARS, answer_question
-from chromasync.answer.chat import AnswerError, ChatClient, api_key_from, parse_sse
-from chromasync.errors import ChromasyncError, ConfigError
+from chromasync.answer.chat import ChatClient, api_key_from, parse_sse
+from chromasync.errors import AnswerError, ChromasyncError, ConfigError
 from chromasync.records import Hit
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import ChromasyncError
+from ..errors import AnswerError, ChatRefused, ChatUnreachable
 from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
 from .prompt import Message
 
@@ -45,18 +45,6 @@ DEFAULT_TIMEOUT_S = 120.0
 #: The most characters of answer read from a model (the rest is dropped, flagged).
 MAX_ANSWER_CHARS = 100_000
 MAX_BODY_BYTES = 4_000_000
-
-
-class AnswerError(ChromasyncError):
-    """An answer cannot be produced (the chat endpoint failed or answered nonsense)."""
-
-
-class ChatRefused(AnswerError):
-    """The chat endpoint refused the request's key (HTTP 401 or 403)."""
-
-
-class ChatUnreachable(AnswerError):
-    """The chat endpoint could not be reached, timed out or stayed overloaded."""
 
 
 def api_key_from(environ: Mapping[str, str]) -> str | None:

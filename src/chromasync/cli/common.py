@@ -20,6 +20,9 @@ from rich.markup import escape
 from .. import api
 from ..errors import (
     AccessDenied,
+    AnswerError,
+    ChatRefused,
+    ChatUnreachable,
     ChromasyncError,
     ConfigError,
     EmbeddingError,
@@ -36,6 +39,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Error class -> exit code: 2 for bad usage (as click's own usage errors), 1 for a failure.
 EXIT_CODES: dict[type[ChromasyncError], int] = {
+    AnswerError: 1,
+    ChatRefused: 1,
+    ChatUnreachable: 1,
     ChromasyncError: 1,
     ConfigError: 2,
     SourceError: 1,

@@ -142,7 +142,10 @@ def search(
     """Search the indexed chunks for QUERY: filter, then rank by meaning and words."""
     with reported_errors():
         settings = settings_from_flags(**flags)
-        options: dict[str, Any] = dict(
+        args = api.SearchArgs.of(
+            query,
+            mode=mode,
+            k=k,
             sources=sources,
             where=where,
             where_json=where_json,
@@ -150,24 +153,18 @@ def search(
             tags_all=tags_all,
             after=after,
             before=before,
+            date_fields=date_fields,
             paths=paths,
             phrases=phrases,
             matches=matches,
-        )
-        if date_fields:
-            options["date_fields"] = date_fields
-        request = api.SearchRequest(
-            query,
-            mode=mode,
-            k=k,
-            filters=api.make_filters(settings, **options),
-            collections=tuple(flags.get("collection") or ()),
+            collections=flags.get("collection"),
             all_collections=all_collections,
             per_doc=per_doc,
             sort=sort,
             group_by=group_by,
             rerank=not no_rerank,
         )
+        request = api.search_request(args, settings)
         client = owner_client(settings)
         if client is not None:
             with client:

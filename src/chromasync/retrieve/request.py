@@ -1,0 +1,88 @@
+"""One search request from any surface's arguments: CLI flags, REST query, MCP arguments.
+
+Every surface fills a `SearchArgs` with what it was given, under the same names, and
+`build_request` turns it into the engine's `SearchRequest` (filters parsed and bounded in
+`filters.filters_from_options`). The CLI's `search` and `ask`, REST's `/search` and `/ask`,
+and MCP's `search` and `ask` all go through here, so an option means the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .engine import SearchRequest
+from .filters import filters_from_options
+
+
+@dataclass(frozen=True, slots=True)
+class SearchArgs:
+    """A search as a surface received it (strings, lists and flags, not yet parsed)."""
+
+    query: str
+    mode: str = "hybrid"
+    k: int = 10
+    sources: tuple[str, ...] = ()
+    where: tuple[str, ...] = ()
+    where_json: str | Mapping[str, Any] | None = None
+    tags: tuple[str, ...] = ()
+    tags_all: bool = False
+    after: str | None = None
+    before: str | None = None
+    date_fields: tuple[str, ...] = ()  # () = the settings' date fields
+    paths: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+    matches: tuple[str, ...] = ()
+    collections: tuple[str, ...] = ()
+    all_collections: bool = False
+    per_doc: bool = False
+    sort: str = "rank"
+    group_by: str | None = None
+    rerank: bool = True
+
+    @classmethod
+    def of(cls, query: str, **given: Any) -> SearchArgs:
+        """From keyword arguments as surfaces hold them: None means the default, and any
+        sequence becomes a tuple."""
+        fields: dict[str, Any] = {}
+        for name, value in given.items():
+            if value is None:
+                continue
+            if isinstance(value, Sequence) and not isinstance(value, str):
+                value = tuple(value)
+            fields[name] = value
+        return cls(query, **fields)
+
+
+def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> SearchRequest:
+    """The engine's request: the query checked, the filters parsed (`ConfigError` on bad
+    input, which every surface reports as bad usage)."""
+    if not args.query.strip():
+        raise ConfigError("the query is empty")
+    filters = filters_from_options(
+        sources=args.sources,
+        where=args.where,
+        where_json=args.where_json,
+        tags=args.tags,
+        tags_all=args.tags_all,
+        after=args.after,
+        before=args.before,
+        date_fields=args.date_fields or tuple(default_date_fields),
+        paths=args.paths,
+        phrases=args.phrases,
+        matches=args.matches,
+    )
+    return SearchRequest(
+        args.query,
+        mode=args.mode,
+        k=args.k,
+        filters=filters,
+        collections=args.collections,
+        all_collections=args.all_collections,
+        per_doc=args.per_doc,
+        sort=args.sort,
+        group_by=args.group_by,
+        rerank=args.rerank,
+    )
