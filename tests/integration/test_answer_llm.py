@@ -7,7 +7,6 @@ of a source that does not exist, an empty answer and the fallback to the extract
 from __future__ import annotations
 
 import time
-
 from collections.abc import Iterator
 
 import pytest
