@@ -70,7 +70,6 @@ if not TYPE_CHECKING:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-
 def source_for(path: str | Path, label: str | None = None, **fields: Any) -> SourceSpec:
     """A source for a folder; its label defaults to the folder's name."""
     root = Path(path).expanduser()
