@@ -6,7 +6,7 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: install demo serve test test-all check lint typecheck clean bench bench-install
+.PHONY: install demo serve test test-all check lint typecheck docs clean bench bench-install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -34,13 +34,19 @@ test-all: install
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 
 typecheck: install
 	$(BIN)/mypy
 
 check: lint typecheck test
+
+# docs/cli.md from every command's --help (tests/unit/test_docs.py fails when it is stale).
+# The generator fixes the width itself; COLUMNS is pinned too, so nothing depends on the
+# terminal that runs it.
+docs: install
+	COLUMNS=80 $(BIN)/python tools/gen_cli_docs.py
 
 $(BENCH_VENV)/bin/python:
 	$(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)

@@ -28,7 +28,7 @@ TEST_CHROMA_URL = os.environ.get("CHROMASYNC_TEST_CHROMA_URL") or None
 
 
 def set_mtime(path: Path, seconds: float) -> None:
-    """Give a file an explicit, old mtime (never race the clock; see RELIABILITY.md)."""
+    """Give a file an explicit, old mtime (never race the clock; see docs/reliability.md)."""
     os.utime(path, ns=(int(seconds * 1e9), int(seconds * 1e9)))
 
 

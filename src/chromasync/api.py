@@ -56,6 +56,19 @@ if TYPE_CHECKING:
     from .store.chroma import Store
     from .sync.chunkreport import ChunkReport
 
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        # `SourceEntry` is public (what `selected_sources` returns) but lives in
+        # `config.file`, which imports pydantic: load it on first use only (PEP 562), so
+        # importing the API stays cheap and `from chromasync.api import *` still finds it.
+        if name == "SourceEntry":
+            from .config.file import SourceEntry
+
+            globals()[name] = SourceEntry
+            return SourceEntry
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def source_for(path: str | Path, label: str | None = None, **fields: Any) -> SourceSpec:
     """A source for a folder; its label defaults to the folder's name."""

@@ -1,6 +1,6 @@
 """Ingest: the I/O shell around the pure stages, for one source at a time.
 
-Order of effects (see RELIABILITY.md): mark the source `running`; per wave of files embed,
+Order of effects (see docs/reliability.md): mark the source `running`; per wave of files embed,
 upsert, then commit their manifest rows; only when every upsert succeeded, delete from
 Chroma, then from the manifest; mark the source `clean`. A run that dies anywhere leaves
 `running` behind, and the next run rebuilds the manifest from the collection first.

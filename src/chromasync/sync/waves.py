@@ -1,7 +1,7 @@
 """Writing planned changes wave by wave: vectors, one upsert, then the files' manifest rows.
 
 Per wave of about `WAVE_RECORDS` records (the order of effects is in `ingest` and
-RELIABILITY.md): vectors come from the embedding cache, else from the collection (records
+docs/reliability.md): vectors come from the embedding cache, else from the collection (records
 that are only rewritten), else from the model, which puts them in the cache; then one upsert;
 then each file's manifest row in a transaction of its own. The named crash points
 `after-embed`, `after-upsert`, `mid-manifest` and `after-manifest` sit between these steps
