@@ -83,8 +83,10 @@ class Backend:
         self._server: Any = None
 
     @contextlib.contextmanager
-    def access(self) -> Iterator[tuple[Any, Any]]:
-        """(service, None) when this process owns the data dir, else (None, owner client)."""
+    def access(self) -> Iterator[Any]:
+        """The index (`owner.index.Index`): this process's service when it owns the data
+        dir (it becomes the owner at the first call when none runs), else the owner's
+        client. Both also take `reindex` and `wait`."""
         client = None
         with self._lock:
             if self._service is None:
@@ -93,10 +95,10 @@ class Backend:
                     self._become_owner()
             service = self._service
         if client is None:
-            yield service, None
+            yield service
             return
         with client:
-            yield None, client
+            yield client
 
     def _become_owner(self) -> None:
         from . import rest
@@ -105,7 +107,9 @@ class Backend:
         service = Service(self.settings, "mcp", reload=self._reload).open()
         try:
             listener = rest.bind_unix(str(service.socket))
-            server = rest.BackgroundServer(rest.create_app(service, token=_token()), [listener])
+            server = rest.BackgroundServer(
+                rest.create_app(service, token=service.settings.api_token), [listener]
+            )
             server.start()
         except BaseException:
             service.close()
@@ -117,12 +121,6 @@ class Backend:
             self._server.stop()
         if self._service is not None:
             self._service.close()
-
-
-def _token() -> str | None:
-    import os
-
-    return os.environ.get("CHROMASYNC_API_TOKEN") or None
 
 
 def build_server(backend: Backend) -> Any:
@@ -180,8 +178,8 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
-        with tool_errors(), backend.access() as (service, client):
-            settings = service.settings if service is not None else backend.settings
+        with tool_errors(), backend.access() as index:
+            settings = backend.settings
             args = api.SearchArgs.of(
                 query,
                 mode=mode,
@@ -202,7 +200,7 @@ def build_server(backend: Backend) -> Any:
                 sort=sort,
             )
             request = api.search_request(args, settings)
-            result = service.retrieve(request) if service is not None else client.retrieve(request)
+            result = index.retrieve(request)
             data = result.as_json()
             data["hits"] = [_hit(h) for h in result.hits]
             return data
@@ -210,10 +208,8 @@ def build_server(backend: Backend) -> Any:
     @server.tool()
     def list_sources() -> dict[str, Any]:
         """The indexed sources: label, root folder, files, chunks, model and last run."""
-        with tool_errors(), backend.access() as (service, client):
-            if client is not None:
-                return {"sources": client.sources()}
-            return {"sources": service.sources()}
+        with tool_errors(), backend.access() as index:
+            return {"sources": index.sources()}
 
     @server.tool()
     def get_document(
@@ -221,11 +217,8 @@ def build_server(backend: Backend) -> Any:
         source: Annotated[Label | None, Field(description="The source, if ambiguous.")] = None,
     ) -> dict[str, Any]:
         """A file's indexed chunks, in line order (path relative to its source root)."""
-        with tool_errors(), backend.access() as (service, client):
-            if client is not None:
-                chunks = client.get_document(path, source)
-            else:
-                chunks = api.get_document(service.settings, path, source)
+        with tool_errors(), backend.access() as index:
+            chunks = index.get_document(path, source)
             return {"path": chunks[0].path, "chunks": [_hit(h) for h in chunks]}
 
     @server.tool()
@@ -233,11 +226,8 @@ def build_server(backend: Backend) -> Any:
         source: Annotated[Label, Field(description="The source's label.")],
     ) -> dict[str, Any]:
         """Bring one source's index up to date with its files (a delta run); its summary."""
-        with tool_errors(), backend.access() as (service, client):
-            if client is not None:
-                job = client.wait(client.reindex([source])["id"], timeout=RUN_TIMEOUT)
-            else:
-                job = service.jobs.wait(service.reindex([source])["id"], timeout=RUN_TIMEOUT)
+        with tool_errors(), backend.access() as index:
+            job = index.wait(index.reindex([source])["id"], timeout=RUN_TIMEOUT)
             if job["status"] == "failed":
                 raise ToolError(f"reindex of {source!r} failed: {job['error']}")
             return {"job": job["id"], "status": job["status"], "summaries": job["summaries"]}

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from .. import api
 from ..errors import LockError
-from ..owner.index import owner_client
+from ..owner.index import open_index, owner_client
 from ..records import Hit
 from .common import (
     progress_bar,
@@ -165,24 +165,14 @@ def search(
             rerank=not no_rerank,
         )
         request = api.search_request(args, settings)
-        client = owner_client(settings)
-        if client is not None:
-            with client:
-                result = _search_via_owner(client, request)
-        else:
-            result = api.retrieve(request, settings)
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            result = index.retrieve(request)
     for warning in result.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
     _print_result(result)
-
-
-def _search_via_owner(client: Any, request: api.SearchRequest) -> api.SearchResult:
-    """While a service owns the data dir, search through it (its /search takes every option;
-    the reranker is the one the service was started with)."""
-    return client.retrieve(request)
 
 
 def _refuse_if_owned(settings: api.Settings, command: str) -> None:

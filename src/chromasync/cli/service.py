@@ -9,7 +9,6 @@ worker. `serve` also listens on TCP (127.0.0.1:8765 by default) and serves the s
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,10 +57,6 @@ def _report(job: dict[str, Any]) -> None:
             f"{s['chunks_embedded']} chunk(s) embedded ({took:.2f}s) [{job['trigger']}]",
             err=True,
         )
-
-
-def _token() -> str | None:
-    return os.environ.get("CHROMASYNC_API_TOKEN") or None
 
 
 def _import_rest() -> Any:
@@ -150,7 +145,9 @@ def serve(
     """
     from ..owner.service import Service
 
-    token = _token()
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+    token = settings.api_token
     if not _loopback(host) and not token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
@@ -158,7 +155,6 @@ def serve(
         )
     with reported_errors():
         rest = _import_rest()
-        settings = settings_from_flags(**flags)
         owner = find_owner(settings.data_dir)
         if owner is not None:
             raise LockError(
@@ -219,7 +215,7 @@ def watch(
                 raise ConfigError("nothing to watch: give a PATH, or ingest a source first")
             unix = rest.bind_unix(service.socket)
             watcher = _start_watcher(service, specs, debounce, max_delay)
-            app = rest.create_app(service, token=_token())
+            app = rest.create_app(service, token=settings.api_token)
             names = ", ".join(s.label for s in specs)
             stderr_console().print(f"chromasync watch: watching {names}; Ctrl-C to stop")
             try:

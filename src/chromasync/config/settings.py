@@ -35,7 +35,7 @@ DEFAULT_DATA_DIR = ".chromasync"
 DEFAULT_COLLECTION = "chromasync"
 CONFIG_FILE_NAME = "chromasync.yaml"
 CONFIG_ENV = "CHROMASYNC_CONFIG"
-SECRET_FIELDS = frozenset({"chroma_token", "api_key", "embedding_api_key"})
+SECRET_FIELDS = frozenset({"chroma_token", "api_key", "embedding_api_key", "api_token"})
 COLLECTION_MODES = ("per-kind", "shared")
 DEFAULT_PRIVACY_KEYS = ("private",)
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
@@ -68,6 +68,8 @@ _FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
     "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
     "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
+    # The token clients of `serve`/`mcp`/an owner send (Bearer); environment or flag only.
+    "api_token": ("CHROMASYNC_API_TOKEN", None),
 }
 _INTS = {
     "max_file_bytes",
@@ -84,6 +86,7 @@ _FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
 SECRET_ENV = {
     "chroma_token": "CHROMASYNC_CHROMA_TOKEN",
     "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
+    "api_token": "CHROMASYNC_API_TOKEN",
 }
 
 
@@ -131,6 +134,7 @@ class Settings:
     chroma_retries: int = 6  # attempts per request, first included
     embedding_url: str | None = None
     embedding_api_key: str | None = field(default=None, repr=False)
+    api_token: str | None = field(default=None, repr=False)
     embedding_dimension: int | None = None
     max_file_bytes: int = 8 * 1024 * 1024
     cache_max_entries: int = 500_000

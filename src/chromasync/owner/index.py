@@ -1,34 +1,81 @@
-"""The local-or-owner seam: reach the process that owns a data dir, when one does.
+"""The index seam: one object every surface searches, reads and reindexes through.
 
 While `chromasync serve`, `watch` or `mcp` owns a data dir, nothing else may open its store;
-callers send their requests through the owner's socket instead (see `locate`).
+callers send their requests through the owner's socket instead (see `locate`). `open_index`
+hides that choice: it yields the owner's client when an owner runs, else a `LocalIndex` over
+the API in this process. The owner's own `Service` is an `Index` too, so a surface that may
+itself be the owner (MCP) holds one type either way.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import api
 from ..config.settings import Settings
+from ..records import Hit
 from .locate import find_owner
 
 if TYPE_CHECKING:
     from .client import OwnerClient
 
 
-def owner_client(
-    settings: Settings, environ: Mapping[str, str] | None = None
-) -> OwnerClient | None:
-    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+class Index(Protocol):
+    """What a surface asks of the index, wherever it runs."""
 
-    While another process owns the data dir, nothing else may open its store: callers send
-    their requests through this client instead (see `owner`).
-    """
+    def retrieve(self, request: api.SearchRequest) -> api.SearchResult: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def sources(self) -> list[dict[str, Any]]: ...
+
+    def get_document(self, path: str, source: str | None = None) -> list[Hit]: ...
+
+
+class LocalIndex:
+    """The index in this process, when no owner runs (the data dir's lock rules apply)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
+        return api.retrieve(request, self.settings)
+
+    def status(self) -> dict[str, Any]:
+        import dataclasses
+
+        return {"sources": [dataclasses.asdict(r) for r in api.status(self.settings)]}
+
+    def sources(self) -> list[dict[str, Any]]:
+        import dataclasses
+
+        return [dataclasses.asdict(s) for s in api.list_sources(self.settings)]
+
+    def get_document(self, path: str, source: str | None = None) -> list[Hit]:
+        return api.get_document(self.settings, path, source)
+
+
+def owner_client(settings: Settings) -> OwnerClient | None:
+    """A client of the process that owns the data dir (serve, watch, mcp), or None."""
     info = find_owner(settings.data_dir)
     if info is None:
         return None
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
 
-    environ = os.environ if environ is None else environ
-    return OwnerClient(info, token=environ.get("CHROMASYNC_API_TOKEN") or None)
+    return OwnerClient(info, token=settings.api_token)
+
+
+@contextmanager
+def open_index(settings: Settings) -> Iterator[Index]:
+    """The owner's client while an owner runs, else the index in this process."""
+    client = owner_client(settings)
+    if client is None:
+        yield LocalIndex(settings)
+        return
+    with client:
+        yield client
+
+
+__all__: Sequence[str] = ["Index", "LocalIndex", "open_index", "owner_client"]

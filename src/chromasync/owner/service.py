@@ -129,6 +129,9 @@ class Service:
     def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
         return api.retrieve(request, self.settings, embedder=self.embedder)
 
+    def get_document(self, path: str, source: str | None = None) -> list[Hit]:
+        return api.get_document(self.settings, path, source)
+
     def status(self) -> dict[str, Any]:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""
         rows = api.status(self.settings)
@@ -207,6 +210,10 @@ class Service:
         shown = labels or tuple(s.label for s in self.source_specs())
         job = self._runner().submit(shown, work, key=("known", labels, options), trigger=trigger)
         return self._runner().get(job.id)
+
+    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """Block until a job has finished (or `timeout` passed)."""
+        return self._runner().wait(job_id, timeout=timeout)
 
     def submit(self, specs: Sequence[SourceSpec], trigger: str) -> str:
         """Queue a delta ingest of these specs (the watcher's sources); the job id."""
