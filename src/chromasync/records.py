@@ -22,7 +22,9 @@ Scalar: TypeAlias = str | int | float | bool
 MetaValue: TypeAlias = Scalar | list[str]
 Metadata: TypeAlias = Mapping[str, MetaValue]
 
-DocKind = Literal["markdown", "text", "code"]
+#: `document`: a PDF, DOCX, PPTX or HTML file read into pages (`corpus.documents`); its
+#: `text` is the rendered Markdown-ish text, chunked as Markdown.
+DocKind = Literal["markdown", "text", "code", "document"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,11 @@ class Document:
     language: str | None
     metadata: Mapping[str, MetaValue]  # flattened front matter
     identity: str | None = None  # front-matter identity key value, when configured
+    #: Documents only: the format (`pdf`, `docx`...), the page numbers and the line of
+    #: `text` where each page starts (see `corpus.documents.DocumentText`).
+    doc_format: str = ""
+    pages: tuple[int, ...] = ()
+    page_starts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +307,24 @@ class Hit:
             collection=collection,
             metadata=dict(meta),
         )
+
+    @property
+    def page(self) -> int | None:
+        """The first page of a document's chunk (None for a text file)."""
+        value = self.metadata.get("page")
+        return value if self.metadata.get("doc_format") and type(value) is int else None
+
+    @property
+    def citation(self) -> str:
+        """The one citation format: `path:start-end`, or `path p. N` (`p. N-M`) for a
+        chunk of a document (PDF, DOCX...), whose lines are not lines of the file."""
+        first = self.page
+        if first is None:
+            return f"{self.path}:{self.start_line}-{self.end_line}"
+        last = self.metadata.get("page_end")
+        if type(last) is int and last > first:
+            return f"{self.path} p. {first}-{last}"
+        return f"{self.path} p. {first}"
 
     def as_json(self) -> dict[str, object]:
         return {
