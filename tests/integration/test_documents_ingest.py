@@ -148,3 +148,37 @@ def test_opt_in_formats_need_include_extensions(
     ]
     assert hit.heading == "Kettle" and hit.citation == "page.html p. 1"
     assert "<p>" not in hit.text
+
+
+def test_rest_cites_pages_and_serves_the_extracted_text(
+    corpus: Path, settings: Settings, embedder: HashEmbedder, tmp_path: Path
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    _ingest(corpus, settings, embedder)
+    with (
+        Service(settings, "serve", embedder=embedder, allow_roots=[tmp_path]) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        body = client.get("/search", params={"q": PAGE_4, "k": 3}).json()
+        hit = body["hits"][0]
+        assert hit["path"] == "text/file_pdfjs_test.pdf"
+        page, page_end = hit["metadata"]["page"], hit["metadata"]["page_end"]
+        want = f"p. {page}" if page == page_end else f"p. {page}-{page_end}"
+        assert hit["citation"] == f"text/file_pdfjs_test.pdf {want}"
+        found = client.get("/file", params={"source": "docs", "path": hit["path"]})
+        assert found.status_code == 200, found.text
+        file = found.json()
+        assert file["pages"] == [1, 2, 3, 4, 5] and len(file["page_starts"]) == 5
+        lines = file["text"].split("\n")
+        cited = "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
+        assert PAGE_4 in cited and "%PDF" not in file["text"]
+        # the page the cited lines start on is the page the hit cites
+        starts = file["page_starts"]
+        assert (
+            max(p for p, s in zip(file["pages"], starts, strict=True) if s <= hit["start_line"])
+            == page
+        )
