@@ -251,6 +251,8 @@ class IngestSummary:
     embed_ms: int = 0
     dry_run: bool = False
     metadata_keys_dropped: int = 0  # user keys over the store's per-record limit
+    documents_read: Mapping[str, int] = field(default_factory=dict)  # format -> files read
+    pages_read: int = 0  # pages (slides) of the documents read
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -270,6 +272,8 @@ class IngestSummary:
             "embed_ms": self.embed_ms,
             "dry_run": self.dry_run,
             "metadata_keys_dropped": self.metadata_keys_dropped,
+            "documents_read": dict(sorted(self.documents_read.items())),
+            "pages_read": self.pages_read,
         }
 
 
@@ -346,9 +350,20 @@ class Hit:
 def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
     """The figures of several sources added up (source "total")."""
     skipped: dict[str, int] = {}
+    documents: dict[str, int] = {}
     for summary in summaries:
         for reason, n in summary.files_skipped.items():
             skipped[reason] = skipped.get(reason, 0) + n
+        for fmt, n in summary.documents_read.items():
+            documents[fmt] = documents.get(fmt, 0) + n
     sums = {name: sum(getattr(s, name) for s in summaries) for name in SUMMARY_COUNTS}
     dry = bool(summaries) and summaries[0].dry_run
-    return IngestSummary(collection="", source="total", files_skipped=skipped, dry_run=dry, **sums)
+    return IngestSummary(
+        collection="",
+        source="total",
+        files_skipped=skipped,
+        dry_run=dry,
+        documents_read=documents,
+        pages_read=sum(s.pages_read for s in summaries),
+        **sums,
+    )

@@ -182,3 +182,25 @@ def test_rest_cites_pages_and_serves_the_extracted_text(
             max(p for p, s in zip(file["pages"], starts, strict=True) if s <= hit["start_line"])
             == page
         )
+
+
+def test_dry_run_and_chunk_report_count_documents_pages_and_skips(
+    corpus: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    spec = api.source_for(corpus, "docs")
+    [plan] = api.ingest(
+        [spec], settings, api.default_options(settings, dry_run=True), embedder=embedder
+    )
+    assert plan.dry_run and plan.documents_read == {"pdf": 2, "docx": 1}
+    assert plan.pages_read == 5 + 2 + 1
+    assert plan.files_skipped["encrypted"] == plan.files_skipped["corrupt"] == 1
+    report = api.chunk_report(corpus, settings, embedder=embedder).as_json()
+    assert report["documents"] == {
+        "docx": {"files": 1, "pages": 1},
+        "pdf": {"files": 2, "pages": 7},
+    }
+    assert report["skipped"]["no-text"] == 1 and report["files"] == 4
+    [real] = api.ingest([spec], settings, embedder=embedder)
+    assert real.documents_read == plan.documents_read and real.pages_read == plan.pages_read
+    [again] = api.ingest([spec], settings, embedder=embedder)
+    assert again.documents_read == {} and again.pages_read == 0  # nothing read again
