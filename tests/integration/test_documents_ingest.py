@@ -28,14 +28,24 @@ SAMPLES = (
 )
 #: A sentence of page 4 of file_pdfjs_test.pdf.
 PAGE_4 = "SpeedTests is a framework for executing arbitrary tests"
-WORDS = (
-    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
-    "oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
-).split()
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+]
 
 
 def _paragraph(section: int) -> str:
-    """About 40 distinct-looking words (some 160 word pieces): one section is one chunk of its own."""
+    """40 made-up words (some 160 word pieces): each section is a chunk of its own."""
     return " ".join(f"{WORDS[(section * 7 + i) % len(WORDS)]}{section}x{i}" for i in range(40))
 
 

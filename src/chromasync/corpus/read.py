@@ -3,8 +3,9 @@
 The same bytes are hashed and chunked. A document (PDF, DOCX...; `walk.classify_extension`
 says `document`) is hashed the same way, then read into text by `documents.read_document`
 within its budgets and rendered as Markdown-ish text; a document it refuses is a skip with
-its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the read must agree with
-each other, or the read is retried; a file that keeps changing is a counted skip.
+its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the
+read must agree with each other, or the read is retried; a file that keeps changing is a
+counted skip.
 """
 
 from __future__ import annotations
@@ -126,9 +127,7 @@ def decode_document(
     return ReadOutcome(file, file_hash, document=document, dropped_metadata=dropped)
 
 
-def _decode_paged(
-    file: FileStat, raw: bytes, file_hash: str, limits: Limits | None
-) -> ReadOutcome:
+def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | None) -> ReadOutcome:
     """A document's bytes read into pages and rendered for the Markdown chunker."""
     fmt = document_format(file.rel_path.rstrip())
     assert fmt is not None  # classify_extension said "document"

@@ -25,9 +25,7 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
                 skipped[reason] = skipped.get(reason, 0) + n
             for fmt, n in (s.get("documents_read") or {}).items():
                 documents[fmt] = documents.get(fmt, 0) + n
-        total.update(
-            source="total", collection="", files_skipped=skipped, documents_read=documents
-        )
+        total.update(source="total", collection="", files_skipped=skipped, documents_read=documents)
         rows.append(total)
     dry = " (dry run: nothing written)" if rows and rows[0].get("dry_run") else ""
     lines = []
