@@ -47,7 +47,7 @@ RUN_TIMEOUT = 3600.0
 
 def _hit(hit: Hit) -> dict[str, Any]:
     data = hit.as_json()
-    data["citation"] = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    data["citation"] = hit.citation
     return data
 
 

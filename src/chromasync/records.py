@@ -22,7 +22,9 @@ Scalar: TypeAlias = str | int | float | bool
 MetaValue: TypeAlias = Scalar | list[str]
 Metadata: TypeAlias = Mapping[str, MetaValue]
 
-DocKind = Literal["markdown", "text", "code"]
+#: `document`: a PDF, DOCX, PPTX or HTML file read into pages (`corpus.documents`); its
+#: `text` is the rendered Markdown-ish text, chunked as Markdown.
+DocKind = Literal["markdown", "text", "code", "document"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,11 @@ class Document:
     language: str | None
     metadata: Mapping[str, MetaValue]  # flattened front matter
     identity: str | None = None  # front-matter identity key value, when configured
+    #: Documents only: the format (`pdf`, `docx`...), the page numbers and the line of
+    #: `text` where each page starts (see `corpus.documents.DocumentText`).
+    doc_format: str = ""
+    pages: tuple[int, ...] = ()
+    page_starts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +251,8 @@ class IngestSummary:
     embed_ms: int = 0
     dry_run: bool = False
     metadata_keys_dropped: int = 0  # user keys over the store's per-record limit
+    documents_read: Mapping[str, int] = field(default_factory=dict)  # format -> files read
+    pages_read: int = 0  # pages (slides) of the documents read
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -263,6 +272,8 @@ class IngestSummary:
             "embed_ms": self.embed_ms,
             "dry_run": self.dry_run,
             "metadata_keys_dropped": self.metadata_keys_dropped,
+            "documents_read": dict(sorted(self.documents_read.items())),
+            "pages_read": self.pages_read,
         }
 
 
@@ -301,6 +312,24 @@ class Hit:
             metadata=dict(meta),
         )
 
+    @property
+    def page(self) -> int | None:
+        """The first page of a document's chunk (None for a text file)."""
+        value = self.metadata.get("page")
+        return value if self.metadata.get("doc_format") and type(value) is int else None
+
+    @property
+    def citation(self) -> str:
+        """The one citation format: `path:start-end`, or `path p. N` (`p. N-M`) for a
+        chunk of a document (PDF, DOCX...), whose lines are not lines of the file."""
+        first = self.page
+        if first is None:
+            return f"{self.path}:{self.start_line}-{self.end_line}"
+        last = self.metadata.get("page_end")
+        if type(last) is int and last > first:
+            return f"{self.path} p. {first}-{last}"
+        return f"{self.path} p. {first}"
+
     def as_json(self) -> dict[str, object]:
         return {
             "id": self.id,
@@ -321,9 +350,20 @@ class Hit:
 def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
     """The figures of several sources added up (source "total")."""
     skipped: dict[str, int] = {}
+    documents: dict[str, int] = {}
     for summary in summaries:
         for reason, n in summary.files_skipped.items():
             skipped[reason] = skipped.get(reason, 0) + n
+        for fmt, n in summary.documents_read.items():
+            documents[fmt] = documents.get(fmt, 0) + n
     sums = {name: sum(getattr(s, name) for s in summaries) for name in SUMMARY_COUNTS}
     dry = bool(summaries) and summaries[0].dry_run
-    return IngestSummary(collection="", source="total", files_skipped=skipped, dry_run=dry, **sums)
+    return IngestSummary(
+        collection="",
+        source="total",
+        files_skipped=skipped,
+        dry_run=dry,
+        documents_read=documents,
+        pages_read=sum(s.pages_read for s in summaries),
+        **sums,
+    )

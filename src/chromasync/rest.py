@@ -157,7 +157,7 @@ class SourceBody(_Body):
 
 def hit_json(hit: Hit) -> dict[str, Any]:
     data = hit.as_json()
-    data["citation"] = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    data["citation"] = hit.citation
     return data
 
 

@@ -105,6 +105,8 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
         "embed_ms",
         "dry_run",
         "metadata_keys_dropped",
+        "documents_read",
+        "pages_read",
     }
     assert data["files_new"] == 5
     search = run_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)

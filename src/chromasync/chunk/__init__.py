@@ -21,7 +21,8 @@ chunker keeps (and `tests/unit/test_chunk_properties.py` checks):
   re-embeds nothing;
 * the same input gives the same chunks.
 
-Markdown is chunked by heading sections (`markdown.py`), code by tree-sitter declarations
+Markdown, and documents rendered as Markdown (`corpus.documents`), are chunked by heading
+sections (`markdown.py`), code by tree-sitter declarations
 (`code.py`), everything else by paragraphs (`text.py`); `layout.py` holds the measuring,
 splitting and packing they share.
 """
@@ -53,7 +54,7 @@ class Budget:
 
 def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
     """Split one document by its kind: Markdown sections, code declarations, or text."""
-    if doc.kind == "markdown":
+    if doc.kind in ("markdown", "document"):
         from .markdown import chunk_markdown
 
         return chunk_markdown(doc, budget)

@@ -104,6 +104,11 @@ def _print_report(report: ChunkReport, verbose: bool) -> None:
     if report.skipped:
         reasons = ", ".join(f"{r}: {n}" for r, n in sorted(report.skipped.items()))
         console.print(f"[dim]skipped by reason: {escape(reasons)}[/]")
+    if report.documents:
+        formats = ", ".join(
+            f"{f}: {c['files']} ({c['pages']} pages)" for f, c in sorted(report.documents.items())
+        )
+        console.print(f"[dim]documents read: {escape(formats)}[/]")
     console.print(
         f"[dim]read and chunked in {report.chunk_ms / 1000:.2f}s; "
         f"measured again in {report.measure_ms / 1000:.2f}s[/]"

@@ -203,7 +203,7 @@ def _print_result(result: api.SearchResult) -> None:
 def _print_hit(
     console: Console, rank: int, hit: Hit, result: api.SearchResult, show_collection: bool
 ) -> None:
-    where = f"{hit.path}:{hit.start_line}-{hit.end_line}"
+    where = hit.citation
     line = Text()
     line.append(f"{rank}. ", style="bold")
     if show_collection:
@@ -279,7 +279,7 @@ def similar(
             flag,
             escape(safe(doc.source)),
             escape(safe(doc.path)),
-            escape(safe(f"{best.start_line}-{best.end_line} {best.heading}"[:60])),
+            escape(safe(f"{best.citation[len(best.path) :].lstrip(': ')} {best.heading}"[:60])),
         )
     console.print(table)
     sources = result.nearest_sources

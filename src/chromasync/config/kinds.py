@@ -2,6 +2,10 @@
 
 `DEFAULT_EXTENSIONS` is what a source reads when it names no `include_extensions`; files with
 a `BINARY_EXTENSIONS` suffix are skipped as `binary`, any other as `unsupported-extension`.
+
+Documents (`corpus.documents`) are read into text: `.pdf` and `.docx` by default; `.pptx`,
+`.html`, `.htm` and `.xhtml` only when a source lists them in `include_extensions` (HTML in
+a notes or code tree is mostly generated output: site builds, templates, coverage reports).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ CODE_LANGUAGES = {
     ".yml": "yaml",
     ".toml": "toml",
 }
+#: Documents read by default, and those a source opts into (`include_extensions`).
+DOCUMENT_EXTENSIONS = {".pdf", ".docx"}
+OPT_IN_DOCUMENT_EXTENSIONS = {".pptx", ".html", ".htm", ".xhtml"}
 #: Known binary formats are counted as `binary` from their name alone, without a read.
 BINARY_EXTENSIONS = {
     ".png",
@@ -49,7 +56,6 @@ BINARY_EXTENSIONS = {
     ".tif",
     ".tiff",
     ".svgz",
-    ".pdf",
     ".zip",
     ".gz",
     ".tgz",
@@ -88,4 +94,6 @@ BINARY_EXTENSIONS = {
     ".psd",
     ".heic",
 }
-DEFAULT_EXTENSIONS = tuple(sorted(MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS | set(CODE_LANGUAGES)))
+DEFAULT_EXTENSIONS = tuple(
+    sorted(MARKDOWN_EXTENSIONS | TEXT_EXTENSIONS | set(CODE_LANGUAGES) | DOCUMENT_EXTENSIONS)
+)

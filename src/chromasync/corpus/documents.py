@@ -25,13 +25,15 @@ e.g. a scan, or an empty document), `corrupt` (broken, truncated or not the form
 claims), `too-large` (over a size, count, character or time budget).
 
 Readers are imported lazily (pypdfium2 loads a native library). PDFium is not thread-safe:
-read PDFs from one thread at a time.
+`read_document` reads one PDF at a time in a process (a lock), since a service may read one
+for the search page's viewer while its ingest job reads another.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import threading
 import time
 import unicodedata
 from collections.abc import Callable
@@ -69,6 +71,7 @@ FORMATS = {
 }
 
 Clock = Callable[[], float]
+_PDFIUM = threading.Lock()  # PDFium is not thread-safe
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +228,11 @@ def read_document(
         return DocumentSkip("too-large", f"{len(data)} bytes (the limit is {limits.max_bytes})")
     meter = Meter(limits, clock)
     try:
-        doc = _reader(fmt)(data, meter)
+        if fmt == "pdf":
+            with _PDFIUM:
+                doc = _reader(fmt)(data, meter)
+        else:
+            doc = _reader(fmt)(data, meter)
     except Refused as refused:
         return DocumentSkip(refused.reason, refused.detail)
     except RecursionError:

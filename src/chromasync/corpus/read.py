@@ -1,7 +1,11 @@
 """Fingerprinting: read a file's bytes once, hash them, decode, and parse front matter.
 
-The same bytes are hashed and chunked. `fstat` before and after the read must agree with
-each other, or the read is retried; a file that keeps changing is a counted skip.
+The same bytes are hashed and chunked. A document (PDF, DOCX...; `walk.classify_extension`
+says `document`) is hashed the same way, then read into text by `documents.read_document`
+within its budgets and rendered as Markdown-ish text; a document it refuses is a skip with
+its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the
+read must agree with each other, or the read is retried; a file that keeps changing is a
+counted skip.
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ import stat as stat_mod
 from collections.abc import Mapping
 
 from ..records import Document, FileStat, MetaValue, ReadOutcome, Skip
-from .frontmatter import FrontMatterError, flatten_metadata, is_private, split_front_matter
+from .documents import DocumentSkip, Limits, document_format, read_document, render_markdown
+from .frontmatter import (
+    MAX_VALUE_CHARS,
+    FrontMatterError,
+    flatten_metadata,
+    is_private,
+    split_front_matter,
+)
 from .walk import classify_extension
 
 #: Skip reasons that say nothing about the content: earlier records are kept.
@@ -37,8 +48,10 @@ def read_file(
     file: FileStat,
     identity_key: str | None = None,
     privacy_keys: tuple[str, ...] = ("private",),
+    limits: Limits | None = None,
 ) -> ReadOutcome:
-    """Read, hash and decode one file into a `Document`, or say why it is skipped."""
+    """Read, hash and decode one file into a `Document`, or say why it is skipped
+    (`limits`: the budgets of a document's reader)."""
     raw: bytes | None = None
     current = file
     for _ in range(_ATTEMPTS):
@@ -58,7 +71,7 @@ def read_file(
     if raw is None:
         return ReadOutcome(file, None, skip=Skip(file.rel_path, "changed-during-read"))
     file_hash = hashlib.sha256(raw).hexdigest()
-    return decode_document(current, raw, file_hash, identity_key, privacy_keys)
+    return decode_document(current, raw, file_hash, identity_key, privacy_keys, limits)
 
 
 def decode_document(
@@ -67,12 +80,16 @@ def decode_document(
     file_hash: str,
     identity_key: str | None = None,
     privacy_keys: tuple[str, ...] = ("private",),
+    limits: Limits | None = None,
 ) -> ReadOutcome:
     """Pure part of `read_file`: bytes to a normalised `Document` or a `Skip`."""
 
     def skip(reason: str, detail: str = "") -> ReadOutcome:
         return ReadOutcome(file, file_hash, skip=Skip(file.rel_path, reason, detail))
 
+    classified = classify_extension(file.rel_path)
+    if classified is not None and classified[0] == "document":
+        return _decode_paged(file, raw, file_hash, limits)
     text = _decode(raw)
     if isinstance(text, Skip):
         return skip(text.reason)
@@ -108,6 +125,31 @@ def decode_document(
         identity=identity,
     )
     return ReadOutcome(file, file_hash, document=document, dropped_metadata=dropped)
+
+
+def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | None) -> ReadOutcome:
+    """A document's bytes read into pages and rendered for the Markdown chunker."""
+    fmt = document_format(file.rel_path.rstrip())
+    assert fmt is not None  # classify_extension said "document"
+    read = read_document(raw, fmt, limits)
+    if isinstance(read, DocumentSkip):
+        return ReadOutcome(file, file_hash, skip=Skip(file.rel_path, read.reason, read.detail))
+    rendered = render_markdown(read)
+    title = read.title[:MAX_VALUE_CHARS]
+    metadata: dict[str, MetaValue] = {"title": title} if title else {}
+    document = Document(
+        rel_path=file.rel_path,
+        text=rendered.text,
+        body_start_line=1,
+        file_hash=file_hash,
+        kind="document",
+        language=None,
+        metadata=metadata,
+        doc_format=fmt,
+        pages=rendered.pages,
+        page_starts=rendered.page_starts,
+    )
+    return ReadOutcome(file, file_hash, document=document)
 
 
 def _decode(raw: bytes) -> str | Skip:

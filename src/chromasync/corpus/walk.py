@@ -20,7 +20,9 @@ from ..config.kinds import (
     BINARY_EXTENSIONS,
     CODE_LANGUAGES,
     DEFAULT_EXTENSIONS,
+    DOCUMENT_EXTENSIONS,
     MARKDOWN_EXTENSIONS,
+    OPT_IN_DOCUMENT_EXTENSIONS,
     TEXT_EXTENSIONS,
 )
 from ..errors import SourceError
@@ -34,9 +36,12 @@ REASONS = {
     "binary": "content is not text (NUL bytes, known binary magic)",
     "broken-symlink": "symlink whose target does not exist",
     "changed-during-read": "the file changed on every attempt to read it",
+    "corrupt": "a document (PDF, DOCX...) that is broken, truncated or not its format",
     "empty": "no text left after removing BOM, front matter and whitespace",
+    "encrypted": "a document that needs a password (or forbids extraction)",
     "frontmatter-invalid": "front matter present but unparseable or unsafe (fail closed)",
     "hidden": "dotfile or dot-directory",
+    "no-text": "a document without a text layer (a scan, drawings) or without text",
     "ignored": "matched .gitignore or an exclude pattern",
     "not-regular-file": "FIFO, socket or device",
     "permission-denied": "EACCES on open or scandir",
@@ -44,7 +49,7 @@ REASONS = {
     "symlink-duplicate": "symlink to a path inside the root, indexed under its real path",
     "symlink-loop": "symlink that cannot be resolved or points at its own ancestor",
     "symlink-outside-root": "symlink whose target is outside the root",
-    "too-large": "larger than the maximum file size",
+    "too-large": "larger than the maximum file size, or a document over a reading budget",
     "undecodable": "not valid UTF-8 and no BOM names another encoding",
     "undecodable-filename": "file name is not valid UTF-8",
     "unsupported-extension": "extension not on the text allow-list",
@@ -63,6 +68,8 @@ def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
         return "text", None
     if suffix in CODE_LANGUAGES:
         return "code", CODE_LANGUAGES[suffix]
+    if suffix in DOCUMENT_EXTENSIONS or suffix in OPT_IN_DOCUMENT_EXTENSIONS:
+        return "document", None
     return None
 
 

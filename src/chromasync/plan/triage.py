@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..corpus.documents import DocumentText, document_format, page_at_line
 from ..corpus.frontmatter import RESERVED_KEYS
 from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
@@ -76,6 +77,7 @@ def build_records(
 ) -> tuple[ChunkRecord, ...]:
     """The records to store for one document: IDs, texts and metadata (ours win)."""
     key = doc.identity or doc.rel_path
+    paged = DocumentText(doc.text, doc.pages, doc.page_starts, ()) if doc.pages else None
     seen: dict[str, int] = {}
     records: list[ChunkRecord] = []
     for index, chunk in enumerate(chunks):
@@ -110,6 +112,10 @@ def build_records(
             metadata["symbol"] = chunk.symbol
         if doc.identity:
             metadata["document_id"] = doc.identity
+        if paged is not None:  # a document: the pages the chunk's lines came from
+            metadata["doc_format"] = doc.doc_format
+            metadata["page"] = page_at_line(paged, chunk.start_line)
+            metadata["page_end"] = page_at_line(paged, chunk.end_line)
         record_hash = _sha(
             json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
             + "\x00"
@@ -143,6 +149,12 @@ def is_racy(state: FileState) -> bool:
     return state.mtime_ns + RACY_WINDOW_NS >= state.checked_ns
 
 
+def _read_as_binary_before(known: FileState) -> bool:
+    """A document remembered as a `binary` skip by a release that did not read documents:
+    it is read again (once; then its records or its document skip are remembered)."""
+    return known.skip_reason == "binary" and document_format(known.rel_path) is not None
+
+
 def triage(
     discovery: Discovery, manifest: Mapping[str, FileState], checksum: bool = False
 ) -> Triage:
@@ -158,6 +170,7 @@ def triage(
             and (known.size, known.mtime_ns, known.ctime_ns, known.inode)
             == (file.size, file.mtime_ns, file.ctime_ns, file.inode)
             and not is_racy(known)
+            and not _read_as_binary_before(known)
         ):
             if known.skip_reason:
                 skips[file.rel_path] = known.skip_reason

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..config.settings import Settings
 from ..config.sources import configured_entries, select_entries
+from ..corpus.documents import DocumentSkip, document_format, read_document, render_markdown
 from ..corpus.paths import relative_path, resolve_in_root, shown
 from ..errors import NotFound
 from ..records import Hit, SourceSpec
@@ -60,6 +61,10 @@ class FileText:
     path: str
     text: str
     truncated: bool
+    #: A document (PDF, DOCX...): `text` is its extracted text as it was chunked (the
+    #: lines hits cite), `pages[i]` starts at line `page_starts[i]`; empty for a text file.
+    pages: tuple[int, ...] = ()
+    page_starts: tuple[int, ...] = ()
 
 
 def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
@@ -88,8 +93,20 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
     except OSError as exc:
         raise NotFound(f"cannot read {shown(path)} of source {source!r}: {exc.strerror}") from exc
     truncated = len(data) > settings.max_file_bytes
+    fmt = document_format(rel)
+    if fmt is not None and not truncated:
+        return _document_text(source, rel, data, fmt, path)
     text = data[: settings.max_file_bytes].decode("utf-8", "replace").replace("\r\n", "\n")
     return FileText(source, rel, text.removeprefix("\ufeff"), truncated)
+
+
+def _document_text(source: str, rel: str, data: bytes, fmt: str, path: str) -> FileText:
+    """A document's extracted text, rendered as ingest chunks it (never its raw bytes)."""
+    read = read_document(data, fmt)
+    if isinstance(read, DocumentSkip):
+        raise NotFound(f"{shown(path)} of source {source!r} cannot be read now: {read.reason}")
+    rendered = render_markdown(read)
+    return FileText(source, rel, rendered.text, False, rendered.pages, rendered.page_starts)
 
 
 def select_known(

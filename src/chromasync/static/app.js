@@ -232,15 +232,22 @@ async function openFile(hit) {
     return;
   }
   const lines = file.text.replace(/\n$/, "").split("\n");
+  // A document (PDF, DOCX...): its extracted text, as it was chunked, with a marker where
+  // each page starts (the original file is not served).
+  const pageAt = new Map();
+  (file.page_starts || []).forEach((line, i) => { if (!pageAt.has(line)) pageAt.set(line, file.pages[i]); });
   let first = null;
-  body.replaceChildren(...lines.map((line, index) => {
+  const rows = [];
+  lines.forEach((line, index) => {
     const number = index + 1;
+    if (pageAt.has(number)) rows.push(el("span", { class: "page-mark", text: `p. ${pageAt.get(number)}` }));
     const cited = number >= hit.start_line && number <= hit.end_line;
     const row = el("span", { class: "line" + (cited ? " cited" : ""), id: `L${number}` },
       el("span", { class: "ln", text: String(number) }), el("span", { class: "code", text: line || " " }));
     if (cited && first === null) first = row;
-    return row;
-  }));
+    rows.push(row);
+  });
+  body.replaceChildren(...rows);
   if (first) first.scrollIntoView({ block: "center" });
 }
 

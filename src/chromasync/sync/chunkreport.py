@@ -113,6 +113,8 @@ class ChunkReport:
     skipped: dict[str, int] = field(default_factory=dict)
     chunk_ms: int = 0  # reading and chunking
     measure_ms: int = 0  # measuring every chunk again for the report
+    #: Documents read (PDF, DOCX...), per format: files and pages.
+    documents: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def as_json(self, verbose: bool = False) -> dict[str, object]:
         data: dict[str, object] = {
@@ -126,6 +128,7 @@ class ChunkReport:
             "tokens": self.tokens.as_json(),
             "over_budget": self.over_budget,
             "skipped": dict(sorted(self.skipped.items())),
+            "documents": {f: dict(v) for f, v in sorted(self.documents.items())},
             "extensions": [e.as_json() for e in self.extensions],
             "chunk_ms": self.chunk_ms,
             "measure_ms": self.measure_ms,
@@ -150,6 +153,7 @@ def build_chunk_report(
     files = discovery.files[:limit] if limit else discovery.files
     skipped = Counter(s.reason for s in discovery.skipped)
     per_file: list[FileChunks] = []
+    documents: dict[str, dict[str, int]] = {}
     chunk_seconds = measure_seconds = 0.0
     for file in files:
         began = clock()
@@ -158,6 +162,10 @@ def build_chunk_report(
         if doc is None:
             skipped[outcome.skip.reason if outcome.skip else "unreadable"] += 1
             continue
+        if doc.kind == "document":
+            counts = documents.setdefault(doc.doc_format, {"files": 0, "pages": 0})
+            counts["files"] += 1
+            counts["pages"] += len(doc.pages)
         chunks = chunk_document(doc, budget)
         measured = clock()
         sizes = count_all(budget.meter, [c.embed_text for c in chunks])
@@ -187,6 +195,7 @@ def build_chunk_report(
         skipped=dict(skipped),
         chunk_ms=round(chunk_seconds * 1000),
         measure_ms=round(measure_seconds * 1000),
+        documents=documents,
     )
 
 

@@ -456,6 +456,9 @@ class Ingestor:
                 continue
             doc = outcome.document
             assert doc is not None
+            if doc.kind == "document":
+                run.documents[doc.doc_format] += 1
+                run.pages += len(doc.pages)
             if (
                 previous is not None
                 and not rechunk
@@ -522,6 +525,8 @@ class Ingestor:
             chunks_reused=max(run.chunks_reused, 0),
             duration_ms=(time.perf_counter_ns() - started) // 1_000_000,
             embed_ms=run.embed_ns // 1_000_000,
+            documents_read=dict(run.documents),
+            pages_read=run.pages,
         )
 
 

@@ -19,10 +19,13 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
             k: sum(s[k] for s in rows) for k, v in rows[0].items() if type(v) is int
         }
         skipped: dict[str, int] = {}
+        documents: dict[str, int] = {}
         for s in rows:
             for reason, n in s["files_skipped"].items():
                 skipped[reason] = skipped.get(reason, 0) + n
-        total.update(source="total", collection="", files_skipped=skipped)
+            for fmt, n in (s.get("documents_read") or {}).items():
+                documents[fmt] = documents.get(fmt, 0) + n
+        total.update(source="total", collection="", files_skipped=skipped, documents_read=documents)
         rows.append(total)
     dry = " (dry run: nothing written)" if rows and rows[0].get("dry_run") else ""
     lines = []
@@ -42,6 +45,9 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
         if s["files_skipped"]:
             reasons = sorted(s["files_skipped"].items())
             lines.append("  skipped " + ", ".join(f"{r} {n}" for r, n in reasons))
+        if s.get("documents_read"):
+            formats = ", ".join(f"{f} {n}" for f, n in sorted(s["documents_read"].items()))
+            lines.append(f"  read    {formats}: {s.get('pages_read', 0)} pages")
     return "\n".join(lines) + "\n"
 
 

@@ -59,6 +59,8 @@ class Tally:
     keys_dropped: int = 0
     batch_size: int | None = None
     read_ns: int = 0  # when this run began reading files: the racy check's reference
+    documents: Counter[str] = field(default_factory=Counter)  # documents read, per format
+    pages: int = 0  # their pages
 
 
 class WaveWriter:
