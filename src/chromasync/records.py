@@ -312,6 +312,24 @@ class Hit:
             metadata=dict(meta),
         )
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Hit:
+        """A hit from its `as_json` form (what REST and the owner's socket send)."""
+        return cls(
+            id=str(data["id"]),
+            path=str(data["path"]),
+            source=str(data["source"]),
+            heading=str(data.get("heading", "")),
+            start_line=int(data.get("start_line", 0)),
+            end_line=int(data.get("end_line", 0)),
+            score=float(data.get("score", 0.0)),
+            text=str(data.get("text", "")),
+            collection=str(data.get("collection", "")),
+            metadata=dict(data.get("metadata") or {}),
+            ranks={str(k): int(v) for k, v in (data.get("ranks") or {}).items()},
+            collapsed=int(data.get("collapsed", 0)),
+        )
+
     @property
     def page(self) -> int | None:
         """The first page of a document's chunk (None for a text file)."""

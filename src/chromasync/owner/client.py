@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -19,21 +19,6 @@ from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit
 from ..retrieve import SearchRequest, SearchResult
 from .locate import OwnerInfo
-
-
-def hit_from_json(data: Mapping[str, Any]) -> Hit:
-    return Hit(
-        id=str(data["id"]),
-        path=str(data["path"]),
-        source=str(data["source"]),
-        heading=str(data.get("heading", "")),
-        start_line=int(data.get("start_line", 0)),
-        end_line=int(data.get("end_line", 0)),
-        score=float(data.get("score", 0.0)),
-        text=str(data.get("text", "")),
-        collection=str(data.get("collection", "")),
-        metadata=dict(data.get("metadata") or {}),
-    )
 
 
 class OwnerClient:
@@ -94,7 +79,7 @@ class OwnerClient:
         params: dict[str, Any] = {"q": query, "k": k}
         params |= {key: value for key, value in filters.items() if value not in (None, [], ())}
         body = self._call("GET", "/search", params=params)
-        return [hit_from_json(h) for h in body["hits"]]
+        return [Hit.from_json(h) for h in body["hits"]]
 
     def retrieve(self, request: SearchRequest) -> SearchResult:
         """Run a search request through the owner's `/search` (every option of the CLI)."""
@@ -132,7 +117,7 @@ class OwnerClient:
             mode=str(body.get("mode", request.mode)),
             collections=tuple(body.get("collections", ())),
             filters=f,
-            hits=tuple(hit_from_json(h) for h in body["hits"]),
+            hits=tuple(Hit.from_json(h) for h in body["hits"]),
             groups=groups,
             group_field=body.get("group_by"),
             reranked=bool(body.get("reranked", False)),
@@ -150,7 +135,7 @@ class OwnerClient:
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         params = {"path": path} | ({"source": source} if source else {})
         body = self._call("GET", "/documents", params=params)
-        return [hit_from_json(h) for h in body["chunks"]]
+        return [Hit.from_json(h) for h in body["chunks"]]
 
     def reindex(self, labels: Sequence[str] = (), **options: bool) -> dict[str, Any]:
         job: dict[str, Any] = self._call(
@@ -174,4 +159,4 @@ class OwnerClient:
             time.sleep(poll)
 
 
-__all__ = ["OwnerClient", "hit_from_json"]
+__all__ = ["OwnerClient"]

@@ -39,17 +39,8 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
         where = f" in source {source!r}" if source else ""
         raise NotFound(f"no indexed file {shown(path)}{where}; search for it first")
     return [
-        Hit(
-            id=rid,
-            path=rel,
-            source=src,
-            heading=heading,
-            start_line=int(meta.get("start_line", 0) or 0),
-            end_line=int(meta.get("end_line", 0) or 0),
-            score=0.0,
-            text=text,
-            collection=collection,
-            metadata=meta,
+        Hit.from_metadata(
+            rid, {**meta, "path": rel, "source": src, "heading": heading}, text, 0.0, collection
         )
         for collection, src, rid, heading, text, meta in rows
     ]
