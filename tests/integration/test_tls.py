@@ -16,7 +16,8 @@ import pytest
 
 from chromasync.errors import StoreError
 from chromasync.retry import RetryPolicy
-from chromasync.store.chroma import StoreConfig, open_store
+from chromasync.store.connect import open_store
+from chromasync.store.target import StoreConfig
 
 SECRET = "tok-TLS-93be1f"
 

@@ -8,7 +8,7 @@ import pytest
 
 from chromasync.config.settings import resolve_settings
 from chromasync.errors import ConfigError
-from chromasync.store.chroma import StoreConfig, Target, parse_target
+from chromasync.store.target import StoreConfig, Target, parse_target
 
 
 @pytest.mark.parametrize(

@@ -170,9 +170,10 @@ def find_similar(
         same_bytes = collection.iter_records(
             where={"file_hash": outcome.file_hash or ""}, documents=True
         )
-        from ..store.chroma import hit_from_row
 
-        exact += [hit_from_row(r.id, r.metadata, r.document or "", 1.0, name) for r in same_bytes]
+        exact += [
+            Hit.from_metadata(r.id, r.metadata, r.document or "", 1.0, name) for r in same_bytes
+        ]
 
     def is_self(hit: Hit) -> bool:
         return own is not None and (hit.source, hit.path) == own

@@ -1,7 +1,7 @@
-"""The vector store: the only module that imports chromadb.
+"""The vector store: a `Store` (a Chroma client) and its `Collection`s. Only this folder
+imports chromadb (`connect` opens a store; `target` says where it is).
 
-`open_store` gives an embedded PersistentClient under the data dir by default, or a client
-for a Chroma server. The server URL selects the client:
+The server URL selects the client:
 
     http://HOST:PORT, https://HOST[:PORT]   a Chroma server (HttpClient); the token, if any,
                                             goes as `Authorization: Bearer`; HTTPS verifies
@@ -28,16 +28,14 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
-from ..datadir import CHROMA_DIR
-from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
+from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import ChunkRecord, Hit, StoreLimits
-from ..retry import GaveUp, Refused, RetryPolicy
+from ..retry import GaveUp, Refused
+from .target import StoreConfig, Target
 
 log = logging.getLogger(__name__)
 
@@ -48,80 +46,6 @@ SCHEMA_KEY = "chromasync_schema"
 PAGE = 1000
 CLOUD_HOST = "api.trychroma.com"
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class StoreConfig:
-    """Where the vectors live: an embedded store under `data_dir`, or a server `url`."""
-
-    data_dir: Path
-    url: str | None = None
-    tenant: str | None = None
-    database: str | None = None
-    token: str | None = field(default=None, repr=False)  # never logged, never persisted
-    timeout_s: float = 60.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    limits: StoreLimits | None = None  # override what the target advertises
-    limits_batch_default: int = DEFAULT_BATCH  # records per write when none is advertised
-
-    def describe(self) -> str:
-        if not self.url:
-            return str(self.data_dir / CHROMA_DIR)
-        target = parse_target(self.url)
-        return target.public_url
-
-    def redact(self, text: str) -> str:
-        """`text` with every secret of this configuration replaced by `***`."""
-        if self.token:
-            text = text.replace(self.token, "***")
-        return text
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """A parsed server URL (see the module docstring)."""
-
-    kind: str  # "http" or "cloud"
-    host: str
-    port: int
-    ssl: bool
-
-    @property
-    def public_url(self) -> str:
-        if self.kind == "cloud":
-            scheme = "chroma-cloud" if self.ssl else "chroma-cloud+http"
-            return f"{scheme}://{self.host}:{self.port}"
-        return f"{'https' if self.ssl else 'http'}://{self.host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{'https' if self.ssl else 'http'}://{self.host}:{self.port}"
-
-
-def parse_target(url: str) -> Target:
-    """The client a URL asks for; credentials in the URL are refused (use the token)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ConfigError(f"chroma_url is not a valid URL: {exc}") from None
-    if parts.username or parts.password:
-        raise ConfigError(
-            "chroma_url must not hold credentials; pass the token in CHROMASYNC_CHROMA_TOKEN"
-        )
-    scheme = parts.scheme.lower()
-    if scheme in ("http", "https"):
-        if not parts.hostname:
-            raise ConfigError("chroma_url names no host; use http://HOST:PORT")
-        ssl = scheme == "https"
-        return Target("http", parts.hostname, port or (443 if ssl else 8000), ssl)
-    if scheme in ("chroma-cloud", "chroma-cloud+http"):
-        ssl = scheme == "chroma-cloud"
-        return Target("cloud", parts.hostname or CLOUD_HOST, port or (443 if ssl else 8000), ssl)
-    raise ConfigError(
-        f"chroma_url scheme {parts.scheme!r} is not supported; use http://, https:// or "
-        "chroma-cloud://"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,7 +405,7 @@ class Collection:
             ),
         )
         return [
-            hit_from_row(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
+            Hit.from_metadata(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
             for rid, meta, doc, dist in zip(
                 got["ids"][0],
                 got["metadatas"][0],
@@ -490,120 +414,3 @@ class Collection:
                 strict=True,
             )
         ]
-
-
-def hit_from_row(
-    rid: str, meta: Mapping[str, Any], document: str, score: float, collection: str
-) -> Hit:
-    return Hit.from_metadata(rid, meta, document, score, collection)
-
-
-def open_store(config: StoreConfig, existing: bool = False) -> Store:
-    """Connect to the configured store (importing chromadb only now).
-
-    With `existing`, an embedded store that was never created raises `NotFound` instead of
-    being created (a dry run must write nothing).
-    """
-    target = parse_target(config.url) if config.url else None
-    if existing and target is None and not (config.data_dir / CHROMA_DIR).is_dir():
-        raise NotFound(f"no embedded store at {config.describe()} yet")
-    try:
-        import chromadb
-        from chromadb.config import Settings
-    except ImportError as exc:  # pragma: no cover - a dependency
-        raise StoreError("chromadb is not installed") from exc
-    settings = Settings(anonymized_telemetry=False)
-    if target is None:
-        path = config.data_dir / CHROMA_DIR
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            client = chromadb.PersistentClient(path=str(path), settings=settings)
-        except Exception as exc:
-            raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
-        return Store(client, config)
-    _probe(target, config)
-    try:
-        if target.kind == "cloud":
-            if not config.token:
-                raise ConfigError(
-                    f"Chroma Cloud at {config.describe()} needs an API key: set CHROMA_API_KEY "
-                    "or CHROMASYNC_CHROMA_TOKEN"
-                )
-            client = chromadb.CloudClient(
-                tenant=config.tenant,
-                database=config.database,
-                api_key=config.token,
-                settings=settings,
-                cloud_host=target.host,
-                cloud_port=target.port,
-                enable_ssl=target.ssl,
-            )
-        else:
-            headers = {"Authorization": f"Bearer {config.token}"} if config.token else None
-            client = chromadb.HttpClient(
-                host=target.host,
-                port=target.port,
-                ssl=target.ssl,
-                headers=headers,
-                settings=settings,
-                tenant=config.tenant or "default_tenant",
-                database=config.database or "default_database",
-            )
-    except ChromasyncError:
-        raise
-    except Exception as exc:
-        raise store_error(config, "connect", exc) from exc
-    _install_transport(client, config)
-    return Store(client, config, target)
-
-
-def _transport(config: StoreConfig) -> Any:
-    import httpx
-
-    from ..retry import RetryingTransport
-
-    return RetryingTransport(httpx.HTTPTransport(verify=True), config.retry)
-
-
-def _timeout(config: StoreConfig) -> Any:
-    import httpx
-
-    return httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
-
-
-def _probe(target: Target, config: StoreConfig) -> None:
-    """One heartbeat, with retries and timeouts, before chromadb's own client connects."""
-    import httpx
-
-    url = f"{target.base_url}/api/v2/heartbeat"
-    headers = {}
-    if config.token:
-        if target.kind == "cloud":
-            headers["X-Chroma-Token"] = config.token
-        else:
-            headers["Authorization"] = f"Bearer {config.token}"
-    try:
-        with httpx.Client(
-            transport=_transport(config), timeout=_timeout(config), headers=headers
-        ) as http:
-            http.get(url)
-    except Exception as exc:
-        raise store_error(config, "heartbeat", exc) from exc
-
-
-def _install_transport(client: Any, config: StoreConfig) -> None:
-    """Replace chromadb's HTTP session (no timeout, no retries) with ours, same headers."""
-    import httpx
-
-    server = getattr(client, "_server", None)
-    session = getattr(server, "_session", None)
-    if not isinstance(session, httpx.Client):  # pragma: no cover - a chromadb upgrade
-        raise StoreError(
-            f"cannot configure retries for Chroma at {config.describe()}: this chromadb "
-            "version keeps its HTTP session elsewhere; install the pinned chromadb"
-        )
-    replacement = httpx.Client(
-        transport=_transport(config), timeout=_timeout(config), headers=session.headers
-    )
-    server._session = replacement  # type: ignore[union-attr]
-    session.close()

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 def open_store_for(settings: Settings, existing: bool = False) -> Store:
     """The configured store: embedded under the data dir, or a Chroma server."""
     from ..retry import RetryPolicy
-    from ..store.chroma import StoreConfig, open_store
+    from ..store.connect import open_store
+    from ..store.target import StoreConfig
 
     config = StoreConfig(
         data_dir=settings.data_dir,

@@ -1,0 +1,127 @@
+"""Connecting to the store: an embedded PersistentClient, or a client of a Chroma server.
+
+Against a server every request goes through `retry.RetryingTransport` (timeouts, bounded
+exponential backoff with jitter on connection errors, 429 and 5xx, `Retry-After` honoured);
+401/403 fail at once with a message about the credentials. chromadb is imported only here
+and in `chroma`, and only when a store is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..datadir import CHROMA_DIR
+from ..errors import ChromasyncError, ConfigError, NotFound, StoreError
+from .chroma import Store, store_error
+from .target import StoreConfig, Target, parse_target
+
+
+def open_store(config: StoreConfig, existing: bool = False) -> Store:
+    """Connect to the configured store (importing chromadb only now).
+
+    With `existing`, an embedded store that was never created raises `NotFound` instead of
+    being created (a dry run must write nothing).
+    """
+    target = parse_target(config.url) if config.url else None
+    if existing and target is None and not (config.data_dir / CHROMA_DIR).is_dir():
+        raise NotFound(f"no embedded store at {config.describe()} yet")
+    try:
+        import chromadb
+        from chromadb.config import Settings
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise StoreError("chromadb is not installed") from exc
+    settings = Settings(anonymized_telemetry=False)
+    if target is None:
+        path = config.data_dir / CHROMA_DIR
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(path=str(path), settings=settings)
+        except Exception as exc:
+            raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
+        return Store(client, config)
+    _probe(target, config)
+    try:
+        if target.kind == "cloud":
+            if not config.token:
+                raise ConfigError(
+                    f"Chroma Cloud at {config.describe()} needs an API key: set CHROMA_API_KEY "
+                    "or CHROMASYNC_CHROMA_TOKEN"
+                )
+            client = chromadb.CloudClient(
+                tenant=config.tenant,
+                database=config.database,
+                api_key=config.token,
+                settings=settings,
+                cloud_host=target.host,
+                cloud_port=target.port,
+                enable_ssl=target.ssl,
+            )
+        else:
+            headers = {"Authorization": f"Bearer {config.token}"} if config.token else None
+            client = chromadb.HttpClient(
+                host=target.host,
+                port=target.port,
+                ssl=target.ssl,
+                headers=headers,
+                settings=settings,
+                tenant=config.tenant or "default_tenant",
+                database=config.database or "default_database",
+            )
+    except ChromasyncError:
+        raise
+    except Exception as exc:
+        raise store_error(config, "connect", exc) from exc
+    _install_transport(client, config)
+    return Store(client, config, target)
+
+
+def _transport(config: StoreConfig) -> Any:
+    import httpx
+
+    from ..retry import RetryingTransport
+
+    return RetryingTransport(httpx.HTTPTransport(verify=True), config.retry)
+
+
+def _timeout(config: StoreConfig) -> Any:
+    import httpx
+
+    return httpx.Timeout(config.timeout_s, connect=min(config.timeout_s, 10.0))
+
+
+def _probe(target: Target, config: StoreConfig) -> None:
+    """One heartbeat, with retries and timeouts, before chromadb's own client connects."""
+    import httpx
+
+    url = f"{target.base_url}/api/v2/heartbeat"
+    headers = {}
+    if config.token:
+        if target.kind == "cloud":
+            headers["X-Chroma-Token"] = config.token
+        else:
+            headers["Authorization"] = f"Bearer {config.token}"
+    try:
+        with httpx.Client(
+            transport=_transport(config), timeout=_timeout(config), headers=headers
+        ) as http:
+            http.get(url)
+    except Exception as exc:
+        raise store_error(config, "heartbeat", exc) from exc
+
+
+def _install_transport(client: Any, config: StoreConfig) -> None:
+    """Replace chromadb's HTTP session (no timeout, no retries) with ours, same headers."""
+    import httpx
+
+    server = getattr(client, "_server", None)
+    session = getattr(server, "_session", None)
+    if not isinstance(session, httpx.Client):  # pragma: no cover - a chromadb upgrade
+        raise StoreError(
+            f"cannot configure retries for Chroma at {config.describe()}: this chromadb "
+            "version keeps its HTTP session elsewhere; install the pinned chromadb"
+        )
+    replacement = httpx.Client(
+        transport=_transport(config), timeout=_timeout(config), headers=session.headers
+    )
+    server._session = replacement  # type: ignore[union-attr]
+    session.close()
