@@ -38,6 +38,7 @@ RESERVED_KEYS = frozenset(
         "language",
         "document_id",
         "indexed_commit_sha",
+        "links",
     }
 )
 MAX_VALUE_CHARS = 4096
