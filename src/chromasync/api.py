@@ -27,9 +27,9 @@ from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchRe
 from .retrieve.access import FileText, get_document, read_indexed_file, select_known
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
+from .retrieve.links import LinksReport
 from .retrieve.request import SearchArgs, build_request
 from .retrieve.similar import SimilarDoc
-from .retrieve.links import LinksReport
 from .retrieve.tasks import (
     EvalReport,
     SimilarResult,

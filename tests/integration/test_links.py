@@ -154,3 +154,27 @@ def test_cli_links(linked: Path, cli_env: dict[str, str]) -> None:
     assert both.returncode == 2 and "one of them" in both.stderr
     hits = run_cli(["search", "note", "--links-to", "b", "--json"], cli_env)
     assert [h["path"] for h in json.loads(hits.stdout)["hits"]] == ["a.md"]
+
+
+def test_rest_links(linked: Path, settings: Settings, embedder: HashEmbedder) -> None:
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    api.ingest([api.source_for(linked, "n")], settings, embedder=embedder)
+    with (
+        Service(settings, "serve", embedder=embedder, allow_roots=[linked]) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        body = client.get("/links", params={"target": "a.md"}).json()
+        assert [f["path"] for f in body["files"]] == ["sub/b.md"]
+        found = client.get("/links", params={"from": "a.md", "source": "n"})
+        assert found.status_code == 200 and found.json()["missing"] == ["missing.md"]
+        for bad in ("/etc/passwd", "../a.md", "sub/../../x"):
+            refused = client.get("/links", params={"from": bad})
+            assert refused.status_code == 400, bad
+        assert client.get("/links", params={"from": "nope.md"}).status_code == 404
+        assert client.get("/links").status_code == 400
+        hits = client.get("/search", params={"q": "the report", "links_to": "b"}).json()["hits"]
+        assert [h["path"] for h in hits] == ["a.md"]

@@ -55,7 +55,8 @@ def test_normalise_target(raw: str, from_path: str, expected: str | None) -> Non
 
 def test_every_kind_of_link_with_line_and_text() -> None:
     text = (
-        'Intro [the report](https://www.weforum.org/reports/fj-2025/ "T") and ![fig](../img/a.png).\n'
+        'Intro [the report](https://www.weforum.org/reports/fj-2025/ "T") '
+        "and ![fig](../img/a.png).\n"
         "Notes: [[Note]], [[../skills/x|alias]], [[Note#Heading]].\n"
         "Bare https://example.org/page/?utm_campaign=z. and <https://auto.example.org/>\n"
         "Cited [WEF][wef] and [wef].\n"

@@ -231,7 +231,7 @@ def extract_links(text: str, from_path: str, first_line: int = 1) -> list[Link]:
 def front_matter_links(metadata: Mapping[str, object], header: str = "") -> list[Link]:
     """Links from front-matter fields whose value (or a list item) is an http(s) URL;
     `header` (the front matter's text) gives each field's line."""
-    lines = {}
+    lines: dict[str, int] = {}
     for number, text in enumerate(header.split("\n"), 1):
         key, colon, _ = text.partition(":")
         if colon and key and not key[0].isspace():
