@@ -27,9 +27,17 @@ from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchRe
 from .retrieve.access import FileText, get_document, read_indexed_file, select_known
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
+from .retrieve.links import LinksReport
 from .retrieve.request import SearchArgs, build_request
 from .retrieve.similar import SimilarDoc
-from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
+from .retrieve.tasks import (
+    EvalReport,
+    SimilarResult,
+    find_linking,
+    find_similar,
+    outgoing_links,
+    run_evaluation,
+)
 from .state.lock import StoreLock
 from .state.manifest import STATE_FILE, State
 from .sync.ingest import IngestOptions, Ingestor, Progress
@@ -608,6 +616,61 @@ def similar(
         )
 
 
+def links(
+    target: str | None,
+    settings: Settings,
+    *,
+    from_path: str | Path | None = None,
+    source: str | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    limit: int = 1000,
+    on_disk: bool = True,
+) -> LinksReport:
+    """Reverse links: every indexed chunk linking to `target` (a URL and what is under it,
+    a path, a note title); or, with `from_path`, what that file links to and which of its
+    internal targets are missing (see `retrieve.links`). `from_path` is a file on disk
+    when `on_disk` and one exists there, else a path as hits cite it (REST and MCP)."""
+    with _retriever(settings) as retriever:
+        if from_path is None:
+            if not target:
+                raise ConfigError("give a link TARGET (a URL, path or note title) or --from PATH")
+            return find_linking(
+                retriever,
+                target,
+                collections=collections,
+                all_collections=all_collections,
+                limit=limit,
+            )
+        rel, label = str(from_path), source
+        file = Path(from_path).expanduser()
+        own = _indexed_as(file, settings) if on_disk and file.is_file() else None
+        if own is not None:
+            label, rel = own
+        roots = {row.source: Path(row.root).expanduser() for row in _source_rows(settings)}
+
+        def exists(label: str, target: str) -> bool:
+            root = roots.get(label)
+            if root is None or target.startswith("note:"):
+                return False
+            candidate = root / target
+            return candidate.exists() or candidate.with_name(candidate.name + ".md").exists()
+
+        return outgoing_links(
+            retriever,
+            rel,
+            source=label,
+            exists=exists,
+            collections=collections,
+            all_collections=all_collections,
+        )
+
+
+def _source_rows(settings: Settings) -> list[Any]:
+    with State.open(settings.data_dir) as state:
+        return list(state.sources())
+
+
 def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
     """(source, relative path) when `file` lies under an ingested source's root."""
     resolved = file.resolve()
@@ -686,6 +749,7 @@ __all__ = [
     "Filters",
     "Fusion",
     "IngestOptions",
+    "LinksReport",
     "RemovedSource",
     "SearchArgs",
     "SearchRequest",
@@ -714,6 +778,7 @@ __all__ = [
     "ingest_configured",
     "ingest_known",
     "known_specs",
+    "links",
     "list_sources",
     "load_queries",
     "make_embedder_for",

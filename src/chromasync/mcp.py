@@ -173,6 +173,10 @@ def build_server(backend: Backend) -> Any:
         collections: Annotated[
             list[str] | None, Field(description="Only these collections.")
         ] = None,
+        links_to: Annotated[
+            list[str] | None,
+            Field(description="Only chunks linking to these URLs, paths or note titles (all)."),
+        ] = None,
         per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
         sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
     ) -> dict[str, Any]:
@@ -195,6 +199,7 @@ def build_server(backend: Backend) -> Any:
                 where_json=where_json,
                 matches=matches,
                 date_fields=date_fields,
+                links_to=links_to,
                 collections=collections,
                 per_doc=per_doc,
                 sort=sort,
@@ -220,6 +225,29 @@ def build_server(backend: Backend) -> Any:
         with tool_errors(), backend.access() as index:
             chunks = index.get_document(path, source)
             return {"path": chunks[0].path, "chunks": [_hit(h) for h in chunks]}
+
+    @server.tool()
+    def links(
+        target: Annotated[
+            str | None,
+            Field(max_length=2000, description="A URL (and what is under it), path or title."),
+        ] = None,
+        from_path: Annotated[
+            str | None,
+            Field(max_length=4096, description="Instead: what this indexed file links to."),
+        ] = None,
+        source: Annotated[Label | None, Field(description="The source of from_path.")] = None,
+    ) -> dict[str, Any]:
+        """Reverse links: every indexed file and chunk linking to `target`, with line and
+        link text; or, with `from_path`, that file's links and its broken internal ones."""
+        with tool_errors(), backend.access() as (service, client):
+            if client is not None:
+                params = {"target": target, "from": from_path, "source": source}
+                return client.links({k: v for k, v in params.items() if v})
+            found = api.links(
+                target, service.settings, from_path=from_path, source=source, on_disk=False
+            )
+            return found.as_json()
 
     @server.tool()
     def reindex(

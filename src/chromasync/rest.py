@@ -12,6 +12,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     DELETE /sources/{label}    remove that source's records and manifest
     GET    /documents          path, source -> the file's indexed chunks
     GET    /file               source, path -> the text of an indexed file (the page's viewer)
+    GET    /links              target -> chunks linking to it; from=path -> a file's links
     GET    /                   the search page (with /static/app.js, /static/app.css)
 
 Authentication: with a token configured (`CHROMASYNC_API_TOKEN`), every route except the
@@ -248,6 +249,9 @@ def create_app(
         path: Annotated[list[str], Query(description="git-wildmatch path patterns (any).")] = [],  # noqa: B006
         phrase: Annotated[list[str], Query(description="Words in this order (all).")] = [],  # noqa: B006
         match: Annotated[list[str], Query(description="FIELD=SUBSTRING in metadata.")] = [],  # noqa: B006
+        links_to: Annotated[
+            list[str], Query(description="Linking to this URL, path or note title (all).")
+        ] = [],  # noqa: B006
         collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
         all_collections: Annotated[bool, Query(description="Every collection.")] = False,
         per_doc: Annotated[bool, Query(description="Best chunk per document.")] = False,
@@ -271,6 +275,7 @@ def create_app(
             paths=path,
             phrases=phrase,
             matches=match,
+            links_to=links_to,
             collections=collection,
             all_collections=all_collections,
             per_doc=per_doc,
@@ -344,6 +349,34 @@ def create_app(
         """The current text of an indexed file (only indexed files, inside their root)."""
         found = api.read_indexed_file(service.settings, source, path)
         return dataclasses.asdict(found)
+
+    @app.get("/links", tags=["search"])
+    def links(
+        target: Annotated[
+            str | None, Query(max_length=2000, description="URL (and under it), path, title.")
+        ] = None,
+        from_: Annotated[
+            str | None,
+            Query(alias="from", max_length=8192, description="Instead: this file's links."),
+        ] = None,
+        source: Annotated[str | None, Query(pattern=LABEL_PATTERN)] = None,
+        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+        limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+    ) -> dict[str, Any]:
+        """Reverse links: the indexed chunks linking to `target` (line, link text); or,
+        with `from`, the links of one indexed file (path as hits cite it) and the broken ones."""
+        if from_ is not None and "\x00" in from_:
+            raise ConfigError("from: not a path")
+        found = api.links(
+            target,
+            service.settings,
+            from_path=None if from_ is None else _indexed_path(from_),
+            source=source,
+            collections=collection,
+            limit=limit,
+            on_disk=False,
+        )
+        return found.as_json()
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:
@@ -426,6 +459,13 @@ class BackgroundServer:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+
+
+def _indexed_path(path: str) -> str:
+    """A path as hits cite it (relative to its source root): absolute or climbing refused."""
+    if path.startswith(("/", "~")) or ".." in path.split("/") or "\\" in path:
+        raise ConfigError(f"from: {path!r} must be a path relative to its source root")
+    return path
 
 
 def _page_headers() -> dict[str, str]:

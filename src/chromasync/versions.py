@@ -2,4 +2,6 @@
 
 #: Bump when chunk boundaries or chunk text change for the same input: every file is then
 #: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
-CHUNKING_VERSION = 2  # 2: a heading takes the first piece of a long line after it
+#: Also bumped when the metadata derived from chunk text changes: the re-read then only
+#: rewrites metadata (same chunk hashes, same IDs, vectors from the cache or the collection).
+CHUNKING_VERSION = 3  # 2: a heading takes the first piece of a long line after it; 3: links

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from . import admin, ingest, report, search, service
+from . import admin, ingest, operators, report, search, service
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,6 +24,7 @@ for command in (
     search.search,
     search.similar,
     search.eval_command,
+    operators.links,
     report.chunk_report,
     admin.config,
     admin.sources,

@@ -94,6 +94,13 @@ _MODES = click.Choice(["hybrid", "dense", "keyword"])
     metavar="FIELD=SUBSTRING",
     help="Only chunks whose metadata FIELD contains SUBSTRING (case-blind).",
 )
+@click.option(
+    "--links-to",
+    "links_to",
+    multiple=True,
+    metavar="TARGET",
+    help="Only chunks linking to this URL (or under it), path or note title (repeatable: all).",
+)
 @click.option("--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed.")
 @click.option(
     "--sort",
@@ -132,6 +139,7 @@ def search(
     paths: Sequence[str],
     phrases: Sequence[str],
     matches: Sequence[str],
+    links_to: Sequence[str],
     per_doc: bool,
     sort: str,
     group_by: str | None,
@@ -157,6 +165,7 @@ def search(
             paths=paths,
             phrases=phrases,
             matches=matches,
+            links_to=links_to,
             collections=flags.get("collection"),
             all_collections=all_collections,
             per_doc=per_doc,

@@ -39,6 +39,7 @@ RESERVED_KEYS = frozenset(
         "document_id",
         "indexed_commit_sha",
         "doc_format",
+        "links",
     }
 )
 MAX_VALUE_CHARS = 4096

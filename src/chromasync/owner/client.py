@@ -99,6 +99,7 @@ class OwnerClient:
             "path": list(f.paths),
             "phrase": list(f.phrases),
             "match": [f"{key}={value}" for key, value in f.matches],
+            "links_to": list(f.links_to),
             "collection": list(request.collections),
             "all_collections": request.all_collections,
             "per_doc": request.per_doc,
@@ -136,6 +137,11 @@ class OwnerClient:
         params = {"path": path} | ({"source": source} if source else {})
         body = self._call("GET", "/documents", params=params)
         return [Hit.from_json(h) for h in body["chunks"]]
+
+    def links(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`/links` (reverse links, or a file's outgoing links) as JSON."""
+        body: dict[str, Any] = self._call("GET", "/links", params=params)
+        return body
 
     def reindex(self, labels: Sequence[str] = (), **options: bool) -> dict[str, Any]:
         job: dict[str, Any] = self._call(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..corpus.documents import DocumentText, document_format, page_at_line
 from ..corpus.frontmatter import RESERVED_KEYS
+from ..corpus.links import extract_links, front_matter_links, link_targets
 from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..records import (
@@ -80,6 +81,8 @@ def build_records(
     paged = DocumentText(doc.text, doc.pages, doc.page_starts, ()) if doc.pages else None
     seen: dict[str, int] = {}
     records: list[ChunkRecord] = []
+    header = "\n".join(doc.text.split("\n", doc.body_start_line)[: doc.body_start_line - 1])
+    header_links = front_matter_links(doc.metadata, header)
     for index, chunk in enumerate(chunks):
         embed_text = normalise_for_hash(chunk.embed_text)
         chunk_hash = _sha(embed_text)
@@ -116,6 +119,16 @@ def build_records(
             metadata["doc_format"] = doc.doc_format
             metadata["page"] = page_at_line(paged, chunk.start_line)
             metadata["page_end"] = page_at_line(paged, chunk.end_line)
+        # outgoing links: metadata only (a changed link is a rewrite, never an embedding);
+        # the overlap with the chunk before is left to that chunk
+        found = extract_links(
+            chunk.text[chunk.overlap :],
+            doc.rel_path,
+            chunk.start_line + chunk.text.count("\n", 0, chunk.overlap),
+        )
+        targets = link_targets([*found, *(header_links if index == 0 else ())])
+        if targets:
+            metadata["links"] = targets
         record_hash = _sha(
             json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
             + "\x00"

@@ -25,6 +25,7 @@ from .bm25 import Condition, KeywordIndex
 from .dense import dense_search, merge_by_score
 from .filters import Filters, build_where, local_sql, match_paths, where_to_sql
 from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
+from .links import stored_targets, target_matcher
 from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
 
@@ -269,7 +270,13 @@ class Retriever:
             paths = match_paths(self.keyword_index(name).paths(name), filters.paths)
             if not paths:
                 return _NOTHING, Condition(), None
-        where = build_where(filters, paths)
+        links: list[list[str]] = []
+        for target in filters.links_to:
+            found = stored_targets(self.keyword_index(name), name, target_matcher(target))
+            if not found:
+                return _NOTHING, Condition(), None
+            links.append(found)
+        where = build_where(filters, paths, links)
         sql, params = where_to_sql(where)
         condition = Condition(sql, tuple(params))
         ids = None

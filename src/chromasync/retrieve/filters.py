@@ -1,9 +1,9 @@
 """Filters: what a search may return, translated once for Chroma and once for SQL.
 
 A `Filters` record holds what the user asked for (`--source`, `--where`, `--where-json`,
-`--tag`, `--after`/`--before`, `--path`, `--phrase`, `--match`). `build_where` turns the
-metadata part into one Chroma `where` document; `where_to_sql` turns any Chroma `where`
-(also the user's `--where-json`) into an SQL condition over the keyword index's JSON
+`--tag`, `--after`/`--before`, `--path`, `--phrase`, `--match`, `--links-to`).
+`build_where` turns the metadata part into one Chroma `where` document; `where_to_sql` turns
+any Chroma `where` (also the user's `--where-json`) into an SQL condition over the keyword
 metadata with the same semantics as Chroma 1.5 (checked side by side in the integration
 tests):
 
@@ -11,6 +11,10 @@ tests):
   records that lack the key; `$gt`... take numbers only;
 * `$contains`/`$not_contains` test membership in a list field (`tags`); a record without
   the list does not contain anything.
+
+`--links-to TARGET` (each one must hold) is resolved like a path: the stored link targets it
+means (`retrieve.links.target_matcher`: a URL and every URL under it, a path, its stem and
+its note title) are looked up in the keyword index and become ``links $contains`` clauses.
 
 Paths, phrases and metadata substrings have no Chroma operator. Paths (git-wildmatch, as
 `ingest --include`) are resolved against the indexed paths into a `path $in [...]` clause;
@@ -62,12 +66,13 @@ class Filters:
     phrases: tuple[str, ...] = ()  # each must occur, words in order, case-blind
     matches: tuple[tuple[str, str], ...] = ()  # field contains substring, case-blind
     tag_field: str = "tags"
+    links_to: tuple[str, ...] = ()  # each must be linked to (see `retrieve.links`)
     echo: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def needs_index(self) -> bool:
         """True when the keyword index must resolve part of the filter."""
-        return bool(self.paths or self.phrases or self.matches)
+        return bool(self.paths or self.phrases or self.matches or self.links_to)
 
     @property
     def is_empty(self) -> bool:
@@ -97,6 +102,8 @@ class Filters:
             out["phrase"] = list(self.phrases)
         if self.matches:
             out["match"] = {k: v for k, v in self.matches}
+        if self.links_to:
+            out["links_to"] = list(self.links_to)
         return out
 
 
@@ -177,6 +184,7 @@ def filters_from_options(
     paths: Sequence[str] = (),
     phrases: Sequence[str] = (),
     matches: Sequence[str] = (),
+    links_to: Sequence[str] = (),
 ) -> Filters:
     """`Filters` from the strings a surface receives (CLI flags, REST or MCP arguments)."""
     pairs = []
@@ -197,6 +205,9 @@ def filters_from_options(
         raise ConfigError(f"--after {after} is not before --before {before}")
     for phrase in phrases:
         phrase_query(phrase)
+    for target in links_to:
+        if not target.strip() or len(target) > 2000:
+            raise ConfigError("--links-to takes a URL, a path or a note title (1-2000 chars)")
     echo = {k: v for k, v in (("after", after), ("before", before)) if v}
     return Filters(
         sources=tuple(s for s in sources if s),
@@ -210,6 +221,7 @@ def filters_from_options(
         paths=tuple(p for p in paths if p),
         phrases=tuple(p for p in phrases if p.strip()),
         matches=tuple(parse_pair(m, "--match") for m in matches),
+        links_to=tuple(dict.fromkeys(t.strip() for t in links_to)),
         echo=echo,
     )
 
@@ -268,8 +280,13 @@ def _kind(value: Any) -> str:
     return "number" if isinstance(value, int | float) else "text"
 
 
-def build_where(filters: Filters, paths: Sequence[str] | None = None) -> Where | None:
-    """The Chroma `where` of `filters`; `paths` are the indexed paths `--path` matched."""
+def build_where(
+    filters: Filters,
+    paths: Sequence[str] | None = None,
+    links: Sequence[Sequence[str]] = (),
+) -> Where | None:
+    """The Chroma `where` of `filters`; `paths` are the indexed paths `--path` matched,
+    `links` the stored link targets each `--links-to` matched (one list per target)."""
     clauses: list[Where] = []
     if filters.sources:
         sources = list(dict.fromkeys(filters.sources))
@@ -295,6 +312,9 @@ def build_where(filters: Filters, paths: Sequence[str] | None = None) -> Where |
     if paths is not None:
         unique = sorted(set(paths))
         clauses.append({"path": unique[0]} if len(unique) == 1 else {"path": {"$in": unique}})
+    for targets in links:
+        contains = [{"links": {"$contains": t}} for t in dict.fromkeys(targets)]
+        clauses.append(_join("$or", contains))
     if not clauses:
         return None
     return normalise_where(_join("$and", clauses))

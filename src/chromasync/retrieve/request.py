@@ -35,6 +35,7 @@ class SearchArgs:
     paths: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
     matches: tuple[str, ...] = ()
+    links_to: tuple[str, ...] = ()
     collections: tuple[str, ...] = ()
     all_collections: bool = False
     per_doc: bool = False
@@ -73,6 +74,7 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         paths=args.paths,
         phrases=args.phrases,
         matches=args.matches,
+        links_to=args.links_to,
     )
     return SearchRequest(
         args.query,

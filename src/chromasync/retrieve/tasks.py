@@ -1,11 +1,13 @@
-"""The retrieval commands beyond one search: evaluation over judged queries, and the
-documents similar to a file. Both run on a `Retriever` the caller opened (see `api`).
+"""The retrieval commands beyond one search: evaluation over judged queries, the
+documents similar to a file, and reverse links (`links`). All run on a `Retriever` the
+caller opened (see `api`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..chunk import Budget, chunk_document
@@ -18,6 +20,13 @@ from . import evaluate as ev
 from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
 from .filters import Filters
 from .fuse import Fusion
+from .links import (
+    LinkingChunk,
+    LinksReport,
+    file_links,
+    linking_chunks,
+    target_matcher,
+)
 from .rerank import rerank
 from .similar import SimilarDoc, aggregate, nearest_sources
 
@@ -188,4 +197,63 @@ def find_similar(
     )
 
 
-__all__ = ["EvalReport", "SimilarResult", "find_similar", "run_evaluation"]
+def find_linking(
+    retriever: Retriever,
+    target: str,
+    *,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    limit: int = 1000,
+) -> LinksReport:
+    """Every indexed chunk (of the searched collections) that links to `target`."""
+    matcher = target_matcher(target)
+    request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
+    chunks: list[LinkingChunk] = []
+    for name in retriever.collection_names(request):
+        chunks += linking_chunks(retriever.keyword_index(name), name, matcher, limit)
+    return LinksReport(
+        target=target,
+        keys=matcher.keys + tuple(p + "*" for p in matcher.prefixes),
+        chunks=tuple(chunks[:limit]),
+    )
+
+
+def outgoing_links(
+    retriever: Retriever,
+    path: str,
+    *,
+    source: str | None = None,
+    exists: Callable[[str, str], bool] = lambda source, target: False,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+) -> LinksReport:
+    """What the indexed file `path` links to; `exists(source, target)` checks the disk
+    for internal targets the index does not hold (a skipped image is not broken)."""
+    request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
+    for name in retriever.collection_names(request):
+        index = retriever.keyword_index(name)
+        rows = index.db.execute(
+            "SELECT DISTINCT source FROM chunks WHERE collection = ? AND path = ?",
+            (name, path),
+        ).fetchall()
+        found = sorted(r[0] for r in rows if source is None or r[0] == source)
+        if not found:
+            continue
+        if len(found) > 1:
+            raise ConfigError(f"{path!r} is indexed in sources {found}; pass --source")
+        label = found[0]
+        outgoing = file_links(index, name, label, path, partial(exists, label))
+        return LinksReport(
+            target=None, keys=(), from_path=path, source=label, outgoing=tuple(outgoing)
+        )
+    raise NotFound(f"{path!r} is not indexed" + (f" in source {source!r}" if source else ""))
+
+
+__all__ = [
+    "EvalReport",
+    "SimilarResult",
+    "find_linking",
+    "find_similar",
+    "outgoing_links",
+    "run_evaluation",
+]

@@ -249,6 +249,31 @@ async function openFile(hit) {
   });
   body.replaceChildren(...rows);
   if (first) first.scrollIntoView({ block: "center" });
+  showLinkedFrom(hit);
+}
+
+// "linked from": the indexed chunks that link to the open file (REST /links)
+async function showLinkedFrom(hit) {
+  const panel = $("viewer-links");
+  panel.replaceChildren();
+  let found;
+  try {
+    found = await api(`/links?${new URLSearchParams({ target: hit.path, limit: "200" })}`);
+  } catch (error) {
+    panel.replaceChildren(el("span", { class: "muted", text: `linked from: ${error.message}` }));
+    return;
+  }
+  const files = found.files.filter((f) => f.source === hit.source && f.path !== hit.path);
+  if (!files.length) {
+    panel.replaceChildren(el("span", { class: "muted", text: "linked from: nothing indexed" }));
+    return;
+  }
+  panel.replaceChildren(el("h3", { text: `linked from (${files.length})` }), el("ul", {},
+    ...files.flatMap((f) => f.chunks.flatMap((c) => c.links.map((link) =>
+      el("li", {}, el("button", { type: "button", class: "link-from",
+        onclick: () => openFile({ source: f.source, path: f.path, citation: `${f.path}:${link.line || c.start_line}`,
+          start_line: link.line || c.start_line, end_line: link.line || c.end_line }) },
+        `${f.path}:${link.line || "front matter"}`), " ", el("span", { class: "muted", text: link.text }))))))));
 }
 
 // -- wiring -------------------------------------------------------------------------------

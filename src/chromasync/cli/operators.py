@@ -1,0 +1,101 @@
+"""The operator's questions beyond search: `links` (reverse links), `suggest` (which group a
+file belongs to) and `summarize` (one summary per group). Parse, call `api`, render.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from .. import api
+from .common import reported_errors, safe, settings_from_flags, store_options
+
+
+@click.command()
+@click.argument("target", required=False)
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Look in every collection of the store.")
+@click.option(
+    "--from",
+    "from_path",
+    metavar="PATH",
+    help="Instead: what this file links to, and which internal targets are missing.",
+)
+@click.option("--source", help="The source of --from PATH, when several index that path.")
+@click.option(
+    "--limit",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="At most this many linking chunks.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def links(
+    target: str | None,
+    all_collections: bool,
+    from_path: str | None,
+    source: str | None,
+    limit: int,
+    as_json: bool,
+    **flags: Any,
+) -> None:
+    """Every indexed file and chunk that links to TARGET, with the line and link text.
+
+    TARGET is a URL (it also finds links to URLs under it), a path relative to its source
+    root (also found through wikilinks to its title; a folder with a trailing slash finds
+    links to anything in it) or a note title. With --from PATH: that file's links, and its
+    internal targets that are neither indexed nor on disk (broken links).
+    """
+    with reported_errors():
+        if (target is None) == (from_path is None):
+            raise click.UsageError("give a TARGET or --from PATH (one of them)")
+        settings = settings_from_flags(**flags)
+        report = api.links(
+            target,
+            settings,
+            from_path=from_path,
+            source=source,
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+            limit=limit,
+        )
+    data = report.as_json()
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    console = Console(highlight=False)
+    if report.from_path is not None:
+        if not report.outgoing:
+            console.print(f"{escape(safe(report.from_path))} links to nothing")
+            return
+        for out in report.outgoing:
+            link = out.link
+            where = "front matter" if link.line == 0 else f"line {link.line}"
+            flag = " [red]missing[/]" if out.missing else ""
+            console.print(
+                f"{where}: [cyan]{escape(safe(link.target))}[/] "
+                f"[dim]{escape(safe(link.text))}[/]{flag}"
+            )
+        missing = data["missing"]
+        if isinstance(missing, list) and missing:
+            console.print(f"[red]{len(missing)} missing internal target(s)[/]")
+        return
+    if not report.chunks:
+        console.print(f"nothing indexed links to {escape(safe(target or ''))}")
+        return
+    for chunk in report.chunks:
+        for link in chunk.links or ():
+            where = "front matter" if link.line == 0 else str(link.line)
+            console.print(
+                f"[cyan]{escape(safe(chunk.source))}:{escape(safe(chunk.path))}:{where}[/] "
+                f"{escape(safe(link.text))} -> {escape(safe(link.target))}"
+            )
+    files = {(c.source, c.path) for c in report.chunks}
+    console.print(f"[dim]{len(report.chunks)} chunk(s) in {len(files)} file(s)[/]")
+
+
+__all__ = ["links"]
