@@ -14,7 +14,7 @@ import codecs
 import re
 from html.parser import HTMLParser
 
-from .documents import Block, Heading, Meter, Page, PagedDocument, clean_text, one_line
+from .pages import Block, Heading, Meter, Page, PagedDocument, clean_text, one_line
 
 _FEED = 64 * 1024
 _HIDDEN = frozenset({"script", "style", "template", "noscript", "svg", "title"})

@@ -21,7 +21,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .documents import (
+from .pages import (
     Block,
     Heading,
     Meter,

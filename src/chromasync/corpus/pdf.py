@@ -17,7 +17,7 @@ from collections import defaultdict
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from .documents import (
+from .pages import (
     Block,
     Heading,
     Meter,
