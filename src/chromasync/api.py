@@ -240,7 +240,7 @@ def export_manifest(
     path = embedder.tokenizer_path
     meter = load_token_meter(path) if path else default_token_meter()
     state_file = settings.data_dir / "state.sqlite3"
-    state = State.open(settings.data_dir) if state_file.exists() else None
+    state = State.open(settings.data_dir, readonly=True) if state_file.exists() else None
     total = 0
     try:
         for job_spec, options in jobs:
@@ -411,7 +411,7 @@ def _verify_once(
     checks: list[SourceCheck] = []
     specs: dict[tuple[str, str], SourceSpec] = {}
     with StoreLock(settings.data_dir, wait=wait):
-        state = State.open(settings.data_dir)
+        state = State.open(settings.data_dir, readonly=True)
         try:
             store = open_store(settings)
             for row in state.sources():
@@ -509,7 +509,7 @@ def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator
     from .retrieve.rerank import make_reranker
 
     store = open_store(settings)
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     dirty = {row.collection for row in state.sources() if row.status != "clean"}
     retriever = Retriever(
         store,
@@ -601,7 +601,7 @@ def similar(
 def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
     """(source, relative path) when `file` lies under an ingested source's root."""
     resolved = file.resolve()
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     try:
         for row in state.sources():
             try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.file import repo_namespace
+from ..datadir import make_private_dir
 from ..errors import SourceError
 
 
@@ -62,7 +63,7 @@ def sync_repository(
     namespace = repo_namespace(repo, branch)
     run = _runner(namespace, env, timeout_s)
     if not (target / ".git").is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         partial = target.with_name(target.name + ".partial")
         if partial.exists():
             shutil.rmtree(partial)

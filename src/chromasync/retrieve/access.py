@@ -32,7 +32,7 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
     `path` is relative to its source root, as hits cite it; `source` narrows to one source.
     """
     rel = relative_path(path)
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     try:
         rows = state.document_chunks(rel, source)
     finally:
@@ -72,7 +72,7 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
     through any links, inside the source's root; anything else is `NotFound`/`AccessDenied`.
     """
     rel = relative_path(path)
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     try:
         rows = [r for r in state.sources() if r.source == source]
         found = None
@@ -109,7 +109,7 @@ def select_known(
     """
     entries = configured_entries(settings)
     declared = {e.label for e in entries}
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     try:
         undeclared = {r.source: r for r in state.sources() if r.source not in declared}
     finally:

@@ -12,8 +12,10 @@
   for filters that run locally. Rows are replaced in the same transaction as the manifest
   row of their file, so the keyword index never disagrees with the manifest.
 
-Every write is one transaction. A file that is not a readable database of this schema is
-moved aside (`state.sqlite3.corrupt-<time>`) with a warning and rebuilt from the collection.
+Every write is one transaction. Only a file proven damaged (SQLite: not a database, or
+malformed; or not a state of this schema) is moved aside (`state.sqlite3.corrupt-<time>`)
+with a warning and rebuilt from the collection; a file that cannot be opened or written
+(permissions, read-only mount, full disk, busy) is an error that leaves it as it was.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datadir import FILE_MODE, create_private_file, make_private_dir
+from ..errors import StoreError
 from ..records import MANIFEST_SCHEMA, ChunkRecord, FileState, RecordRef
 
 log = logging.getLogger(__name__)
@@ -115,12 +119,31 @@ class State:
         self.path = path
 
     @classmethod
-    def open(cls, data_dir: Path) -> State:
-        data_dir.mkdir(parents=True, exist_ok=True)
+    def open(cls, data_dir: Path, *, readonly: bool = False) -> State:
+        """The state of `data_dir`, created (0600, in a 0700 folder) when absent.
+
+        Only proven damage moves the file aside (`state.sqlite3.corrupt-<pid>-<time>`, then
+        rebuilt from the collection): SQLite says it is not a database or is malformed, or
+        it is not a chromasync state of this schema. Any other failure (permissions, a
+        read-only mount, a full disk, a lock) is a `StoreError` naming the file, and every
+        file is left as it was. `readonly` never writes, never creates and never moves
+        anything: an absent state reads as empty, a damaged one is an error.
+        """
         path = data_dir / STATE_FILE
+        if readonly:
+            return cls._open_readonly(path)
+        try:
+            make_private_dir(data_dir)
+            create_private_file(path)
+            if path.stat().st_mode & 0o077:  # written by an older version: make it private
+                os.chmod(path, FILE_MODE)
+        except OSError as exc:
+            raise StoreError(_unusable(path, exc)) from exc
         try:
             return cls(_connect(path), path)
         except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and not is_corruption(exc):
+                raise StoreError(_unusable(path, exc)) from exc
             aside = path.with_name(f"{STATE_FILE}.corrupt-{os.getpid()}-{_now_ns()}")
             log.warning(
                 "state file %s is unusable (%s); moved to %s and rebuilding from the collection",
@@ -132,7 +155,31 @@ class State:
                 candidate = Path(str(path) + suffix)
                 if candidate.exists():
                     os.replace(candidate, Path(str(aside) + suffix))
+            create_private_file(path)
             return cls(_connect(path), path)
+
+    @classmethod
+    def _open_readonly(cls, path: Path) -> State:
+        if not path.exists():
+            db = sqlite3.connect(":memory:", check_same_thread=False)
+            db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
+            return cls(db, path)
+        try:
+            db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(_unusable(path, exc)) from exc
+        try:
+            _check_schema(db)
+            db.execute("SELECT COUNT(*) FROM sources").fetchone()
+        except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+            db.close()
+            if isinstance(exc, sqlite3.DatabaseError) and not is_corruption(exc):
+                raise StoreError(_unusable(path, exc)) from exc
+            raise StoreError(
+                f"state file {path} is damaged ({exc}); it is left as it is: the next "
+                "`chromasync ingest` moves it aside and rebuilds it from the collection"
+            ) from exc
+        return cls(db, path)
 
     def close(self) -> None:
         self._db.close()
@@ -372,19 +419,43 @@ class _SchemaMismatch(Exception):
     pass
 
 
+#: SQLite's primary result codes that prove a file damaged (SQLITE_CORRUPT, SQLITE_NOTADB).
+_CORRUPTION_CODES = frozenset({11, 26})
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """Whether SQLite says the file itself is damaged (not merely unwritable or busy)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _CORRUPTION_CODES
+    text = str(exc).lower()
+    return "file is not a database" in text or "malformed" in text
+
+
+def _unusable(path: Path, exc: BaseException) -> str:
+    return (
+        f"cannot use the state file {path}: {exc}. It is left as it is; check that the data "
+        f"dir {path.parent} is writable by this user, not on a read-only or full disk, and "
+        "not held by another program, then run the command again"
+    )
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "meta" in tables:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or int(row[0]) != MANIFEST_SCHEMA:
+            raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
+    elif tables:
+        raise _SchemaMismatch("not a chromasync state file")
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        row = None
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "meta" in tables:
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or int(row[0]) != MANIFEST_SCHEMA:
-                raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
-        elif tables:
-            raise _SchemaMismatch("not a chromasync state file")
+        _check_schema(db)
         db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
         with db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))

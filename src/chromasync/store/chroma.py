@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from ..datadir import make_private_dir
 from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import ChunkRecord, Hit, StoreLimits
@@ -515,7 +516,7 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
     if target is None:
         path = config.data_dir / "chroma"
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path)
             client = chromadb.PersistentClient(path=str(path), settings=settings)
         except Exception as exc:
             raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc

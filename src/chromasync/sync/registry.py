@@ -72,7 +72,7 @@ def status(settings: Settings) -> list[SourceStatus]:
     source's last run when it is the newer one.
     """
     quick = recent_runs(str(settings.data_dir))
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     try:
         rows = []
         for row in state.sources():
