@@ -29,7 +29,7 @@ from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, find_similar, run_evaluation
 from .state.lock import StoreLock
-from .state.manifest import STATE_FILE, State
+from .state.manifest import STATE_FILE, State, stored_root
 from .sync.ingest import IngestOptions, Ingestor, Progress
 from .sync.registry import (
     DiscoverResult,
@@ -64,8 +64,10 @@ def source_for(path: str | Path, label: str | None = None, **fields: Any) -> Sou
     allow_root = bool(fields.pop("allow_root", False))
     if str(resolved) == "/" and not allow_root:
         raise SourceError("refusing to index '/' as a source; name a folder inside it")
-    name = label or resolved.name or "root"
-    return SourceSpec(label=name, root=root, **fields)
+    from .config.file import check_label
+
+    name = check_label(label or resolved.name or "root")
+    return SourceSpec(label=name, root=resolved, **fields)
 
 
 def configure(
@@ -418,10 +420,11 @@ def _verify_once(
                 if labels and row.source not in labels:
                     continue
                 entry = configured.get(row.source)
+                row_absolute = Path(row.root).is_absolute()
                 spec = (
-                    spec_for(entry, settings, root=Path(row.root))
+                    spec_for(entry, settings, root=Path(row.root) if row_absolute else None)
                     if entry is not None
-                    else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
+                    else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
                 )
                 spec = _with_skips(spec, settings)
                 try:

@@ -65,7 +65,7 @@ def test_unopenable_state_is_an_error_that_moves_nothing(
     (settings.data_dir / (STATE_FILE + "-wal")).unlink(missing_ok=True)
     (settings.data_dir / (STATE_FILE + "-wal")).mkdir()  # SQLite: "unable to open database file"
     content = state.read_bytes()
-    with pytest.raises(StoreError, match="cannot use the state file .*left as it is"):
+    with pytest.raises(StoreError, match=r"cannot use the state file .*left as it is"):
         _run(notes, settings, embedder)
     with pytest.raises(StoreError, match="cannot use the state file"):
         status(settings)
@@ -157,3 +157,206 @@ def test_data_dir_is_private(tmp_path: Path, data_dir: Path, cli_env: dict[str, 
         assert stat.S_IMODE(path.stat().st_mode) == want, path
     if (data_dir / "chroma").exists():
         assert stat.S_IMODE((data_dir / "chroma").stat().st_mode) == 0o700
+
+
+# -- a source's identity is its resolved absolute root -------------------------------------
+
+
+def test_two_folders_with_one_name_are_refused(
+    tmp_path: Path, data_dir: Path, cli_env: dict[str, str], settings: Settings
+) -> None:
+    first = _folder(tmp_path / "a" / "notes", 3, "kite")
+    second = _folder(tmp_path / "b" / "notes", 2, "boat")
+    done = run_cli(["ingest", "a/notes", "-q"], cli_env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    before = snapshot(settings)
+    assert len(before) == 3
+    clash = run_cli(["ingest", "b/notes", "-q"], cli_env, cwd=tmp_path)
+    assert clash.returncode == 1
+    assert str(first) in clash.stderr and str(second) in clash.stderr
+    assert "--source LABEL" in clash.stderr
+    assert snapshot(settings) == before  # nothing deleted
+    other = run_cli(["ingest", "b/notes", "--source", "boats", "-q"], cli_env, cwd=tmp_path)
+    assert other.returncode == 0, other.stderr
+    assert len(snapshot(settings)) == 5
+
+
+def test_roots_are_stored_absolute_and_old_relative_ones_are_not_guessed(
+    tmp_path: Path, settings: Settings, cli_env: dict[str, str], embedder: HashEmbedder
+) -> None:
+    from chromasync.errors import SourceError
+
+    notes = _folder(tmp_path / "home" / "notes", 3, "kite")
+    done = run_cli(["ingest", "notes", "-q"], cli_env, cwd=notes.parent)
+    assert done.returncode == 0, done.stderr
+    [row] = status(settings)
+    assert row.root == str(notes.resolve())
+    # a state written by an older version: the root as typed
+    db = sqlite3.connect(settings.data_dir / STATE_FILE)
+    with db:
+        db.execute("UPDATE sources SET root = 'notes'")
+    db.close()
+    before = snapshot(settings)
+    elsewhere = _folder(tmp_path / "elsewhere" / "notes", 2, "boat")
+    old = os.getcwd()
+    os.chdir(elsewhere.parent)  # a `serve` started from another folder
+    try:
+        with pytest.raises(SourceError, match="relative root 'notes'"):
+            api.known_specs(settings, ["notes"])
+        assert api.known_specs(settings) == []  # left out (with a warning), not guessed
+        with pytest.raises(SourceError, match="relative root"):
+            api.read_indexed_file(settings, "notes", "kite0.md")
+        with pytest.raises(SourceError):  # the same-named folder here: all "gone", refused
+            _run(elsewhere, settings, embedder, label="notes")
+    finally:
+        os.chdir(old)
+    assert snapshot(settings) == before
+    # naming the folder again records it absolute, with nothing re-embedded
+    [summary] = _run(notes, settings, embedder, label="notes")
+    assert summary.chunks_embedded == 0 and summary.files_deleted == 0
+    assert [r.root for r in status(settings)] == [str(notes.resolve())]
+
+
+# -- a vanished or empty root deletes nothing, whatever the source's size --------------------
+
+
+@pytest.mark.parametrize("files", [1, 3, 20])
+def test_small_source_on_a_vanished_mount_is_kept(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder, files: int
+) -> None:
+    from chromasync.errors import SourceError
+
+    mount = _folder(tmp_path / "mnt", files, "kite")
+    _run(mount, settings, embedder)
+    before = snapshot(settings)
+    for child in mount.iterdir():  # the mount point is there, empty
+        child.unlink()
+    with pytest.raises(SourceError, match=r"all .* indexed file.* are gone"):
+        _run(mount, settings, embedder)
+    assert snapshot(settings) == before
+    mount.rmdir()  # the mount point itself gone
+    with pytest.raises(SourceError, match="does not exist"):
+        _run(mount, settings, embedder)
+    assert snapshot(settings) == before
+    mount.mkdir()
+    [allowed] = _run(mount, settings, embedder, allow_mass_delete=True)
+    assert allowed.files_deleted == files and snapshot(settings) == {}
+
+
+def test_a_vanished_sub_folder_deletes_nothing(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    from chromasync.records import SourceSpec
+
+    root = tmp_path / "site"
+    _folder(root / "a", 2, "kite")
+    _folder(root / "b", 2, "boat")
+    spec = SourceSpec(label="site", root=root, subdirs=("a", "b"))
+    api.ingest([spec], settings, IngestOptions(), embedder=embedder)  # type: ignore[arg-type]
+    before = snapshot(settings)
+    for child in (root / "b").iterdir():
+        child.unlink()
+    (root / "b").rmdir()
+    [summary] = api.ingest([spec], settings, IngestOptions(), embedder=embedder)  # type: ignore[arg-type]
+    assert summary.files_deleted == 0 and snapshot(settings) == before
+
+
+# -- racing POST /sources ------------------------------------------------------------------
+
+
+def test_racing_add_source_requests_cannot_repoint_a_label(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    import threading
+
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    roots = [_folder(tmp_path / f"f{n}", 3, f"word{n}") for n in range(4)]
+    with (
+        Service(settings, "serve", embedder=embedder, allow_roots=[tmp_path]) as svc,
+        TestClient(create_app(svc), base_url="http://127.0.0.1") as client,
+    ):
+        answers: list[tuple[int, dict]] = []
+        start = threading.Barrier(len(roots))
+
+        def post(root: Path) -> None:
+            start.wait()
+            r = client.post("/sources", json={"path": str(root), "label": "kites"})
+            answers.append((r.status_code, r.json()))
+
+        threads = [threading.Thread(target=post, args=(r,)) for r in roots]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        codes = sorted(code for code, _ in answers)
+        assert codes == [202, 400, 400, 400], answers
+        [won] = [body for code, body in answers if code == 202]
+        for _ in range(600):
+            job = client.get(f"/jobs/{won['job']['id']}").json()
+            if job["status"] in ("done", "failed"):
+                break
+            import time
+
+            time.sleep(0.05)
+        assert job["status"] == "done", job
+        [row] = status(settings)
+        assert row.root == won["source"]["root"] and row.files == 3
+    assert len(snapshot(settings)) == 3
+
+
+# -- one label rule for the config, the CLI, REST and MCP -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label", "ok"),
+    [
+        ("notes", True),
+        ("hugo/content", True),
+        ("org/repo@main", True),
+        ("My Notes", True),
+        ("a" * 128, True),
+        ("a" * 129, False),
+        ("", False),
+        ("../x", False),
+        ("a/./b", False),
+        ("a//b", False),
+        ("/abs", False),
+        ("tab\there", False),
+        (" lead", False),
+        ("back\\slash", False),
+    ],
+)
+def test_one_label_rule(label: str, ok: bool) -> None:
+    from chromasync.config.file import label_problem
+
+    assert (label_problem(label) is None) == ok
+
+
+def test_a_discovered_label_is_reachable_through_rest(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    content = _folder(tmp_path / "hugo" / "content", 2, "kite")
+    _run(content, settings, embedder, label="hugo/content")
+    with (
+        Service(settings, "serve", embedder=embedder, allow_roots=[tmp_path]) as svc,
+        TestClient(create_app(svc), base_url="http://127.0.0.1") as client,
+    ):
+        read = client.get("/file", params={"source": "hugo/content", "path": "kite0.md"})
+        assert read.status_code == 200, read.text
+        again = client.post("/reindex", json={"source": "hugo/content"})
+        assert again.status_code == 202, again.text
+        bad = client.post("/reindex", json={"source": "../etc"})
+        assert bad.status_code in (400, 422)
+        gone = client.delete("/sources/hugo/content")
+        assert gone.status_code == 200, gone.text
+        assert gone.json()["records_deleted"] == 2
+    assert snapshot(settings) == {}

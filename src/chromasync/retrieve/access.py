@@ -10,17 +10,17 @@ indexed before by `chromasync ingest PATH` that the config does not declare.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.settings import Settings
 from ..config.sources import configured_entries, select_entries
 from ..corpus.paths import relative_path, resolve_in_root, shown
-from ..errors import NotFound
+from ..errors import NotFound, SourceError
 from ..records import Hit, SourceSpec
-from ..state.manifest import State
+from ..state.manifest import State, stored_root
 
 if TYPE_CHECKING:
     from ..config.file import SourceEntry
@@ -57,6 +57,9 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
     ]
 
 
+log = logging.getLogger(__name__)
+
+
 @dataclass(frozen=True, slots=True)
 class FileText:
     source: str
@@ -87,7 +90,7 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
         raise NotFound(f"no indexed source labelled {source!r}")
     if found is None:
         raise NotFound(f"{shown(path)} is not an indexed file of source {source!r}")
-    real = resolve_in_root(rel, Path(found.root).expanduser(), "file")
+    real = resolve_in_root(rel, stored_root(found), "file")
     try:
         with open(real, "rb") as handle:
             data = handle.read(settings.max_file_bytes + 1)
@@ -126,10 +129,16 @@ def select_known(
         chosen = select_entries(entries, [x for x in wanted if x in declared])
         chosen = chosen if any(x in declared for x in wanted) else []
         others = [undeclared[x] for x in wanted if x in undeclared]
-    specs = [
-        SourceSpec(label=r.source, root=Path(r.root), kind=r.kind, collection=r.collection)
-        for r in others
-    ]
+    specs = []
+    for r in others:
+        try:
+            root = stored_root(r)
+        except SourceError as exc:
+            if labels:
+                raise
+            log.warning("%s", exc)  # the others still run; this one needs its root named
+            continue
+        specs.append(SourceSpec(label=r.source, root=root, kind=r.kind, collection=r.collection))
     return chosen, specs
 
 

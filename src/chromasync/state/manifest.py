@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datadir import FILE_MODE, create_private_file, make_private_dir
-from ..errors import StoreError
+from ..errors import SourceError, StoreError
 from ..records import MANIFEST_SCHEMA, ChunkRecord, FileState, RecordRef
 
 log = logging.getLogger(__name__)
@@ -111,6 +111,55 @@ class SourceRow:
     last_summary: Mapping[str, Any] | None
 
 
+def stored_root(row: SourceRow) -> Path:
+    """The root a source was indexed from, to reindex, watch or serve it again.
+
+    Roots are stored absolute and resolved. An older version stored them as typed: a
+    relative root depends on a working directory nobody recorded, so it is refused rather
+    than resolved against this process's (where a same-named folder would be indexed in
+    its place and the real records deleted). Naming the folder once records it absolute.
+    """
+    root = Path(row.root)
+    if not root.is_absolute():
+        raise SourceError(
+            f"source {row.source!r} was recorded with the relative root {row.root!r} by an "
+            "older version, and this process cannot know which folder that was; run "
+            f"`chromasync ingest /absolute/path/to/{root.name} --source {row.source}` once to "
+            "record it"
+        )
+    return root
+
+
+def check_identity(state: State, label: str, root: Path) -> list[str]:
+    """Refuse to use `label` for `root` when the state knows it for another root.
+
+    A source's identity is its resolved absolute root: two roots never share a label
+    (the second ingest would delete the first's records), and a label never moves to
+    another root. A relative root stored by an older version is taken as this one only
+    when `root` ends with it (the same path typed again): the collections where that is so
+    are returned, for the caller to store the absolute root once its run succeeded (the
+    deletion guards of that run still apply, see `check_deletions`).
+    """
+    moved: list[str] = []
+    for row in state.sources():
+        if row.source != label or row.root == str(root):
+            continue
+        stored = Path(row.root)
+        if not stored.is_absolute():
+            parts = tuple(p for p in stored.parts if p not in ("", "."))
+            if parts and ".." not in parts and root.parts[-len(parts) :] == parts:
+                moved.append(row.collection)
+                continue
+        raise SourceError(
+            f"source label {label!r} already belongs to {row.root} (collection "
+            f"{row.collection!r}); refusing to index {root} under it, which would delete "
+            f"that folder's records. Give this folder another label (--source LABEL, or "
+            f"`label:` in the config file), or remove the old source first (`chromasync "
+            f"sources remove {label}`)"
+        )
+    return moved
+
+
 class State:
     """The SQLite state of one data dir. Not shared between processes (see `lock`)."""
 
@@ -159,17 +208,23 @@ class State:
             return cls(_connect(path), path)
 
     @classmethod
+    def _empty(cls, path: Path) -> State:
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
+        return cls(db, path)
+
+    @classmethod
     def _open_readonly(cls, path: Path) -> State:
         if not path.exists():
-            db = sqlite3.connect(":memory:", check_same_thread=False)
-            db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
-            return cls(db, path)
+            return cls._empty(path)
         try:
             db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreError(_unusable(path, exc)) from exc
         try:
-            _check_schema(db)
+            if not _check_schema(db):  # created an instant ago, its schema not yet written
+                db.close()
+                return cls._empty(path)
             db.execute("SELECT COUNT(*) FROM sources").fetchone()
         except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
             db.close()
@@ -235,6 +290,13 @@ class State:
                 "UPDATE sources SET last_started_ns = ?, last_finished_ns = ?, "
                 "last_outcome = 'ok', last_summary = ? WHERE collection = ? AND source = ?",
                 (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
+            )
+
+    def set_root(self, collection: str, source: str, root: str) -> None:
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET root = ? WHERE collection = ? AND source = ?",
+                (root, collection, source),
             )
 
     def mark_dirty(self, collection: str, source: str) -> None:
@@ -440,14 +502,19 @@ def _unusable(path: Path, exc: BaseException) -> str:
     )
 
 
-def _check_schema(db: sqlite3.Connection) -> None:
+def _check_schema(db: sqlite3.Connection) -> bool:
+    """Whether the file holds a state of this schema (False: no table yet); a file of
+    another schema or another program is `_SchemaMismatch`."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return False
     if "meta" in tables:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None or int(row[0]) != MANIFEST_SCHEMA:
             raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
-    elif tables:
+    else:
         raise _SchemaMismatch("not a chromasync state file")
+    return True
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -456,9 +523,13 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         _check_schema(db)
-        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
-        with db:
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))
+        # one transaction: another process never sees tables without their schema row
+        db.executescript(
+            "BEGIN IMMEDIATE;\n"
+            + _SCHEMA
+            + KEYWORD_INDEX_SQL
+            + f"INSERT OR IGNORE INTO meta VALUES ('schema', '{MANIFEST_SCHEMA}');\nCOMMIT;"
+        )
         db.execute("SELECT COUNT(*) FROM sources").fetchone()
     except BaseException:
         db.close()
