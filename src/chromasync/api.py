@@ -387,7 +387,11 @@ def verify(
     ingested again (nothing cached is re-embedded); the returned checks are re-run after.
     """
     checks, specs = _verify_once(settings, labels, wait)
-    broken = [specs[(c.collection, c.source)] for c in checks if not c.ok]
+    broken = [
+        specs[(c.collection, c.source)]
+        for c in checks
+        if not c.ok and (c.collection, c.source) in specs
+    ]
     if not (repair and broken):
         return checks
     with StoreLock(settings.data_dir, wait=wait):
@@ -400,7 +404,65 @@ def verify(
             state.close()
     ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
     after, _ = _verify_once(settings, labels, wait)
-    return [replace(c, repaired=not before.ok) for c, before in zip(after, checks, strict=True)]
+    before = {(c.collection, c.source): c for c in checks}
+    return [
+        replace(c, repaired=not before[(c.collection, c.source)].ok)
+        if (c.collection, c.source) in before
+        else c
+        for c in after
+    ]
+
+
+def _check_unknown(
+    settings: Settings,
+    state: State,
+    store: Store,
+    labels: Sequence[str],
+    checks: list[SourceCheck],
+    specs: dict[tuple[str, str], SourceSpec],
+) -> None:
+    """Records of this data dir's collections whose source the state does not know (a lost
+    or replaced state): each such source is a check whose records are all orphans. A
+    configured source gets a spec, so `--repair` adopts its records (rebuilt from the
+    collection, nothing re-embedded); the others are reported and kept, since another
+    ingester sharing the collection may own them (`chromasync sources remove LABEL`)."""
+    from .corpus.walk import discover_source
+    from .sync.verify import compare_source
+
+    rows = state.sources()
+    configured = {e.label: e for e in configured_entries(settings)}
+    names = {r.collection for r in rows}
+    names |= {settings.collection_for(e.kind, e.collection) for e in configured.values()}
+    names |= {n for n in store.list_collections() if settings.owns_collection(n)}
+    for name in sorted(names):
+        ours = sorted(r.source for r in rows if r.collection == name)
+        where = {"source": {"$nin": ours}} if ours else None
+        try:
+            found = store.collection(name, create=False).iter_records(where=where)
+            by_source: dict[str, list[Any]] = {}
+            for record in found:
+                by_source.setdefault(str(record.metadata.get("source", "")), []).append(record)
+        except NotFound:
+            continue
+        for source, stored in sorted(by_source.items()):
+            if labels and source not in labels:
+                continue
+            entry = configured.get(source)
+            on_disk = None
+            if (
+                entry is not None
+                and entry.path is not None
+                and settings.collection_for(entry.kind, entry.collection) == name
+            ):
+                spec = _with_skips(spec_for(entry, settings), settings)
+                specs[(name, source)] = spec
+                try:
+                    on_disk = {
+                        f.rel_path: f for f in discover_source(spec, settings.max_file_bytes).files
+                    }
+                except SourceError:
+                    on_disk = None
+            checks.append(compare_source(name, source, {}, stored, set(), on_disk))
 
 
 def _verify_once(
@@ -446,6 +508,7 @@ def _verify_once(
                     compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
                 )
                 specs[(row.collection, row.source)] = spec
+            _check_unknown(settings, state, store, labels, checks, specs)
         finally:
             state.close()
     return checks, specs

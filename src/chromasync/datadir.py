@@ -10,31 +10,30 @@ creates in it are still 0600.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def make_private_dir(path: Path | str) -> None:
+def make_private_dir(path: str | os.PathLike[str]) -> None:
     """Create `path` (and its missing parents) with mode 0700; an existing folder is kept."""
-    folder = Path(path)
-    if folder.is_dir():
+    folder = os.fspath(path)
+    if os.path.isdir(folder):
         return
     missing = []
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
+    probe = os.path.abspath(folder)
+    while not os.path.exists(probe) and probe != os.path.dirname(probe):
         missing.append(probe)
-        probe = probe.parent
+        probe = os.path.dirname(probe)
     for item in reversed(missing):
         try:
-            item.mkdir(mode=DIR_MODE)
+            os.mkdir(item, DIR_MODE)
         except FileExistsError:
             continue
         os.chmod(item, DIR_MODE)
 
 
-def create_private_file(path: Path | str) -> None:
+def create_private_file(path: str | os.PathLike[str]) -> None:
     """Create `path` empty with mode 0600 when it does not exist (before SQLite opens it:
     SQLite gives its journal and WAL files the mode of the database file)."""
     try:
@@ -44,7 +43,7 @@ def create_private_file(path: Path | str) -> None:
     os.close(fd)
 
 
-def open_private(path: Path | str, mode: str = "w", encoding: str | None = None):  # type: ignore[no-untyped-def]
+def open_private(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = None):  # type: ignore[no-untyped-def]
     """`open(path, mode)` for writing, creating the file 0600."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     fd = os.open(path, flags, FILE_MODE)

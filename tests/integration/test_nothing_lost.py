@@ -360,3 +360,39 @@ def test_a_discovered_label_is_reachable_through_rest(
         assert gone.status_code == 200, gone.text
         assert gone.json()["records_deleted"] == 2
     assert snapshot(settings) == {}
+
+
+# -- verify sees records the state does not know --------------------------------------------
+
+
+def test_verify_reports_records_unknown_to_the_state_and_repair_adopts_them(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from chromasync.config.file import load_config_file
+
+    notes = _folder(tmp_path / "notes", 3, "kite")
+    stray = _folder(tmp_path / "stray", 2, "boat")
+    config = tmp_path / "chromasync.yaml"
+    config.write_text(f"version: 1\nsources:\n  - {{path: {notes}, label: notes}}\n")
+    configured = dataclasses.replace(settings, config_file=load_config_file(config))
+    _run(notes, configured, embedder, label="notes")
+    _run(stray, configured, embedder, label="stray")
+    before = snapshot(configured)
+    for name in (STATE_FILE, STATE_FILE + "-wal", STATE_FILE + "-shm"):
+        (settings.data_dir / name).unlink(missing_ok=True)  # the state lost
+
+    checks = api.verify(configured, embedder=embedder)
+    found = {c.source: len(c.orphans) for c in checks}
+    assert found == {"notes": 3, "stray": 2}
+    assert not any(c.ok for c in checks)
+
+    repaired = {c.source: c for c in api.verify(configured, repair=True, embedder=embedder)}
+    assert repaired["notes"].ok and repaired["notes"].repaired
+    assert not repaired["stray"].ok  # no root known for it: reported and kept
+    assert [r.source for r in status(configured)] == ["notes"]
+    assert snapshot(configured) == before  # adopted, nothing deleted, nothing re-embedded
+    removed = api.remove_source(configured, "stray")  # what verify suggests for the rest
+    assert removed.records_deleted == 2
+    assert {c.source for c in api.verify(configured, embedder=embedder)} == {"notes"}

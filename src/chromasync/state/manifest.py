@@ -218,7 +218,8 @@ class State:
         if not path.exists():
             return cls._empty(path)
         try:
-            db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            uri = f"{path.absolute().as_uri()}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreError(_unusable(path, exc)) from exc
         try:

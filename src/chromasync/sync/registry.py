@@ -280,8 +280,6 @@ def remove_source(
         state = State.open(settings.data_dir)
         try:
             rows = [r for r in state.sources() if r.source == label]
-            if entry is None and not rows:
-                find_entry(entries, label)  # raises NotFound with suggestions
             names = {r.collection for r in rows}
             if entry is not None:
                 names.add(settings.collection_for(entry.kind, entry.collection))
@@ -290,6 +288,17 @@ def remove_source(
                 store: Store | None = open_store_for(settings, existing=True)
             except NotFound:
                 store = None
+            if entry is None and not rows:
+                # records only the collection knows (a lost state, see `verify`)
+                if store is not None:
+                    names = {
+                        n
+                        for n in store.list_collections()
+                        if settings.owns_collection(n)
+                        and any(store.collection(n, create=False).iter_records({"source": label}))
+                    }
+                if not names:
+                    find_entry(entries, label)  # raises NotFound with suggestions
             for name in sorted(names):
                 ids = {r.id for f in state.files(name, label).values() for r in f.records}
                 if store is not None and name in store.list_collections():
