@@ -64,7 +64,7 @@ def source_for(path: str | Path, label: str | None = None, **fields: Any) -> Sou
     allow_root = bool(fields.pop("allow_root", False))
     if str(resolved) == "/" and not allow_root:
         raise SourceError("refusing to index '/' as a source; name a folder inside it")
-    from .config.file import check_label
+    from .config.labels import check_label
 
     name = check_label(label or resolved.name or "root")
     return SourceSpec(label=name, root=resolved, **fields)

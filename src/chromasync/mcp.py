@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from . import __version__, api
-from .config.file import LABEL_MAX, label_problem
+from .config.labels import LABEL_MAX, label_problem
 from .config.settings import Settings
 from .errors import ChromasyncError
 from .owner.index import owner_client
@@ -37,7 +37,7 @@ def _valid_label(value: str) -> str:
     return value
 
 
-#: A source label, by the config file's rule (`config.file.label_problem`).
+#: A source label, by the config file's rule (`config.labels.label_problem`).
 Label = Annotated[str, Field(max_length=LABEL_MAX), AfterValidator(_valid_label)]
 RUN_TIMEOUT = 3600.0
 

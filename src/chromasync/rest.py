@@ -44,7 +44,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import __version__, api
-from .config.file import LABEL_MAX, label_problem
+from .config.labels import LABEL_MAX, label_problem
 from .corpus.paths import resolve_in_roots
 from .errors import (
     AccessDenied,
@@ -83,7 +83,7 @@ def _valid_label(value: str) -> str:
     return value
 
 
-#: A source label, by the config file's rule (`config.file.label_problem`).
+#: A source label, by the config file's rule (`config.labels.label_problem`).
 Label = Annotated[str, AfterValidator(_valid_label)]
 PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -331,7 +331,7 @@ def test_racing_add_source_requests_cannot_repoint_a_label(
     ],
 )
 def test_one_label_rule(label: str, ok: bool) -> None:
-    from chromasync.config.file import label_problem
+    from chromasync.config.labels import label_problem
 
     assert (label_problem(label) is None) == ok
 

@@ -43,6 +43,7 @@ from .check import (
     validate,
 )
 from .kinds import DEFAULT_EXTENSIONS
+from .labels import label_problem
 from .settings import ConfigFile, FileValue
 
 Scalar = str | int | float | bool
@@ -365,44 +366,6 @@ def repo_namespace(repo: str, branch: str | None) -> str:
     parts = [p for p in PurePosixPath(text.replace("\\", "/")).parts if p not in ("/", "")]
     name = "/".join(parts[-2:]) if len(parts) >= 2 else (parts[-1] if parts else "repo")
     return f"{name}@{branch or 'HEAD'}"
-
-
-#: The longest label any surface accepts.
-LABEL_MAX = 128
-
-
-def label_problem(label: str) -> str | None:
-    """Why `label` cannot name a source, or None: the one label rule of the config file,
-    the CLI, REST and MCP.
-
-    A label is 1 to 128 characters with no control character and no backslash, does not
-    start or end with whitespace or `/`, and its `/`-separated parts are neither empty nor
-    `.` nor `..`. So a folder's name (`notes`, `My Notes`), a discovered `hugo/content` and a
-    repository's `org/repo@main` are all labels, and every label the config accepts can be
-    reindexed, read and removed through REST and MCP.
-    """
-    if not label:
-        return "is empty"
-    if len(label) > LABEL_MAX:
-        return f"is longer than {LABEL_MAX} characters"
-    if any(ord(c) < 32 or ord(c) == 127 or c == "\\" for c in label):
-        return "has a control character or a backslash"
-    if label != label.strip() or label.startswith("/") or label.endswith("/"):
-        return "starts or ends with whitespace or '/'"
-    if any(part in ("", ".", "..") for part in label.split("/")):
-        return "has an empty, '.' or '..' part"
-    return None
-
-
-def check_label(label: str) -> str:
-    """`label` when it follows `label_problem`'s rule; else a `ConfigError`."""
-    problem = label_problem(label)
-    if problem is not None:
-        raise ConfigError(
-            f"source label {label!r} {problem}; give the source another label "
-            "(--source LABEL, or `label:` in the config file)"
-        )
-    return label
 
 
 def default_label(path: str | None, repo: str | None, branch: str | None) -> str:
