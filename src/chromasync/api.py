@@ -39,7 +39,7 @@ from .retrieve.tasks import (
     run_evaluation,
 )
 from .state.lock import StoreLock
-from .state.manifest import STATE_FILE, State
+from .state.manifest import STATE_FILE, State, stored_root
 from .sync.ingest import IngestOptions, Ingestor, Progress
 from .sync.registry import (
     DiscoverResult,
@@ -85,8 +85,10 @@ def source_for(path: str | Path, label: str | None = None, **fields: Any) -> Sou
     allow_root = bool(fields.pop("allow_root", False))
     if str(resolved) == "/" and not allow_root:
         raise SourceError("refusing to index '/' as a source; name a folder inside it")
-    name = label or resolved.name or "root"
-    return SourceSpec(label=name, root=root, **fields)
+    from .config.labels import check_label
+
+    name = check_label(label or resolved.name or "root")
+    return SourceSpec(label=name, root=resolved, **fields)
 
 
 def configure(
@@ -261,7 +263,7 @@ def export_manifest(
     path = embedder.tokenizer_path
     meter = load_token_meter(path) if path else default_token_meter()
     state_file = settings.data_dir / STATE_FILE
-    state = State.open(settings.data_dir) if state_file.exists() else None
+    state = State.open(settings.data_dir, readonly=True) if state_file.exists() else None
     total = 0
     try:
         for job_spec, options in jobs:
@@ -406,7 +408,11 @@ def verify(
     ingested again (nothing cached is re-embedded); the returned checks are re-run after.
     """
     checks, specs = _verify_once(settings, labels, wait)
-    broken = [specs[(c.collection, c.source)] for c in checks if not c.ok]
+    broken = [
+        specs[(c.collection, c.source)]
+        for c in checks
+        if not c.ok and (c.collection, c.source) in specs
+    ]
     if not (repair and broken):
         return checks
     with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
@@ -415,7 +421,65 @@ def verify(
                 state.mark_dirty(check.collection, check.source)
     ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
     after, _ = _verify_once(settings, labels, wait)
-    return [replace(c, repaired=not before.ok) for c, before in zip(after, checks, strict=True)]
+    before = {(c.collection, c.source): c for c in checks}
+    return [
+        replace(c, repaired=not before[(c.collection, c.source)].ok)
+        if (c.collection, c.source) in before
+        else c
+        for c in after
+    ]
+
+
+def _check_unknown(
+    settings: Settings,
+    state: State,
+    store: Store,
+    labels: Sequence[str],
+    checks: list[SourceCheck],
+    specs: dict[tuple[str, str], SourceSpec],
+) -> None:
+    """Records of this data dir's collections whose source the state does not know (a lost
+    or replaced state): each such source is a check whose records are all orphans. A
+    configured source gets a spec, so `--repair` adopts its records (rebuilt from the
+    collection, nothing re-embedded); the others are reported and kept, since another
+    ingester sharing the collection may own them (`chromasync sources remove LABEL`)."""
+    from .corpus.walk import discover_source
+    from .sync.verify import compare_source
+
+    rows = state.sources()
+    configured = {e.label: e for e in configured_entries(settings)}
+    names = {r.collection for r in rows}
+    names |= {settings.collection_for(e.kind, e.collection) for e in configured.values()}
+    names |= {n for n in store.list_collections() if settings.owns_collection(n)}
+    for name in sorted(names):
+        ours = sorted(r.source for r in rows if r.collection == name)
+        where = {"source": {"$nin": ours}} if ours else None
+        try:
+            found = store.collection(name, create=False).iter_records(where=where)
+            by_source: dict[str, list[Any]] = {}
+            for record in found:
+                by_source.setdefault(str(record.metadata.get("source", "")), []).append(record)
+        except NotFound:
+            continue
+        for source, stored in sorted(by_source.items()):
+            if labels and source not in labels:
+                continue
+            entry = configured.get(source)
+            on_disk = None
+            if (
+                entry is not None
+                and entry.path is not None
+                and settings.collection_for(entry.kind, entry.collection) == name
+            ):
+                spec = _with_skips(spec_for(entry, settings), settings)
+                specs[(name, source)] = spec
+                try:
+                    on_disk = {
+                        f.rel_path: f for f in discover_source(spec, settings.max_file_bytes).files
+                    }
+                except SourceError:
+                    on_disk = None
+            checks.append(compare_source(name, source, {}, stored, set(), on_disk))
 
 
 def _verify_once(
@@ -427,16 +491,20 @@ def _verify_once(
     configured = {e.label: e for e in configured_entries(settings)}
     checks: list[SourceCheck] = []
     specs: dict[tuple[str, str], SourceSpec] = {}
-    with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
+    with (
+        StoreLock(settings.data_dir, wait=wait),
+        State.open(settings.data_dir, readonly=True) as state,
+    ):
         store = open_store(settings)
         for row in state.sources():
             if labels and row.source not in labels:
                 continue
             entry = configured.get(row.source)
+            row_absolute = Path(row.root).is_absolute()
             spec = (
-                spec_for(entry, settings, root=Path(row.root))
+                spec_for(entry, settings, root=Path(row.root) if row_absolute else None)
                 if entry is not None
-                else SourceSpec(label=row.source, root=Path(row.root), kind=row.kind)
+                else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
             )
             spec = _with_skips(spec, settings)
             try:
@@ -458,6 +526,7 @@ def _verify_once(
                 compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
             )
             specs[(row.collection, row.source)] = spec
+        _check_unknown(settings, state, store, labels, checks, specs)
     return checks, specs
 
 
@@ -527,7 +596,7 @@ def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator
     from .retrieve.rerank import make_reranker
 
     store = open_store(settings)
-    state = State.open(settings.data_dir)
+    state = State.open(settings.data_dir, readonly=True)
     dirty = {row.collection for row in state.sources() if row.status != "clean"}
     retriever = Retriever(
         store,
@@ -674,7 +743,7 @@ def _source_rows(settings: Settings) -> list[Any]:
 def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
     """(source, relative path) when `file` lies under an ingested source's root."""
     resolved = file.resolve()
-    with State.open(settings.data_dir) as state:
+    with State.open(settings.data_dir, readonly=True) as state:
         for row in state.sources():
             try:
                 rel = resolved.relative_to(Path(row.root).expanduser().resolve())

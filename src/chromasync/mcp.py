@@ -18,9 +18,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from . import __version__, api
+from .config.labels import LABEL_MAX, label_problem
 from .config.settings import Settings
 from .errors import (
     AccessDenied,
@@ -41,7 +42,16 @@ from .records import Hit
 
 log = logging.getLogger(__name__)
 
-Label = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", max_length=128)]
+
+def _valid_label(value: str) -> str:
+    problem = label_problem(value)
+    if problem is not None:
+        raise ValueError(f"source label {problem}")
+    return value
+
+
+#: A source label, by the config file's rule (`config.labels.label_problem`).
+Label = Annotated[str, Field(max_length=LABEL_MAX), AfterValidator(_valid_label)]
 RUN_TIMEOUT = 3600.0
 
 

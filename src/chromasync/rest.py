@@ -41,10 +41,11 @@ from typing import Annotated, Any, Literal
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import __version__, api
+from .config.labels import LABEL_MAX, label_problem
 from .corpus.paths import resolve_in_roots
 from .errors import (
     AccessDenied,
@@ -81,7 +82,17 @@ ERROR_STATUS: dict[type[ChromasyncError], int] = {
 }
 PUBLIC_PATHS = frozenset({"/health", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
 STATIC_FILES = {"app.js": "text/javascript", "app.css": "text/css"}
-LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+
+def _valid_label(value: str) -> str:
+    problem = label_problem(value)
+    if problem is not None:
+        raise ValueError(f"source label {problem}")
+    return value
+
+
+#: A source label, by the config file's rule (`config.labels.label_problem`).
+Label = Annotated[str, AfterValidator(_valid_label)]
 PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -139,8 +150,8 @@ class _Body(BaseModel):
 
 
 class ReindexBody(_Body):
-    source: str | None = Field(default=None, pattern=LABEL_PATTERN)
-    sources: list[Annotated[str, Field(pattern=LABEL_PATTERN)]] = Field(
+    source: Label | None = Field(default=None, max_length=LABEL_MAX)
+    sources: list[Annotated[Label, Field(max_length=LABEL_MAX)]] = Field(
         default_factory=list, max_length=1000
     )
     checksum: bool = False
@@ -149,7 +160,7 @@ class ReindexBody(_Body):
 
 class SourceBody(_Body):
     path: str = Field(max_length=8192)
-    label: str | None = Field(default=None, pattern=LABEL_PATTERN)
+    label: Label | None = Field(default=None, max_length=LABEL_MAX)
     kind: str = Field(default="notes", pattern=r"^[a-z][a-z0-9_-]{0,31}$")
 
 
@@ -322,9 +333,9 @@ def create_app(
         location = f"/jobs/{payload['job']['id']}"
         return JSONResponse(payload, 202, headers={"Location": location})
 
-    @app.delete("/sources/{label}", tags=["sources"])
+    @app.delete("/sources/{label:path}", tags=["sources"])
     def remove_source(
-        label: Annotated[str, Path(pattern=LABEL_PATTERN)],
+        label: Annotated[Label, Path(max_length=LABEL_MAX)],
         keep_declaration: Annotated[
             bool, Query(description="Keep the source declared in the config file.")
         ] = False,
@@ -335,7 +346,7 @@ def create_app(
     @app.get("/documents", tags=["search"])
     def document(
         path: Annotated[str, Query(max_length=8192, description="Path as hits cite it.")],
-        source: Annotated[str | None, Query(pattern=LABEL_PATTERN)] = None,
+        source: Annotated[Label | None, Query(max_length=LABEL_MAX)] = None,
     ) -> dict[str, Any]:
         """The indexed chunks of one file, in line order."""
         chunks = api.get_document(service.settings, path, source)
@@ -343,7 +354,7 @@ def create_app(
 
     @app.get("/file", tags=["search"])
     def file(
-        source: Annotated[str, Query(pattern=LABEL_PATTERN)],
+        source: Annotated[Label, Query(max_length=LABEL_MAX)],
         path: Annotated[str, Query(max_length=8192)],
     ) -> dict[str, Any]:
         """The current text of an indexed file (only indexed files, inside their root)."""
@@ -359,7 +370,7 @@ def create_app(
             str | None,
             Query(alias="from", max_length=8192, description="Instead: this file's links."),
         ] = None,
-        source: Annotated[str | None, Query(pattern=LABEL_PATTERN)] = None,
+        source: Annotated[Label | None, Query(max_length=LABEL_MAX)] = None,
         collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
         limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
     ) -> dict[str, Any]:

@@ -182,7 +182,7 @@ def test_add_source_inside_allowed_root(client: TestClient, tmp_path: Path) -> N
     other = tmp_path / "other"
     other.mkdir()
     clash = client.post("/sources", json={"path": str(other), "label": "kites"})
-    assert clash.status_code == 400 and "already exists" in clash.json()["detail"]
+    assert clash.status_code == 400 and "already belongs to" in clash.json()["detail"]
 
 
 @pytest.mark.parametrize(

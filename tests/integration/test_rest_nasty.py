@@ -114,7 +114,7 @@ def _requests_for_every_route(app: Any) -> list[tuple[str, str, dict[str, Any]]]
         ("POST", "/sources"): ("POST", "/sources", {"json": {"path": "ok", "label": "ok"}}),
         ("GET", "/documents"): ("GET", "/documents", {"params": {"path": "ok/plain.md"}}),
         # the source POST /sources just added (the test waits for its job first)
-        ("DELETE", "/sources/{label}"): ("DELETE", "/sources/ok", {"idle": True}),
+        ("DELETE", "/sources/{label:path}"): ("DELETE", "/sources/ok", {"idle": True}),
         ("GET", "/file"): (
             "GET",
             "/file",

@@ -43,6 +43,7 @@ from .check import (
     validate,
 )
 from .kinds import DEFAULT_EXTENSIONS
+from .labels import label_problem
 from .settings import ConfigFile, FileValue
 
 Scalar = str | int | float | bool
@@ -330,8 +331,9 @@ def source_entry(
         dropped = {normalise_extension(e) for e in model.exclude_extensions}
         extensions = tuple(e for e in allowed if e not in dropped)
     label = model.label or default_label(model.path, repo, model.branch)
-    if not label.strip() or any(c in label for c in "\n\r\t"):
-        raise ConfigError(f"{where}: source label {label!r} is empty or has control characters")
+    problem = label_problem(label)
+    if problem is not None:
+        raise ConfigError(f"{where}: source label {label!r} {problem}; give it another `label`")
     return SourceEntry(
         label=label,
         kind=model.kind,

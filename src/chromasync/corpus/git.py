@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..config.file import repo_namespace
 from ..datadir import REPOS_DIR as REPOS_DIR
+from ..datadir import make_private_dir
 from ..errors import SourceError
 
 
@@ -60,7 +61,7 @@ def sync_repository(
     namespace = repo_namespace(repo, branch)
     run = _runner(namespace, env, timeout_s)
     if not (target / ".git").is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         partial = target.with_name(target.name + ".partial")
         if partial.exists():
             shutil.rmtree(partial)

@@ -220,7 +220,12 @@ def _walk(
         except FileNotFoundError:
             seen.complete = False
             if rel_dir == start and start:
-                log.warning("source %r: sub-folder %r does not exist", spec.label, start)
+                log.warning(
+                    "source %r: sub-folder %r does not exist; its records are kept",
+                    spec.label,
+                    start,
+                )
+            unreadable.append(rel_dir)  # a vanished folder deletes nothing
             continue
         except OSError as exc:
             seen.complete = False

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..datadir import create_private_file, make_private_dir
+
 DEFAULT_MAX_ENTRIES = 500_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -32,7 +34,8 @@ CREATE INDEX IF NOT EXISTS vectors_lru ON vectors (last_used);
 
 class EmbeddingCache:
     def __init__(self, path: Path, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
+        create_private_file(path)
         self._db = sqlite3.connect(str(path), timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

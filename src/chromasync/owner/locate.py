@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..datadir import OWNER_FILE as OWNER_FILE
 from ..datadir import SOCKET_FILE as SOCKET_FILE
+from ..datadir import open_private
 from ..state.lock import lock_holder
 
 OWNER_SCHEMA = 1
@@ -85,7 +86,7 @@ def write_owner(data_dir: Path, info: OwnerInfo) -> None:
     """Advertise `info` (atomically: temp file, fsync, rename). The caller holds the lock."""
     path = data_dir / OWNER_FILE
     tmp = path.with_name(f"{OWNER_FILE}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
+    with open_private(tmp, "w", encoding="utf-8") as out:
         json.dump(info.as_json(), out)
         out.flush()
         os.fsync(out.fileno())

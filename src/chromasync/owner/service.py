@@ -66,6 +66,10 @@ class Service:
         self._lock = StoreLock(settings.data_dir, owner=True, name=f"chromasync {role}")
         self.info: OwnerInfo | None = None
         self.jobs: JobRunner | None = None
+        # label -> resolved root of each source added through this service: the clash
+        # check and the claim are one step, so two racing requests cannot both win
+        self._claims: dict[str, Path] = {}
+        self._claims_lock = threading.Lock()
 
     # -- life --------------------------------------------------------------------------------
 
@@ -241,20 +245,25 @@ class Service:
         With a config file the source is declared there (`api.add_source`); without one it
         is indexed as an undeclared source, which the state then remembers.
         """
-        if self.settings.config_file is not None:
-            entry = api.add_source(self.settings, root, label=label, kind=kind)
-            self._reload_settings()
-            [spec] = api.known_specs(self.settings, [entry.label])
-            job = self.reindex([entry.label], trigger="add-source")
-        else:
-            spec = api.source_for(root, label, kind=kind)
-            clash = {s.label: s for s in api.known_specs(self.settings)}.get(spec.label)
-            if clash is not None and clash.root.resolve() != root.resolve():
-                raise ConfigError(
-                    f"a source labelled {spec.label!r} already exists for another folder; "
-                    "choose another label"
-                )
-            job = self._runner().get(self.submit([spec], "add-source"))
+        with self._claims_lock:
+            if self.settings.config_file is not None:
+                entry = api.add_source(self.settings, root, label=label, kind=kind)
+                self._reload_settings()
+                [spec] = api.known_specs(self.settings, [entry.label])
+                self._claims[spec.label] = spec.root.resolve()
+                job = self.reindex([entry.label], trigger="add-source")
+            else:
+                spec = api.source_for(root, label, kind=kind)
+                known = {s.label: s.root.resolve() for s in api.known_specs(self.settings)}
+                taken = self._claims.get(spec.label) or known.get(spec.label)
+                if taken is not None and taken != spec.root.resolve():
+                    raise ConfigError(
+                        f"source label {spec.label!r} already belongs to {taken}; refusing "
+                        f"to add {spec.root.resolve()} under it (its records would be "
+                        "deleted): choose another label"
+                    )
+                self._claims[spec.label] = spec.root.resolve()
+                job = self._runner().get(self.submit([spec], "add-source"))
         for listener in self.source_listeners:
             listener(spec)
         return {"source": {"label": spec.label, "root": str(spec.root), "kind": spec.kind}} | {
@@ -270,6 +279,8 @@ class Service:
         for listener in self.removal_listeners:
             listener(label)
         self._runner().drop_queued(label)
+        with self._claims_lock:
+            self._claims.pop(label, None)
         removed = api.remove_source(
             self.settings, label, keep_declaration=keep_declaration, wait=True
         )

@@ -240,8 +240,22 @@ def plan_file(
 
 
 def check_deletions(known_files: int, gone_files: int, allow_mass_delete: bool, label: str) -> None:
-    """Refuse to delete most of a source without an explicit flag."""
-    if allow_mass_delete or gone_files <= MASS_DELETE_MIN:
+    """Refuse to delete most of a source, or all of it, without an explicit flag.
+
+    Every file of a source gone at once is what an empty mount point or a vanished root
+    looks like: refused whatever the source's size. Above `MASS_DELETE_MIN` files, losing
+    more than `MASS_DELETE_SHARE` of them is refused too.
+    """
+    if allow_mass_delete or gone_files <= 0:
+        return
+    if gone_files >= known_files:
+        raise SourceError(
+            f"source {label!r}: all {known_files} indexed file(s) are gone from disk; "
+            "refusing to delete the whole source (is its folder empty or a mount missing?). "
+            "Pass --allow-mass-delete to delete them, or remove the source (`chromasync "
+            f"sources remove {label}`)."
+        )
+    if gone_files <= MASS_DELETE_MIN:
         return
     if gone_files > known_files * MASS_DELETE_SHARE:
         raise SourceError(

@@ -10,18 +10,18 @@ indexed before by `chromasync ingest PATH` that the config does not declare.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.settings import Settings
 from ..config.sources import configured_entries, select_entries
 from ..corpus.documents import DocumentSkip, document_format, read_document, render_markdown
 from ..corpus.paths import relative_path, resolve_in_root, shown
-from ..errors import NotFound
+from ..errors import NotFound, SourceError
 from ..records import Hit, SourceSpec
-from ..state.manifest import State
+from ..state.manifest import State, stored_root
 
 if TYPE_CHECKING:
     from ..config.file import SourceEntry
@@ -33,7 +33,7 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
     `path` is relative to its source root, as hits cite it; `source` narrows to one source.
     """
     rel = relative_path(path)
-    with State.open(settings.data_dir) as state:
+    with State.open(settings.data_dir, readonly=True) as state:
         rows = state.document_chunks(rel, source)
     if not rows:
         where = f" in source {source!r}" if source else ""
@@ -44,6 +44,9 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
         )
         for collection, src, rid, heading, text, meta in rows
     ]
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +68,7 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
     through any links, inside the source's root; anything else is `NotFound`/`AccessDenied`.
     """
     rel = relative_path(path)
-    with State.open(settings.data_dir) as state:
+    with State.open(settings.data_dir, readonly=True) as state:
         rows = [r for r in state.sources() if r.source == source]
         found = None
         for row in rows:
@@ -77,7 +80,7 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
         raise NotFound(f"no indexed source labelled {source!r}")
     if found is None:
         raise NotFound(f"{shown(path)} is not an indexed file of source {source!r}")
-    real = resolve_in_root(rel, Path(found.root).expanduser(), "file")
+    real = resolve_in_root(rel, stored_root(found), "file")
     try:
         with open(real, "rb") as handle:
             data = handle.read(settings.max_file_bytes + 1)
@@ -111,7 +114,7 @@ def select_known(
     """
     entries = configured_entries(settings)
     declared = {e.label for e in entries}
-    with State.open(settings.data_dir) as state:
+    with State.open(settings.data_dir, readonly=True) as state:
         undeclared = {r.source: r for r in state.sources() if r.source not in declared}
     if not labels:
         chosen = [e for e in entries if e.include]
@@ -125,10 +128,16 @@ def select_known(
         chosen = select_entries(entries, [x for x in wanted if x in declared])
         chosen = chosen if any(x in declared for x in wanted) else []
         others = [undeclared[x] for x in wanted if x in undeclared]
-    specs = [
-        SourceSpec(label=r.source, root=Path(r.root), kind=r.kind, collection=r.collection)
-        for r in others
-    ]
+    specs = []
+    for r in others:
+        try:
+            root = stored_root(r)
+        except SourceError as exc:
+            if labels:
+                raise
+            log.warning("%s", exc)  # the others still run; this one needs its root named
+            continue
+        specs.append(SourceSpec(label=r.source, root=root, kind=r.kind, collection=r.collection))
     return chosen, specs
 
 

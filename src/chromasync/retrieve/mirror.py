@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..datadir import MIRROR_FILE as MIRROR_FILE
+from ..datadir import create_private_file, make_private_dir
 from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
@@ -72,8 +73,9 @@ class KeywordMirror:
 
     @classmethod
     def open(cls, data_dir: Path) -> KeywordMirror:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(data_dir)
         path = data_dir / MIRROR_FILE
+        create_private_file(path)
         try:
             return cls(_connect(path), path)
         except sqlite3.DatabaseError as exc:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from ..datadir import FILE_MODE, make_private_dir
 from ..errors import LockError
 from .snapshots import LOCK_FILE, invalidate
 
@@ -63,7 +64,7 @@ class StoreLock:
         self._writing = False
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         self._key = str(self.path.resolve())
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         with _GUARD:
@@ -97,7 +98,7 @@ class StoreLock:
         self._writing = True
 
     def _take_kernel_lock(self, deadline: float | None) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -12,8 +12,10 @@
   for filters that run locally. Rows are replaced in the same transaction as the manifest
   row of their file, so the keyword index never disagrees with the manifest.
 
-Every write is one transaction. A file that is not a readable database of this schema is
-moved aside (`state.sqlite3.corrupt-<time>`) with a warning and rebuilt from the collection.
+Every write is one transaction. Only a file proven damaged (SQLite: not a database, or
+malformed; or not a state of this schema) is moved aside (`state.sqlite3.corrupt-<time>`)
+with a warning and rebuilt from the collection; a file that cannot be opened or written
+(permissions, read-only mount, full disk, busy) is an error that leaves it as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..datadir import FILE_MODE, create_private_file, make_private_dir
 from ..datadir import STATE_FILE as STATE_FILE
+from ..errors import SourceError, StoreError
 from ..records import MANIFEST_SCHEMA, ChunkRecord, FileState, RecordRef
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,55 @@ class SourceRow:
     last_summary: Mapping[str, Any] | None
 
 
+def stored_root(row: SourceRow) -> Path:
+    """The root a source was indexed from, to reindex, watch or serve it again.
+
+    Roots are stored absolute and resolved. An older version stored them as typed: a
+    relative root depends on a working directory nobody recorded, so it is refused rather
+    than resolved against this process's (where a same-named folder would be indexed in
+    its place and the real records deleted). Naming the folder once records it absolute.
+    """
+    root = Path(row.root)
+    if not root.is_absolute():
+        raise SourceError(
+            f"source {row.source!r} was recorded with the relative root {row.root!r} by an "
+            "older version, and this process cannot know which folder that was; run "
+            f"`chromasync ingest /absolute/path/to/{root.name} --source {row.source}` once to "
+            "record it"
+        )
+    return root
+
+
+def check_identity(state: State, label: str, root: Path) -> list[str]:
+    """Refuse to use `label` for `root` when the state knows it for another root.
+
+    A source's identity is its resolved absolute root: two roots never share a label
+    (the second ingest would delete the first's records), and a label never moves to
+    another root. A relative root stored by an older version is taken as this one only
+    when `root` ends with it (the same path typed again): the collections where that is so
+    are returned, for the caller to store the absolute root once its run succeeded (the
+    deletion guards of that run still apply, see `check_deletions`).
+    """
+    moved: list[str] = []
+    for row in state.sources():
+        if row.source != label or row.root == str(root):
+            continue
+        stored = Path(row.root)
+        if not stored.is_absolute():
+            parts = tuple(p for p in stored.parts if p not in ("", "."))
+            if parts and ".." not in parts and root.parts[-len(parts) :] == parts:
+                moved.append(row.collection)
+                continue
+        raise SourceError(
+            f"source label {label!r} already belongs to {row.root} (collection "
+            f"{row.collection!r}); refusing to index {root} under it, which would delete "
+            f"that folder's records. Give this folder another label (--source LABEL, or "
+            f"`label:` in the config file), or remove the old source first (`chromasync "
+            f"sources remove {label}`)"
+        )
+    return moved
+
+
 class State:
     """The SQLite state of one data dir. Not shared between processes (see `lock`)."""
 
@@ -115,12 +168,31 @@ class State:
         self.path = path
 
     @classmethod
-    def open(cls, data_dir: Path) -> State:
-        data_dir.mkdir(parents=True, exist_ok=True)
+    def open(cls, data_dir: Path, *, readonly: bool = False) -> State:
+        """The state of `data_dir`, created (0600, in a 0700 folder) when absent.
+
+        Only proven damage moves the file aside (`state.sqlite3.corrupt-<pid>-<time>`, then
+        rebuilt from the collection): SQLite says it is not a database or is malformed, or
+        it is not a chromasync state of this schema. Any other failure (permissions, a
+        read-only mount, a full disk, a lock) is a `StoreError` naming the file, and every
+        file is left as it was. `readonly` never writes, never creates and never moves
+        anything: an absent state reads as empty, a damaged one is an error.
+        """
         path = data_dir / STATE_FILE
+        if readonly:
+            return cls._open_readonly(path)
+        try:
+            make_private_dir(data_dir)
+            create_private_file(path)
+            if path.stat().st_mode & 0o077:  # written by an older version: make it private
+                os.chmod(path, FILE_MODE)
+        except OSError as exc:
+            raise StoreError(_unusable(path, exc)) from exc
         try:
             return cls(_connect(path), path)
         except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and not is_corruption(exc):
+                raise StoreError(_unusable(path, exc)) from exc
             aside = path.with_name(f"{STATE_FILE}.corrupt-{os.getpid()}-{_now_ns()}")
             log.warning(
                 "state file %s is unusable (%s); moved to %s and rebuilding from the collection",
@@ -132,7 +204,38 @@ class State:
                 candidate = Path(str(path) + suffix)
                 if candidate.exists():
                     os.replace(candidate, Path(str(aside) + suffix))
+            create_private_file(path)
             return cls(_connect(path), path)
+
+    @classmethod
+    def _empty(cls, path: Path) -> State:
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
+        return cls(db, path)
+
+    @classmethod
+    def _open_readonly(cls, path: Path) -> State:
+        if not path.exists():
+            return cls._empty(path)
+        try:
+            uri = f"{path.absolute().as_uri()}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(_unusable(path, exc)) from exc
+        try:
+            if not _check_schema(db):  # created an instant ago, its schema not yet written
+                db.close()
+                return cls._empty(path)
+            db.execute("SELECT COUNT(*) FROM sources").fetchone()
+        except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+            db.close()
+            if isinstance(exc, sqlite3.DatabaseError) and not is_corruption(exc):
+                raise StoreError(_unusable(path, exc)) from exc
+            raise StoreError(
+                f"state file {path} is damaged ({exc}); it is left as it is: the next "
+                "`chromasync ingest` moves it aside and rebuilds it from the collection"
+            ) from exc
+        return cls(db, path)
 
     def close(self) -> None:
         self._db.close()
@@ -194,6 +297,13 @@ class State:
                 "UPDATE sources SET last_started_ns = ?, last_finished_ns = ?, "
                 "last_outcome = 'ok', last_summary = ? WHERE collection = ? AND source = ?",
                 (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
+            )
+
+    def set_root(self, collection: str, source: str, root: str) -> None:
+        with self._db:
+            self._db.execute(
+                "UPDATE sources SET root = ? WHERE collection = ? AND source = ?",
+                (root, collection, source),
             )
 
     def mark_dirty(self, collection: str, source: str) -> None:
@@ -378,22 +488,55 @@ class _SchemaMismatch(Exception):
     pass
 
 
+#: SQLite's primary result codes that prove a file damaged (SQLITE_CORRUPT, SQLITE_NOTADB).
+_CORRUPTION_CODES = frozenset({11, 26})
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """Whether SQLite says the file itself is damaged (not merely unwritable or busy)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _CORRUPTION_CODES
+    text = str(exc).lower()
+    return "file is not a database" in text or "malformed" in text
+
+
+def _unusable(path: Path, exc: BaseException) -> str:
+    return (
+        f"cannot use the state file {path}: {exc}. It is left as it is; check that the data "
+        f"dir {path.parent} is writable by this user, not on a read-only or full disk, and "
+        "not held by another program, then run the command again"
+    )
+
+
+def _check_schema(db: sqlite3.Connection) -> bool:
+    """Whether the file holds a state of this schema (False: no table yet); a file of
+    another schema or another program is `_SchemaMismatch`."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if not tables:
+        return False
+    if "meta" in tables:
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is None or int(row[0]) != MANIFEST_SCHEMA:
+            raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
+    else:
+        raise _SchemaMismatch("not a chromasync state file")
+    return True
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        row = None
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "meta" in tables:
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None or int(row[0]) != MANIFEST_SCHEMA:
-                raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
-        elif tables:
-            raise _SchemaMismatch("not a chromasync state file")
-        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
-        with db:
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(MANIFEST_SCHEMA),))
+        _check_schema(db)
+        # one transaction: another process never sees tables without their schema row
+        db.executescript(
+            "BEGIN IMMEDIATE;\n"
+            + _SCHEMA
+            + KEYWORD_INDEX_SQL
+            + f"INSERT OR IGNORE INTO meta VALUES ('schema', '{MANIFEST_SCHEMA}');\nCOMMIT;"
+        )
         db.execute("SELECT COUNT(*) FROM sources").fetchone()
     except BaseException:
         db.close()

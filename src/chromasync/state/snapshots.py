@@ -73,8 +73,10 @@ def read_snapshot(path: str, key: str) -> Snapshot | None:
 
 def stamp(path: str, report: str) -> None:
     """Record a run answered from the snapshot at `path` (for `status`)."""
+    from ..datadir import open_private
+
     try:
-        with open(path + ".ran", "w", encoding="utf-8") as handle:
+        with open_private(path + ".ran", "w", encoding="utf-8") as handle:
             handle.write(report)
     except OSError:
         return
@@ -164,9 +166,11 @@ class Recorder:
         )
         path = snapshot_path(data_dir, self.key) + ".snap"
         temporary = f"{path}.{os.getpid()}.tmp"
+        from ..datadir import make_private_dir, open_private
+
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(temporary, "wb") as handle:
+            make_private_dir(os.path.dirname(path))
+            with open_private(temporary, "wb") as handle:
                 handle.write(marshal.dumps(snapshot, 2))
             os.replace(temporary, path)
         except OSError:  # a full or read-only disk: the next run takes the full path

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..datadir import CHROMA_DIR
+from ..datadir import CHROMA_DIR, make_private_dir
 from ..errors import ChromasyncError, ConfigError, NotFound, StoreError
 from .chroma import Store, store_error
 from .target import StoreConfig, Target, parse_target
@@ -34,7 +34,7 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
     if target is None:
         path = config.data_dir / CHROMA_DIR
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path)
             client = chromadb.PersistentClient(path=str(path), settings=settings)
         except Exception as exc:
             raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc

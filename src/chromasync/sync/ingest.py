@@ -43,7 +43,7 @@ from ..records import (
     SourceSpec,
     StoreLimits,
 )
-from ..state.manifest import State
+from ..state.manifest import State, check_identity
 from .heal import rebuild_manifest
 from .waves import CrashPoints, Progress, Tally, WaveWriter
 
@@ -182,6 +182,16 @@ class Ingestor:
     # -- one source ----------------------------------------------------------------------
 
     def ingest(self, spec: SourceSpec, options: IngestOptions) -> IngestSummary:
+        """Sync one source; its root is resolved, and must be the one its label belongs to
+        (`check_identity`)."""
+        spec = replace(spec, root=spec.root.expanduser().resolve())
+        relative = check_identity(self.state, spec.label, spec.root)
+        summary = self._ingest(spec, options)
+        if self.collection_name in relative and not options.dry_run:
+            self.state.set_root(self.collection_name, spec.label, str(spec.root))
+        return summary
+
+    def _ingest(self, spec: SourceSpec, options: IngestOptions) -> IngestSummary:
         self._labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label

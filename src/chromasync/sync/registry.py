@@ -73,7 +73,7 @@ def status(settings: Settings) -> list[SourceStatus]:
     source's last run when it is the newer one.
     """
     quick = recent_runs(str(settings.data_dir))
-    with State.open(settings.data_dir) as state:
+    with State.open(settings.data_dir, readonly=True) as state:
         rows = []
         for row in state.sources():
             files = state.files(row.collection, row.source)
@@ -276,8 +276,6 @@ def remove_source(
     entry = next((e for e in entries if e.label == label), None)
     with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
         rows = [r for r in state.sources() if r.source == label]
-        if entry is None and not rows:
-            find_entry(entries, label)  # raises NotFound with suggestions
         names = {r.collection for r in rows}
         if entry is not None:
             names.add(settings.collection_for(entry.kind, entry.collection))
@@ -286,6 +284,17 @@ def remove_source(
             store: Store | None = open_store_for(settings, existing=True)
         except NotFound:
             store = None
+        if entry is None and not rows:
+            # records only the collection knows (a lost state, see `verify`)
+            if store is not None:
+                names = {
+                    n
+                    for n in store.list_collections()
+                    if settings.owns_collection(n)
+                    and any(store.collection(n, create=False).iter_records({"source": label}))
+                }
+            if not names:
+                find_entry(entries, label)  # raises NotFound with suggestions
         for name in sorted(names):
             ids = {r.id for f in state.files(name, label).values() for r in f.records}
             if store is not None and name in store.list_collections():
