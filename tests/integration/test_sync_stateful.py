@@ -64,8 +64,10 @@ tags = st.none() | st.lists(st.sampled_from(["coffee", "bikes", "bread"]), min_s
 
 def render(title: str, parts: list[str], tag_list: list[str] | None) -> str:
     head = f"---\ntitle: {title}\ntags: [{', '.join(tag_list)}]\n---\n" if tag_list else ""
-    return head + f"# {title}\n\n" + "".join(
-        f"## Part {n}\n\n{text}\n\n" for n, text in enumerate(parts)
+    return (
+        head
+        + f"# {title}\n\n"
+        + "".join(f"## Part {n}\n\n{text}\n\n" for n, text in enumerate(parts))
     )
 
 
@@ -143,9 +145,7 @@ class SyncMachine(RuleBasedStateMachine):
             max_size=4,
         )
     )
-    def start_synced(
-        self, tree: list[tuple[str, str, list[str], list[str] | None]]
-    ) -> None:
+    def start_synced(self, tree: list[tuple[str, str, list[str], list[str] | None]]) -> None:
         """Start from a synced tree, so that every step can change something indexed."""
         for folder, name, parts, tag in tree:
             self.add(folder, name, parts, tag)
@@ -249,9 +249,7 @@ class SyncMachine(RuleBasedStateMachine):
         # Nothing duplicated: one record per (path, chunk_index).
         places = positions(rows)
         assert len(places) == len(set(places))
-        assert {p for p, _ in places} == {
-            rel for rel, (_, parts, _) in self.files.items() if parts
-        }
+        assert {p for p, _ in places} == {rel for rel, (_, parts, _) in self.files.items() if parts}
         # The manifest, keyword index, collection and disk agree.
         for check in api.verify(self.settings):
             assert check.ok, check.as_json()
@@ -265,9 +263,7 @@ class SyncMachine(RuleBasedStateMachine):
 
     @invariant()
     def tree_matches_model(self) -> None:
-        on_disk = {
-            p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()
-        }
+        on_disk = {p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file()}
         assert on_disk == set(self.files)
 
 
