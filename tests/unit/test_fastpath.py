@@ -211,7 +211,7 @@ def test_plain_lines_with_a_total() -> None:
 def test_a_terminal_still_gets_the_table(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from chromasync.cli.main import _print_summaries
+    from chromasync.cli.ingest import _print_summaries
     from chromasync.records import IngestSummary
 
     monkeypatch.setenv("COLUMNS", "250")
