@@ -282,8 +282,8 @@ class BigSyncMachine(SyncMachine):
 
 
 BigSyncMachine.TestCase.settings = settings(
-    max_examples=150,
-    stateful_step_count=30,
+    max_examples=60,
+    stateful_step_count=25,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
