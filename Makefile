@@ -6,7 +6,7 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: install demo serve test test-all check lint typecheck docs clean bench bench-install
+.PHONY: install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,10 +25,16 @@ demo: install
 serve: demo
 	$(BIN)/chromasync serve --data-dir $(DEMO_DIR) --watch
 
+# The fast suite CI runs: everything but `slow` (markers in pyproject; `-m "not server"` or
+# `-m "not model"` narrow it further).
 # -W ignore::ResourceWarning: only the interpreter's shutdown noise about sockets left to the
 # garbage collector; inside tests pytest's `error` filter still applies.
 test: install
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow"
+
+# tests/unit only: the pure stages, no `chroma run` server and no model weights.
+test-unit: install
+	$(BIN)/python -W ignore::ResourceWarning -m pytest -q tests/unit
 
 test-all: install
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q

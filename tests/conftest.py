@@ -39,6 +39,36 @@ def age_tree(root: Path, seconds: float = 1_600_000_000) -> None:
             set_mtime(path, seconds)
 
 
+#: Fixtures that start a real `chroma run` server (or stand for one): their tests are marked
+#: `server` at collection, so `-m "not server"` leaves every one of them out.
+SERVER_FIXTURES = frozenset({"chroma_server", "chroma_url"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+
+
+@pytest.fixture(autouse=True)
+def _real_model_needs_its_marker(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that loads the real default model in this process must be marked `model`,
+    so that `-m "not model"` means it: unmarked, the load fails the test. (Subprocesses,
+    such as `run_cli`, are not watched: their tests choose the `hash` provider.)"""
+    if request.node.get_closest_marker("model") is not None:
+        return
+    from chromasync.embed.local import LocalEmbedder
+
+    def refuse(self: LocalEmbedder) -> None:
+        raise AssertionError(
+            f"{request.node.nodeid} loads {self.model_id} without @pytest.mark.model"
+        )
+
+    monkeypatch.setattr(LocalEmbedder, "_load_unlocked", refuse)
+
+
 @pytest.fixture
 def embedder() -> HashEmbedder:
     return HashEmbedder()

@@ -232,3 +232,28 @@ def test_mass_deletion_refused_but_a_renamed_folder_is_a_move(
     assert len(snapshot(settings)) == 30  # nothing deleted
     allowed = _run(root, settings, embedder, label="vault", allow_mass_delete=True)
     assert allowed.files_deleted == 25 and len(snapshot(settings)) == 5
+
+
+def test_a_heal_trusts_the_stat_of_untouched_files(
+    notes: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest rebuilt from the collection keeps each file's stat (ctime and inode too),
+    so the run after a heal reads only what changed, not the whole source."""
+    from chromasync.state.manifest import State
+    from chromasync.sync import ingest as ingest_module
+
+    _run(notes, settings, embedder)
+    edited = next(iter(sorted(notes.rglob("*.md"))))
+    edited.write_text(edited.read_text() + "\nA line added while the state was dirty.\n")
+    set_mtime(edited, 1_700_000_000)
+    state = State.open(settings.data_dir)
+    state.mark_dirty(settings.collection, "notes")
+    state.close()
+    read: list[str] = []
+    real = ingest_module.read_file
+    monkeypatch.setattr(
+        ingest_module, "read_file", lambda file, *a: read.append(file.rel_path) or real(file, *a)
+    )
+    summary = _run(notes, settings, embedder)
+    assert read == [edited.relative_to(notes).as_posix()]
+    assert (summary.files_updated, summary.files_unchanged) == (1, 4)

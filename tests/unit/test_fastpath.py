@@ -94,8 +94,21 @@ def test_the_data_dir_guess(tmp_path: Path) -> None:
     assert guess_data_dir(plain, {"CHROMASYNC_CONFIG": "missing.yaml"}, cwd) is None
 
 
-def test_lock_file_names_agree() -> None:
-    assert fastpath.LOCK_FILE == lock.LOCK_FILE
+def test_the_fast_path_locks_the_file_the_store_lock_creates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a `StoreLock` holds the data dir, the fast path stops before reading any
+    snapshot; once it is released, the fast path takes the same file's lock itself (a name
+    that disagreed would find no lock file, and never get as far as the snapshot)."""
+    data_dir = tmp_path / "data"
+    argv = ["ingest", str(tmp_path), "--json", "--data-dir", str(data_dir)]
+    replayed: list[str] = []
+    monkeypatch.setattr(fastpath, "_replay", lambda path, *_: replayed.append(path))
+    with lock.StoreLock(data_dir):
+        assert fastpath.quick_ingest(argv, {}) is None
+        assert replayed == []
+    assert fastpath.quick_ingest(argv, {}) is None  # no snapshot: the CLI takes over
+    assert len(replayed) == 1 and replayed[0].startswith(str(data_dir))
 
 
 def _tricky_tree(root: Path) -> None:

@@ -116,3 +116,30 @@ def test_our_ids_fit_cloud() -> None:
 )
 def test_combine_limits(advertised: int | None, base: StoreLimits, expected: int | None) -> None:
     assert combine_limits(advertised, base).max_batch == expected
+
+
+@pytest.mark.parametrize(
+    ("user_keys", "max_keys", "kept_user", "dropped"),
+    [
+        (5, len(OURS) + 5, 5, 0),  # exactly at the limit
+        (6, len(OURS) + 5, 5, 1),
+        (40, 32, 32 - len(OURS), 40 - (32 - len(OURS))),
+        (3, len(OURS) - 2, 0, 3),  # fewer slots than our own keys: ours all stay
+    ],
+)
+def test_metadata_key_limit(user_keys: int, max_keys: int, kept_user: int, dropped: int) -> None:
+    record = _record("a-1", user_keys=user_keys)
+    checked = check_limits([_change("a.md", record)], StoreLimits(max_metadata_keys=max_keys))
+    [kept] = checked.changes[0].records
+    assert set(OURS) <= set(kept.metadata)
+    assert sorted(k for k in kept.metadata if k not in OURS) == [
+        f"user_{i:02d}" for i in range(kept_user)
+    ]
+    assert checked.keys_dropped == dropped
+
+
+@pytest.mark.parametrize(("size", "stored"), [(16 * 1024, True), (16 * 1024 + 1, False)])
+def test_document_limit_boundary(size: int, stored: bool) -> None:
+    checked = check_limits([_change("a.md", _record("a-1", "x" * size))], CLOUD_LIMITS)
+    assert [c.rel_path for c in checked.changes] == (["a.md"] if stored else [])
+    assert ("a.md" not in checked.oversized) is stored

@@ -113,9 +113,10 @@ def split_front_matter(text: str) -> FrontMatter | None:
 
 def is_private(data: Mapping[Any, Any], keys: tuple[str, ...] = ("private",)) -> bool:
     """True when `private` is true-ish or `publish` false-ish (keys compared case-blind)."""
+    wanted = {k.strip().lower() for k in keys}
     for key, value in data.items():
         name = str(key).strip().lower()
-        if name in keys and _truthy(value) is True:
+        if name in wanted and _truthy(value) is True:
             return True
         if name == "publish" and _truthy(value) is False:
             return True
@@ -140,7 +141,8 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
     """Chroma-safe metadata from front matter, and how many values were dropped.
 
     Scalars stay as they are; dates become ISO strings plus `<key>_ts` (epoch seconds, for
-    range filters); lists of scalars become lists of strings (`$contains` works on them);
+    range filters); lists of scalars become lists of strings (`$contains` works on them),
+    in their order (a YAML `!!set`: sorted, so that the metadata does not change per run);
     nested mappings flatten to dotted keys; reserved, empty, `$`- or `chroma:`-prefixed
     keys, binary values and values over 4,096 characters are dropped and counted.
     """
@@ -164,7 +166,8 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
             if any(i is None for i in items) or not items:
                 dropped += 1
                 return
-            out[key] = [str(i) for i in items]
+            strings = [str(i) for i in items]
+            out[key] = sorted(strings) if isinstance(value, set) else strings  # (hash order)
             return
         if isinstance(value, dt.datetime | dt.date):
             moment = (

@@ -28,7 +28,9 @@ class Rebuilt:
 
 
 def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, FileState]) -> Rebuilt:
-    """A manifest recomputed from a source's records; `previous` supplies stat fields."""
+    """A manifest recomputed from a source's records; `previous` supplies the stat fields
+    (size, mtime, ctime, inode, when checked) of each file whose stored content it describes,
+    so that triage trusts them as it would have before the heal."""
     by_path: dict[str, list[StoredRecord]] = {}
     for record in stored:
         by_path.setdefault(str(record.metadata.get("path", "")), []).append(record)
@@ -55,9 +57,10 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
         file_hash = next(iter(hashes)) if consistent else ""
         old = previous.get(path)
         if consistent and old is not None and old.file_hash == file_hash:
-            size, mtime_ns, checked_ns = old.size, old.mtime_ns, old.checked_ns
+            stat = (old.size, old.mtime_ns, old.checked_ns, old.ctime_ns, old.inode)
         else:
-            size, mtime_ns, checked_ns = -1, -1, 0
+            stat = (-1, -1, 0, 0, 0)
+        size, mtime_ns, checked_ns, ctime_ns, inode = stat
         if not consistent:
             inconsistent.append(path)
         refs = tuple(
@@ -68,7 +71,17 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
             )
             for r in rows
         )
-        files[path] = FileState(path, size, mtime_ns, file_hash, max(versions), checked_ns, refs)
+        files[path] = FileState(
+            path,
+            size,
+            mtime_ns,
+            file_hash,
+            max(versions),
+            checked_ns,
+            refs,
+            ctime_ns=ctime_ns,
+            inode=inode,
+        )
         records[path] = [
             ChunkRecord(
                 id=r.id,

@@ -1,0 +1,309 @@
+"""Planning (`plan.triage`), pure: triage by stat, the writes of one file, the mass-deletion
+guard and record IDs, each against its documented behaviour."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from chromasync.errors import SourceError
+from chromasync.plan.triage import (
+    MASS_DELETE_MIN,
+    RACY_WINDOW_NS,
+    RecordContext,
+    build_records,
+    check_deletions,
+    is_racy,
+    normalise_for_hash,
+    plan_file,
+    record_id,
+    triage,
+)
+from chromasync.records import (
+    Chunk,
+    Discovery,
+    Document,
+    FileStat,
+    FileState,
+    RecordRef,
+    Skip,
+)
+
+OLD = 1_600_000_000 * 10**9
+CTX = RecordContext(source="notes", source_kind="notes", embedding_model="hash-v1")
+
+
+def _stat(rel: str = "a.md", **kw: int) -> FileStat:
+    fields: dict[str, Any] = {"size": 10, "mtime_ns": OLD, "ctime_ns": OLD + 5, "inode": 42}
+    fields.update(kw)
+    return FileStat(rel, "/root/" + rel, **fields)
+
+
+def _state(rel: str = "a.md", **kw: Any) -> FileState:
+    fields: dict[str, Any] = {
+        "size": 10,
+        "mtime_ns": OLD,
+        "file_hash": "h",
+        "version": 1,
+        "checked_ns": OLD + 10 * RACY_WINDOW_NS,
+        "records": (RecordRef(f"{rel}-0", "c", "r"),),
+        "ctime_ns": OLD + 5,
+        "inode": 42,
+    }
+    fields.update(kw)
+    return FileState(rel, **fields)
+
+
+# -- triage: what stat alone decides ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("known", "seen", "checksum", "verdict"),
+    [
+        pytest.param({}, {}, False, "unchanged", id="same-stat"),
+        pytest.param({}, {"size": 11}, False, "read", id="size"),
+        pytest.param({}, {"mtime_ns": OLD + 1}, False, "read", id="mtime"),
+        pytest.param({}, {"ctime_ns": OLD + 6}, False, "read", id="ctime-rewrite-restored"),
+        pytest.param({}, {"inode": 43}, False, "read", id="inode-replaced"),
+        pytest.param({"checked_ns": OLD + RACY_WINDOW_NS}, {}, False, "read", id="racy"),
+        pytest.param(
+            {"checked_ns": OLD + RACY_WINDOW_NS + 1}, {}, False, "unchanged", id="settled"
+        ),
+        pytest.param({}, {}, True, "read", id="checksum-reads-all"),
+        pytest.param({"skip_reason": "private", "records": ()}, {}, False, "skip", id="kept-skip"),
+        pytest.param(
+            {"skip_reason": "private", "records": ()}, {"size": 9}, False, "read", id="skip-edited"
+        ),
+        pytest.param(None, {}, False, "read", id="new"),
+    ],
+)
+def test_triage_one_file(
+    known: dict[str, Any] | None, seen: dict[str, int], checksum: bool, verdict: str
+) -> None:
+    manifest = {} if known is None else {"a.md": _state(**known)}
+    result = triage(Discovery((_stat(**seen),), ()), manifest, checksum=checksum)
+    got = {
+        "unchanged": result.unchanged == ("a.md",),
+        "read": [f.rel_path for f in result.to_read] == ["a.md"],
+        "skip": dict(result.remembered_skips) == {"a.md": "private"},
+    }
+    assert got == {name: name == verdict for name in got}
+    assert result.gone == ()
+
+
+@pytest.mark.parametrize(
+    ("checked", "racy"),
+    [(OLD, True), (OLD + RACY_WINDOW_NS, True), (OLD + RACY_WINDOW_NS + 1, False)],
+)
+def test_is_racy(checked: int, racy: bool) -> None:
+    assert is_racy(_state(checked_ns=checked)) is racy
+
+
+MANIFEST = {p: _state(p) for p in ("a.md", "docs/b.md", "docs2/c.md", "d.md")}
+
+
+@pytest.mark.parametrize(
+    ("present", "skipped", "unreadable", "gone"),
+    [
+        pytest.param(("a.md", "docs/b.md", "docs2/c.md", "d.md"), (), (), (), id="all-there"),
+        pytest.param((), (), (), ("a.md", "d.md", "docs/b.md", "docs2/c.md"), id="all-gone-sorted"),
+        pytest.param(
+            ("a.md",),
+            (Skip("d.md", "permission-denied"),),
+            (),
+            ("docs/b.md", "docs2/c.md"),
+            id="transient-skip-kept",
+        ),
+        pytest.param(
+            ("a.md",),
+            (Skip("d.md", "too-large"),),
+            (),
+            ("d.md", "docs/b.md", "docs2/c.md"),
+            id="lasting-skip-deleted",
+        ),
+        pytest.param(("a.md", "d.md"), (), ("docs",), ("docs2/c.md",), id="unreadable-folder"),
+        pytest.param((), (), ("",), (), id="unreadable-root-protects-all"),
+    ],
+)
+def test_triage_gone(
+    present: tuple[str, ...],
+    skipped: tuple[Skip, ...],
+    unreadable: tuple[str, ...],
+    gone: tuple[str, ...],
+) -> None:
+    discovery = Discovery(tuple(_stat(p) for p in present), skipped, unreadable)
+    assert triage(discovery, MANIFEST).gone == gone
+
+
+# -- records: IDs, metadata, the writes of one file -----------------------------------------
+
+
+def _doc(
+    texts: tuple[str, ...],
+    rel: str = "a.md",
+    identity: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    file_hash: str | None = None,
+):
+    doc = Document(
+        rel_path=rel,
+        text="\n".join(texts),
+        body_start_line=1,
+        file_hash=file_hash or "hash-of-" + "|".join(texts),
+        kind="markdown",
+        language=None,
+        metadata=metadata or {},
+        identity=identity,
+    )
+    chunks = [Chunk(t, n + 1, n + 1, heading=f"H{n}") for n, t in enumerate(texts)]
+    return doc, chunks
+
+
+ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{16}-\d+$")
+
+
+@pytest.mark.parametrize(
+    ("source", "key", "occurrence"),
+    [("notes", "a.md", 0), ("x" * 500, "deep/" * 200 + "f.md", 12345), ("", "", 0)],
+)
+def test_record_id_shape(source: str, key: str, occurrence: int) -> None:
+    rid = record_id(source, key, "f" * 64, occurrence)
+    assert ID.match(rid) and rid.endswith(f"-{occurrence}")
+    assert len(rid.encode()) <= 64
+    assert rid == record_id(source, key, "f" * 64, occurrence)
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [
+        ("a  \nb\t\n", "a\nb"),
+        ("\n\nbody\n\n", "body"),
+        ("  indented", "  indented"),
+        ("a\n\n\nb", "a\n\n\nb"),
+    ],
+)
+def test_normalise_for_hash(text: str, normal: str) -> None:
+    assert normalise_for_hash(text) == normal
+
+
+def _ids(rel: str, texts: tuple[str, ...], identity: str | None = None) -> list[str]:
+    return [r.id for r in build_records(*_doc(texts, rel, identity), 1, CTX)]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "same"),
+    [
+        pytest.param(("a.md", ("x", "y")), ("a.md", ("x", "y")), [True, True], id="stable"),
+        pytest.param(("a.md", ("x", "y")), ("a.md", ("x", "z")), [True, False], id="edit-one"),
+        pytest.param(("a.md", ("x", "y")), ("a.md", ("x  ", "y")), [True, True], id="trailing"),
+        pytest.param(("a.md", ("x", "y")), ("b.md", ("x", "y")), [False, False], id="rename"),
+        pytest.param(
+            ("a.md", ("x", "y"), "doc-1"),
+            ("b.md", ("x", "y"), "doc-1"),
+            [True, True],
+            id="rename-with-identity",
+        ),
+    ],
+)
+def test_which_ids_survive(
+    before: tuple[Any, ...], after: tuple[Any, ...], same: list[bool]
+) -> None:
+    assert [a == b for a, b in zip(_ids(*before), _ids(*after), strict=True)] == same
+
+
+def test_identical_chunks_get_distinct_ids() -> None:
+    ids = _ids("a.md", ("same", "other", "same", "same"))
+    assert len(set(ids)) == 4
+    assert [i.rsplit("-", 1)[1] for i in ids] == ["0", "0", "1", "2"]
+
+
+def test_our_metadata_wins_over_front_matter_and_static() -> None:
+    doc, chunks = _doc(("x",), metadata={"path": "evil", "title": "T", "team": "front"})
+    ctx = replace(
+        CTX, static_metadata={"source": "evil", "team": "static"}, extra_metadata={"sha": "c0"}
+    )
+    [record] = build_records(doc, chunks, 3, ctx)
+    meta = record.metadata
+    assert (meta["path"], meta["source"], meta["version"]) == ("a.md", "notes", 3)
+    assert (meta["title"], meta["team"], meta["sha"]) == ("T", "static", "c0")
+    assert meta["record_hash"] == record.record_hash
+    assert (meta["chunk_index"], meta["chunk_count"]) == (0, 1)
+
+
+def _previous(texts: tuple[str, ...], version: int = 1, **kw: Any) -> FileState:
+    records = build_records(*_doc(texts), version, CTX)
+    refs = tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in records)
+    return _state(file_hash="hash-of-" + "|".join(texts), version=version, records=refs, **kw)
+
+
+@pytest.mark.parametrize(
+    ("previous", "texts", "ctx", "expected"),
+    [
+        pytest.param(None, ("x", "y"), CTX, (1, 2, 0, 0, True), id="new"),
+        pytest.param(_previous(("x", "y")), ("x", "y"), CTX, (1, 0, 0, 0, False), id="same"),
+        # The version moves, so the kept chunk's metadata (not its vector) is rewritten.
+        pytest.param(_previous(("x", "y"), 4), ("x", "z"), CTX, (5, 1, 1, 1, False), id="edit"),
+        pytest.param(_previous(("x", "y")), ("x",), CTX, (2, 0, 1, 1, False), id="shrink"),
+        pytest.param(
+            _previous(("x", "y")),
+            ("x", "y"),
+            replace(CTX, embedding_model="other"),
+            (1, 0, 2, 0, False),
+            id="metadata-only",
+        ),
+        pytest.param(
+            _state(skip_reason="private", records=(), version=3),
+            ("x",),
+            CTX,
+            (4, 1, 0, 0, True),
+            id="was-skipped",
+        ),
+    ],
+)
+def test_plan_file(
+    previous: FileState | None,
+    texts: tuple[str, ...],
+    ctx: RecordContext,
+    expected: tuple[int, int, int, int, bool],
+) -> None:
+    doc, chunks = _doc(texts)
+    change = plan_file(_stat(), doc, chunks, previous, ctx)
+    got = (
+        change.version,
+        len(change.to_embed),
+        len(change.to_rewrite),
+        len(change.to_delete),
+        change.is_new,
+    )
+    assert got == expected
+    wanted = {r.id for r in change.records}
+    before = {r.id for r in previous.records} if previous else set()
+    assert {r.id for r in change.to_embed} == wanted - before
+    assert set(change.to_delete) == before - wanted
+    assert {r.id for r in change.to_rewrite} <= wanted & before
+
+
+# -- the mass-deletion guard -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("known", "gone", "allow", "refused"),
+    [
+        (100, MASS_DELETE_MIN, False, False),  # few: always allowed
+        (MASS_DELETE_MIN, MASS_DELETE_MIN, False, False),
+        (30, MASS_DELETE_MIN + 1, False, True),  # 21 of 30: most of the source
+        (100, 50, False, False),  # half is not "more than half"
+        (100, 51, False, True),
+        (100, 51, True, False),
+        (1000, 499, False, False),
+    ],
+)
+def test_check_deletions(known: int, gone: int, allow: bool, refused: bool) -> None:
+    if refused:
+        with pytest.raises(SourceError, match=rf"'notes': {gone} of {known} .*--allow-mass"):
+            check_deletions(known, gone, allow, "notes")
+    else:
+        check_deletions(known, gone, allow, "notes")
