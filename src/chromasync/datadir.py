@@ -15,11 +15,18 @@ cache, snapshots), so every folder chromasync creates in it is made with mode 07
 every file with 0600, whatever the umask. Chroma's own files lie in `chroma/`, a 0700
 folder. A data dir that already exists keeps its mode (it may be a folder the user chose);
 files chromasync creates in it are still 0600.
+
+Constants, and `guess`: where a command line's data dir most likely is, read without the
+config file's parser. The console script's fast paths import this module.
 """
 
 from __future__ import annotations
 
 import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 CHROMA_DIR = "chroma"
 STATE_FILE = "state.sqlite3"
@@ -70,6 +77,33 @@ def open_private(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
     return os.fdopen(fd, mode, encoding=encoding)
 
 
+def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> str | None:
+    """Where the data dir of a command line with these `options` most likely is, without
+    parsing the config file (`--data-dir`, `CHROMASYNC_DATA_DIR`, the config's `data_dir`)."""
+    value = options.get("--data-dir") or environ.get("CHROMASYNC_DATA_DIR")
+    if value:
+        return os.path.join(cwd, os.path.expanduser(value))
+    named = options.get("--config") or environ.get("CHROMASYNC_CONFIG")
+    config = os.path.join(cwd, os.path.expanduser(named or "chromasync.yaml"))
+    try:
+        with open(config, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return None if named else os.path.join(cwd, ".chromasync")
+    if b"data_dir" not in text:
+        return os.path.join(cwd, ".chromasync")
+    for line in text.decode("utf-8", "replace").splitlines():
+        _, found, after = line.partition("data_dir")
+        if found and after.lstrip()[:1] in (":", "="):
+            raw = after.lstrip()[1:]
+            for stop in ",}#":
+                raw = raw.split(stop, 1)[0]
+            raw = raw.strip().strip("'\"")
+            base = os.path.dirname(os.path.realpath(config))
+            return os.path.normpath(os.path.join(base, os.path.expanduser(raw))) if raw else None
+    return None
+
+
 __all__ = [
     "CACHE_FILE",
     "CHROMA_DIR",
@@ -83,6 +117,7 @@ __all__ = [
     "SOCKET_FILE",
     "STATE_FILE",
     "create_private_file",
+    "guess",
     "make_private_dir",
     "open_private",
 ]

@@ -36,17 +36,11 @@ import time
 
 from . import __version__
 from .corpus.listing import tree_listing
+from .datadir import guess
+from .fastsearch import quick_search, search_recorder_key, sha256
 from .state.snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
 from .sync.summary import render_plain
 from .versions import CHUNKING_VERSION
-
-try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - Python 3.12 renamed it
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,6 +83,8 @@ def main() -> int | None:
     """The `chromasync` console script: the fast path when it applies, else the CLI."""
     argv = sys.argv[1:]
     code = quick_ingest(argv, os.environ)
+    if code is None:
+        code = quick_search(argv, os.environ)
     if code is not None:
         return code
     from .cli.main import main as cli_main
@@ -153,33 +149,12 @@ def invocation_key(invocation: Invocation, environ: Mapping[str, str], cwd: str)
 
 
 def guess_data_dir(invocation: Invocation, environ: Mapping[str, str], cwd: str) -> str | None:
-    """Where the data dir most likely is, without parsing the config file.
+    """Where the data dir most likely is, without parsing the config file (`datadir.guess`).
 
     A wrong guess is harmless: a snapshot is only used when its key matches, and a full run
     with the same key wrote it into the data dir it resolved.
     """
-    value = invocation.options.get("--data-dir") or environ.get("CHROMASYNC_DATA_DIR")
-    if value:
-        return os.path.join(cwd, os.path.expanduser(value))
-    named = invocation.options.get("--config") or environ.get("CHROMASYNC_CONFIG")
-    config = os.path.join(cwd, os.path.expanduser(named or "chromasync.yaml"))
-    try:
-        with open(config, "rb") as handle:
-            text = handle.read()
-    except OSError:
-        return None if named else os.path.join(cwd, ".chromasync")
-    if b"data_dir" not in text:
-        return os.path.join(cwd, ".chromasync")
-    for line in text.decode("utf-8", "replace").splitlines():
-        _, found, after = line.partition("data_dir")
-        if found and after.lstrip()[:1] in (":", "="):
-            raw = after.lstrip()[1:]
-            for stop in ",}#":
-                raw = raw.split(stop, 1)[0]
-            raw = raw.strip().strip("'\"")
-            base = os.path.dirname(os.path.realpath(config))
-            return os.path.normpath(os.path.join(base, os.path.expanduser(raw))) if raw else None
-    return None
+    return guess(invocation.options, environ, cwd)
 
 
 def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
@@ -261,3 +236,7 @@ class RecorderFactory:
         if invocation is None:
             return None
         return Recorder(invocation_key(invocation, environ, os.getcwd()), render_json)
+
+    def search_key(self, environ: Mapping[str, str]) -> str | None:
+        """The keyword fast path's snapshot key of this command line (`fastsearch`)."""
+        return search_recorder_key(self.argv, environ)

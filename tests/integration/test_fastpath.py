@@ -227,6 +227,7 @@ print(json.dumps({"opened": opened, "code": code, "modules": modules}), file=sys
     # The stage packages' __init__ hold a docstring only (test_layers keeps them so).
     lean = {
         "fastpath",
+        "fastsearch",
         "datadir",
         "versions",
         "corpus",

@@ -184,7 +184,9 @@ class SyncMachine(RuleBasedStateMachine):
         assert path.stat().st_size == before.st_size
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
-    @precondition(lambda self: self.files)
+    # One file always stays: a source whose every file is gone looks like a vanished mount,
+    # and its sync is refused by design (tests/integration/test_nothing_lost.py).
+    @precondition(lambda self: len(self.files) > 1)
     @rule(index=st.integers(0, 50))
     def delete(self, index: int) -> None:
         rel = self._pick(index)

@@ -7,8 +7,10 @@ Results go to stdout (`--json` for machines); progress and warnings to stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,9 +20,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import LockError
-from ..owner.index import open_index, owner_client
+from ..owner.index import LocalIndex, open_index, owner_client
 from ..records import Hit
+from ..retrieve.quick import record_search, recordable, state_identity
+from ..retrieve.results import plain_lines
 from .common import (
     progress_bar,
     reported_errors,
@@ -175,13 +180,56 @@ def search(
         )
         request = api.search_request(args, settings)
         with open_index(settings) as index:  # through the data dir's owner when one runs
-            result = index.retrieve(request)
+            if isinstance(index, LocalIndex):
+                state_before = state_identity(str(settings.data_dir))
+                result = index.retrieve(request)
+                _record_keyword_search(
+                    settings, flags.get("config_path"), request, result, state_before
+                )
+            else:
+                result = index.retrieve(request)
     for warning in result.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
+    if not result.groups and not sys.stdout.isatty():
+        click.echo(plain_lines(result), nl=False)  # what the keyword fast path prints too
+        return
     _print_result(result)
+
+
+def _record_keyword_search(
+    settings: api.Settings,
+    config_flag: str | None,
+    request: api.SearchRequest,
+    result: api.SearchResult,
+    before: tuple[tuple[int, ...], tuple[int, ...]],
+) -> None:
+    """Record what this keyword search resolved, for the console script's fast path, when
+    this process runs it as its own command line and the store is embedded (`retrieve.quick`)."""
+    factory = click.get_current_context().find_root().obj
+    search_key = getattr(factory, "search_key", None)
+    if search_key is None or settings.chroma_url or not recordable(result, request):
+        return
+    key = search_key(os.environ)
+    if key is None:
+        return
+    looked_for = not config_flag and not os.environ.get(CONFIG_ENV)
+    consulted: list[tuple[str, bytes | None]] = list(
+        settings.config_file.inputs if settings.config_file else ()
+    )
+    default = str(Path.cwd() / CONFIG_FILE_NAME)
+    if looked_for and default not in {path for path, _ in consulted}:
+        consulted.append((default, None))
+    record_search(
+        str(settings.data_dir),
+        key,
+        consulted,
+        before,
+        request,
+        result,
+    )
 
 
 def _refuse_if_owned(settings: api.Settings, command: str) -> None:

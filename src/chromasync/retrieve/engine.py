@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..embed import Embedder
@@ -24,10 +23,19 @@ from ..records import Hit
 from .bm25 import Condition, KeywordIndex
 from .dense import dense_search, merge_by_score
 from .filters import Filters, build_where, local_sql, match_paths, where_to_sql
-from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
+from .fuse import Fusion
 from .links import stored_targets, target_matcher
 from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
+from .results import (
+    DEFAULT_FUSION,
+    MIN_CANDIDATES,
+    Gathered,
+    SearchRequest,
+    SearchResult,
+    present,
+    rank_hits,
+)
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection, Store
@@ -35,71 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES = ("hybrid", "dense", "keyword")
-#: Fusion chosen on SciFact's 809 training claims (benchmarks/retrieval.py --sweep): the sum
-#: of z-normalised scores, equal weights, nDCG@10 0.735, against 0.716 for RRF (k = 60),
-#: 0.732 for min-max, 0.688 for keyword and 0.670 for dense alone.
-DEFAULT_FUSION = Fusion("zscore")
-#: Depth of each ranked list; the same as `eval` uses, so it measures what search returns.
-MIN_CANDIDATES = 200
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    query: str
-    mode: str = "hybrid"
-    k: int = 10
-    filters: Filters = field(default_factory=Filters)
-    collections: tuple[str, ...] = ()
-    all_collections: bool = False
-    per_doc: bool = False
-    sort: str = "rank"  # or "date"
-    group_by: str | None = None
-    candidates: int | None = None  # depth of each ranked list (default max(4k, 200))
-    fusion: Fusion | None = None
-    rerank: bool = True  # when a reranker is configured
-
-    @property
-    def depth(self) -> int:
-        return self.candidates or max(4 * self.k, MIN_CANDIDATES)
-
-
-@dataclass(frozen=True, slots=True)
-class Gathered:
-    """The ranked lists of one request, before fusion."""
-
-    dense: tuple[Hit, ...]
-    keyword: tuple[Hit, ...]
-    collections: tuple[str, ...]
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    query: str
-    mode: str
-    collections: tuple[str, ...]
-    filters: Filters
-    hits: tuple[Hit, ...]
-    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()  # group value -> hit indexes
-    group_field: str | None = None
-    reranked: bool = False
-    warnings: tuple[str, ...] = ()
-
-    def as_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "query": self.query,
-            "mode": self.mode,
-            "collections": list(self.collections),
-            "filters": self.filters.as_json(),
-            "reranked": self.reranked,
-            "hits": [h.as_json() for h in self.hits],
-        }
-        if self.group_field:
-            out["group_by"] = self.group_field
-            out["groups"] = [{"value": v, "hits": list(i)} for v, i in self.groups]
-        if self.warnings:
-            out["warnings"] = list(self.warnings)
-        return out
 
 
 class Retriever:
@@ -232,10 +175,12 @@ class Retriever:
         dense_lists: list[list[Hit]] = []
         keyword_lists: list[list[Hit]] = []
         warnings: list[str] = []
+        plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
         for name in names:
             collection = self.collection(name)
             where, condition, ids = self._restrict(name, request.filters)
             if where is _NOTHING:
+                plan.append((name, "none", condition.sql, condition.params))
                 continue
             if want_dense:
                 try:
@@ -251,11 +196,14 @@ class Retriever:
             if want_keyword:
                 index = self.keyword_index(name)
                 keyword_lists.append(index.search(name, request.query, depth, condition))
+                made = "state" if index is self.local_index else "mirror"
+                plan.append((name, made, condition.sql, condition.params))
         return Gathered(
             dense=tuple(merge_by_score(dense_lists, depth * len(names))),
             keyword=tuple(merge_by_score(keyword_lists, depth * len(names))),
             collections=names,
             warnings=tuple(warnings),
+            keyword_plan=tuple(plan),
         )
 
     def _check_model(self, collection: Collection) -> None:
@@ -290,101 +238,24 @@ class Retriever:
 
     def rank(self, gathered: Gathered, mode: str, fusion: Fusion | None = None) -> list[Hit]:
         """The hits of one mode, best first, each with its rank in every list it is in."""
-        dense_ranks = _ranks(gathered.dense)
-        keyword_ranks = _ranks(gathered.keyword)
-        if mode == "dense":
-            chosen: list[tuple[tuple[str, str], float]] = [
-                (_key(h), h.score) for h in gathered.dense
-            ]
-        elif mode == "keyword":
-            chosen = [(_key(h), h.score) for h in gathered.keyword]
-        else:
-            chosen = fuse(
-                [
-                    Ranked("dense", tuple((_key(h), h.score) for h in gathered.dense)),
-                    Ranked("keyword", tuple((_key(h), h.score) for h in gathered.keyword)),
-                ],
-                fusion or DEFAULT_FUSION,
-            )
-        by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
-        out = []
-        for key, score in chosen:
-            ranks = {}
-            if key in dense_ranks:
-                ranks["dense"] = dense_ranks[key]
-            if key in keyword_ranks:
-                ranks["keyword"] = keyword_ranks[key]
-            out.append(replace(by_key[key], score=score, ranks=ranks))
-        return out
+        return rank_hits(gathered, mode, fusion or DEFAULT_FUSION)
 
     def present(
         self, request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
     ) -> SearchResult:
         """Per-doc collapse, the top k, then date order and groups."""
-        if request.per_doc:
-            hits = [
-                replace(hit, collapsed=n)
-                for hit, n in collapse_per_doc(hits, lambda h: (h.collection, h.source, h.path))
-            ]
-        top = list(hits[: request.k])
-        if request.sort == "date":
-            top = sort_by_date(top, lambda h: _date_of(h, request.filters.date_fields))
-        groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
-        if request.group_by:
-            field_name = request.group_by
-            grouped = group_by(list(range(len(top))), lambda i: _group_value(top[i], field_name))
-            order = [i for _, members in grouped for i in members]
-            top = [top[i] for i in order]
-            position = 0
-            regrouped = []
-            for value, members in grouped:
-                regrouped.append((value, tuple(range(position, position + len(members)))))
-                position += len(members)
-            groups = tuple(regrouped)
-        return SearchResult(
-            query=request.query,
-            mode=request.mode,
-            collections=gathered.collections,
-            filters=request.filters,
-            hits=tuple(top),
-            groups=groups,
-            group_field=request.group_by,
-            reranked=reranked,
-            warnings=gathered.warnings,
-        )
+        return present(request, gathered, hits, reranked)
 
 
 _NOTHING: Any = object()
 
 
-def _key(hit: Hit) -> tuple[str, str]:
-    return (hit.collection, hit.id)
-
-
-def _ranks(hits: Sequence[Hit]) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for rank, hit in enumerate(hits, 1):
-        out.setdefault(_key(hit), rank)
-    return out
-
-
-def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:
-    for name in fields:
-        value = hit.metadata.get(f"{name}_ts")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
-
-
-def _group_value(hit: Hit, field_name: str) -> str:
-    value: Any = hit.metadata.get(field_name)
-    if value is None:
-        value = getattr(hit, field_name, None) if field_name in ("collection",) else None
-    if value is None or value == "":
-        return "(none)"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
-
-
-__all__ = ["MODES", "Gathered", "Retriever", "SearchRequest", "SearchResult"]
+__all__ = [
+    "DEFAULT_FUSION",
+    "MIN_CANDIDATES",
+    "MODES",
+    "Gathered",
+    "Retriever",
+    "SearchRequest",
+    "SearchResult",
+]

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from .engine import SearchRequest
 from .filters import filters_from_options
+from .results import SearchRequest
 
 
 @dataclass(frozen=True, slots=True)

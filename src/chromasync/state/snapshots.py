@@ -4,7 +4,8 @@ A snapshot says what an unchanged re-run of one command line prints, and on what
 depends: the config files read (their bytes, or their absence), the state file's identity
 (inode, size, mtime) and, per source, the tree listing its walk saw (`listing`). A full run
 writes it (`Recorder`, under the data dir's lock); whoever takes the lock deletes every
-snapshot first (`invalidate`, called by `lock`); the fast path reads it (`read_snapshot`)
+snapshot first (`invalidate`, called by `lock`; the keyword search's `.search` snapshots as
+well); the fast path reads it (`read_snapshot`)
 and stamps each run it answers (`<key>.ran`: the report it printed; its mtime is when),
 which `status` reads back (`recent_runs`). Built-in modules only, like `fastpath`.
 """
@@ -196,7 +197,7 @@ def invalidate(data_dir: str) -> None:
     stamps = []
     for name in names:
         path = os.path.join(folder, name)
-        if name.endswith((".snap", ".tmp")):
+        if name.endswith((".snap", ".search", ".tmp")):  # .search: `retrieve.quick`
             try:
                 os.unlink(path)
             except OSError:

@@ -1,0 +1,231 @@
+"""A search's request, its ranked lists and its result, and the pure steps between them.
+
+`rank_hits` turns the gathered lists into the hits of one mode (fused for hybrid);
+`present` applies the per-document collapse, the top k, date order and groups;
+`plain_lines` is the result as the CLI prints it where no terminal reads it. Nothing here
+touches Chroma, the model or the disk: the console script's keyword fast path
+(`fastsearch`) runs the same steps as the engine without loading either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..records import Hit
+from .filters import Filters
+from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
+
+#: Fusion chosen on SciFact's 809 training claims (benchmarks/retrieval.py --sweep): the sum
+#: of z-normalised scores, equal weights, nDCG@10 0.735, against 0.716 for RRF (k = 60),
+#: 0.732 for min-max, 0.688 for keyword and 0.670 for dense alone.
+DEFAULT_FUSION = Fusion("zscore")
+#: Depth of each ranked list; the same as `eval` uses, so it measures what search returns.
+MIN_CANDIDATES = 200
+
+#: How one collection's keyword list was made: (collection, "state" | "mirror" | "none",
+#: the SQL condition and its parameters). "none": the filters leave nothing to search.
+KeywordPlan = tuple[tuple[str, str, str, tuple[Any, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    query: str
+    mode: str = "hybrid"
+    k: int = 10
+    filters: Filters = field(default_factory=Filters)
+    collections: tuple[str, ...] = ()
+    all_collections: bool = False
+    per_doc: bool = False
+    sort: str = "rank"  # or "date"
+    group_by: str | None = None
+    candidates: int | None = None  # depth of each ranked list (default max(4k, 200))
+    fusion: Fusion | None = None
+    rerank: bool = True  # when a reranker is configured
+
+    @property
+    def depth(self) -> int:
+        return self.candidates or max(4 * self.k, MIN_CANDIDATES)
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """The ranked lists of one request, before fusion."""
+
+    dense: tuple[Hit, ...]
+    keyword: tuple[Hit, ...]
+    collections: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    keyword_plan: KeywordPlan = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    query: str
+    mode: str
+    collections: tuple[str, ...]
+    filters: Filters
+    hits: tuple[Hit, ...]
+    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()  # group value -> hit indexes
+    group_field: str | None = None
+    reranked: bool = False
+    warnings: tuple[str, ...] = ()
+    #: How each keyword list was made (not part of the JSON: for the fast path's snapshot).
+    keyword_plan: KeywordPlan = field(default=(), compare=False)
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "query": self.query,
+            "mode": self.mode,
+            "collections": list(self.collections),
+            "filters": self.filters.as_json(),
+            "reranked": self.reranked,
+            "hits": [h.as_json() for h in self.hits],
+        }
+        if self.group_field:
+            out["group_by"] = self.group_field
+            out["groups"] = [{"value": v, "hits": list(i)} for v, i in self.groups]
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+
+def rank_hits(gathered: Gathered, mode: str, fusion: Fusion = DEFAULT_FUSION) -> list[Hit]:
+    """The hits of one mode, best first, each with its rank in every list it is in."""
+    dense_ranks = _ranks(gathered.dense)
+    keyword_ranks = _ranks(gathered.keyword)
+    if mode == "dense":
+        chosen: list[tuple[tuple[str, str], float]] = [(_key(h), h.score) for h in gathered.dense]
+    elif mode == "keyword":
+        chosen = [(_key(h), h.score) for h in gathered.keyword]
+    else:
+        chosen = fuse(
+            [
+                Ranked("dense", tuple((_key(h), h.score) for h in gathered.dense)),
+                Ranked("keyword", tuple((_key(h), h.score) for h in gathered.keyword)),
+            ],
+            fusion,
+        )
+    by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
+    out = []
+    for key, score in chosen:
+        ranks = {}
+        if key in dense_ranks:
+            ranks["dense"] = dense_ranks[key]
+        if key in keyword_ranks:
+            ranks["keyword"] = keyword_ranks[key]
+        out.append(replace(by_key[key], score=score, ranks=ranks))
+    return out
+
+
+def present(
+    request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
+) -> SearchResult:
+    """Per-doc collapse, the top k, then date order and groups."""
+    if request.per_doc:
+        hits = [
+            replace(hit, collapsed=n)
+            for hit, n in collapse_per_doc(hits, lambda h: (h.collection, h.source, h.path))
+        ]
+    top = list(hits[: request.k])
+    if request.sort == "date":
+        top = sort_by_date(top, lambda h: _date_of(h, request.filters.date_fields))
+    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    if request.group_by:
+        field_name = request.group_by
+        grouped = group_by(list(range(len(top))), lambda i: _group_value(top[i], field_name))
+        order = [i for _, members in grouped for i in members]
+        top = [top[i] for i in order]
+        position = 0
+        regrouped = []
+        for value, members in grouped:
+            regrouped.append((value, tuple(range(position, position + len(members)))))
+            position += len(members)
+        groups = tuple(regrouped)
+    return SearchResult(
+        query=request.query,
+        mode=request.mode,
+        collections=gathered.collections,
+        filters=request.filters,
+        hits=tuple(top),
+        groups=groups,
+        group_field=request.group_by,
+        reranked=reranked,
+        warnings=gathered.warnings,
+        keyword_plan=gathered.keyword_plan,
+    )
+
+
+def plain_lines(result: SearchResult) -> str:
+    """The hits as the CLI prints them where no terminal reads its output: one line per hit
+    (`rank. path:start-end score (ranks)`), the heading and the snippet below it, unwrapped
+    and without styles. Results grouped with `--group-by` are drawn by the terminal renderer.
+    """
+    from ..sync.summary import printable
+    from .highlight import match_spans, snippet
+
+    if not result.hits:
+        return "no hits\n"
+    show_collection = len(result.collections) > 1
+    lines: list[str] = []
+    for rank, hit in enumerate(result.hits, 1):
+        head = f"{rank}. "
+        if show_collection:
+            head += f"[{printable(hit.collection)}] "
+        head += printable(f"{hit.path}:{hit.start_line}-{hit.end_line}")
+        head += f" {hit.score:.3f}"
+        if hit.ranks:
+            head += " (" + ", ".join(f"{m} #{r}" for m, r in hit.ranks.items()) + ")"
+        if hit.collapsed:
+            head += f" +{hit.collapsed} more in this file"
+        lines.append(head)
+        if hit.heading:
+            lines.append("   " + printable(hit.heading))
+        flat = printable(" ".join(hit.text.split()))
+        window, _ = snippet(flat, match_spans(flat, result.query, result.filters.phrases))
+        lines.append("   " + window)
+    return "\n".join(lines) + "\n"
+
+
+def _key(hit: Hit) -> tuple[str, str]:
+    return (hit.collection, hit.id)
+
+
+def _ranks(hits: Sequence[Hit]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for rank, hit in enumerate(hits, 1):
+        out.setdefault(_key(hit), rank)
+    return out
+
+
+def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:
+    for name in fields:
+        value = hit.metadata.get(f"{name}_ts")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _group_value(hit: Hit, field_name: str) -> str:
+    value: Any = hit.metadata.get(field_name)
+    if value is None:
+        value = getattr(hit, field_name, None) if field_name in ("collection",) else None
+    if value is None or value == "":
+        return "(none)"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+__all__ = [
+    "DEFAULT_FUSION",
+    "MIN_CANDIDATES",
+    "Gathered",
+    "KeywordPlan",
+    "SearchRequest",
+    "SearchResult",
+    "plain_lines",
+    "present",
+    "rank_hits",
+]
