@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -21,7 +22,7 @@ from .config.sources import configured_entries, select_entries, spec_for
 from .datadir import CACHE_FILE as CACHE_FILE
 from .embed import Embedder, make_embedder
 from .embed.cache import EmbeddingCache
-from .errors import ConfigError, NotFound, SourceError
+from .errors import ChromasyncError, ConfigError, NotFound, SourceError, StoreError, storage_error
 from .records import Hit, IngestSummary, SourceSpec
 from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
 from .retrieve.access import FileText, get_document, read_indexed_file, select_known
@@ -359,7 +360,7 @@ def _ingest_jobs(
     embedder = embedder or make_embedder_for(settings)
     environ = os.environ if environ is None else environ
     summaries: list[IngestSummary] = []
-    with StoreLock(settings.data_dir, wait=wait):
+    with _storage_errors(settings), StoreLock(settings.data_dir, wait=wait):
         state = State.open(settings.data_dir)
         ingestors: dict[str, Ingestor] = {}
         try:
@@ -588,7 +589,31 @@ def make_filters(settings: Settings, **options: Any) -> Filters:
 
 
 @contextmanager
+def _storage_errors(settings: Settings) -> Iterator[None]:
+    """A full disk, a read-only data dir or a permission error as a clear `StoreError`
+    naming the data dir (never a raw `OSError` or `sqlite3.OperationalError`)."""
+    try:
+        yield
+    except ChromasyncError as exc:
+        found = storage_error(exc, settings.data_dir) if isinstance(exc, StoreError) else None
+        if found is None or found is exc:
+            raise
+        raise found from exc
+    except (OSError, sqlite3.Error) as exc:
+        found = storage_error(exc, settings.data_dir)
+        if found is None:
+            raise
+        raise found from exc
+
+
+@contextmanager
 def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
+    with _storage_errors(settings), _open_retriever(settings, embedder) as retriever:
+        yield retriever
+
+
+@contextmanager
+def _open_retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
     import time
 
     from .retrieve.bm25 import KeywordIndex

@@ -18,7 +18,10 @@ They never contain a secret. Third-party errors are wrapped with ``raise ... fro
 
 from __future__ import annotations
 
+import errno
+import sqlite3
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TypeVar
 
 V = TypeVar("V")
@@ -93,6 +96,50 @@ def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
     return table[ChromasyncError]
 
 
+#: What a full disk, a read-only mount or missing write permission look like.
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_READ_ONLY = (errno.EROFS,)
+_DENIED = (errno.EACCES, errno.EPERM)
+
+
+def storage_error(exc: BaseException, data_dir: Path | str) -> StoreError | None:
+    """A clear `StoreError` naming `data_dir` for a full disk, a read-only file system or a
+    permission error found anywhere in `exc`'s chain (an `OSError`, SQLite's
+    "database or disk is full" / "readonly database", or Chroma's wrapping of them);
+    None for anything else."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    kind = ""
+    while current is not None and id(current) not in seen and not kind:
+        seen.add(id(current))
+        text = str(current).lower()
+        code = current.errno if isinstance(current, OSError) else None
+        if code in _FULL or "disk is full" in text or "no space left" in text:
+            kind = "full"
+        elif code in _READ_ONLY or "read-only file system" in text or "readonly database" in text:
+            kind = "read-only"
+        elif code in _DENIED or (isinstance(current, sqlite3.Error) and "unable to open" in text):
+            kind = "denied"
+        current = current.__cause__ or current.__context__
+    if kind == "full":
+        return StoreError(
+            f"the disk holding the data dir {data_dir} is full; nothing was deleted: free some "
+            "space (or point --data-dir / CHROMASYNC_DATA_DIR at a larger disk) and re-run"
+        )
+    if kind == "read-only":
+        return StoreError(
+            f"the data dir {data_dir} is on a read-only file system or its files are read-only; "
+            "nothing was changed: remount it writable, or copy it to a writable place and "
+            "point --data-dir / CHROMASYNC_DATA_DIR there"
+        )
+    if kind == "denied":
+        return StoreError(
+            f"permission denied in the data dir {data_dir}; nothing was changed: run as the "
+            "user who owns it, or fix its permissions"
+        )
+    return None
+
+
 __all__ = [
     "AccessDenied",
     "AnswerError",
@@ -108,4 +155,5 @@ __all__ = [
     "error_class",
     "error_classes",
     "lookup",
+    "storage_error",
 ]

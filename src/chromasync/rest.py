@@ -21,6 +21,12 @@ hold no index data) requires `Authorization: Bearer <token>`; the scheme is case
 the comparison constant-time, a token in the query string is ignored, and a 401 says only
 "unauthorized". Requests whose Host is not the service's own are refused (DNS rebinding).
 
+Cross-site requests (`WriteGuard`): a request with an `Origin` header is refused (403) unless
+that origin is the service itself (same scheme-less host and port as `Host`) or a loopback
+page (127.0.0.1, localhost, ::1); every POST must be `Content-Type: application/json` (415)
+with a JSON object body (422 for a missing body or `null`), so that no HTML form or
+`no-cors` fetch from another site can start a reindex or add a source.
+
 Errors map to statuses in one table, `ERROR_STATUS`; bad input is always a 4xx.
 """
 
@@ -138,6 +144,67 @@ class TokenGate:
                     headers={"WWW-Authenticate": "Bearer"},
                 )
                 await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _host_port(netloc: str, scheme: str = "http") -> tuple[str, int | None] | None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.hostname is None:
+        return None
+    default = {"http": 80, "https": 443}.get(scheme)
+    return parts.hostname.lower(), port if port is not None else default
+
+
+def origin_allowed(origin: str, host: str | None) -> bool:
+    """True for the service's own origin (same host and port as `Host`) or a loopback page."""
+    scheme, sep, netloc = origin.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or "/" in netloc:
+        return False  # "null" (sandboxed or file pages), other schemes, garbage
+    found = _host_port(netloc, scheme.lower())
+    if found is None:
+        return False
+    if found[0] in LOOPBACK_HOSTS:
+        return True
+    own = _host_port(host, scheme.lower()) if host else None
+    return own is not None and own == found
+
+
+class WriteGuard:
+    """ASGI middleware against cross-site requests: foreign `Origin`s are refused on every
+    route, and write methods must declare a JSON body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = scope["headers"]
+            origins = [v.decode("latin-1") for k, v in headers if k == b"origin"]
+            hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
+            refusal: tuple[int, str] | None = None
+            if origins and (
+                len(origins) > 1 or not origin_allowed(origins[0], hosts[0] if hosts else None)
+            ):
+                refusal = (403, "cross-origin request refused")
+            elif scope["method"] in WRITE_METHODS:
+                types = [v.decode("latin-1") for k, v in headers if k == b"content-type"]
+                media = types[0].split(";")[0].strip().lower() if len(types) == 1 else ""
+                if media != "application/json":
+                    refusal = (415, "write requests take Content-Type: application/json")
+            if refusal is not None:
+                body = {"error": "Refused", "detail": refusal[1]}
+                await JSONResponse(body, status_code=refusal[0])(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -298,9 +365,9 @@ def create_app(
         return result_json(service.retrieve(request))
 
     @app.post("/reindex", status_code=202, tags=["sync"])
-    def reindex(body: ReindexBody | None = None) -> JSONResponse:
-        """Queue a delta ingest of one source, several, or all; returns the job to poll."""
-        body = body or ReindexBody()
+    def reindex(body: ReindexBody) -> JSONResponse:
+        """Queue a delta ingest of one source, several, or all (`{}`); returns the job to
+        poll. The body is a JSON object, even when empty."""
         labels = ([body.source] if body.source else []) + body.sources
         options = api.default_options(
             service.settings, checksum=body.checksum, allow_mass_delete=body.allow_mass_delete
@@ -399,6 +466,7 @@ def create_app(
             raise NotFound(f"no static file {name!r}")
         return Response(_static(name), media_type=STATIC_FILES[name], headers=_page_headers())
 
+    app.add_middleware(WriteGuard)
     app.add_middleware(TokenGate, token=token or None)
     if allowed_hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))

@@ -137,7 +137,7 @@ def test_reindex_runs_a_delta_job(client: TestClient, notes: Path) -> None:
     hits = client.get("/search", params={"q": "quokkaberries", "k": 1}).json()["hits"]
     assert hits[0]["path"] == "ideas.txt"
     # all sources, with nothing changed: a job that embeds nothing
-    again = wait_job(client, client.post("/reindex").json()["id"])
+    again = wait_job(client, client.post("/reindex", json={}).json()["id"])
     assert again["summaries"][0]["chunks_embedded"] == 0
     assert any(j["id"] == job["id"] for j in client.get("/jobs").json())
 
@@ -160,7 +160,7 @@ def test_reindex_needs_a_json_body_type(client: TestClient) -> None:
     response = client.post(
         "/reindex", content=json.dumps({"source": "notes"}), headers={"content-type": "text/plain"}
     )
-    assert response.status_code == 422
+    assert response.status_code == 415
 
 
 def test_jobs_unknown_is_404(client: TestClient) -> None:

@@ -113,6 +113,7 @@ def _requests_for_every_route(app: Any) -> list[tuple[str, str, dict[str, Any]]]
         ("GET", "/sources"): ("GET", "/sources", {}),
         ("POST", "/sources"): ("POST", "/sources", {"json": {"path": "ok", "label": "ok"}}),
         ("GET", "/documents"): ("GET", "/documents", {"params": {"path": "ok/plain.md"}}),
+        ("GET", "/links"): ("GET", "/links", {"params": {"target": "https://example.org"}}),
         # the source POST /sources just added (the test waits for its job first)
         ("DELETE", "/sources/{label:path}"): ("DELETE", "/sources/ok", {"idle": True}),
         ("GET", "/file"): (

@@ -293,7 +293,10 @@ def test_plan_file(
     ("known", "gone", "allow", "refused"),
     [
         (100, MASS_DELETE_MIN, False, False),  # few: always allowed
-        (MASS_DELETE_MIN, MASS_DELETE_MIN, False, False),
+        (MASS_DELETE_MIN, MASS_DELETE_MIN, False, True),  # every file gone: a vanished root
+        (1, 1, False, True),  # whatever the source's size
+        (1, 1, True, False),
+        (MASS_DELETE_MIN, MASS_DELETE_MIN - 1, False, False),
         (30, MASS_DELETE_MIN + 1, False, True),  # 21 of 30: most of the source
         (100, 50, False, False),  # half is not "more than half"
         (100, 51, False, True),
@@ -303,7 +306,8 @@ def test_plan_file(
 )
 def test_check_deletions(known: int, gone: int, allow: bool, refused: bool) -> None:
     if refused:
-        with pytest.raises(SourceError, match=rf"'notes': {gone} of {known} .*--allow-mass"):
+        every = rf"all {known} indexed file\(s\) are gone" if gone >= known else rf"{gone} of {known}"
+        with pytest.raises(SourceError, match=rf"'notes': {every} .*--allow-mass"):
             check_deletions(known, gone, allow, "notes")
     else:
         check_deletions(known, gone, allow, "notes")

@@ -19,7 +19,11 @@ chunker keeps (and `tests/unit/test_chunk_properties.py` checks):
 * the context prefix is derived from the document's content only (heading path, front
   matter title, code symbol), never from its path or source, so that moving a file
   re-embeds nothing;
-* the same input gives the same chunks.
+* the same input gives the same chunks;
+* every chunker runs in linear (or n log n) time in its input
+  (`tests/unit/test_chunk_complexity.py` doubles inputs and bounds the time ratio), and
+  a `Deadline` in the budget, checked in the chunkers' loops, stops a file that still runs
+  past its time budget with `TooSlow` (ingest counts it as a `too-slow` skip).
 
 Markdown, and documents rendered as Markdown (`corpus.documents`), are chunked by heading
 sections (`markdown.py`), code by tree-sitter declarations
@@ -29,6 +33,7 @@ splitting and packing they share.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..records import Chunk, Document
@@ -39,6 +44,34 @@ from .meter import TokenMeter
 CHARS_PER_TOKEN = 20
 
 
+class TooSlow(Exception):
+    """Chunking one document ran past its time budget."""
+
+
+class Deadline:
+    """A time budget for one document, on an injected clock (seconds, monotonic).
+
+    `check` is cheap: it reads the clock on its first call, then once every `every` calls.
+    """
+
+    __slots__ = ("_clock", "_end", "_left", "every", "seconds")
+
+    def __init__(self, seconds: float, clock: Callable[[], float], every: int = 64) -> None:
+        self.seconds = seconds
+        self.every = max(every, 1)
+        self._clock = clock
+        self._end = clock() + seconds
+        self._left = 1
+
+    def check(self) -> None:
+        self._left -= 1
+        if self._left > 0:
+            return
+        self._left = self.every
+        if self._clock() > self._end:
+            raise TooSlow(f"reading and chunking took longer than {self.seconds:g} s")
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """Every chunk's `embed_text` must measure at most `max_tokens` word pieces."""
@@ -46,6 +79,12 @@ class Budget:
     max_tokens: int
     meter: TokenMeter
     max_chars: int = 0  # 0: max_tokens * CHARS_PER_TOKEN
+    deadline: Deadline | None = None  # None: no time budget
+
+    def tick(self) -> None:
+        """Raise `TooSlow` once the deadline has passed (checked in the chunkers' loops)."""
+        if self.deadline is not None:
+            self.deadline.check()
 
     @property
     def char_limit(self) -> int:
@@ -53,7 +92,11 @@ class Budget:
 
 
 def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
-    """Split one document by its kind: Markdown sections, code declarations, or text."""
+    """Split one document by its kind: Markdown sections, code declarations, or text.
+
+    Raises `TooSlow` when `budget.deadline` passes before the chunks are done.
+    """
+    budget.tick()
     if doc.kind in ("markdown", "document"):
         from .markdown import chunk_markdown
 
@@ -67,4 +110,4 @@ def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
     return chunk_text(doc, budget)
 
 
-__all__ = ["CHARS_PER_TOKEN", "Budget", "chunk_document"]
+__all__ = ["CHARS_PER_TOKEN", "Budget", "Deadline", "TooSlow", "chunk_document"]

@@ -16,6 +16,7 @@ top level falls back to paragraph splitting: never a failure.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
@@ -29,6 +30,12 @@ from .text import paragraph_drafts
 log = logging.getLogger(__name__)
 
 _PARSERS: dict[str, Any] = {}
+#: Containers nested deeper than this are packed by lines instead of opened at their members:
+#: bounds the recursion (and the qualified names, which grow with the depth) on hostile input.
+MAX_MEMBER_DEPTH = 24
+#: A file whose lines nest deeper than this (in indentation levels) is not given to
+#: tree-sitter: the YAML grammar's scanner crashes the process past 255 levels.
+MAX_INDENT_DEPTH = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,9 @@ def _declaration_drafts(layout: Layout, spec: LanguageSpec, doc: Document) -> li
     parser = parser_for(spec.grammar)
     if parser is None:
         return None
+    if indent_depth(layout.lines) > MAX_INDENT_DEPTH:
+        log.debug("%s: nested too deep for the parser; splitting by lines", doc.rel_path)
+        return None
     source = doc.text.encode("utf-8")
     try:
         tree = parser.parse(source)
@@ -92,6 +102,23 @@ def _declaration_drafts(layout: Layout, spec: LanguageSpec, doc: Document) -> li
     return chunker.emit(items, None)
 
 
+def indent_depth(lines: list[str]) -> int:
+    """The deepest stack of increasing indentations among `lines` (an indent scanner's)."""
+    stack = [0]
+    deepest = 0
+    for line in lines:
+        stripped = line.lstrip(" \t")
+        if not stripped:
+            continue
+        indent = len(line) - len(stripped)
+        while indent < stack[-1]:
+            stack.pop()
+        if indent > stack[-1]:
+            stack.append(indent)
+            deepest = max(deepest, len(stack) - 1)
+    return deepest
+
+
 def _lines(node: Node) -> tuple[int, int]:
     start_row = node.start_point[0]
     end_row, end_column = node.end_point
@@ -107,6 +134,7 @@ class _CodeChunker:
         self.spec = spec
         self.source = source
         self.language = language
+        self.depth = 0  # containers opened around the current item
 
     def items(
         self, nodes: list[Node], prefix: str | None, first: int, last: int, container: bool = False
@@ -114,6 +142,7 @@ class _CodeChunker:
         """Items of `nodes` within lines `first`..`last`, covering every non-blank line."""
         items: list[Item] = []
         for node in nodes:
+            self.layout.tick()
             start, end = _lines(node)
             start, end = max(start, first), min(end, last)
             if items and start <= items[-1].last:
@@ -178,6 +207,7 @@ class _CodeChunker:
         pending: list[Item] = []
         between = False
         for item in items:
+            self.layout.tick()
             if not item.declaration:
                 pending.append(item)
                 continue
@@ -227,13 +257,19 @@ class _CodeChunker:
 
     def _members(self, item: Item, owner: str | None) -> list[Draft] | None:
         """Drafts of a container's members, or None when `item` has none."""
-        if item.node is None:
+        if item.node is None or self.depth >= MAX_MEMBER_DEPTH:
             return None
         nodes = members(item.node, self.spec)
         if not nodes:
             return None
         inner = self.items(nodes, owner, item.first, item.last, container=True)
-        return self.emit(inner, owner) if inner else None
+        if not inner:
+            return None
+        self.depth += 1
+        try:
+            return self.emit(inner, owner)
+        finally:
+            self.depth -= 1
 
     def _pack(self, items: list[Item], owner: str | None) -> list[Draft]:
         """Pack consecutive non-declaration items; an oversized container is opened."""
@@ -265,9 +301,11 @@ class _CodeChunker:
         drafts = self.layout.pack_drafts([u for _, u in run], context, "", owner, self.language)
         if owner is not None or not self.spec.data:
             return drafts
-        named = [(u.span.a, u.span.b, i.name) for i, u in run]
+        # the run's spans are disjoint and in order: bisect for those a draft overlaps
+        starts = [u.span.a for _, u in run]
+        ends = [u.span.b for _, u in run]
         out: list[Draft] = []
         for draft in drafts:
-            inside = [name for a, b, name in named if a < draft.b and b > draft.a]
-            out.append(replace(draft, symbol=inside[0] if len(inside) == 1 else None))
+            lo, hi = bisect.bisect_right(ends, draft.a), bisect.bisect_left(starts, draft.b)
+            out.append(replace(draft, symbol=run[lo][0].name if hi - lo == 1 else None))
         return out

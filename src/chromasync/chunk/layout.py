@@ -78,6 +78,7 @@ class Layout:
     def __init__(self, text: str, body_start_line: int, budget: Budget) -> None:
         self.text = text
         self.budget = budget
+        self.tick = budget.tick  # raises TooSlow past the document's time budget
         self.limit = budget.char_limit
         self.lines = text.split("\n")
         self.first_line = max(body_start_line, 1)
@@ -183,6 +184,7 @@ class Layout:
         spans: list[Span] = []
         start: int | None = None
         for number in range(first, last + 1):
+            self.tick()
             if not self.blank(number):
                 if start is None:
                     start = number
@@ -201,6 +203,7 @@ class Layout:
 
     def subdivide(self, span: Span, room: int) -> list[Span]:
         """Pieces of `span` that each fit `room`: paragraphs, lines, sentences, then cuts."""
+        self.tick()
         if self.fits(span.tokens, span.a, span.b, room):
             return [span]
         first, last = self.line_of(span.a), self.line_of(span.b - 1)
@@ -246,6 +249,7 @@ class Layout:
         pieces: list[Span] = []
         position = a
         while position < b:
+            self.tick()
             while position < b and text[position].isspace():
                 position += 1
             if position >= b:
@@ -298,6 +302,7 @@ class Layout:
         needed = max(1, -(-total // max(room, 1)))
         filler = _Filler(self, room, target=-(-total // needed))
         for index, unit in enumerate(units):
+            self.tick()
             span = unit.span
             if filler.joinable(span):
                 filler.add(span)
@@ -407,6 +412,7 @@ class Layout:
 
     def _refit(self, draft: Draft) -> list[Draft]:
         """Halve an over-budget draft at a line boundary (or cut its one line) until it fits."""
+        self.tick()
         meter, max_tokens = self.budget.meter, self.budget.max_tokens
         if meter.count(draft.context + self.text[draft.a : draft.b]) <= max_tokens:
             return [draft]

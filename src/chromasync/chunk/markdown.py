@@ -27,7 +27,7 @@ packed the same way, under the title when there is one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..records import Chunk, Document
@@ -72,18 +72,21 @@ class Section:
         return all(b.kind == "heading" for b in self.blocks)
 
 
-def parse_blocks(lines: list[str], first: int, last: int) -> list[Block]:
-    """The blocks of lines `first`..`last` (1-based), in order."""
+def parse_blocks(
+    lines: list[str], first: int, last: int, tick: Callable[[], None] = lambda: None
+) -> list[Block]:
+    """The blocks of lines `first`..`last` (1-based), in order; `tick` is called per line."""
     blocks: list[Block] = []
     number = first
     while number <= last:
+        tick()
         line = lines[number - 1]
         if not line.strip():
             number += 1
             continue
         fence = _FENCE.match(line)
         if fence:
-            end = _fence_end(lines, number, fence.group(1), last)
+            end = _fence_end(lines, number, fence.group(1), last, tick)
             blocks.append(Block("fence", number, end))
             number = end + 1
             continue
@@ -94,11 +97,11 @@ def parse_blocks(lines: list[str], first: int, last: int) -> list[Block]:
             continue
         item = _LIST.match(line)
         if item and not _BREAK.match(line):
-            end, items = _list_end(lines, number, last, len(item.group(1)))
+            end, items = _list_end(lines, number, last, len(item.group(1)), tick)
             blocks.append(Block("list", number, end, items=items))
             number = end + 1
             continue
-        block = _paragraph(lines, number, last)
+        block = _paragraph(lines, number, last, tick)
         blocks.append(block)
         number = block.last + 1
     return blocks
@@ -108,18 +111,22 @@ def _title(text: str) -> str:
     return _ATTRIBUTES.sub("", text).strip()
 
 
-def _fence_end(lines: list[str], start: int, marker: str, last: int) -> int:
+def _fence_end(
+    lines: list[str], start: int, marker: str, last: int, tick: Callable[[], None]
+) -> int:
     """The closing line of the fence opened at `start` (an unclosed fence runs to the end)."""
     closing = re.compile(r"^[ \t]*" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*$")
     for number in range(start + 1, last + 1):
+        tick()
         if closing.match(lines[number - 1]):
             return number
     return last
 
 
-def _paragraph(lines: list[str], start: int, last: int) -> Block:
+def _paragraph(lines: list[str], start: int, last: int, tick: Callable[[], None]) -> Block:
     end = start
     while end < last:
+        tick()
         following = lines[end]
         if not following.strip() or _FENCE.match(following) or _ATX.match(following):
             break
@@ -136,7 +143,7 @@ def _indent(line: str) -> int:
 
 
 def _list_end(
-    lines: list[str], start: int, last: int, base: int
+    lines: list[str], start: int, last: int, base: int, tick: Callable[[], None]
 ) -> tuple[int, tuple[tuple[int, int], ...]]:
     """The last line of the list starting at `start`, and its top-level items."""
     items: list[tuple[int, int]] = []
@@ -147,6 +154,7 @@ def _list_end(
         fence = opened.group(1)
     number = start + 1
     while number <= last:
+        tick()
         line = lines[number - 1]
         if fence is not None:
             stripped = line.strip()
@@ -208,18 +216,18 @@ def glue_headings(sections: list[Section]) -> list[Section]:
     glued: list[Section] = []
     pending: Section | None = None
     for section in sections:
+        heading_only = section.heading_only  # its own blocks: pending ones are all headings
         if pending is not None:
             if section.path[: len(pending.path)] == pending.path:
                 path = section.path
             else:
                 path = _common(pending.path, section.path)
-            section = Section(
-                min(pending.level, section.level), path, pending.blocks + section.blocks
-            )
-            pending = None
-        if section.heading_only:
-            pending = section
-        else:
+            pending.blocks.extend(section.blocks)  # in place: a run of headings stays linear
+            section = Section(min(pending.level, section.level), path, pending.blocks)
+        elif heading_only:
+            section = Section(section.level, section.path, list(section.blocks))  # ours to grow
+        pending = section if heading_only else None
+        if not heading_only:
             glued.append(section)
     if pending is not None:
         glued.append(pending)
@@ -260,7 +268,7 @@ def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
     if not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip():
         return front_matter_chunks(doc, budget)
     layout = Layout(doc.text, doc.body_start_line, budget)
-    blocks = parse_blocks(layout.lines, layout.first_line, layout.last_line)
+    blocks = parse_blocks(layout.lines, layout.first_line, layout.last_line, layout.tick)
     title = doc.metadata.get("title")
     root = " ".join(title.split()) if isinstance(title, str) else ""
     sections = glue_headings(build_sections(blocks, root))
@@ -285,6 +293,7 @@ def _groups(
     soft = layout.budget.max_tokens // MERGE_SHARE
     index = 0
     while index < len(sections):
+        layout.tick()
         first = sections[index]
         group, path = [first], first.path
         span = _section_span(layout, first)

@@ -5,7 +5,10 @@ says `document`) is hashed the same way, then read into text by `documents.read_
 within its budgets and rendered as Markdown-ish text; a document it refuses is a skip with
 its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the
 read must agree with each other, or the read is retried; a file that keeps changing is a
-counted skip.
+counted skip. The size
+limit is enforced by the read itself (never more than `max_bytes + 1` bytes are read), not
+only by the walk that listed the file: a file swapped for a bigger one in between is a
+`too-large` skip.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from .frontmatter import (
 from .walk import classify_extension
 
 #: Skip reasons that say nothing about the content: earlier records are kept.
-TRANSIENT_REASONS = frozenset({"changed-during-read", "permission-denied", "not-regular-file"})
+TRANSIENT_REASONS = frozenset(
+    {"changed-during-read", "permission-denied", "not-regular-file", "too-slow"}
+)
 _MAGIC = (
     b"\x89PNG",
     b"\x1f\x8b",
@@ -49,14 +54,21 @@ def read_file(
     identity_key: str | None = None,
     privacy_keys: tuple[str, ...] = ("private",),
     limits: Limits | None = None,
+    max_bytes: int | None = None,
 ) -> ReadOutcome:
     """Read, hash and decode one file into a `Document`, or say why it is skipped
-    (`limits`: the budgets of a document's reader)."""
+    (`limits`: the budgets of a document's reader).
+
+    With `max_bytes`, a file larger than that (when it is opened, or as it is read) is a
+    `too-large` skip and at most `max_bytes + 1` of its bytes are read.
+    """
     raw: bytes | None = None
     current = file
     for _ in range(_ATTEMPTS):
         try:
-            raw, current = _read_stable(file)
+            raw, current = _read_stable(file, max_bytes)
+        except _TooLarge as exc:
+            return ReadOutcome(file, None, skip=Skip(file.rel_path, "too-large", str(exc)))
         except PermissionError as exc:
             return ReadOutcome(file, None, skip=Skip(file.rel_path, "permission-denied", str(exc)))
         except _NotRegular:
@@ -177,7 +189,11 @@ class _NotRegular(Exception):
     pass
 
 
-def _read_stable(file: FileStat) -> tuple[bytes, FileStat]:
+class _TooLarge(Exception):
+    pass
+
+
+def _read_stable(file: FileStat, max_bytes: int | None = None) -> tuple[bytes, FileStat]:
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(file.abs_path, flags)
@@ -189,12 +205,19 @@ def _read_stable(file: FileStat) -> tuple[bytes, FileStat]:
         before = os.fstat(fd)
         if not stat_mod.S_ISREG(before.st_mode):
             raise _NotRegular
+        if max_bytes is not None and before.st_size > max_bytes:
+            raise _TooLarge(f"{before.st_size} bytes, more than the limit of {max_bytes}")
         chunks = []
+        total = 0
         while True:
-            block = os.read(fd, 1 << 20)
+            want = 1 << 20 if max_bytes is None else min(1 << 20, max_bytes + 1 - total)
+            block = os.read(fd, want)
             if not block:
                 break
             chunks.append(block)
+            total += len(block)
+            if max_bytes is not None and total > max_bytes:
+                raise _TooLarge(f"more than the limit of {max_bytes} bytes as read")
         after = os.fstat(fd)
     finally:
         os.close(fd)

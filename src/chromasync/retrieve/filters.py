@@ -20,6 +20,14 @@ Paths, phrases and metadata substrings have no Chroma operator. Paths (git-wildm
 `ingest --include`) are resolved against the indexed paths into a `path $in [...]` clause;
 phrases and substrings become SQL over the keyword index (`local_sql`), whose matching ids
 then restrict the dense query. Everything here is pure.
+
+Every surface (CLI, REST, MCP) builds its `Filters` with `filters_from_options`, which
+bounds the untrusted input before any parser, SQLite or Chroma sees it (the `MAX_*`
+constants below, written down in docs/reliability.md): a `where_json` text is measured and
+its nesting counted before it is parsed, a `where` object's depth, branches, terms and
+`$in` lists are counted without recursion, and the number and length of every repeated
+option are capped. Past a bound: a `ConfigError` saying which one (HTTP 400, CLI exit 2, an
+MCP error result).
 """
 
 from __future__ import annotations
@@ -48,6 +56,19 @@ _CONTAINS_OPS = {"$contains", "$not_contains"}
 _WORD = re.compile(r"[^\W_]+")
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+
+#: Characters of a `where_json` text.
+MAX_WHERE_JSON_CHARS = 16_384
+#: `$and`/`$or` nested in one another.
+MAX_WHERE_DEPTH = 8
+#: Clauses of one `$and`/`$or`, and values of one `$in`/`$nin`.
+MAX_WHERE_LIST = 256
+#: Conditions (and `$in` values) in one `where` in all.
+MAX_WHERE_TERMS = 512
+#: Values of each repeatable option: source, where, tag, date field, path, phrase, match.
+MAX_OPTION_VALUES = 64
+#: Characters of one option value (a key, a value, a pattern, a phrase).
+MAX_VALUE_CHARS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +121,11 @@ class Filters:
             out["path"] = list(self.paths)
         if self.phrases:
             out["phrase"] = list(self.phrases)
-        if self.matches:
-            out["match"] = {k: v for k, v in self.matches}
+        if self.matches:  # a field given several times: all its values (all must hold)
+            grouped: dict[str, list[str]] = {}
+            for key, needle in self.matches:
+                grouped.setdefault(key, []).append(needle)
+            out["match"] = {k: v[0] if len(v) == 1 else v for k, v in grouped.items()}
         if self.links_to:
             out["links_to"] = list(self.links_to)
         return out
@@ -162,13 +186,108 @@ def parse_when(text: str, option: str) -> int:
 
 
 def parse_where_json(text: str) -> Where:
+    if len(text) > MAX_WHERE_JSON_CHARS:
+        raise ConfigError(
+            f"--where-json is {len(text)} characters long; at most {MAX_WHERE_JSON_CHARS}"
+        )
+    depth = _json_depth(text)
+    if depth > 2 * MAX_WHERE_DEPTH + 4:
+        raise ConfigError(
+            f"--where-json nests {depth} levels deep; $and/$or may nest {MAX_WHERE_DEPTH} deep"
+        )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--where-json is not valid JSON: {exc}") from exc
     if not isinstance(value, dict):
         raise ConfigError('--where-json must be a JSON object such as {"year": {"$gte": 2020}}')
+    check_where_bounds(value)
     return normalise_where(value)
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped), in one
+    pass without recursion: measured before the parser sees the text."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_where_bounds(where: Any) -> None:
+    """Refuse a `where` object past the bounds (depth, list lengths, terms), without
+    recursion, so that a hostile object costs no more than its size to refuse."""
+    terms = 0
+    stack: list[tuple[Any, int]] = [(where, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if len(node) > MAX_WHERE_LIST:
+            raise ConfigError(f"a where filter has {len(node)} keys; at most {MAX_WHERE_LIST}")
+        for key, value in node.items():
+            if not isinstance(key, str) or len(key) > MAX_VALUE_CHARS:
+                raise ConfigError(f"a where key is longer than {MAX_VALUE_CHARS} characters")
+            if key in ("$and", "$or"):
+                if depth + 1 > MAX_WHERE_DEPTH:
+                    raise ConfigError(
+                        f"where: $and/$or nest more than {MAX_WHERE_DEPTH} levels deep"
+                    )
+                if isinstance(value, list):
+                    if len(value) > MAX_WHERE_LIST:
+                        raise ConfigError(
+                            f"where: {key} has {len(value)} clauses; at most {MAX_WHERE_LIST}"
+                        )
+                    stack.extend((v, depth + 1) for v in value)
+                continue
+            terms += 1
+            if isinstance(value, Mapping):
+                for op, arg in value.items():
+                    if isinstance(arg, list):
+                        if len(arg) > MAX_WHERE_LIST:
+                            raise ConfigError(
+                                f"where: {op} on {key!r} has {len(arg)} values; "
+                                f"at most {MAX_WHERE_LIST}"
+                            )
+                        terms += len(arg)
+                        arg_items: list[Any] = arg
+                    else:
+                        arg_items = [arg]
+                    for item in arg_items:
+                        if isinstance(item, Mapping | list):
+                            raise ConfigError(f"where: {op} on {key!r} takes plain values")
+                        if isinstance(item, str) and len(item) > MAX_VALUE_CHARS:
+                            raise ConfigError(
+                                f"where: a value is longer than {MAX_VALUE_CHARS} characters"
+                            )
+            elif isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+                raise ConfigError(f"where: a value is longer than {MAX_VALUE_CHARS} characters")
+            if terms > MAX_WHERE_TERMS:
+                raise ConfigError(f"where: more than {MAX_WHERE_TERMS} conditions")
+
+
+def _check_options(option: str, values: Sequence[str]) -> None:
+    if len(values) > MAX_OPTION_VALUES:
+        raise ConfigError(f"{option} is given {len(values)} times; at most {MAX_OPTION_VALUES}")
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigError(f"{option} takes text, got {type(value).__name__}")
+        if len(value) > MAX_VALUE_CHARS:
+            raise ConfigError(f"{option}: a value is longer than {MAX_VALUE_CHARS} characters")
 
 
 def filters_from_options(
@@ -186,7 +305,21 @@ def filters_from_options(
     matches: Sequence[str] = (),
     links_to: Sequence[str] = (),
 ) -> Filters:
-    """`Filters` from the strings a surface receives (CLI flags, REST or MCP arguments)."""
+    """`Filters` from the strings a surface receives (CLI flags, REST or MCP arguments),
+    bounded (see the `MAX_*` constants) before anything parses them."""
+    for option, values in (
+        ("--source", sources),
+        ("--where", where),
+        ("--tag", tags),
+        ("--date-field", date_fields),
+        ("--path", paths),
+        ("--phrase", phrases),
+        ("--match", matches),
+    ):
+        _check_options(option, values)
+    for option, value in (("--after", after), ("--before", before)):
+        if value is not None and (not isinstance(value, str) or len(value) > 64):
+            raise ConfigError(f"{option} takes a date like 2024-05-31")
     pairs = []
     for text in where:
         key, value = parse_pair(text, "--where")
@@ -195,7 +328,10 @@ def filters_from_options(
     if isinstance(where_json, str) and where_json.strip():
         parsed_json = parse_where_json(where_json)
     elif isinstance(where_json, Mapping) and where_json:
+        check_where_bounds(where_json)
         parsed_json = normalise_where(where_json)
+    elif where_json is not None and not isinstance(where_json, str | Mapping):
+        raise ConfigError("--where-json must be a JSON object")
     fields = tuple(check_key(f, "date field") for f in date_fields if f)
     if (after or before) and not fields:
         raise ConfigError("--after/--before need at least one date field (date_fields)")
@@ -359,9 +495,7 @@ def where_to_sql(
             [path, path, arg],
         )
     if op in _LIST_OPS:
-        parts = [_equals(column, path, a) for a in arg]
-        sql = "(" + " OR ".join(p[0] for p in parts) + ")"
-        params = [x for p in parts for x in p[1]]
+        sql, params = _one_of(column, path, arg)
         return (f"NOT COALESCE({sql}, 0)", params) if op == "$nin" else (sql, params)
     member = _member_sql(arg)
     sql = (
@@ -383,6 +517,20 @@ def _equals(column: str, path: str, value: Any) -> tuple[str, list[Any]]:
     return (
         f"(json_type({column}, ?) = 'text' AND json_extract({column}, ?) = ?)",
         [path, path, value],
+    )
+
+
+def _one_of(column: str, path: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    """Typed membership in `values` (all of one kind) as one flat `IN (...)`: a long list
+    (the paths a `--path` pattern matched) makes no deep expression tree."""
+    if all(isinstance(v, bool) for v in values):
+        parts = [_equals(column, path, v) for v in dict.fromkeys(values)]
+        return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
+    marks = ", ".join("?" * len(values))
+    kind = "IN ('integer', 'real')" if isinstance(values[0], int | float) else "= 'text'"
+    return (
+        f"(json_type({column}, ?) {kind} AND json_extract({column}, ?) IN ({marks}))",
+        [path, path, *values],
     )
 
 

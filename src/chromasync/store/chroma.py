@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
+from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import ChunkRecord, Hit, StoreLimits
 from ..retry import GaveUp, Refused
@@ -208,13 +208,32 @@ def store_error(config: StoreConfig, what: str, exc: BaseException) -> StoreErro
             f"{where}: {what} failed: {config.redact(str(found))}; the server is "
             "unreachable or overloaded, re-run when it is back (writes are idempotent)"
         )
-    text = config.redact(f"{type(exc).__name__}: {exc}")
+    text = _shorten(config.redact(f"{type(exc).__name__}: {exc}"))
     if _find(exc, (ssl.SSLError,)) is not None or "CERTIFICATE_VERIFY_FAILED" in text:
         return StoreError(
             f"{where}: {what} failed: TLS: {text}; certificates are verified (for a "
             "private CA set SSL_CERT_FILE)"
         )
     return StoreError(f"{where}: {what} failed: {text}")
+
+
+#: A third-party error message is cut to this many characters (Chroma's echo the whole
+#: `where` clause, which may be as long as a request allows).
+MESSAGE_CHARS = 300
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " …"
+
+
+def _refused_filter(exc: Exception) -> ConfigError | None:
+    """Chroma's refusal of a `where` or `ids` argument (its own validation, client- or
+    server-side) as a usage error: a 4xx, never "retry later"."""
+    name = type(exc).__name__
+    refusal = isinstance(exc, ValueError | TypeError) or name == "InvalidArgumentError"
+    if refusal and "where" in str(exc).lower():
+        return ConfigError(f"Chroma refused the search filter: {_shorten(str(exc))}")
+    return None
 
 
 def _ef_name(function: Any) -> str | None:
@@ -394,16 +413,23 @@ class Collection:
             if isinstance(vector, str)
             else {"query_embeddings": [list(vector)]}
         )
-        got = self._store._call(
-            f"query {self.name!r}",
-            lambda: self._raw.query(
-                **query,
-                n_results=k,
-                where=dict(where) if where else None,
-                ids=list(ids) if ids is not None else None,
-                include=["metadatas", "documents", "distances"],
-            ),
-        )
+
+        def run() -> Any:
+            try:
+                return self._raw.query(
+                    **query,
+                    n_results=k,
+                    where=dict(where) if where else None,
+                    ids=list(ids) if ids is not None else None,
+                    include=["metadatas", "documents", "distances"],
+                )
+            except Exception as exc:
+                refused = _refused_filter(exc) if where else None
+                if refused is not None:
+                    raise refused from exc
+                raise
+
+        got = self._store._call(f"query {self.name!r}", run)
         return [
             Hit.from_metadata(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
             for rid, meta, doc, dist in zip(

@@ -157,7 +157,7 @@ def build_chunk_report(
     chunk_seconds = measure_seconds = 0.0
     for file in files:
         began = clock()
-        outcome = read_file(file, spec.identity_key, privacy_keys)
+        outcome = read_file(file, spec.identity_key, privacy_keys, max_bytes=max_file_bytes)
         doc = outcome.document
         if doc is None:
             skipped[outcome.skip.reason if outcome.skip else "unreadable"] += 1

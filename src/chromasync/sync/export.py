@@ -53,7 +53,7 @@ def desired_records(
     )
     budget = Budget(budget_tokens, meter)
     for file in files:
-        outcome = read_file(file, spec.identity_key, privacy_keys)
+        outcome = read_file(file, spec.identity_key, privacy_keys, max_bytes=max_file_bytes)
         doc = outcome.document
         if doc is None:
             continue

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..chunk import Budget, chunk_document
+from ..chunk import Budget, Deadline, TooSlow, chunk_document
 from ..corpus.read import TRANSIENT_REASONS, read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder
@@ -51,6 +51,12 @@ if TYPE_CHECKING:
     from ..store.chroma import Collection, Store
 
 log = logging.getLogger(__name__)
+
+
+#: A file's time budget in seconds, from its read to its last chunk.
+FILE_SECONDS = 60.0
+#: The clock of those budgets (tests put a fake one here).
+FILE_CLOCK: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +87,12 @@ class Ingestor:
         environ: Mapping[str, str] | None = None,
         progress: Progress | None = None,
         on_settled: Callable[[SettledSource], None] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.state = state
+        #: Each file's time budget (read and chunk); past it, a `too-slow` skip.
+        self.file_seconds = FILE_SECONDS
+        self.clock = clock or FILE_CLOCK
         self.collection_name = collection_name
         self.embedder = embedder
         self._open_store = open_store
@@ -444,7 +454,10 @@ class Ingestor:
         now = run.read_ns = time.time_ns()
         for done, file in enumerate(to_read, 1):
             self._progress("read", done, len(to_read))
-            outcome = read_file(file, spec.identity_key, options.privacy_keys)
+            deadline = Deadline(self.file_seconds, self.clock)
+            outcome = read_file(
+                file, spec.identity_key, options.privacy_keys, max_bytes=options.max_file_bytes
+            )
             stat = outcome.stat
             previous = manifest.get(stat.rel_path)
             if outcome.skip is not None:
@@ -477,7 +490,13 @@ class Ingestor:
             ):
                 touched.append(_restat(previous, stat, now))
                 continue
-            chunks = chunk_document(doc, Budget(self.budget_tokens(options), self.meter()))
+            budget = Budget(self.budget_tokens(options), self.meter(), deadline=deadline)
+            try:
+                chunks = chunk_document(doc, budget)
+            except TooSlow as exc:  # earlier records are kept: the machine may be busy
+                log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
+                run.skipped["too-slow"] += 1
+                continue
             change = plan_file(stat, doc, chunks, previous, ctx)
             if (
                 previous is not None
