@@ -39,6 +39,8 @@ RESERVED_KEYS = frozenset(
         "document_id",
         "indexed_commit_sha",
         "doc_format",
+        "sidecar",
+        "sidecar_mismatch",
     }
 )
 MAX_VALUE_CHARS = 4096

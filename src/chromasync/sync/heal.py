@@ -54,8 +54,10 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
         )
         file_hash = next(iter(hashes)) if consistent else ""
         old = previous.get(path)
+        asset, asset_issue = "", ""
         if consistent and old is not None and old.file_hash == file_hash:
             size, mtime_ns, checked_ns = old.size, old.mtime_ns, old.checked_ns
+            asset, asset_issue = old.asset, old.asset_issue  # a sidecar's, read with it
         else:
             size, mtime_ns, checked_ns = -1, -1, 0
         if not consistent:
@@ -68,7 +70,17 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
             )
             for r in rows
         )
-        files[path] = FileState(path, size, mtime_ns, file_hash, max(versions), checked_ns, refs)
+        files[path] = FileState(
+            path,
+            size,
+            mtime_ns,
+            file_hash,
+            max(versions),
+            checked_ns,
+            refs,
+            asset=asset,
+            asset_issue=asset_issue,
+        )
         records[path] = [
             ChunkRecord(
                 id=r.id,
