@@ -19,7 +19,6 @@ They never contain a secret. Third-party errors are wrapped with ``raise ... fro
 from __future__ import annotations
 
 import errno
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -118,7 +117,7 @@ def storage_error(exc: BaseException, data_dir: Path | str) -> StoreError | None
             kind = "full"
         elif code in _READ_ONLY or "read-only file system" in text or "readonly database" in text:
             kind = "read-only"
-        elif code in _DENIED or (isinstance(current, sqlite3.Error) and "unable to open" in text):
+        elif code in _DENIED:  # by errno only: SQLite's "unable to open" has other causes
             kind = "denied"
         current = current.__cause__ or current.__context__
     if kind == "full":

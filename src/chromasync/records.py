@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 from .versions import CHUNKING_VERSION as CHUNKING_VERSION
 
 #: Schema of the SQLite state (manifest, keyword index).
-MANIFEST_SCHEMA = 2  # 2: ctime_ns and inode in `files`
+MANIFEST_SCHEMA = 3  # 2: ctime_ns and inode in `files`; 3: asset, asset_issue (sidecars)
 
 Scalar: TypeAlias = str | int | float | bool
 #: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.
@@ -124,14 +124,32 @@ class Document:
 
 
 @dataclass(frozen=True, slots=True)
+class AssetRef:
+    """What a sidecar's front matter `binary_asset` names (see `corpus.sidecar`).
+
+    `target` is the named file's path relative to the source root, or "" when the name is
+    refused (`issue`: `no-filename`, `outside-source <filename>`); `sha256` is the declared
+    hash, lower case, or ""; `metadata` the sidecar's flattened front matter, which the
+    named document's records take (also when the sidecar itself is an `empty` skip).
+    """
+
+    target: str
+    sha256: str = ""
+    issue: str = ""
+    metadata: Mapping[str, MetaValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class ReadOutcome:
-    """A file after reading: a `Document`, or a `Skip`; `stat` is what was actually read."""
+    """A file after reading: a `Document`, or a `Skip`; `stat` is what was actually read.
+    `asset`: a Markdown sidecar's `binary_asset`, also when the file is a `private` skip."""
 
     stat: FileStat
     file_hash: str | None
     document: Document | None = None
     skip: Skip | None = None
     dropped_metadata: int = 0
+    asset: AssetRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +205,10 @@ class FileState:
     skip_reason: str = ""  # a content skip (private, binary...) remembered by stat
     ctime_ns: int = 0
     inode: int = 0
+    #: A sidecar (Markdown whose front matter has `binary_asset`): the path of the file it
+    #: names, and what is wrong with it ("" when nothing; see `plan.sidecars`).
+    asset: str = ""
+    asset_issue: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +224,8 @@ class FileChange:
     to_rewrite: tuple[ChunkRecord, ...]  # ids present, metadata or document changed
     to_delete: tuple[str, ...]  # ids of this file that are no longer wanted
     is_new: bool
+    asset: str = ""  # a sidecar: see `FileState.asset`
+    asset_issue: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,27 @@ def test_edit_delete_add_converge(notes: Path, settings: Settings, embedder: Has
     assert len(stored) == summary.chunks_total
 
 
+def test_removed_front_matter_field_leaves_the_stored_records(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """Chroma's upsert merges a record's metadata with what it held: a field removed from
+    the front matter must be unset, not kept, or filters still find the note by it."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    note = root / "n.md"
+    note.write_text("---\ntags: [stale]\nauthor: Ann\n---\n# Note\n\nBody text.\n")
+    set_mtime(note, 1_600_000_000)
+    api.ingest([api.source_for(root)], settings, embedder=embedder)
+    note.write_text("---\nauthor: Ann\n---\n# Note\n\nBody text.\n")
+    set_mtime(note, 1_600_000_100)
+    [edited] = api.ingest([api.source_for(root)], settings, embedder=embedder)
+    assert edited.chunks_embedded == 0 and edited.files_updated == 1
+    stored = list(_collection_ids(settings).values())
+    assert stored and all("tags" not in m and m["author"] == "Ann" for m in stored)
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    assert list(collection.iter_records(where={"tags": {"$contains": "stale"}})) == []
+
+
 def test_touch_embeds_nothing(notes: Path, settings: Settings, embedder: HashEmbedder) -> None:
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     for path in notes.rglob("*.md"):

@@ -251,9 +251,12 @@ def test_a_heal_trusts_the_stat_of_untouched_files(
     state.close()
     read: list[str] = []
     real = ingest_module.read_file
-    monkeypatch.setattr(
-        ingest_module, "read_file", lambda file, *a: read.append(file.rel_path) or real(file, *a)
-    )
+
+    def counting(file, *a, **kw):  # type: ignore[no-untyped-def]
+        read.append(file.rel_path)
+        return real(file, *a, **kw)
+
+    monkeypatch.setattr(ingest_module, "read_file", counting)
     summary = _run(notes, settings, embedder)
     assert read == [edited.relative_to(notes).as_posix()]
     assert (summary.files_updated, summary.files_unchanged) == (1, 4)

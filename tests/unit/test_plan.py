@@ -306,7 +306,9 @@ def test_plan_file(
 )
 def test_check_deletions(known: int, gone: int, allow: bool, refused: bool) -> None:
     if refused:
-        every = rf"all {known} indexed file\(s\) are gone" if gone >= known else rf"{gone} of {known}"
+        every = (
+            rf"all {known} indexed file\(s\) are gone" if gone >= known else rf"{gone} of {known}"
+        )
         with pytest.raises(SourceError, match=rf"'notes': {every} .*--allow-mass"):
             check_deletions(known, gone, allow, "notes")
     else:

@@ -200,6 +200,9 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
 
     Reports orphans, missing, mismatched and duplicate records, keyword-index drift, and
     files changed, added or gone since the last ingest. Exits 1 when a difference remains.
+    Also lists what is wrong with sidecars (a binary_asset whose sha256 does not match its
+    file, without a filename, or naming a path outside the source): one line each, which
+    does not change the exit status.
     """
     with reported_errors():
         checks = api.verify(settings_from_flags(**flags), labels, repair, wait=wait)
@@ -222,6 +225,12 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
                 state,
                 escape(found) or "-",
             )
-        Console(highlight=False).print(table)
+        console = Console(highlight=False)
+        console.print(table)
+        for c in checks:  # problems of the corpus, not of the index: they do not fail
+            for line in c.sidecar_findings:
+                console.print(
+                    f"sidecar ({escape(safe(c.source))}): {escape(safe(line))}", soft_wrap=True
+                )
     if any(not c.ok for c in checks):
         raise SystemExit(1)

@@ -40,6 +40,8 @@ RESERVED_KEYS = frozenset(
         "indexed_commit_sha",
         "doc_format",
         "links",
+        "sidecar",
+        "sidecar_mismatch",
     }
 )
 MAX_VALUE_CHARS = 4096

@@ -17,6 +17,7 @@ import hashlib
 import os
 import stat as stat_mod
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..records import Document, FileStat, MetaValue, ReadOutcome, Skip
 from .documents import DocumentSkip, Limits, document_format, read_document, render_markdown
@@ -27,6 +28,7 @@ from .frontmatter import (
     is_private,
     split_front_matter,
 )
+from .sidecar import asset_ref
 from .walk import classify_extension
 
 #: Skip reasons that say nothing about the content: earlier records are kept.
@@ -111,21 +113,27 @@ def decode_document(
     dropped = 0
     body_start = 1
     identity: str | None = None
+    asset = None
     if kind == "markdown":
         try:
             front = split_front_matter(text)
         except FrontMatterError as exc:
             return skip("frontmatter-invalid", str(exc))
         if front is not None:
-            if is_private(front.data, privacy_keys):
-                return skip("private")
+            asset = asset_ref(file.rel_path, front.data)
+            if is_private(front.data, privacy_keys):  # a private sidecar's document is too
+                return ReadOutcome(
+                    file, file_hash, skip=Skip(file.rel_path, "private"), asset=asset
+                )
             metadata, dropped = flatten_metadata(front.data)
+            if asset is not None:
+                asset = replace(asset, metadata=metadata)
             body_start = front.body_start_line
             if identity_key and front.data.get(identity_key) is not None:
                 identity = str(front.data[identity_key])
     body = "\n".join(text.split("\n")[body_start - 1 :])
     if not body.strip() and not (metadata.get("title") or metadata.get("description")):
-        return skip("empty")
+        return ReadOutcome(file, file_hash, skip=Skip(file.rel_path, "empty"), asset=asset)
     document = Document(
         rel_path=file.rel_path,
         text=text,
@@ -136,7 +144,7 @@ def decode_document(
         metadata=metadata,
         identity=identity,
     )
-    return ReadOutcome(file, file_hash, document=document, dropped_metadata=dropped)
+    return ReadOutcome(file, file_hash, document=document, dropped_metadata=dropped, asset=asset)
 
 
 def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | None) -> ReadOutcome:

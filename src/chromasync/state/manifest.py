@@ -7,7 +7,8 @@
   last; a run that finds `'running'` knows the previous one died and reconciles the
   manifest against the collection before trusting it.
 * `files`: relative path -> size, mtime_ns, sha256, version, when it was last confirmed,
-  and the records written for it (id, chunk hash, record hash).
+  and the records written for it (id, chunk hash, record hash); for a sidecar, the file
+  its `binary_asset` names and what is wrong with it (`plan.sidecars`).
 * `chunks` with its FTS5 index `keyword`: the text of every record, for BM25 and
   for filters that run locally. Rows are replaced in the same transaction as the manifest
   row of their file, so the keyword index never disagrees with the manifest.
@@ -65,6 +66,8 @@ CREATE TABLE IF NOT EXISTS files (
     skip_reason TEXT NOT NULL DEFAULT '',
     ctime_ns INTEGER NOT NULL DEFAULT 0,
     inode INTEGER NOT NULL DEFAULT 0,
+    asset TEXT NOT NULL DEFAULT '',
+    asset_issue TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (collection, source, path)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks (
@@ -334,7 +337,7 @@ class State:
         columns = "records" if with_records else "'[]'"
         rows = self._db.execute(
             "SELECT path, size, mtime_ns, file_hash, version, checked_ns, "
-            f"{columns}, skip_reason, ctime_ns, inode "
+            f"{columns}, skip_reason, ctime_ns, inode, asset, asset_issue "
             "FROM files WHERE collection = ? AND source = ?",
             (collection, source),
         )
@@ -359,7 +362,7 @@ class State:
         """Write manifest rows and replace their keyword rows, in one transaction."""
         with self._db:
             self._db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(collection, source, *_file_row(s)) for s in states],
             )
             for state in states:
@@ -368,11 +371,13 @@ class State:
                 )
 
     def touch_files(self, collection: str, source: str, states: Sequence[FileState]) -> None:
-        """Update the stat fields and confirmation time of files whose content is unchanged."""
+        """Update the stat fields and confirmation time of files whose content is unchanged
+        (and a sidecar's asset fields, which also depend on the file it names)."""
         with self._db:
             self._db.executemany(
                 "UPDATE files SET size = ?, mtime_ns = ?, checked_ns = ?, ctime_ns = ?, "
-                "inode = ? WHERE collection = ? AND source = ? AND path = ?",
+                "inode = ?, asset = ?, asset_issue = ? "
+                "WHERE collection = ? AND source = ? AND path = ?",
                 [
                     (
                         s.size,
@@ -380,6 +385,8 @@ class State:
                         s.checked_ns,
                         s.ctime_ns,
                         s.inode,
+                        s.asset,
+                        s.asset_issue,
                         collection,
                         source,
                         s.rel_path,
@@ -413,7 +420,7 @@ class State:
                 "DELETE FROM chunks WHERE collection = ? AND source = ?", (collection, source)
             )
             self._db.executemany(
-                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(collection, source, *_file_row(s)) for s in states],
             )
             for path, rows in records.items():
@@ -563,12 +570,29 @@ def _file_row(state: FileState) -> tuple[Any, ...]:
         state.skip_reason,
         state.ctime_ns,
         state.inode,
+        state.asset,
+        state.asset_issue,
     )
 
 
 def _file_state(row: Sequence[Any]) -> FileState:
     refs = tuple(RecordRef(*r) for r in json.loads(row[6])) if row[6] != "[]" else ()
-    return FileState(row[0], row[1], row[2], row[3], row[4], row[5], refs, row[7], row[8], row[9])
+    path, size, mtime_ns, file_hash, version, checked_ns = row[:6]
+    skip_reason, ctime_ns, inode, asset, asset_issue = row[7:12]
+    return FileState(
+        path,
+        size,
+        mtime_ns,
+        file_hash,
+        version,
+        checked_ns,
+        refs,
+        skip_reason,
+        ctime_ns,
+        inode,
+        asset,
+        asset_issue,
+    )
 
 
 def _source_row(row: Sequence[Any]) -> SourceRow:

@@ -319,11 +319,15 @@ class Collection:
         records: Sequence[ChunkRecord],
         vectors: Sequence[Sequence[float]] | None,
         batch_size: int | None = None,
+        unset: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Write `records` in requests of at most `batch_size` (default: the target's limit).
 
         `vectors` None: the collection embeds the documents itself (`server` provider).
+        `unset`: id -> metadata keys a record held and must lose (Chroma's upsert merges a
+        record's metadata with what it held: a key is removed only by setting it to None).
         """
+        gone = unset or {}
         if vectors is None and not self.embeds:
             raise EmbeddingError(f"collection {self.name!r} cannot embed; pass vectors")
         step = min(batch_size or self._store.max_batch, self._store.max_batch)
@@ -336,7 +340,7 @@ class Collection:
                     ids=[r.id for r in part],
                     embeddings=vecs,
                     documents=[r.document for r in part],
-                    metadatas=[dict(r.metadata) for r in part],
+                    metadatas=[{**r.metadata, **dict.fromkeys(gone.get(r.id, ()))} for r in part],
                 ),
             )
 

@@ -56,8 +56,10 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
         )
         file_hash = next(iter(hashes)) if consistent else ""
         old = previous.get(path)
+        asset, asset_issue = "", ""
         if consistent and old is not None and old.file_hash == file_hash:
             stat = (old.size, old.mtime_ns, old.checked_ns, old.ctime_ns, old.inode)
+            asset, asset_issue = old.asset, old.asset_issue  # a sidecar's, read with it
         else:
             stat = (-1, -1, 0, 0, 0)
         size, mtime_ns, checked_ns, ctime_ns, inode = stat
@@ -81,6 +83,8 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
             refs,
             ctime_ns=ctime_ns,
             inode=inode,
+            asset=asset,
+            asset_issue=asset_issue,
         )
         records[path] = [
             ChunkRecord(

@@ -31,6 +31,7 @@ from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
 from ..plan.limits import SKIP_REASON, check_limits
+from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
 from ..plan.triage import RecordContext, Triage, check_deletions, plan_file, triage
 from ..records import (
     CHUNKING_VERSION,
@@ -39,7 +40,9 @@ from ..records import (
     FileStat,
     FileState,
     IngestSummary,
+    ReadOutcome,
     SettledSource,
+    Skip,
     SourceSpec,
     StoreLimits,
 )
@@ -242,7 +245,7 @@ class Ingestor:
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
             self._prefetch_model()  # new files embed: load while they are read and chunked
         changes, touched, newly_skipped = self._read_and_plan(
-            spec, sorted_.to_read, manifest, options, run, rechunk
+            spec, discovery, sorted_, manifest, options, run, rechunk
         )
         if options.gc_only:
             changes, newly_skipped = [], {}
@@ -401,6 +404,8 @@ class Ingestor:
                 now,
                 (),
                 SKIP_REASON,
+                asset=change.asset,
+                asset_issue=change.asset_issue,
             )
         return list(checked.changes)
 
@@ -435,7 +440,8 @@ class Ingestor:
     def _read_and_plan(
         self,
         spec: SourceSpec,
-        to_read: Sequence[FileStat],
+        discovery: Discovery,
+        sorted_: Triage,
         manifest: Mapping[str, FileState],
         options: IngestOptions,
         run: Tally,
@@ -452,29 +458,65 @@ class Ingestor:
         touched: list[FileState] = []
         skipped: dict[str, FileState] = {}
         now = run.read_ns = time.time_ns()
-        for done, file in enumerate(to_read, 1):
-            self._progress("read", done, len(to_read))
-            deadline = Deadline(self.file_seconds, self.clock)
-            outcome = read_file(
-                file, spec.identity_key, options.privacy_keys, max_bytes=options.max_file_bytes
-            )
+        outcomes = self._read_groups(spec, discovery, sorted_, manifest, options)
+        # a file read only to complete a sidecar group was counted unchanged (or as a
+        # remembered skip) by triage: it is counted by what its read finds instead
+        unchanged = set(sorted_.unchanged)
+        for path in outcomes:
+            if path in unchanged:
+                run.files_unchanged -= 1
+            elif path in sorted_.remembered_skips:
+                reason = sorted_.remembered_skips[path]
+                run.skipped[reason] -= 1
+                if run.skipped[reason] <= 0:
+                    del run.skipped[reason]
+        links = link_sidecars(
+            {p: o.asset for p, o in outcomes.items() if o.asset is not None},
+            {p for p, o in outcomes.items() if o.skip is not None and o.skip.reason == "private"},
+            {f.rel_path for f in discovery.files},
+            {s.rel_path: s.reason for s in discovery.skipped},
+            {p: o.file_hash for p, o in outcomes.items() if o.file_hash},
+        )
+        before = remembered_targets(manifest)
+        had_sidecar = set(before.values())
+        # a sidecar that could not be read this time: its documents wait for the next run
+        deferred = {
+            before[p]
+            for p, o in outcomes.items()
+            if o.skip is not None and o.skip.reason in TRANSIENT_REASONS and p in before
+        }
+        # sidecars last: a sidecar's row moves on only after its document's records did
+        ordered = sorted(
+            outcomes.values(),
+            key=lambda o: o.stat.rel_path in links.rows or o.stat.rel_path in before,
+        )
+        for outcome in ordered:
             stat = outcome.stat
-            previous = manifest.get(stat.rel_path)
-            if outcome.skip is not None:
-                run.skipped[outcome.skip.reason] += 1
-                if outcome.skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
+            path = stat.rel_path
+            previous = manifest.get(path)
+            asset, asset_issue = links.rows.get(path, ("", ""))
+            if path in deferred:
+                continue
+            skip = outcome.skip
+            if skip is None and path in links.private:
+                skip = Skip(path, "private")
+            if skip is not None:
+                run.skipped[skip.reason] += 1
+                if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
                     version = previous.version if previous else 0
-                    skipped[stat.rel_path] = FileState(
-                        stat.rel_path,
+                    skipped[path] = FileState(
+                        path,
                         stat.size,
                         stat.mtime_ns,
                         outcome.file_hash,
                         version,
                         now,
                         (),
-                        outcome.skip.reason,
+                        skip.reason,
                         stat.ctime_ns,
                         stat.inode,
+                        asset,
+                        asset_issue,
                     )
                 continue
             doc = outcome.document
@@ -482,14 +524,17 @@ class Ingestor:
             if doc.kind == "document":
                 run.documents[doc.doc_format] += 1
                 run.pages += len(doc.pages)
+            grouped = path in links.described or path in had_sidecar
             if (
                 previous is not None
                 and not rechunk
+                and not grouped
                 and not previous.skip_reason
                 and previous.file_hash == doc.file_hash
             ):
-                touched.append(_restat(previous, stat, now))
+                touched.append(_restat(previous, stat, now, asset, asset_issue))
                 continue
+            deadline = Deadline(self.file_seconds, self.clock)
             budget = Budget(self.budget_tokens(options), self.meter(), deadline=deadline)
             try:
                 chunks = chunk_document(doc, budget)
@@ -497,16 +542,57 @@ class Ingestor:
                 log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
                 run.skipped["too-slow"] += 1
                 continue
+            sidecar = links.described.get(path)
+            if sidecar is not None:  # chunked from its own text: a sidecar edit embeds nothing
+                ref = outcomes[sidecar].asset
+                assert ref is not None
+                merged = sidecar_metadata(
+                    doc.metadata, sidecar, ref.metadata, path in links.mismatched
+                )
+                doc = replace(doc, metadata=merged)
             change = plan_file(stat, doc, chunks, previous, ctx)
+            change = replace(change, asset=asset, asset_issue=asset_issue)
             if (
                 previous is not None
                 and not previous.skip_reason
                 and not (change.to_embed or change.to_rewrite or change.to_delete)
             ):
-                touched.append(replace(_restat(previous, stat, now), file_hash=doc.file_hash))
+                restat = _restat(previous, stat, now, asset, asset_issue)
+                touched.append(replace(restat, file_hash=doc.file_hash))
                 continue
             changes.append(change)
         return changes, touched, skipped
+
+    def _read_groups(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+    ) -> dict[str, ReadOutcome]:
+        """Read what triage found changed, then what completes its sidecar groups (see
+        `plan.sidecars`): each file at most once."""
+        listed = {f.rel_path: f for f in discovery.files}
+        gone = set(sorted_.gone)
+        outcomes: dict[str, ReadOutcome] = {}
+        pending = list(sorted_.to_read)
+        total = len(pending)
+        while True:
+            for file in pending:
+                self._progress("read", len(outcomes) + 1, total)
+                outcomes[file.rel_path] = read_file(
+                    file,
+                    spec.identity_key,
+                    options.privacy_keys,
+                    max_bytes=options.max_file_bytes,
+                )
+            refs = {p: o.asset for p, o in outcomes.items() if o.asset is not None}
+            more = group_reads(outcomes.keys(), gone, refs, manifest, listed.keys())
+            if not more:
+                return outcomes
+            pending = [listed[p] for p in sorted(more)]
+            total += len(pending)
 
     def _write(
         self, label: str, changes: Sequence[FileChange], run: Tally, options: IngestOptions
@@ -559,7 +645,9 @@ class Ingestor:
         )
 
 
-def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
+def _restat(
+    previous: FileState, stat: FileStat, now: int, asset: str, asset_issue: str
+) -> FileState:
     return replace(
         previous,
         size=stat.size,
@@ -567,6 +655,8 @@ def _restat(previous: FileState, stat: FileStat, now: int) -> FileState:
         ctime_ns=stat.ctime_ns,
         inode=stat.inode,
         checked_ns=now,
+        asset=asset,
+        asset_issue=asset_issue,
     )
 
 

@@ -5,6 +5,11 @@ every difference. Repair is not done here: a source with differences is marked f
 healing and ingested again (see `api.verify`), which rebuilds the manifest and keyword
 index from the collection, re-reads what disagrees, and deletes what should not be there,
 with vectors from the cache or the collection (nothing cached is re-embedded).
+
+Sidecar findings (`sidecar_findings`: a sidecar's declared sha256 that is not its
+document's, a `binary_asset` without a filename or naming a path outside the source, a
+symlink or nothing) are problems of the corpus, not of the index: they are reported, one
+line each naming the files, but do not make a source differ (a repair cannot fix them).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class SourceCheck:
     gone_files: tuple[str, ...] = ()  # in the manifest, gone from disk
     repaired: bool = False
     counts: Mapping[str, int] = field(default_factory=dict)
+    sidecar_findings: tuple[str, ...] = ()  # one line each; see `sidecar_finding`
 
     @property
     def ok(self) -> bool:
@@ -72,6 +78,7 @@ class SourceCheck:
                 for name, count in self.problem_counts().items()
                 if count
             },
+            "sidecar_findings": list(self.sidecar_findings),
         }
 
 
@@ -130,4 +137,33 @@ def compare_source(
         stale_files=tuple(sorted(stale)),
         unindexed_files=tuple(sorted(unindexed)),
         gone_files=tuple(sorted(gone)),
+        sidecar_findings=tuple(
+            sidecar_finding(path, state, manifest)
+            for path, state in sorted(manifest.items())
+            if state.asset_issue
+        ),
     )
+
+
+def sidecar_finding(path: str, state: FileState, manifest: Mapping[str, FileState]) -> str:
+    """One line on what is wrong with the sidecar `path` (see `plan.sidecars`)."""
+    code, _, detail = state.asset_issue.partition(" ")
+    target = state.asset
+    if code == "sha256-mismatch":
+        document = manifest.get(target)
+        actual = document.file_hash if document is not None else "?"
+        return (
+            f"{path}: binary_asset.sha256 {detail} does not match {target} "
+            f"(sha256 {actual}); its text is indexed under {path}'s metadata anyway"
+        )
+    if code == "no-filename":
+        return f"{path}: binary_asset has no filename; no document takes its metadata"
+    if code == "outside-source":
+        return f"{path}: binary_asset.filename {detail!r} is outside the source; refused"
+    if code == "symlink":
+        return f"{path}: binary_asset.filename names {target}, a symlink; refused"
+    if code == "not-found":
+        return f"{path}: binary_asset.filename names {target}, which does not exist"
+    if code == "duplicate":
+        return f"{path}: names {target}, which {detail} already describes; ignored"
+    return f"{path}: binary_asset: {state.asset_issue}"

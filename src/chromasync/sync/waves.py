@@ -99,8 +99,9 @@ class WaveWriter:
                     run.chunks_embedded += len(records)
                 else:
                     vectors = self._vectors(records, rewrite_ids, run)
+                unset = self._unset(records, rewrite_ids)
                 began = time.perf_counter_ns()
-                self.collection().upsert(records, vectors, run.batch_size)
+                self.collection().upsert(records, vectors, run.batch_size, unset)
                 if self.store_embeds:
                     run.embed_ns += time.perf_counter_ns() - began
                 self.crash.hit("after-upsert")
@@ -118,6 +119,20 @@ class WaveWriter:
                     self.crash.hit("mid-manifest")
             self.crash.hit("after-manifest")
         run.chunks_reused -= run.chunks_embedded
+
+    def _unset(self, records: Sequence[ChunkRecord], rewrite_ids: set[str]) -> dict[str, list[str]]:
+        """Metadata keys that rewritten records hold in the collection and must lose (a
+        front matter field removed, a sidecar gone): read from the collection itself."""
+        if not rewrite_ids:
+            return {}
+        held = {r.id: r.metadata for r in self.collection().get(sorted(rewrite_ids))}
+        unset: dict[str, list[str]] = {}
+        for record in records:
+            if record.id in held:
+                stale = [k for k in held[record.id] if k not in record.metadata]
+                if stale:
+                    unset[record.id] = stale
+        return unset
 
     def _vectors(
         self, records: Sequence[ChunkRecord], rewrite_ids: set[str], run: Tally
@@ -160,6 +175,8 @@ def state_of(change: FileChange, read_ns: int) -> FileState:
         records=tuple(RecordRef(r.id, r.chunk_hash, r.record_hash) for r in change.records),
         ctime_ns=change.stat.ctime_ns,
         inode=change.stat.inode,
+        asset=change.asset,
+        asset_issue=change.asset_issue,
     )
 
 
