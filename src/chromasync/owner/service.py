@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import __version__, api
+from ..answer.records import Answer
 from ..config.file import load_config_file
 from ..config.settings import Settings
 from ..embed import Embedder
@@ -128,6 +129,16 @@ class Service:
 
     def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
         return api.retrieve(request, self.settings, embedder=self.embedder)
+
+    def answer(
+        self,
+        question: str,
+        result: api.SearchResult,
+        on_token: Callable[[str], None] | None = None,
+        fallback: bool | None = None,
+    ) -> Answer:
+        """Answer `question` from a search result with this service's answer settings."""
+        return api.answer(question, result, self.settings, on_token=on_token, fallback=fallback)
 
     def status(self) -> dict[str, Any]:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""
