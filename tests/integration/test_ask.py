@@ -62,16 +62,18 @@ def test_cli_extractive_answer_cites_the_lines(indexed: dict[str, str]) -> None:
     answer, _, sources = out.partition("\nSources:\n")
     assert "burrs" in answer and "[1]" in answer
     first = sources.splitlines()[0]
-    assert first.startswith("[1] guides/install.md:") and first.endswith("(Installing the espresso grinder)")
+    assert first.startswith("[1] guides/install.md:") and first.endswith(
+        "(Installing the espresso grinder)"
+    )
     # the cited line really holds the quoted words
     code, out, err = run(["ask", QUESTION, "--k", "5", "--json"], indexed)
     data = json.loads(out)
     assert code == 0 and data["mode"] == "extractive" and data["model"] is None
     cited = data["citations"][0]
     assert set(cited) >= {"n", "id", "path", "heading", "start_line", "end_line", "quote"}
-    assert data["sources"][0] == f"{cited['path']}:{cited['start_line']}" or data["sources"][
-        0
-    ] == (f"{cited['path']}:{cited['start_line']}-{cited['end_line']}")
+    assert data["sources"][0] == f"{cited['path']}:{cited['start_line']}" or data["sources"][0] == (
+        f"{cited['path']}:{cited['start_line']}-{cited['end_line']}"
+    )
     lines = (Path(indexed["CHROMASYNC_DATA_DIR"]).parent / "notes" / cited["path"]).read_text()
     span = lines.splitlines()[cited["start_line"] - 1 : cited["end_line"]]
     assert cited["quote"].split()[0] in " ".join(span)
@@ -137,7 +139,7 @@ def test_cli_flags_override_the_environment(indexed: dict[str, str], chat: ChatS
     args = ["ask", QUESTION, "--json", "--llm-url", chat.url, "--llm-model", "flag-model"]
     code, out, err = run(args, env)
     assert code == 0, err
-    assert chat.requests[-1]["model"] == "flag-model"
+    assert chat.requests[-1]["model"] == "flag-model" and json.loads(out)["model"] == "test-chat"
 
 
 def test_cli_unreachable_model_names_the_url_not_the_key(indexed: dict[str, str]) -> None:
@@ -161,7 +163,8 @@ def test_cli_unreachable_model_names_the_url_not_the_key(indexed: dict[str, str]
 def test_cli_refused_key_is_a_failure(indexed: dict[str, str], chat: ChatServer) -> None:
     env = {**llm_env(indexed, chat), "CHROMASYNC_LLM_API_KEY": "sk-wrong-1234567"}
     code, out, err = run(["ask", QUESTION], env)
-    assert code == 1 and "refused" in err and "sk-wrong-1234567" not in err
+    assert code == 1 and out == ""
+    assert "refused" in err and "sk-wrong-1234567" not in err
 
 
 def test_cli_group_by_answers_per_group(indexed: dict[str, str]) -> None:

@@ -163,7 +163,9 @@ def test_spread_gives_way_when_no_other_hit_fits() -> None:
 def test_answer_cites_more_than_the_top_hit() -> None:
     first = "Hugo builds sites fast. Hugo builds sites with Go templates. Hugo builds often."
     second = "Hugo builds sites into the public folder."
-    answer = answer_extractive("How does Hugo build sites?", [hit("one", first), hit("two", second)])
+    answer = answer_extractive(
+        "How does Hugo build sites?", [hit("one", first), hit("two", second)]
+    )
     assert {c.id for c in answer.citations} == {"one", "two"}
 
 

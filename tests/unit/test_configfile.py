@@ -254,7 +254,9 @@ def test_answer_section_and_its_precedence(tmp_path: Path) -> None:
     settings = resolve_settings({"llm_model": "flagged"}, env, file)
     assert settings.llm_url == "http://env:1/v1" and settings.origins["llm_url"].startswith("env")
     assert settings.llm_model == "flagged" and settings.origins["llm_model"] == "flag"
-    assert settings.llm_api_key == CANARY and settings.origins["llm_api_key"] == "env OPENAI_API_KEY"
+    assert (
+        settings.llm_api_key == CANARY and settings.origins["llm_api_key"] == "env OPENAI_API_KEY"
+    )
     both = {**env, "CHROMASYNC_LLM_API_KEY": "sk-first"}
     assert resolve_settings({}, both, file).llm_api_key == "sk-first"
     shown = {name: value for name, value, _ in settings.shown()}
