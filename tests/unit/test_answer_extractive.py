@@ -160,6 +160,17 @@ def test_spread_gives_way_when_no_other_hit_fits() -> None:
     assert picked == [a, a2]
 
 
+def test_spread_cuts_a_further_hits_sentence_to_fit() -> None:
+    a = Scored(_sentence(0, "Burrs " + "word " * 80), 1.0)  # 406 characters
+    b = Scored(_sentence(1, "Grinder " + "term " * 60), 0.8)  # 308 characters
+    picked = select_mmr([a, b], max_sentences=2, max_chars=600, lam=1.0, spread=2)
+    assert [p.sentence.rank for p in picked] == [0, 1]
+    assert picked[1].sentence.text.endswith("…")
+    assert sum(len(p.sentence.text) + 1 for p in picked) <= 600
+    # without spread the long second sentence does not fit and is left out
+    assert select_mmr([a, b], max_sentences=2, max_chars=600, lam=1.0) == [a]
+
+
 def test_answer_cites_more_than_the_top_hit() -> None:
     first = "Hugo builds sites fast. Hugo builds sites with Go templates. Hugo builds often."
     second = "Hugo builds sites into the public folder."

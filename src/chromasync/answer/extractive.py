@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..records import Hit
 from .records import Answer, Citation, Group, citation_for
@@ -40,6 +40,8 @@ MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 12
 MAX_GROUPS = 12
 QUOTE_CHARS = 240
+#: A spread pick (a further hit's best sentence) is cut to fit when this much room is left.
+MIN_CUT_CHARS = 120
 
 _WORD = re.compile(r"[^\W_]+")
 #: A sentence ends at . ! ? (with closing quotes/brackets) followed by space and a capital,
@@ -293,7 +295,8 @@ def select_mmr(
     A sentence whose Jaccard similarity to one already chosen reaches `duplicate` is never
     chosen; one that would pass `max_chars` is skipped (the first is always taken). While
     fewer than `spread` sentences are chosen, a sentence of a hit already cited is passed
-    over as long as another hit has a candidate. O(len(scored) * max_sentences).
+    over as long as another hit has a candidate, and one too long for the room left is cut
+    at a word to fit (when at least `MIN_CUT_CHARS` are left). O(len(scored) * max_sentences).
     """
     pool = [(s, frozenset(s.sentence.terms)) for s in scored]
     chosen: list[tuple[Scored, frozenset[str]]] = []
@@ -301,6 +304,7 @@ def select_mmr(
     used = 0
     while pool and len(chosen) < max_sentences:
         fresh = len(chosen) < spread and any(c.sentence.rank not in cited for c, _ in pool)
+        room = max_chars - used
         best_i, best_value = -1, -math.inf
         for i, (cand, terms) in enumerate(pool):
             if fresh and cand.sentence.rank in cited:
@@ -308,7 +312,8 @@ def select_mmr(
             overlap = max((jaccard(terms, t) for _, t in chosen), default=0.0)
             if overlap >= duplicate:
                 continue
-            if chosen and used + len(cand.sentence.text) > max_chars:
+            too_long = chosen and len(cand.sentence.text) > room
+            if too_long and not (fresh and room >= MIN_CUT_CHARS):
                 continue
             value = lam * cand.relevance - (1 - lam) * overlap
             if value > best_value:
@@ -319,6 +324,9 @@ def select_mmr(
         if best_i < 0:
             break
         pick = pool.pop(best_i)
+        if chosen and len(pick[0].sentence.text) > room:  # a spread pick, cut to fit
+            sentence = replace(pick[0].sentence, text=_cut(pick[0].sentence.text, room - 1))
+            pick = (Scored(sentence, pick[0].relevance), pick[1])
         chosen.append(pick)
         cited.add(pick[0].sentence.rank)
         used += len(pick[0].sentence.text) + 1
@@ -411,7 +419,13 @@ def answer_extractive(
     numbering = _Numbering(hits)
     if group_by is None:
         text, _ = _compose(
-            question, list(enumerate(hits)), numbering, max_sentences, max_chars, lam, spread
+            question,
+            list(enumerate(hits)),
+            numbering,
+            max_sentences,
+            max_chars,
+            lam,
+            spread,
         )
         return Answer(question, text, numbering.citations(), "extractive")
     buckets: dict[str, list[tuple[int, Hit]]] = {}
