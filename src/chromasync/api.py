@@ -60,6 +60,8 @@ from .sync.registry import (
 from .sync.verify import SourceCheck
 
 if TYPE_CHECKING:
+    from .answer.chat import ChatClient
+    from .answer.records import Answer
     from .config.file import SourceEntry
     from .state.snapshots import Recorder
     from .store.chroma import Store
@@ -582,6 +584,83 @@ def search_request(args: SearchArgs, settings: Settings) -> SearchRequest:
     return build_request(args, settings.date_field_names)
 
 
+def chat_client(settings: Settings) -> ChatClient | None:
+    """The chat model of the settings (`llm_url`, `llm_model`, key from the environment via
+    `llm_api_key`), or None when no `llm_url` is set (answers are then extractive)."""
+    if not settings.llm_url:
+        return None
+    if not settings.llm_model:
+        raise ConfigError(
+            f"llm_url is set ({settings.origins.get('llm_url', 'flag')}) but no llm_model; "
+            "pass --llm-model or set CHROMASYNC_LLM_MODEL (or answer.llm_model)"
+        )
+    from .answer.chat import ChatClient
+    from .retry import RetryPolicy
+
+    return ChatClient(
+        settings.llm_url,
+        settings.llm_model,
+        api_key=settings.llm_api_key,
+        timeout_s=settings.llm_timeout,
+        retry=RetryPolicy(attempts=settings.llm_retries, deadline_s=settings.llm_timeout),
+    )
+
+
+def answer(
+    question: str,
+    result: SearchResult,
+    settings: Settings,
+    *,
+    on_token: Callable[[str], None] | None = None,
+    fallback: bool | None = None,
+    llm: ChatClient | None = None,
+    stream: bool = True,
+) -> Answer:
+    """Answer `question` from a search result (see `answer.ask.answer_question`).
+
+    `llm`: the chat model (default: `chat_client(settings)`; None there: extractive).
+    `fallback`: answer extractively when the model is unreachable (default: the settings'
+    `answer_fallback`). No hits: "No sources matched these filters." (or "... the
+    question." without filters), flagged `no-sources`.
+    """
+    from .answer.ask import NO_MATCH_TEXT, NO_SOURCES_TEXT, answer_question
+
+    client = llm if llm is not None else chat_client(settings)
+    if fallback is None:
+        fallback = settings.answer_fallback == "extractive"
+    found = answer_question(
+        question,
+        result.hits,
+        llm=client,
+        group_by=result.group_field,
+        context_tokens=settings.answer_context_tokens,
+        on_token=on_token,
+        fallback=fallback,
+        stream=stream,
+        no_sources_text=NO_SOURCES_TEXT if result.filters.is_empty else NO_MATCH_TEXT,
+    )
+    return replace(found, warnings=result.warnings) if result.warnings else found
+
+
+def ask(
+    args: SearchArgs,
+    settings: Settings,
+    *,
+    on_token: Callable[[str], None] | None = None,
+    fallback: bool | None = None,
+    llm: ChatClient | None = None,
+    embedder: Embedder | None = None,
+) -> Answer:
+    """Retrieve with the search request of `args` (its query is the question), then answer
+    with citations (see `answer`). The question is checked before anything is opened."""
+    from .answer.ask import check_question
+
+    check_question(args.query)
+    request = search_request(args, settings)
+    result = retrieve(request, settings, embedder=embedder)
+    return answer(args.query, result, settings, on_token=on_token, fallback=fallback, llm=llm)
+
+
 def make_filters(settings: Settings, **options: Any) -> Filters:
     """`Filters` from surface arguments (see `retrieve.filters.filters_from_options`)."""
     options.setdefault("date_fields", settings.date_field_names)
@@ -856,6 +935,9 @@ __all__ = [
     "SourceStatus",
     "StateHealth",
     "add_source",
+    "answer",
+    "ask",
+    "chat_client",
     "chunk_report",
     "collection_of",
     "configure",

@@ -1,6 +1,7 @@
 """`chromasync mcp`: the index as Model Context Protocol tools, over stdio (official SDK).
 
-Tools: `search` (query plus filters -> cited hits), `list_sources`, `get_document` (a file's
+Tools: `search` (query plus filters -> cited hits), `ask` (question plus the same filters
+-> an answer whose `[n]` markers cite the hits), `list_sources`, `get_document` (a file's
 indexed chunks by path), `reindex` (one source, waits for the summary).
 
 Ownership (see `owner`): if another process (`serve`, `watch`, another `mcp`) owns the data
@@ -219,6 +220,75 @@ def build_server(backend: Backend) -> Any:
             data = result.as_json()
             data["hits"] = [_hit(h) for h in result.hits]
             return data
+
+    @server.tool()
+    def ask(
+        question: Annotated[
+            str, Field(min_length=1, max_length=4000, description="The question to answer.")
+        ],
+        k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
+        mode: Annotated[
+            Literal["hybrid", "dense", "keyword"], Field(description="Meaning, words, or both.")
+        ] = "hybrid",
+        sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
+        tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
+        after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
+        before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
+        paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
+        phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
+        where: Annotated[
+            list[str] | None, Field(description="Metadata equalities, KEY=VALUE (all).")
+        ] = None,
+        where_json: Annotated[
+            dict[str, Any] | None, Field(description="A Chroma `where` filter on metadata.")
+        ] = None,
+        matches: Annotated[
+            list[str] | None, Field(description="FIELD=SUBSTRING in metadata (all).")
+        ] = None,
+        date_fields: Annotated[
+            list[str] | None, Field(description="Front-matter keys `after`/`before` read.")
+        ] = None,
+        collections: Annotated[
+            list[str] | None, Field(description="Only these collections.")
+        ] = None,
+        per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
+        sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
+        group_by: Annotated[
+            str | None, Field(max_length=200, description="Organise the answer per value.")
+        ] = None,
+        fallback: Annotated[
+            bool | None,
+            Field(description="Answer extractively if the chat model is unreachable."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Answer a question from the index (the filters of `search`): a few sentences whose
+        every claim cites a source `[n]`, listed in `citations` (path, heading, lines)."""
+        with tool_errors(), backend.access() as index:
+            settings = backend.settings
+            args = api.SearchArgs.of(
+                question,
+                mode=mode,
+                k=k,
+                sources=sources,
+                tags=tags,
+                tags_all=tags_all,
+                after=after,
+                before=before,
+                paths=paths,
+                phrases=phrases,
+                where=where,
+                where_json=where_json,
+                matches=matches,
+                date_fields=date_fields,
+                collections=collections,
+                per_doc=per_doc,
+                sort=sort,
+                group_by=group_by,
+            )
+            request = api.search_request(args, settings)
+            answer: dict[str, Any] = index.ask(request, fallback=fallback)
+            return answer
 
     @server.tool()
     def list_sources() -> dict[str, Any]:

@@ -5,6 +5,9 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     GET    /health             liveness; public
     GET    /status             sources, files, chunks, last run, the owner, jobs
     GET    /search             the CLI's parameters (q, k, mode, source, tag, after, ...)
+    POST   /ask                {"question", search parameters...} -> the answer with citations
+    POST   /ask/stream         the same as server-sent events: `token`..., then `answer`
+                               (or `error`); also POST /ask with Accept: text/event-stream
     POST   /reindex            {"source": L} or {"sources": [..]} or {} (all) -> 202 + job
     GET    /jobs, /jobs/{id}   progress and summaries of reindex jobs
     GET    /sources            known sources with their figures
@@ -35,18 +38,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hmac
+import json
 import logging
 import os
+import queue
 import socket
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -231,6 +236,71 @@ class SourceBody(_Body):
     kind: str = Field(default="notes", pattern=r"^[a-z][a-z0-9_-]{0,31}$")
 
 
+Item = Annotated[str, Field(max_length=2000)]
+
+
+class AskBody(_Body):
+    """`POST /ask`: the question and the parameters of `GET /search` (lists as lists).
+
+    The question's own limit (`answer.ask.MAX_QUESTION_CHARS`) is checked by the answer
+    layer, so that an over-long question is a 400 that says so."""
+
+    question: str = Field(max_length=1_000_000)
+    k: int = Field(default=10, ge=1, le=1000)
+    mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
+    sources: list[Item] = Field(default_factory=list, max_length=100)
+    where: list[Item] = Field(default_factory=list, max_length=100)
+    where_json: str | dict[str, Any] | None = None
+    tags: list[Item] = Field(default_factory=list, max_length=100)
+    tags_all: bool = False
+    after: str | None = Field(default=None, max_length=64)
+    before: str | None = Field(default=None, max_length=64)
+    date_fields: list[Item] = Field(default_factory=list, max_length=20)
+    paths: list[Item] = Field(default_factory=list, max_length=100)
+    phrases: list[Item] = Field(default_factory=list, max_length=100)
+    matches: list[Item] = Field(default_factory=list, max_length=100)
+    collections: list[Item] = Field(default_factory=list, max_length=100)
+    all_collections: bool = False
+    per_doc: bool = False
+    sort: Literal["rank", "date"] = "rank"
+    group_by: str | None = Field(default=None, max_length=200)
+    rerank: bool = True
+    fallback: Literal["none", "extractive"] | None = None
+
+    def search_args(self) -> api.SearchArgs:
+        fields = self.model_dump(exclude={"question", "fallback"})
+        return api.SearchArgs.of(self.question, **fields)
+
+
+def _sse(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def answer_events(work: Any) -> Iterator[bytes]:
+    """Server-sent events of `work(on_token) -> Answer`, run on a thread: a `token` event
+    per piece, then `answer` (the answer's JSON), or `error` ({error, detail, status})."""
+    pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            found = work(lambda piece: pieces.put(("token", {"text": piece})))
+            pieces.put(("answer", found.as_json()))
+        except ChromasyncError as exc:
+            body = {"error": type(exc).__name__, "detail": str(exc), "status": status_for(exc)}
+            pieces.put(("error", body))
+        except Exception:
+            log.exception("POST /ask/stream: internal error")
+            body = {"error": "InternalError", "detail": "internal error; see the service's log"}
+            pieces.put(("error", body | {"status": 500}))
+
+    threading.Thread(target=run, daemon=True, name="chromasync-ask").start()
+    while True:
+        event, data = pieces.get()
+        yield _sse(event, data)
+        if event != "token":
+            return
+
+
 # -- rendering -----------------------------------------------------------------------------
 
 
@@ -363,6 +433,41 @@ def create_app(
         )
         request = api.search_request(args, service.settings)
         return result_json(service.retrieve(request))
+
+    def _ask(body: AskBody, on_token: Any = None) -> Any:
+        return service.answer(body.question, _asked(body), on_token, _fallback(body))
+
+    def _asked(body: AskBody) -> api.SearchResult:
+        from .answer.ask import check_question
+
+        check_question(body.question)
+        return service.retrieve(api.search_request(body.search_args(), service.settings))
+
+    def _stream(body: AskBody) -> StreamingResponse:
+        result = _asked(body)  # bad input and retrieval errors: a plain 4xx/5xx, not a stream
+
+        def work(on_token: Any) -> Any:
+            return service.answer(body.question, result, on_token, _fallback(body))
+
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(
+            answer_events(work), media_type="text/event-stream", headers=headers
+        )
+
+    @app.post("/ask", tags=["search"])
+    def ask(body: AskBody, request: Request) -> Any:
+        """Answer a question from the index (the search parameters filter the sources);
+        every `[n]` in the answer is one of its citations. With `Accept:
+        text/event-stream`, the answer streams as in `/ask/stream`."""
+        if "text/event-stream" in request.headers.get("accept", ""):
+            return _stream(body)
+        return _ask(body).as_json()
+
+    @app.post("/ask/stream", tags=["search"])
+    def ask_stream(body: AskBody) -> StreamingResponse:
+        """`/ask` as server-sent events: `token` ({"text"}) as the model writes, then
+        `answer` (the JSON of `/ask`); a failure while answering is an `error` event."""
+        return _stream(body)
 
     @app.post("/reindex", status_code=202, tags=["sync"])
     def reindex(body: ReindexBody) -> JSONResponse:
@@ -545,6 +650,10 @@ def _indexed_path(path: str) -> str:
     if path.startswith(("/", "~")) or ".." in path.split("/") or "\\" in path:
         raise ConfigError(f"from: {path!r} must be a path relative to its source root")
     return path
+
+
+def _fallback(body: AskBody) -> bool | None:
+    return None if body.fallback is None else body.fallback == "extractive"
 
 
 def _page_headers() -> dict[str, str]:

@@ -123,3 +123,54 @@ def test_mcp_tools_over_stdio(
     cli = run_cli(["search", "quincefruit", "--json", "--k", "1"], env=cli_env)
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["hits"][0]["path"] == "ideas.txt"
+
+
+def test_mcp_ask_and_the_cli_ask_through_it(
+    notes: Path,
+    settings: Settings,
+    embedder: HashEmbedder,
+    cli_env: dict[str, str],
+    data_dir: Path,
+) -> None:
+    from tests.chat_server import ChatServer, Reply
+
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    key = "sk-mcp-ask-0f3e9a"
+    with ChatServer(api_key=key) as chat:
+        chat.default = Reply("Back off two steps from the zero point [1][5].")
+        env = {
+            **cli_env,
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "CHROMASYNC_LLM_URL": chat.url,
+            "CHROMASYNC_LLM_MODEL": "test-chat",
+            "CHROMASYNC_LLM_API_KEY": key,
+        }
+
+        async def session() -> None:
+            async with (
+                stdio_client(_params(env)) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                tools = {t.name for t in (await client.list_tools()).tools}
+                assert "ask" in tools
+                question = "How do I calibrate the grinder burrs?"
+                data = _data(await client.call_tool("ask", {"question": question, "k": 3}))
+                assert data["mode"] == "llm" and data["removed_citations"] == 1
+                assert data["answer"] == "Back off two steps from the zero point [1]."
+                assert data["citations"][0]["path"] == "guides/install.md"
+                none = _data(
+                    await client.call_tool("ask", {"question": question, "tags": ["nope"]})
+                )
+                assert none["answer"] == "No sources matched these filters."
+                assert _error(await client.call_tool("ask", {"question": "x" * 5000}))
+
+                # while MCP owns the data dir, `chromasync ask` searches through it
+                assert read_owner(data_dir) is not None
+                cli = run_cli(["ask", question, "--k", "3"], env=env)
+                assert cli.returncode == 0, cli.stderr
+                assert cli.stdout.startswith("Back off two steps from the zero point [1][5].")
+                assert "checked answer:" in cli.stdout and "[1] guides/install.md:" in cli.stdout
+                assert key not in cli.stdout + cli.stderr
+
+        anyio.run(session)

@@ -64,3 +64,25 @@ def test_prefetch_loads_in_background_only_when_exported(model_cache: Path, tmp_
     exported.prefetch()
     [vector] = exported.embed_documents(["prefetched"])  # waits for the background load
     assert exported.runtime == ("onnx", "cpu") and len(vector) == 384
+
+
+def test_ask_extractive_with_the_default_model(
+    notes: Path, tmp_path: Path, model_cache: Path
+) -> None:
+    """`chromasync ask` end to end with provider `local` (no chat model: extractive)."""
+    env = {
+        "CHROMASYNC_DATA_DIR": str(tmp_path / "data"),
+        "CHROMASYNC_CACHE_DIR": str(model_cache),
+        "CHROMASYNC_COLLECTIONS": "shared",
+        "CHROMASYNC_LLM_URL": "",
+    }
+    first = run_cli(["ingest", str(notes), "--json"], env=env)
+    assert first.returncode == 0, first.stderr
+    asked = run_cli(["ask", "how do I calibrate the grinder burrs?", "--k", "4"], env=env)
+    assert asked.returncode == 0, asked.stderr
+    answer, _, sources = asked.stdout.partition("\nSources:\n")
+    assert "burrs" in answer and "[1]" in answer
+    assert sources.startswith("[1] guides/install.md:")
+    as_json = run_cli(["ask", "how do I calibrate the grinder burrs?", "--json"], env=env)
+    data = json.loads(as_json.stdout)
+    assert data["mode"] == "extractive" and data["citations"][0]["path"] == "guides/install.md"

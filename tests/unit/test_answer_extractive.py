@@ -141,6 +141,45 @@ def test_mmr_diversity_across_hits_in_the_answer() -> None:
     assert answer.text.count(same) == 1
 
 
+def test_spread_takes_a_sentence_of_several_hits_first() -> None:
+    a = Scored(_sentence(0, "Grinder burrs are calibrated at the zero point"), 1.0)
+    a2 = Scored(_sentence(0, "The zero point of the burrs is printed on a card"), 0.95)
+    b = Scored(_sentence(1, "Espresso needs a fine and even grind"), 0.5)
+    # plain MMR stays with the top hit's second sentence; spread cites hit 1 first
+    assert select_mmr([a, a2, b], max_sentences=2, lam=1.0) == [a, a2]
+    assert select_mmr([a, a2, b], max_sentences=2, lam=1.0, spread=2) == [a, b]
+    # once each hit has a sentence, MMR fills from any hit
+    assert select_mmr([a, a2, b], max_sentences=3, lam=1.0, spread=2) == [a, b, a2]
+
+
+def test_spread_gives_way_when_no_other_hit_fits() -> None:
+    a = Scored(_sentence(0, "Grinder burrs are calibrated"), 1.0)
+    a2 = Scored(_sentence(0, "Burrs touch at zero"), 0.9)
+    long = Scored(_sentence(1, "Burrs " + "word " * 60), 0.8)
+    picked = select_mmr([a, a2, long], max_sentences=3, max_chars=80, lam=1.0, spread=3)
+    assert picked == [a, a2]
+
+
+def test_spread_cuts_a_further_hits_sentence_to_fit() -> None:
+    a = Scored(_sentence(0, "Burrs " + "word " * 80), 1.0)  # 406 characters
+    b = Scored(_sentence(1, "Grinder " + "term " * 60), 0.8)  # 308 characters
+    picked = select_mmr([a, b], max_sentences=2, max_chars=600, lam=1.0, spread=2)
+    assert [p.sentence.rank for p in picked] == [0, 1]
+    assert picked[1].sentence.text.endswith("…")
+    assert sum(len(p.sentence.text) + 1 for p in picked) <= 600
+    # without spread the long second sentence does not fit and is left out
+    assert select_mmr([a, b], max_sentences=2, max_chars=600, lam=1.0) == [a]
+
+
+def test_answer_cites_more_than_the_top_hit() -> None:
+    first = "Hugo builds sites fast. Hugo builds sites with Go templates. Hugo builds often."
+    second = "Hugo builds sites into the public folder."
+    answer = answer_extractive(
+        "How does Hugo build sites?", [hit("one", first), hit("two", second)]
+    )
+    assert {c.id for c in answer.citations} == {"one", "two"}
+
+
 def test_grouped_answer_has_one_part_per_value_with_its_own_citations() -> None:
     hits = [
         hit("install", INSTALL, 1, product="hugo"),
@@ -196,6 +235,7 @@ def test_json_shape_and_page_rendering() -> None:
         "end_line",
         "page",
         "quote",
+        "source",
     }
     assert payload["sources"] == ["docs/install.md:23 p. 7"]
     assert isinstance(answer, Answer) and answer.sources == ("docs/install.md:23 p. 7",)

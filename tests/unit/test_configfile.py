@@ -236,3 +236,64 @@ def test_config_show_cli(tmp_path: Path) -> None:
     assert rows["collection"] == {"name": "collection", "value": "mine", "from": f"file {cfg}:3"}
     assert rows["chroma_token"]["value"] == "****** (set)"
     assert CANARY not in result.stdout + result.stderr
+
+
+def test_answer_section_and_its_precedence(tmp_path: Path) -> None:
+    cfg = write(
+        tmp_path / "chromasync.yaml",
+        "version: 1\nanswer:\n  llm_url: http://localhost:11434/v1\n  llm_model: llama3.2\n"
+        "  context_tokens: 2000\n  timeout: 30\n  retries: 2\n  fallback: extractive\n",
+    )
+    file = load_config_file(cfg)
+    settings = resolve_settings({}, {}, file)
+    assert settings.llm_url == "http://localhost:11434/v1" and settings.llm_model == "llama3.2"
+    assert settings.answer_context_tokens == 2000 and settings.llm_timeout == 30.0
+    assert settings.llm_retries == 2 and settings.answer_fallback == "extractive"
+    assert settings.origins["llm_url"] == f"file {cfg}:3"
+    env = {"CHROMASYNC_LLM_URL": "http://env:1/v1", "OPENAI_API_KEY": CANARY}
+    settings = resolve_settings({"llm_model": "flagged"}, env, file)
+    assert settings.llm_url == "http://env:1/v1" and settings.origins["llm_url"].startswith("env")
+    assert settings.llm_model == "flagged" and settings.origins["llm_model"] == "flag"
+    assert (
+        settings.llm_api_key == CANARY and settings.origins["llm_api_key"] == "env OPENAI_API_KEY"
+    )
+    both = {**env, "CHROMASYNC_LLM_API_KEY": "sk-first"}
+    assert resolve_settings({}, both, file).llm_api_key == "sk-first"
+    shown = {name: value for name, value, _ in settings.shown()}
+    assert shown["llm_api_key"] == "****** (set)" and CANARY not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"version: 1\nanswer:\n  llm_url: http://x/v1\n  api_key: {CANARY}\n",
+        f"version: 1\nanswer:\n  llm_api_key: {CANARY}\n",
+        f"version: 1\nanswer:\n  llm_url: https://user:{CANARY}@llm.example/v1\n",
+    ],
+)
+def test_answer_secrets_refused(tmp_path: Path, text: str) -> None:
+    cfg = write(tmp_path / "chromasync.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config_file(cfg)
+    message = str(info.value)
+    assert CANARY not in message and "CHROMASYNC_LLM_API_KEY" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("answer:\n  fallback: maybe\n", "answer.fallback"),
+        ("answer:\n  context_tokens: 3\n", "answer.context_tokens"),
+        ("answer:\n  llm_ulr: http://x\n", "did you mean `llm_url`"),
+    ],
+)
+def test_answer_section_bad_values(tmp_path: Path, text: str, words: str) -> None:
+    cfg = write(tmp_path / "chromasync.yaml", "version: 1\n" + text)
+    with pytest.raises(ConfigError) as info:
+        load_config_file(cfg)
+    assert words in str(info.value)
+
+
+def test_answer_fallback_from_the_environment_is_checked() -> None:
+    with pytest.raises(ConfigError, match="answer_fallback"):
+        resolve_settings({}, {"CHROMASYNC_ANSWER_FALLBACK": "sometimes"})

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4000
 NO_SOURCES_TEXT = "No sources matched the question."
+#: The answer when filters were given and nothing passed them.
+NO_MATCH_TEXT = "No sources matched these filters."
 
 
 def check_question(question: str) -> str:
@@ -70,11 +72,12 @@ def answer_question(
     count_tokens: Callable[[str], int] = approx_tokens,
     max_sentences: int = 4,
     max_chars: int = 600,
+    no_sources_text: str = NO_SOURCES_TEXT,
 ) -> Answer:
     """Answer `question` from `hits` (best first), with checked citations."""
     question = check_question(question)
     if not hits:
-        return Answer(question, NO_SOURCES_TEXT, (), "extractive", flags=(FLAG_NO_SOURCES,))
+        return Answer(question, no_sources_text, (), "extractive", flags=(FLAG_NO_SOURCES,))
     if llm is None:
         return answer_extractive(
             question, hits, group_by=group_by, max_sentences=max_sentences, max_chars=max_chars
@@ -115,4 +118,10 @@ def answer_question(
     )
 
 
-__all__ = ["MAX_QUESTION_CHARS", "NO_SOURCES_TEXT", "answer_question", "check_question"]
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "NO_MATCH_TEXT",
+    "NO_SOURCES_TEXT",
+    "answer_question",
+    "check_question",
+]

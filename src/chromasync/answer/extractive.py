@@ -13,6 +13,9 @@ No language model. The steps, each linear in its input (all inputs bounded first
    sentence shares a term, the top hit's first sentence answers).
 3. `select_mmr`: maximal marginal relevance, ``lam * relevance - (1 - lam) * max Jaccard``
    with the sentences already chosen (terms as sets), until `max_sentences` or `max_chars`.
+   The first `spread` picks come from distinct hits (source diversity: the best sentence
+   of each of several hits first, so the answer cites more than the top hit), then MMR
+   fills from any hit.
 4. The chosen sentences are written in source order (hit rank, then position), each
    followed by ``[n]``; sources are numbered by first use.
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..records import Hit
 from .records import Answer, Citation, Group, citation_for
@@ -37,6 +40,8 @@ MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 12
 MAX_GROUPS = 12
 QUOTE_CHARS = 240
+#: A spread pick (a further hit's best sentence) is cut to fit when this much room is left.
+MIN_CUT_CHARS = 120
 
 _WORD = re.compile(r"[^\W_]+")
 #: A sentence ends at . ! ? (with closing quotes/brackets) followed by space and a capital,
@@ -283,31 +288,47 @@ def select_mmr(
     max_chars: int = 600,
     lam: float = 0.7,
     duplicate: float = 0.8,
+    spread: int = 0,
 ) -> list[Scored]:
     """Pick sentences by maximal marginal relevance within the count and character bounds.
 
     A sentence whose Jaccard similarity to one already chosen reaches `duplicate` is never
-    chosen; one that would pass `max_chars` is skipped (the first is always taken).
-    O(len(scored) * max_sentences).
+    chosen; one that would pass `max_chars` is skipped (the first is always taken). While
+    fewer than `spread` sentences are chosen, a sentence of a hit already cited is passed
+    over as long as another hit has a candidate, and one too long for the room left is cut
+    at a word to fit (when at least `MIN_CUT_CHARS` are left). O(len(scored) * max_sentences).
     """
     pool = [(s, frozenset(s.sentence.terms)) for s in scored]
     chosen: list[tuple[Scored, frozenset[str]]] = []
+    cited: set[int] = set()
     used = 0
     while pool and len(chosen) < max_sentences:
+        fresh = len(chosen) < spread and any(c.sentence.rank not in cited for c, _ in pool)
+        room = max_chars - used
         best_i, best_value = -1, -math.inf
         for i, (cand, terms) in enumerate(pool):
+            if fresh and cand.sentence.rank in cited:
+                continue
             overlap = max((jaccard(terms, t) for _, t in chosen), default=0.0)
             if overlap >= duplicate:
                 continue
-            if chosen and used + len(cand.sentence.text) > max_chars:
+            too_long = chosen and len(cand.sentence.text) > room
+            if too_long and not (fresh and room >= MIN_CUT_CHARS):
                 continue
             value = lam * cand.relevance - (1 - lam) * overlap
             if value > best_value:
                 best_i, best_value = i, value
+        if best_i < 0 and fresh:  # no other hit's sentence fits: any hit's may
+            spread = 0
+            continue
         if best_i < 0:
             break
         pick = pool.pop(best_i)
+        if chosen and len(pick[0].sentence.text) > room:  # a spread pick, cut to fit
+            sentence = replace(pick[0].sentence, text=_cut(pick[0].sentence.text, room - 1))
+            pick = (Scored(sentence, pick[0].relevance), pick[1])
         chosen.append(pick)
+        cited.add(pick[0].sentence.rank)
         used += len(pick[0].sentence.text) + 1
     return [s for s, _ in chosen]
 
@@ -347,13 +368,16 @@ def _compose(
     max_sentences: int,
     max_chars: int,
     lam: float,
+    spread: int = 0,
 ) -> tuple[str, list[int]]:
     """The answer text for hits `ranked` ((rank, hit) pairs) and the ranks it cites."""
     sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank)]
     scored = score_sentences(question, sentences)
     if not scored and sentences:  # nothing shares a word: the best hit's opening sentence
         scored = [Scored(sentences[0], 0.0)]
-    chosen = select_mmr(scored, max_sentences=max_sentences, max_chars=max_chars, lam=lam)
+    chosen = select_mmr(
+        scored, max_sentences=max_sentences, max_chars=max_chars, lam=lam, spread=spread
+    )
     chosen.sort(key=lambda s: (s.sentence.rank, s.sentence.offset))
     parts: list[str] = []
     ranks: list[int] = []
@@ -388,13 +412,20 @@ def answer_extractive(
     max_chars: int = 600,
     lam: float = 0.7,
     value_of: Callable[[Hit, str], str] = group_value,
+    spread: int = 3,
 ) -> Answer:
     """The extractive answer to `question` from `hits` (best first; at most `MAX_HITS`)."""
     hits = list(hits[:MAX_HITS])
     numbering = _Numbering(hits)
     if group_by is None:
         text, _ = _compose(
-            question, list(enumerate(hits)), numbering, max_sentences, max_chars, lam
+            question,
+            list(enumerate(hits)),
+            numbering,
+            max_sentences,
+            max_chars,
+            lam,
+            spread,
         )
         return Answer(question, text, numbering.citations(), "extractive")
     buckets: dict[str, list[tuple[int, Hit]]] = {}
@@ -404,7 +435,7 @@ def answer_extractive(
     blocks: list[str] = []
     per_group = max(1, min(max_sentences, 3))
     for value, ranked in list(buckets.items())[:MAX_GROUPS]:
-        text, ranks = _compose(question, ranked, numbering, per_group, max_chars, lam)
+        text, ranks = _compose(question, ranked, numbering, per_group, max_chars, lam, spread)
         if not text:
             continue
         groups.append(Group(value, text, numbering.citations(ranks)))

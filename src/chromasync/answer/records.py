@@ -59,6 +59,7 @@ class Citation:
     end_line: int
     page: int | None = None
     quote: str = ""
+    source: str = ""  # the hit's source label (the search page opens the file with it)
 
     def render(self) -> str:
         return render_location(self.path, self.start_line, self.end_line, self.page)
@@ -73,6 +74,7 @@ class Citation:
             "end_line": self.end_line,
             "page": self.page,
             "quote": self.quote,
+            "source": self.source,
         }
 
 
@@ -92,6 +94,7 @@ def citation_for(
         end_line=end,
         page=page_of(hit),
         quote=quote,
+        source=hit.source,
     )
 
 
@@ -125,6 +128,7 @@ class Answer:
     removed_citations: int = 0  # markers naming no source, taken out of `text`
     group_by: str | None = None
     groups: tuple[Group, ...] = ()
+    warnings: tuple[str, ...] = ()  # from the retrieval (e.g. a stale keyword index)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -146,6 +150,8 @@ class Answer:
         if self.group_by is not None:
             out["group_by"] = self.group_by
             out["groups"] = [g.as_json() for g in self.groups]
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
 

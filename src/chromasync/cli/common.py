@@ -148,6 +148,154 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
     return apply(func) if func is not None else apply
 
 
+_MODES = click.Choice(["hybrid", "dense", "keyword"])
+#: The parameters `search_options` adds; `search_args` takes them out of a command's kwargs.
+SEARCH_PARAMS = (
+    "all_collections",
+    "mode",
+    "k",
+    "sources",
+    "where",
+    "where_json",
+    "tags",
+    "tags_all",
+    "after",
+    "before",
+    "date_fields",
+    "paths",
+    "phrases",
+    "matches",
+    "links_to",
+    "per_doc",
+    "sort",
+    "group_by",
+    "no_rerank",
+)
+
+
+def search_options(func: F) -> F:
+    """The retrieval options `search` and `ask` share: filters, ranking, grouping."""
+    decorators = [
+        click.option(
+            "--all-collections", is_flag=True, help="Search every collection of the store."
+        ),
+        click.option(
+            "--mode",
+            type=_MODES,
+            default="hybrid",
+            show_default=True,
+            help="Dense (meaning), keyword (BM25) or both fused.",
+        ),
+        click.option(
+            "--k",
+            "k",
+            default=10,
+            show_default=True,
+            type=click.IntRange(1, 1000),
+            help="Number of hits.",
+        ),
+        click.option(
+            "--source", "sources", multiple=True, help="Only this source (repeatable: any)."
+        ),
+        click.option(
+            "--where",
+            "where",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Metadata equality, typed like YAML (repeatable: all). Quote to force text.",
+        ),
+        click.option(
+            "--where-json",
+            metavar="JSON",
+            help='A Chroma where filter, e.g. \'{"year": {"$gte": 2020}}\'.',
+        ),
+        click.option("--tag", "tags", multiple=True, help="Front-matter tag (repeatable)."),
+        click.option(
+            "--tags-all/--tags-any",
+            default=False,
+            show_default=True,
+            help="Whether every --tag or any of them must be present.",
+        ),
+        click.option("--after", metavar="DATE", help="Front-matter date on or after DATE."),
+        click.option("--before", metavar="DATE", help="Front-matter date before DATE."),
+        click.option(
+            "--date-field",
+            "date_fields",
+            multiple=True,
+            help="Front-matter date key(s) for --after/--before/--sort date "
+            "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
+        ),
+        click.option(
+            "--path",
+            "paths",
+            multiple=True,
+            metavar="GLOB",
+            help="Only paths matching this git-wildmatch pattern (repeatable: any).",
+        ),
+        click.option(
+            "--phrase",
+            "phrases",
+            multiple=True,
+            help="Only chunks containing these words in this order (case-blind).",
+        ),
+        click.option(
+            "--match",
+            "matches",
+            multiple=True,
+            metavar="FIELD=SUBSTRING",
+            help="Only chunks whose metadata FIELD contains SUBSTRING (case-blind).",
+        ),
+        click.option(
+            "--links-to",
+            "links_to",
+            multiple=True,
+            metavar="TARGET",
+            help="Only chunks linking to this URL (or under it), path or note title "
+            "(repeatable: all).",
+        ),
+        click.option(
+            "--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed."
+        ),
+        click.option(
+            "--sort",
+            type=click.Choice(["rank", "date"]),
+            default="rank",
+            show_default=True,
+            help="Order of the top k: by rank, or newest first.",
+        ),
+        click.option(
+            "--group-by",
+            metavar="FIELD",
+            help="Group the hits by a metadata field.",
+        ),
+        click.option(
+            "--rerank",
+            "rerank_model",
+            metavar="FOLDER",
+            help="Rerank with this local cross-encoder [env CHROMASYNC_RERANK_MODEL].",
+        ),
+        click.option(
+            "--no-rerank", is_flag=True, help="Do not rerank even if a model is configured."
+        ),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def search_args(query: str, flags: dict[str, Any]) -> api.SearchArgs:
+    """The `SearchArgs` of a command given `search_options` (taken out of `flags`; the
+    store options, `--collection` included, stay there for `settings_from_flags`)."""
+    given = {name: flags.pop(name) for name in SEARCH_PARAMS}
+    no_rerank = given.pop("no_rerank")
+    return api.SearchArgs.of(
+        query,
+        **given,
+        collections=flags.get("collection"),
+        rerank=not no_rerank,
+    )
+
+
 def settings_from_flags(**flags: Any) -> api.Settings:
     known = {
         "data_dir",
@@ -160,6 +308,8 @@ def settings_from_flags(**flags: Any) -> api.Settings:
         "database",
         "embedding_url",
         "rerank_model",
+        "llm_url",
+        "llm_model",
     }
     values = {k: v for k, v in flags.items() if k in known}
     if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting

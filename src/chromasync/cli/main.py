@@ -1,6 +1,6 @@
 """The `chromasync` command line: the group, and every command registered on it.
 
-Each command lives in the module of its concern (`ingest`, `search`, `admin`, `report`,
+Each command lives in the module of its concern (`ingest`, `search`, `ask`, `admin`, `report`,
 `service`) and shares `common`: parse flags, call `api` (or the owner), render the result.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from . import admin, ingest, operators, report, search, service
+from . import admin, ask, ingest, operators, report, search, service
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,6 +22,7 @@ for command in (
     ingest.ingest,
     ingest.status,
     search.search,
+    ask.ask,
     search.similar,
     search.eval_command,
     operators.links,

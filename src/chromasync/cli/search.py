@@ -30,6 +30,8 @@ from .common import (
     progress_bar,
     reported_errors,
     safe,
+    search_args,
+    search_options,
     settings_from_flags,
     stderr_console,
     store_options,
@@ -41,143 +43,18 @@ _MODES = click.Choice(["hybrid", "dense", "keyword"])
 @click.command()
 @click.argument("query")
 @store_options(many_collections=True)
-@click.option("--all-collections", is_flag=True, help="Search every collection of the store.")
-@click.option(
-    "--mode",
-    type=_MODES,
-    default="hybrid",
-    show_default=True,
-    help="Dense (meaning), keyword (BM25) or both fused.",
-)
-@click.option(
-    "--k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Number of hits."
-)
-@click.option("--source", "sources", multiple=True, help="Only this source (repeatable: any).")
-@click.option(
-    "--where",
-    "where",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Metadata equality, typed like YAML (repeatable: all). Quote to force text.",
-)
-@click.option(
-    "--where-json", metavar="JSON", help='A Chroma where filter, e.g. \'{"year": {"$gte": 2020}}\'.'
-)
-@click.option("--tag", "tags", multiple=True, help="Front-matter tag (repeatable).")
-@click.option(
-    "--tags-all/--tags-any",
-    default=False,
-    show_default=True,
-    help="Whether every --tag or any of them must be present.",
-)
-@click.option("--after", metavar="DATE", help="Front-matter date on or after DATE.")
-@click.option("--before", metavar="DATE", help="Front-matter date before DATE.")
-@click.option(
-    "--date-field",
-    "date_fields",
-    multiple=True,
-    help="Front-matter date key(s) for --after/--before/--sort date "
-    "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
-)
-@click.option(
-    "--path",
-    "paths",
-    multiple=True,
-    metavar="GLOB",
-    help="Only paths matching this git-wildmatch pattern (repeatable: any).",
-)
-@click.option(
-    "--phrase",
-    "phrases",
-    multiple=True,
-    help="Only chunks containing these words in this order (case-blind).",
-)
-@click.option(
-    "--match",
-    "matches",
-    multiple=True,
-    metavar="FIELD=SUBSTRING",
-    help="Only chunks whose metadata FIELD contains SUBSTRING (case-blind).",
-)
-@click.option(
-    "--links-to",
-    "links_to",
-    multiple=True,
-    metavar="TARGET",
-    help="Only chunks linking to this URL (or under it), path or note title (repeatable: all).",
-)
-@click.option("--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed.")
-@click.option(
-    "--sort",
-    type=click.Choice(["rank", "date"]),
-    default="rank",
-    show_default=True,
-    help="Order of the top k: by rank, or newest first.",
-)
-@click.option("--group-by", metavar="FIELD", help="Group the hits by a metadata field.")
-@click.option(
-    "--rerank",
-    "rerank_model",
-    metavar="FOLDER",
-    help="Rerank with this local cross-encoder [env CHROMASYNC_RERANK_MODEL].",
-)
-@click.option("--no-rerank", is_flag=True, help="Do not rerank even if a model is configured.")
+@search_options
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print {query, mode, collections, filters, hits} as JSON.",
 )
-def search(
-    query: str,
-    all_collections: bool,
-    mode: str,
-    k: int,
-    sources: Sequence[str],
-    where: Sequence[str],
-    where_json: str | None,
-    tags: Sequence[str],
-    tags_all: bool,
-    after: str | None,
-    before: str | None,
-    date_fields: Sequence[str],
-    paths: Sequence[str],
-    phrases: Sequence[str],
-    matches: Sequence[str],
-    links_to: Sequence[str],
-    per_doc: bool,
-    sort: str,
-    group_by: str | None,
-    no_rerank: bool,
-    as_json: bool,
-    **flags: Any,
-) -> None:
+def search(query: str, as_json: bool, **flags: Any) -> None:
     """Search the indexed chunks for QUERY: filter, then rank by meaning and words."""
     with reported_errors():
         settings = settings_from_flags(**flags)
-        args = api.SearchArgs.of(
-            query,
-            mode=mode,
-            k=k,
-            sources=sources,
-            where=where,
-            where_json=where_json,
-            tags=tags,
-            tags_all=tags_all,
-            after=after,
-            before=before,
-            date_fields=date_fields,
-            paths=paths,
-            phrases=phrases,
-            matches=matches,
-            links_to=links_to,
-            collections=flags.get("collection"),
-            all_collections=all_collections,
-            per_doc=per_doc,
-            sort=sort,
-            group_by=group_by,
-            rerank=not no_rerank,
-        )
+        args = search_args(query, flags)
         request = api.search_request(args, settings)
         with open_index(settings) as index:  # through the data dir's owner when one runs
             if isinstance(index, LocalIndex):

@@ -3,8 +3,8 @@
 `parse_yaml` and `parse_toml` return the data and a map from key paths to lines (TOML by
 scanning its headers and keys, since `tomllib` keeps no positions). `validate` reports
 every problem at once, each with its line: unknown keys with the closest known key,
-secrets by key name (never their values), and Pydantic's own complaints without the input
-values they would otherwise echo.
+secrets by key name or as a password inside a URL (never their values), and Pydantic's own
+complaints without the input values they would otherwise echo.
 """
 
 from __future__ import annotations
@@ -136,8 +136,15 @@ def is_secret_key(name: str) -> bool:
     return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
 
 
-def _secret_env(name: str) -> str:
-    lowered = str(name).lower()
+#: A URL holding a password (``scheme://user:secret@host``): a secret in a value.
+_URL_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]+@")
+
+
+def _secret_env(path: Sequence[str | int]) -> str:
+    name = str(path[-1])
+    lowered = name.lower()
+    if (path and path[0] == "answer") or lowered.startswith("llm"):
+        return SECRET_ENV["llm_api_key"]
     if "token" in lowered or lowered in {"bearer", "authorization"}:
         return SECRET_ENV["chroma_token"]
     return SECRET_ENV["api_key"]
@@ -149,7 +156,8 @@ def find_secrets(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str 
     if isinstance(data, Mapping):
         for key, value in data.items():
             here = (*path, str(key))
-            if is_secret_key(str(key)) and value not in (None, ""):
+            named = is_secret_key(str(key)) and value not in (None, "")
+            if named or (isinstance(value, str) and _URL_PASSWORD.search(value)):
                 found.append(here)
             else:
                 found.extend(find_secrets(value, here))
@@ -181,7 +189,7 @@ def validate(
             (
                 line_of(lines, path) + line_offset,
                 f"`{dotted(path)}` is a secret and secrets are not accepted in a config file "
-                f"(it may be committed or readable by others); set {_secret_env(str(path[-1]))} "
+                f"(it may be committed or readable by others); set {_secret_env(path)} "
                 "in the environment or pass it as a flag (the value is not shown)",
             )
         )

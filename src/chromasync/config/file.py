@@ -4,6 +4,8 @@
     store: {data_dir: .chromasync, collection: chromasync, collections: per-kind}
     embedding: {provider: local, model: null, options: {batch_size: 32}}
     chunking: {max_tokens: 256}
+    answer: {llm_url: http://localhost:11434/v1, llm_model: llama3.2, context_tokens: 3000,
+             timeout: 120, retries: 4, fallback: extractive}
     skip_paths: [/drafts/, .bak]
     privacy_keys: [private]
     sources_file: content-sources.md
@@ -83,6 +85,18 @@ class SearchModel(_Model):
     keyword_refresh_s: int | None = Field(default=None, ge=0)
 
 
+class AnswerModel(_Model):
+    """The `answer:` section: the chat model behind `chromasync ask` (its key: environment
+    only, `CHROMASYNC_LLM_API_KEY` or `OPENAI_API_KEY`)."""
+
+    llm_url: str | None = Field(default=None, max_length=2048)
+    llm_model: str | None = Field(default=None, max_length=512)
+    context_tokens: int | None = Field(default=None, ge=64, le=2_000_000)
+    timeout: float | None = Field(default=None, gt=0, le=3600)
+    retries: int | None = Field(default=None, ge=1, le=20)
+    fallback: Literal["none", "extractive"] | None = None
+
+
 class SourceModel(_Model):
     label: str | None = None
     path: str | None = None
@@ -134,6 +148,7 @@ class ConfigModel(_Model):
     embedding: EmbeddingModel | None = None
     chunking: ChunkingModel | None = None
     search: SearchModel | None = None
+    answer: AnswerModel | None = None
     sources: list[SourceModel] = Field(default_factory=list)
     sources_file: str | None = None
     skip_paths: list[str] = Field(default_factory=list)
@@ -280,6 +295,14 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
             put("rerank_model", folder, ("search", "rerank_model"))
         put("duplicate_threshold", search.duplicate_threshold, ("search", "duplicate_threshold"))
         put("keyword_refresh_s", search.keyword_refresh_s, ("search", "keyword_refresh_s"))
+    if model.answer is not None:
+        answer = model.answer
+        put("llm_url", answer.llm_url, ("answer", "llm_url"))
+        put("llm_model", answer.llm_model, ("answer", "llm_model"))
+        put("answer_context_tokens", answer.context_tokens, ("answer", "context_tokens"))
+        put("llm_timeout", answer.timeout, ("answer", "timeout"))
+        put("llm_retries", answer.retries, ("answer", "retries"))
+        put("answer_fallback", answer.fallback, ("answer", "fallback"))
     put("skip_paths", tuple(model.skip_paths), ("skip_paths",))
     put("privacy_keys", tuple(k.strip().lower() for k in model.privacy_keys), ("privacy_keys",))
     return out

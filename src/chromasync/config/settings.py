@@ -35,7 +35,10 @@ DEFAULT_DATA_DIR = ".chromasync"
 DEFAULT_COLLECTION = "chromasync"
 CONFIG_FILE_NAME = "chromasync.yaml"
 CONFIG_ENV = "CHROMASYNC_CONFIG"
-SECRET_FIELDS = frozenset({"chroma_token", "api_key", "embedding_api_key", "api_token"})
+SECRET_FIELDS = frozenset(
+    {"chroma_token", "api_key", "embedding_api_key", "api_token", "llm_api_key"}
+)
+FALLBACKS = ("none", "extractive")
 COLLECTION_MODES = ("per-kind", "shared")
 DEFAULT_PRIVACY_KEYS = ("private",)
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
@@ -70,6 +73,13 @@ _FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
     # The token clients of `serve`/`mcp`/an owner send (Bearer); environment or flag only.
     "api_token": ("CHROMASYNC_API_TOKEN", None),
+    "llm_url": ("CHROMASYNC_LLM_URL", None),
+    "llm_model": ("CHROMASYNC_LLM_MODEL", None),
+    "llm_api_key": (("CHROMASYNC_LLM_API_KEY", "OPENAI_API_KEY"), None),
+    "llm_timeout": ("CHROMASYNC_LLM_TIMEOUT", 120.0),
+    "llm_retries": ("CHROMASYNC_LLM_RETRIES", 4),
+    "answer_context_tokens": ("CHROMASYNC_ANSWER_CONTEXT_TOKENS", 3000),
+    "answer_fallback": ("CHROMASYNC_ANSWER_FALLBACK", "none"),
 }
 _INTS = {
     "max_file_bytes",
@@ -78,8 +88,10 @@ _INTS = {
     "embedding_dimension",
     "chroma_retries",
     "keyword_refresh_s",
+    "llm_retries",
+    "answer_context_tokens",
 }
-_FLOATS = {"chroma_timeout", "duplicate_threshold"}
+_FLOATS = {"chroma_timeout", "duplicate_threshold", "llm_timeout"}
 #: Settings that only the config file (or a flag, for Python callers) can set.
 _FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
 #: Where a secret setting comes from instead of the config file.
@@ -87,6 +99,7 @@ SECRET_ENV = {
     "chroma_token": "CHROMASYNC_CHROMA_TOKEN",
     "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
     "api_token": "CHROMASYNC_API_TOKEN",
+    "llm_api_key": "CHROMASYNC_LLM_API_KEY",
 }
 
 
@@ -144,6 +157,13 @@ class Settings:
     rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
     duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
     keyword_refresh_s: int = 300  # max age of the keyword mirror of a shared collection
+    llm_url: str | None = None  # an OpenAI-compatible chat endpoint; None: extractive answers
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)  # environment only
+    llm_timeout: float = 120.0
+    llm_retries: int = 4  # attempts per chat request, first included
+    answer_context_tokens: int = 3000  # the prompt's budget for sources
+    answer_fallback: str = "none"  # "extractive": answer anyway when the model is unreachable
     provider_options: Mapping[str, Any] = field(default_factory=dict)
     skip_paths: tuple[str, ...] = ()
     privacy_keys: tuple[str, ...] = DEFAULT_PRIVACY_KEYS
@@ -272,6 +292,18 @@ def resolve_settings(
             origins[name] = file.origin(file_values[name].line)  # type: ignore[union-attr]
         else:
             origins[name] = "default"
+    if values["answer_fallback"] not in FALLBACKS:
+        raise ConfigError(
+            f"answer_fallback must be one of {', '.join(FALLBACKS)}, got "
+            f"{values['answer_fallback']!r} ({origins['answer_fallback']})"
+        )
+    if values["answer_context_tokens"] < 64 or values["llm_timeout"] <= 0:
+        raise ConfigError(
+            "answer_context_tokens must be at least 64 and llm_timeout positive "
+            f"({origins['answer_context_tokens']}; {origins['llm_timeout']})"
+        )
+    if values["llm_retries"] < 1:
+        raise ConfigError(f"llm_retries must be at least 1 ({origins['llm_retries']})")
     if values["collections"] not in COLLECTION_MODES:
         raise ConfigError(
             f"collections must be one of {', '.join(COLLECTION_MODES)}, got "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -19,6 +19,25 @@ from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit
 from ..retrieve import SearchRequest, SearchResult
 from .locate import OwnerInfo
+
+
+def read_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(event, data) of a server-sent event stream whose data lines are JSON objects."""
+    event = "message"
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                payload = json.loads("\n".join(data))
+                yield event, payload if isinstance(payload, dict) else {"value": payload}
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    if data:
+        payload = json.loads("\n".join(data))
+        yield event, payload if isinstance(payload, dict) else {"value": payload}
 
 
 class OwnerClient:
@@ -58,22 +77,31 @@ class OwnerClient:
                 f"cannot reach {self.owner.describe()}, which owns this data dir, "
                 f"at {self.owner.socket}: {exc}"
             ) from exc
+        self._raise_for(response)
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        return body
+
+    def _raise_for(self, response: httpx.Response) -> None:
+        """The error of a response (status >= 400) as chromasync's exception; else None."""
         if response.status_code == 401:
             raise ConfigError(
                 f"{self.owner.describe()} owns this data dir and requires its API token; "
                 "set CHROMASYNC_API_TOKEN"
             )
+        if response.status_code < 400:
+            return
         try:
             body = response.json()
         except ValueError:
             body = {}
-        if response.status_code >= 400:
-            detail = body.get("detail") if isinstance(body, dict) else None
-            cls = error_class(str(body.get("error")) if isinstance(body, dict) else "")
-            if cls is None:
-                cls = SourceError if response.status_code < 500 else StoreError
-            raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
-        return body
+        detail = body.get("detail") if isinstance(body, dict) else None
+        cls = error_class(str(body.get("error")) if isinstance(body, dict) else "")
+        if cls is None:
+            cls = SourceError if response.status_code < 500 else StoreError
+        raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
 
     def search(self, query: str, k: int = 10, **filters: Any) -> list[Hit]:
         params: dict[str, Any] = {"q": query, "k": k}
@@ -125,6 +153,60 @@ class OwnerClient:
             warnings=tuple(body.get("warnings", ())),
         )
 
+    def ask(
+        self,
+        request: SearchRequest,
+        *,
+        fallback: bool | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Answer `request.query` through the owner's `/ask/stream` (its answer settings):
+        each `token` event goes to `on_token`; returns the final answer's JSON."""
+        f = request.filters
+        body: dict[str, Any] = {
+            "question": request.query,
+            "k": request.k,
+            "mode": request.mode,
+            "sources": list(f.sources),
+            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
+            "where_json": f.where_json or None,
+            "tags": list(f.tags),
+            "tags_all": f.tags_all,
+            "after": f.echo.get("after"),
+            "before": f.echo.get("before"),
+            "date_fields": list(f.date_fields),
+            "paths": list(f.paths),
+            "phrases": list(f.phrases),
+            "matches": [f"{key}={value}" for key, value in f.matches],
+            "collections": list(request.collections),
+            "all_collections": request.all_collections,
+            "per_doc": request.per_doc,
+            "sort": request.sort,
+            "group_by": request.group_by,
+            "rerank": request.rerank,
+        }
+        if fallback is not None:
+            body["fallback"] = "extractive" if fallback else "none"
+        try:
+            with self._http.stream("POST", "/ask/stream", json=body) as response:
+                if response.status_code != 200:
+                    response.read()
+                    self._raise_for(response)
+                for event, data in read_events(response.iter_lines()):
+                    if event == "token" and on_token is not None:
+                        on_token(str(data.get("text", "")))
+                    elif event == "answer":
+                        return dict(data)
+                    elif event == "error":
+                        cls = error_class(str(data.get("error"))) or StoreError
+                        raise cls(f"{self.owner.describe()}: {data.get('detail')}")
+        except httpx.HTTPError as exc:
+            raise StoreError(
+                f"cannot reach {self.owner.describe()}, which owns this data dir, "
+                f"at {self.owner.socket}: {exc}"
+            ) from exc
+        raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
+
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/status")
         return result
@@ -165,4 +247,4 @@ class OwnerClient:
             time.sleep(poll)
 
 
-__all__ = ["OwnerClient"]
+__all__ = ["OwnerClient", "read_events"]

@@ -33,6 +33,10 @@ class Index(Protocol):
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]: ...
 
+    def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
+        """Retrieve, then answer `request.query`: the answer's JSON."""
+        ...
+
 
 class LocalIndex:
     """The index in this process, when no owner runs (the data dir's lock rules apply)."""
@@ -55,6 +59,10 @@ class LocalIndex:
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
+
+    def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
+        result = api.retrieve(request, self.settings)
+        return api.answer(request.query, result, self.settings, fallback=fallback).as_json()
 
 
 def owner_client(settings: Settings) -> OwnerClient | None:

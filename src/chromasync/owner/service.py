@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import __version__, api
+from ..answer.records import Answer
 from ..config.file import load_config_file
 from ..config.settings import Settings
 from ..embed import Embedder
@@ -135,6 +136,27 @@ class Service:
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
+
+    def ask(
+        self,
+        request: api.SearchRequest,
+        *,
+        fallback: bool | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Retrieve, then answer `request.query`: the answer's JSON (as `OwnerClient.ask`)."""
+        result = self.retrieve(request)
+        return self.answer(request.query, result, on_token=on_token, fallback=fallback).as_json()
+
+    def answer(
+        self,
+        question: str,
+        result: api.SearchResult,
+        on_token: Callable[[str], None] | None = None,
+        fallback: bool | None = None,
+    ) -> Answer:
+        """Answer `question` from a search result with this service's answer settings."""
+        return api.answer(question, result, self.settings, on_token=on_token, fallback=fallback)
 
     def status(self) -> dict[str, Any]:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""

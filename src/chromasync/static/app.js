@@ -7,6 +7,8 @@ const $ = (id) => document.getElementById(id);
 let lastQuery = "";
 let searchTimer = null;
 let searchSeq = 0;
+let answerAbort = null;
+const answerMode = () => $("mode-answer").checked;
 
 function token() { return sessionStorage.getItem("chromasync-token") || ""; }
 
@@ -155,6 +157,7 @@ function snippet(text, query, size = 420) {
 
 function runSearch(delay = 0) {
   clearTimeout(searchTimer);
+  if (answerMode()) return;  // an answer is asked for on submit only (it may cost a model call)
   searchTimer = setTimeout(doSearch, delay);
 }
 
@@ -211,6 +214,109 @@ function renderHit(hit, query) {
     tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
       el("button", { type: "button", class: "chip small tag", title: "filter by this tag",
         onclick: () => addTag(tag) }, `#${tag}`))) : null);
+}
+
+// -- answers (POST /ask/stream: server-sent events read from the fetch body) ---------------
+
+function askBody(question) {
+  const body = { question, k: 8, sources: [...state.sources], tags: [...state.tags], tags_all: state.tagsAll };
+  if (state.after) body.after = state.after;
+  if (state.before) body.before = state.before;
+  return body;
+}
+
+function* sseEvents(buffer) {
+  // Complete events of `buffer.text` ("event: x\ndata: {...}\n\n"); the rest stays in it.
+  let end;
+  while ((end = buffer.text.indexOf("\n\n")) >= 0) {
+    const block = buffer.text.slice(0, end);
+    buffer.text = buffer.text.slice(end + 2);
+    let event = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).trim());
+    }
+    if (data.length) yield [event, JSON.parse(data.join("\n"))];
+  }
+}
+
+function citationLink(citation) {
+  const hit = { source: citation.source, path: citation.path, start_line: citation.start_line,
+    end_line: citation.end_line, citation: citation.start_line ? `${citation.path}:${citation.start_line}-${citation.end_line}` : citation.path };
+  return el("a", { class: "cite", href: `#${citation.source}/${citation.path}:${citation.start_line}`,
+    "data-n": String(citation.n), title: `${citation.path}:${citation.start_line}-${citation.end_line}`,
+    onclick: (event) => { event.preventDefault(); openFile(hit); } }, `[${citation.n}]`);
+}
+
+function renderAnswer(answer) {
+  const byN = new Map(answer.citations.map((c) => [c.n, c]));
+  const text = $("answer-text");
+  text.replaceChildren();
+  let last = 0;
+  for (const match of answer.answer.matchAll(/\[(\d{1,3})\]/g)) {
+    const citation = byN.get(Number(match[1]));
+    if (!citation) continue;
+    text.append(answer.answer.slice(last, match.index), citationLink(citation));
+    last = match.index + match[0].length;
+  }
+  text.append(answer.answer.slice(last));
+  const notes = [];
+  if (answer.mode === "llm" && answer.model) notes.push(`written by ${answer.model}`);
+  if (answer.mode === "extractive") notes.push("extractive answer: the sources' own sentences");
+  if (answer.removed_citations) notes.push(`${answer.removed_citations} citation(s) naming no source removed`);
+  for (const flag of answer.flags || []) if (flag !== "removed-citations") notes.push(flag);
+  $("answer-notes").textContent = notes.join(" · ");
+  $("answer-sources").replaceChildren(...answer.citations.map((c) => el("li", { class: "answer-source" },
+    citationLink(c), " ", el("span", { text: answer.sources[c.n - 1] || c.path }),
+    c.heading ? el("span", { class: "heading", text: ` (${c.heading})` }) : null)));
+}
+
+async function doAnswer() {
+  const question = $("q").value.trim();
+  if (!question) return;
+  if (answerAbort) answerAbort.abort();
+  answerAbort = new AbortController();
+  const box = $("answer");
+  $("results").replaceChildren();
+  $("answer-text").replaceChildren();
+  $("answer-notes").textContent = "";
+  $("answer-sources").replaceChildren();
+  box.hidden = false;
+  $("message").className = "message";
+  $("message").textContent = `Answering “${question}”…`;
+  const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
+  if (token()) headers.Authorization = "Bearer " + token();
+  let response;
+  try {
+    response = await fetch("/ask/stream", { method: "POST", headers, body: JSON.stringify(askBody(question)),
+      signal: answerAbort.signal });
+  } catch (error) { if (error.name !== "AbortError") failAnswer(error.message); return; }
+  if (response.status === 401) { $("auth").hidden = false; $("token").focus(); return failAnswer("this service needs its API token"); }
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    return failAnswer(typeof body.detail === "string" ? body.detail : response.statusText);
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const buffer = { text: "" };
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer.text += decoder.decode(value, { stream: true });
+      for (const [event, data] of sseEvents(buffer)) {
+        if (event === "token") $("answer-text").append(data.text);
+        else if (event === "answer") { renderAnswer(data); $("message").textContent = `Answer to “${question}”`; }
+        else if (event === "error") failAnswer(data.detail);
+      }
+    }
+  } catch (error) { if (error.name !== "AbortError") failAnswer(error.message); }
+}
+
+function failAnswer(message) {
+  $("message").textContent = message;
+  $("message").className = "message error";
 }
 
 // -- the file viewer ----------------------------------------------------------------------
@@ -279,7 +385,19 @@ async function showLinkedFrom(hit) {
 // -- wiring -------------------------------------------------------------------------------
 
 document.addEventListener("DOMContentLoaded", () => {
-  $("search-form").addEventListener("submit", (event) => { event.preventDefault(); runSearch(); });
+  $("search-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (answerMode()) doAnswer(); else runSearch();
+  });
+  for (const id of ["mode-search", "mode-answer"]) {
+    $(id).addEventListener("change", () => {
+      $("answer").hidden = !answerMode();
+      $("q").placeholder = answerMode() ? "Ask a question about your notes, docs and code…"
+        : "Search your notes, docs and code…";
+      if (!answerMode()) runSearch();
+      else $("results").replaceChildren();
+    });
+  }
   $("q").addEventListener("input", () => { if ($("q").value.trim() !== lastQuery) runSearch(300); });
   $("tag-form").addEventListener("submit", (event) => {
     event.preventDefault();

@@ -1,0 +1,147 @@
+"""`chromasync ask QUESTION`: retrieve as `search` does, then answer with numbered citations.
+
+Importing this module defines the command; `cli.main` registers it. The answer goes to
+stdout as it is written (tokens from a chat model as they arrive; the extractive answer at
+once), followed by the numbered sources, ``[1] path:start-end (heading)``; progress and
+warnings go to stderr; `--json` prints the answer's JSON instead. While a service owns the
+data dir, the search goes through it and the answer is written here, with this command's
+model settings and key (the owner's `/ask` serves REST clients).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from .. import api
+from ..answer.ask import check_question
+from ..answer.records import (
+    FLAG_LLM_UNREACHABLE,
+    FLAG_NO_CITATIONS,
+    FLAG_REMOVED_CITATIONS,
+    FLAG_TRUNCATED,
+    Answer,
+)
+from ..owner.index import owner_client
+from .common import (
+    reported_errors,
+    safe,
+    search_args,
+    search_options,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+)
+
+_NOTES = {
+    FLAG_LLM_UNREACHABLE: "the chat model was unreachable: this is the extractive answer",
+    FLAG_NO_CITATIONS: "the answer cites no source: check it against the sources below",
+    FLAG_TRUNCATED: "the model's answer was cut at the size limit",
+}
+
+
+@click.command()
+@click.argument("question")
+@store_options(many_collections=True)
+@search_options
+@click.option(
+    "--llm-url",
+    metavar="URL",
+    help="OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1; without one the "
+    "answer is extractive [env CHROMASYNC_LLM_URL; key from CHROMASYNC_LLM_API_KEY or "
+    "OPENAI_API_KEY].",
+)
+@click.option("--llm-model", metavar="NAME", help="Chat model name [env CHROMASYNC_LLM_MODEL].")
+@click.option(
+    "--fallback",
+    type=click.Choice(["none", "extractive"]),
+    help="When the chat model is unreachable: fail, or answer extractively "
+    "[env CHROMASYNC_ANSWER_FALLBACK; none].",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print {question, answer, citations, sources, mode, model, usage, flags} as JSON.",
+)
+def ask(question: str, fallback: str | None, as_json: bool, **flags: Any) -> None:
+    """Answer QUESTION from the index, every claim citing its source.
+
+    Takes every filter of `search`. With a chat model (--llm-url, --llm-model) the answer
+    streams in as it is written; without one it is extractive: the retrieved chunks'
+    sentences that best answer the question, each with its citation.
+    """
+    streamed: list[str] = []
+
+    def on_token(piece: str) -> None:
+        streamed.append(piece)
+        sys.stdout.write(safe(piece))
+        sys.stdout.flush()
+
+    with reported_errors():
+        check_question(question)
+        settings = settings_from_flags(**flags)
+        args = search_args(question, flags)
+        request = api.search_request(args, settings)
+        use_fallback = None if fallback is None else fallback == "extractive"
+        llm = api.chat_client(settings)
+        err = stderr_console()
+        client = owner_client(settings)
+        if client is not None:
+            with client:
+                result = client.retrieve(request)
+        else:
+            result = api.retrieve(request, settings)
+        if llm is not None and result.hits and not as_json:
+            err.print(f"[dim]asking {escape(safe(repr(llm)))}...[/]")
+        answer = api.answer(
+            question,
+            result,
+            settings,
+            on_token=None if as_json else on_token,
+            fallback=use_fallback,
+            llm=llm,
+        )
+    for warning in answer.warnings:
+        err.print(f"[yellow]warning:[/] {escape(safe(warning))}")
+    if as_json:
+        click.echo(json.dumps(answer.as_json(), indent=2, ensure_ascii=False))
+        return
+    _print_answer(answer, "".join(streamed))
+
+
+def _print_answer(answer: Answer, streamed: str) -> None:
+    err = stderr_console()
+    if not streamed:
+        click.echo(safe(answer.text))
+    else:
+        click.echo()  # ends the streamed answer's line
+        if answer.mode == "extractive":  # the model stalled mid-answer: the fallback
+            click.echo(safe(answer.text))
+        elif streamed.strip() != answer.text.strip():  # citations were removed
+            click.echo("\nchecked answer:")
+            click.echo(safe(answer.text))
+    if answer.removed_citations:
+        err.print(
+            f"[yellow]note:[/] {answer.removed_citations} citation(s) naming no source were "
+            "removed"
+            + (" (flag removed-citations)" if FLAG_REMOVED_CITATIONS in answer.flags else "")
+        )
+    for flag in answer.flags:
+        if flag in _NOTES:
+            err.print(f"[yellow]note:[/] {_NOTES[flag]}")
+    if not answer.citations:
+        return
+    click.echo("\nSources:")
+    for citation in answer.citations:
+        line = f"[{citation.n}] {citation.render()}"
+        if citation.heading:
+            line += f" ({citation.heading})"
+        click.echo(safe(line))
+
+
+__all__ = ["ask"]
