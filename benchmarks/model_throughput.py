@@ -195,7 +195,9 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import model_variants
 
-        found = model_variants.measure(args.docs, args.claims, args.speed_texts, not args.no_quality)
+        found = model_variants.measure(
+            args.docs, args.claims, args.speed_texts, not args.no_quality
+        )
         print(json.dumps(found, indent=2))
         print(model_variants.table(found))
         return

@@ -90,8 +90,13 @@ def fused(work: Path, quantized: bool = False) -> LocalEmbedder:
     return _session(model, target)
 
 
-def quant(source: Path, target: Path, per_channel: bool, ops: list[str] | None = None,
-          unsigned: bool = False) -> None:
+def quant(
+    source: Path,
+    target: Path,
+    per_channel: bool,
+    ops: list[str] | None = None,
+    unsigned: bool = False,
+) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     if target.is_file():
@@ -99,7 +104,9 @@ def quant(source: Path, target: Path, per_channel: bool, ops: list[str] | None =
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         quantize_dynamic(
-            str(source), str(target), per_channel=per_channel,
+            str(source),
+            str(target),
+            per_channel=per_channel,
             op_types_to_quantize=ops if ops is not None else ["MatMul"],
             weight_type=QuantType.QUInt8 if unsigned else QuantType.QInt8,
         )
@@ -135,20 +142,46 @@ class SentenceTransformers:
 
 
 CANDIDATES = [
-    Candidate("sentence-transformers torch fp32, batch 32", lambda w: SentenceTransformers(), False),
-    Candidate("onnx fp32, batch 32 texts (before)", lambda w: LocalEmbedder(variant="fp32", batch_tokens=10**9)),
+    Candidate(
+        "sentence-transformers torch fp32, batch 32", lambda w: SentenceTransformers(), False
+    ),
+    Candidate(
+        "onnx fp32, batch 32 texts (before)",
+        lambda w: LocalEmbedder(variant="fp32", batch_tokens=10**9),
+    ),
     Candidate("onnx fp32, batches of 8192 tokens", lambda w: LocalEmbedder(variant="fp32"), False),
     Candidate("onnx fp32 fused (transformers optimizer)", fused, False),
-    Candidate("onnx int8 per-channel MatMul, 32 texts", lambda w: LocalEmbedder(variant="int8", batch_tokens=10**9), False),
-    Candidate("onnx int8 per-channel MatMul, 8192 tokens [default]", lambda w: LocalEmbedder(variant="int8")),
+    Candidate(
+        "onnx int8 per-channel MatMul, 32 texts",
+        lambda w: LocalEmbedder(variant="int8", batch_tokens=10**9),
+        False,
+    ),
+    Candidate(
+        "onnx int8 per-channel MatMul, 8192 tokens [default]",
+        lambda w: LocalEmbedder(variant="int8"),
+    ),
     Candidate("  + intra_op threads 2", lambda w: LocalEmbedder(variant="int8", threads=2), False),
-    Candidate("onnx int8 per-tensor MatMul", lambda w: int8_variant(w, "pt", per_channel=False), False),
+    Candidate(
+        "onnx int8 per-tensor MatMul", lambda w: int8_variant(w, "pt", per_channel=False), False
+    ),
     Candidate("onnx int8 fused graph", lambda w: fused(w, quantized=True), False),
 ]
 EXTRA = [  # --all-candidates
-    Candidate("  + batches of 4096 tokens", lambda w: LocalEmbedder(variant="int8", batch_tokens=4096), False),
-    Candidate("  + batches of 16384 tokens", lambda w: LocalEmbedder(variant="int8", batch_tokens=16384), False),
-    Candidate("onnx uint8 weights per-channel MatMul", lambda w: int8_variant(w, "u8", per_channel=True, unsigned=True), False),
+    Candidate(
+        "  + batches of 4096 tokens",
+        lambda w: LocalEmbedder(variant="int8", batch_tokens=4096),
+        False,
+    ),
+    Candidate(
+        "  + batches of 16384 tokens",
+        lambda w: LocalEmbedder(variant="int8", batch_tokens=16384),
+        False,
+    ),
+    Candidate(
+        "onnx uint8 weights per-channel MatMul",
+        lambda w: int8_variant(w, "u8", per_channel=True, unsigned=True),
+        False,
+    ),
 ]
 
 
@@ -164,9 +197,13 @@ def measure(docs: int, claims: int, speed_texts: int, quality: bool) -> dict[str
     sample = texts[:speed_texts]
     queries = api.load_queries(claims_file)
     report: dict[str, Any] = {
-        "docs": sum(1 for _ in corpus.glob("*.md")), "claims": len(queries),
-        "chunks": len(texts), "speed_texts": len(sample), "cpus": os.cpu_count(),
-        "load_avg_start": os.getloadavg()[0], "rows": [],
+        "docs": sum(1 for _ in corpus.glob("*.md")),
+        "claims": len(queries),
+        "chunks": len(texts),
+        "speed_texts": len(sample),
+        "cpus": os.cpu_count(),
+        "load_avg_start": os.getloadavg()[0],
+        "rows": [],
     }
     for n, cand in enumerate(CANDIDATES):
         row: dict[str, Any] = {"name": cand.name}
@@ -182,7 +219,7 @@ def measure(docs: int, claims: int, speed_texts: int, quality: bool) -> dict[str
                 ev = api.evaluate(queries, settings, embedder=model, modes=("dense", "hybrid"))
                 row["ndcg_dense"] = round(ev.modes["dense"]["ndcg"], 4)
                 row["ndcg_hybrid"] = round(ev.modes["hybrid"]["ndcg"], 4)
-        except Exception as exc:  # noqa: BLE001 - a candidate that fails is a row too
+        except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
         report["rows"].append(row)
         print(json.dumps(row), flush=True)
@@ -195,9 +232,16 @@ def measure(docs: int, claims: int, speed_texts: int, quality: bool) -> dict[str
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = ["| candidate | texts/s | x ST | nDCG@10 dense | nDCG@10 hybrid |", "|---|---|---|---|---|"]
+    lines = [
+        "| candidate | texts/s | x ST | nDCG@10 dense | nDCG@10 hybrid |",
+        "|---|---|---|---|---|",
+    ]
     for r in report["rows"]:
-        cells = [r.get("texts_per_s", r.get("error", "")), r.get("x_st", ""),
-                 r.get("ndcg_dense", "-"), r.get("ndcg_hybrid", "-")]
+        cells = [
+            r.get("texts_per_s", r.get("error", "")),
+            r.get("x_st", ""),
+            r.get("ndcg_dense", "-"),
+            r.get("ndcg_hybrid", "-"),
+        ]
         lines.append(f"| {r['name'].strip()} | " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)

@@ -96,9 +96,7 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.device = device
         self.cache_dir = cache_dir or default_cache_dir()
-        self.base_model_id = (
-            DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
-        )
+        self.base_model_id = DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
         self.variant_option = variant
         self._variant: str | None = None if variant == "auto" else variant
         self.threads = threads

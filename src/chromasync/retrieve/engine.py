@@ -260,7 +260,8 @@ class Retriever:
     def _check_model(self, collection: Collection) -> None:
         embedder = self.embedder()
         if not self.embeds_in_store:  # `server`: the store checks its own function
-            follow_stored(embedder, collection.model_id)
+            if follow_stored(embedder, collection.model_id):
+                self._vectors.clear()  # query vectors of the variant before
             collection.check_model(embedder.model_id, embedder.dimension)
 
     def _restrict(self, name: str, filters: Filters) -> tuple[Any, Condition, list[str] | None]:
