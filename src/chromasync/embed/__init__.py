@@ -17,9 +17,14 @@ from ..errors import ConfigError
 @runtime_checkable
 class Embedder(Protocol):
     name: str
-    model_id: str
     max_tokens: int
     batch_size: int
+
+    @property
+    def model_id(self) -> str:
+        """Recorded on the collection and keys the embedding cache (for the local provider
+        it includes the numeric variant, `...@int8`)."""
+        ...
 
     @property
     def dimension(self) -> int: ...

@@ -446,15 +446,23 @@ def quantize(source: Path, target: Path, variant: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         staged = Path(tmp) / target.name
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            quantize_dynamic(
-                str(source),
-                str(staged),
-                per_channel=True,
-                op_types_to_quantize=["MatMul"],
-                weight_type=QuantType.QInt8,
-            )
+        # onnxruntime's quantizer logs through the root logger ("consider pre-processing"),
+        # which would also install a root handler: silence it and undo the handler
+        root_handlers = list(logging.root.handlers)
+        logging.disable(logging.WARNING)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                quantize_dynamic(
+                    str(source),
+                    str(staged),
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                    weight_type=QuantType.QInt8,
+                )
+        finally:
+            logging.disable(logging.NOTSET)
+            logging.root.handlers[:] = root_handlers
         os.replace(staged, target)
 
 
