@@ -103,10 +103,13 @@ def run_child(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
         raise SystemExit(
             f"{args[:3]} failed ({code}): {Path(_capture + '.err').read_text()[-800:]}"
         )
+    global _last_cpu
+    _last_cpu = usage.ru_utime + usage.ru_stime  # load-independent, unlike wall time
     return wall, usage.ru_maxrss // 1024, out
 
 
 _capture = ""
+_last_cpu = 0.0
 
 
 def chromasync(
@@ -148,7 +151,9 @@ def one_size(
         "cold_s": round(wall, 1),
         "cold_own_s": round(wall - embed_s, 1),
         "cold_ms_per_file": round(1000 * (wall - embed_s) / files, 2),
-        "chunks": summary.get("chunks_embedded"),
+        "cold_cpu_s": round(_last_cpu, 1),
+        "cold_cpu_ms_per_file": round(1000 * _last_cpu / files, 2),
+        "chunks_embedded": summary.get("chunks_embedded"),
         "cold_peak_mb": rss,
     }
     noop = median_of(3, lambda: chromasync("ingest", root, data, [], env)[0])
