@@ -91,8 +91,13 @@ def test_auto_variant_on_a_gpu_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "_gpu_present", lambda: True)
     monkeypatch.setattr(local, "_onnx_providers", lambda: GPU_ORT)
     assert auto_variant("auto", "auto") == "fp32"
+    # a driver but CPU-only onnxruntime: torch on CUDA runs the model, in fp32
     monkeypatch.setattr(local, "_onnx_providers", lambda: CPU_ORT)
-    assert auto_variant("auto", "auto") == CPU_VARIANT  # a driver, but CPU onnxruntime
+    assert auto_variant("auto", "auto") == "fp32"
+    assert (
+        auto_variant("onnx", "auto") == "fp32"
+    )  # refused by choose_runtime: fp32, the load says why
+    assert auto_variant("auto", "cpu") == CPU_VARIANT  # asked for the CPU
 
 
 def test_the_variant_is_part_of_the_model_id() -> None:

@@ -418,19 +418,19 @@ def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> li
 
 
 def auto_variant(backend: str, device: str) -> str:
-    """The variant `auto` means: int8 for ONNX Runtime on the CPU, else fp32 (a GPU runs
-    fp32 fast, and dynamic int8 kernels are CPU ones). Cheap: onnxruntime is imported only
-    when a GPU driver is loaded."""
+    """The variant `auto` means: int8 where the model will run with ONNX Runtime on the CPU,
+    else fp32 (a GPU runs fp32 fast, dynamic int8 kernels are CPU ones, torch runs only the
+    fp32 weights). Cheap: onnxruntime is imported only when a GPU driver is loaded."""
     import importlib.util
 
-    if backend == "torch" or importlib.util.find_spec("onnxruntime") is None:
+    if importlib.util.find_spec("onnxruntime") is None:
         return "fp32"
-    if device == "cpu" or (device == "auto" and not _gpu_present()):
-        return CPU_VARIANT
-    if device == "cuda":
-        return "fp32"
-    providers = _onnx_providers() or []
-    return "fp32" if "CUDAExecutionProvider" in providers else CPU_VARIANT
+    gpu = device != "cpu" and _gpu_present()
+    try:
+        chosen = choose_runtime(backend, device, _onnx_providers() if gpu else ["CPU"], gpu)
+    except EmbeddingError:
+        return "fp32"  # the load reports it
+    return CPU_VARIANT if chosen == ("onnx", "cpu") else "fp32"
 
 
 def quantize(source: Path, target: Path, variant: str) -> None:
