@@ -19,8 +19,8 @@ Numeric variants (`variant`, ONNX only): `fp32` (the export) and `int8` (dynamic
 of the export's MatMul weights, per channel, made locally from the export at first use and
 cached beside it; nothing is downloaded). `auto` (default) is `int8` where ONNX Runtime runs
 on the CPU (the fastest variant measured at fp32's retrieval quality: docs/scaling.md,
-`benchmarks/model_throughput.py --variants`), and `fp32` on a GPU or with torch. A variant other than fp32 is part of the
-model id (`...@int8`), so the collection and the embedding cache never mix vectors of two
+`benchmarks/model_throughput.py --variants`), and `fp32` on a GPU or with torch. A variant
+other than fp32 is part of the model id (`...@int8`), so the collection and the embedding cache never mix vectors of two
 variants; with `auto`, a collection already written with another variant of the same model
 is followed (`follow`), so an index made before the default changed keeps working.
 
