@@ -21,8 +21,9 @@ cached beside it; nothing is downloaded). `auto` (default) is `int8` where ONNX 
 on the CPU (the fastest variant measured at fp32's retrieval quality: docs/scaling.md,
 `benchmarks/model_throughput.py --variants`), and `fp32` on a GPU or with torch. A variant
 other than fp32 is part of the model id (`...@int8`), so the collection and the embedding
-cache never mix vectors of two variants; with `auto`, a collection already written with another variant of the same model
-is followed (`follow`), so an index made before the default changed keeps working.
+cache never mix vectors of two variants; with `auto`, a collection already written with
+another variant of the same model is followed (`follow`), so an index made before the
+default changed keeps working.
 
 Batches are formed by token count: texts are tokenized once, sorted by length, and a batch
 holds at most `batch_size` texts and `batch_tokens` padded word pieces (less padding, and
