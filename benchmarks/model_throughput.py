@@ -3,6 +3,11 @@ the start-up of a one-chunk run, measured side by side in one run.
 
     nice python benchmarks/model_throughput.py                  # 600 SciFact docs
     nice python benchmarks/model_throughput.py --docs 5183 --skip-startup
+    nice python benchmarks/model_throughput.py --variants --docs 1000 --claims 200
+
+Variants (`--variants`, see model_variants.py): sentence-transformers against the ONNX
+candidates (fp32, fused, int8 quantizations, threads, batches by token count), texts/s on the
+same chunk texts and SciFact nDCG@10 (dense, hybrid) on a subset, as one table.
 
 Throughput. The texts are exactly those a cold ingest embeds (collected by planning the
 corpus once with a recording embedder). "Raw" calls the loaded local model directly on all
@@ -181,7 +186,21 @@ def main() -> None:
     parser.add_argument("--startup-runs", type=int, default=3)
     parser.add_argument("--skip-startup", action="store_true")
     parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument("--variants", action="store_true", help="the numeric-variant table")
+    parser.add_argument("--claims", type=int, default=200, help="--variants: training claims")
+    parser.add_argument("--speed-texts", type=int, default=600, help="--variants: texts timed")
+    parser.add_argument("--no-quality", action="store_true", help="--variants: speed only")
     args = parser.parse_args()
+    if args.variants:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import model_variants
+
+        found = model_variants.measure(
+            args.docs, args.claims, args.speed_texts, not args.no_quality
+        )
+        print(json.dumps(found, indent=2))
+        print(model_variants.table(found))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="chromasync-model-bench-"))
     try:
         corpus = tmp / "scifact"

@@ -4,4 +4,6 @@
 #: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
 #: Also bumped when the metadata derived from chunk text changes: the re-read then only
 #: rewrites metadata (same chunk hashes, same IDs, vectors from the cache or the collection).
-CHUNKING_VERSION = 3  # 2: a heading takes the first piece of a long line after it; 3: links
+#: 2: a heading takes the first piece of a long line after it; 3: each chunk's outgoing links,
+#: and no heading in the context prefix of a chunk that starts with it.
+CHUNKING_VERSION = 3

@@ -23,12 +23,37 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_onnx_matches_sentence_transformers(model_cache: Path) -> None:
     texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
-    onnx = LocalEmbedder(cache_dir=model_cache, backend="onnx")
+    onnx = LocalEmbedder(cache_dir=model_cache, backend="onnx", variant="fp32")
     torch = LocalEmbedder(cache_dir=model_cache, backend="torch")
     for a, b in zip(onnx.embed_documents(texts), torch.embed_documents(texts), strict=True):
         assert len(a) == 384
         assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.9999
     assert onnx.onnx_path().is_file()
+
+
+def test_int8_made_locally_once_and_close_to_fp32(
+    model_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The int8 variant is quantized from the cached export at first use (one line on
+    stderr), cached, and stays close to fp32 (retrieval quality is measured by
+    benchmarks/model_throughput.py --variants, not here)."""
+    texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
+    fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32").embed_documents(texts)
+    int8 = LocalEmbedder(cache_dir=model_cache, variant="int8")
+    assert not int8.variant_path().exists()
+    got = int8.embed_documents(texts)
+    assert int8.variant_path().is_file() and int8.model_id.endswith("@int8")
+    said = [r.getMessage() for r in caplog.records if "quantizing" in r.getMessage()]
+    assert len(said) == 1 and "int8 (once, no download)" in said[0]
+    caplog.clear()
+    for a, b in zip(got, fp32, strict=True):
+        # the same model (unrelated texts are far below), not the same numbers
+        assert 0.95 < sum(x * y for x, y in zip(a, b, strict=True)) < 0.99999
+    again = LocalEmbedder(cache_dir=model_cache, variant="int8")
+    # from the cached file, the same numbers for the same batch (dynamic quantization scales
+    # activations per batch: a text's int8 vector depends slightly on its batch-mates)
+    assert again.embed_documents(texts) == got
+    assert "quantizing" not in caplog.text
 
 
 def test_ingest_and_search_with_the_default_model(

@@ -260,3 +260,29 @@ def test_a_heal_trusts_the_stat_of_untouched_files(
     summary = _run(notes, settings, embedder)
     assert read == [edited.relative_to(notes).as_posix()]
     assert (summary.files_updated, summary.files_unchanged) == (1, 4)
+
+
+def test_manifest_rows_committed_once_per_wave(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One manifest transaction per write wave, not one per file (ingest's own time)."""
+    from chromasync.state.manifest import State
+    from chromasync.sync import waves
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for n in range(25):
+        (root / f"note-{n:02}.md").write_text(f"# Note {n}\n\nShort note number {n}.\n")
+    monkeypatch.setattr(waves, "WAVE_RECORDS", 10)  # one chunk a file: waves of 10 files
+    commits: list[int] = []
+    original = State.commit_files
+
+    def counting(self: State, collection: str, source: str, states, records, **kw):  # type: ignore[no-untyped-def]
+        commits.append(len(states))
+        return original(self, collection, source, states, records, **kw)
+
+    monkeypatch.setattr(State, "commit_files", counting)
+    summary = _run(root, settings, embedder, label="many")
+    assert summary.files_new == 25 and summary.chunks_embedded == 25
+    assert commits == [10, 10, 5]
+    assert _run(root, settings, embedder, label="many").files_unchanged == 25

@@ -101,10 +101,26 @@ def test_context_prefix_is_heading_path_and_counted() -> None:
     budget = minilm(70)
     chunks = chunk_document(doc, budget)
     assert_chunks_valid(doc, chunks, budget)
-    assert [c.context for c in chunks] == ["Guide > Install\n\n", "Guide > Use\n\n"]
-    assert chunks[0].embed_text.startswith("Guide > Install\n\n# Guide\n\n## Install")
-    # Without the prefix the first section alone would fit in 70 - 4 tokens: it is counted.
+    assert [c.heading for c in chunks] == ["Guide > Install", "Guide > Use"]
+    # A chunk that starts with its headings does not embed them twice: the prefix keeps
+    # only the part of the path the text lacks.
+    assert [c.context for c in chunks] == ["", "Guide\n\n"]
+    assert chunks[0].embed_text.startswith("# Guide\n\n## Install")
+    assert chunks[1].embed_text.startswith("Guide\n\n## Use")
     assert all(budget.meter.count(c.embed_text) <= 70 for c in chunks)
+
+
+def test_context_prefix_kept_for_a_continuation_and_a_different_first_line() -> None:
+    body = " ".join(f"Sentence {i} says {words(8, i)}." for i in range(30))
+    doc = document(f"# Guide\n\n## Install\n\n{body}\n\n## Use\n\n{words(20, 5)}\n")
+    budget = minilm(64)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    later = [c for c in chunks if c.heading == "Guide > Install" and not c.text.startswith("#")]
+    assert later and all(c.context == "Guide > Install\n\n" for c in later)
+    # a heading that is not the last of the path is not dropped from the middle
+    assert chunks[0].context == ""
+    assert chunks[-1].context == "Guide\n\n"
 
 
 def test_hash_lines_inside_fences_are_not_headings() -> None:
@@ -182,7 +198,8 @@ def test_long_line_split_into_sentences_with_heading_context() -> None:
     pieces = [c for c in chunks if c.start_line == 3]
     assert len(pieces) > 3
     assert all(c.text.startswith("Sentence") and c.text.endswith(".") for c in pieces)
-    assert all(c.context == "Essay\n\n" for c in chunks)
+    assert chunks[0].text.startswith("## Essay\n") and chunks[0].context == ""
+    assert all(c.context == "Essay\n\n" for c in chunks[1:])
 
 
 def test_front_matter_never_in_text() -> None:

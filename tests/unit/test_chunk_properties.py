@@ -9,7 +9,6 @@ ranges match their text, and chunking is deterministic. Checked with the real Mi
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -155,13 +154,10 @@ def test_one_mebibyte_single_line() -> None:
     text = "NASTY-INDEX-long-line " + "w" * (1 << 20) + "\n"
     doc = document(text, "one-long-line.md")
     budget = minilm()
-    began = time.perf_counter()
-    chunks = chunk_document(doc, budget)
-    elapsed = time.perf_counter() - began
+    chunks = chunk_document(doc, budget)  # its time: test_chunk_complexity (md-long-word)
     assert_chunks_valid(doc, chunks, budget)
     assert chunks[0].text.startswith("NASTY-INDEX-long-line ")
     assert all(len(c.text) <= budget.char_limit for c in chunks)
-    assert elapsed < 60  # a generous bound against quadratic blow-ups, not a benchmark
 
 
 @pytest.mark.parametrize("max_tokens", [16, 254])

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from chromasync.embed.local import LocalEmbedder, choose_runtime
+from chromasync.embed.local import (
+    CPU_VARIANT,
+    DEFAULT_MODEL_ID,
+    LocalEmbedder,
+    auto_variant,
+    choose_runtime,
+    token_batches,
+)
 from chromasync.errors import EmbeddingError
 
 CPU_ORT = ["CPUExecutionProvider"]
@@ -53,3 +60,70 @@ def test_default_device_is_auto() -> None:
     embedder = LocalEmbedder.from_options({})
     assert embedder.device == "auto" and embedder.backend == "auto"
     assert embedder.runtime is None  # nothing loaded at construction
+
+
+@pytest.mark.parametrize(
+    ("lengths", "max_texts", "max_tokens", "expected"),
+    [
+        ([], 32, 100, []),
+        ([5, 100, 3, 50, 50], 32, 150, [[2, 0, 3], [4], [1]]),  # rows x longest <= 150
+        ([4, 4, 4, 4, 4], 2, 10**9, [[0, 1], [2, 3], [4]]),  # at most max_texts rows
+        ([300, 10], 32, 100, [[1], [0]]),  # a text over the budget gets a batch of its own
+    ],
+)
+def test_token_batches(
+    lengths: list[int], max_texts: int, max_tokens: int, expected: list[list[int]]
+) -> None:
+    assert token_batches(lengths, max_texts, max_tokens) == expected
+
+
+@pytest.mark.parametrize(
+    ("backend", "device", "expected"),
+    [("auto", "cpu", CPU_VARIANT), ("onnx", "cpu", CPU_VARIANT), ("torch", "cpu", "fp32")],
+)
+def test_auto_variant(backend: str, device: str, expected: str) -> None:
+    assert auto_variant(backend, device) == expected
+
+
+def test_auto_variant_on_a_gpu_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chromasync.embed import local
+
+    monkeypatch.setattr(local, "_gpu_present", lambda: True)
+    monkeypatch.setattr(local, "_onnx_providers", lambda: GPU_ORT)
+    assert auto_variant("auto", "auto") == "fp32"
+    # a driver but CPU-only onnxruntime: torch on CUDA runs the model, in fp32
+    monkeypatch.setattr(local, "_onnx_providers", lambda: CPU_ORT)
+    assert auto_variant("auto", "auto") == "fp32"
+    assert (
+        auto_variant("onnx", "auto") == "fp32"
+    )  # refused by choose_runtime: fp32, the load says why
+    assert auto_variant("auto", "cpu") == CPU_VARIANT  # asked for the CPU
+
+
+def test_the_variant_is_part_of_the_model_id() -> None:
+    fp32 = LocalEmbedder(variant="fp32")
+    int8 = LocalEmbedder(variant="int8")
+    assert fp32.model_id == DEFAULT_MODEL_ID  # unchanged: indexes made before keep working
+    assert int8.model_id == f"{DEFAULT_MODEL_ID}@int8"
+    assert LocalEmbedder.from_options({"variant": "int8"}).model_id == int8.model_id
+    assert int8.variant_path() != fp32.variant_path() == fp32.onnx_path()
+    assert LocalEmbedder(variant="auto", device="cpu").variant == CPU_VARIANT
+
+
+def test_unknown_or_impossible_variant_refused() -> None:
+    with pytest.raises(EmbeddingError, match="variant"):
+        LocalEmbedder(variant="fp8")
+    with pytest.raises(EmbeddingError, match="onnx"):
+        LocalEmbedder(variant="int8", backend="torch")
+
+
+def test_auto_follows_the_stored_variant_and_explicit_does_not() -> None:
+    auto = LocalEmbedder(device="cpu")
+    assert auto.variant == "int8"
+    assert auto.follow(DEFAULT_MODEL_ID) is True  # an index written in fp32
+    assert auto.model_id == DEFAULT_MODEL_ID and auto.variant == "fp32"
+    assert auto.follow("openai:text-embedding-3-small") is False  # another model: no
+    assert auto.model_id == DEFAULT_MODEL_ID
+    explicit = LocalEmbedder(variant="int8")
+    assert explicit.follow(DEFAULT_MODEL_ID) is False
+    assert explicit.model_id.endswith("@int8")

@@ -36,6 +36,7 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*(\s+)")
 _JOINS = " \t\n"
 #: A context label may take at most this share of the budget; longer ones are cut.
 CONTEXT_SHARE = 4
+_ATX_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+([^\n]*?)(?:[ \t]+#+)?[ \t]*(?:\n|$)")
 #: Overlap between pieces of one subdivided unit: at most this share of the budget.
 OVERLAP_SHARE = 8
 
@@ -402,13 +403,35 @@ class Layout:
                 start_line=self.line_of(d.a),
                 end_line=self.line_of(d.b - 1),
                 heading=d.heading,
-                context=d.context,
+                context=self.trim_context(d.context, d.heading, self.text[d.a : d.b]),
                 symbol=d.symbol,
                 language=d.language,
                 overlap=d.overlap,
             )
             for d in checked
         ]
+
+    def trim_context(self, context: str, heading: str, text: str) -> str:
+        """`context` less the headings that `text` itself starts with: a section's first
+        chunk ("# Guide\n\n## Install ...") would otherwise embed "Guide > Install" twice.
+        The path is trimmed from its end while the chunk's leading heading lines, last
+        first, match it. Only ever shortens the embedding input: the budget still holds."""
+        if not context or context != f"{heading}\n\n":
+            return context  # no prefix, or one cut to fit its share of the budget
+        leading: list[str] = []
+        at = 0
+        while (match := _ATX_HEADING.match(text, at)) is not None:
+            leading.append(match.group(1).strip())
+            at = match.end()
+            while text.startswith("\n", at):
+                at += 1
+        path = heading.split(" > ")
+        trimmed = False
+        while leading and path and leading[-1] == path[-1]:
+            leading.pop()
+            path.pop()
+            trimmed = True
+        return self.label(" > ".join(path))[0] if trimmed else context
 
     def _refit(self, draft: Draft) -> list[Draft]:
         """Halve an over-budget draft at a line boundary (or cut its one line) until it fits."""

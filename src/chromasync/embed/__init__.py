@@ -17,9 +17,14 @@ from ..errors import ConfigError
 @runtime_checkable
 class Embedder(Protocol):
     name: str
-    model_id: str
     max_tokens: int
     batch_size: int
+
+    @property
+    def model_id(self) -> str:
+        """Recorded on the collection and keys the embedding cache (for the local provider
+        it includes the numeric variant, `...@int8`)."""
+        ...
 
     @property
     def dimension(self) -> int: ...
@@ -69,6 +74,13 @@ _BUILTIN: dict[str, ProviderFactory] = {
 }
 
 
+def follow_stored(embedder: Embedder, stored_model_id: str | None) -> bool:
+    """Let a provider with several numeric variants of one model (the local one, with
+    `variant=auto`) take the variant of vectors already stored; True when it switched."""
+    follow = getattr(embedder, "follow", None)
+    return bool(follow(stored_model_id)) if callable(follow) else False
+
+
 def register_provider(name: str, factory: ProviderFactory) -> None:
     """Make a provider available by name (plugins call this, or use the entry point)."""
     _BUILTIN[name] = factory
@@ -99,4 +111,4 @@ def make_embedder(name: str, options: Mapping[str, Any] | None = None) -> Embedd
     return factory(options)
 
 
-__all__ = ["Embedder", "make_embedder", "provider_names", "register_provider"]
+__all__ = ["Embedder", "follow_stored", "make_embedder", "provider_names", "register_provider"]

@@ -12,7 +12,22 @@ the same vectors (cosine > 0.9999, checked when the export is made):
 
 `device` (option, default `auto`) picks a GPU when an NVIDIA driver is loaded and the
 installed runtime can use it (onnxruntime-gpu, or a CUDA build of torch), else the CPU;
-see `choose_runtime`. Options: `model` (a folder), `backend`, `device`, `batch_size`.
+see `choose_runtime`. Options: `model` (a folder), `backend`, `device`, `batch_size`,
+`variant`, `threads`, `batch_tokens`.
+
+Numeric variants (`variant`, ONNX only): `fp32` (the export) and `int8` (dynamic quantization
+of the export's MatMul weights, per channel, made locally from the export at first use and
+cached beside it; nothing is downloaded). `auto` (default) is `int8` where ONNX Runtime runs
+on the CPU (the fastest variant measured at fp32's retrieval quality: docs/scaling.md,
+`benchmarks/model_throughput.py --variants`), and `fp32` on a GPU or with torch. A variant
+other than fp32 is part of the model id (`...@int8`), so the collection and the embedding
+cache never mix vectors of two variants; with `auto`, a collection already written with
+another variant of the same model is followed (`follow`), so an index made before the
+default changed keeps working.
+
+Batches are formed by token count: texts are tokenized once, sorted by length, and a batch
+holds at most `batch_size` texts and `batch_tokens` padded word pieces (less padding, and
+short texts share a batch). `threads` sets ONNX Runtime's intra-op threads (0: its default).
 """
 
 from __future__ import annotations
@@ -35,6 +50,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 EXPORT_VERSION = 1
+QUANTIZE_VERSION = 1
+VARIANTS = ("fp32", "int8")
+#: chosen from benchmarks/model_throughput.py --variants (docs/scaling.md has the table)
+CPU_VARIANT = "int8"
+DEFAULT_BATCH_TOKENS = 8192
 _SAMPLE = "chromasync checks that the exported model matches the original."
 
 
@@ -56,7 +76,16 @@ class LocalEmbedder:
         batch_size: int = 32,
         cache_dir: Path | None = None,
         device: str = "auto",
+        variant: str = "auto",
+        threads: int = 0,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
     ) -> None:
+        if variant not in ("auto", *VARIANTS):
+            raise EmbeddingError(
+                f"local provider: unknown variant {variant!r} (auto, {', '.join(VARIANTS)})"
+            )
+        if variant not in ("auto", "fp32") and backend == "torch":
+            raise EmbeddingError(f"local provider: variant {variant!r} needs the onnx backend")
         self._bundled = model_dir is None
         self.model_dir = model_dir or bundled_model_dir()
         if not (self.model_dir / "config.json").is_file():
@@ -68,7 +97,11 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self.device = device
         self.cache_dir = cache_dir or default_cache_dir()
-        self.model_id = DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
+        self.base_model_id = DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
+        self.variant_option = variant
+        self._variant: str | None = None if variant == "auto" else variant
+        self.threads = threads
+        self.batch_tokens = batch_tokens
         self.max_tokens = self._max_seq_length() - 2  # [CLS] and [SEP]
         self._session: Any = None
         self._tokenizer: Any = None
@@ -89,7 +122,43 @@ class LocalEmbedder:
             batch_size=int(options.get("batch_size", 32)),
             cache_dir=Path(cache) if cache else None,
             device=str(options.get("device", "auto")),
+            variant=str(options.get("variant", "auto")),
+            threads=int(options.get("threads", 0)),
+            batch_tokens=int(options.get("batch_tokens", DEFAULT_BATCH_TOKENS)),
         )
+
+    # -- the numeric variant -------------------------------------------------------------
+
+    @property
+    def variant(self) -> str:
+        if self._variant is None:
+            self._variant = auto_variant(self.backend, self.device)
+        return self._variant
+
+    def model_id_for(self, variant: str) -> str:
+        return self.base_model_id if variant == "fp32" else f"{self.base_model_id}@{variant}"
+
+    @property
+    def model_id(self) -> str:
+        """Recorded on the collection and keys the embedding cache: includes the variant."""
+        return self.model_id_for(self.variant)
+
+    def follow(self, stored_model_id: str | None) -> bool:
+        """With `variant=auto`, take the variant of vectors already stored by this model
+        (`stored_model_id`, from a collection or the manifest); True when it switched."""
+        if self.variant_option != "auto" or stored_model_id in (None, self.model_id):
+            return False
+        for variant in VARIANTS:
+            if stored_model_id == self.model_id_for(variant):
+                if variant != "fp32" and self.backend == "torch":
+                    return False
+                log.info("%s: following the stored variant %s", self.base_model_id, variant)
+                with self._load_lock:
+                    self._variant = variant
+                    self._session = None
+                    self._st_model = None
+                return True
+        return False
 
     def _read_json(self, name: str) -> dict[str, Any]:
         path = self.model_dir / name
@@ -126,6 +195,13 @@ class LocalEmbedder:
         digest = hashlib.sha256(key.encode()).hexdigest()[:20]
         return self.cache_dir / "onnx" / f"{self.model_dir.name}-{digest}.onnx"
 
+    def variant_path(self) -> Path:
+        """The ONNX file the current variant runs (fp32: the export itself)."""
+        path = self.onnx_path()
+        if self.variant == "fp32":
+            return path
+        return path.with_name(f"{path.stem}-{self.variant}-q{QUANTIZE_VERSION}.onnx")
+
     def prefetch(self) -> None:
         """Start loading the model in the background (a run that will embed calls this
         early, so loading overlaps reading files and opening the store)."""
@@ -139,7 +215,7 @@ class LocalEmbedder:
         providers = _onnx_providers()  # imports onnxruntime
         try:
             backend, _ = choose_runtime(self.backend, self.device, providers, _gpu_present())
-            cached = self.onnx_path().is_file()
+            cached = self.variant_path().is_file()
         except EmbeddingError:
             return  # the foreground load reports it
         if backend != "onnx" or not cached:
@@ -172,8 +248,15 @@ class LocalEmbedder:
             path = self.onnx_path()
             if not path.is_file():
                 self._export(path)
-            self._load_onnx(path, device)
+            target = self.variant_path()
+            if not target.is_file():
+                quantize(path, target, self.variant)
+            self._load_onnx(target, device)
         else:
+            if self.variant != "fp32":
+                raise EmbeddingError(
+                    f"{self.model_id}: variant {self.variant!r} runs only with onnxruntime"
+                )
             self._load_torch(device)
 
     def _load_onnx(self, path: Path, device: str = "cpu") -> None:
@@ -182,6 +265,8 @@ class LocalEmbedder:
 
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        if self.threads > 0:
+            options.intra_op_num_threads = self.threads
         providers = ["CPUExecutionProvider"]
         if device == "cuda":
             providers.insert(0, "CUDAExecutionProvider")
@@ -191,7 +276,7 @@ class LocalEmbedder:
             raise EmbeddingError(f"model folder {str(self.model_dir)!r} has no tokenizer.json")
         tokenizer = Tokenizer.from_file(tokenizer_path)
         tokenizer.enable_truncation(self.max_tokens + 2)
-        tokenizer.enable_padding()
+        tokenizer.no_padding()
         self._tokenizer = tokenizer
 
     def _load_torch(self, device: str = "cpu") -> Any:
@@ -281,13 +366,16 @@ class LocalEmbedder:
     def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
 
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encoded = self._tokenizer.encode_batch(list(texts))
+        lengths = [len(e.ids) for e in encoded]
         out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            encoded = self._tokenizer.encode_batch([texts[i] for i in batch])
-            ids = np.asarray([e.ids for e in encoded], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
+        for batch in token_batches(lengths, self.batch_size, self.batch_tokens):
+            width = max(lengths[i] for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, index in enumerate(batch):
+                ids[row, : lengths[index]] = encoded[index].ids
+                mask[row, : lengths[index]] = 1
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             vectors = self._session.run(None, feeds)[0]
             for row, index in enumerate(batch):
@@ -308,6 +396,75 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
+
+
+def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[list[int]]:
+    """Indices of texts grouped into batches, shortest first; pure.
+
+    A batch holds at most `max_texts` texts and, padded to its longest text, at most
+    `max_tokens` word pieces (a single longer text still gets a batch of its own)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:  # sorted: the newest text is the batch's longest
+        if current and (
+            len(current) >= max_texts or (len(current) + 1) * lengths[index] > max_tokens
+        ):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def auto_variant(backend: str, device: str) -> str:
+    """The variant `auto` means: int8 where the model will run with ONNX Runtime on the CPU,
+    else fp32 (a GPU runs fp32 fast, dynamic int8 kernels are CPU ones, torch runs only the
+    fp32 weights). Cheap: onnxruntime is imported only when a GPU driver is loaded."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        return "fp32"
+    gpu = device != "cpu" and _gpu_present()
+    try:
+        chosen = choose_runtime(backend, device, _onnx_providers() if gpu else ["CPU"], gpu)
+    except EmbeddingError:
+        return "fp32"  # the load reports it
+    return CPU_VARIANT if chosen == ("onnx", "cpu") else "fp32"
+
+
+def quantize(source: Path, target: Path, variant: str) -> None:
+    """Make the `variant` model from the fp32 export `source`, atomically, at `target`."""
+    if variant != "int8":
+        raise EmbeddingError(f"local provider: no way to make variant {variant!r}")
+    # one line on stderr (the last-resort handler prints warnings when nothing is set up)
+    log.warning("chromasync: quantizing the local model to int8 (once, no download): %s", target)
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise EmbeddingError("variant int8 needs onnxruntime with its quantization tools") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        staged = Path(tmp) / target.name
+        # onnxruntime's quantizer logs through the root logger ("consider pre-processing"),
+        # which would also install a root handler: silence it and undo the handler
+        root_handlers = list(logging.root.handlers)
+        logging.disable(logging.WARNING)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                quantize_dynamic(
+                    str(source),
+                    str(staged),
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                    weight_type=QuantType.QInt8,
+                )
+        finally:
+            logging.disable(logging.NOTSET)
+            logging.root.handlers[:] = root_handlers
+        os.replace(staged, target)
 
 
 def choose_runtime(

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..embed import Embedder
+from ..embed import Embedder, follow_stored
 from ..errors import EmbeddingError, NotFound
 from ..records import Hit
 from .bm25 import Condition, KeywordIndex
@@ -209,6 +209,8 @@ class Retriever:
     def _check_model(self, collection: Collection) -> None:
         embedder = self.embedder()
         if not self.embeds_in_store:  # `server`: the store checks its own function
+            if follow_stored(embedder, collection.model_id):
+                self._vectors.clear()  # query vectors of the variant before
             collection.check_model(embedder.model_id, embedder.dimension)
 
     def _restrict(self, name: str, filters: Filters) -> tuple[Any, Condition, list[str] | None]:

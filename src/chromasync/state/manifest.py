@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -358,17 +358,21 @@ class State:
         source: str,
         states: Sequence[FileState],
         records: Mapping[str, Sequence[ChunkRecord]],
+        after_first: Callable[[], None] | None = None,
     ) -> None:
-        """Write manifest rows and replace their keyword rows, in one transaction."""
+        """Write manifest rows and replace their keyword rows, in one transaction
+        (`after_first`: a test hook called inside it, after the first file's rows)."""
         with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(collection, source, *_file_row(s)) for s in states],
-            )
-            for state in states:
+            for index, state in enumerate(states):
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO files VALUES ({', '.join('?' * 14)})",
+                    (collection, source, *_file_row(state)),
+                )
                 self._replace_chunks(
                     collection, source, state.rel_path, records.get(state.rel_path)
                 )
+                if index == 0 and after_first is not None:
+                    after_first()
 
     def touch_files(self, collection: str, source: str, states: Sequence[FileState]) -> None:
         """Update the stat fields and confirmation time of files whose content is unchanged

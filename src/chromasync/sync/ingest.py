@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..chunk import Budget, Deadline, TooSlow, chunk_document
 from ..corpus.read import TRANSIENT_REASONS, read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder
+from ..embed import Embedder, follow_stored
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
@@ -121,6 +121,13 @@ class Ingestor:
             self._store = self._open_store()
             if reembed and not self.store_embeds:
                 self._reset_for_reembed(self._store)
+            elif not self.store_embeds:
+                try:
+                    existing = self._store.collection(self.collection_name, create=False)
+                except NotFound:
+                    pass
+                else:
+                    follow_stored(self.embedder, existing.model_id)
             self._collection = self._store.collection(
                 self.collection_name,
                 self.embedder.model_id,
@@ -217,6 +224,8 @@ class Ingestor:
         if options.limit:
             discovery = replace(discovery, files=files)
         row = self.state.source(name, label)
+        if row is not None and not options.reembed:
+            follow_stored(self.embedder, row.embedding_model)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
         must_heal = row is None or row.status != "clean" or options.reembed or model_changed
         rechunk = row is not None and row.chunking_version != CHUNKING_VERSION

@@ -3,7 +3,7 @@
 Per wave of about `WAVE_RECORDS` records (the order of effects is in `ingest` and
 docs/reliability.md): vectors come from the embedding cache, else from the collection (records
 that are only rewritten), else from the model, which puts them in the cache; then one upsert;
-then each file's manifest row in a transaction of its own. The named crash points
+then the wave's manifest rows in one transaction. The named crash points
 `after-embed`, `after-upsert`, `mid-manifest` and `after-manifest` sit between these steps
 (`CrashPoints`, for the crash tests).
 """
@@ -108,15 +108,15 @@ class WaveWriter:
             run.chunks_reused += sum(len(c.records) for c in wave)
             done += len(records)
             self.progress("write", done, total)
-            for index, change in enumerate(wave):
-                self.state.commit_files(
-                    self.collection_name,
-                    label,
-                    [state_of(change, run.read_ns)],
-                    {change.rel_path: change.records},
-                )
-                if index == 0 and len(wave) > 1:
-                    self.crash.hit("mid-manifest")
+            # one transaction per wave, not per file (a crash inside it rolls the whole
+            # wave's rows back: the next run rewrites those files, idempotently)
+            self.state.commit_files(
+                self.collection_name,
+                label,
+                [state_of(change, run.read_ns) for change in wave],
+                {change.rel_path: change.records for change in wave},
+                after_first=(lambda: self.crash.hit("mid-manifest")) if len(wave) > 1 else None,
+            )
             self.crash.hit("after-manifest")
         run.chunks_reused -= run.chunks_embedded
 
