@@ -144,8 +144,8 @@ def make_embedder_for(settings: Settings) -> Embedder:
     return make_embedder(settings.provider, settings.embedding_options())
 
 
-def open_store(settings: Settings, existing: bool = False) -> Store:
-    return open_store_for(settings, existing)
+def open_store(settings: Settings, existing: bool = False, reading: bool = False) -> Store:
+    return open_store_for(settings, existing, reading)
 
 
 def default_options(settings: Settings, **fields: Any) -> IngestOptions:
@@ -699,7 +699,7 @@ def _open_retriever(settings: Settings, embedder: Embedder | None = None) -> Ite
     from .retrieve.mirror import KeywordMirror
     from .retrieve.rerank import make_reranker
 
-    store = open_store(settings)
+    store = open_store(settings, reading=True)
     state = State.open(settings.data_dir, readonly=True)
     dirty = {row.collection for row in state.sources() if row.status != "clean"}
     retriever = Retriever(

@@ -3,6 +3,7 @@ data dir, never raw `OSError`/`sqlite3.OperationalError` tracebacks."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import sqlite3
@@ -92,5 +93,32 @@ def test_cli_on_a_tiny_tmpfs_says_the_disk_is_full(tmp_path: Path) -> None:
         assert result.returncode == 1
         assert "Traceback" not in result.stderr
         assert "is full" in result.stderr and str(mount / "data") in result.stderr
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+@pytest.mark.skipif(not _can_mount(), reason="needs root to bind-mount a folder read-only")
+def test_a_read_only_index_is_still_searchable(
+    notes: Path, tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """A data dir on a read-only mount: search (keyword, dense, hybrid) and status work,
+    from a temporary copy of the store, and nothing is written there."""
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if subprocess.run(
+        ["mount", "--bind", "-o", "ro", str(settings.data_dir), str(mount)]
+    ).returncode:
+        pytest.skip("cannot bind-mount here")
+    try:
+        if os.access(mount, os.W_OK):
+            pytest.skip("the bind mount is not read-only here")
+        before = sorted(p.name for p in mount.rglob("*"))
+        ro = dataclasses.replace(settings, data_dir=mount)
+        for mode in ("keyword", "dense", "hybrid"):
+            hits = api.search("grinder calibration", ro, embedder=embedder, mode=mode, k=3)
+            assert hits and hits[0].path == "guides/install.md", mode
+        assert {row.source for row in api.status(ro)} == {"notes"}
+        assert sorted(p.name for p in mount.rglob("*")) == before
     finally:
         subprocess.run(["umount", str(mount)], check=False)

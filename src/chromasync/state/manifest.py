@@ -221,8 +221,7 @@ class State:
         if not path.exists():
             return cls._empty(path)
         try:
-            uri = f"{path.absolute().as_uri()}?mode=ro"
-            db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            db = _connect_readonly(path)
         except sqlite3.Error as exc:
             raise StoreError(_unusable(path, exc)) from exc
         try:
@@ -553,6 +552,24 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection. On a read-only file system SQLite cannot even open a WAL
+    database for reading (it needs to write the `-shm` index): there, when the write-ahead
+    log is absent or empty (everything is in the file itself), the file is opened as
+    immutable, which reads it as it is."""
+    uri = path.absolute().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        wal = Path(f"{path}-wal")
+        if os.access(path.parent, os.W_OK) or (wal.exists() and wal.stat().st_size > 0):
+            raise
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
 
 
 def _now_ns() -> int:

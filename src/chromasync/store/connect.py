@@ -8,6 +8,12 @@ and in `chroma`, and only when a store is opened.
 
 from __future__ import annotations
 
+import atexit
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from ..datadir import CHROMA_DIR, make_private_dir
@@ -15,12 +21,16 @@ from ..errors import ChromasyncError, ConfigError, NotFound, StoreError
 from .chroma import Store, store_error
 from .target import StoreConfig, Target, parse_target
 
+log = logging.getLogger(__name__)
 
-def open_store(config: StoreConfig, existing: bool = False) -> Store:
+
+def open_store(config: StoreConfig, existing: bool = False, reading: bool = False) -> Store:
     """Connect to the configured store (importing chromadb only now).
 
     With `existing`, an embedded store that was never created raises `NotFound` instead of
-    being created (a dry run must write nothing).
+    being created (a dry run must write nothing). With `reading` (a search, which writes
+    nothing), an embedded store on a read-only file system is opened from a private
+    temporary copy (Chroma's embedded client cannot open a folder it may not write).
     """
     target = parse_target(config.url) if config.url else None
     if existing and target is None and not (config.data_dir / CHROMA_DIR).is_dir():
@@ -33,6 +43,8 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
     settings = Settings(anonymized_telemetry=False)
     if target is None:
         path = config.data_dir / CHROMA_DIR
+        if reading and path.is_dir() and not os.access(path, os.W_OK):
+            path = _readable_copy(path)
         try:
             make_private_dir(path)
             client = chromadb.PersistentClient(path=str(path), settings=settings)
@@ -73,6 +85,21 @@ def open_store(config: StoreConfig, existing: bool = False) -> Store:
         raise store_error(config, "connect", exc) from exc
     _install_transport(client, config)
     return Store(client, config, target)
+
+
+def _readable_copy(path: Path) -> Path:
+    """A private copy of a read-only embedded store, removed when the process exits."""
+    copy = Path(tempfile.mkdtemp(prefix="chromasync-readonly-")) / CHROMA_DIR
+    atexit.register(shutil.rmtree, copy.parent, True)
+    try:
+        shutil.copytree(path, copy)
+    except OSError as exc:
+        raise StoreError(
+            f"the store at {path} is read-only and could not be copied to search it: {exc}"
+        ) from exc
+    size = sum(f.stat().st_size for f in copy.rglob("*") if f.is_file())
+    log.warning("%s is read-only: searching a temporary copy of it (%.1f MB)", path, size / 1e6)
+    return copy
 
 
 def _transport(config: StoreConfig) -> Any:

@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     from ..store.chroma import Store
 
 
-def open_store_for(settings: Settings, existing: bool = False) -> Store:
-    """The configured store: embedded under the data dir, or a Chroma server."""
+def open_store_for(settings: Settings, existing: bool = False, reading: bool = False) -> Store:
+    """The configured store: embedded under the data dir, or a Chroma server (`reading`:
+    for a search, which may open a read-only store from a copy)."""
     from ..retry import RetryPolicy
     from ..store.connect import open_store
     from ..store.target import StoreConfig
@@ -48,7 +49,7 @@ def open_store_for(settings: Settings, existing: bool = False) -> Store:
         timeout_s=settings.chroma_timeout,
         retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
     )
-    return open_store(config, existing)
+    return open_store(config, existing, reading)
 
 
 @dataclass(frozen=True, slots=True)
