@@ -89,7 +89,7 @@ def heading_sweep(settings: api.Settings, queries: list, embedder: object) -> di
 
     out = {}
     for weight in (0.0, 0.5, 1.0, 2.0):
-        with api._retriever(settings, embedder) as retriever:  # type: ignore[arg-type]
+        with api.open_retriever(settings, embedder) as retriever:  # type: ignore[arg-type]
             assert retriever.local_index is not None
             retriever.local_index.heading_weight = weight
             report = run_evaluation(retriever, queries, modes=("keyword",))

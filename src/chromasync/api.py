@@ -10,37 +10,41 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .config.settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
-from .config.sources import configured_entries, select_entries, spec_for
+from .config.sources import configured_entries, select_entries, spec_for, with_skips
 from .datadir import CACHE_FILE as CACHE_FILE
-from .embed import Embedder, make_embedder
+from .embed import Embedder
 from .embed.cache import EmbeddingCache
-from .errors import ChromasyncError, ConfigError, NotFound, SourceError, StoreError, storage_error
+from .errors import ConfigError, SourceError, storage_errors
 from .records import Hit, IngestSummary, SourceSpec
-from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
+from .retrieve import MODES, Filters, Fusion, SearchRequest, SearchResult
 from .retrieve.access import FileText, get_document, read_indexed_file, select_known
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.links import LinksReport
 from .retrieve.request import SearchArgs, build_request
+from .retrieve.session import (
+    embedder_for,
+    evaluate,
+    links,
+    load_queries,
+    open_retriever,
+    search_collections,
+    similar,
+)
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import (
     EvalReport,
     SimilarResult,
-    find_linking,
-    find_similar,
-    outgoing_links,
-    run_evaluation,
 )
 from .state.lock import StoreLock
-from .state.manifest import STATE_FILE, State, stored_root
+from .state.manifest import STATE_FILE, State
+from .sync.checks import check_sources
 from .sync.ingest import IngestOptions, Ingestor, Progress
 from .sync.registry import (
     DiscoverResult,
@@ -141,7 +145,7 @@ def configure(
 
 
 def make_embedder_for(settings: Settings) -> Embedder:
-    return make_embedder(settings.provider, settings.embedding_options())
+    return embedder_for(settings)
 
 
 def open_store(settings: Settings, existing: bool = False, reading: bool = False) -> Store:
@@ -270,7 +274,7 @@ def export_manifest(
     total = 0
     try:
         for job_spec, options in jobs:
-            spec = _with_skips(job_spec, settings)
+            spec = with_skips(job_spec, settings)
             name = collection_of(spec, settings)
             manifest = state.files(name, spec.label) if state is not None else {}
             total += write_jsonl(
@@ -320,7 +324,7 @@ def chunk_report(
     spec = source_for(
         path, include=tuple(include), exclude=tuple(exclude), use_gitignore=use_gitignore
     )
-    spec = _with_skips(spec, settings)
+    spec = with_skips(spec, settings)
     options = default_options(settings, limit=limit)
     embedder = embedder or make_embedder_for(settings)
     tokenizer = embedder.tokenizer_path
@@ -333,14 +337,6 @@ def chunk_report(
         max_file_bytes=options.max_file_bytes,
         privacy_keys=options.privacy_keys,
         limit=limit,
-    )
-
-
-def _with_skips(spec: SourceSpec, settings: Settings) -> SourceSpec:
-    if not settings.skip_paths:
-        return spec
-    return replace(
-        spec, skip_substrings=tuple(dict.fromkeys((*spec.skip_substrings, *settings.skip_paths)))
     )
 
 
@@ -362,12 +358,12 @@ def _ingest_jobs(
     embedder = embedder or make_embedder_for(settings)
     environ = os.environ if environ is None else environ
     summaries: list[IngestSummary] = []
-    with _storage_errors(settings), StoreLock(settings.data_dir, wait=wait):
+    with storage_errors(settings.data_dir), StoreLock(settings.data_dir, wait=wait):
         state = State.open(settings.data_dir)
         ingestors: dict[str, Ingestor] = {}
         try:
             for spec, options in jobs():
-                spec = _with_skips(spec, settings)
+                spec = with_skips(spec, settings)
                 name = collection_of(spec, settings)
                 if name not in ingestors:
                     ingestors[name] = Ingestor(
@@ -410,7 +406,7 @@ def verify(
     With `repair`, each source with a difference is healed from the collection and
     ingested again (nothing cached is re-embedded); the returned checks are re-run after.
     """
-    checks, specs = _verify_once(settings, labels, wait)
+    checks, specs = check_sources(settings, labels, wait)
     broken = [
         specs[(c.collection, c.source)]
         for c in checks
@@ -423,7 +419,7 @@ def verify(
             if not check.ok:
                 state.mark_dirty(check.collection, check.source)
     ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
-    after, _ = _verify_once(settings, labels, wait)
+    after, _ = check_sources(settings, labels, wait)
     before = {(c.collection, c.source): c for c in checks}
     return [
         replace(c, repaired=not before[(c.collection, c.source)].ok)
@@ -431,106 +427,6 @@ def verify(
         else c
         for c in after
     ]
-
-
-def _check_unknown(
-    settings: Settings,
-    state: State,
-    store: Store,
-    labels: Sequence[str],
-    checks: list[SourceCheck],
-    specs: dict[tuple[str, str], SourceSpec],
-) -> None:
-    """Records of this data dir's collections whose source the state does not know (a lost
-    or replaced state): each such source is a check whose records are all orphans. A
-    configured source gets a spec, so `--repair` adopts its records (rebuilt from the
-    collection, nothing re-embedded); the others are reported and kept, since another
-    ingester sharing the collection may own them (`chromasync sources remove LABEL`)."""
-    from .corpus.walk import discover_source
-    from .sync.verify import compare_source
-
-    rows = state.sources()
-    configured = {e.label: e for e in configured_entries(settings)}
-    names = {r.collection for r in rows}
-    names |= {settings.collection_for(e.kind, e.collection) for e in configured.values()}
-    names |= {n for n in store.list_collections() if settings.owns_collection(n)}
-    for name in sorted(names):
-        ours = sorted(r.source for r in rows if r.collection == name)
-        where = {"source": {"$nin": ours}} if ours else None
-        try:
-            found = store.collection(name, create=False).iter_records(where=where)
-            by_source: dict[str, list[Any]] = {}
-            for record in found:
-                by_source.setdefault(str(record.metadata.get("source", "")), []).append(record)
-        except NotFound:
-            continue
-        for source, stored in sorted(by_source.items()):
-            if labels and source not in labels:
-                continue
-            entry = configured.get(source)
-            on_disk = None
-            if (
-                entry is not None
-                and entry.path is not None
-                and settings.collection_for(entry.kind, entry.collection) == name
-            ):
-                spec = _with_skips(spec_for(entry, settings), settings)
-                specs[(name, source)] = spec
-                try:
-                    on_disk = {
-                        f.rel_path: f for f in discover_source(spec, settings.max_file_bytes).files
-                    }
-                except SourceError:
-                    on_disk = None
-            checks.append(compare_source(name, source, {}, stored, set(), on_disk))
-
-
-def _verify_once(
-    settings: Settings, labels: Sequence[str], wait: bool
-) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
-    from .corpus.walk import discover_source
-    from .sync.verify import compare_source
-
-    configured = {e.label: e for e in configured_entries(settings)}
-    checks: list[SourceCheck] = []
-    specs: dict[tuple[str, str], SourceSpec] = {}
-    with (
-        StoreLock(settings.data_dir, wait=wait),
-        State.open(settings.data_dir, readonly=True) as state,
-    ):
-        store = open_store(settings)
-        for row in state.sources():
-            if labels and row.source not in labels:
-                continue
-            entry = configured.get(row.source)
-            row_absolute = Path(row.root).is_absolute()
-            spec = (
-                spec_for(entry, settings, root=Path(row.root) if row_absolute else None)
-                if entry is not None
-                else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
-            )
-            spec = _with_skips(spec, settings)
-            try:
-                stored = list(
-                    store.collection(row.collection, create=False).iter_records(
-                        where={"source": row.source}
-                    )
-                )
-            except NotFound:
-                stored = []
-            try:
-                found = discover_source(spec, settings.max_file_bytes)
-                on_disk = {f.rel_path: f for f in found.files}
-            except SourceError:
-                on_disk = None
-            manifest = state.files(row.collection, row.source)
-            keyword = state.keyword_ids(row.collection, row.source)
-            checks.append(
-                compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
-            )
-            specs[(row.collection, row.source)] = spec
-        _check_unknown(settings, state, store, labels, checks, specs)
-    return checks, specs
 
 
 def search(
@@ -559,7 +455,7 @@ def retrieve(
     """Run one search request: filters, dense and/or keyword lists, fusion, ordering."""
     if request.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
-    with _retriever(settings, embedder) as retriever:
+    with open_retriever(settings, embedder) as retriever:
         return retriever.search(request)
 
 
@@ -665,214 +561,6 @@ def make_filters(settings: Settings, **options: Any) -> Filters:
     """`Filters` from surface arguments (see `retrieve.filters.filters_from_options`)."""
     options.setdefault("date_fields", settings.date_field_names)
     return filters_from_options(**options)
-
-
-@contextmanager
-def _storage_errors(settings: Settings) -> Iterator[None]:
-    """A full disk, a read-only data dir or a permission error as a clear `StoreError`
-    naming the data dir (never a raw `OSError` or `sqlite3.OperationalError`)."""
-    try:
-        yield
-    except ChromasyncError as exc:
-        found = storage_error(exc, settings.data_dir) if isinstance(exc, StoreError) else None
-        if found is None or found is exc:
-            raise
-        raise found from exc
-    except (OSError, sqlite3.Error) as exc:
-        found = storage_error(exc, settings.data_dir)
-        if found is None:
-            raise
-        raise found from exc
-
-
-@contextmanager
-def _retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
-    with _storage_errors(settings), _open_retriever(settings, embedder) as retriever:
-        yield retriever
-
-
-@contextmanager
-def _open_retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
-    import time
-
-    from .retrieve.bm25 import KeywordIndex
-    from .retrieve.mirror import KeywordMirror
-    from .retrieve.rerank import make_reranker
-
-    store = open_store(settings, reading=True)
-    state = State.open(settings.data_dir, readonly=True)
-    dirty = {row.collection for row in state.sources() if row.status != "clean"}
-    retriever = Retriever(
-        store,
-        KeywordIndex(state.db),
-        dirty,
-        open_mirror=lambda: KeywordMirror.open(settings.data_dir),
-        embedder=(lambda: embedder)
-        if embedder is not None
-        else (lambda: make_embedder_for(settings)),
-        default_collections=lambda: search_collections(settings, store),
-        clock_ns=time.time_ns,
-        reranker=make_reranker(settings.rerank_model),
-        mirror_ttl_s=settings.keyword_refresh_s,
-    )
-    try:
-        yield retriever
-    finally:
-        retriever.close()
-        state.close()
-
-
-def evaluate(
-    queries: Sequence[EvalQuery],
-    settings: Settings,
-    *,
-    modes: Sequence[str] = MODES,
-    k: int = 10,
-    filters: Filters | None = None,
-    collections: Sequence[str] = (),
-    all_collections: bool = False,
-    fusions: Mapping[str, Fusion] | None = None,
-    embedder: Embedder | None = None,
-    progress: Progress | None = None,
-) -> EvalReport:
-    """nDCG@k, recall@k, recall@100 and MRR per mode (see `retrieve.tasks.run_evaluation`)."""
-    with _retriever(settings, embedder) as retriever:
-        return run_evaluation(
-            retriever,
-            queries,
-            modes=modes,
-            k=k,
-            filters=filters or Filters(date_fields=settings.date_field_names),
-            collections=collections,
-            all_collections=all_collections,
-            fusions=fusions,
-            progress=progress,
-        )
-
-
-def load_queries(path: str | Path) -> list[EvalQuery]:
-    """Judged queries from a JSON-lines file (see `retrieve.evaluate`)."""
-    from .retrieve.evaluate import parse_queries
-
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise NotFound(f"cannot read queries file {file}: {exc.strerror}") from exc
-    return parse_queries(text.splitlines(), str(file))
-
-
-def similar(
-    path: str | Path,
-    settings: Settings,
-    *,
-    k: int = 10,
-    threshold: float | None = None,
-    collections: Sequence[str] = (),
-    all_collections: bool = False,
-    embedder: Embedder | None = None,
-) -> SimilarResult:
-    """The indexed documents nearest to the file at `path` (indexed or not)."""
-    file = Path(path).expanduser()
-    embedder = embedder or make_embedder_for(settings)
-    with _retriever(settings, embedder) as retriever:
-        return find_similar(
-            retriever,
-            file,
-            embedder,
-            k=k,
-            threshold=settings.duplicate_threshold if threshold is None else threshold,
-            collections=collections,
-            all_collections=all_collections,
-            own=_indexed_as(file, settings),
-            privacy_keys=settings.privacy_keys,
-        )
-
-
-def links(
-    target: str | None,
-    settings: Settings,
-    *,
-    from_path: str | Path | None = None,
-    source: str | None = None,
-    collections: Sequence[str] = (),
-    all_collections: bool = False,
-    limit: int = 1000,
-    on_disk: bool = True,
-) -> LinksReport:
-    """Reverse links: every indexed chunk linking to `target` (a URL and what is under it,
-    a path, a note title); or, with `from_path`, what that file links to and which of its
-    internal targets are missing (see `retrieve.links`). `from_path` is a file on disk
-    when `on_disk` and one exists there, else a path as hits cite it (REST and MCP)."""
-    with _retriever(settings) as retriever:
-        if from_path is None:
-            if not target:
-                raise ConfigError("give a link TARGET (a URL, path or note title) or --from PATH")
-            return find_linking(
-                retriever,
-                target,
-                collections=collections,
-                all_collections=all_collections,
-                limit=limit,
-            )
-        rel, label = str(from_path), source
-        file = Path(from_path).expanduser()
-        own = _indexed_as(file, settings) if on_disk and file.is_file() else None
-        if own is not None:
-            label, rel = own
-        roots = {row.source: Path(row.root).expanduser() for row in _source_rows(settings)}
-
-        def exists(label: str, target: str) -> bool:
-            root = roots.get(label)
-            if root is None or target.startswith("note:"):
-                return False
-            candidate = root / target
-            return candidate.exists() or candidate.with_name(candidate.name + ".md").exists()
-
-        return outgoing_links(
-            retriever,
-            rel,
-            source=label,
-            exists=exists,
-            collections=collections,
-            all_collections=all_collections,
-        )
-
-
-def _source_rows(settings: Settings) -> list[Any]:
-    with State.open(settings.data_dir) as state:
-        return list(state.sources())
-
-
-def _indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
-    """(source, relative path) when `file` lies under an ingested source's root."""
-    resolved = file.resolve()
-    with State.open(settings.data_dir, readonly=True) as state:
-        for row in state.sources():
-            try:
-                rel = resolved.relative_to(Path(row.root).expanduser().resolve())
-            except ValueError:
-                continue
-            return row.source, rel.as_posix()
-    return None
-
-
-def search_collections(settings: Settings, store: Store | None = None) -> list[str]:
-    """The collections a search covers: the shared one, or every `<collection>-<kind>`
-    plus the collections configured sources name explicitly."""
-    if settings.collections == "shared":
-        explicit = {e.collection for e in configured_entries(settings) if e.collection}
-        return sorted({settings.collection} | explicit)
-    store = store or open_store(settings)
-    existing = store.list_collections()
-    explicit = {e.collection for e in configured_entries(settings) if e.collection}
-    names = [n for n in existing if settings.owns_collection(n) or n in explicit]
-    if not names:
-        raise NotFound(
-            f"no collection of {settings.collection!r} in {settings.store_location()}; "
-            "run `chromasync ingest` first"
-        )
-    return names
 
 
 # -- for long-running owners (serve, watch, mcp) and their clients ---------------------------

@@ -19,7 +19,9 @@ They never contain a secret. Third-party errors are wrapped with ``raise ... fro
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -139,6 +141,24 @@ def storage_error(exc: BaseException, data_dir: Path | str) -> StoreError | None
     return None
 
 
+@contextmanager
+def storage_errors(data_dir: Path | str) -> Iterator[None]:
+    """A full disk, a read-only data dir or a permission error as a clear `StoreError`
+    naming the data dir (never a raw `OSError` or `sqlite3.OperationalError`)."""
+    try:
+        yield
+    except ChromasyncError as exc:
+        found = storage_error(exc, data_dir) if isinstance(exc, StoreError) else None
+        if found is None or found is exc:
+            raise
+        raise found from exc
+    except (OSError, sqlite3.Error) as exc:
+        found = storage_error(exc, data_dir)
+        if found is None:
+            raise
+        raise found from exc
+
+
 __all__ = [
     "AccessDenied",
     "AnswerError",
@@ -155,4 +175,5 @@ __all__ = [
     "error_classes",
     "lookup",
     "storage_error",
+    "storage_errors",
 ]

@@ -16,6 +16,7 @@ from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import StoreError, storage_error
+from chromasync.retrieve import session
 from chromasync.state import manifest
 
 from ..conftest import run_cli
@@ -66,7 +67,7 @@ def test_search_of_a_read_only_chroma_names_the_data_dir(
     def read_only(*args: object, **kwargs: object) -> None:
         raise StoreError("cannot open Chroma at x: attempt to write a readonly database")
 
-    monkeypatch.setattr(api, "open_store", read_only)
+    monkeypatch.setattr(session, "open_store_for", read_only)  # where a search opens it
     with pytest.raises(StoreError, match="read-only") as info:
         api.search("kites", settings, embedder=embedder)
     assert str(settings.data_dir) in str(info.value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,3 +131,12 @@ def check_new_source(entries: Sequence[SourceEntry], label: str, path: Path) -> 
         raise ConfigError(f"source path {str(path)!r} is not a folder")
     if os.path.realpath(path) == "/":
         raise ConfigError("refusing to add '/' as a source; name a folder inside it")
+
+
+def with_skips(spec: SourceSpec, settings: Settings) -> SourceSpec:
+    """`spec` with the settings' `skip_paths` added to its own skipped substrings."""
+    if not settings.skip_paths:
+        return spec
+    return replace(
+        spec, skip_substrings=tuple(dict.fromkeys((*spec.skip_substrings, *settings.skip_paths)))
+    )

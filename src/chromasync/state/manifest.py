@@ -563,13 +563,15 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
     try:
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        return db
     except sqlite3.OperationalError:
         db.close()
         wal = Path(f"{path}-wal")
         if os.access(path.parent, os.W_OK) or (wal.exists() and wal.stat().st_size > 0):
             raise
-    return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+    except sqlite3.DatabaseError:
+        pass  # not a database, or damaged: the caller's schema check says so
+    return db
 
 
 def _now_ns() -> int:

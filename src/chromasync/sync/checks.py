@@ -1,0 +1,117 @@
+"""Verify's shell: read what the manifest, the keyword index, the collection and the disk
+hold for each known source, under the data dir's lock, and compare them (`verify.compare_source`,
+pure). `api.verify` runs it, and with `--repair` ingests the sources that differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config.settings import Settings
+from ..config.sources import configured_entries, spec_for, with_skips
+from ..corpus.walk import discover_source
+from ..errors import NotFound, SourceError
+from ..records import SourceSpec
+from ..state.lock import StoreLock
+from ..state.manifest import State, stored_root
+from .registry import open_store_for
+from .verify import SourceCheck, compare_source
+
+if TYPE_CHECKING:
+    from ..store.chroma import Store
+
+
+def _check_unknown(
+    settings: Settings,
+    state: State,
+    store: Store,
+    labels: Sequence[str],
+    checks: list[SourceCheck],
+    specs: dict[tuple[str, str], SourceSpec],
+) -> None:
+    """Records of this data dir's collections whose source the state does not know (a lost
+    or replaced state): each such source is a check whose records are all orphans. A
+    configured source gets a spec, so `--repair` adopts its records (rebuilt from the
+    collection, nothing re-embedded); the others are reported and kept, since another
+    ingester sharing the collection may own them (`chromasync sources remove LABEL`)."""
+    rows = state.sources()
+    configured = {e.label: e for e in configured_entries(settings)}
+    names = {r.collection for r in rows}
+    names |= {settings.collection_for(e.kind, e.collection) for e in configured.values()}
+    names |= {n for n in store.list_collections() if settings.owns_collection(n)}
+    for name in sorted(names):
+        ours = sorted(r.source for r in rows if r.collection == name)
+        where = {"source": {"$nin": ours}} if ours else None
+        try:
+            found = store.collection(name, create=False).iter_records(where=where)
+            by_source: dict[str, list[Any]] = {}
+            for record in found:
+                by_source.setdefault(str(record.metadata.get("source", "")), []).append(record)
+        except NotFound:
+            continue
+        for source, stored in sorted(by_source.items()):
+            if labels and source not in labels:
+                continue
+            entry = configured.get(source)
+            on_disk = None
+            if (
+                entry is not None
+                and entry.path is not None
+                and settings.collection_for(entry.kind, entry.collection) == name
+            ):
+                spec = with_skips(spec_for(entry, settings), settings)
+                specs[(name, source)] = spec
+                try:
+                    on_disk = {
+                        f.rel_path: f for f in discover_source(spec, settings.max_file_bytes).files
+                    }
+                except SourceError:
+                    on_disk = None
+            checks.append(compare_source(name, source, {}, stored, set(), on_disk))
+
+
+def check_sources(
+    settings: Settings, labels: Sequence[str], wait: bool
+) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
+    configured = {e.label: e for e in configured_entries(settings)}
+    checks: list[SourceCheck] = []
+    specs: dict[tuple[str, str], SourceSpec] = {}
+    with (
+        StoreLock(settings.data_dir, wait=wait),
+        State.open(settings.data_dir, readonly=True) as state,
+    ):
+        store = open_store_for(settings)
+        for row in state.sources():
+            if labels and row.source not in labels:
+                continue
+            entry = configured.get(row.source)
+            row_absolute = Path(row.root).is_absolute()
+            spec = (
+                spec_for(entry, settings, root=Path(row.root) if row_absolute else None)
+                if entry is not None
+                else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
+            )
+            spec = with_skips(spec, settings)
+            try:
+                stored = list(
+                    store.collection(row.collection, create=False).iter_records(
+                        where={"source": row.source}
+                    )
+                )
+            except NotFound:
+                stored = []
+            try:
+                found = discover_source(spec, settings.max_file_bytes)
+                on_disk = {f.rel_path: f for f in found.files}
+            except SourceError:
+                on_disk = None
+            manifest = state.files(row.collection, row.source)
+            keyword = state.keyword_ids(row.collection, row.source)
+            checks.append(
+                compare_source(row.collection, row.source, manifest, stored, keyword, on_disk)
+            )
+            specs[(row.collection, row.source)] = spec
+        _check_unknown(settings, state, store, labels, checks, specs)
+    return checks, specs
