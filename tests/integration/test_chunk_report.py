@@ -112,6 +112,7 @@ def test_default_provider_loads_no_model_and_no_store(mixed: Path, tmp_path: Pat
         cwd=tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    assert json.loads(probe.stdout)["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    # the default variant on a CPU is int8 (embed/local.py), and the report names it
+    assert json.loads(probe.stdout)["model"] == "sentence-transformers/all-MiniLM-L6-v2@int8"
     assert json.loads(probe.stderr.strip().splitlines()[-1]) == {"heavy": []}
     assert not (tmp_path / "data").exists()

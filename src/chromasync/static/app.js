@@ -374,12 +374,15 @@ async function showLinkedFrom(hit) {
     panel.replaceChildren(el("span", { class: "muted", text: "linked from: nothing indexed" }));
     return;
   }
-  panel.replaceChildren(el("h3", { text: `linked from (${files.length})` }), el("ul", {},
-    ...files.flatMap((f) => f.chunks.flatMap((c) => c.links.map((link) =>
-      el("li", {}, el("button", { type: "button", class: "link-from",
-        onclick: () => openFile({ source: f.source, path: f.path, citation: `${f.path}:${link.line || c.start_line}`,
-          start_line: link.line || c.start_line, end_line: link.line || c.end_line }) },
-        `${f.path}:${link.line || "front matter"}`), " ", el("span", { class: "muted", text: link.text }))))))));
+  const items = files.flatMap((f) => f.chunks.flatMap((c) => c.links.map((link) => {
+    const line = link.line || c.start_line;
+    const open = () => openFile({ source: f.source, path: f.path, citation: `${f.path}:${line}`,
+      start_line: line, end_line: link.line || c.end_line });
+    const button = el("button", { type: "button", class: "link-from", onclick: open },
+      `${f.path}:${link.line || "front matter"}`);
+    return el("li", {}, button, " ", el("span", { class: "muted", text: link.text }));
+  })));
+  panel.replaceChildren(el("h3", { text: `linked from (${files.length})` }), el("ul", {}, ...items));
 }
 
 // -- wiring -------------------------------------------------------------------------------
