@@ -37,10 +37,16 @@ import time
 from . import __version__
 from .corpus.listing import tree_listing
 from .datadir import guess
-from .fastsearch import quick_search, search_recorder_key, sha256
 from .state.snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
-from .sync.summary import render_plain
 from .versions import CHUNKING_VERSION
+
+try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - Python 3.12 renamed it
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -83,7 +89,9 @@ def main() -> int | None:
     """The `chromasync` console script: the fast path when it applies, else the CLI."""
     argv = sys.argv[1:]
     code = quick_ingest(argv, os.environ)
-    if code is None:
+    if code is None and argv[:1] == ["search"]:
+        from .fastsearch import quick_search
+
         code = quick_search(argv, os.environ)
     if code is not None:
         return code
@@ -215,6 +223,8 @@ def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | 
         return report
     for summary, duration in zip(snapshot.summaries, durations, strict=True):
         summary["duration_ms"] = duration
+    from .sync.summary import render_plain  # plain lines only: `--json` needs none of it
+
     return render_plain(snapshot.summaries)
 
 
@@ -239,4 +249,6 @@ class RecorderFactory:
 
     def search_key(self, environ: Mapping[str, str]) -> str | None:
         """The keyword fast path's snapshot key of this command line (`fastsearch`)."""
+        from .fastsearch import search_recorder_key
+
         return search_recorder_key(self.argv, environ)

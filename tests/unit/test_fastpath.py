@@ -11,9 +11,10 @@ import pytest
 from chromasync import fastpath
 from chromasync.corpus.listing import tree_listing
 from chromasync.corpus.walk import discover_source
-from chromasync.fastpath import guess_data_dir, invocation_key, parse_invocation, render_plain
+from chromasync.fastpath import guess_data_dir, invocation_key, parse_invocation
 from chromasync.records import SourceSpec
 from chromasync.state import lock
+from chromasync.sync.summary import render_plain
 
 
 @pytest.mark.parametrize(
