@@ -34,8 +34,10 @@ from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import (
     EvalReport,
     SimilarResult,
+    SuggestResult,
     find_linking,
     find_similar,
+    find_suggestions,
     outgoing_links,
     run_evaluation,
 )
@@ -789,6 +791,41 @@ def similar(
         )
 
 
+def suggest(
+    path: str | Path,
+    settings: Settings,
+    *,
+    group_by: str,
+    k: int = 3,
+    similar_k: int = 5,
+    threshold: float | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    embedder: Embedder | None = None,
+) -> SuggestResult:
+    """Triage: the `k` groups (a metadata field, `source`, `collection` or a folder level
+    `path:N`) whose indexed content is nearest to the file at `path` (indexed or not: it is
+    chunked and embedded in memory, nothing written; when indexed, its own chunks are left
+    out), each with a score, a confidence band and its two best-matching chunks, and the
+    file's near-duplicates (see `retrieve.suggest`)."""
+    file = Path(path).expanduser()
+    embedder = embedder or make_embedder_for(settings)
+    with _retriever(settings, embedder) as retriever:
+        return find_suggestions(
+            retriever,
+            file,
+            embedder,
+            group_by=group_by,
+            k=k,
+            similar_k=similar_k,
+            threshold=settings.duplicate_threshold if threshold is None else threshold,
+            collections=collections,
+            all_collections=all_collections,
+            own=_indexed_as(file, settings),
+            privacy_keys=settings.privacy_keys,
+        )
+
+
 def links(
     target: str | None,
     settings: Settings,
@@ -934,6 +971,7 @@ __all__ = [
     "SourceInfo",
     "SourceStatus",
     "StateHealth",
+    "SuggestResult",
     "add_source",
     "answer",
     "ask",
@@ -974,5 +1012,6 @@ __all__ = [
     "snippet",
     "source_for",
     "status",
+    "suggest",
     "verify",
 ]

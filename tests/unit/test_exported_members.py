@@ -54,6 +54,7 @@ API_NAMES = [
     "SourceInfo",
     "SourceStatus",
     "StateHealth",
+    "SuggestResult",
     "add_source",
     "answer",
     "ask",
@@ -94,6 +95,7 @@ API_NAMES = [
     "snippet",
     "source_for",
     "status",
+    "suggest",
     "verify",
 ]
 

@@ -26,6 +26,7 @@ for command in (
     search.similar,
     search.eval_command,
     operators.links,
+    operators.suggest,
     report.chunk_report,
     admin.config,
     admin.sources,
