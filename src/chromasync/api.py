@@ -25,7 +25,13 @@ from .embed.cache import EmbeddingCache
 from .errors import ChromasyncError, ConfigError, NotFound, SourceError, StoreError, storage_error
 from .records import Hit, IngestSummary, SourceSpec
 from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
-from .retrieve.access import FileText, get_document, read_indexed_file, select_known
+from .retrieve.access import (
+    FileText,
+    get_document,
+    indexed_file_location,
+    read_indexed_file,
+    select_known,
+)
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.links import LinksReport
@@ -802,13 +808,19 @@ def suggest(
     collections: Sequence[str] = (),
     all_collections: bool = False,
     embedder: Embedder | None = None,
+    source: str | None = None,
 ) -> SuggestResult:
     """Triage: the `k` groups (a metadata field, `source`, `collection` or a folder level
     `path:N`) whose indexed content is nearest to the file at `path` (indexed or not: it is
     chunked and embedded in memory, nothing written; when indexed, its own chunks are left
     out), each with a score, a confidence band and its two best-matching chunks, and the
-    file's near-duplicates (see `retrieve.suggest`)."""
-    file = Path(path).expanduser()
+    file's near-duplicates (see `retrieve.suggest`). With `source` (REST, MCP), `path` is
+    an indexed file of that source as hits cite it, checked as `read_indexed_file` checks
+    it (nothing else on disk can be read that way)."""
+    if source is not None:
+        file = indexed_file_location(settings, source, str(path))
+    else:
+        file = Path(path).expanduser()
     embedder = embedder or make_embedder_for(settings)
     with _retriever(settings, embedder) as retriever:
         return find_suggestions(

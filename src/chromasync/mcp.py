@@ -330,6 +330,26 @@ def build_server(backend: Backend) -> Any:
             return found.as_json()
 
     @server.tool()
+    def suggest(
+        path: Annotated[
+            str, Field(min_length=1, max_length=4096, description="An indexed file, as cited.")
+        ],
+        source: Annotated[Label, Field(description="The file's source.")],
+        group_by: Annotated[
+            str,
+            Field(min_length=1, max_length=200, description="A field, `source` or `path:N`."),
+        ],
+    ) -> dict[str, Any]:
+        """Triage: the three groups (a metadata field, `source` or folder level `path:N`)
+        whose indexed content is nearest to an indexed file, with scores, confidence bands
+        and best chunks, and the file's near-duplicates."""
+        with tool_errors(), backend.access() as index:
+            result: dict[str, Any] = index.suggest(
+                {"path": path, "source": source, "group_by": group_by}
+            )
+            return result
+
+    @server.tool()
     def reindex(
         source: Annotated[Label, Field(description="The source's label.")],
     ) -> dict[str, Any]:

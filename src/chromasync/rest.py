@@ -16,6 +16,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     GET    /documents          path, source -> the file's indexed chunks
     GET    /file               source, path -> the text of an indexed file (the page's viewer)
     GET    /links              target -> chunks linking to it; from=path -> a file's links
+    GET    /suggest            source, path, group_by -> the 3 nearest groups, near-duplicates
     GET    /                   the search page (with /static/app.js, /static/app.css)
 
 Authentication: with a token configured (`CHROMASYNC_API_TOKEN`), every route except the
@@ -558,6 +559,29 @@ def create_app(
             collections=collection,
             limit=limit,
             on_disk=False,
+        )
+        return found.as_json()
+
+    @app.get("/suggest", tags=["search"])
+    def suggest(
+        source: Annotated[Label, Query(max_length=LABEL_MAX)],
+        path: Annotated[str, Query(max_length=8192, description="Path as hits cite it.")],
+        group_by: Annotated[
+            str, Query(min_length=1, max_length=200, description="Field, source or path:N.")
+        ],
+        k: Annotated[int, Query(ge=1, le=50)] = 3,
+        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        """Triage: the groups (a metadata field, `source`, `collection` or folder level
+        `path:N`) nearest to an indexed file (its own chunks left out), each with a score, a
+        confidence band and its two best chunks, and the file's near-duplicates."""
+        found = api.suggest(
+            _indexed_path(path),
+            service.settings,
+            group_by=group_by,
+            k=k,
+            collections=collection,
+            source=source,
         )
         return found.as_json()
 

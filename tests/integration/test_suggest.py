@@ -127,3 +127,74 @@ def test_cli_suggest_json(indexed: tuple[Path, Settings], tmp_path: Path) -> Non
     assert data["groups"][0]["group"] == "coffee"
     assert len(data["groups"]) == 3
     assert {"score", "confidence", "margin", "best_chunks"} <= set(data["groups"][0])
+
+
+def test_rest_suggest(indexed: tuple[Path, Settings], embedder: HashEmbedder) -> None:
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    _, settings = indexed
+    with (
+        Service(settings, "serve", embedder=embedder) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        params = {"source": "notes", "path": "garden/note1.md", "group_by": "path:1"}
+        body = client.get("/suggest", params=params).json()
+        assert body["groups"][0]["group"] == "garden"
+        assert body["excluded"] == "notes:garden/note1.md"
+        for bad in ("/etc/passwd", "../notes/garden/note1.md", "garden/../../x"):
+            refused = client.get("/suggest", params={**params, "path": bad})
+            assert refused.status_code == 400, bad
+        missing = client.get("/suggest", params={**params, "path": "garden/none.md"})
+        assert missing.status_code == 404
+        assert client.get("/suggest", params={**params, "group_by": "path:0"}).status_code == 400
+        assert client.get("/suggest", params={"source": "notes", "path": "x.md"}).status_code in (
+            400,
+            422,
+        )
+
+
+def test_mcp_suggest(indexed: tuple[Path, Settings], tmp_path: Path) -> None:
+    import os
+    import sys
+
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from ..conftest import REPO
+
+    _, settings = indexed
+    env = {
+        **os.environ,
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chromasync", "mcp"], env=env
+    )
+    out: dict[str, object] = {}
+
+    async def session() -> None:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            result = await client.call_tool(
+                "suggest", {"path": "cycling/note2.md", "source": "notes", "group_by": "path:1"}
+            )
+            assert not result.is_error, result.content
+            out["data"] = result.structured_content or json.loads(result.content[0].text)
+            bad = await client.call_tool(
+                "suggest", {"path": "/etc/passwd", "source": "notes", "group_by": "path:1"}
+            )
+            out["bad"] = bad.is_error
+
+    anyio.run(session)
+    data = out["data"]
+    assert isinstance(data, dict) and data["groups"][0]["group"] == "cycling"
+    assert out["bad"] is True

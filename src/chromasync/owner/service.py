@@ -137,6 +137,17 @@ class Service:
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
 
+    def suggest(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Triage suggestions for an indexed file (`params`: path, source, group_by)."""
+        found = api.suggest(
+            str(params["path"]),
+            self.settings,
+            group_by=str(params["group_by"]),
+            source=str(params["source"]),
+            embedder=self.embedder,
+        )
+        return found.as_json()
+
     def ask(
         self,
         request: api.SearchRequest,
