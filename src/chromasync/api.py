@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .answer.summaries import SummariesReport
 from .config.settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .config.sources import configured_entries, select_entries, spec_for
 from .datadir import CACHE_FILE as CACHE_FILE
@@ -838,6 +839,47 @@ def suggest(
         )
 
 
+def summaries(
+    settings: Settings,
+    *,
+    group_by: str,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    limit: int = 100,
+    client: ChatClient | None = None,
+) -> SummariesReport:
+    """One short summary per value of `group_by` (a metadata field, `source`, `collection`
+    or `path:N`) over every indexed chunk of the searched collections: written by the chat
+    model when `llm_url` is configured (or `client` given), else extractive, with each
+    group's distinctive terms. Cached in the data dir by each group's set of chunk hashes:
+    only groups whose content changed are written again (see `answer.summaries`)."""
+    from .answer.summaries import load_cache, save_cache, summarize_groups
+    from .retrieve.suggest import group_key
+
+    key = group_key(group_by)
+    client = client if client is not None else chat_client(settings)
+    groups: dict[str, list[Hit]] = {}
+    with _retriever(settings) as retriever:
+        request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
+        for name in retriever.collection_names(request):
+            for record in retriever.collection(name).iter_records(documents=True):
+                hit = Hit.from_metadata(
+                    record.id, record.metadata, record.document or "", 0.0, name
+                )
+                groups.setdefault(key(hit), []).append(hit)
+    if not groups:
+        raise NotFound("nothing is indexed in the searched collections; run `chromasync ingest`")
+    stored = load_cache(settings.data_dir)
+    field_key = group_by.strip()
+    cache = stored.get(field_key)
+    cache = dict(cache) if isinstance(cache, dict) else {}
+    report = summarize_groups(groups, group_by=field_key, cache=cache, client=client, limit=limit)
+    if report.written or stored.get(field_key) != cache:
+        stored[field_key] = cache
+        save_cache(settings.data_dir, stored)
+    return report
+
+
 def links(
     target: str | None,
     settings: Settings,
@@ -984,6 +1026,7 @@ __all__ = [
     "SourceStatus",
     "StateHealth",
     "SuggestResult",
+    "SummariesReport",
     "add_source",
     "answer",
     "ask",
@@ -1025,5 +1068,6 @@ __all__ = [
     "source_for",
     "status",
     "suggest",
+    "summaries",
     "verify",
 ]

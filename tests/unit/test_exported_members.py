@@ -55,6 +55,7 @@ API_NAMES = [
     "SourceStatus",
     "StateHealth",
     "SuggestResult",
+    "SummariesReport",
     "add_source",
     "answer",
     "ask",
@@ -96,6 +97,7 @@ API_NAMES = [
     "source_for",
     "status",
     "suggest",
+    "summaries",
     "verify",
 ]
 

@@ -27,6 +27,7 @@ for command in (
     search.eval_command,
     operators.links,
     operators.suggest,
+    operators.summarize,
     report.chunk_report,
     admin.config,
     admin.sources,

@@ -180,4 +180,67 @@ def suggest(
         )
 
 
-__all__ = ["links", "suggest"]
+@click.command()
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Summarise every collection.")
+@click.option(
+    "--group-by",
+    required=True,
+    metavar="FIELD",
+    help="A metadata field, `source`, `collection` or a folder level `path:N`.",
+)
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="At most this many groups (the biggest).",
+)
+@click.option(
+    "--llm-url",
+    metavar="URL",
+    help="OpenAI-compatible chat endpoint; without one the summaries are extractive "
+    "[env CHROMASYNC_LLM_URL; key from CHROMASYNC_LLM_API_KEY or OPENAI_API_KEY].",
+)
+@click.option("--llm-model", metavar="NAME", help="Chat model name [env CHROMASYNC_LLM_MODEL].")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def summarize(
+    all_collections: bool, group_by: str, limit: int, as_json: bool, **flags: Any
+) -> None:
+    """One short summary per group: what each value of --group-by is about.
+
+    Written by the chat model when one is configured, else extractive (the group's most
+    representative sentences), with the group's distinctive terms (TF-IDF against the other
+    groups). Summaries are cached in the data dir by each group's chunks: a re-run writes
+    only the groups whose content changed.
+    """
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        report = api.summaries(
+            settings,
+            group_by=group_by,
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+            limit=limit,
+        )
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
+        return
+    console = Console(highlight=False)
+    for group in report.groups:
+        console.print(
+            f"[bold]{escape(safe(group.group))}[/] [dim]{group.files} file(s), "
+            f"{group.chunks} chunk(s)[/]"
+        )
+        if group.terms:
+            console.print(f"  [cyan]{escape(safe(', '.join(group.terms)))}[/]")
+        if group.summary:
+            console.print(f"  {escape(safe(group.summary))}")
+    note = f" ({report.left_out} smaller group(s) left out)" if report.left_out else ""
+    console.print(
+        f"[dim]{len(report.groups)} group(s): {report.written} written, "
+        f"{len(report.groups) - report.written} from the cache{note}[/]"
+    )
+
+
+__all__ = ["links", "suggest", "summarize"]
