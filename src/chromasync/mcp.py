@@ -350,6 +350,20 @@ def build_server(backend: Backend) -> Any:
             return result
 
     @server.tool()
+    def summaries(
+        group_by: Annotated[
+            str,
+            Field(min_length=1, max_length=200, description="A field, `source` or `path:N`."),
+        ],
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many groups.")] = 50,
+    ) -> dict[str, Any]:
+        """One short summary per group (each value of `group_by`), with its distinctive
+        terms: what each folder, source or field value of the corpus is about."""
+        with tool_errors(), backend.access() as index:
+            result: dict[str, Any] = index.summaries({"group_by": group_by, "limit": limit})
+            return result
+
+    @server.tool()
     def reindex(
         source: Annotated[Label, Field(description="The source's label.")],
     ) -> dict[str, Any]:

@@ -17,6 +17,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     GET    /file               source, path -> the text of an indexed file (the page's viewer)
     GET    /links              target -> chunks linking to it; from=path -> a file's links
     GET    /suggest            source, path, group_by -> the 3 nearest groups, near-duplicates
+    GET    /summaries          group_by -> one cached summary per group (model or extractive)
     GET    /                   the search page (with /static/app.js, /static/app.css)
 
 Authentication: with a token configured (`CHROMASYNC_API_TOKEN`), every route except the
@@ -584,6 +585,18 @@ def create_app(
             source=source,
         )
         return found.as_json()
+
+    @app.get("/summaries", tags=["search"])
+    def summaries(
+        group_by: Annotated[
+            str, Query(min_length=1, max_length=200, description="Field, source or path:N.")
+        ],
+        limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        """One short summary per group (by the chat model when configured, else
+        extractive), with each group's distinctive terms; cached by the group's chunks."""
+        return service.summaries({"group_by": group_by, "limit": limit, "collection": collection})
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:

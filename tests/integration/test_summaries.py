@@ -126,3 +126,57 @@ def test_cli_summarize(corpus: tuple[Path, Settings]) -> None:
     assert text.returncode == 0, text.stderr
     assert "coffee" in text.stdout and "garden" not in text.stdout
     assert "2 smaller group(s) left out" in text.stdout
+
+
+def test_rest_and_mcp_summaries(corpus: tuple[Path, Settings], embedder: HashEmbedder) -> None:
+    import os
+    import sys
+
+    import anyio
+    from fastapi.testclient import TestClient
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    from ..conftest import REPO
+
+    _, settings = corpus
+    with (
+        Service(settings, "serve", embedder=embedder) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        body = client.get("/summaries", params={"group_by": "path:1"}).json()
+        assert [g["group"] for g in body["groups"]] == ["coffee", "cycling", "garden"]
+        assert body["written"] == 3
+        assert client.get("/summaries", params={"group_by": "path:1"}).json()["cached"] == 3
+        assert client.get("/summaries", params={"group_by": "path:0"}).status_code == 400
+        assert client.get("/summaries").status_code == 422
+
+    env = {
+        **os.environ,
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "PYTHONPATH": str(REPO / "src"),
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chromasync", "mcp"], env=env
+    )
+    out: dict[str, object] = {}
+
+    async def session() -> None:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as mcp_client,
+        ):
+            await mcp_client.initialize()
+            result = await mcp_client.call_tool("summaries", {"group_by": "source", "limit": 5})
+            assert not result.is_error, result.content
+            out["data"] = result.structured_content or json.loads(result.content[0].text)
+
+    anyio.run(session)
+    data = out["data"]
+    assert isinstance(data, dict)
+    assert [g["group"] for g in data["groups"]] == ["notes"]
+    assert data["groups"][0]["files"] == 5

@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import api
+from ..owner.index import owner_client
 from .common import reported_errors, safe, settings_from_flags, store_options
+from .search import _refuse_if_owned
 
 
 @click.command()
@@ -141,6 +143,7 @@ def suggest(
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
+        _refuse_if_owned(settings, "suggest")
         result = api.suggest(
             path,
             settings,
@@ -214,32 +217,40 @@ def summarize(
     groups). Summaries are cached in the data dir by each group's chunks: a re-run writes
     only the groups whose content changed.
     """
+    collections = tuple(flags.get("collection") or ())
     with reported_errors():
         settings = settings_from_flags(**flags)
-        report = api.summaries(
-            settings,
-            group_by=group_by,
-            collections=tuple(flags.get("collection") or ()),
-            all_collections=all_collections,
-            limit=limit,
-        )
+        client = owner_client(settings)
+        if client is not None and not all_collections:  # the owner holds the store
+            with client:
+                params = {"group_by": group_by, "limit": limit, "collection": list(collections)}
+                data = client.summaries(params)
+        else:
+            data = api.summaries(
+                settings,
+                group_by=group_by,
+                collections=collections,
+                all_collections=all_collections,
+                limit=limit,
+            ).as_json()
     if as_json:
-        click.echo(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     console = Console(highlight=False)
-    for group in report.groups:
+    for group in data["groups"]:
         console.print(
-            f"[bold]{escape(safe(group.group))}[/] [dim]{group.files} file(s), "
-            f"{group.chunks} chunk(s)[/]"
+            f"[bold]{escape(safe(str(group['group'])))}[/] [dim]{group['files']} file(s), "
+            f"{group['chunks']} chunk(s)[/]"
         )
-        if group.terms:
-            console.print(f"  [cyan]{escape(safe(', '.join(group.terms)))}[/]")
-        if group.summary:
-            console.print(f"  {escape(safe(group.summary))}")
-    note = f" ({report.left_out} smaller group(s) left out)" if report.left_out else ""
+        if group["terms"]:
+            console.print(f"  [cyan]{escape(safe(', '.join(group['terms'])))}[/]")
+        if group["summary"]:
+            console.print(f"  {escape(safe(str(group['summary'])))}")
+    left_out = data["left_out"]
+    note = f" ({left_out} smaller group(s) left out)" if left_out else ""
     console.print(
-        f"[dim]{len(report.groups)} group(s): {report.written} written, "
-        f"{len(report.groups) - report.written} from the cache{note}[/]"
+        f"[dim]{len(data['groups'])} group(s): {data['written']} written, "
+        f"{data['cached']} from the cache{note}[/]"
     )
 
 

@@ -230,6 +230,11 @@ class OwnerClient:
         body: dict[str, Any] = self._call("GET", "/suggest", params=params)
         return body
 
+    def summaries(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`/summaries` (one summary per group) as JSON."""
+        body: dict[str, Any] = self._call("GET", "/summaries", params=params)
+        return body
+
     def reindex(self, labels: Sequence[str] = (), **options: bool) -> dict[str, Any]:
         job: dict[str, Any] = self._call(
             "POST", "/reindex", json={"sources": list(labels), **options}

@@ -71,6 +71,7 @@ class Service:
         # check and the claim are one step, so two racing requests cannot both win
         self._claims: dict[str, Path] = {}
         self._claims_lock = threading.Lock()
+        self._summaries_lock = threading.Lock()
 
     # -- life --------------------------------------------------------------------------------
 
@@ -147,6 +148,17 @@ class Service:
             embedder=self.embedder,
         )
         return found.as_json()
+
+    def summaries(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Summaries per group (`params`: group_by, limit, collection)."""
+        with self._summaries_lock:  # one writer of the summaries cache at a time
+            report = api.summaries(
+                self.settings,
+                group_by=str(params["group_by"]),
+                limit=int(params.get("limit") or 100),
+                collections=tuple(params.get("collection") or ()),
+            )
+        return report.as_json()
 
     def ask(
         self,
