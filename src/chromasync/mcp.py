@@ -320,14 +320,10 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """Reverse links: every indexed file and chunk linking to `target`, with line and
         link text; or, with `from_path`, that file's links and its broken internal ones."""
-        with tool_errors(), backend.access() as (service, client):
-            if client is not None:
-                params = {"target": target, "from": from_path, "source": source}
-                return client.links({k: v for k, v in params.items() if v})
-            found = api.links(
-                target, service.settings, from_path=from_path, source=source, on_disk=False
-            )
-            return found.as_json()
+        with tool_errors(), backend.access() as index:
+            params = {"target": target, "from": from_path, "source": source}
+            result: dict[str, Any] = index.links({k: v for k, v in params.items() if v})
+            return result
 
     @server.tool()
     def suggest(

@@ -138,6 +138,17 @@ class Service:
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
 
+    def links(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Reverse links (`params`: target, or from and source), as `/links` answers."""
+        found = api.links(
+            params.get("target"),
+            self.settings,
+            from_path=params.get("from"),
+            source=params.get("source"),
+            on_disk=False,
+        )
+        return found.as_json()
+
     def suggest(self, params: dict[str, Any]) -> dict[str, Any]:
         """Triage suggestions for an indexed file (`params`: path, source, group_by)."""
         found = api.suggest(
