@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,10 +95,33 @@ class SummariesReport:
         }
 
 
+_CODE = re.compile(
+    r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`|\{\{.*?\}\}|<[^>\n]*>|\bhttps?://\S+"
+    r"|^\s*\[[^\]\n]+\]:.*$",
+    re.S | re.M,
+)
+_NOT_PROSE = re.compile(r"\{\{|\}\}|\]:|\||\$\(|&&|==|=>|;\s*$|^\s*[-*]?\s*\w+:\s")
+MIN_PROSE_WORDS = 6
+
+
+def prose(text: str) -> str:
+    """The text without code (fences, inline code, template tags, HTML tags), URLs and link
+    reference definitions: what the terms are counted over."""
+    return _CODE.sub(" ", text)
+
+
+def is_prose(sentence: str) -> bool:
+    """A sentence of words (not code, a table row or a reference list)."""
+    if _NOT_PROSE.search(sentence) or len(sentence.split()) < MIN_PROSE_WORDS:
+        return False
+    letters = sum(c.isalpha() or c.isspace() for c in sentence)
+    return letters >= 0.85 * len(sentence)
+
+
 def _words(text: str) -> list[tuple[str, str]]:
-    """(stem, surface) of the text's content words (stop words, digits, 1-2 letters out)."""
+    """(stem, surface) of the prose's content words (stop words, digits, 1-2 letters out)."""
     out = []
-    for match in _WORD.findall(text):
+    for match in _WORD.findall(prose(text)):
         word = match.lower()
         if len(word) < 3 or word in STOP_WORDS or word.isdigit():
             continue
@@ -156,8 +180,10 @@ def representative(hits: Sequence[Hit], terms: Sequence[tuple[str, float]]) -> l
 
 
 def extractive_summary(hits: Sequence[Hit], terms: Sequence[str]) -> str:
-    """At most 3 sentences (400 characters) of `hits` that best carry `terms`."""
-    sentences = [s for rank, hit in enumerate(hits) for s in split_sentences(hit, rank)]
+    """At most 3 sentences (400 characters) of `hits` that best carry `terms`, prose
+    sentences only when there are any (`is_prose`)."""
+    every = [s for rank, hit in enumerate(hits) for s in split_sentences(hit, rank)]
+    sentences = [s for s in every if is_prose(s.text)] or every
     scored = score_sentences(" ".join(terms), sentences, min_share=0.0)
     picked = select_mmr(
         scored, max_sentences=MAX_SENTENCES, max_chars=MAX_CHARS, spread=MAX_SENTENCES
@@ -271,7 +297,9 @@ __all__ = [
     "cache_key",
     "distinctive_terms",
     "extractive_summary",
+    "is_prose",
     "load_cache",
+    "prose",
     "representative",
     "save_cache",
     "summarize_groups",
