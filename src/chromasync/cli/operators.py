@@ -221,7 +221,9 @@ def summarize(
     with reported_errors():
         settings = settings_from_flags(**flags)
         client = owner_client(settings)
-        if client is not None and not all_collections:  # the owner holds the store
+        if client is not None and all_collections:
+            _refuse_if_owned(settings, "summarize --all-collections")
+        if client is not None:  # the owner holds the store
             with client:
                 params = {"group_by": group_by, "limit": limit, "collection": list(collections)}
                 data = client.summaries(params)

@@ -379,7 +379,25 @@ async function showLinkedFrom(hit) {
       el("li", {}, el("button", { type: "button", class: "link-from",
         onclick: () => openFile({ source: f.source, path: f.path, citation: `${f.path}:${link.line || c.start_line}`,
           start_line: link.line || c.start_line, end_line: link.line || c.end_line }) },
-        `${f.path}:${link.line || "front matter"}`), " ", el("span", { class: "muted", text: link.text }))))))));
+        `${f.path}:${link.line || "front matter"}`), " ", el("span", { class: "muted", text: link.text })))))));
+}
+
+// -- summaries per group (GET /summaries) ----------------------------------------------------
+
+async function loadSummaries() {
+  const by = $("summary-by").value.trim();
+  if (!by) return;
+  const list = $("summaries");
+  list.replaceChildren(el("li", { class: "muted", text: "summarising…" }));
+  try {
+    const body = await api(`/summaries?group_by=${encodeURIComponent(by)}&limit=30`);
+    list.replaceChildren(...body.groups.map((g) => el("li", { class: "summary" },
+      el("strong", { text: g.group }), " ", el("span", { class: "muted", text: `${g.files} file(s)` }),
+      el("div", { class: "summary-terms muted", text: g.terms.join(", ") }),
+      el("p", { class: "summary-text", text: g.summary }))));
+  } catch (error) {
+    list.replaceChildren(el("li", { class: "error", text: String(error.message || error) }));
+  }
 }
 
 // -- wiring -------------------------------------------------------------------------------
@@ -416,6 +434,7 @@ document.addEventListener("DOMContentLoaded", () => {
     loadStatus();
     runSearch();
   });
+  $("summary-form").addEventListener("submit", (event) => { event.preventDefault(); loadSummaries(); });
   $("viewer-close").addEventListener("click", () => $("viewer").close());
   $("viewer").addEventListener("click", (event) => { if (event.target === $("viewer")) $("viewer").close(); });
   loadStatus();
