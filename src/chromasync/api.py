@@ -15,15 +15,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .answer.summaries import SummariesReport
 from .config.settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 from .config.sources import configured_entries, select_entries, spec_for, with_skips
 from .datadir import CACHE_FILE as CACHE_FILE
 from .embed import Embedder
 from .embed.cache import EmbeddingCache
-from .errors import ConfigError, SourceError, storage_errors
+from .errors import ConfigError, NotFound, SourceError, storage_errors
 from .records import Hit, IngestSummary, SourceSpec
 from .retrieve import MODES, Filters, Fusion, SearchRequest, SearchResult
-from .retrieve.access import FileText, get_document, read_indexed_file, select_known
+from .retrieve.access import (
+    FileText,
+    get_document,
+    indexed_file_location,
+    read_indexed_file,
+    select_known,
+)
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.links import LinksReport
@@ -31,6 +38,7 @@ from .retrieve.request import SearchArgs, build_request
 from .retrieve.session import (
     embedder_for,
     evaluate,
+    indexed_as,
     links,
     load_queries,
     open_retriever,
@@ -41,6 +49,8 @@ from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import (
     EvalReport,
     SimilarResult,
+    SuggestResult,
+    find_suggestions,
 )
 from .state.lock import StoreLock
 from .state.manifest import STATE_FILE, State
@@ -563,6 +573,88 @@ def make_filters(settings: Settings, **options: Any) -> Filters:
     return filters_from_options(**options)
 
 
+def suggest(
+    path: str | Path,
+    settings: Settings,
+    *,
+    group_by: str,
+    k: int = 3,
+    similar_k: int = 5,
+    threshold: float | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    embedder: Embedder | None = None,
+    source: str | None = None,
+) -> SuggestResult:
+    """Triage: the `k` groups (a metadata field, `source`, `collection` or a folder level
+    `path:N`) whose indexed content is nearest to the file at `path` (indexed or not: it is
+    chunked and embedded in memory, nothing written; when indexed, its own chunks are left
+    out), each with a score, a confidence band and its two best-matching chunks, and the
+    file's near-duplicates (see `retrieve.suggest`). With `source` (REST, MCP), `path` is
+    an indexed file of that source as hits cite it, checked as `read_indexed_file` checks
+    it (nothing else on disk can be read that way)."""
+    if source is not None:
+        file = indexed_file_location(settings, source, str(path))
+    else:
+        file = Path(path).expanduser()
+    embedder = embedder or make_embedder_for(settings)
+    with open_retriever(settings, embedder) as retriever:
+        return find_suggestions(
+            retriever,
+            file,
+            embedder,
+            group_by=group_by,
+            k=k,
+            similar_k=similar_k,
+            threshold=settings.duplicate_threshold if threshold is None else threshold,
+            collections=collections,
+            all_collections=all_collections,
+            own=indexed_as(file, settings),
+            privacy_keys=settings.privacy_keys,
+        )
+
+
+def summaries(
+    settings: Settings,
+    *,
+    group_by: str,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    limit: int = 100,
+    client: ChatClient | None = None,
+) -> SummariesReport:
+    """One short summary per value of `group_by` (a metadata field, `source`, `collection`
+    or `path:N`) over every indexed chunk of the searched collections: written by the chat
+    model when `llm_url` is configured (or `client` given), else extractive, with each
+    group's distinctive terms. Cached in the data dir by each group's set of chunk hashes:
+    only groups whose content changed are written again (see `answer.summaries`)."""
+    from .answer.summaries import load_cache, save_cache, summarize_groups
+    from .retrieve.suggest import group_key
+
+    key = group_key(group_by)
+    client = client if client is not None else chat_client(settings)
+    groups: dict[str, list[Hit]] = {}
+    with open_retriever(settings) as retriever:
+        request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
+        for name in retriever.collection_names(request):
+            for record in retriever.collection(name).iter_records(documents=True):
+                hit = Hit.from_metadata(
+                    record.id, record.metadata, record.document or "", 0.0, name
+                )
+                groups.setdefault(key(hit), []).append(hit)
+    if not groups:
+        raise NotFound("nothing is indexed in the searched collections; run `chromasync ingest`")
+    stored = load_cache(settings.data_dir)
+    field_key = group_by.strip()
+    cache = stored.get(field_key)
+    cache = dict(cache) if isinstance(cache, dict) else {}
+    report = summarize_groups(groups, group_by=field_key, cache=cache, client=client, limit=limit)
+    if report.written or stored.get(field_key) != cache:
+        stored[field_key] = cache
+        save_cache(settings.data_dir, stored)
+    return report
+
+
 # -- for long-running owners (serve, watch, mcp) and their clients ---------------------------
 
 
@@ -622,6 +714,8 @@ __all__ = [
     "SourceInfo",
     "SourceStatus",
     "StateHealth",
+    "SuggestResult",
+    "SummariesReport",
     "add_source",
     "answer",
     "ask",
@@ -662,5 +756,7 @@ __all__ = [
     "snippet",
     "source_for",
     "status",
+    "suggest",
+    "summaries",
     "verify",
 ]

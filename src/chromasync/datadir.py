@@ -9,6 +9,7 @@
       fastpath/                 snapshots of unchanged re-runs (`state.snapshots`)
       owner.json, owner.sock    the long-lived owner and its socket (`owner.locate`)
       repos/                    clones of git sources (`corpus.git`)
+      summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
 
 It is private to its user: it holds the indexed text (the keyword index, the embedding
 cache, snapshots), so every folder chromasync creates in it is made with mode 0700 and
@@ -37,6 +38,7 @@ SNAPSHOT_DIR = "fastpath"
 OWNER_FILE = "owner.json"
 SOCKET_FILE = "owner.sock"
 REPOS_DIR = "repos"
+SUMMARIES_FILE = "summaries.json"
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -116,6 +118,7 @@ __all__ = [
     "SNAPSHOT_DIR",
     "SOCKET_FILE",
     "STATE_FILE",
+    "SUMMARIES_FILE",
     "create_private_file",
     "guess",
     "make_private_dir",

@@ -320,14 +320,44 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """Reverse links: every indexed file and chunk linking to `target`, with line and
         link text; or, with `from_path`, that file's links and its broken internal ones."""
-        with tool_errors(), backend.access() as (service, client):
-            if client is not None:
-                params = {"target": target, "from": from_path, "source": source}
-                return client.links({k: v for k, v in params.items() if v})
-            found = api.links(
-                target, service.settings, from_path=from_path, source=source, on_disk=False
+        with tool_errors(), backend.access() as index:
+            params = {"target": target, "from": from_path, "source": source}
+            result: dict[str, Any] = index.links({k: v for k, v in params.items() if v})
+            return result
+
+    @server.tool()
+    def suggest(
+        path: Annotated[
+            str, Field(min_length=1, max_length=4096, description="An indexed file, as cited.")
+        ],
+        source: Annotated[Label, Field(description="The file's source.")],
+        group_by: Annotated[
+            str,
+            Field(min_length=1, max_length=200, description="A field, `source` or `path:N`."),
+        ],
+    ) -> dict[str, Any]:
+        """Triage: the three groups (a metadata field, `source` or folder level `path:N`)
+        whose indexed content is nearest to an indexed file, with scores, confidence bands
+        and best chunks, and the file's near-duplicates."""
+        with tool_errors(), backend.access() as index:
+            result: dict[str, Any] = index.suggest(
+                {"path": path, "source": source, "group_by": group_by}
             )
-            return found.as_json()
+            return result
+
+    @server.tool()
+    def summaries(
+        group_by: Annotated[
+            str,
+            Field(min_length=1, max_length=200, description="A field, `source` or `path:N`."),
+        ],
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many groups.")] = 50,
+    ) -> dict[str, Any]:
+        """One short summary per group (each value of `group_by`), with its distinctive
+        terms: what each folder, source or field value of the corpus is about."""
+        with tool_errors(), backend.access() as index:
+            result: dict[str, Any] = index.summaries({"group_by": group_by, "limit": limit})
+            return result
 
     @server.tool()
     def reindex(

@@ -16,6 +16,8 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     GET    /documents          path, source -> the file's indexed chunks
     GET    /file               source, path -> the text of an indexed file (the page's viewer)
     GET    /links              target -> chunks linking to it; from=path -> a file's links
+    GET    /suggest            source, path, group_by -> the 3 nearest groups, near-duplicates
+    GET    /summaries          group_by -> one cached summary per group (model or extractive)
     GET    /                   the search page (with /static/app.js, /static/app.css)
 
 Authentication: with a token configured (`CHROMASYNC_API_TOKEN`), every route except the
@@ -560,6 +562,41 @@ def create_app(
             on_disk=False,
         )
         return found.as_json()
+
+    @app.get("/suggest", tags=["search"])
+    def suggest(
+        source: Annotated[Label, Query(max_length=LABEL_MAX)],
+        path: Annotated[str, Query(max_length=8192, description="Path as hits cite it.")],
+        group_by: Annotated[
+            str, Query(min_length=1, max_length=200, description="Field, source or path:N.")
+        ],
+        k: Annotated[int, Query(ge=1, le=50)] = 3,
+        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        """Triage: the groups (a metadata field, `source`, `collection` or folder level
+        `path:N`) nearest to an indexed file (its own chunks left out), each with a score, a
+        confidence band and its two best chunks, and the file's near-duplicates."""
+        found = api.suggest(
+            _indexed_path(path),
+            service.settings,
+            group_by=group_by,
+            k=k,
+            collections=collection,
+            source=source,
+        )
+        return found.as_json()
+
+    @app.get("/summaries", tags=["search"])
+    def summaries(
+        group_by: Annotated[
+            str, Query(min_length=1, max_length=200, description="Field, source or path:N.")
+        ],
+        limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        """One short summary per group (by the chat model when configured, else
+        extractive), with each group's distinctive terms; cached by the group's chunks."""
+        return service.summaries({"group_by": group_by, "limit": limit, "collection": collection})
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> HTMLResponse:

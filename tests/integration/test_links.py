@@ -178,3 +178,42 @@ def test_rest_links(linked: Path, settings: Settings, embedder: HashEmbedder) ->
         assert client.get("/links").status_code == 400
         hits = client.get("/search", params={"q": "the report", "links_to": "b"}).json()["hits"]
         assert [h["path"] for h in hits] == ["a.md"]
+
+
+def test_mcp_links_tool(
+    linked: Path, settings: Settings, embedder: HashEmbedder, cli_env: dict[str, str]
+) -> None:
+    """The MCP tool answers as the owner does (it once failed on every call)."""
+    import os
+    import sys
+
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from ..conftest import REPO
+
+    api.ingest([api.source_for(linked, "n")], settings, embedder=embedder)
+    env = {**os.environ, **cli_env, "PYTHONPATH": str(REPO / "src")}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chromasync", "mcp"], env=env
+    )
+    out: dict[str, object] = {}
+
+    async def session() -> None:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            found = await client.call_tool("links", {"target": "a.md"})
+            assert not found.is_error, found.content
+            out["to"] = found.structured_content or json.loads(found.content[0].text)
+            from_ = await client.call_tool("links", {"from_path": "a.md", "source": "n"})
+            assert not from_.is_error, from_.content
+            out["from"] = from_.structured_content or json.loads(from_.content[0].text)
+
+    anyio.run(session)
+    to, from_ = out["to"], out["from"]
+    assert isinstance(to, dict) and [f["path"] for f in to["files"]] == ["sub/b.md"]
+    assert isinstance(from_, dict) and from_["missing"] == ["missing.md"]

@@ -116,6 +116,12 @@ def _requests_for_every_route(app: Any) -> list[tuple[str, str, dict[str, Any]]]
         ("POST", "/sources"): ("POST", "/sources", {"json": {"path": "ok", "label": "ok"}}),
         ("GET", "/documents"): ("GET", "/documents", {"params": {"path": "ok/plain.md"}}),
         ("GET", "/links"): ("GET", "/links", {"params": {"target": "https://example.org"}}),
+        ("GET", "/suggest"): (
+            "GET",
+            "/suggest",
+            {"params": {"source": "nasty", "path": "ok/plain.md", "group_by": "source"}},
+        ),
+        ("GET", "/summaries"): ("GET", "/summaries", {"params": {"group_by": "source"}}),
         # the source POST /sources just added (the test waits for its job first)
         ("DELETE", "/sources/{label:path}"): ("DELETE", "/sources/ok", {"idle": True}),
         ("GET", "/file"): (

@@ -121,3 +121,21 @@ def test_search_page_in_chromium(url: str, page: object, tmp_path: Path) -> None
         out.mkdir(parents=True, exist_ok=True)
         for name in ("results.png", "viewer.png"):
             shutil.copy(tmp_path / name, out / name)
+
+
+def test_summaries_on_the_page(url: str, page: object) -> None:
+    expect = sync_api.expect
+    page.goto(url)  # type: ignore[attr-defined]
+    page.fill("#token", TOKEN)  # type: ignore[attr-defined]
+    page.press("#token", "Enter")  # type: ignore[attr-defined]
+    page.fill("#summary-by", "path:1")  # type: ignore[attr-defined]
+    page.press("#summary-by", "Enter")  # type: ignore[attr-defined]
+    groups = page.locator("#summaries li.summary strong")  # type: ignore[attr-defined]
+    expect(groups).to_have_count(3)
+    assert set(groups.all_inner_texts()) == {"guides", "journal", "(root)"}
+    guides = page.locator("#summaries li.summary", has_text="guides")  # type: ignore[attr-defined]
+    assert guides.locator(".summary-text").inner_text().strip()
+    assert guides.locator(".summary-terms").inner_text().strip()
+    page.fill("#summary-by", "path:0")  # type: ignore[attr-defined]
+    page.press("#summary-by", "Enter")  # type: ignore[attr-defined]
+    expect(page.locator("#summaries li.error")).to_contain_text("path:N")  # type: ignore[attr-defined]

@@ -54,6 +54,8 @@ API_NAMES = [
     "SourceInfo",
     "SourceStatus",
     "StateHealth",
+    "SuggestResult",
+    "SummariesReport",
     "add_source",
     "answer",
     "ask",
@@ -94,6 +96,8 @@ API_NAMES = [
     "snippet",
     "source_for",
     "status",
+    "suggest",
+    "summaries",
     "verify",
 ]
 

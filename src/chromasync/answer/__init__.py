@@ -7,6 +7,7 @@ endpoint, with every `[n]` marker checked against the sources it was given.
     verify      `[n]` marker parsing, removal of unknown numbers, renumbering
     chat        the `/v1/chat/completions` client (streaming or not), with retries
     ask         `answer_question`: the seam the surfaces call
+    summaries   one summary per group (model or extractive, TF-IDF terms), cached by chunk hashes
 
 This `__init__` stays light: import the modules themselves.
 """

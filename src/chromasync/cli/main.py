@@ -26,6 +26,8 @@ for command in (
     search.similar,
     search.eval_command,
     operators.links,
+    operators.suggest,
+    operators.summarize,
     report.chunk_report,
     admin.config,
     admin.sources,

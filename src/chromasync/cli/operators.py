@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import api
+from ..owner.index import owner_client
 from .common import reported_errors, safe, settings_from_flags, store_options
+from .search import _refuse_if_owned
 
 
 @click.command()
@@ -98,4 +100,160 @@ def links(
     console.print(f"[dim]{len(report.chunks)} chunk(s) in {len(files)} file(s)[/]")
 
 
-__all__ = ["links"]
+@click.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Compare with every collection.")
+@click.option(
+    "--group-by",
+    required=True,
+    metavar="FIELD",
+    help="A metadata field, `source`, `collection` or a folder level `path:N` "
+    "(path:1 = the first folder of the path).",
+)
+@click.option(
+    "--k",
+    "k",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 50),
+    help="Number of groups.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    help="Near-duplicates at or above this similarity [env CHROMASYNC_DUPLICATE_THRESHOLD; 0.95].",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def suggest(
+    path: str,
+    all_collections: bool,
+    group_by: str,
+    k: int,
+    threshold: float | None,
+    as_json: bool,
+    **flags: Any,
+) -> None:
+    """Triage: the groups whose indexed content is nearest to the file PATH.
+
+    PATH need not be indexed (an inbox capture is chunked and embedded in memory, nothing
+    is written); when it is, its own chunks are left out. Each group has a score (its share
+    of the similarity of the file's chunks' nearest neighbours), a confidence band and its
+    two best-matching chunks; the file's near-duplicates are listed below.
+    """
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        _refuse_if_owned(settings, "suggest")
+        result = api.suggest(
+            path,
+            settings,
+            group_by=group_by,
+            k=k,
+            threshold=threshold,
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+        )
+    if as_json:
+        click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        return
+    console = Console(highlight=False)
+    if not result.groups:
+        console.print("no indexed content to compare with")
+    for rank, group in enumerate(result.groups, 1):
+        console.print(
+            f"{rank}. [bold]{escape(safe(group.group))}[/] {group.score:.3f} "
+            f"({group.band} confidence, margin {group.margin:+.3f})"
+        )
+        for hit in group.best:
+            console.print(
+                f"   [cyan]{escape(safe(hit.citation))}[/] {hit.score:.3f} "
+                f"[dim]{escape(safe(hit.heading[:60]))}[/]"
+            )
+    duplicates = [d for d in result.similar.documents if d.duplicate]
+    for doc in duplicates:
+        kind = "exact copy" if doc.exact else "near-duplicate"
+        console.print(
+            f"[yellow]{kind}[/]: {escape(safe(doc.source))}:{escape(safe(doc.path))} "
+            f"{doc.score:.3f}"
+        )
+    if not duplicates and result.similar.documents:
+        doc = result.similar.documents[0]
+        console.print(
+            f"[dim]no near-duplicate; nearest document {escape(safe(doc.path))} {doc.score:.3f}[/]"
+        )
+
+
+@click.command()
+@store_options(many_collections=True)
+@click.option("--all-collections", is_flag=True, help="Summarise every collection.")
+@click.option(
+    "--group-by",
+    required=True,
+    metavar="FIELD",
+    help="A metadata field, `source`, `collection` or a folder level `path:N`.",
+)
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="At most this many groups (the biggest).",
+)
+@click.option(
+    "--llm-url",
+    metavar="URL",
+    help="OpenAI-compatible chat endpoint; without one the summaries are extractive "
+    "[env CHROMASYNC_LLM_URL; key from CHROMASYNC_LLM_API_KEY or OPENAI_API_KEY].",
+)
+@click.option("--llm-model", metavar="NAME", help="Chat model name [env CHROMASYNC_LLM_MODEL].")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def summarize(
+    all_collections: bool, group_by: str, limit: int, as_json: bool, **flags: Any
+) -> None:
+    """One short summary per group: what each value of --group-by is about.
+
+    Written by the chat model when one is configured, else extractive (the group's most
+    representative sentences), with the group's distinctive terms (TF-IDF against the other
+    groups). Summaries are cached in the data dir by each group's chunks: a re-run writes
+    only the groups whose content changed.
+    """
+    collections = tuple(flags.get("collection") or ())
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        client = owner_client(settings)
+        if client is not None and all_collections:
+            _refuse_if_owned(settings, "summarize --all-collections")
+        if client is not None:  # the owner holds the store
+            with client:
+                params = {"group_by": group_by, "limit": limit, "collection": list(collections)}
+                data = client.summaries(params)
+        else:
+            data = api.summaries(
+                settings,
+                group_by=group_by,
+                collections=collections,
+                all_collections=all_collections,
+                limit=limit,
+            ).as_json()
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    console = Console(highlight=False)
+    for group in data["groups"]:
+        console.print(
+            f"[bold]{escape(safe(str(group['group'])))}[/] [dim]{group['files']} file(s), "
+            f"{group['chunks']} chunk(s)[/]"
+        )
+        if group["terms"]:
+            console.print(f"  [cyan]{escape(safe(', '.join(group['terms'])))}[/]")
+        if group["summary"]:
+            console.print(f"  {escape(safe(str(group['summary'])))}")
+    left_out = data["left_out"]
+    note = f" ({left_out} smaller group(s) left out)" if left_out else ""
+    console.print(
+        f"[dim]{len(data['groups'])} group(s): {data['written']} written, "
+        f"{data['cached']} from the cache{note}[/]"
+    )
+
+
+__all__ = ["links", "suggest", "summarize"]

@@ -225,6 +225,16 @@ class OwnerClient:
         body: dict[str, Any] = self._call("GET", "/links", params=params)
         return body
 
+    def suggest(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`/suggest` (triage suggestions for an indexed file) as JSON."""
+        body: dict[str, Any] = self._call("GET", "/suggest", params=params)
+        return body
+
+    def summaries(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`/summaries` (one summary per group) as JSON."""
+        body: dict[str, Any] = self._call("GET", "/summaries", params=params)
+        return body
+
     def reindex(self, labels: Sequence[str] = (), **options: bool) -> dict[str, Any]:
         job: dict[str, Any] = self._call(
             "POST", "/reindex", json={"sources": list(labels), **options}

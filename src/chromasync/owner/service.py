@@ -71,6 +71,7 @@ class Service:
         # check and the claim are one step, so two racing requests cannot both win
         self._claims: dict[str, Path] = {}
         self._claims_lock = threading.Lock()
+        self._summaries_lock = threading.Lock()
 
     # -- life --------------------------------------------------------------------------------
 
@@ -136,6 +137,39 @@ class Service:
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
+
+    def links(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Reverse links (`params`: target, or from and source), as `/links` answers."""
+        found = api.links(
+            params.get("target"),
+            self.settings,
+            from_path=params.get("from"),
+            source=params.get("source"),
+            on_disk=False,
+        )
+        return found.as_json()
+
+    def suggest(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Triage suggestions for an indexed file (`params`: path, source, group_by)."""
+        found = api.suggest(
+            str(params["path"]),
+            self.settings,
+            group_by=str(params["group_by"]),
+            source=str(params["source"]),
+            embedder=self.embedder,
+        )
+        return found.as_json()
+
+    def summaries(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Summaries per group (`params`: group_by, limit, collection)."""
+        with self._summaries_lock:  # one writer of the summaries cache at a time
+            report = api.summaries(
+                self.settings,
+                group_by=str(params["group_by"]),
+                limit=int(params.get("limit") or 100),
+                collections=tuple(params.get("collection") or ()),
+            )
+        return report.as_json()
 
     def ask(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.settings import Settings
@@ -61,12 +62,13 @@ class FileText:
     page_starts: tuple[int, ...] = ()
 
 
-def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
-    """The current text of a file that is in the index (the only files a client may read).
+def indexed_file_location(settings: Settings, source: str, path: str) -> Path:
+    """Where an indexed file lies on disk, checked as `read_indexed_file` checks it: a
+    file the manifest of `source` holds records for, resolving inside the source's root."""
+    return _indexed_location(settings, source, path)[1]
 
-    The path must be a file the manifest of `source` holds records for, and it must resolve,
-    through any links, inside the source's root; anything else is `NotFound`/`AccessDenied`.
-    """
+
+def _indexed_location(settings: Settings, source: str, path: str) -> tuple[str, Path]:
     rel = relative_path(path)
     with State.open(settings.data_dir, readonly=True) as state:
         rows = [r for r in state.sources() if r.source == source]
@@ -81,6 +83,16 @@ def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
     if found is None:
         raise NotFound(f"{shown(path)} is not an indexed file of source {source!r}")
     real = resolve_in_root(rel, stored_root(found), "file")
+    return rel, real
+
+
+def read_indexed_file(settings: Settings, source: str, path: str) -> FileText:
+    """The current text of a file that is in the index (the only files a client may read).
+
+    The path must be a file the manifest of `source` holds records for, and it must resolve,
+    through any links, inside the source's root; anything else is `NotFound`/`AccessDenied`.
+    """
+    rel, real = _indexed_location(settings, source, path)
     try:
         with open(real, "rb") as handle:
             data = handle.read(settings.max_file_bytes + 1)
@@ -141,4 +153,10 @@ def select_known(
     return chosen, specs
 
 
-__all__ = ["FileText", "get_document", "read_indexed_file", "select_known"]
+__all__ = [
+    "FileText",
+    "get_document",
+    "indexed_file_location",
+    "read_indexed_file",
+    "select_known",
+]

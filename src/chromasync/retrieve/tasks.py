@@ -29,6 +29,8 @@ from .links import (
 )
 from .rerank import rerank
 from .similar import SimilarDoc, aggregate, nearest_sources
+from .suggest import DEPTH as SUGGEST_DEPTH
+from .suggest import GroupSuggestion, group_key, suggest_groups
 
 Progress = Callable[[str, int, int], None]
 
@@ -126,19 +128,25 @@ class SimilarResult:
         }
 
 
-def find_similar(
+@dataclass(frozen=True, slots=True)
+class _FileNeighbours:
+    chunks: int
+    weights: list[float]
+    neighbours: list[list[Hit]]  # per chunk of the file, its nearest indexed chunks
+    exact: list[Hit]  # indexed chunks of a file with the same bytes
+
+
+def _file_neighbours(
     retriever: Retriever,
     file: Path,
     embedder: Embedder,
     *,
-    k: int = 10,
-    threshold: float,
-    collections: Sequence[str] = (),
-    all_collections: bool = False,
-    own: tuple[str, str] | None = None,
-    privacy_keys: tuple[str, ...] = ("private",),
-) -> SimilarResult:
-    """The indexed documents nearest to `file`; `own` is (source, path) if it is indexed."""
+    depth: int,
+    collections: Sequence[str],
+    all_collections: bool,
+    privacy_keys: tuple[str, ...],
+) -> _FileNeighbours:
+    """Chunk and embed `file` in memory (nothing written) and query each chunk."""
     try:
         info = file.stat()
     except OSError as exc:
@@ -176,7 +184,7 @@ def find_similar(
                 raise
             continue
         for index, vector in enumerate(vectors):
-            neighbours[index] += searched.query(vector, max(4 * k, 20))
+            neighbours[index] += searched.query(vector, depth)
         same_bytes = collection.iter_records(
             where={"file_hash": outcome.file_hash or ""}, documents=True
         )
@@ -184,17 +192,114 @@ def find_similar(
         exact += [
             Hit.from_metadata(r.id, r.metadata, r.document or "", 1.0, name) for r in same_bytes
         ]
+    return _FileNeighbours(len(chunks), weights, neighbours, exact)
+
+
+def find_similar(
+    retriever: Retriever,
+    file: Path,
+    embedder: Embedder,
+    *,
+    k: int = 10,
+    threshold: float,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    own: tuple[str, str] | None = None,
+    privacy_keys: tuple[str, ...] = ("private",),
+) -> SimilarResult:
+    """The indexed documents nearest to `file`; `own` is (source, path) if it is indexed."""
+    found = _file_neighbours(
+        retriever,
+        file,
+        embedder,
+        depth=max(4 * k, 20),
+        collections=collections,
+        all_collections=all_collections,
+        privacy_keys=privacy_keys,
+    )
+    return _similar_result(file, found, own, threshold=threshold, k=k)
+
+
+def _similar_result(
+    file: Path, found: _FileNeighbours, own: tuple[str, str] | None, *, threshold: float, k: int
+) -> SimilarResult:
+    def is_self(hit: Hit) -> bool:
+        return own is not None and (hit.source, hit.path) == own
+
+    docs = aggregate(
+        found.weights,
+        found.neighbours,
+        exclude=is_self,
+        exact=found.exact,
+        threshold=threshold,
+        k=k,
+    )
+    return SimilarResult(
+        path=str(file),
+        chunks=found.chunks,
+        threshold=threshold,
+        documents=tuple(docs),
+        excluded=f"{own[0]}:{own[1]}" if own else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SuggestResult:
+    path: str
+    group_by: str
+    chunks: int
+    groups: tuple[GroupSuggestion, ...]
+    similar: SimilarResult  # the file's nearest documents and near-duplicates
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "group_by": self.group_by,
+            "chunks": self.chunks,
+            "excluded": self.similar.excluded,
+            "groups": [g.as_json() for g in self.groups],
+            "duplicates": [d.as_json() for d in self.similar.documents if d.duplicate],
+            "similar": [d.as_json() for d in self.similar.documents],
+        }
+
+
+def find_suggestions(
+    retriever: Retriever,
+    file: Path,
+    embedder: Embedder,
+    *,
+    group_by: str,
+    k: int = 3,
+    similar_k: int = 5,
+    threshold: float,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    own: tuple[str, str] | None = None,
+    privacy_keys: tuple[str, ...] = ("private",),
+) -> SuggestResult:
+    """The `k` groups (by `group_by`) nearest to `file`, with its near-duplicates; `own`
+    is (source, path) when the file is indexed: its own chunks never vote."""
+    key = group_key(group_by)
+    found = _file_neighbours(
+        retriever,
+        file,
+        embedder,
+        depth=max(4 * similar_k, 2 * SUGGEST_DEPTH),
+        collections=collections,
+        all_collections=all_collections,
+        privacy_keys=privacy_keys,
+    )
 
     def is_self(hit: Hit) -> bool:
         return own is not None and (hit.source, hit.path) == own
 
-    docs = aggregate(weights, neighbours, exclude=is_self, exact=exact, threshold=threshold, k=k)
-    return SimilarResult(
+    groups = suggest_groups(found.weights, found.neighbours, key, exclude=is_self, k=k)
+    return SuggestResult(
         path=str(file),
-        chunks=len(chunks),
-        threshold=threshold,
-        documents=tuple(docs),
-        excluded=f"{own[0]}:{own[1]}" if own else None,
+        group_by=group_by,
+        chunks=found.chunks,
+        groups=tuple(groups),
+        similar=_similar_result(file, found, own, threshold=threshold, k=similar_k),
     )
 
 
@@ -253,8 +358,10 @@ def outgoing_links(
 __all__ = [
     "EvalReport",
     "SimilarResult",
+    "SuggestResult",
     "find_linking",
     "find_similar",
+    "find_suggestions",
     "outgoing_links",
     "run_evaluation",
 ]

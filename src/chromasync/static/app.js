@@ -385,6 +385,24 @@ async function showLinkedFrom(hit) {
   panel.replaceChildren(el("h3", { text: `linked from (${files.length})` }), el("ul", {}, ...items));
 }
 
+// -- summaries per group (GET /summaries) ----------------------------------------------------
+
+async function loadSummaries() {
+  const by = $("summary-by").value.trim();
+  if (!by) return;
+  const list = $("summaries");
+  list.replaceChildren(el("li", { class: "muted", text: "summarising…" }));
+  try {
+    const body = await api(`/summaries?group_by=${encodeURIComponent(by)}&limit=30`);
+    list.replaceChildren(...body.groups.map((g) => el("li", { class: "summary" },
+      el("strong", { text: g.group }), " ", el("span", { class: "muted", text: `${g.files} file(s)` }),
+      el("div", { class: "summary-terms muted", text: g.terms.join(", ") }),
+      el("p", { class: "summary-text", text: g.summary }))));
+  } catch (error) {
+    list.replaceChildren(el("li", { class: "error", text: String(error.message || error) }));
+  }
+}
+
 // -- wiring -------------------------------------------------------------------------------
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -419,6 +437,7 @@ document.addEventListener("DOMContentLoaded", () => {
     loadStatus();
     runSearch();
   });
+  $("summary-form").addEventListener("submit", (event) => { event.preventDefault(); loadSummaries(); });
   $("viewer-close").addEventListener("click", () => $("viewer").close());
   $("viewer").addEventListener("click", (event) => { if (event.target === $("viewer")) $("viewer").close(); });
   loadStatus();
