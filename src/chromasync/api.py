@@ -25,7 +25,16 @@ from .embed.cache import EmbeddingCache
 from .errors import ChromasyncError, ConfigError, NotFound, SourceError, StoreError, storage_error
 from .records import Hit, IngestSummary, SourceSpec
 from .retrieve import MODES, Filters, Fusion, Retriever, SearchRequest, SearchResult
-from .retrieve.access import FileText, get_document, read_indexed_file, select_known
+from .retrieve.access import (
+    DEFAULT_MAX_BYTES,
+    FileLines,
+    FileText,
+    get_document,
+    get_file,
+    get_files,
+    read_indexed_file,
+    select_known,
+)
 from .retrieve.evaluate import EvalQuery
 from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.links import LinksReport
@@ -563,6 +572,22 @@ def retrieve(
         return retriever.search(request)
 
 
+def get_json(settings: Settings, spec: str, source: str | None = None) -> dict[str, Any]:
+    """`get_file` as JSON (what `Index.get` returns on every surface)."""
+    return dataclasses.asdict(get_file(settings, spec, source))
+
+
+def multi_get_json(
+    settings: Settings,
+    pattern: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """`get_files` as JSON: {files, left_out} (what `Index.multi_get` returns)."""
+    files, left_out = get_files(settings, pattern, max_bytes, source)
+    return {"files": [dataclasses.asdict(f) for f in files], "left_out": left_out}
+
+
 def highlight(text: str, query: str, phrases: Sequence[str] = ()) -> list[tuple[int, int]]:
     """Character spans of `text` that the query's words (or a phrase) matched."""
     from .retrieve.highlight import match_spans
@@ -914,10 +939,12 @@ def ingest_known(
 
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "MODES",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
+    "FileLines",
     "FileText",
     "Filters",
     "Fusion",
@@ -948,6 +975,9 @@ __all__ = [
     "evaluate",
     "export_manifest",
     "get_document",
+    "get_file",
+    "get_files",
+    "get_json",
     "health",
     "highlight",
     "ingest",
@@ -959,6 +989,7 @@ __all__ = [
     "load_queries",
     "make_embedder_for",
     "make_filters",
+    "multi_get_json",
     "open_store",
     "read_indexed_file",
     "remove_source",

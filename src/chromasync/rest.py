@@ -15,6 +15,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     DELETE /sources/{label}    remove that source's records and manifest
     GET    /documents          path, source -> the file's indexed chunks
     GET    /file               source, path -> the text of an indexed file (the page's viewer)
+    GET    /get                path=PATH[:START[-END]] or glob=G (max_bytes) -> {files, left_out}
     GET    /links              target -> chunks linking to it; from=path -> a file's links
     GET    /                   the search page (with /static/app.js, /static/app.css)
 
@@ -532,6 +533,22 @@ def create_app(
         """The current text of an indexed file (only indexed files, inside their root)."""
         found = api.read_indexed_file(service.settings, source, path)
         return dataclasses.asdict(found)
+
+    @app.get("/get", tags=["search"])
+    def get_lines(
+        path: Annotated[
+            str | None, Query(max_length=8192, description="PATH[:START[-END]], as hits cite it.")
+        ] = None,
+        glob: Annotated[str | None, Query(max_length=8192, description="Instead: a glob.")] = None,
+        source: Annotated[Label | None, Query(max_length=LABEL_MAX)] = None,
+        max_bytes: Annotated[int, Query(ge=1, le=10_000_000)] = api.DEFAULT_MAX_BYTES,
+    ) -> dict[str, Any]:
+        """Indexed files' current lines (`chromasync get`): one range, or every glob match."""
+        if (path is None) == (glob is None):
+            raise ConfigError("give path or glob, not both")
+        if path is not None:
+            return {"files": [service.get(path, source)], "left_out": 0}
+        return service.multi_get(str(glob), max_bytes, source)
 
     @app.get("/links", tags=["search"])
     def links(

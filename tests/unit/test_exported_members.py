@@ -34,10 +34,12 @@ PACKAGE_NAMES = [
 ]
 
 API_NAMES = [
+    "DEFAULT_MAX_BYTES",
     "MODES",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
+    "FileLines",
     "FileText",
     "Filters",
     "Fusion",
@@ -68,6 +70,9 @@ API_NAMES = [
     "evaluate",
     "export_manifest",
     "get_document",
+    "get_file",
+    "get_files",
+    "get_json",
     "health",
     "highlight",
     "ingest",
@@ -78,6 +83,7 @@ API_NAMES = [
     "list_sources",
     "load_queries",
     "make_embedder_for",
+    "multi_get_json",
     "make_filters",
     "search_request",
     "open_store",

@@ -137,6 +137,14 @@ class Service:
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
 
+    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
+        return api.get_json(self.settings, spec, source)
+
+    def multi_get(
+        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
+    ) -> dict[str, Any]:
+        return api.multi_get_json(self.settings, pattern, max_bytes, source)
+
     def ask(
         self,
         request: api.SearchRequest,
