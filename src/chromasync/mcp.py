@@ -191,6 +191,10 @@ def build_server(backend: Backend) -> Any:
         ] = None,
         per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
         sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
+        min_score: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
+        ] = None,
     ) -> dict[str, Any]:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
@@ -215,6 +219,7 @@ def build_server(backend: Backend) -> Any:
                 collections=collections,
                 per_doc=per_doc,
                 sort=sort,
+                min_score=min_score,
             )
             request = api.search_request(args, settings)
             result = index.retrieve(request)
@@ -255,6 +260,10 @@ def build_server(backend: Backend) -> Any:
         ] = None,
         per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
         sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
+        min_score: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
+        ] = None,
         group_by: Annotated[
             str | None, Field(max_length=200, description="Organise the answer per value.")
         ] = None,
@@ -285,6 +294,7 @@ def build_server(backend: Backend) -> Any:
                 collections=collections,
                 per_doc=per_doc,
                 sort=sort,
+                min_score=min_score,
                 group_by=group_by,
             )
             request = api.search_request(args, settings)

@@ -266,6 +266,7 @@ class AskBody(_Body):
     sort: Literal["rank", "date"] = "rank"
     group_by: str | None = Field(default=None, max_length=200)
     rerank: bool = True
+    min_score: float | None = Field(default=None, ge=0, le=1)
     fallback: Literal["none", "extractive"] | None = None
 
     def search_args(self) -> api.SearchArgs:
@@ -407,6 +408,9 @@ def create_app(
         sort: Annotated[Literal["rank", "date"], Query(description="Order of the top k.")] = "rank",
         group_by: Annotated[str | None, Query(max_length=200)] = None,
         rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
+        min_score: Annotated[
+            float | None, Query(ge=0, le=1, description="Only hits of at least this relevance.")
+        ] = None,
     ) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
         args = api.SearchArgs.of(
@@ -431,6 +435,7 @@ def create_app(
             sort=sort,
             group_by=group_by,
             rerank=rerank,
+            min_score=min_score,
         )
         request = api.search_request(args, service.settings)
         return result_json(service.retrieve(request))

@@ -170,6 +170,7 @@ SEARCH_PARAMS = (
     "sort",
     "group_by",
     "no_rerank",
+    "min_score",
 )
 
 
@@ -255,6 +256,12 @@ def search_options(func: F) -> F:
         ),
         click.option(
             "--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed."
+        ),
+        click.option(
+            "--min-score",
+            type=click.FloatRange(0, 1),
+            metavar="X",
+            help="Only hits whose relevance (0-1, shown with each hit) is at least X.",
         ),
         click.option(
             "--sort",

@@ -135,6 +135,7 @@ class OwnerClient:
             "sort": request.sort,
             "group_by": request.group_by,
             "rerank": request.rerank,
+            "min_score": request.min_score,
         }
         params = {k: v for k, v in params.items() if v not in (None, [], False)}
         params["rerank"] = request.rerank
@@ -185,6 +186,7 @@ class OwnerClient:
             "sort": request.sort,
             "group_by": request.group_by,
             "rerank": request.rerank,
+            "min_score": request.min_score,
         }
         if fallback is not None:
             body["fallback"] = "extractive" if fallback else "none"
