@@ -28,6 +28,7 @@ from ..records import Hit
 from ..retrieve.quick import record_search, recordable, state_identity
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
+    print_table,
     progress_bar,
     reported_errors,
     safe,
@@ -243,7 +244,7 @@ def similar(
             escape(safe(doc.path)),
             escape(safe(f"{best.citation[len(best.path) :].lstrip(': ')} {best.heading}"[:60])),
         )
-    console.print(table)
+    print_table(console, table)
     sources = result.nearest_sources
     if sources:
         name, score, count = sources[0]
@@ -324,7 +325,7 @@ def eval_command(
             mode,
             *(f"{figures[m]:.3f}" for m in ("ndcg", "recall", "recall@100", "mrr")),
         )
-    Console(highlight=False).print(table)
+    print_table(Console(highlight=False), table)
 
 
 __all__ = ["eval_command", "search", "similar"]
