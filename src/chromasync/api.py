@@ -569,7 +569,18 @@ def retrieve(
     if request.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
     with _retriever(settings, embedder) as retriever:
-        return retriever.search(request)
+        return with_context(retriever.search(request), settings)
+
+
+def with_context(result: SearchResult, settings: Settings) -> SearchResult:
+    """Each hit with the config's description of its place (`context:`), when there is one."""
+    file = settings.config_file
+    if file is None or not file.contexts:
+        return result
+    hits = tuple(
+        dataclasses.replace(h, context=file.context_for(h.source, h.path)) for h in result.hits
+    )
+    return dataclasses.replace(result, hits=hits)
 
 
 def get_json(settings: Settings, spec: str, source: str | None = None) -> dict[str, Any]:
@@ -1006,4 +1017,5 @@ __all__ = [
     "source_for",
     "status",
     "verify",
+    "with_context",
 ]

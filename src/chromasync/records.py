@@ -321,6 +321,8 @@ class Hit:
     relevance: float | None = None
     #: Each list's raw score, e.g. {"dense": 0.61, "keyword": 7.2} (what `--explain` shows).
     scores: Mapping[str, float] = field(default_factory=dict)
+    #: The config's description of the place this hit comes from (`context:`), if any.
+    context: str | None = None
 
     @classmethod
     def from_metadata(
@@ -358,6 +360,7 @@ class Hit:
             collapsed=int(data.get("collapsed", 0)),
             relevance=None if data.get("relevance") is None else float(data["relevance"]),
             scores={str(k): float(v) for k, v in (data.get("scores") or {}).items()},
+            context=None if data.get("context") is None else str(data["context"]),
         )
 
     @property
@@ -394,6 +397,7 @@ class Hit:
             "collapsed": self.collapsed,
             "relevance": self.relevance,
             "scores": dict(self.scores),
+            "context": self.context,
         }
 
 

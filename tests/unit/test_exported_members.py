@@ -101,6 +101,7 @@ API_NAMES = [
     "source_for",
     "status",
     "verify",
+    "with_context",
 ]
 
 

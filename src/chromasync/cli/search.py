@@ -108,6 +108,8 @@ def _record_keyword_search(
     search_key = getattr(factory, "search_key", None)
     if search_key is None or settings.chroma_url or not recordable(result, request):
         return
+    if settings.config_file is not None and settings.config_file.contexts:
+        return  # the fast path does not attach `context:` descriptions; the full path does
     key = search_key(os.environ)
     if key is None:
         return
@@ -178,6 +180,8 @@ def _print_hit(
     console.print(line)
     if hit.heading:
         console.print(Text("   " + safe(hit.heading), style="green"))
+    if hit.context:
+        console.print(Text("   context: " + safe(hit.context), style="dim"))
     flat = safe(" ".join(hit.text.split()))
     spans = api.highlight(flat, result.query, result.filters.phrases)
     window, shifted = api.snippet(flat, spans)

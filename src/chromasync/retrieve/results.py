@@ -263,6 +263,8 @@ def plain_lines(result: SearchResult) -> str:
         lines.append(head)
         if hit.heading:
             lines.append("   " + printable(hit.heading))
+        if hit.context:
+            lines.append("   context: " + printable(hit.context))
         flat = printable(" ".join(hit.text.split()))
         window, _ = snippet(flat, match_spans(flat, result.query, result.filters.phrases))
         lines.append("   " + window)
