@@ -141,3 +141,12 @@ def test_aggregate_excludes_the_file_itself_and_marks_exact_copies() -> None:
         ("near.md", False, False),
     ]
     assert nearest_sources(docs)[0] == ("notes", 1.0, 2)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_page_script_parses() -> None:
+    path = Path(chromasync.__file__).parent / "static" / "app.js"
+    checked = subprocess.run(
+        ["node", "--check", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stderr

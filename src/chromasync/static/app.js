@@ -225,7 +225,8 @@ function renderHit(hit, query) {
       cite,
       el("span", { class: "badge source", text: hit.source }),
       date ? el("span", { class: "badge date", text: date }) : null,
-      el("span", { class: "score", title: "score", text: hit.score.toFixed(3) }),
+      el("span", { class: "score", title: `relevance (0-1); score ${hit.score.toFixed(3)}`,
+        text: hit.relevance == null ? hit.score.toFixed(3) : hit.relevance.toFixed(2) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
     el("p", { class: "snippet" }, hit.snippet ? marked(hit.snippet.text, hit.snippet.spans)
@@ -398,7 +399,7 @@ async function showLinkedFrom(hit) {
       el("li", {}, el("button", { type: "button", class: "link-from",
         onclick: () => openFile({ source: f.source, path: f.path, citation: `${f.path}:${link.line || c.start_line}`,
           start_line: link.line || c.start_line, end_line: link.line || c.end_line }) },
-        `${f.path}:${link.line || "front matter"}`), " ", el("span", { class: "muted", text: link.text }))))))));
+        `${f.path}:${link.line || "front matter"}`), " ", el("span", { class: "muted", text: link.text })))))));
 }
 
 // -- wiring -------------------------------------------------------------------------------
