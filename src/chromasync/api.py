@@ -25,8 +25,12 @@ from .errors import ConfigError, NotFound, SourceError, storage_errors
 from .records import Hit, IngestSummary, SourceSpec
 from .retrieve import MODES, Filters, Fusion, SearchRequest, SearchResult
 from .retrieve.access import (
+    DEFAULT_MAX_BYTES,
+    FileLines,
     FileText,
     get_document,
+    get_file,
+    get_files,
     indexed_file_location,
     read_indexed_file,
     select_known,
@@ -466,7 +470,34 @@ def retrieve(
     if request.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
     with open_retriever(settings, embedder) as retriever:
-        return retriever.search(request)
+        return with_context(retriever.search(request), settings)
+
+
+def with_context(result: SearchResult, settings: Settings) -> SearchResult:
+    """Each hit with the config's description of its place (`context:`), when there is one."""
+    file = settings.config_file
+    if file is None or not file.contexts:
+        return result
+    hits = tuple(
+        dataclasses.replace(h, context=file.context_for(h.source, h.path)) for h in result.hits
+    )
+    return dataclasses.replace(result, hits=hits)
+
+
+def get_json(settings: Settings, spec: str, source: str | None = None) -> dict[str, Any]:
+    """`get_file` as JSON (what `Index.get` returns on every surface)."""
+    return dataclasses.asdict(get_file(settings, spec, source))
+
+
+def multi_get_json(
+    settings: Settings,
+    pattern: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """`get_files` as JSON: {files, left_out} (what `Index.multi_get` returns)."""
+    files, left_out = get_files(settings, pattern, max_bytes, source)
+    return {"files": [dataclasses.asdict(f) for f in files], "left_out": left_out}
 
 
 def highlight(text: str, query: str, phrases: Sequence[str] = ()) -> list[tuple[int, int]]:
@@ -694,10 +725,12 @@ def ingest_known(
 
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "MODES",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
+    "FileLines",
     "FileText",
     "Filters",
     "Fusion",
@@ -730,6 +763,9 @@ __all__ = [
     "evaluate",
     "export_manifest",
     "get_document",
+    "get_file",
+    "get_files",
+    "get_json",
     "health",
     "highlight",
     "ingest",
@@ -741,6 +777,7 @@ __all__ = [
     "load_queries",
     "make_embedder_for",
     "make_filters",
+    "multi_get_json",
     "open_store",
     "read_indexed_file",
     "remove_source",
@@ -759,4 +796,5 @@ __all__ = [
     "suggest",
     "summaries",
     "verify",
+    "with_context",
 ]

@@ -2,7 +2,8 @@
 
 Tools: `search` (query plus filters -> cited hits), `ask` (question plus the same filters
 -> an answer whose `[n]` markers cite the hits), `list_sources`, `get_document` (a file's
-indexed chunks by path), `reindex` (one source, waits for the summary).
+indexed chunks by path), `get` and `multi_get` (files' current lines, as `chromasync get`),
+`reindex` (one source, waits for the summary).
 
 Ownership (see `owner`): if another process (`serve`, `watch`, another `mcp`) owns the data
 dir, every tool goes through it. Otherwise this process becomes the owner at its first tool
@@ -190,6 +191,10 @@ def build_server(backend: Backend) -> Any:
         ] = None,
         per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
         sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
+        min_score: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
+        ] = None,
     ) -> dict[str, Any]:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
@@ -214,6 +219,7 @@ def build_server(backend: Backend) -> Any:
                 collections=collections,
                 per_doc=per_doc,
                 sort=sort,
+                min_score=min_score,
             )
             request = api.search_request(args, settings)
             result = index.retrieve(request)
@@ -254,6 +260,10 @@ def build_server(backend: Backend) -> Any:
         ] = None,
         per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
         sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
+        min_score: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
+        ] = None,
         group_by: Annotated[
             str | None, Field(max_length=200, description="Organise the answer per value.")
         ] = None,
@@ -284,6 +294,7 @@ def build_server(backend: Backend) -> Any:
                 collections=collections,
                 per_doc=per_doc,
                 sort=sort,
+                min_score=min_score,
                 group_by=group_by,
             )
             request = api.search_request(args, settings)
@@ -305,6 +316,32 @@ def build_server(backend: Backend) -> Any:
         with tool_errors(), backend.access() as index:
             chunks = index.get_document(path, source)
             return {"path": chunks[0].path, "chunks": [_hit(h) for h in chunks]}
+
+    @server.tool()
+    def get(
+        path: Annotated[
+            str,
+            Field(min_length=1, max_length=4096, description="PATH[:START[-END]], as hits cite."),
+        ],
+        source: Annotated[Label | None, Field(description="The source, if ambiguous.")] = None,
+    ) -> dict[str, Any]:
+        """An indexed file's current lines START..END (1-based; the whole file without)."""
+        with tool_errors(), backend.access() as index:
+            return index.get(path, source)
+
+    @server.tool()
+    def multi_get(
+        glob: Annotated[
+            str, Field(min_length=1, max_length=4096, description="e.g. journal/2026-05*.md")
+        ],
+        max_bytes: Annotated[
+            int, Field(ge=1, le=10_000_000, description="Larger files are listed, not read.")
+        ] = api.DEFAULT_MAX_BYTES,
+        source: Annotated[Label | None, Field(description="Only this source.")] = None,
+    ) -> dict[str, Any]:
+        """The current text of every indexed file matching a glob: {files, left_out}."""
+        with tool_errors(), backend.access() as index:
+            return index.multi_get(glob, max_bytes, source)
 
     @server.tool()
     def links(

@@ -317,6 +317,12 @@ class Hit:
     metadata: Metadata = field(default_factory=dict)
     ranks: Mapping[str, int] = field(default_factory=dict)  # rank in each list, e.g. dense
     collapsed: int = 0  # other chunks of the same document folded into this hit (--per-doc)
+    #: How good a match, in [0, 1] (docs/how-it-works.md#relevance); None before ranking.
+    relevance: float | None = None
+    #: Each list's raw score, e.g. {"dense": 0.61, "keyword": 7.2} (what `--explain` shows).
+    scores: Mapping[str, float] = field(default_factory=dict)
+    #: The config's description of the place this hit comes from (`context:`), if any.
+    context: str | None = None
 
     @classmethod
     def from_metadata(
@@ -352,6 +358,9 @@ class Hit:
             metadata=dict(data.get("metadata") or {}),
             ranks={str(k): int(v) for k, v in (data.get("ranks") or {}).items()},
             collapsed=int(data.get("collapsed", 0)),
+            relevance=None if data.get("relevance") is None else float(data["relevance"]),
+            scores={str(k): float(v) for k, v in (data.get("scores") or {}).items()},
+            context=None if data.get("context") is None else str(data["context"]),
         )
 
     @property
@@ -386,6 +395,9 @@ class Hit:
             "metadata": dict(self.metadata),
             "ranks": dict(self.ranks),
             "collapsed": self.collapsed,
+            "relevance": self.relevance,
+            "scores": dict(self.scores),
+            "context": self.context,
         }
 
 

@@ -15,6 +15,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     DELETE /sources/{label}    remove that source's records and manifest
     GET    /documents          path, source -> the file's indexed chunks
     GET    /file               source, path -> the text of an indexed file (the page's viewer)
+    GET    /get                path=PATH[:START[-END]] or glob=G (max_bytes) -> {files, left_out}
     GET    /links              target -> chunks linking to it; from=path -> a file's links
     GET    /suggest            source, path, group_by -> the 3 nearest groups, near-duplicates
     GET    /summaries          group_by -> one cached summary per group (model or extractive)
@@ -267,6 +268,7 @@ class AskBody(_Body):
     sort: Literal["rank", "date"] = "rank"
     group_by: str | None = Field(default=None, max_length=200)
     rerank: bool = True
+    min_score: float | None = Field(default=None, ge=0, le=1)
     fallback: Literal["none", "extractive"] | None = None
 
     def search_args(self) -> api.SearchArgs:
@@ -408,6 +410,9 @@ def create_app(
         sort: Annotated[Literal["rank", "date"], Query(description="Order of the top k.")] = "rank",
         group_by: Annotated[str | None, Query(max_length=200)] = None,
         rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
+        min_score: Annotated[
+            float | None, Query(ge=0, le=1, description="Only hits of at least this relevance.")
+        ] = None,
     ) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
         args = api.SearchArgs.of(
@@ -432,6 +437,7 @@ def create_app(
             sort=sort,
             group_by=group_by,
             rerank=rerank,
+            min_score=min_score,
         )
         request = api.search_request(args, service.settings)
         return result_json(service.retrieve(request))
@@ -534,6 +540,22 @@ def create_app(
         """The current text of an indexed file (only indexed files, inside their root)."""
         found = api.read_indexed_file(service.settings, source, path)
         return dataclasses.asdict(found)
+
+    @app.get("/get", tags=["search"])
+    def get_lines(
+        path: Annotated[
+            str | None, Query(max_length=8192, description="PATH[:START[-END]], as hits cite it.")
+        ] = None,
+        glob: Annotated[str | None, Query(max_length=8192, description="Instead: a glob.")] = None,
+        source: Annotated[Label | None, Query(max_length=LABEL_MAX)] = None,
+        max_bytes: Annotated[int, Query(ge=1, le=10_000_000)] = api.DEFAULT_MAX_BYTES,
+    ) -> dict[str, Any]:
+        """Indexed files' current lines (`chromasync get`): one range, or every glob match."""
+        if (path is None) == (glob is None):
+            raise ConfigError("give path or glob, not both")
+        if path is not None:
+            return {"files": [service.get(path, source)], "left_out": 0}
+        return service.multi_get(str(glob), max_bytes, source)
 
     @app.get("/links", tags=["search"])
     def links(

@@ -142,3 +142,34 @@ def test_eval_table_and_json(indexed: tuple[Path, dict[str, str]], tmp_path: Pat
     bad.write_text('{"query": "x"}\n')
     code, _, err = _run(["eval", str(bad)], env)
     assert code == 2 and "bad.jsonl:1" in err
+
+
+def test_search_relevance_min_score_files_and_explain(
+    indexed: tuple[Path, dict[str, str]],
+) -> None:
+    _, env = indexed
+    code, out, err = _run(["search", "grinder calibration", "--json", "--k", "10"], env)
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    values = [h["relevance"] for h in hits]
+    assert all(0.0 <= v <= 1.0 for v in values) and len(hits) >= 3
+    assert all(set(h["scores"]) == set(h["ranks"]) for h in hits)
+    floor = values[1]
+    code, out, err = _run(
+        ["search", "grinder calibration", "--json", "--min-score", str(floor)], env
+    )
+    assert code == 0, err
+    kept = json.loads(out)["hits"]
+    assert kept and all(h["relevance"] >= floor for h in kept)
+    assert len(kept) == sum(v >= floor for v in values) < len(hits)
+    code, _, err = _run(["search", "grinder", "--min-score", "1.5"], env)
+    assert code == 2 and "1.5" in err
+    code, out, err = _run(["search", "grinder calibration", "--files", "--k", "10"], env)
+    assert code == 0, err
+    paths = out.splitlines()
+    assert paths == list(dict.fromkeys(h["path"] for h in hits))
+    code, _, err = _run(["search", "grinder", "--files", "--json"], env)
+    assert code == 2 and "--files" in err
+    code, out, err = _run(["search", "grinder calibration", "--explain", "--k", "2"], env)
+    assert code == 0, err
+    assert out.count("hybrid score") == 2 and "-> relevance" in out

@@ -59,7 +59,14 @@ def test_mcp_tools_over_stdio(
         ):
             await client.initialize()
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert {"search", "list_sources", "get_document", "reindex"} <= tools
+            assert {
+                "search",
+                "list_sources",
+                "get_document",
+                "get",
+                "multi_get",
+                "reindex",
+            } <= tools
 
             found = _data(await client.call_tool("search", {"query": "espresso grinder"}))
             hit = found["hits"][0]
@@ -96,6 +103,13 @@ def test_mcp_tools_over_stdio(
                 text = _error(await client.call_tool("get_document", {"path": bad}))
                 assert "CANARY" not in text
                 assert "SourceError: " in text or "NotFound: " in text, text
+            got = _data(await client.call_tool("get", {"path": f"{journal}:1-2"}))
+            assert (got["path"], got["start_line"], got["end_line"]) == (journal, 1, 2)
+            many = _data(await client.call_tool("multi_get", {"glob": "journal/*"}))
+            assert [f["path"] for f in many["files"]] == [journal] and many["left_out"] == 0
+            for bad in ("../outside.md", "/etc/passwd", "%2e%2e/outside.md", "a\x00.md"):
+                assert "SourceError: " in _error(await client.call_tool("get", {"path": bad}))
+                assert "SourceError: " in _error(await client.call_tool("multi_get", {"glob": bad}))
 
             # while this server runs it owns the data dir; the CLI goes through it
             owner = read_owner(data_dir)

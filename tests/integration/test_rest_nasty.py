@@ -122,6 +122,7 @@ def _requests_for_every_route(app: Any) -> list[tuple[str, str, dict[str, Any]]]
             {"params": {"source": "nasty", "path": "ok/plain.md", "group_by": "source"}},
         ),
         ("GET", "/summaries"): ("GET", "/summaries", {"params": {"group_by": "source"}}),
+        ("GET", "/get"): ("GET", "/get", {"params": {"source": "nasty", "path": "ok/plain.md"}}),
         # the source POST /sources just added (the test waits for its job first)
         ("DELETE", "/sources/{label:path}"): ("DELETE", "/sources/ok", {"idle": True}),
         ("GET", "/file"): (

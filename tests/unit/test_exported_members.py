@@ -34,10 +34,12 @@ PACKAGE_NAMES = [
 ]
 
 API_NAMES = [
+    "DEFAULT_MAX_BYTES",
     "MODES",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
+    "FileLines",
     "FileText",
     "Filters",
     "Fusion",
@@ -70,6 +72,9 @@ API_NAMES = [
     "evaluate",
     "export_manifest",
     "get_document",
+    "get_file",
+    "get_files",
+    "get_json",
     "health",
     "highlight",
     "ingest",
@@ -80,6 +85,7 @@ API_NAMES = [
     "list_sources",
     "load_queries",
     "make_embedder_for",
+    "multi_get_json",
     "make_filters",
     "search_request",
     "open_store",
@@ -99,6 +105,7 @@ API_NAMES = [
     "suggest",
     "summaries",
     "verify",
+    "with_context",
 ]
 
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
+import chromasync
 from chromasync.records import Hit
-from chromasync.retrieve.highlight import match_spans, snippet, stem
+from chromasync.retrieve.highlight import STOP_WORDS, match_spans, snippet, stem
 from chromasync.retrieve.similar import aggregate, nearest_sources
 
 
@@ -23,10 +30,66 @@ from chromasync.retrieve.similar import aggregate, nearest_sources
             ["pay-for-performance", "plan"],
         ),
         ("nothing here", "grinder", (), []),
+        # whole words only, never stop words (issue 17's query)
+        (
+            "How do I calibrate the grinder? Sourdough: do the dough first.",
+            "how do I calibrate the grinder",
+            (),
+            ["calibrate", "grinder"],
+        ),
+        ("Sourdough and dough", "do", (), []),
+        ("I do it", "how do I", (), ["I", "do"]),
+        ("grinderish grinder", "grinder", (), ["grinder"]),
     ],
 )
 def test_match_spans(text: str, query: str, phrases: tuple[str, ...], marked: list[str]) -> None:
     assert [text[a:b] for a, b in match_spans(text, query, phrases)] == marked
+
+
+_PAGE_CASES = [
+    (
+        "How do I calibrate the grinder? Sourdough: do the dough.",
+        "how do I calibrate the grinder",
+        ["calibrate", "grinder"],
+    ),
+    ("Sourdough and dough", "do", []),
+    ("Grinders and GRINDER, grinderish", "grinder", ["Grinders", "GRINDER"]),
+    ("the zero point", "the", ["the"]),
+    ("a+b (x) c", "a+b (x)", ["b", "x"]),
+]
+
+
+def _app_js() -> str:
+    return (Path(chromasync.__file__).parent / "static" / "app.js").read_text(encoding="utf-8")
+
+
+def test_page_stop_words_are_the_service_list() -> None:
+    block = re.search(r"const STOP_WORDS = new Set\(\[(.*?)\]\);", _app_js(), re.DOTALL)
+    assert block is not None
+    assert set(re.findall(r'"([^"]+)"', block.group(1))) == set(STOP_WORDS)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_page_marks_whole_words_and_no_stop_words() -> None:
+    source = _app_js()
+    start = source.index("const STOP_WORDS")
+    end = source.index("function highlighted")
+    script = source[start:end] + (
+        "const cases = JSON.parse(process.argv[1]);\n"
+        "console.log(JSON.stringify(cases.map(([text, query]) => {\n"
+        "  const words = terms(query);\n"
+        "  return words.length ? [...text.matchAll(wordPattern(words))].map((m) => m[0]) : [];\n"
+        "})));\n"
+    )
+    cases = [[text, query] for text, query, _ in _PAGE_CASES]
+    out = subprocess.run(
+        ["node", "-e", script, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert json.loads(out.stdout) == [marked for _, _, marked in _PAGE_CASES]
 
 
 def test_stem_is_conservative_on_short_words() -> None:
@@ -78,3 +141,12 @@ def test_aggregate_excludes_the_file_itself_and_marks_exact_copies() -> None:
         ("near.md", False, False),
     ]
     assert nearest_sources(docs)[0] == ("notes", 1.0, 2)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_page_script_parses() -> None:
+    path = Path(chromasync.__file__).parent / "static" / "app.js"
+    checked = subprocess.run(
+        ["node", "--check", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stderr

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+from pathlib import Path
+
 import pytest
 
 from chromasync.embed.local import (
@@ -127,3 +131,21 @@ def test_auto_follows_the_stored_variant_and_explicit_does_not() -> None:
     explicit = LocalEmbedder(variant="int8")
     assert explicit.follow(DEFAULT_MODEL_ID) is False
     assert explicit.model_id.endswith("@int8")
+
+
+def test_the_first_export_says_so_on_stderr(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the export spends ~10 s once: one warning line (stderr) before it starts, as for int8
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # stop right after the message
+    target = tmp_path / "model.onnx"
+    with (
+        caplog.at_level(logging.WARNING, logger="chromasync.embed.local"),
+        pytest.raises(EmbeddingError, match="needs torch"),
+    ):
+        LocalEmbedder(variant="fp32")._export(target)
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert messages == [
+        f"chromasync: exporting the local model to ONNX (once, ~10 s, no download): {target}"
+    ]

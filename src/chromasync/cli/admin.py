@@ -18,7 +18,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
-from .common import reported_errors, safe, settings_from_flags, store_options, when
+from .common import (
+    print_table,
+    reported_errors,
+    safe,
+    settings_from_flags,
+    store_options,
+    when,
+)
 
 
 @click.group()
@@ -59,7 +66,7 @@ def config_show(as_json: bool, **flags: Any) -> None:
     for name, value, origin in settings.shown():
         table.add_row(name, escape(safe(value)), escape(safe(origin)))
     console = Console(highlight=False)
-    console.print(table)
+    print_table(console, table)
     if entries:
         _print_entries(console, settings, entries)
 
@@ -78,7 +85,7 @@ def _print_entries(console: Console, settings: api.Settings, entries: Sequence[A
             escape(settings.collection_for(e.kind, e.collection)),
             escape(safe(f"{e.declared_in}:{e.line}")),
         )
-    console.print(table)
+    print_table(console, table)
 
 
 @click.group()
@@ -121,7 +128,7 @@ def sources_list(as_json: bool, **flags: Any) -> None:
             f"{when(r.last_finished_ns)} {r.last_outcome or ''}".strip(),
             escape(safe(r.declared_at or "not configured")),
         )
-    Console(highlight=False).print(table)
+    print_table(Console(highlight=False), table)
 
 
 @sources.command("add")
@@ -226,7 +233,7 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
                 escape(found) or "-",
             )
         console = Console(highlight=False)
-        console.print(table)
+        print_table(console, table)
         for c in checks:  # problems of the corpus, not of the index: they do not fail
             for line in c.sidecar_findings:
                 console.print(

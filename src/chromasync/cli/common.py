@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 from .. import api
 from ..errors import (
@@ -71,6 +73,29 @@ def reported_errors() -> Iterator[None]:
 
 
 safe = printable  # control characters escaped: file names cannot drive the terminal
+
+
+def print_table(console: Console, table: Table) -> None:
+    """`table` as a grid when it fits; else (a narrow terminal, or stdout not a terminal)
+    one `column: value` block per row, so that no cell is cut to "colle…"."""
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if console.is_terminal and needed <= console.width:
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title, style="bold")
+    headers = [str(column.header) for column in table.columns]
+    cells = [list(column.cells) for column in table.columns]
+    for row in range(table.row_count):
+        if row:
+            console.print()
+        for header, column in zip(headers, cells, strict=True):
+            value = column[row] if row < len(column) else ""
+            line = Text.assemble((f"{header}: ", "dim"))
+            line.append_text(value if isinstance(value, Text) else Text.from_markup(str(value)))
+            console.print(line, soft_wrap=True)
 
 
 def store_options(func: F | None = None, *, many_collections: bool = False) -> Any:
@@ -170,6 +195,7 @@ SEARCH_PARAMS = (
     "sort",
     "group_by",
     "no_rerank",
+    "min_score",
 )
 
 
@@ -255,6 +281,12 @@ def search_options(func: F) -> F:
         ),
         click.option(
             "--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed."
+        ),
+        click.option(
+            "--min-score",
+            type=click.FloatRange(0, 1),
+            metavar="X",
+            help="Only hits whose relevance (0-1, shown with each hit) is at least X.",
         ),
         click.option(
             "--sort",

@@ -24,6 +24,7 @@ from ..state.snapshots import Recorder
 from ..sync.ingest import IngestOptions
 from ..sync.summary import render_plain
 from .common import (
+    print_table,
     progress_bar,
     reported_errors,
     safe,
@@ -314,7 +315,7 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
     if len(summaries) > 1:
         table.add_section()
         table.add_row("[bold]total[/]", *_summary_cells(total_summary(summaries)))
-    console.print(table)
+    print_table(console, table)
     rows = [*summaries, total_summary(summaries)] if len(summaries) > 1 else list(summaries)
     for s in rows:
         if s.files_skipped:
@@ -402,7 +403,7 @@ def status(as_json: bool, **flags: Any) -> None:
                 "never",
                 "-",
             )
-    console.print(table)
+    print_table(console, table)
     if health.interrupted:
         console.print(
             "[yellow]interrupted runs (reconciled by the next ingest):[/] "

@@ -24,6 +24,7 @@ for command in (
     search.search,
     ask.ask,
     search.similar,
+    operators.get_command,
     search.eval_command,
     operators.links,
     operators.suggest,

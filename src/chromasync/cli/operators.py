@@ -1,10 +1,12 @@
-"""The operator's questions beyond search: `links` (reverse links), `suggest` (which group a
-file belongs to) and `summarize` (one summary per group). Parse, call `api`, render.
+"""The operator's questions beyond search: `get` (indexed files' current lines), `links`
+(reverse links), `suggest` (which group a file belongs to) and `summarize` (one summary per
+group). Parse, call `api` (or the owner), render.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
@@ -12,9 +14,95 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import api
-from ..owner.index import owner_client
-from .common import reported_errors, safe, settings_from_flags, store_options
+from ..errors import SourceError
+from ..owner.index import open_index, owner_client
+from .common import reported_errors, safe, settings_from_flags, stderr_console, store_options
 from .search import _refuse_if_owned
+
+
+def _shown_text(text: str) -> str:
+    """Control characters escaped (a file cannot drive the terminal); tabs and newlines kept."""
+    return "".join(c if c.isprintable() or c in "\t\n" else repr(c)[1:-1] for c in text)
+
+
+def _print_lines(found: dict[str, Any]) -> None:
+    where = f"{found['source']}/{found['path']}"
+    if found.get("skipped"):
+        click.echo(f"==> {safe(where)} (skipped: {safe(found['skipped'])})")
+        return
+    start, end, total = found["start_line"], found["end_line"], found["total_lines"]
+    cut = " (truncated at the size limit)" if found.get("truncated") else ""
+    click.echo(f"==> {safe(where)}:{start}-{end} of {total} lines{cut}")
+    lines = found["text"].split("\n") if found["text"] else []
+    width = len(str(end))
+    for number, line in enumerate(lines, start=start):
+        click.echo(f"{number:>{width}}  {_shown_text(line)}")
+
+
+@click.command(name="get")
+@click.argument("location", metavar="PATH[:START[-END]]", required=False)
+@click.option("--glob", "pattern", metavar="GLOB", help="Instead: every indexed file matching.")
+@click.option(
+    "--max-bytes",
+    default=api.DEFAULT_MAX_BYTES,
+    show_default=True,
+    type=click.IntRange(1, 10_000_000),
+    help="With --glob: files larger than this are listed, not printed.",
+)
+@click.option("--source", help="The source of PATH, when several index it; or the only one.")
+@click.option("--json", "as_json", is_flag=True, help="Print {files, left_out} as JSON.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml].",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    help="State and embedded store folder [env CHROMASYNC_DATA_DIR; ./.chromasync].",
+)
+def get_command(
+    location: str | None,
+    pattern: str | None,
+    max_bytes: int,
+    source: str | None,
+    as_json: bool,
+    **flags: Any,
+) -> None:
+    """Print indexed files' current text with line numbers.
+
+    PATH is relative to its source root, as hits cite it (`notes/a.md:12-30` for lines 12
+    to 30); --glob 'journal/2026-05*.md' prints every indexed file that matches (`*` also
+    crosses `/`). Only files the index holds are read, and only inside their source's root:
+    absolute paths, `..`, control characters and links leading out of the root are refused
+    (exit 2). Through the data dir's owner when one runs.
+    """
+    with reported_errors():
+        if (location is None) == (pattern is None):
+            raise click.UsageError("give a PATH[:START[-END]] or --glob GLOB (one of them)")
+        settings = settings_from_flags(**flags)
+        try:
+            with open_index(settings) as index:
+                data: dict[str, Any]
+                if location is not None:
+                    data = {"files": [index.get(location, source)], "left_out": 0}
+                else:
+                    data = index.multi_get(str(pattern), max_bytes, source)
+        except SourceError as exc:  # a refused path is a usage error, like click's own
+            message = f"[bold red]error:[/] {escape(safe(str(exc)))}"
+            stderr_console().print(message, soft_wrap=True)
+            sys.exit(2)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    if not data["files"]:
+        stderr_console().print(f"no indexed file matches {escape(safe(str(pattern)))}")
+        sys.exit(1)
+    for found in data["files"]:
+        _print_lines(found)
+    if data.get("left_out"):
+        stderr_console().print(f"{data['left_out']} more files matched; narrow the glob")
 
 
 @click.command()

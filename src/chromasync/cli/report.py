@@ -18,7 +18,7 @@ from rich.table import Table
 
 from .. import api
 from ..sync.chunkreport import ChunkReport, TokenStats
-from .common import reported_errors, safe, settings_from_flags, store_options
+from .common import print_table, reported_errors, safe, settings_from_flags, store_options
 
 
 @click.command("chunk-report")
@@ -88,7 +88,7 @@ def _print_report(report: ChunkReport, verbose: bool) -> None:
         str(report.over_budget),
         end_section=True,
     )
-    console.print(table)
+    print_table(console, table)
     if verbose:
         files = Table(title="per file")
         for column in ("path", "chunks", "min", "median", "max", "over budget"):
@@ -100,7 +100,7 @@ def _print_report(report: ChunkReport, verbose: bool) -> None:
                 *_sizes(entry.tokens),
                 str(entry.over_budget),
             )
-        console.print(files)
+        print_table(console, files)
     if report.skipped:
         reasons = ", ".join(f"{r}: {n}" for r, n in sorted(report.skipped.items()))
         console.print(f"[dim]skipped by reason: {escape(reasons)}[/]")

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,9 @@ from ..errors import LockError
 from ..owner.index import LocalIndex, open_index, owner_client
 from ..records import Hit
 from ..retrieve.quick import record_search, recordable, state_identity
-from ..retrieve.results import plain_lines
+from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
+    print_table,
     progress_bar,
     reported_errors,
     safe,
@@ -50,9 +52,22 @@ _MODES = click.Choice(["hybrid", "dense", "keyword"])
     is_flag=True,
     help="Print {query, mode, collections, filters, hits} as JSON.",
 )
-def search(query: str, as_json: bool, **flags: Any) -> None:
-    """Search the indexed chunks for QUERY: filter, then rank by meaning and words."""
+@click.option(
+    "--files", "files_only", is_flag=True, help="Print only the hits' paths, one per line, once."
+)
+@click.option(
+    "--explain", is_flag=True, help="Under each hit: each list's rank and raw score, the fused."
+)
+def search(query: str, as_json: bool, files_only: bool, explain: bool, **flags: Any) -> None:
+    """Search the indexed chunks for QUERY: filter, then rank by meaning and words.
+
+    Each hit shows its relevance (0-1; see docs/how-it-works.md) before its raw score; hits
+    under half the best one's relevance come after a "weaker matches" line, and
+    --min-score X drops those under X.
+    """
     with reported_errors():
+        if files_only and (as_json or explain):
+            raise click.UsageError("--files prints paths only: not with --json or --explain")
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
         request = api.search_request(args, settings)
@@ -70,10 +85,14 @@ def search(query: str, as_json: bool, **flags: Any) -> None:
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
-    if not result.groups and not sys.stdout.isatty():
+    if files_only:
+        for path in dict.fromkeys(hit.path for hit in result.hits):
+            click.echo(safe(path))
+        return
+    if not result.groups and not sys.stdout.isatty() and not explain:
         click.echo(plain_lines(result), nl=False)  # what the keyword fast path prints too
         return
-    _print_result(result)
+    _print_result(result, explain)
 
 
 def _record_keyword_search(
@@ -89,6 +108,8 @@ def _record_keyword_search(
     search_key = getattr(factory, "search_key", None)
     if search_key is None or settings.chroma_url or not recordable(result, request):
         return
+    if settings.config_file is not None and settings.config_file.contexts:
+        return  # the fast path does not attach `context:` descriptions; the full path does
     key = search_key(os.environ)
     if key is None:
         return
@@ -118,7 +139,7 @@ def _refuse_if_owned(settings: api.Settings, command: str) -> None:
         )
 
 
-def _print_result(result: api.SearchResult) -> None:
+def _print_result(result: api.SearchResult, explain: bool = False) -> None:
     console = Console(highlight=False)
     if not result.hits:
         console.print("no hits")
@@ -128,14 +149,22 @@ def _print_result(result: api.SearchResult) -> None:
         for value, indexes in result.groups:
             console.rule(f"{escape(result.group_field or '')}: {escape(safe(value))}")
             for i in indexes:
-                _print_hit(console, i + 1, result.hits[i], result, show_collection)
+                _print_hit(console, i + 1, result.hits[i], result, show_collection, explain)
         return
+    weaker = weaker_from(result.hits)
     for rank, hit in enumerate(result.hits, 1):
-        _print_hit(console, rank, hit, result, show_collection)
+        if rank - 1 == weaker:
+            console.print(Text(WEAKER_LINE, style="dim"))
+        _print_hit(console, rank, hit, result, show_collection, explain)
 
 
 def _print_hit(
-    console: Console, rank: int, hit: Hit, result: api.SearchResult, show_collection: bool
+    console: Console,
+    rank: int,
+    hit: Hit,
+    result: api.SearchResult,
+    show_collection: bool,
+    explain: bool = False,
 ) -> None:
     where = hit.citation
     line = Text()
@@ -143,14 +172,16 @@ def _print_hit(
     if show_collection:
         line.append(f"[{safe(hit.collection)}] ", style="magenta")
     line.append(safe(where), style="cyan")
-    line.append(f" {hit.score:.3f}", style="dim")
-    if hit.ranks:
-        line.append(" (" + ", ".join(f"{m} #{r}" for m, r in hit.ranks.items()) + ")", style="dim")
+    if hit.relevance is not None:
+        line.append(f" {hit.relevance:.2f}", style="bold")
+    line.append(" " + score_text(replace(hit, relevance=None)), style="dim")
     if hit.collapsed:
         line.append(f" +{hit.collapsed} more in this file", style="dim")
     console.print(line)
     if hit.heading:
         console.print(Text("   " + safe(hit.heading), style="green"))
+    if hit.context:
+        console.print(Text("   context: " + safe(hit.context), style="dim"))
     flat = safe(" ".join(hit.text.split()))
     spans = api.highlight(flat, result.query, result.filters.phrases)
     window, shifted = api.snippet(flat, spans)
@@ -158,6 +189,8 @@ def _print_hit(
     for start, end in shifted:
         text.stylize("bold yellow", start + 3, end + 3)
     console.print(text)
+    if explain:
+        console.print(Text("   " + explain_text(hit, result.mode), style="dim"))
 
 
 @click.command()
@@ -215,7 +248,7 @@ def similar(
             escape(safe(doc.path)),
             escape(safe(f"{best.citation[len(best.path) :].lstrip(': ')} {best.heading}"[:60])),
         )
-    console.print(table)
+    print_table(console, table)
     sources = result.nearest_sources
     if sources:
         name, score, count = sources[0]
@@ -296,7 +329,7 @@ def eval_command(
             mode,
             *(f"{figures[m]:.3f}" for m in ("ndcg", "recall", "recall@100", "mrr")),
         )
-    Console(highlight=False).print(table)
+    print_table(Console(highlight=False), table)
 
 
 __all__ = ["eval_command", "search", "similar"]

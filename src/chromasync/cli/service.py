@@ -230,8 +230,8 @@ def watch(
 @click.command("mcp")
 @store_options
 def mcp_command(**flags: Any) -> None:
-    """Serve the Model Context Protocol over stdio (tools: search, list_sources,
-    get_document, reindex)."""
+    """Serve the Model Context Protocol over stdio (tools: search, ask, list_sources,
+    get_document, get, multi_get, reindex)."""
     with reported_errors():
         settings = settings_from_flags(**flags)
         from ..mcp import run_stdio

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -114,6 +114,7 @@ class SourceModel(_Model):
     identity_key: str | None = None
     use_gitignore: bool = True
     note: str | None = None
+    context: str | None = Field(default=None, min_length=1, max_length=2000)
 
 
 class CompactModel(_Model):
@@ -155,6 +156,10 @@ class ConfigModel(_Model):
     privacy_keys: list[str] = Field(default_factory=list)
     chromasync: CompactModel | None = None
     serve: ServeModel | None = None
+    #: A description per source label or `label/path/prefix`, returned with every hit there.
+    context: dict[str, Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=dict, max_length=1000
+    )
 
 
 class SourcesFileModel(_Model):
@@ -187,6 +192,7 @@ class SourceEntry:
     identity_key: str | None = None
     use_gitignore: bool = True
     note: str | None = None
+    context: str | None = None
     raw_path: str = ""
     form: str = "list"  # "list" (sources:/content_sources:) or "compact" ([chromasync] root)
 
@@ -245,6 +251,14 @@ def load_config_file(
         entries.extend(listed.entries)
         inputs.extend(listed.inputs)
     check_unique_labels(entries)
+    contexts = [(e.label, e.context) for e in entries if e.context]
+    for place in model.context:
+        if not place.strip("/") or place.startswith("/") or ".." in place.split("/"):
+            raise ConfigError(
+                f"{where}:{line_of(lines, ('context',))}: context key {place!r} must be a source "
+                "label or label/path/prefix"
+            )
+    contexts += [(place.strip("/"), text) for place, text in model.context.items()]
     allow_roots = tuple(_resolve(r, base) for r in (model.serve.allow_roots if model.serve else []))
     return ConfigFile(
         path=path,
@@ -254,6 +268,7 @@ def load_config_file(
         found_by=found_by,
         allow_roots=allow_roots,
         inputs=tuple(inputs),
+        contexts=tuple(contexts),
     )
 
 
@@ -375,6 +390,7 @@ def source_entry(
         identity_key=model.identity_key,
         use_gitignore=model.use_gitignore,
         note=model.note,
+        context=model.context,
         raw_path=model.path or model.repo or "",
     )
 

@@ -127,6 +127,20 @@ class ConfigFile:
     found_by: str = ""  # "--config", "CHROMASYNC_CONFIG" or "current folder"
     allow_roots: tuple[Path, ...] = ()  # `serve.allow_roots`: where clients may add sources
     inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of each file read to make it
+    #: (place, description): `place` is a source label or `label/path/prefix`; from each
+    #: source's `context` field and the top-level `context:` mapping (see `context_for`).
+    contexts: tuple[tuple[str, str], ...] = ()
+
+    def context_for(self, source: str, path: str) -> str | None:
+        """The description of the most specific place holding `source`'s `path`, or None."""
+        full = f"{source}/{path}"
+        best: tuple[int, str] | None = None
+        for place, text in self.contexts:
+            stem = place.rstrip("/")
+            inside = full == stem or full.startswith(stem + "/")
+            if inside and (best is None or len(stem) > best[0]):
+                best = (len(stem), text)
+        return best[1] if best else None
 
     def origin(self, line: int) -> str:
         return f"file {self.path}:{line}"

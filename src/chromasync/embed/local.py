@@ -305,7 +305,10 @@ class LocalEmbedder:
 
     def _export(self, path: Path) -> None:
         """Export the model with pooling and normalisation to ONNX, verified, atomically."""
-        log.info("exporting %s to ONNX (once) at %s", self.model_id, path)
+        # one line on stderr, as for the int8 quantization: the export takes ~10 s, once
+        log.warning(
+            "chromasync: exporting the local model to ONNX (once, ~10 s, no download): %s", path
+        )
         try:
             import numpy as np
             import torch

@@ -18,6 +18,7 @@ import httpx
 from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit
 from ..retrieve import SearchRequest, SearchResult
+from ..retrieve.access import DEFAULT_MAX_BYTES
 from .locate import OwnerInfo
 
 
@@ -134,6 +135,7 @@ class OwnerClient:
             "sort": request.sort,
             "group_by": request.group_by,
             "rerank": request.rerank,
+            "min_score": request.min_score,
         }
         params = {k: v for k, v in params.items() if v not in (None, [], False)}
         params["rerank"] = request.rerank
@@ -184,6 +186,7 @@ class OwnerClient:
             "sort": request.sort,
             "group_by": request.group_by,
             "rerank": request.rerank,
+            "min_score": request.min_score,
         }
         if fallback is not None:
             body["fallback"] = "extractive" if fallback else "none"
@@ -219,6 +222,19 @@ class OwnerClient:
         params = {"path": path} | ({"source": source} if source else {})
         body = self._call("GET", "/documents", params=params)
         return [Hit.from_json(h) for h in body["chunks"]]
+
+    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
+        params = {"path": spec} | ({"source": source} if source else {})
+        body: dict[str, Any] = self._call("GET", "/get", params=params)
+        return dict(body["files"][0])
+
+    def multi_get(
+        self, pattern: str, max_bytes: int = DEFAULT_MAX_BYTES, source: str | None = None
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"glob": pattern, "max_bytes": max_bytes}
+        params |= {"source": source} if source else {}
+        body: dict[str, Any] = self._call("GET", "/get", params=params)
+        return body
 
     def links(self, params: dict[str, Any]) -> dict[str, Any]:
         """`/links` (reverse links, or a file's outgoing links) as JSON."""

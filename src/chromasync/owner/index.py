@@ -33,6 +33,16 @@ class Index(Protocol):
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]: ...
 
+    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
+        """`PATH[:START[-END]]`'s current lines: `api.FileLines` as JSON."""
+        ...
+
+    def multi_get(
+        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
+    ) -> dict[str, Any]:
+        """{files: [FileLines as JSON], left_out} for the indexed files matching a glob."""
+        ...
+
     def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
         """Retrieve, then answer `request.query`: the answer's JSON."""
         ...
@@ -59,6 +69,14 @@ class LocalIndex:
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
+
+    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
+        return api.get_json(self.settings, spec, source)
+
+    def multi_get(
+        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
+    ) -> dict[str, Any]:
+        return api.multi_get_json(self.settings, pattern, max_bytes, source)
 
     def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
         result = api.retrieve(request, self.settings)

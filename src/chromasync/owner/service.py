@@ -171,6 +171,14 @@ class Service:
             )
         return report.as_json()
 
+    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
+        return api.get_json(self.settings, spec, source)
+
+    def multi_get(
+        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
+    ) -> dict[str, Any]:
+        return api.multi_get_json(self.settings, pattern, max_bytes, source)
+
     def ask(
         self,
         request: api.SearchRequest,

@@ -10,7 +10,9 @@ indexed before by `chromasync ingest PATH` that the config does not declare.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +21,8 @@ from typing import TYPE_CHECKING
 from ..config.settings import Settings
 from ..config.sources import configured_entries, select_entries
 from ..corpus.documents import DocumentSkip, document_format, read_document, render_markdown
-from ..corpus.paths import relative_path, resolve_in_root, shown
-from ..errors import NotFound, SourceError
+from ..corpus.paths import check_path_text, relative_path, resolve_in_root, shown
+from ..errors import AccessDenied, NotFound, SourceError
 from ..records import Hit, SourceSpec
 from ..state.manifest import State, stored_root
 
@@ -115,6 +117,139 @@ def _document_text(source: str, rel: str, data: bytes, fmt: str, path: str) -> F
     return FileText(source, rel, rendered.text, False, rendered.pages, rendered.page_starts)
 
 
+#: `multi_get`'s default cap on one file's text (larger files are listed, not read).
+DEFAULT_MAX_BYTES = 10_240
+#: The most files one `multi_get` returns (the rest are left out, `left_out` says so).
+MAX_GET_FILES = 200
+_LOCATION = re.compile(r"^(?P<path>.+?):(?P<start>[0-9]+)(?:-(?P<end>[0-9]+))?$")
+
+
+@dataclass(frozen=True, slots=True)
+class FileLines:
+    """Lines `start_line..end_line` (1-based, inclusive) of an indexed file's current text.
+
+    `skipped` says why a `multi_get` file's text was left out (then `text` is empty).
+    """
+
+    source: str
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    truncated: bool = False
+    skipped: str | None = None
+
+    def numbered(self) -> str:
+        """The text with right-aligned line numbers, as `cat -n` shows it."""
+        width = len(str(self.end_line))
+        lines = self.text.split("\n") if self.text else []
+        return "\n".join(
+            f"{n:>{width}}  {line}" for n, line in enumerate(lines, start=self.start_line)
+        )
+
+
+def parse_location(spec: str) -> tuple[str, int | None, int | None]:
+    """`PATH[:START[-END]]` -> (path, start, end); a path that itself ends in `:N` needs `:N`."""
+    found = _LOCATION.match(spec)
+    if found is None:
+        return spec, None, None
+    start = int(found["start"])
+    end = int(found["end"]) if found["end"] else None
+    if start < 1 or (end is not None and end < start):
+        raise SourceError(f"the line range in {shown(spec)} is empty; give START[-END], 1-based")
+    return found["path"], start, end
+
+
+def _indexed_sources(settings: Settings, rel: str, source: str | None) -> list[str]:
+    with State.open(settings.data_dir, readonly=True) as state:
+        rows = [r for r in state.sources() if source is None or r.source == source]
+        holders = [r.source for r in rows if rel in state.files(r.collection, r.source, False)]
+    if source is not None and not rows:
+        raise NotFound(f"no indexed source labelled {source!r}")
+    return list(dict.fromkeys(holders))
+
+
+def _lines(found: FileText, start: int | None, end: int | None) -> FileLines:
+    lines = found.text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    total = len(lines)
+    first = start or 1
+    if first > max(total, 1):
+        raise NotFound(f"{shown(found.path)} has {total} lines; line {first} is past its end")
+    last = min(end or total, total)
+    return FileLines(
+        found.source,
+        found.path,
+        first,
+        last,
+        total,
+        "\n".join(lines[first - 1 : last]),
+        found.truncated,
+    )
+
+
+def get_file(settings: Settings, spec: str, source: str | None = None) -> FileLines:
+    """`PATH[:START[-END]]` of an indexed file: its current lines (checks of `read_indexed_file`).
+
+    The path is relative to its source root, as hits cite it; absolute paths, `..`, NUL and
+    control characters are refused (`SourceError`), links out of the root too (`AccessDenied`).
+    A path several sources hold needs `source`.
+    """
+    path, start, end = parse_location(spec)
+    rel = relative_path(path)
+    holders = _indexed_sources(settings, rel, source)
+    if not holders:
+        where = f" of source {source!r}" if source else ""
+        raise NotFound(f"{shown(rel)} is not an indexed file{where}; search for it first")
+    if len(holders) > 1:
+        raise SourceError(f"{shown(rel)} is indexed in {', '.join(holders)}; name the source")
+    return _lines(read_indexed_file(settings, holders[0], rel), start, end)
+
+
+def get_files(
+    settings: Settings,
+    pattern: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    source: str | None = None,
+) -> tuple[list[FileLines], int]:
+    """Indexed files whose path matches the glob `pattern` (`*` crosses `/`), sorted; and how
+    many more matched past `MAX_GET_FILES`. A file over `max_bytes` is listed with `skipped`;
+    one leading out of its root through a link is listed as refused, never read."""
+    check_path_text(pattern)
+    if pattern.startswith("/"):
+        raise SourceError(f"the glob {shown(pattern)} is absolute; give it relative to a source")
+    if max_bytes < 1:
+        raise SourceError("--max-bytes must be at least 1")
+    with State.open(settings.data_dir, readonly=True) as state:
+        rows = [r for r in state.sources() if source is None or r.source == source]
+        if source is not None and not rows:
+            raise NotFound(f"no indexed source labelled {source!r}")
+        matched = sorted(
+            {
+                (r.source, rel)
+                for r in rows
+                for rel in state.files(r.collection, r.source, False)
+                if fnmatch.fnmatchcase(rel, pattern)
+            },
+            key=lambda pair: (pair[1], pair[0]),
+        )
+    out = []
+    for src, rel in matched[:MAX_GET_FILES]:
+        try:
+            found = read_indexed_file(settings, src, rel)
+        except (AccessDenied, NotFound) as exc:
+            out.append(FileLines(src, rel, 0, 0, 0, "", skipped=str(exc)))
+            continue
+        size = len(found.text.encode("utf-8"))
+        if size > max_bytes:
+            out.append(FileLines(src, rel, 0, 0, 0, "", skipped=f"{size} bytes > --max-bytes"))
+            continue
+        out.append(_lines(found, None, None) if found.text else FileLines(src, rel, 1, 0, 0, ""))
+    return out, max(0, len(matched) - MAX_GET_FILES)
+
+
 def select_known(
     settings: Settings, labels: Sequence[str] = ()
 ) -> tuple[list[SourceEntry], list[SourceSpec]]:
@@ -154,9 +289,15 @@ def select_known(
 
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_GET_FILES",
+    "FileLines",
     "FileText",
     "get_document",
+    "get_file",
+    "get_files",
     "indexed_file_location",
+    "parse_location",
     "read_indexed_file",
     "select_known",
 ]

@@ -1,7 +1,11 @@
 """Which words of a hit's text the query matched, for marking them in the terminal.
 
-Words are compared after light suffix stripping (plural, -ed, -ing, -ly), close to what the
-keyword index's porter stemmer treats as the same word; phrases are marked whole.
+Whole words only: a query word never marks part of a longer word ("do" leaves "Sourdough"
+alone). Words are compared after light suffix stripping (plural, -ed, -ing, -ly), close to what
+the keyword index's porter stemmer treats as the same word; phrases are marked whole. Stop
+words ("how do I ... the ...") are never marked unless the query has nothing else; the list is
+the keyword index's plus common question and function words, and the page (static/app.js,
+`STOP_WORDS`) carries the same list.
 Pure: returns character spans, the CLI decides how they look.
 """
 
@@ -10,10 +14,24 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .bm25 import STOP_WORDS as _KEYWORD_STOP_WORDS
 from .bm25 import query_terms
 from .filters import phrase_query
 
 _TOKEN = re.compile(r"[^\W_]+")
+#: Words never marked (unless the query has no other word): the keyword index's stop words
+#: plus question and function words a natural-language query brings along.
+STOP_WORDS = frozenset(
+    {
+        *_KEYWORD_STOP_WORDS,
+        *("i", "me", "my", "we", "our", "you", "your", "he", "she", "him", "her", "his", "its"),
+        *("them", "do", "does", "did", "done", "doing", "have", "has", "had", "am", "were"),
+        *("been", "being", "can", "could", "should", "would", "may", "might", "must", "shall"),
+        *("how", "what", "when", "where", "which", "who", "whom", "whose", "why", "so", "than"),
+        *("too", "very", "just", "from", "about", "up", "out", "any", "all", "some", "get"),
+        *("those", "here", "also", "only", "own", "same", "s", "t"),
+    }
+)
 _SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "ly", "s")
 
 
@@ -28,7 +46,8 @@ def stem(word: str) -> str:
 
 def match_spans(text: str, query: str, phrases: Sequence[str] = ()) -> list[tuple[int, int]]:
     """Sorted, non-overlapping (start, end) spans of `text` matching the query or a phrase."""
-    stems = {stem(t) for t in query_terms(query)}
+    words = query_terms(query)
+    stems = {stem(t) for t in ([w for w in words if w not in STOP_WORDS] or words)}
     spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text) if stem(m.group()) in stems]
     for phrase in phrases:
         _, pattern = phrase_query(phrase)
@@ -62,4 +81,4 @@ def snippet(
     return prefix + flat[start:end] + suffix, [(a + shift, b + shift) for a, b in inside]
 
 
-__all__ = ["match_spans", "snippet", "stem"]
+__all__ = ["STOP_WORDS", "match_spans", "snippet", "stem"]

@@ -42,6 +42,7 @@ class SearchArgs:
     sort: str = "rank"
     group_by: str | None = None
     rerank: bool = True
+    min_score: float | None = None  # a relevance floor, 0-1
 
     @classmethod
     def of(cls, query: str, **given: Any) -> SearchArgs:
@@ -62,6 +63,8 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
     input, which every surface reports as bad usage)."""
     if not args.query.strip():
         raise ConfigError("the query is empty")
+    if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
+        raise ConfigError(f"min_score must be between 0 and 1 (relevance), not {args.min_score}")
     filters = filters_from_options(
         sources=args.sources,
         where=args.where,
@@ -87,4 +90,5 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         sort=args.sort,
         group_by=args.group_by,
         rerank=args.rerank,
+        min_score=args.min_score,
     )

@@ -9,6 +9,7 @@ touches Chroma, the model or the disk: the console script's keyword fast path
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,6 +44,7 @@ class SearchRequest:
     candidates: int | None = None  # depth of each ranked list (default max(4k, 200))
     fusion: Fusion | None = None
     rerank: bool = True  # when a reranker is configured
+    min_score: float | None = None  # drop hits whose relevance is below (0-1)
 
     @property
     def depth(self) -> int:
@@ -91,10 +93,40 @@ class SearchResult:
         return out
 
 
+#: A hit whose relevance is below this share of the best hit's is a "weaker match": the
+#: terminal sets such hits apart under a separator (docs/how-it-works.md#relevance).
+WEAKER_SHARE = 0.5
+#: The fused z-sum at which hybrid relevance is 0.5 (see `relevance`).
+ZSCORE_MIDPOINT = 1.0
+
+
+def relevance(score: float, best: float, mode: str, fusion: Fusion = DEFAULT_FUSION) -> float:
+    """A hit's score on the 0-1 scale people read (docs/how-it-works.md#relevance).
+
+    Hybrid with z-score fusion: the logistic of the fused z-sum shifted by `ZSCORE_MIDPOINT`
+    (0.5 for a hit one standard deviation above the candidates' mean in all, 0.27 for an
+    average candidate, 0.95 at four: absolute, so a weak best hit stays weak); min-max
+    fusion: the score over the weights' sum. Keyword, dense and RRF: the score relative to
+    the best hit's (BM25 and RRF scores have no absolute scale; the best hit is 1).
+    """
+    if mode == "hybrid" and fusion.method == "zscore":
+        shifted = min(max(score - ZSCORE_MIDPOINT, -50.0), 50.0)
+        value = 1.0 / (1.0 + math.exp(-shifted))
+    elif mode == "hybrid" and fusion.method == "convex":
+        total = fusion.weight("dense") + fusion.weight("keyword")
+        value = score / total if total > 0 else 0.0
+    else:
+        value = score / best if best > 0 else 0.0
+    return round(min(1.0, max(0.0, value)), 4)
+
+
 def rank_hits(gathered: Gathered, mode: str, fusion: Fusion = DEFAULT_FUSION) -> list[Hit]:
-    """The hits of one mode, best first, each with its rank in every list it is in."""
+    """The hits of one mode, best first, each with its rank and raw score in every list it
+    is in, and its `relevance`."""
     dense_ranks = _ranks(gathered.dense)
     keyword_ranks = _ranks(gathered.keyword)
+    dense_scores = _scores(gathered.dense)
+    keyword_scores = _scores(gathered.keyword)
     if mode == "dense":
         chosen: list[tuple[tuple[str, str], float]] = [(_key(h), h.score) for h in gathered.dense]
     elif mode == "keyword":
@@ -108,21 +140,29 @@ def rank_hits(gathered: Gathered, mode: str, fusion: Fusion = DEFAULT_FUSION) ->
             fusion,
         )
     by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
+    best = chosen[0][1] if chosen else 0.0
     out = []
     for key, score in chosen:
         ranks = {}
+        scores = {}
         if key in dense_ranks:
             ranks["dense"] = dense_ranks[key]
+            scores["dense"] = dense_scores[key]
         if key in keyword_ranks:
             ranks["keyword"] = keyword_ranks[key]
-        out.append(replace(by_key[key], score=score, ranks=ranks))
+            scores["keyword"] = keyword_scores[key]
+        value = relevance(score, best, mode, fusion)
+        out.append(replace(by_key[key], score=score, ranks=ranks, scores=scores, relevance=value))
     return out
 
 
 def present(
     request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
 ) -> SearchResult:
-    """Per-doc collapse, the top k, then date order and groups."""
+    """The relevance floor, per-doc collapse, the top k, then date order and groups."""
+    if request.min_score is not None:
+        floor = request.min_score
+        hits = [h for h in hits if h.relevance is None or h.relevance >= floor]
     if request.per_doc:
         hits = [
             replace(hit, collapsed=n)
@@ -157,6 +197,46 @@ def present(
     )
 
 
+WEAKER_LINE = "-- weaker matches (relevance under half the best's) --"
+
+
+def score_text(hit: Hit) -> str:
+    """`0.95 (score 3.141; dense #1, keyword #2)`: relevance, raw score and list ranks."""
+    parts = [f"score {hit.score:.3f}"]
+    if hit.ranks:
+        parts.append(", ".join(f"{m} #{r}" for m, r in hit.ranks.items()))
+    head = f"{hit.relevance:.2f} " if hit.relevance is not None else ""
+    return head + "(" + "; ".join(parts) + ")"
+
+
+def explain_text(hit: Hit, mode: str) -> str:
+    """What `--explain` prints under a hit: each list's rank and raw score, the fused score."""
+    lists = [
+        f"{name} #{hit.ranks[name]} {hit.scores[name]:.4g}"
+        for name in ("dense", "keyword")
+        if name in hit.ranks and name in hit.scores
+    ]
+    missing = [n for n in ("dense", "keyword") if mode == "hybrid" and n not in hit.ranks]
+    lists += [f"{name}: not in its top candidates" for name in missing]
+    if "rerank" in hit.ranks:
+        lists.append(f"reranked #{hit.ranks['rerank']}")
+    rel = "" if hit.relevance is None else f" -> relevance {hit.relevance:.2f}"
+    return f"{'; '.join(lists) or 'no list'}; {mode} score {hit.score:.4g}{rel}"
+
+
+def weaker_from(hits: Sequence[Hit]) -> int | None:
+    """The index of the first hit far below the best (relevance under `WEAKER_SHARE` of the
+    best's), where the terminal draws its "weaker matches" separator; None if none is."""
+    values = [h.relevance for h in hits]
+    if not values or values[0] is None:
+        return None
+    floor = values[0] * WEAKER_SHARE
+    for index, value in enumerate(values):
+        if value is not None and value < floor:
+            return index
+    return None
+
+
 def plain_lines(result: SearchResult) -> str:
     """The hits as the CLI prints them where no terminal reads its output: one line per hit
     (`rank. path:start-end score (ranks)`), the heading and the snippet below it, unwrapped
@@ -169,19 +249,22 @@ def plain_lines(result: SearchResult) -> str:
         return "no hits\n"
     show_collection = len(result.collections) > 1
     lines: list[str] = []
+    weaker = weaker_from(result.hits)
     for rank, hit in enumerate(result.hits, 1):
+        if rank - 1 == weaker:
+            lines.append(WEAKER_LINE)
         head = f"{rank}. "
         if show_collection:
             head += f"[{printable(hit.collection)}] "
         head += printable(f"{hit.path}:{hit.start_line}-{hit.end_line}")
-        head += f" {hit.score:.3f}"
-        if hit.ranks:
-            head += " (" + ", ".join(f"{m} #{r}" for m, r in hit.ranks.items()) + ")"
+        head += " " + score_text(hit)
         if hit.collapsed:
             head += f" +{hit.collapsed} more in this file"
         lines.append(head)
         if hit.heading:
             lines.append("   " + printable(hit.heading))
+        if hit.context:
+            lines.append("   context: " + printable(hit.context))
         flat = printable(" ".join(hit.text.split()))
         window, _ = snippet(flat, match_spans(flat, result.query, result.filters.phrases))
         lines.append("   " + window)
@@ -190,6 +273,13 @@ def plain_lines(result: SearchResult) -> str:
 
 def _key(hit: Hit) -> tuple[str, str]:
     return (hit.collection, hit.id)
+
+
+def _scores(hits: Sequence[Hit]) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = {}
+    for hit in hits:
+        out.setdefault(_key(hit), round(hit.score, 6))
+    return out
 
 
 def _ranks(hits: Sequence[Hit]) -> dict[tuple[str, str], int]:
@@ -221,11 +311,18 @@ def _group_value(hit: Hit, field_name: str) -> str:
 __all__ = [
     "DEFAULT_FUSION",
     "MIN_CANDIDATES",
+    "WEAKER_LINE",
+    "WEAKER_SHARE",
+    "ZSCORE_MIDPOINT",
     "Gathered",
     "KeywordPlan",
     "SearchRequest",
     "SearchResult",
+    "explain_text",
     "plain_lines",
     "present",
     "rank_hits",
+    "relevance",
+    "score_text",
+    "weaker_from",
 ]

@@ -110,16 +110,35 @@ function addTag(tag) {
 
 // -- search -------------------------------------------------------------------------------
 
+// Never marked unless the query has nothing else: the same list as retrieve/highlight.py's
+// STOP_WORDS (a test compares them).
+const STOP_WORDS = new Set([
+  "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+  "being", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "for", "from",
+  "get", "had", "has", "have", "he", "her", "here", "him", "his", "how", "i", "if", "in",
+  "into", "is", "it", "its", "just", "may", "me", "might", "must", "my", "no", "not", "of",
+  "on", "only", "or", "our", "out", "own", "s", "same", "shall", "she", "should", "so",
+  "some", "such", "t", "than", "that", "the", "their", "them", "then", "there", "these",
+  "they", "this", "those", "to", "too", "up", "very", "was", "we", "were", "what", "when",
+  "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you", "your"
+]);
+
 function terms(query) {
-  const words = query.toLowerCase().split(/[^\p{L}\p{N}_]+/u).filter((w) => w.length > 1);
-  return [...new Set(words)].map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const words = [...new Set(query.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w))];
+  const kept = words.filter((w) => !STOP_WORDS.has(w));
+  return (kept.length ? kept : words).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+}
+
+// Whole words only ("do" never marks inside "Sourdough"), with a plural or -ed/-ing ending.
+function wordPattern(words) {
+  return new RegExp(`(?<![\\p{L}\\p{N}])(?:${words.join("|")})(?:s|es|ed|ing|ly)?(?![\\p{L}\\p{N}])`, "giu");
 }
 
 function highlighted(text, query) {
   const fragment = document.createDocumentFragment();
   const words = terms(query);
   if (!words.length) { fragment.append(text); return fragment; }
-  const pattern = new RegExp(`(${words.join("|")})`, "giu");
+  const pattern = wordPattern(words);
   let last = 0;
   for (const match of text.matchAll(pattern)) {
     fragment.append(text.slice(last, match.index), el("mark", { text: match[0] }));
@@ -149,7 +168,7 @@ function snippet(text, query, size = 420) {
   const words = terms(query);
   let at = 0;
   if (words.length) {
-    const found = flat.search(new RegExp(words.join("|"), "iu"));
+    const found = flat.search(wordPattern(words));
     if (found > size / 3) at = found - Math.floor(size / 3);
   }
   return (at ? "…" : "") + flat.slice(at, at + size) + (at + size < flat.length ? "…" : "");
@@ -206,7 +225,8 @@ function renderHit(hit, query) {
       cite,
       el("span", { class: "badge source", text: hit.source }),
       date ? el("span", { class: "badge date", text: date }) : null,
-      el("span", { class: "score", title: "score", text: hit.score.toFixed(3) }),
+      el("span", { class: "score", title: `relevance (0-1); score ${hit.score.toFixed(3)}`,
+        text: hit.relevance == null ? hit.score.toFixed(3) : hit.relevance.toFixed(2) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
     el("p", { class: "snippet" }, hit.snippet ? marked(hit.snippet.text, hit.snippet.spans)
