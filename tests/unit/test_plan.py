@@ -290,26 +290,27 @@ def test_plan_file(
 
 
 @pytest.mark.parametrize(
-    ("known", "gone", "allow", "refused"),
+    ("known", "gone", "found", "allow", "refused"),
     [
-        (100, MASS_DELETE_MIN, False, False),  # few: always allowed
-        (MASS_DELETE_MIN, MASS_DELETE_MIN, False, True),  # every file gone: a vanished root
-        (1, 1, False, True),  # whatever the source's size
-        (1, 1, True, False),
-        (MASS_DELETE_MIN, MASS_DELETE_MIN - 1, False, False),
-        (30, MASS_DELETE_MIN + 1, False, True),  # 21 of 30: most of the source
-        (100, 50, False, False),  # half is not "more than half"
-        (100, 51, False, True),
-        (100, 51, True, False),
-        (1000, 499, False, False),
+        (100, MASS_DELETE_MIN, 80, False, False),  # few: always allowed
+        (MASS_DELETE_MIN, MASS_DELETE_MIN, 0, False, True),  # all gone, nothing found: vanished
+        (1, 1, 0, False, True),  # whatever the source's size
+        (1, 1, 0, True, False),
+        (1, 1, 1, False, False),  # one file replaced by another: the root is there
+        (3, 3, 2, False, False),
+        (MASS_DELETE_MIN, MASS_DELETE_MIN - 1, 1, False, False),
+        (30, MASS_DELETE_MIN + 1, 9, False, True),  # 21 of 30: most of the source
+        (30, 30, 5, False, True),  # most of it, even with new files beside
+        (100, 50, 50, False, False),  # half is not "more than half"
+        (100, 51, 49, False, True),
+        (100, 51, 49, True, False),
+        (1000, 499, 501, False, False),
     ],
 )
-def test_check_deletions(known: int, gone: int, allow: bool, refused: bool) -> None:
+def test_check_deletions(known: int, gone: int, found: int, allow: bool, refused: bool) -> None:
     if refused:
-        every = (
-            rf"all {known} indexed file\(s\) are gone" if gone >= known else rf"{gone} of {known}"
-        )
+        every = rf"all {known} indexed file\(s\) are gone" if found == 0 else f"{gone} of {known}"
         with pytest.raises(SourceError, match=rf"'notes': {every} .*--allow-mass"):
-            check_deletions(known, gone, allow, "notes")
+            check_deletions(known, gone, allow, "notes", found_files=found)
     else:
-        check_deletions(known, gone, allow, "notes")
+        check_deletions(known, gone, allow, "notes", found_files=found)

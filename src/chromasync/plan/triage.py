@@ -239,16 +239,19 @@ def plan_file(
     )
 
 
-def check_deletions(known_files: int, gone_files: int, allow_mass_delete: bool, label: str) -> None:
+def check_deletions(
+    known_files: int, gone_files: int, allow_mass_delete: bool, label: str, found_files: int = 0
+) -> None:
     """Refuse to delete most of a source, or all of it, without an explicit flag.
 
-    Every file of a source gone at once is what an empty mount point or a vanished root
-    looks like: refused whatever the source's size. Above `MASS_DELETE_MIN` files, losing
-    more than `MASS_DELETE_SHARE` of them is refused too.
+    Every file of a source gone at once, with nothing found in its place (`found_files`,
+    what the walk saw now), is what an empty mount point or a vanished root looks like:
+    refused whatever the source's size. Above `MASS_DELETE_MIN` files, losing more than
+    `MASS_DELETE_SHARE` of them is refused too, even with new files beside them.
     """
     if allow_mass_delete or gone_files <= 0:
         return
-    if gone_files >= known_files:
+    if gone_files >= known_files and found_files == 0:
         raise SourceError(
             f"source {label!r}: all {known_files} indexed file(s) are gone from disk; "
             "refusing to delete the whole source (is its folder empty or a mount missing?). "

@@ -206,12 +206,16 @@ class Ingestor:
         (`check_identity`)."""
         spec = replace(spec, root=spec.root.expanduser().resolve())
         relative = check_identity(self.state, spec.label, spec.root)
-        summary = self._ingest(spec, options)
+        summary = self._ingest(spec, options, adopting=self.collection_name in relative)
         if self.collection_name in relative and not options.dry_run:
             self.state.set_root(self.collection_name, spec.label, str(spec.root))
         return summary
 
-    def _ingest(self, spec: SourceSpec, options: IngestOptions) -> IngestSummary:
+    def _ingest(
+        self, spec: SourceSpec, options: IngestOptions, adopting: bool = False
+    ) -> IngestSummary:
+        """`adopting`: the source's old relative root is being resolved to this one; then
+        a run that finds none of its files deletes nothing, whatever else the folder holds."""
         self._labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
@@ -264,7 +268,13 @@ class Ingestor:
         # a file whose content reappears at a new path moved: that is not a deletion
         arrived = {c.file_hash for c in changes if c.is_new}
         moved = sum(1 for p in gone if manifest[p].file_hash in arrived)
-        check_deletions(len(manifest), len(gone) - moved, options.allow_mass_delete, label)
+        check_deletions(
+            len(manifest),
+            len(gone) - moved,
+            options.allow_mass_delete,
+            label,
+            found_files=0 if adopting else len(discovery.files),
+        )
 
         delete_ids = [i for c in changes for i in c.to_delete]
         delete_ids += [r.id for p in gone for r in manifest[p].records]
