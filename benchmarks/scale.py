@@ -38,18 +38,8 @@ REPO = HERE.parent
 SCIFACT = REPO.parent / "shared" / "corpora" / "scifact" / "corpus.jsonl.gz"
 PER_DIR = 100
 
-WALK_STAT = """
-import os, sys
-n = 0
-stack = [sys.argv[1]]
-while stack:
-    for e in os.scandir(stack.pop()):
-        if e.is_dir(follow_symlinks=False):
-            stack.append(e.path)
-        else:
-            e.stat(follow_symlinks=False); n += 1
-print(n)
-"""
+sys.path.insert(0, str(HERE))
+from ingest_bench import WALK_STAT  # noqa: E402  (the same bare walker, side by side)
 
 
 def abstracts() -> list[tuple[str, str]]:
