@@ -25,6 +25,9 @@ SCIFACT = SHARED / "corpora" / "scifact"
 #: Set to a Chroma server URL to run the integration tests against it instead of the
 #: embedded store (each test then gets a collection of its own).
 TEST_CHROMA_URL = os.environ.get("CHROMASYNC_TEST_CHROMA_URL") or None
+#: No test's `search` or `ask` leaves a daemon behind unless it asks for one (its env sets
+#: CHROMASYNC_NO_DAEMON to ""): tests/integration/test_daemon.py does.
+os.environ.setdefault("CHROMASYNC_NO_DAEMON", "1")
 
 
 def set_mtime(path: Path, seconds: float) -> None:

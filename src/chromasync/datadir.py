@@ -40,6 +40,10 @@ SOCKET_FILE = "owner.sock"
 REPOS_DIR = "repos"
 SUMMARIES_FILE = "summaries.json"
 
+#: How the search daemon marks the lock file after "pid N: ": it holds the lock as a reader,
+#: which writes nothing (`state.lock.yield_reader`).
+READER_MARK = "[reader] "
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -114,6 +118,7 @@ __all__ = [
     "LOCK_FILE",
     "MIRROR_FILE",
     "OWNER_FILE",
+    "READER_MARK",
     "REPOS_DIR",
     "SNAPSHOT_DIR",
     "SOCKET_FILE",

@@ -90,9 +90,11 @@ def main() -> int | None:
     argv = sys.argv[1:]
     code = quick_ingest(argv, os.environ)
     if code is None and argv[:1] == ["search"]:
-        from .fastsearch import quick_search
+        from .fastsearch import daemon_search, quick_search
 
         code = quick_search(argv, os.environ)
+        if code is None:
+            code = daemon_search(argv, os.environ)
     if code is not None:
         return code
     from .cli.main import main as cli_main
@@ -189,7 +191,12 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            return None  # held: the CLI says by whom, or waits, or goes through the owner
+            if not _reader_left(fd, data_dir):
+                return None  # held: the CLI says by whom, or waits, or goes through the owner
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return None
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: chromasync {' '.join(argv)}"[:300].encode() + b"\n")
         try:
@@ -203,6 +210,20 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     sys.stdout.write(text)
     sys.stdout.flush()
     return 0
+
+
+def _reader_left(fd: int, data_dir: str) -> bool:
+    """The lock's holder was the search daemon, a reader, and it left when asked."""
+    from .datadir import READER_MARK
+
+    text = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
+    if not text.partition(": ")[2].startswith(READER_MARK):
+        return False
+    from pathlib import Path
+
+    from .state.lock import yield_reader
+
+    return yield_reader(Path(data_dir), text)
 
 
 def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | None:
@@ -252,3 +273,9 @@ class RecorderFactory:
         from .fastsearch import search_recorder_key
 
         return search_recorder_key(self.argv, environ)
+
+    def daemon_key(self, environ: Mapping[str, str]) -> str | None:
+        """The key the daemon client sends for this command line (`fastsearch`)."""
+        from .fastsearch import daemon_recorder_key
+
+        return daemon_recorder_key(self.argv, environ)

@@ -181,6 +181,266 @@ def quick_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     return 0
 
 
+# -- through the search daemon ---------------------------------------------------------------
+
+#: `search` options the daemon's settings key covers (`owner.daemon`): the store and model.
+_STORE_OPTIONS = frozenset(
+    {
+        "--data-dir",
+        "--provider",
+        "--model",
+        "--embedding-url",
+        "--embed-option",
+        "--chroma-url",
+        "--chroma-token",
+        "--tenant",
+        "--database",
+        "--config",
+        "--sources-file",
+        "--allow-root-slash",
+    }
+)
+#: `search` options sent to the daemon, by the name of `/search`'s parameter.
+_REQUEST_VALUES = {
+    "--collection": "collection",
+    "--mode": "mode",
+    "--k": "k",
+    "--source": "source",
+    "--where": "where",
+    "--where-json": "where_json",
+    "--tag": "tag",
+    "--after": "after",
+    "--before": "before",
+    "--date-field": "date_field",
+    "--path": "path",
+    "--phrase": "phrase",
+    "--match": "match",
+    "--links-to": "links_to",
+    "--min-score": "min_score",
+    "--sort": "sort",
+    "--group-by": "group_by",
+}
+_REQUEST_FLAGS = {
+    "--all-collections": ("all_collections", "true"),
+    "--tags-all": ("tags_all", "true"),
+    "--tags-any": ("tags_all", "false"),
+    "--per-doc": ("per_doc", "true"),
+    "--no-rerank": ("rerank", "false"),
+}
+_OUTPUT_FLAGS = frozenset({"--json", "--files", "--explain", "--no-daemon"})
+DAEMON_OFF_ENV = "CHROMASYNC_NO_DAEMON"
+#: The most a daemon's answer may hold (bytes): a search prints far less.
+_MAX_REPLY = 64 * 1024 * 1024
+
+
+class DaemonLine:
+    """A `search` command line the daemon can answer: query, store options, request, output."""
+
+    __slots__ = ("options", "output", "params", "query", "store")
+
+    def __init__(self) -> None:
+        self.query = ""
+        self.store: list[tuple[str, str]] = []
+        self.params: list[tuple[str, str]] = []
+        self.options: dict[str, str] = {}
+        self.output: set[str] = set()
+
+
+def parse_daemon_search(argv: Sequence[str]) -> DaemonLine | None:
+    """The command line as a search for the daemon, or None when the CLI must run it."""
+    if not argv or argv[0] != "search":
+        return None
+    line = DaemonLine()
+    seen_query = False
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        if arg.startswith("-") and arg != "-":
+            name, eq, value = arg.partition("=")
+            if name in _OUTPUT_FLAGS or name in _REQUEST_FLAGS or name == "--allow-root-slash":
+                if eq:
+                    return None
+                if name in _REQUEST_FLAGS:
+                    line.params.append(_REQUEST_FLAGS[name])
+                elif name in _OUTPUT_FLAGS:
+                    line.output.add(name)
+                else:
+                    line.store.append((name, ""))
+            elif name in _STORE_OPTIONS or name in _REQUEST_VALUES:
+                if not eq:
+                    index += 1
+                    if index == len(argv):
+                        return None
+                    value = argv[index]
+                if name in _STORE_OPTIONS:
+                    line.store.append((name, value))
+                else:
+                    line.params.append((_REQUEST_VALUES[name], value))
+                line.options[name] = value
+            else:
+                return None  # --help, --rerank, --, anything unknown: the CLI
+        elif not seen_query:
+            line.query, seen_query = arg, True
+        else:
+            return None
+        index += 1
+    if not line.query.strip() or "--no-daemon" in line.output:
+        return None
+    if "--files" in line.output and line.output & {"--json", "--explain"}:
+        return None  # the CLI says why not
+    return line
+
+
+def daemon_key(store: Sequence[tuple[str, str]], environ: Mapping[str, str], cwd: str) -> str:
+    """What a search's settings depend on (hex digest): store options, folder, environment
+    (secrets hashed in), this code. The full CLI registers it with a daemon whose settings it
+    checked (`owner.daemon`); this client sends it with each search."""
+    env = sorted(
+        (name, value)
+        for name, value in environ.items()
+        if (name.startswith("CHROMASYNC_") and name not in (OFF_ENV, DAEMON_OFF_ENV))
+        or name == "HOME"
+    )
+    here = os.path.dirname(os.path.abspath(__file__))
+    material = ("daemon", __version__, here, tuple(store), cwd, tuple(env))
+    return str(sha256(marshal.dumps(material, 2)).hexdigest())
+
+
+def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
+    """Answer a search through the data dir's warm daemon: the exit code, or None for the
+    CLI (no daemon, another's settings, an error to report: the CLI does all of those)."""
+    line = parse_daemon_search(argv)
+    if line is None or environ.get(DAEMON_OFF_ENV, "").strip().lower() not in (
+        "",
+        "0",
+        "false",
+        "no",
+    ):
+        return None
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    data_dir = guess(line.options, environ, cwd)
+    socket_path = _daemon_socket(data_dir) if data_dir else None
+    if socket_path is None:
+        return None
+    tty = sys.stdout.isatty()
+    if "--json" in line.output:
+        render = "json"
+    elif "--files" in line.output:
+        render = "files"
+    else:
+        render = "rich" if tty or "--explain" in line.output else "plain"
+    params = [("q", line.query), *line.params, ("render", render)]
+    if "--explain" in line.output:
+        params.append(("explain", "true"))
+    if tty and render == "rich":
+        params.append(("tty", "true"))
+        import shutil
+
+        params.append(("width", str(shutil.get_terminal_size().columns)))
+        params.append(("color", _color_system(environ)))
+    key = daemon_key(line.store, environ, cwd)
+    reply = _get(socket_path, "/daemon/search", params, key, environ.get("CHROMASYNC_API_TOKEN"))
+    if reply is None:
+        return None
+    import json
+
+    try:
+        body = json.loads(reply)
+        text, warnings = str(body["stdout"]), [str(w) for w in body["warnings"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+    for warning in warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return 0
+
+
+def _daemon_socket(data_dir: str) -> str | None:
+    """The socket of the data dir's daemon, when one advertises itself and holds the lock as
+    a reader (a killed one's leftovers are ignored: its lock is free)."""
+    import fcntl
+    import json
+
+    try:
+        with open(os.path.join(data_dir, "owner.json"), "rb") as handle:
+            info = json.loads(handle.read(64 * 1024))
+        if info.get("role") != "daemon":
+            return None
+        pid, path = int(info["pid"]), str(info["socket"])
+        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:  # held: by the daemon?
+            text = os.read(fd, 400).decode("utf-8", "replace")
+            return path if text.startswith(f"pid {pid}: ") else None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None  # free: nobody runs
+    finally:
+        os.close(fd)
+
+
+def _get(
+    socket_path: str, route: str, params: Sequence[tuple[str, str]], key: str, token: str | None
+) -> bytes | None:
+    """GET `route` over the Unix socket (HTTP/1.1, closed after one answer): the body of a
+    200 answer, else None."""
+    import socket
+    from urllib.parse import urlencode
+
+    head = [
+        f"GET {route}?{urlencode(list(params))} HTTP/1.1",
+        "Host: localhost",
+        "Connection: close",
+        f"X-Chromasync-Key: {key}",
+    ]
+    if token:
+        head.append(f"Authorization: Bearer {token}")
+    request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(120.0)
+            conn.connect(socket_path)
+            conn.sendall(request)
+            while True:
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > _MAX_REPLY:
+                    return None
+                chunks.append(chunk)
+    except (OSError, UnicodeError):
+        return None
+    head_bytes, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status = head_bytes.split(b"\r\n", 1)[0].split(b" ")
+    if not sep or len(status) < 2 or status[1] != b"200":
+        return None
+    if b"\r\ntransfer-encoding: chunked" in head_bytes.lower():
+        return None  # the daemon's JSON answers carry a length; anything else: the CLI
+    return body
+
+
+def _color_system(environ: Mapping[str, str]) -> str:
+    """The terminal's colours, as rich names them (rich's own detection needs rich)."""
+    if environ.get("NO_COLOR"):
+        return "none"
+    if environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"):
+        return "truecolor"
+    term = environ.get("TERM", "").lower()
+    if term in ("dumb", "unknown"):
+        return "none"
+    return "256" if "256" in term else "standard"
+
+
 def search_recorder_key(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
     """The snapshot key of the process's own command line, when it is eligible."""
     line = parse_search(argv, environ)
@@ -189,4 +449,22 @@ def search_recorder_key(argv: Sequence[str], environ: Mapping[str, str]) -> str 
     return search_key(line, environ, os.getcwd())
 
 
-__all__ = ["parse_search", "quick_search", "search_key", "search_recorder_key", "sha256"]
+def daemon_recorder_key(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The daemon key of the process's own command line, when the daemon client may send it."""
+    line = parse_daemon_search(argv)
+    if line is None:
+        return None
+    return daemon_key(line.store, environ, os.getcwd())
+
+
+__all__ = [
+    "daemon_key",
+    "daemon_recorder_key",
+    "daemon_search",
+    "parse_daemon_search",
+    "parse_search",
+    "quick_search",
+    "search_key",
+    "search_recorder_key",
+    "sha256",
+]

@@ -52,7 +52,7 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Path, Query, Request
+from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -336,6 +336,65 @@ def _static(name: str) -> str:
 # -- the app -------------------------------------------------------------------------------
 
 
+def search_query(
+    q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
+    k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
+    mode: Annotated[
+        Literal["hybrid", "dense", "keyword"], Query(description="Meaning, words, or both.")
+    ] = "hybrid",
+    source: Annotated[list[str], Query(description="Only these sources (any).")] = [],  # noqa: B006
+    where: Annotated[list[str], Query(description="KEY=VALUE metadata equality (all).")] = [],  # noqa: B006
+    where_json: Annotated[
+        str | None, Query(max_length=8192, description="A Chroma where filter (JSON).")
+    ] = None,
+    tag: Annotated[list[str], Query(description="Front-matter tags.")] = [],  # noqa: B006
+    tags_all: Annotated[bool, Query(description="Require every tag (default any).")] = False,
+    after: Annotated[str | None, Query(description="Date on or after (ISO).")] = None,
+    before: Annotated[str | None, Query(description="Date before (ISO).")] = None,
+    date_field: Annotated[list[str], Query(description="Front-matter date keys.")] = [],  # noqa: B006
+    path: Annotated[list[str], Query(description="git-wildmatch path patterns (any).")] = [],  # noqa: B006
+    phrase: Annotated[list[str], Query(description="Words in this order (all).")] = [],  # noqa: B006
+    match: Annotated[list[str], Query(description="FIELD=SUBSTRING in metadata.")] = [],  # noqa: B006
+    links_to: Annotated[
+        list[str], Query(description="Linking to this URL, path or note title (all).")
+    ] = [],  # noqa: B006
+    collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
+    all_collections: Annotated[bool, Query(description="Every collection.")] = False,
+    per_doc: Annotated[bool, Query(description="Best chunk per document.")] = False,
+    sort: Annotated[Literal["rank", "date"], Query(description="Order of the top k.")] = "rank",
+    group_by: Annotated[str | None, Query(max_length=200)] = None,
+    rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
+    min_score: Annotated[
+        float | None, Query(ge=0, le=1, description="Only hits of at least this relevance.")
+    ] = None,
+) -> api.SearchArgs:
+    """The search parameters of `/search` (the CLI's), as one request's arguments."""
+    return api.SearchArgs.of(
+        q,
+        mode=mode,
+        k=k,
+        sources=source,
+        where=where,
+        where_json=where_json,
+        tags=tag,
+        tags_all=tags_all,
+        after=after,
+        before=before,
+        date_fields=date_field,
+        paths=path,
+        phrases=phrase,
+        matches=match,
+        links_to=links_to,
+        collections=collection,
+        all_collections=all_collections,
+        per_doc=per_doc,
+        sort=sort,
+        group_by=group_by,
+        rerank=rerank,
+        min_score=min_score,
+    )
+
+
 def create_app(
     service: Service,
     *,
@@ -382,63 +441,8 @@ def create_app(
         return service.status()
 
     @app.get("/search", tags=["search"])
-    def search(
-        q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
-        k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
-        mode: Annotated[
-            Literal["hybrid", "dense", "keyword"], Query(description="Meaning, words, or both.")
-        ] = "hybrid",
-        source: Annotated[list[str], Query(description="Only these sources (any).")] = [],  # noqa: B006
-        where: Annotated[list[str], Query(description="KEY=VALUE metadata equality (all).")] = [],  # noqa: B006
-        where_json: Annotated[
-            str | None, Query(max_length=8192, description="A Chroma where filter (JSON).")
-        ] = None,
-        tag: Annotated[list[str], Query(description="Front-matter tags.")] = [],  # noqa: B006
-        tags_all: Annotated[bool, Query(description="Require every tag (default any).")] = False,
-        after: Annotated[str | None, Query(description="Date on or after (ISO).")] = None,
-        before: Annotated[str | None, Query(description="Date before (ISO).")] = None,
-        date_field: Annotated[list[str], Query(description="Front-matter date keys.")] = [],  # noqa: B006
-        path: Annotated[list[str], Query(description="git-wildmatch path patterns (any).")] = [],  # noqa: B006
-        phrase: Annotated[list[str], Query(description="Words in this order (all).")] = [],  # noqa: B006
-        match: Annotated[list[str], Query(description="FIELD=SUBSTRING in metadata.")] = [],  # noqa: B006
-        links_to: Annotated[
-            list[str], Query(description="Linking to this URL, path or note title (all).")
-        ] = [],  # noqa: B006
-        collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
-        all_collections: Annotated[bool, Query(description="Every collection.")] = False,
-        per_doc: Annotated[bool, Query(description="Best chunk per document.")] = False,
-        sort: Annotated[Literal["rank", "date"], Query(description="Order of the top k.")] = "rank",
-        group_by: Annotated[str | None, Query(max_length=200)] = None,
-        rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
-        min_score: Annotated[
-            float | None, Query(ge=0, le=1, description="Only hits of at least this relevance.")
-        ] = None,
-    ) -> dict[str, Any]:
+    def search(args: Annotated[api.SearchArgs, Depends(search_query)]) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
-        args = api.SearchArgs.of(
-            q,
-            mode=mode,
-            k=k,
-            sources=source,
-            where=where,
-            where_json=where_json,
-            tags=tag,
-            tags_all=tags_all,
-            after=after,
-            before=before,
-            date_fields=date_field,
-            paths=path,
-            phrases=phrase,
-            matches=match,
-            links_to=links_to,
-            collections=collection,
-            all_collections=all_collections,
-            per_doc=per_doc,
-            sort=sort,
-            group_by=group_by,
-            rerank=rerank,
-            min_score=min_score,
-        )
         request = api.search_request(args, service.settings)
         return result_json(service.retrieve(request))
 
@@ -732,5 +736,6 @@ __all__ = [
     "bind_unix",
     "create_app",
     "run_server",
+    "search_query",
     "status_for",
 ]

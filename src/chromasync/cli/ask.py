@@ -26,8 +26,9 @@ from ..answer.records import (
     FLAG_TRUNCATED,
     Answer,
 )
-from ..owner.index import owner_client
+from ..owner.index import open_index
 from .common import (
+    no_daemon_option,
     reported_errors,
     safe,
     search_args,
@@ -36,6 +37,7 @@ from .common import (
     stderr_console,
     store_options,
 )
+from .daemon import daemon_flags, starting_notice
 
 _NOTES = {
     FLAG_LLM_UNREACHABLE: "the chat model was unreachable: this is the extractive answer",
@@ -68,7 +70,8 @@ _NOTES = {
     is_flag=True,
     help="Print {question, answer, citations, sources, mode, model, usage, flags} as JSON.",
 )
-def ask(question: str, fallback: str | None, as_json: bool, **flags: Any) -> None:
+@no_daemon_option
+def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **flags: Any) -> None:
     """Answer QUESTION from the index, every claim citing its source.
 
     Takes every filter of `search`. With a chat model (--llm-url, --llm-model) the answer
@@ -90,12 +93,9 @@ def ask(question: str, fallback: str | None, as_json: bool, **flags: Any) -> Non
         use_fallback = None if fallback is None else fallback == "extractive"
         llm = api.chat_client(settings)
         err = stderr_console()
-        client = owner_client(settings)
-        if client is not None:
-            with client:
-                result = client.retrieve(request)
-        else:
-            result = api.retrieve(request, settings)
+        start = None if no_daemon else daemon_flags(flags)
+        with open_index(settings, start=start, on_start=starting_notice) as index:
+            result = index.retrieve(request)
         if llm is not None and result.hits and not as_json:
             err.print(f"[dim]asking {escape(safe(repr(llm)))}...[/]")
         answer = api.answer(

@@ -174,6 +174,13 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
 
 
 _MODES = click.Choice(["hybrid", "dense", "keyword"])
+
+#: `search` and `ask` run through the warm daemon unless told not to (`owner.daemon`).
+no_daemon_option = click.option(
+    "--no-daemon",
+    is_flag=True,
+    help="Run in this process; do not start or use the search daemon [env CHROMASYNC_NO_DAEMON=1].",
+)
 #: The parameters `search_options` adds; `search_args` takes them out of a command's kwargs.
 SEARCH_PARAMS = (
     "all_collections",

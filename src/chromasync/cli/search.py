@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 from rich.console import Console
@@ -28,6 +28,7 @@ from ..records import Hit
 from ..retrieve.quick import record_search, recordable, state_identity
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
+    no_daemon_option,
     print_table,
     progress_bar,
     reported_errors,
@@ -38,6 +39,7 @@ from .common import (
     stderr_console,
     store_options,
 )
+from .daemon import daemon_flags, starting_notice
 
 _MODES = click.Choice(["hybrid", "dense", "keyword"])
 
@@ -58,12 +60,16 @@ _MODES = click.Choice(["hybrid", "dense", "keyword"])
 @click.option(
     "--explain", is_flag=True, help="Under each hit: each list's rank and raw score, the fused."
 )
-def search(query: str, as_json: bool, files_only: bool, explain: bool, **flags: Any) -> None:
+@no_daemon_option
+def search(
+    query: str, as_json: bool, files_only: bool, explain: bool, no_daemon: bool, **flags: Any
+) -> None:
     """Search the indexed chunks for QUERY: filter, then rank by meaning and words.
 
     Each hit shows its relevance (0-1; see docs/how-it-works.md) before its raw score; hits
     under half the best one's relevance come after a "weaker matches" line, and
-    --min-score X drops those under X.
+    --min-score X drops those under X. Runs through the data dir's warm daemon, which it
+    starts when none runs (see `chromasync daemon`).
     """
     with reported_errors():
         if files_only and (as_json or explain):
@@ -71,7 +77,14 @@ def search(query: str, as_json: bool, files_only: bool, explain: bool, **flags: 
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
         request = api.search_request(args, settings)
-        with open_index(settings) as index:  # through the data dir's owner when one runs
+        factory = click.get_current_context().find_root().obj
+        line_key = getattr(factory, "daemon_key", None)
+        with open_index(
+            settings,
+            start=None if no_daemon else daemon_flags(flags),
+            register=line_key(os.environ) if line_key is not None else None,
+            on_start=starting_notice,
+        ) as index:  # through the data dir's owner when one runs
             if isinstance(index, LocalIndex):
                 state_before = state_identity(str(settings.data_dir))
                 result = index.retrieve(request)
@@ -83,16 +96,47 @@ def search(query: str, as_json: bool, files_only: bool, explain: bool, **flags: 
     for warning in result.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
-        click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
-        return
-    if files_only:
-        for path in dict.fromkeys(hit.path for hit in result.hits):
-            click.echo(safe(path))
-        return
-    if not result.groups and not sys.stdout.isatty() and not explain:
-        click.echo(plain_lines(result), nl=False)  # what the keyword fast path prints too
-        return
-    _print_result(result, explain)
+        fmt = "json"
+    elif files_only:
+        fmt = "files"
+    else:
+        fmt = "plain" if not sys.stdout.isatty() and not explain else "rich"
+    render_search(result, fmt, explain=explain)
+
+
+def render_search(
+    result: api.SearchResult,
+    fmt: str,
+    *,
+    explain: bool = False,
+    out: TextIO | None = None,
+    tty: bool | None = None,
+    width: int | None = None,
+    color: str | None = None,
+) -> None:
+    """Write a search's output as `search` prints it (`fmt`: json, files, plain, rich) to
+    `out` (stdout by default; the daemon renders into a buffer for its stdlib client, with
+    the client's terminal `tty`, `width` and `color` system)."""
+    write = out.write if out is not None else sys.stdout.write
+    if fmt == "json":
+        write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n")
+    elif fmt == "files":
+        write("".join(safe(path) + "\n" for path in dict.fromkeys(h.path for h in result.hits)))
+    elif fmt == "plain" and not result.groups:
+        write(plain_lines(result))  # what the keyword fast path prints too
+    elif out is None:
+        _print_result(result, Console(highlight=False), explain)
+    else:
+        console = Console(
+            file=out,
+            highlight=False,
+            force_terminal=tty,
+            width=width,
+            color_system=color,  # type: ignore[arg-type]
+        )
+        _print_result(result, console, explain)
+    if out is None:
+        sys.stdout.flush()
 
 
 def _record_keyword_search(
@@ -139,8 +183,7 @@ def _refuse_if_owned(settings: api.Settings, command: str) -> None:
         )
 
 
-def _print_result(result: api.SearchResult, explain: bool = False) -> None:
-    console = Console(highlight=False)
+def _print_result(result: api.SearchResult, console: Console, explain: bool = False) -> None:
     if not result.hits:
         console.print("no hits")
         return

@@ -210,6 +210,11 @@ class OwnerClient:
             ) from exc
         raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
 
+    def register(self, key: str, settings_key: str) -> None:
+        """Let the console script's daemon client send `key` (the search daemon checks that
+        `settings_key` is its own; `owner.daemon`)."""
+        self._call("POST", "/daemon/keys", json={"key": key, "settings": settings_key})
+
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/status")
         return result

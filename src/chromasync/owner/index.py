@@ -9,14 +9,16 @@ itself be the owner (MCP) holds one type either way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import api
 from ..config.settings import Settings
 from ..records import Hit
-from .locate import find_owner
+from . import daemon as daemons
+from .locate import OwnerInfo, find_owner
 
 if TYPE_CHECKING:
     from .client import OwnerClient
@@ -83,24 +85,55 @@ class LocalIndex:
         return api.answer(request.query, result, self.settings, fallback=fallback).as_json()
 
 
-def owner_client(settings: Settings) -> OwnerClient | None:
-    """A client of the process that owns the data dir (serve, watch, mcp), or None."""
+def owner_client(settings: Settings, *, daemon: bool = False) -> OwnerClient | None:
+    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+
+    The search daemon (`daemon`) counts only with `daemon=True` and the same settings key: it
+    answers reads; a writer takes the lock from it instead (`state.lock.yield_reader`).
+    """
     info = find_owner(settings.data_dir)
-    if info is None:
+    if info is None or (info.role == daemons.ROLE and not _same_settings(info, settings, daemon)):
         return None
+    return _client(info, settings)
+
+
+def _same_settings(info: OwnerInfo, settings: Settings, daemon: bool) -> bool:
+    return daemon and info.key == daemons.settings_key(settings)
+
+
+def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
 
     return OwnerClient(info, token=settings.api_token)
 
 
 @contextmanager
-def open_index(settings: Settings) -> Iterator[Index]:
-    """The owner's client while an owner runs, else the index in this process."""
-    client = owner_client(settings)
-    if client is None:
+def open_index(
+    settings: Settings,
+    *,
+    start: Mapping[str, Any] | None = None,
+    register: str | None = None,
+    on_start: Callable[[], None] | None = None,
+) -> Iterator[Index]:
+    """The owner's client while an owner runs, else the index in this process.
+
+    `start`: the command's flags; when given (and `CHROMASYNC_NO_DAEMON` is not set), a
+    search daemon with these settings is started if no owner runs (`daemon.ensure`).
+    `register`: the command line's key for the console script's daemon client.
+    """
+    info: OwnerInfo | None
+    if start is not None and not daemons.daemon_off(os.environ):
+        info = daemons.ensure(settings, start, on_start=on_start)
+    else:
+        info = find_owner(settings.data_dir)
+        if info is not None and info.role == daemons.ROLE:
+            info = info if _same_settings(info, settings, True) else None
+    if info is None:
         yield LocalIndex(settings)
         return
-    with client:
+    with _client(info, settings) as client:
+        if register and info.role == daemons.ROLE:
+            client.register(register, daemons.settings_key(settings))
         yield client
 
 

@@ -45,6 +45,8 @@ class OwnerInfo:
     socket: str
     url: str | None = None
     started: str = ""
+    #: The search daemon's settings key (`owner.daemon.settings_key`); "" for other roles.
+    key: str = ""
 
     def describe(self) -> str:
         where = f" at {self.url}" if self.url else ""
@@ -58,7 +60,7 @@ class OwnerInfo:
             "url": self.url,
             "socket": self.socket,
             "started": self.started,
-        }
+        } | ({"key": self.key} if self.key else {})
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -72,8 +74,9 @@ def socket_path(data_dir: Path) -> Path:
     return folder / f"{digest}.sock"
 
 
-def new_owner(data_dir: Path, role: str, url: str | None) -> OwnerInfo:
+def new_owner(data_dir: Path, role: str, url: str | None, key: str = "") -> OwnerInfo:
     return OwnerInfo(
+        key=key,
         pid=os.getpid(),
         role=role,
         socket=str(socket_path(data_dir)),
@@ -109,6 +112,7 @@ def read_owner(data_dir: Path) -> OwnerInfo | None:
             socket=str(data["socket"]),
             url=data.get("url"),
             started=str(data.get("started", "")),
+            key=str(data.get("key", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

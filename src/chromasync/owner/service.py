@@ -52,7 +52,11 @@ class Service:
         environ: Mapping[str, str] | None = None,
         on_finish: Callable[[dict[str, Any]], None] | None = None,
         reload: Callable[[], Settings] | None = None,
+        reader: bool = False,
+        key: str = "",
     ) -> None:
+        """`reader`: the search daemon (`owner.daemon`), which holds the data dir without ever
+        writing and leaves when a writer needs it; `key`: its settings key, advertised."""
         self.settings = settings
         self.role = role
         self.url = url
@@ -64,7 +68,11 @@ class Service:
         self._embedder_lock = threading.Lock()
         self._on_finish = on_finish
         self._reload = reload
-        self._lock = StoreLock(settings.data_dir, owner=True, name=f"chromasync {role}")
+        self.reader = reader
+        self.key = key
+        self._lock = StoreLock(
+            settings.data_dir, owner=True, reader=reader, name=f"chromasync {role}"
+        )
         self.info: OwnerInfo | None = None
         self.jobs: JobRunner | None = None
         # label -> resolved root of each source added through this service: the clash
@@ -86,7 +94,7 @@ class Service:
                 f"the data dir {str(self.settings.data_dir)!r} is owned by {owner.describe()}; "
                 "use that one (or stop it first)"
             ) from None
-        self.info = new_owner(self.settings.data_dir, self.role, self.url)
+        self.info = new_owner(self.settings.data_dir, self.role, self.url, self.key)
         write_owner(self.settings.data_dir, self.info)
         self.jobs = JobRunner(on_finish=self._on_finish)
         return self
@@ -125,6 +133,11 @@ class Service:
     def _runner(self) -> JobRunner:
         if self.jobs is None:
             raise LockError("the service is not running")
+        if self.reader:
+            raise LockError(
+                "the search daemon only reads: run the command itself (it stops the daemon, "
+                "which the next search starts again)"
+            )
         return self.jobs
 
     # -- reading -------------------------------------------------------------------------------
@@ -309,6 +322,7 @@ class Service:
         With a config file the source is declared there (`api.add_source`); without one it
         is indexed as an undeclared source, which the state then remembers.
         """
+        self._runner()  # the search daemon refuses before the config file changes
         with self._claims_lock:
             if self.settings.config_file is not None:
                 entry = api.add_source(self.settings, root, label=label, kind=kind)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import marshal
 import os
 
-from ..datadir import LOCK_FILE, OWNER_FILE, SNAPSHOT_DIR, STATE_FILE
+from ..datadir import LOCK_FILE, OWNER_FILE, READER_MARK, SNAPSHOT_DIR, STATE_FILE
 from ..state.snapshots import consulted_unchanged
 
 TYPE_CHECKING = False
@@ -176,9 +176,13 @@ def read_search_snapshot(data_dir: str, key: str) -> SearchSnapshot | None:
     """The snapshot of `key` when nothing it depends on changed, else None.
 
     None as well while a service owns the data dir (it answers through its socket) or while
-    anyone holds the lock (`owner.json` present or the lock file naming a holder).
+    anyone but a reader holds the lock (`owner.json` present or the lock file naming a
+    holder). The search daemon is a reader (`state.lock.READER_MARK`): it writes nothing, so
+    a snapshot stays good while it runs, or after it was killed.
     """
-    if os.path.exists(os.path.join(data_dir, OWNER_FILE)):
+    holder = _lock_text(data_dir)
+    reader = holder.partition(": ")[2].startswith(READER_MARK)
+    if not reader and os.path.exists(os.path.join(data_dir, OWNER_FILE)):
         return None
     try:
         with open(search_snapshot_path(data_dir, key), "rb") as handle:
@@ -188,17 +192,18 @@ def read_search_snapshot(data_dir: str, key: str) -> SearchSnapshot | None:
         return None
     if fmt != FORMAT or stored != key or identity != state_identity(data_dir):
         return None
-    if _lock_named(data_dir) or not consulted_unchanged(consulted):
+    if (holder and not reader) or not consulted_unchanged(consulted):
         return None
     return SearchSnapshot(consulted, collections, plan, request, filters, weight)
 
 
-def _lock_named(data_dir: str) -> bool:
-    """The lock file names a holder (holders write `pid N: ...` and truncate it on release)."""
+def _lock_text(data_dir: str) -> str:
+    """Who the lock file names (holders write `pid N: ...` and truncate it on release)."""
     try:
-        return os.stat(os.path.join(data_dir, LOCK_FILE)).st_size > 0
+        with open(os.path.join(data_dir, LOCK_FILE), "rb") as handle:
+            return handle.read(400).decode("utf-8", "replace").strip()
     except OSError:
-        return False
+        return ""
 
 
 def run_snapshot(data_dir: str, snapshot: SearchSnapshot, query: str) -> SearchResult:

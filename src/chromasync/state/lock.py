@@ -9,6 +9,11 @@ Inside one process the lock is shared: the first `StoreLock` of a data dir takes
 lock, later ones in the same process only take an in-process writer lock, so that a
 long-running owner (`chromasync serve`, `chromasync watch`) can hold the data dir for its
 whole life (`StoreLock(..., owner=True)`) while its own threads run ingests one at a time.
+
+A *reader* owner (the search daemon, `owner.daemon`) holds the lock only so that nobody
+writes under its warm store; it never writes, so taking the lock as a reader keeps the
+snapshots, and whoever needs the lock next asks the reader to leave (SIGTERM) and waits for
+it (`yield_reader`): a reader never stands in a writer's way.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -23,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from ..datadir import FILE_MODE, make_private_dir
+from ..datadir import FILE_MODE, READER_MARK, make_private_dir
 from ..errors import LockError
 from .snapshots import LOCK_FILE, invalidate
 
@@ -52,12 +58,15 @@ class StoreLock:
         timeout: float | None = None,
         *,
         owner: bool = False,
+        reader: bool = False,
         name: str = "",
     ) -> None:
+        """`reader`: an owner that never writes (keeps the snapshots; yields to anyone)."""
         self.path = data_dir / LOCK_FILE
         self.wait = wait
         self.timeout = timeout
         self.owner = owner
+        self.reader = reader and owner
         self.name = name or "an ingest"
         self._key = ""
         self._acquired = False
@@ -105,6 +114,8 @@ class StoreLock:
                 break
             except BlockingIOError:
                 holder = _read_holder(fd)
+                if not self.reader and yield_reader(self.path.parent, holder):
+                    continue  # the search daemon left: the lock is free (or taken again)
                 owner = _long_running_owner(self.path.parent, holder)
                 if owner:  # it runs until stopped: waiting would wait forever
                     os.close(fd)
@@ -120,9 +131,11 @@ class StoreLock:
                         "wait for it to finish, or pass --wait"
                     ) from None
                 time.sleep(0.1)
-        invalidate(str(self.path.parent))
+        if not self.reader:
+            invalidate(str(self.path.parent))
         os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:300]}\n".encode())
+        mark = READER_MARK if self.reader else ""
+        os.write(fd, f"pid {os.getpid()}: {mark}{' '.join(sys.argv)[:300]}\n".encode())
         return fd
 
     def release(self) -> None:
@@ -177,6 +190,43 @@ def lock_holder(data_dir: Path) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+#: How long a reader may take to leave once asked (it finishes the requests in flight).
+READER_LEAVES_IN = 20.0
+
+
+def yield_reader(data_dir: Path, holder: str) -> bool:
+    """Ask the reader owner holding the lock (the search daemon) to leave, and wait until it
+    has: True when it is gone, False when the holder is not a reader (or would not leave).
+
+    The lock file names the holder's pid and marks a reader; `owner.json` must name the same
+    pid with the `daemon` role, so a pid reused by another program is never signalled.
+    """
+    text = holder.removeprefix("another process (").removesuffix(")")
+    head, colon, rest = text.partition(": ")
+    if not colon or not rest.startswith(READER_MARK) or not head.startswith("pid "):
+        return False
+    try:
+        pid = int(head[4:])
+        with open(data_dir / "owner.json", encoding="utf-8") as handle:
+            info = json.load(handle)
+        if int(info["pid"]) != pid or info["role"] != "daemon":
+            return False
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    deadline = time.monotonic() + READER_LEAVES_IN
+    while time.monotonic() < deadline:
+        if lock_holder(data_dir) is None:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def reader_holds(text: str) -> bool:
+    """The lock file's text names a reader owner (which writes nothing)."""
+    return text.partition(": ")[2].startswith(READER_MARK)
 
 
 def _long_running_owner(data_dir: Path, holder: str) -> str | None:

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,9 @@ from .chroma import Store, store_error
 from .target import StoreConfig, Target, parse_target
 
 log = logging.getLogger(__name__)
+#: chromadb shares one system per embedded path between clients, and creating the first one
+#: from two threads at once races inside chromadb ("no attribute 'bindings'"): one at a time.
+_EMBEDDED_OPEN = threading.Lock()
 
 
 def open_store(config: StoreConfig, existing: bool = False, reading: bool = False) -> Store:
@@ -47,7 +51,8 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
             path = _readable_copy(path)
         try:
             make_private_dir(path)
-            client = chromadb.PersistentClient(path=str(path), settings=settings)
+            with _EMBEDDED_OPEN:
+                client = chromadb.PersistentClient(path=str(path), settings=settings)
         except Exception as exc:
             raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
         return Store(client, config)

@@ -1,0 +1,218 @@
+"""`chromasync daemon`: the warm search process (`owner.daemon`) and its controls.
+
+`search` and `ask` start it by themselves; `daemon start|status|stop` are for people and
+scripts, and `daemon run` is the process itself, in the foreground.
+
+Besides the REST API it serves two routes of its own on its socket (`daemon_routes`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import click
+
+from .. import api
+from ..owner import daemon as daemons
+from ..owner.locate import find_owner
+from .common import reported_errors, settings_from_flags, stderr_console, store_options
+
+#: The most `--flags-on-stdin` reads (a command's flags as JSON).
+_MAX_FLAGS = 1024 * 1024
+
+
+@click.group("daemon")
+def daemon_group() -> None:
+    """The warm search process that `search` and `ask` start and talk to.
+
+    It holds the store, the model and the keyword index in memory, owns the data dir as a
+    reader (an ingest or `serve` makes it leave), and exits after 10 minutes without a
+    request (CHROMASYNC_DAEMON_IDLE seconds). CHROMASYNC_NO_DAEMON=1 or --no-daemon keeps
+    a command in its own process.
+    """
+
+
+@daemon_group.command("run")
+@store_options
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(0.2, 7 * 24 * 3600),
+    help="Exit after this many seconds without a request [env CHROMASYNC_DAEMON_IDLE; 600].",
+)
+@click.option("--flags-on-stdin", is_flag=True, hidden=True)
+def run(idle_timeout: float | None, flags_on_stdin: bool, **flags: Any) -> None:
+    """Be the daemon, in the foreground (what `search` starts in the background)."""
+    with reported_errors():
+        if flags_on_stdin:
+            flags = json.loads(sys.stdin.read(_MAX_FLAGS))
+        settings = settings_from_flags(**flags)
+        serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ))
+
+
+@daemon_group.command("start")
+@store_options
+def start(**flags: Any) -> None:
+    """Start the daemon for these settings in the background (no-op when it runs)."""
+    with reported_errors():
+        settings = settings_from_flags(**flags)
+        info = daemons.ensure(settings, daemon_flags(flags))
+        if info is None:
+            raise click.ClickException(
+                f"the daemon did not start; see {settings.data_dir / daemons.LOG_FILE}"
+            )
+    click.echo(f"{info.describe()} owns {settings.data_dir}")
+
+
+@daemon_group.command("status")
+@click.option("--data-dir", type=click.Path(file_okay=False), help="The data dir.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def status(data_dir: str | None, as_json: bool) -> None:
+    """Whether a daemon (or another owner) holds the data dir; exit 1 when none runs."""
+    with reported_errors():
+        settings = settings_from_flags(data_dir=data_dir)
+        info = find_owner(settings.data_dir)
+    if as_json:
+        click.echo(json.dumps({"owner": info.as_json() if info else None}, indent=2))
+    elif info is None:
+        click.echo(f"no daemon runs for {settings.data_dir}")
+    else:
+        click.echo(f"{info.describe()} owns {settings.data_dir} since {info.started}")
+    if info is None:
+        sys.exit(1)
+
+
+@daemon_group.command("stop")
+@click.option("--data-dir", type=click.Path(file_okay=False), help="The data dir.")
+def stop(data_dir: str | None) -> None:
+    """Stop the data dir's daemon (after the requests in flight); not serve/watch/mcp."""
+    with reported_errors():
+        settings = settings_from_flags(data_dir=data_dir)
+        info = daemons.stop(settings.data_dir)
+    if info is None:
+        owner = find_owner(settings.data_dir)
+        click.echo(
+            f"no daemon runs for {settings.data_dir}"
+            + (f" ({owner.describe()} owns it: stop that one yourself)" if owner else "")
+        )
+        return
+    click.echo(f"stopped {info.describe()}")
+
+
+def daemon_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags of a command that its daemon needs to resolve the same settings: the store
+    options (not a search's repeatable `--collection`, which is the request's)."""
+    keep = {
+        "data_dir",
+        "collection",
+        "provider",
+        "model",
+        "chroma_url",
+        "chroma_token",
+        "tenant",
+        "database",
+        "embedding_url",
+        "embed_options",
+        "config_path",
+        "sources_file",
+        "allow_root_slash",
+        "rerank_model",
+    }
+    out = {k: v for k, v in flags.items() if k in keep and v not in (None, (), [], False)}
+    if isinstance(out.get("collection"), (tuple, list)):
+        out.pop("collection")
+    if "embed_options" in out:
+        out["embed_options"] = list(out["embed_options"])
+    return out
+
+
+def starting_notice() -> None:
+    """What a command says on stderr when it starts the daemon."""
+    stderr_console().print(
+        "[dim]starting the search daemon for this data dir (it keeps the model warm and "
+        "exits after 10 minutes idle; `chromasync daemon stop`, CHROMASYNC_NO_DAEMON=1)[/]"
+    )
+
+
+# -- the daemon's process ----------------------------------------------------------------------
+
+
+def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
+    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT."""
+    import uvicorn
+
+    from ..owner.service import Service
+    from .daemon_routes import add_daemon_routes
+    from .service import _import_rest
+
+    rest = _import_rest()
+    key = daemons.settings_key(settings)
+    with Service(settings, daemons.ROLE, reader=True, key=key) as service:
+        assert service.socket is not None
+        unix = rest.bind_unix(service.socket)
+        activity = daemons.Activity()
+        app = rest.create_app(service, token=settings.api_token)
+        add_daemon_routes(app, service, daemons.KeyRing(), key)
+        config = uvicorn.Config(
+            _Touch(app, activity),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=5,
+        )
+        server = uvicorn.Server(config)
+        threading.Thread(target=_warm, args=(service,), daemon=True).start()
+        watch = threading.Thread(
+            target=_exit_when_idle, args=(server, activity, idle_timeout), daemon=True
+        )
+        watch.start()
+        stderr_console().print(
+            f"chromasync daemon: pid {os.getpid()} owns {settings.data_dir} as a reader; "
+            f"exits after {idle_timeout:g}s idle"
+        )
+        rest.run_server(app, [unix], server=server)
+    stderr_console().print("chromasync daemon: stopped")
+
+
+class _Touch:
+    """ASGI middleware: every HTTP request counts as activity for the idle timer."""
+
+    def __init__(self, app: Any, activity: daemons.Activity) -> None:
+        self.app = app
+        self.activity = activity
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.activity.begin()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.activity.end()
+
+
+def _exit_when_idle(server: Any, activity: daemons.Activity, timeout: float) -> None:
+    step = min(1.0, max(timeout / 10, 0.05))
+    while not server.should_exit:
+        if activity.idle_for() >= timeout:
+            server.should_exit = True
+            return
+        time.sleep(step)
+
+
+def _warm(service: Any) -> None:
+    """Load the model, the store and the keyword index before the first request needs them."""
+    try:
+        service.embedder.embed_query("warm up")
+        request = api.search_request(api.SearchArgs.of("warm up", k=1), service.settings)
+        service.retrieve(request)
+    except Exception as exc:  # noqa: BLE001 - an empty index, a bad model: a request says so
+        stderr_console().print(f"chromasync daemon: warm-up: {exc}")
+
+
+__all__ = ["daemon_flags", "daemon_group", "serve_daemon", "starting_notice"]

@@ -1,0 +1,63 @@
+"""The search daemon's own routes, beside the REST API on its socket (`cli.daemon`).
+
+`POST /daemon/keys`: the full CLI registers the command-line key of the console script's
+stdlib client (`fastsearch.daemon_search`), after the daemon checked that the CLI's settings
+are its own. `GET /daemon/search`: a search rendered as `chromasync search` prints it, for
+that client: `/search`'s parameters, how to render, and a registered key.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, Depends, FastAPI, Header, Query
+
+from .. import api
+from ..errors import ConfigError
+from ..owner.daemon import KeyRing
+from ..owner.service import Service
+from ..rest import search_query
+from .search import render_search
+
+
+def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -> None:
+    """The daemon's own routes (see the module docstring) on its REST app."""
+
+    @app.post("/daemon/keys", include_in_schema=False)
+    def register(
+        client_key: Annotated[str, Body(alias="key", min_length=1, max_length=128)],
+        settings: Annotated[str, Body(min_length=1, max_length=128)],
+    ) -> dict[str, bool]:
+        if settings != key:
+            raise ConfigError("this daemon runs with other settings")
+        keys.add(client_key)
+        return {"ok": True}
+
+    @app.get("/daemon/search", include_in_schema=False)
+    def search(
+        args: Annotated[api.SearchArgs, Depends(search_query)],
+        render: Annotated[Literal["json", "plain", "files", "rich"], Query()] = "plain",
+        explain: Annotated[bool, Query()] = False,
+        tty: Annotated[bool, Query()] = False,
+        width: Annotated[int, Query(ge=20, le=1000)] = 80,
+        color: Annotated[Literal["none", "standard", "256", "truecolor"] | None, Query()] = None,
+        x_chromasync_key: Annotated[str, Header(max_length=128)] = "",
+    ) -> dict[str, Any]:
+        if x_chromasync_key not in keys:
+            raise ConfigError("unknown command-line key: the full CLI registers it first")
+        result = service.retrieve(api.search_request(args, service.settings))
+        out = io.StringIO()
+        render_search(
+            result,
+            render,
+            explain=explain,
+            out=out,
+            tty=tty,
+            width=width,
+            color=None if color in (None, "none") else color,
+        )
+        return {"stdout": out.getvalue(), "warnings": list(result.warnings)}
+
+
+__all__ = ["add_daemon_routes"]

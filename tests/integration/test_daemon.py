@@ -1,0 +1,309 @@
+"""The search daemon's life (`owner.daemon`, `cli.daemon`): real processes, real Chroma.
+
+`search` starts it when no owner runs and talks to it; the console script's stdlib client
+answers a registered command line without importing chromadb, click or the model; it leaves
+when idle, when asked, or when a writer needs the lock; a SIGKILL loses nothing; two
+clients at once leave one daemon; `serve` owning the data dir is used, not replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chromasync.owner.locate import read_owner
+from chromasync.state.lock import lock_holder
+
+from ..conftest import REPO, run_cli
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("CHROMASYNC_TEST_CHROMA_URL")), reason="")
+
+HEAVY = ("chromadb", "onnxruntime", "click", "rich", "pydantic", "yaml", "numpy", "httpx")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "CHROMASYNC_DATA_DIR": str(tmp_path / "data"),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_COLLECTIONS": "shared",
+        "CHROMASYNC_NO_DAEMON": "",  # this file is about the daemon
+        "CHROMASYNC_DAEMON_IDLE": "120",
+    }
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, env: dict[str, str]) -> Iterator[Path]:
+    notes = tmp_path / "notes"
+    shutil.copytree(REPO / "examples" / "notes", notes)
+    done = run_cli(["ingest", str(notes)], env=env)
+    assert done.returncode == 0, done.stderr
+    yield notes
+    _stop(env)  # never leave a daemon behind
+
+
+def _stop(env: dict[str, str]) -> None:
+    run_cli(["daemon", "stop"], env=env)
+    _wait_free(Path(env["CHROMASYNC_DATA_DIR"]))
+
+
+def _wait_free(data_dir: Path, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lock_holder(data_dir) is None:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _daemon_pid(env: dict[str, str]) -> int | None:
+    data_dir = Path(env["CHROMASYNC_DATA_DIR"])
+    info = read_owner(data_dir)
+    holder = lock_holder(data_dir)
+    if info is None or info.role != "daemon" or holder is None:
+        return None
+    return info.pid if holder.startswith(f"pid {info.pid}:") else None
+
+
+def _search(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    done = run_cli(["search", *args], env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+PROBE = r"""
+import json, sys
+imported = []
+sys.addaudithook(lambda event, args: imported.append(args[0]) if event == "import" else None)
+sys.argv = ["chromasync", *json.loads(sys.argv[1])]
+from chromasync.fastpath import main
+code = main()
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "imported": imported}),
+      file=sys.stderr)
+"""
+
+
+def _probe(env: dict[str, str], args: list[str]) -> tuple[dict[str, object], str, set[str]]:
+    """Run the console script's entry with an import audit: (report, stdout, modules)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    loaded = set(report["modules"]) | set(report["imported"])
+    return report, done.stdout, loaded
+
+
+def test_search_starts_a_daemon_that_answers_the_next_call_without_heavy_imports(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    first = _search(env, "calibrate the grinder", "--json")
+    assert "starting the search daemon" in first.stderr
+    pid = _daemon_pid(env)
+    assert pid is not None
+    status = run_cli(["daemon", "status", "--json"], env=env)
+    assert status.returncode == 0 and json.loads(status.stdout)["owner"]["pid"] == pid
+
+    report, out, loaded = _probe(env, ["search", "calibrate the grinder", "--json"])
+    assert report["code"] == 0  # answered by the daemon, not by the CLI
+    assert json.loads(out) == json.loads(first.stdout)  # the full path's JSON
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY}
+    assert "chromasync.api" not in loaded and "chromasync.cli.main" not in loaded
+
+    # plain lines in a pipe, --files, --no-daemon: the same text by either path
+    plain = _search(env, "calibrate the grinder").stdout
+    _report, fast_plain, _loaded = _probe(env, ["search", "calibrate the grinder"])
+    assert fast_plain == plain
+    alone = _search(env, "calibrate the grinder", "--no-daemon").stdout
+    assert alone == plain
+    files = _search(env, "grinder", "--files").stdout.splitlines()
+    assert files and files[0] == "guides/install.md" and len(set(files)) == len(files)
+    assert _daemon_pid(env) == pid  # one daemon served all of it
+
+
+def test_an_unregistered_command_line_goes_to_the_cli_which_registers_it(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    _search(env, "grinder", "--json")
+    other = {**env, "CHROMASYNC_CHUNK_MAX_TOKENS": "200"}  # another key, other settings
+    report, _out, _loaded = _probe(other, ["search", "grinder", "--json"])
+    assert report["code"] is None  # the stdlib client declined: the CLI ran it
+    # the CLI saw other settings: it replaced the daemon with one of its own
+    pid = _daemon_pid(other)
+    assert pid is not None
+    report, _out, _loaded = _probe(other, ["search", "grinder", "--json"])
+    assert report["code"] == 0
+
+
+def test_idle_daemon_exits_and_the_next_search_starts_another(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    quick = {**env, "CHROMASYNC_DAEMON_IDLE": "0.5"}
+    _search(quick, "grinder")
+    pid = _daemon_pid(quick)
+    assert pid is not None
+    assert _wait_free(Path(env["CHROMASYNC_DATA_DIR"]), timeout=60)
+    assert read_owner(Path(env["CHROMASYNC_DATA_DIR"])) is None  # it cleaned up after itself
+    again = _search(quick, "grinder")
+    assert "starting the search daemon" in again.stderr  # a new one, not the old one
+
+
+def test_sigkill_loses_nothing_and_a_stale_socket_is_replaced(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    before = _search(env, "grinder", "--json").stdout
+    pid = _daemon_pid(env)
+    assert pid is not None
+    data_dir = Path(env["CHROMASYNC_DATA_DIR"])
+    info = read_owner(data_dir)
+    assert info is not None
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_free(data_dir)
+    assert Path(info.socket).exists() and (data_dir / "owner.json").exists()  # left behind
+
+    report, _out, _loaded = _probe(env, ["search", "grinder", "--json"])
+    after = _search(env, "grinder", "--json").stdout
+    assert report["code"] is None or report["code"] == 0
+    assert json.loads(after) == json.loads(before)
+    new = _daemon_pid(env)
+    assert new is not None and new != pid
+    again = run_cli(["ingest", str(indexed), "--json"], env=env)  # nothing lost, nothing to do
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert (summary["files_new"], summary["files_updated"], summary["files_deleted"]) == (0, 0, 0)
+    assert summary["files_unchanged"] == 5
+
+
+def test_a_query_in_flight_when_the_daemon_is_killed_is_answered_by_the_next_one(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    _search(env, "grinder")
+    pid = _daemon_pid(env)
+    assert pid is not None
+    results: list[subprocess.CompletedProcess[str]] = []
+    worker = threading.Thread(
+        target=lambda: results.append(run_cli(["search", "espresso", "--json"], env=env))
+    )
+    worker.start()
+    os.kill(pid, signal.SIGKILL)  # in flight or about to be: either way the search answers
+    worker.join(timeout=300)
+    assert results and results[0].returncode == 0, results[0].stderr if results else ""
+    assert json.loads(results[0].stdout)["hits"]
+
+
+def test_two_clients_at_once_leave_one_daemon(indexed: Path, env: dict[str, str]) -> None:
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "chromasync", "search", query, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full,
+        )
+        for query in ("grinder", "sourdough")
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _out, err in outs]
+    assert all(json.loads(out)["hits"] for out, _err in outs)
+    pid = _daemon_pid(env)
+    assert pid is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _daemons_of(env) != [pid]:
+        time.sleep(0.1)  # a daemon that lost the race for the lock exits
+    assert _daemons_of(env) == [pid]
+
+
+def _daemons_of(env: dict[str, str]) -> list[int]:
+    """The pids of `chromasync daemon run` processes started with this data dir."""
+    mine = f"CHROMASYNC_DATA_DIR={env['CHROMASYNC_DATA_DIR']}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"daemon\0run" in cmdline and mine in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def test_a_writer_makes_the_daemon_leave_and_keeps_the_fast_path(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    first = run_cli(["ingest", str(indexed), "--json"], env=env)  # records the snapshot
+    assert first.returncode == 0
+    _search(env, "grinder")
+    assert _daemon_pid(env) is not None
+    (indexed / "new.md").write_text("# New\n\nA fresh note about tamping.\n", encoding="utf-8")
+    done = run_cli(["ingest", str(indexed), "--json"], env=env)
+    assert done.returncode == 0, done.stderr
+    assert "owned by" not in done.stderr  # it did not go through the reader
+    assert _daemon_pid(env) is None
+    hits = json.loads(_search(env, "tamping", "--json", "--mode", "keyword").stdout)["hits"]
+    assert any(h["path"] == "new.md" for h in hits)  # a new daemon sees the write
+    verify = run_cli(["verify"], env=env)
+    assert verify.returncode == 0, verify.stderr
+
+
+def test_serve_takes_over_from_the_daemon_and_searches_go_through_serve(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    _search(env, "grinder")
+    pid = _daemon_pid(env)
+    assert pid is not None
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "chromasync", "serve", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full,
+    )
+    try:
+        data_dir = Path(env["CHROMASYNC_DATA_DIR"])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            info = read_owner(data_dir)
+            if info is not None and info.role == "serve" and Path(info.socket).exists():
+                break
+            assert serve.poll() is None, serve.stderr.read() if serve.stderr else ""
+            time.sleep(0.1)
+        else:
+            pytest.fail("serve did not take over")
+        done = _search(env, "grinder", "--json")
+        assert json.loads(done.stdout)["hits"]
+        assert "starting the search daemon" not in done.stderr  # serve answered
+        info = read_owner(data_dir)
+        assert info is not None and info.role == "serve"
+    finally:
+        serve.send_signal(signal.SIGINT)
+        serve.wait(timeout=60)
+
+
+def test_no_daemon_env_and_flag_keep_the_search_in_process(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    _search({**env, "CHROMASYNC_NO_DAEMON": "1"}, "grinder")
+    assert _daemon_pid(env) is None
+    _search(env, "grinder", "--no-daemon")
+    assert _daemon_pid(env) is None
+    stop = run_cli(["daemon", "status"], env=env)
+    assert stop.returncode == 1 and "no daemon" in stop.stdout
