@@ -305,9 +305,10 @@ def mcp_command(
         from ..mcp import run_http
 
         def listening(url: str) -> None:
-            stderr_console().print(
+            click.echo(
                 f"chromasync mcp: {url} (streamable HTTP); "
-                f"token {'required' if settings.api_token else 'not set'}"
+                f"token {'required' if settings.api_token else 'not set'}",
+                err=True,
             )
 
         with contextlib.suppress(KeyboardInterrupt):
@@ -320,7 +321,7 @@ def mcp_command(
                 reload=lambda: settings_from_flags(**flags),
                 on_listen=listening,
             )
-    stderr_console().print("chromasync mcp: stopped")
+    click.echo("chromasync mcp: stopped", err=True)
 
 
 __all__ = ["mcp_command", "serve", "watch"]
