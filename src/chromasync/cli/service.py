@@ -3,11 +3,14 @@
 Each of them owns the data dir while it runs (see `owner`): it holds the lock, serves the
 REST API on the owner socket for the other local processes, and runs every ingest on one
 worker. `serve` also listens on TCP (127.0.0.1:8765 by default) and serves the search page;
-`serve --watch` keeps the sources in sync as `watch` does.
+`serve --watch` keeps the sources in sync as `watch` does. `mcp` serves over stdio, or with
+`--http` over streamable HTTP (127.0.0.1:8766 by default); it becomes the owner at its first
+tool call unless another process owns the data dir (then it goes through that one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +30,8 @@ from .common import (
 )
 
 DEFAULT_PORT = 8765
+#: `chromasync mcp --http` (mcp.DEFAULT_HTTP_PORT; not imported here: the mcp extra is lazy)
+DEFAULT_MCP_PORT = 8766
 
 
 def _loopback(host: str) -> bool:
@@ -229,14 +234,94 @@ def watch(
 
 @click.command("mcp")
 @store_options
-def mcp_command(**flags: Any) -> None:
-    """Serve the Model Context Protocol over stdio (tools: search, ask, list_sources,
-    get_document, get, multi_get, reindex)."""
+@click.option("--http", "http", is_flag=True, help="Serve over streamable HTTP, not stdio.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (with --http).",
+)
+@click.option(
+    "--port",
+    default=DEFAULT_MCP_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (with --http).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    help="An Origin (scheme://host[:port]) allowed besides loopback pages (with --http; "
+    "repeatable).",
+)
+@click.option(
+    "--allow-no-token",
+    is_flag=True,
+    help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
+)
+@click.pass_context
+def mcp_command(
+    ctx: click.Context,
+    /,
+    http: bool,
+    host: str,
+    port: int,
+    allow_origins: Sequence[str],
+    allow_no_token: bool,
+    **flags: Any,
+) -> None:
+    """Serve the Model Context Protocol over stdio, or with --http over streamable HTTP at
+    http://HOST:PORT/mcp (tools: search, ask, list_sources, get_document, get, multi_get,
+    links, suggest, summaries, reindex).
+
+    Over HTTP, a request whose Origin is neither a loopback page nor an --allow-origin is
+    refused, as is one whose Host is not HOST or a loopback name; with CHROMASYNC_API_TOKEN
+    set, every request needs `Authorization: Bearer <token>`.
+    """
+    http_only = ("host", "port", "allow_origins", "allow_no_token")
+    given = [
+        name
+        for name in http_only
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+    ]
+    if given and not http:
+        option = "--" + given[0].removesuffix("s").replace("_", "-")
+        raise click.UsageError(f"{option} only applies with --http")
     with reported_errors():
         settings = settings_from_flags(**flags)
-        from ..mcp import run_stdio
+    if http and not _loopback(host) and not settings.api_token and not allow_no_token:
+        raise click.UsageError(
+            f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
+            "(or pass --allow-no-token)"
+        )
+    with reported_errors():
+        if not http:
+            from ..mcp import run_stdio
 
-        run_stdio(settings, reload=lambda: settings_from_flags(**flags))
+            run_stdio(settings, reload=lambda: settings_from_flags(**flags))
+            return
+        _import_rest()
+        from ..mcp import run_http
+
+        def listening(url: str) -> None:
+            click.echo(
+                f"chromasync mcp: {url} (streamable HTTP); "
+                f"token {'required' if settings.api_token else 'not set'}",
+                err=True,
+            )
+
+        with contextlib.suppress(KeyboardInterrupt):
+            run_http(
+                settings,
+                host,
+                port,
+                allowed_hosts=_allowed_hosts(host),
+                allowed_origins=allow_origins,
+                reload=lambda: settings_from_flags(**flags),
+                on_listen=listening,
+            )
+    click.echo("chromasync mcp: stopped", err=True)
 
 
 __all__ = ["mcp_command", "serve", "watch"]
