@@ -17,6 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -25,6 +26,7 @@ from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import LockError
 from ..owner.index import LocalIndex, open_index, owner_client
 from ..records import Hit
+from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable, state_identity
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
@@ -83,7 +85,13 @@ def search(query: str, as_json: bool, files_only: bool, explain: bool, **flags: 
     for warning in result.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
-        click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        data = result.as_json()
+        if settings.editor_uri:
+            links = open_urls(settings, result.hits)
+            data["hits"] = [
+                {**h.as_json(), "open_url": u} for h, u in zip(result.hits, links, strict=True)
+            ]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     if files_only:
         for path in dict.fromkeys(hit.path for hit in result.hits):
@@ -92,7 +100,7 @@ def search(query: str, as_json: bool, files_only: bool, explain: bool, **flags: 
     if not result.groups and not sys.stdout.isatty() and not explain:
         click.echo(plain_lines(result), nl=False)  # what the keyword fast path prints too
         return
-    _print_result(result, explain)
+    _print_result(result, explain, open_urls(settings, result.hits))
 
 
 def _record_keyword_search(
@@ -110,6 +118,8 @@ def _record_keyword_search(
         return
     if settings.config_file is not None and settings.config_file.contexts:
         return  # the fast path does not attach `context:` descriptions; the full path does
+    if settings.editor_uri:
+        return  # nor `open_url` links to `--json` hits
     key = search_key(os.environ)
     if key is None:
         return
@@ -139,8 +149,16 @@ def _refuse_if_owned(settings: api.Settings, command: str) -> None:
         )
 
 
-def _print_result(result: api.SearchResult, explain: bool = False) -> None:
-    console = Console(highlight=False)
+def _print_result(
+    result: api.SearchResult,
+    explain: bool = False,
+    links: Sequence[str | None] = (),
+    console: Console | None = None,
+) -> None:
+    """The hits for a terminal; a hit with a link (`editor_uri`) has its citation made an
+    OSC-8 hyperlink (rich writes it only where the console is a terminal)."""
+    console = console or Console(highlight=False)
+    link_of = dict(enumerate(links))
     if not result.hits:
         console.print("no hits")
         return
@@ -149,13 +167,14 @@ def _print_result(result: api.SearchResult, explain: bool = False) -> None:
         for value, indexes in result.groups:
             console.rule(f"{escape(result.group_field or '')}: {escape(safe(value))}")
             for i in indexes:
-                _print_hit(console, i + 1, result.hits[i], result, show_collection, explain)
+                hit = result.hits[i]
+                _print_hit(console, i + 1, hit, result, show_collection, explain, link_of.get(i))
         return
     weaker = weaker_from(result.hits)
     for rank, hit in enumerate(result.hits, 1):
         if rank - 1 == weaker:
             console.print(Text(WEAKER_LINE, style="dim"))
-        _print_hit(console, rank, hit, result, show_collection, explain)
+        _print_hit(console, rank, hit, result, show_collection, explain, link_of.get(rank - 1))
 
 
 def _print_hit(
@@ -165,13 +184,14 @@ def _print_hit(
     result: api.SearchResult,
     show_collection: bool,
     explain: bool = False,
+    link: str | None = None,
 ) -> None:
     where = hit.citation
     line = Text()
     line.append(f"{rank}. ", style="bold")
     if show_collection:
         line.append(f"[{safe(hit.collection)}] ", style="magenta")
-    line.append(safe(where), style="cyan")
+    line.append(safe(where), style=Style(color="cyan", link=link) if link else "cyan")
     if hit.relevance is not None:
         line.append(f" {hit.relevance:.2f}", style="bold")
     line.append(" " + score_text(replace(hit, relevance=None)), style="dim")
