@@ -77,6 +77,7 @@ from .errors import (
 )
 from .owner.service import Service
 from .records import Hit
+from .retrieve.editor import open_urls
 
 log = logging.getLogger(__name__)
 
@@ -314,12 +315,17 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     return data
 
 
-def result_json(result: api.SearchResult) -> dict[str, Any]:
+def result_json(
+    result: api.SearchResult, links: Sequence[str | None] | None = None
+) -> dict[str, Any]:
     """A search result as `chromasync search --json` prints it; each hit also has its
-    `citation` and a `snippet` (text around the first match, with the matched spans)."""
+    `citation` and a `snippet` (text around the first match, with the matched spans), and,
+    given `links` (`editor_uri` set), its `open_url` (null where it has none)."""
     hits = []
-    for hit in result.hits:
+    for index, hit in enumerate(result.hits):
         item = hit_json(hit)
+        if links is not None:
+            item["open_url"] = links[index]
         spans = api.highlight(hit.text, result.query, result.filters.phrases)
         text, shifted = api.snippet(hit.text, spans, width=420)
         item["snippet"] = {"text": text, "spans": [list(span) for span in shifted]}
@@ -444,7 +450,9 @@ def create_app(
     def search(args: Annotated[api.SearchArgs, Depends(search_query)]) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
         request = api.search_request(args, service.settings)
-        return result_json(service.retrieve(request))
+        result = service.retrieve(request)
+        links = open_urls(service.settings, result.hits) if service.settings.editor_uri else None
+        return result_json(result, links)
 
     def _ask(body: AskBody, on_token: Any = None) -> Any:
         return service.answer(body.question, _asked(body), on_token, _fallback(body))

@@ -112,6 +112,18 @@ def test_an_index_that_does_not_cover_the_collection_is_not_recorded(
     assert not list((Path(cli_env["CHROMASYNC_DATA_DIR"]) / "fastpath").glob("*.search"))
 
 
+def test_editor_links_are_not_recorded(notes: Path, cli_env: dict[str, str]) -> None:
+    """The fast path does not render `open_url`: with `editor_uri` set, nothing is recorded
+    and every `--json` search keeps its links."""
+    _ingest(notes, cli_env)
+    env = {**cli_env, "CHROMASYNC_EDITOR_URI": "vscode://file{path}:{line}"}
+    for query in ("grinder calibration", "sourdough starter"):
+        found, fast = _search(env, query, "--json")
+        hits = json.loads(found)["hits"]
+        assert not fast and hits and all(h["open_url"].startswith("vscode://file/") for h in hits)
+    assert not list((Path(cli_env["CHROMASYNC_DATA_DIR"]) / "fastpath").glob("*.search"))
+
+
 def test_the_fast_path_loads_no_store_model_or_cli(notes: Path, cli_env: dict[str, str]) -> None:
     _ingest(notes, cli_env)
     _search(cli_env, "coffee", "--json")

@@ -139,3 +139,42 @@ def test_summaries_on_the_page(url: str, page: object) -> None:
     page.fill("#summary-by", "path:0")  # type: ignore[attr-defined]
     page.press("#summary-by", "Enter")  # type: ignore[attr-defined]
     expect(page.locator("#summaries li.error")).to_contain_text("path:N")  # type: ignore[attr-defined]
+
+
+def test_editor_links_on_the_page(
+    notes: Path, settings: Settings, embedder: HashEmbedder, page: object
+) -> None:
+    """With `editor_uri` set, each hit and the file viewer link to the file in the editor
+    (the page reads `open_url` from /search); without it, no such link."""
+    from chromasync.config.settings import resolve_settings
+
+    expect = sync_api.expect
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    linked = resolve_settings(
+        {"data_dir": str(settings.data_dir), "provider": "hash"},
+        {"CHROMASYNC_COLLECTIONS": "shared", "CHROMASYNC_EDITOR_URI": "vscode://file{path}:{line}"},
+    )
+    with Service(linked, "serve", embedder=embedder) as service:
+        listener = bind_tcp("127.0.0.1", 0)
+        server = BackgroundServer(create_app(service), [listener])
+        server.start()
+        try:
+            page.goto(f"http://127.0.0.1:{listener.getsockname()[1]}/")  # type: ignore[attr-defined]
+            page.fill("#q", "espresso grinder")  # type: ignore[attr-defined]
+            page.press("#q", "Enter")  # type: ignore[attr-defined]
+            hits = page.locator(".hit")  # type: ignore[attr-defined]
+            expect(hits.first).to_be_visible()
+            editors = page.locator(".hit a.editor")  # type: ignore[attr-defined]
+            assert editors.count() == hits.count()
+            root = str(notes.resolve())
+            hrefs = [editors.nth(i).get_attribute("href") for i in range(editors.count())]
+            cites = page.locator(".hit .cite").all_inner_texts()  # type: ignore[attr-defined]
+            for href, cite in zip(hrefs, cites, strict=True):
+                path, lines = cite.strip().rsplit(":", 1)
+                assert href == f"vscode://file{root}/{path}:{lines.split('-')[0]}"
+            page.locator(".hit .cite").first.click()  # type: ignore[attr-defined]
+            viewer_link = page.locator("#viewer-editor")  # type: ignore[attr-defined]
+            expect(viewer_link).to_be_visible()
+            assert viewer_link.get_attribute("href") == hrefs[0]
+        finally:
+            server.stop()

@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from ..owner.daemon import KeyRing
 from ..owner.service import Service
 from ..rest import search_query
+from ..retrieve.editor import open_urls
 from .search import render_search
 
 
@@ -48,10 +49,12 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
             raise ConfigError("unknown command-line key: the full CLI registers it first")
         result = service.retrieve(api.search_request(args, service.settings))
         out = io.StringIO()
+        settings = service.settings
         render_search(
             result,
             render,
             explain=explain,
+            links=open_urls(settings, result.hits) if settings.editor_uri else None,
             out=out,
             tty=tty,
             width=width,

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -25,6 +26,7 @@ from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import LockError
 from ..owner.index import LocalIndex, open_index, owner_client
 from ..records import Hit
+from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable, state_identity
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
@@ -101,7 +103,8 @@ def search(
         fmt = "files"
     else:
         fmt = "plain" if not sys.stdout.isatty() and not explain else "rich"
-    render_search(result, fmt, explain=explain)
+    links = open_urls(settings, result.hits) if settings.editor_uri else None
+    render_search(result, fmt, explain=explain, links=links)
 
 
 def render_search(
@@ -109,6 +112,7 @@ def render_search(
     fmt: str,
     *,
     explain: bool = False,
+    links: Sequence[str | None] | None = None,
     out: TextIO | None = None,
     tty: bool | None = None,
     width: int | None = None,
@@ -116,16 +120,22 @@ def render_search(
 ) -> None:
     """Write a search's output as `search` prints it (`fmt`: json, files, plain, rich) to
     `out` (stdout by default; the daemon renders into a buffer for its stdlib client, with
-    the client's terminal `tty`, `width` and `color` system)."""
+    the client's terminal `tty`, `width` and `color` system). `links`: each hit's editor
+    link (`editor_uri` set), an `open_url` in JSON and an OSC-8 hyperlink in a terminal."""
     write = out.write if out is not None else sys.stdout.write
     if fmt == "json":
-        write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n")
+        data = result.as_json()
+        if links is not None:
+            data["hits"] = [
+                {**h.as_json(), "open_url": u} for h, u in zip(result.hits, links, strict=True)
+            ]
+        write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     elif fmt == "files":
         write("".join(safe(path) + "\n" for path in dict.fromkeys(h.path for h in result.hits)))
     elif fmt == "plain" and not result.groups:
         write(plain_lines(result))  # what the keyword fast path prints too
     elif out is None:
-        _print_result(result, Console(highlight=False), explain)
+        _print_result(result, explain, links or (), Console(highlight=False))
     else:
         console = Console(
             file=out,
@@ -134,7 +144,7 @@ def render_search(
             width=width,
             color_system=color,  # type: ignore[arg-type]
         )
-        _print_result(result, console, explain)
+        _print_result(result, explain, links or (), console)
     if out is None:
         sys.stdout.flush()
 
@@ -154,6 +164,8 @@ def _record_keyword_search(
         return
     if settings.config_file is not None and settings.config_file.contexts:
         return  # the fast path does not attach `context:` descriptions; the full path does
+    if settings.editor_uri:
+        return  # nor `open_url` links to `--json` hits
     key = search_key(os.environ)
     if key is None:
         return
@@ -183,7 +195,16 @@ def _refuse_if_owned(settings: api.Settings, command: str) -> None:
         )
 
 
-def _print_result(result: api.SearchResult, console: Console, explain: bool = False) -> None:
+def _print_result(
+    result: api.SearchResult,
+    explain: bool = False,
+    links: Sequence[str | None] = (),
+    console: Console | None = None,
+) -> None:
+    """The hits for a terminal; a hit with a link (`editor_uri`) has its citation made an
+    OSC-8 hyperlink (rich writes it only where the console is a terminal)."""
+    console = console or Console(highlight=False)
+    link_of = dict(enumerate(links))
     if not result.hits:
         console.print("no hits")
         return
@@ -192,13 +213,14 @@ def _print_result(result: api.SearchResult, console: Console, explain: bool = Fa
         for value, indexes in result.groups:
             console.rule(f"{escape(result.group_field or '')}: {escape(safe(value))}")
             for i in indexes:
-                _print_hit(console, i + 1, result.hits[i], result, show_collection, explain)
+                hit = result.hits[i]
+                _print_hit(console, i + 1, hit, result, show_collection, explain, link_of.get(i))
         return
     weaker = weaker_from(result.hits)
     for rank, hit in enumerate(result.hits, 1):
         if rank - 1 == weaker:
             console.print(Text(WEAKER_LINE, style="dim"))
-        _print_hit(console, rank, hit, result, show_collection, explain)
+        _print_hit(console, rank, hit, result, show_collection, explain, link_of.get(rank - 1))
 
 
 def _print_hit(
@@ -208,13 +230,14 @@ def _print_hit(
     result: api.SearchResult,
     show_collection: bool,
     explain: bool = False,
+    link: str | None = None,
 ) -> None:
     where = hit.citation
     line = Text()
     line.append(f"{rank}. ", style="bold")
     if show_collection:
         line.append(f"[{safe(hit.collection)}] ", style="magenta")
-    line.append(safe(where), style="cyan")
+    line.append(safe(where), style=Style(color="cyan", link=link) if link else "cyan")
     if hit.relevance is not None:
         line.append(f" {hit.relevance:.2f}", style="bold")
     line.append(" " + score_text(replace(hit, relevance=None)), style="dim")

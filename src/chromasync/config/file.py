@@ -83,6 +83,7 @@ class SearchModel(_Model):
     rerank_model: str | None = None
     duplicate_threshold: float | None = Field(default=None, ge=0, le=1)
     keyword_refresh_s: int | None = Field(default=None, ge=0)
+    editor_uri: str | None = Field(default=None, max_length=2048)
 
 
 class AnswerModel(_Model):
@@ -310,6 +311,7 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
             put("rerank_model", folder, ("search", "rerank_model"))
         put("duplicate_threshold", search.duplicate_threshold, ("search", "duplicate_threshold"))
         put("keyword_refresh_s", search.keyword_refresh_s, ("search", "keyword_refresh_s"))
+        put("editor_uri", search.editor_uri, ("search", "editor_uri"))
     if model.answer is not None:
         answer = model.answer
         put("llm_url", answer.llm_url, ("answer", "llm_url"))

@@ -71,6 +71,7 @@ _FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
     "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
     "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
+    "editor_uri": ("CHROMASYNC_EDITOR_URI", None),
     # The token clients of `serve`/`mcp`/an owner send (Bearer); environment or flag only.
     "api_token": ("CHROMASYNC_API_TOKEN", None),
     "llm_url": ("CHROMASYNC_LLM_URL", None),
@@ -171,6 +172,7 @@ class Settings:
     rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
     duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
     keyword_refresh_s: int = 300  # max age of the keyword mirror of a shared collection
+    editor_uri: str | None = None  # a hit's "open in editor" link, see `check_editor_uri`
     llm_url: str | None = None  # an OpenAI-compatible chat endpoint; None: extractive answers
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)  # environment only
@@ -240,6 +242,60 @@ def kind_slug(kind: str) -> str:
     """A source kind as it appears in a collection name: lower case, [a-z0-9_-]."""
     slug = re.sub(r"[^a-z0-9_-]+", "-", kind.strip().lower()).strip("-_")
     return slug or "default"
+
+
+#: The placeholders of `editor_uri` (rendered by `retrieve.editor.open_url`): `{path}` the
+#: file's absolute path, `{relpath}` its path in its source, both URL-quoted; `{line}` the
+#: hit's first line (1 when unknown); `{source}` the source's label, URL-quoted.
+EDITOR_PLACEHOLDERS = ("path", "line", "source", "relpath")
+#: Schemes an editor link may not use: a link that runs code where it is clicked.
+_REFUSED_SCHEMES = ("javascript", "data", "vbscript")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+EDITOR_URI_MAX = 2048
+
+
+def check_editor_uri(template: object, origin: str = "") -> str:
+    """`template` if it is a usable `editor_uri`, else a `ConfigError` saying why.
+
+    It must start with a URI scheme (`vscode:`, `idea:`, `file:`...; not `javascript:`,
+    `data:` or `vbscript:`), hold no whitespace or control characters, and use
+    only the `EDITOR_PLACEHOLDERS`, without format specs (`{{` and `}}` are literal braces).
+    """
+    import string
+
+    where = f" ({origin})" if origin else ""
+    text = str(template)
+    if len(text) > EDITOR_URI_MAX:
+        raise ConfigError(f"editor_uri is longer than {EDITOR_URI_MAX} characters{where}")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise ConfigError(
+            f"editor_uri {text!r} holds whitespace or a control character; URL-quote it{where}"
+        )
+    scheme = _SCHEME.match(text)
+    if scheme is None or scheme.group(1).lower() in _REFUSED_SCHEMES:
+        raise ConfigError(
+            f"editor_uri {text!r} must start with an editor's URI scheme such as "
+            f"vscode://file{{path}}:{{line}} (not javascript:, data: or vbscript:){where}"
+        )
+    known = ", ".join("{" + name + "}" for name in EDITOR_PLACEHOLDERS)
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ConfigError(
+            f"editor_uri {text!r} is not a valid template ({exc}); write a literal brace as "
+            f"{{{{ or }}}}{where}"
+        ) from None
+    for _literal, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if name not in EDITOR_PLACEHOLDERS or spec or conversion:
+            shown = "{" + name + ("!" + conversion if conversion else "")
+            shown += (":" + spec if spec else "") + "}"
+            raise ConfigError(
+                f"editor_uri {text!r} uses the unknown placeholder {shown}; the placeholders "
+                f"are {known}{where}"
+            )
+    return text
 
 
 def find_config_file(flag: str | Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -323,6 +379,10 @@ def resolve_settings(
             f"collections must be one of {', '.join(COLLECTION_MODES)}, got "
             f"{values['collections']!r} ({origins['collections']})"
         )
+    if values["editor_uri"]:
+        values["editor_uri"] = check_editor_uri(values["editor_uri"], origins["editor_uri"])
+    else:
+        values["editor_uri"] = None
     values["data_dir"] = Path(values["data_dir"]).expanduser()
     values["provider_options"] = dict(values.get("provider_options") or {})
     values["skip_paths"] = tuple(values.get("skip_paths") or ())

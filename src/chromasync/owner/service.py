@@ -2,9 +2,11 @@
 
 `Service` is the API-level object behind `chromasync serve`, `watch` and `mcp`: it takes the
 data dir's lock for the life of the process (`lock.StoreLock(owner=True)`), advertises the
-process in `owner.json` (see `owner`), keeps one embedder (so the model loads once), and runs
-every write (ingests, source removals) on one background worker (`jobs.JobRunner`), one at a
-time. The surfaces stay thin: they parse input, call `Service` or `api`, and render.
+process in `owner.json` (see `owner`), keeps one embedder (so the model loads once; its
+query vectors in a bounded LRU, `embed.querycache`, so a repeated query is not embedded
+again), and runs every write (ingests, source removals) on one background worker
+(`jobs.JobRunner`), one at a time. The surfaces stay thin: they parse input, call
+`Service` or `api`, and render.
 
     with Service(settings, role="serve", url="http://127.0.0.1:8765") as service:
         job = service.reindex(["notes"])
@@ -27,6 +29,7 @@ from ..answer.records import Answer
 from ..config.file import load_config_file
 from ..config.settings import Settings
 from ..embed import Embedder
+from ..embed.querycache import QueryCache
 from ..errors import ConfigError, LockError
 from ..records import Hit, SourceSpec
 from ..state.lock import StoreLock
@@ -64,7 +67,7 @@ class Service:
         self.source_listeners: list[Callable[[SourceSpec], None]] = []
         self.removal_listeners: list[Callable[[str], None]] = []
         self._environ = environ
-        self._embedder = embedder
+        self._embedder = QueryCache(embedder) if embedder is not None else None
         self._embedder_lock = threading.Lock()
         self._on_finish = on_finish
         self._reload = reload
@@ -127,7 +130,7 @@ class Service:
     def embedder(self) -> Embedder:
         with self._embedder_lock:
             if self._embedder is None:
-                self._embedder = api.make_embedder_for(self.settings)
+                self._embedder = QueryCache(api.make_embedder_for(self.settings))
             return self._embedder
 
     def _runner(self) -> JobRunner:
