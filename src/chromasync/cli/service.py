@@ -20,6 +20,7 @@ import click
 
 from .. import api
 from ..errors import ConfigError, LockError
+from ..owner.daemon import ROLE as DAEMON_ROLE
 from ..owner.locate import find_owner
 from ..records import SourceSpec
 from .common import (
@@ -161,7 +162,7 @@ def serve(
     with reported_errors():
         rest = _import_rest()
         owner = find_owner(settings.data_dir)
-        if owner is not None:
+        if owner is not None and owner.role != DAEMON_ROLE:  # the daemon makes way (lock)
             raise LockError(
                 f"the data dir {str(settings.data_dir)!r} is owned by {owner.describe()}; "
                 "use that one (or stop it first)"

@@ -135,7 +135,8 @@ class StoreLock:
             invalidate(str(self.path.parent))
         os.ftruncate(fd, 0)
         mark = READER_MARK if self.reader else ""
-        os.write(fd, f"pid {os.getpid()}: {mark}{' '.join(sys.argv)[:300]}\n".encode())
+        text = f"pid {os.getpid()}: {mark}{' '.join(sys.argv)[:300]}\n"
+        os.pwrite(fd, text.encode(), 0)  # at 0: reading the holder moved the file offset
         return fd
 
     def release(self) -> None:
@@ -218,10 +219,25 @@ def yield_reader(data_dir: Path, holder: str) -> bool:
         return False
     deadline = time.monotonic() + READER_LEAVES_IN
     while time.monotonic() < deadline:
-        if lock_holder(data_dir) is None:
+        if _kernel_lock_free(data_dir / LOCK_FILE):
             return True
         time.sleep(0.02)
     return False
+
+
+def _kernel_lock_free(path: Path) -> bool:
+    """Nobody holds the kernel lock on `path` (callers may hold `_GUARD`: no `lock_holder`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the shared lock taken above
+    return True
 
 
 def reader_holds(text: str) -> bool:
