@@ -299,7 +299,7 @@ def test_serve_takes_over_from_the_daemon_and_searches_go_through_serve(
         assert info is not None and info.role == "serve"
     finally:
         serve.send_signal(signal.SIGINT)
-        serve.wait(timeout=60)
+        serve.communicate(timeout=60)
 
 
 def test_no_daemon_env_and_flag_keep_the_search_in_process(

@@ -28,6 +28,17 @@ log = logging.getLogger(__name__)
 _EMBEDDED_OPEN = threading.Lock()
 
 
+_CHROMA_SETTINGS: list[Any] = []
+
+
+def _chroma_settings(factory: Any) -> Any:
+    """chromadb's client settings, made once: a pydantic-settings object reads the whole
+    environment when built, which cost a warm search a fifth of its time."""
+    if not _CHROMA_SETTINGS:
+        _CHROMA_SETTINGS.append(factory(anonymized_telemetry=False))
+    return _CHROMA_SETTINGS[0]
+
+
 def open_store(config: StoreConfig, existing: bool = False, reading: bool = False) -> Store:
     """Connect to the configured store (importing chromadb only now).
 
@@ -44,7 +55,7 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
         from chromadb.config import Settings
     except ImportError as exc:  # pragma: no cover - a dependency
         raise StoreError("chromadb is not installed") from exc
-    settings = Settings(anonymized_telemetry=False)
+    settings = _chroma_settings(Settings)
     if target is None:
         path = config.data_dir / CHROMA_DIR
         if reading and path.is_dir() and not os.access(path, os.W_OK):

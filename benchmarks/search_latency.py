@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Search latency as users feel it: fresh processes, the warm daemon, and in process.
+
+    nice python benchmarks/search_latency.py --data-dir DIR [--queries 809] [--full 20]
+
+DIR is a data dir holding SciFact indexed with the default model (e.g. the one
+`benchmarks/retrieval.py` builds in /tmp/chromasync-bench-retrieval/scifact-data); the
+queries are SciFact's 809 training claims. Measured side by side in one run, each row a
+new process per query unless it says otherwise (`python -m chromasync`, the console
+script's entry):
+
+* `python -c pass`: the floor of any fresh process on this machine;
+* `search Q --mode keyword --json` with no daemon (the SQLite snapshot path);
+* `search Q --json` (hybrid) through the warm daemon (the stdlib client);
+* the first hybrid query after the daemon was stopped (it starts one: model and store load);
+* `search Q --json --no-daemon` (hybrid in its own process: the code before the daemon);
+* `api.retrieve` in one warm process (hybrid; what REST, MCP and the daemon do per query).
+
+Prints p50/p95/p99 in milliseconds and each p50 as a multiple of `python -c pass`; writes
+the figures as JSON (--out). Never run two benchmarks at once on a small machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+sys.path.insert(0, str(REPO / "src"))
+
+from chromasync import api  # noqa: E402
+from chromasync.retrieve.evaluate import percentile  # noqa: E402
+
+
+def claims(limit: int | None) -> list[str]:
+    """SciFact's training claims, in file order."""
+    path = SHARED / "corpora" / "scifact" / "train_queries.jsonl"
+    out = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                out.append(str(json.loads(line)["query"]))
+    return out[:limit] if limit else out
+
+
+def figures(samples_s: Sequence[float]) -> dict[str, float]:
+    ms = sorted(s * 1000 for s in samples_s)
+    return {
+        "n": len(ms),
+        "p50_ms": round(percentile(ms, 0.50), 1),
+        "p95_ms": round(percentile(ms, 0.95), 1),
+        "p99_ms": round(percentile(ms, 0.99), 1),
+    }
+
+
+def timed(argv: Sequence[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    took = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:6])}... failed: {done.stderr[-2000:]}")
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--queries", type=int, default=None, help="only the first N claims")
+    parser.add_argument("--full", type=int, default=20, help="queries for --no-daemon")
+    parser.add_argument("--boots", type=int, default=3, help="daemon starts to time")
+    parser.add_argument("--floor", type=int, default=30, help="`python -c pass` runs")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+
+    queries = claims(args.queries)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CHROMASYNC_DATA_DIR": str(args.data_dir)}
+    cli = [sys.executable, "-m", "chromasync"]
+    rows: dict[str, dict[str, float]] = {}
+    load = {"start": os.getloadavg()[0]}
+
+    def stop_daemon() -> None:
+        subprocess.run([*cli, "daemon", "stop"], env=env, capture_output=True, timeout=120)
+
+    stop_daemon()
+    rows["python -c pass"] = figures(
+        [timed([sys.executable, "-c", "pass"], env) for _ in range(args.floor)]
+    )
+
+    alone = {**env, "CHROMASYNC_NO_DAEMON": "1"}
+    timed([*cli, "search", queries[0], "--mode", "keyword", "--json"], alone)  # records
+    rows["keyword, fresh process, no daemon"] = figures(
+        [timed([*cli, "search", q, "--mode", "keyword", "--json"], alone) for q in queries]
+    )
+
+    boots = []
+    for i in range(args.boots):
+        stop_daemon()
+        boots.append(timed([*cli, "search", queries[i], "--json"], env))
+    rows["hybrid, first query after boot (starts the daemon)"] = figures(boots)
+    rows["hybrid, fresh process, warm daemon"] = figures(
+        [timed([*cli, "search", q, "--json"], env) for q in queries]
+    )
+    stop_daemon()
+
+    rows["hybrid, fresh process, --no-daemon (before)"] = figures(
+        [timed([*cli, "search", q, "--json", "--no-daemon"], env) for q in queries[: args.full]]
+    )
+
+    settings = api.resolve_settings({"data_dir": str(args.data_dir)}, os.environ)
+    embedder = api.make_embedder_for(settings)
+    warm = api.search_request(api.SearchArgs.of(queries[0]), settings)
+    api.retrieve(warm, settings, embedder=embedder)
+    samples = []
+    for q in queries:
+        request = api.search_request(api.SearchArgs.of(q), settings)
+        began = time.perf_counter()
+        api.retrieve(request, settings, embedder=embedder)
+        samples.append(time.perf_counter() - began)
+    rows["hybrid, in process, warm (api.retrieve)"] = figures(samples)
+    load["end"] = os.getloadavg()[0]
+
+    floor = rows["python -c pass"]["p50_ms"]
+    print(f"\n{len(queries)} SciFact claims; load average {load['start']:.2f} -> {load['end']:.2f}")
+    print(f"| {'what':<52} | {'n':>4} | {'p50 ms':>7} | {'p95 ms':>7} | {'p99 ms':>7} | x pass |")
+    print(f"|{'-' * 54}|{'-' * 6}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 8}|")
+    for name, row in rows.items():
+        print(
+            f"| {name:<52} | {row['n']:>4} | {row['p50_ms']:>7.1f} | {row['p95_ms']:>7.1f} "
+            f"| {row['p99_ms']:>7.1f} | {row['p50_ms'] / floor:>6.1f} |"
+        )
+    if args.out:
+        args.out.write_text(json.dumps({"rows": rows, "load": load}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
