@@ -311,3 +311,12 @@ def test_no_daemon_env_and_flag_keep_the_search_in_process(
     assert _daemon_pid(env) is None
     stop = run_cli(["daemon", "status"], env=env)
     assert stop.returncode == 1 and "no daemon" in stop.stdout
+
+
+def test_no_daemon_starts_for_a_data_dir_with_nothing_indexed(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    empty = {**env, "CHROMASYNC_DATA_DIR": str(tmp_path / "typo")}
+    done = run_cli(["search", "grinder"], env=empty)
+    assert "starting the search daemon" not in done.stderr
+    assert _daemon_pid(empty) is None

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from .. import api
+from ..errors import ConfigError
 from ..owner import daemon as daemons
 from ..owner.locate import find_owner
 from .common import reported_errors, settings_from_flags, stderr_console, store_options
@@ -49,7 +50,10 @@ def run(idle_timeout: float | None, flags_on_stdin: bool, **flags: Any) -> None:
     """Be the daemon, in the foreground (what `search` starts in the background)."""
     with reported_errors():
         if flags_on_stdin:
-            flags = json.loads(sys.stdin.read(_MAX_FLAGS))
+            try:
+                flags = dict(json.loads(sys.stdin.read(_MAX_FLAGS)))
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"--flags-on-stdin: not a JSON object of flags: {exc}") from exc
         settings = settings_from_flags(**flags)
         serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ))
 

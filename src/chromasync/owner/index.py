@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import api
 from ..config.settings import Settings
+from ..datadir import STATE_FILE
 from ..records import Hit
 from . import daemon as daemons
 from .locate import OwnerInfo, find_owner
@@ -118,11 +119,13 @@ def open_index(
     """The owner's client while an owner runs, else the index in this process.
 
     `start`: the command's flags; when given (and `CHROMASYNC_NO_DAEMON` is not set), a
-    search daemon with these settings is started if no owner runs (`daemon.ensure`).
+    search daemon with these settings is started if no owner runs (`daemon.ensure`), unless
+    nothing was indexed here yet (a mistyped `--data-dir` gets its error, not a daemon).
     `register`: the command line's key for the console script's daemon client.
     """
     info: OwnerInfo | None
-    if start is not None and not daemons.daemon_off(os.environ):
+    indexed = (settings.data_dir / STATE_FILE).exists() or bool(settings.chroma_url)
+    if start is not None and indexed and not daemons.daemon_off(os.environ):
         info = daemons.ensure(settings, start, on_start=on_start)
     else:
         info = find_owner(settings.data_dir)
