@@ -8,6 +8,7 @@
       lock                      the one-writer kernel lock (`state.lock`)
       fastpath/                 snapshots of unchanged re-runs (`state.snapshots`)
       owner.json, owner.sock    the long-lived owner and its socket (`owner.locate`)
+      daemon.log                the search daemon's output (`owner.daemon`)
       repos/                    clones of git sources (`corpus.git`)
       summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
 
@@ -37,6 +38,12 @@ LOCK_FILE = "lock"
 SNAPSHOT_DIR = "fastpath"
 OWNER_FILE = "owner.json"
 SOCKET_FILE = "owner.sock"
+DAEMON_LOG = "daemon.log"
+#: What a command says (on stderr) when it starts the search daemon.
+DAEMON_NOTICE = (
+    "starting the search daemon for this data dir (it keeps the model warm and exits after "
+    "10 minutes idle; `chromasync daemon stop`, CHROMASYNC_NO_DAEMON=1)"
+)
 REPOS_DIR = "repos"
 SUMMARIES_FILE = "summaries.json"
 
@@ -113,6 +120,8 @@ def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> s
 __all__ = [
     "CACHE_FILE",
     "CHROMA_DIR",
+    "DAEMON_LOG",
+    "DAEMON_NOTICE",
     "DIR_MODE",
     "FILE_MODE",
     "LOCK_FILE",

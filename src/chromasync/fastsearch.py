@@ -24,7 +24,7 @@ import os
 import sys
 
 from . import __version__
-from .datadir import guess
+from .datadir import STATE_FILE, guess
 
 try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
     from _sha256 import sha256
@@ -229,6 +229,8 @@ _REQUEST_FLAGS = {
 }
 _OUTPUT_FLAGS = frozenset({"--json", "--files", "--explain", "--no-daemon"})
 DAEMON_OFF_ENV = "CHROMASYNC_NO_DAEMON"
+#: How long the client waits for the daemon it started (then the CLI runs the search).
+START_TIMEOUT = 30.0
 #: The most a daemon's answer may hold (bytes): a search prints far less.
 _MAX_REPLY = 64 * 1024 * 1024
 
@@ -322,7 +324,12 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     except OSError:
         return None
     data_dir = guess(line.options, environ, cwd)
-    socket_path = _daemon_socket(data_dir) if data_dir else None
+    if data_dir is None:
+        return None
+    key = daemon_key(line.store, environ, cwd)
+    socket_path = _daemon_socket(data_dir)
+    if socket_path is None and _nobody_owns(data_dir):
+        socket_path = _start_daemon(line, data_dir, key, environ)
     if socket_path is None:
         return None
     tty = sys.stdout.isatty()
@@ -341,7 +348,6 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
 
         params.append(("width", str(shutil.get_terminal_size().columns)))
         params.append(("color", _color_system(environ)))
-    key = daemon_key(line.store, environ, cwd)
     reply = _get(socket_path, "/daemon/search", params, key, environ.get("CHROMASYNC_API_TOKEN"))
     if reply is None:
         return None
@@ -357,6 +363,76 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     sys.stdout.write(text)
     sys.stdout.flush()
     return 0
+
+
+def _nobody_owns(data_dir: str) -> bool:
+    """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
+    import fcntl
+
+    if not os.path.exists(os.path.join(data_dir, STATE_FILE)):
+        return False  # nothing indexed here (or a server store): the CLI decides
+    try:
+        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _start_daemon(
+    line: DaemonLine, data_dir: str, key: str, environ: Mapping[str, str]
+) -> str | None:
+    """Start the daemon from this command line's store options, with its key accepted from
+    the start, and wait until it listens: its socket, or None (the CLI then runs the search,
+    and reports whatever kept the daemon from starting)."""
+    import subprocess
+    import time
+
+    from .datadir import DAEMON_LOG, DAEMON_NOTICE, open_private
+
+    argv = [sys.executable, "-m", "chromasync", "daemon", "run", "--key", key]
+    for name, value in line.store:
+        argv += [name] if name == "--allow-root-slash" else [f"{name}={value}"]
+    sys.stderr.write(DAEMON_NOTICE + "\n")
+    sys.stderr.flush()
+    try:
+        with open_private(os.path.join(data_dir, DAEMON_LOG), "ab") as log:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=dict(environ),
+            )
+    except OSError:
+        return None
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        found = _daemon_socket(data_dir)
+        if found is not None and _listening(found):
+            return found
+        if process.poll() is not None:  # it could not start, or another one won the lock
+            found = _daemon_socket(data_dir)
+            return found if found is not None and _listening(found) else None
+        time.sleep(0.02)
+    return None
+
+
+def _listening(path: str) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def _daemon_socket(data_dir: str) -> str | None:

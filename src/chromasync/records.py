@@ -328,7 +328,10 @@ class Hit:
     def from_metadata(
         cls, rid: str, meta: Mapping[str, Any], text: str, score: float, collection: str
     ) -> Hit:
-        """A hit from a record's stored metadata (the citation fields are read from it)."""
+        """A hit from a record's stored metadata (the citation fields are read from it).
+
+        The metadata's keys are sorted: Chroma returns them in a different order at each
+        query, and `--json` must print the same bytes for the same hits."""
         return cls(
             id=rid,
             path=str(meta.get("path", "")),
@@ -339,7 +342,7 @@ class Hit:
             score=score,
             text=text,
             collection=collection,
-            metadata=dict(meta),
+            metadata=dict(sorted(meta.items())),
         )
 
     @classmethod

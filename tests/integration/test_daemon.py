@@ -123,7 +123,9 @@ def test_search_starts_a_daemon_that_answers_the_next_call_without_heavy_imports
 
     report, out, loaded = _probe(env, ["search", "calibrate the grinder", "--json"])
     assert report["code"] == 0  # answered by the daemon, not by the CLI
-    assert json.loads(out) == json.loads(first.stdout)  # the full path's JSON
+    alone_json = _search(env, "calibrate the grinder", "--json", "--no-daemon").stdout
+    assert out == alone_json  # the in-process path's JSON, byte for byte
+    assert json.loads(first.stdout) == json.loads(out)
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     assert "chromasync.api" not in loaded and "chromasync.cli.main" not in loaded
 

@@ -13,11 +13,14 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from .. import api
+from ..datadir import DAEMON_NOTICE
 from ..errors import ConfigError
 from ..owner import daemon as daemons
 from ..owner.locate import find_owner
@@ -46,7 +49,10 @@ def daemon_group() -> None:
     help="Exit after this many seconds without a request [env CHROMASYNC_DAEMON_IDLE; 600].",
 )
 @click.option("--flags-on-stdin", is_flag=True, hidden=True)
-def run(idle_timeout: float | None, flags_on_stdin: bool, **flags: Any) -> None:
+@click.option("--key", "keys", multiple=True, hidden=True)
+def run(
+    idle_timeout: float | None, flags_on_stdin: bool, keys: tuple[str, ...], **flags: Any
+) -> None:
     """Be the daemon, in the foreground (what `search` starts in the background)."""
     with reported_errors():
         if flags_on_stdin:
@@ -55,7 +61,7 @@ def run(idle_timeout: float | None, flags_on_stdin: bool, **flags: Any) -> None:
             except (ValueError, TypeError) as exc:
                 raise ConfigError(f"--flags-on-stdin: not a JSON object of flags: {exc}") from exc
         settings = settings_from_flags(**flags)
-        serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ))
+        serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ), keys)
 
 
 @daemon_group.command("start")
@@ -136,17 +142,19 @@ def daemon_flags(flags: dict[str, Any]) -> dict[str, Any]:
 
 def starting_notice() -> None:
     """What a command says on stderr when it starts the daemon."""
-    stderr_console().print(
-        "[dim]starting the search daemon for this data dir (it keeps the model warm and "
-        "exits after 10 minutes idle; `chromasync daemon stop`, CHROMASYNC_NO_DAEMON=1)[/]"
-    )
+    stderr_console().print(f"[dim]{escape(DAEMON_NOTICE)}[/]")
 
 
 # -- the daemon's process ----------------------------------------------------------------------
 
 
-def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
-    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT."""
+def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str] = ()) -> None:
+    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT.
+
+    `keys`: command-line keys answered from the start: the console script's client that
+    started this daemon from its own command line passes that line's key (this process's
+    settings come from the same options, folder and environment, which are what it hashes).
+    """
     import uvicorn
 
     from ..owner.service import Service
@@ -160,7 +168,10 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
         unix = rest.bind_unix(service.socket)
         activity = daemons.Activity()
         app = rest.create_app(service, token=settings.api_token)
-        add_daemon_routes(app, service, daemons.KeyRing(), key)
+        ring = daemons.KeyRing()
+        for known in keys:
+            ring.add(known)
+        add_daemon_routes(app, service, ring, key)
         config = uvicorn.Config(
             _Touch(app, activity),
             log_level="warning",

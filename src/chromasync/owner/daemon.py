@@ -41,7 +41,7 @@ from typing import Any
 
 from .. import __version__
 from ..config.settings import Settings
-from ..datadir import make_private_dir, open_private
+from ..datadir import DAEMON_LOG, make_private_dir, open_private
 from ..state.lock import READER_LEAVES_IN, lock_holder
 from .locate import OwnerInfo, find_owner
 
@@ -51,7 +51,7 @@ IDLE_ENV = "CHROMASYNC_DAEMON_IDLE"
 IDLE_TIMEOUT = 600.0
 #: How long a command waits for the daemon it started to listen before it searches itself.
 START_TIMEOUT = 30.0
-LOG_FILE = "daemon.log"
+LOG_FILE = DAEMON_LOG
 #: Command-line keys a daemon accepts from the stdlib client (oldest dropped first).
 MAX_KEYS = 64
 
