@@ -75,6 +75,7 @@ _FLAG_OPTIONS = frozenset(
         "--per-doc",
         "--no-rerank",
         "--allow-root-slash",
+        "--no-daemon",  # the snapshot needs no daemon either
     }
 )
 _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")

@@ -32,11 +32,12 @@ _CHROMA_SETTINGS: list[Any] = []
 
 
 def _chroma_settings(factory: Any) -> Any:
-    """chromadb's client settings, made once: a pydantic-settings object reads the whole
-    environment when built, which cost a warm search a fifth of its time."""
+    """chromadb's client settings: a pydantic-settings object reads the whole environment
+    when built, which cost a warm search a fifth of its time, so it is built once and each
+    client gets a copy (chromadb's HTTP client writes the server's port into its settings)."""
     if not _CHROMA_SETTINGS:
         _CHROMA_SETTINGS.append(factory(anonymized_telemetry=False))
-    return _CHROMA_SETTINGS[0]
+    return _CHROMA_SETTINGS[0].model_copy()
 
 
 def open_store(config: StoreConfig, existing: bool = False, reading: bool = False) -> Store:
