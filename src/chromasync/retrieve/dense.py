@@ -23,12 +23,14 @@ def dense_search(
     n: int,
     where: Mapping[str, Any] | None = None,
     ids: Sequence[str] | None = None,
+    fields: bool = True,
 ) -> list[Hit]:
     """The `n` nearest chunks of one collection (cosine similarity as the score); a string
-    is embedded by the collection's own function (`server` provider)."""
+    is embedded by the collection's own function (`server` provider). `fields` False: ids
+    and scores only (see `Collection.query`)."""
     if n <= 0:
         return []
-    return collection.query(vector, n, where, ids)
+    return collection.query(vector, n, where, ids, fields=fields)
 
 
 def merge_by_score(lists: Iterable[Sequence[Hit]], n: int) -> list[Hit]:

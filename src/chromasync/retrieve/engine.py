@@ -5,6 +5,12 @@ through the SQLite FTS5 index), for every collection asked for, under the same f
 `Retriever.rank` turns those lists into the hits of one mode. `search` is the two together;
 the evaluation calls `rank` three times on one `gather`, so it measures what `search` does.
 
+What a plain search shows of its dense candidates is read only for the hits it returns:
+when nothing between the lists and the top k reads a candidate's text or metadata (no
+per-document collapse, date order, groups or reranking), the dense lists are fetched as ids
+and distances, and the returned hits that came from them are filled in with one `get` per
+collection; the result is the same as fetching every candidate's fields (`full_fetch`).
+
 Which keyword index a collection uses: the state's own index when it covers the collection
 (same row count as the collection, and no local source of it mid-run); otherwise a mirror
 rebuilt from the collection's documents (`mirror.py`), refreshed when its count differs
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..embed import Embedder, follow_stored
@@ -38,7 +45,7 @@ from .results import (
 )
 
 if TYPE_CHECKING:
-    from ..store.chroma import Collection, Store
+    from ..store.chroma import Collection, Store, StoredRecord
 
 log = logging.getLogger(__name__)
 
@@ -155,19 +162,68 @@ class Retriever:
 
     # -- search -----------------------------------------------------------------------------
 
-    def search(self, request: SearchRequest) -> SearchResult:
+    def search(self, request: SearchRequest, full_fetch: bool = False) -> SearchResult:
+        """The result of `request`. `full_fetch`: read every dense candidate's text and
+        metadata even where only the returned hits need them (the same result, slower)."""
         if request.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
-        gathered = self.gather(request, (request.mode,))
+        reranker = self.reranker if request.rerank else None
+        lean = not full_fetch and reranker is None and not _reads_candidates(request)
+        gathered = self.gather(request, (request.mode,), fields=not lean)
         hits = self.rank(gathered, request.mode, request.fusion)
         reranked = False
-        if request.rerank and self.reranker is not None:
-            hits = rerank(request.query, hits, self.reranker, max(DEFAULT_DEPTH, request.k))
+        if reranker is not None:
+            hits = rerank(request.query, hits, reranker, max(DEFAULT_DEPTH, request.k))
             reranked = True
-        return self.present(request, gathered, hits, reranked)
+        result = self.present(request, gathered, hits, reranked)
+        if not lean:
+            return result
+        filled = self._fill(result.hits)
+        if filled is None:  # a chunk went between the query and the read: search again
+            return self.search(request, full_fetch=True)
+        return replace(result, hits=filled)
 
-    def gather(self, request: SearchRequest, modes: Sequence[str]) -> Gathered:
-        """Dense and keyword lists for `request` across its collections, filters applied."""
+    def _fill(self, hits: Sequence[Hit]) -> tuple[Hit, ...] | None:
+        """`hits` with the text and metadata of those from a dense list (fetched as ids and
+        distances), read with one `get` per collection; None if one is no longer stored."""
+        wanted: dict[str, list[str]] = {}
+        for hit in hits:
+            if "dense" in hit.ranks:
+                wanted.setdefault(hit.collection, []).append(hit.id)
+        stored: dict[tuple[str, str], StoredRecord] = {}
+        for name, ids in wanted.items():
+            for record in self.collection(name).get(ids):
+                stored[(name, record.id)] = record
+        out = []
+        for hit in hits:
+            if "dense" not in hit.ranks:
+                out.append(hit)
+                continue
+            found = stored.get((hit.collection, hit.id))
+            if found is None:
+                return None
+            full = Hit.from_metadata(
+                hit.id, found.metadata, found.document or "", hit.score, hit.collection
+            )
+            out.append(
+                replace(
+                    hit,
+                    path=full.path,
+                    source=full.source,
+                    heading=full.heading,
+                    start_line=full.start_line,
+                    end_line=full.end_line,
+                    text=full.text,
+                    metadata=full.metadata,
+                )
+            )
+        return tuple(out)
+
+    def gather(self, request: SearchRequest, modes: Sequence[str], fields: bool = True) -> Gathered:
+        """Dense and keyword lists for `request` across its collections, filters applied.
+
+        `fields` False: the dense hits carry ids and scores only (see `Retriever.search`).
+        """
         names = self.collection_names(request)
         want_dense = any(m in ("dense", "hybrid") for m in modes)
         want_keyword = any(m in ("keyword", "hybrid") for m in modes)
@@ -192,7 +248,9 @@ class Retriever:
                     warnings.append(str(exc))
                 else:
                     vector = self.query_vector(request.query)
-                    dense_lists.append(dense_search(searched, vector, depth, where, ids))
+                    dense_lists.append(
+                        dense_search(searched, vector, depth, where, ids, fields=fields)
+                    )
             if want_keyword:
                 index = self.keyword_index(name)
                 keyword_lists.append(index.search(name, request.query, depth, condition))
@@ -250,6 +308,12 @@ class Retriever:
 
 
 _NOTHING: Any = object()
+
+
+def _reads_candidates(request: SearchRequest) -> bool:
+    """Whether presenting `request` reads the ranked hits' text or metadata (per-document
+    collapse by path, date order, groups): then every candidate is fetched whole."""
+    return request.per_doc or request.sort == "date" or bool(request.group_by)
 
 
 __all__ = [

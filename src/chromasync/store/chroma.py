@@ -405,10 +405,13 @@ class Collection:
         k: int,
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
+        fields: bool = True,
     ) -> list[Hit]:
         """Nearest records to `vector` (cosine), among `ids` when given; score 1 - distance.
 
-        A string is embedded by the collection's own function (`server` provider).
+        A string is embedded by the collection's own function (`server` provider). With
+        `fields` False only ids and distances are fetched: each hit has its id, score and
+        collection, no text nor metadata (`get` reads them for the hits kept).
         """
         if ids is not None and not ids:
             return []
@@ -418,6 +421,8 @@ class Collection:
             else {"query_embeddings": [list(vector)]}
         )
 
+        include = ["metadatas", "documents", "distances"] if fields else ["distances"]
+
         def run() -> Any:
             try:
                 return self._raw.query(
@@ -425,7 +430,7 @@ class Collection:
                     n_results=k,
                     where=dict(where) if where else None,
                     ids=list(ids) if ids is not None else None,
-                    include=["metadatas", "documents", "distances"],
+                    include=include,
                 )
             except Exception as exc:
                 refused = _refused_filter(exc) if where else None
@@ -434,6 +439,11 @@ class Collection:
                 raise
 
         got = self._store._call(f"query {self.name!r}", run)
+        if not fields:
+            return [
+                Hit.from_metadata(rid, {}, "", 1.0 - float(dist), self.name)
+                for rid, dist in zip(got["ids"][0], got["distances"][0], strict=True)
+            ]
         return [
             Hit.from_metadata(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
             for rid, meta, doc, dist in zip(

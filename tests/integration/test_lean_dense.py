@@ -1,0 +1,256 @@
+"""A plain search reads its dense candidates as ids and distances and fills in only the hits
+it returns: the result is the same as fetching every candidate whole (real Chroma, hash
+embedder), for many queries, k values, modes, filters and collections."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chromadb.api.models.Collection import Collection as ChromaCollection
+
+from chromasync import api
+from chromasync.config.settings import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.retrieve.engine import Retriever
+from chromasync.retrieve.fuse import Fusion
+from chromasync.retrieve.session import open_retriever
+
+from ..conftest import age_tree, unique_collection
+
+WORDS = tuple(
+    " ".join(
+        (
+            "grinder espresso burr calibration coastal loop kite tide harbour ferry lantern",
+            "sourdough starter flour oven crust bicycle chain gear spoke valve pressure pump",
+            "garden tomato compost seed frost winter summer river bridge granite basalt quarry",
+            "violin rosin bow string tuning pitch orbit comet telescope lens mirror focus",
+        )
+    ).split(" ")
+)
+TAGS = ("coffee", "cycling", "baking", "garden", "music", "sky")
+
+
+def write_corpus(root: Path, seed: int, files: int) -> Path:
+    rng = random.Random(seed)
+    for n in range(files):
+        sections = []
+        for s in range(rng.randint(1, 4)):
+            sentences = [
+                " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 14))).capitalize() + "."
+                for _ in range(rng.randint(1, 3))
+            ]
+            sections.append(f"## Part {s}\n\n" + " ".join(sentences) + "\n")
+        tags = sorted(set(rng.sample(TAGS, rng.randint(1, 3))))
+        front = (
+            f"---\ntitle: Note {n}\ndate: 2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+            f"\ntags: [{', '.join(tags)}]\nrating: {rng.randint(1, 5)}\n---\n"
+        )
+        path = root / f"d{n % 4}" / f"note-{n:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(front + f"# Note {n}\n\n" + "\n".join(sections), encoding="utf-8")
+    age_tree(root)
+    return root
+
+
+def queries(count: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    out = [" ".join(rng.sample(WORDS, rng.randint(1, 5))) for _ in range(count)]
+    return [*out, "the of and", "zyxwvut nowhere", "espresso"]
+
+
+@pytest.fixture(scope="module")
+def two_collections(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Two sources of different kinds: one collection each, searched together by default."""
+    base = tmp_path_factory.mktemp("lean")
+    settings = api.resolve_settings({"data_dir": str(base / "data"), "provider": "hash"}, {})
+    notes = write_corpus(base / "notes", seed=1, files=40)
+    docs = write_corpus(base / "docs", seed=2, files=25)
+    api.ingest([api.source_for(notes)], settings, embedder=HashEmbedder())
+    api.ingest([api.source_for(docs, kind="docs")], settings, embedder=HashEmbedder())
+    return settings
+
+
+class Includes:
+    """What each Chroma query asked for (the real query runs)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...]] = []
+
+
+@pytest.fixture
+def includes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Includes]:
+    record = Includes()
+    real = ChromaCollection.query
+
+    def query(self: ChromaCollection, *args: Any, **kwargs: Any) -> Any:
+        record.seen.append(tuple(kwargs.get("include") or ()))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChromaCollection, "query", query)
+    yield record
+
+
+def _json(result: api.SearchResult) -> str:
+    """The `--json` form, each hit's metadata in key order: Chroma hands a record's metadata
+    back in a different key order on every read (two full fetches differ there too)."""
+    data = result.as_json()
+    for hit in data["hits"]:  # type: ignore[attr-defined]
+        hit["metadata"] = dict(sorted(hit["metadata"].items()))
+    return json.dumps(data, ensure_ascii=False)
+
+
+def _both(retriever: Retriever, request: api.SearchRequest) -> tuple[str, str]:
+    lean = retriever.search(request)
+    full = retriever.search(request, full_fetch=True)
+    assert lean == full
+    return _json(lean), _json(full)
+
+
+def _requests(settings: Settings) -> Iterator[api.SearchRequest]:
+    plain = api.make_filters(settings)
+    for i, query in enumerate(queries(40)):
+        for k in (1, 3, 10, 25, 80):
+            mode = ("hybrid", "dense")[i % 2] if k != 10 else "hybrid"
+            yield api.SearchRequest(query, mode=mode, k=k, filters=plain)
+    tagged = api.make_filters(settings, tags=["coffee", "sky"])
+    phrase = api.make_filters(settings, phrases=["espresso"])
+    for query in queries(6, seed=5):
+        yield api.SearchRequest(query, k=10, filters=tagged)
+        yield api.SearchRequest(query, k=10, filters=phrase, mode="dense")
+        yield api.SearchRequest(query, k=10, filters=plain, min_score=0.3)
+        yield api.SearchRequest(query, k=10, filters=plain, fusion=Fusion("rrf"))
+        yield api.SearchRequest(query, k=10, filters=plain, candidates=15)
+        yield api.SearchRequest(query, k=10, filters=plain, mode="keyword")
+
+
+def test_plain_search_fetches_ids_and_matches_the_full_fetch(
+    two_collections: Settings, includes: Includes
+) -> None:
+    settings = two_collections
+    compared = 0
+    filled = 0
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        for request in _requests(settings):
+            includes.seen.clear()
+            lean, full = _both(retriever, request)
+            assert lean == full, request
+            if request.mode != "keyword":
+                # the plain search asked Chroma for distances only; the full fetch for all
+                assert set(includes.seen) == {
+                    ("distances",),
+                    ("metadatas", "documents", "distances"),
+                }
+            compared += 1
+            result = json.loads(lean)
+            filled += sum("dense" in h["ranks"] for h in result["hits"])
+            assert all(h["text"] and h["path"] for h in result["hits"])
+    assert compared > 200
+    assert filled > 500  # the dense hits really were filled in, not only keyword ones
+    collections = {
+        h.collection
+        for h in api.retrieve(
+            api.SearchRequest("espresso grinder", k=40), settings, embedder=HashEmbedder()
+        ).hits
+    }
+    assert collections == {"chromasync-notes", "chromasync-docs"}
+
+
+class OverlapReranker:
+    """A real, deterministic reranker: counts query words in the text."""
+
+    name = "overlap"
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        words = set(query.lower().split())
+        return [float(sum(w in words for w in t.lower().split())) for t in texts]
+
+
+def test_requests_that_read_candidates_fetch_them_whole(
+    two_collections: Settings, includes: Includes
+) -> None:
+    """Per-doc collapse, date order, groups and reranking read every candidate's fields."""
+    settings = two_collections
+    plain = api.make_filters(settings)
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        for options in (
+            {"per_doc": True},
+            {"sort": "date"},
+            {"group_by": "tags"},
+            {"group_by": "collection", "per_doc": True},
+        ):
+            for query in queries(4, seed=3):
+                includes.seen.clear()
+                request = api.SearchRequest(query, k=7, filters=plain, **options)
+                _both(retriever, request)
+                assert set(includes.seen) == {("metadatas", "documents", "distances")}
+        retriever.reranker = OverlapReranker()
+        for query in queries(4, seed=4):
+            includes.seen.clear()
+            lean, _ = _both(retriever, api.SearchRequest(query, k=5, filters=plain))
+            assert json.loads(lean)["reranked"] is True
+            assert set(includes.seen) == {("metadatas", "documents", "distances")}
+
+
+def test_a_chunk_gone_before_it_is_read_searches_again_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer deletes a returned chunk between the query and the read of its fields: the
+    search is run again with every field fetched, so no hit comes back empty."""
+    settings = api.resolve_settings(
+        {"data_dir": str(tmp_path / "data"), "provider": "hash"},
+        {"CHROMASYNC_COLLECTIONS": "shared"},
+    )
+    api.ingest(
+        [api.source_for(write_corpus(tmp_path / "n", 3, 20))], settings, embedder=HashEmbedder()
+    )
+    request = api.SearchRequest("espresso grinder tide", k=5, mode="dense")
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        before = retriever.search(request)
+        gone = before.hits[0].id
+        real_get = ChromaCollection.get
+        deleted: list[str] = []
+
+        def get(self: ChromaCollection, *args: Any, **kwargs: Any) -> Any:
+            if not deleted and gone in (kwargs.get("ids") or ()):
+                self.delete(ids=[gone])  # the concurrent writer
+                deleted.append(gone)
+            return real_get(self, *args, **kwargs)
+
+        monkeypatch.setattr(ChromaCollection, "get", get)
+        after = retriever.search(request)
+        assert deleted == [gone]
+        assert gone not in [h.id for h in after.hits]
+        assert all(h.text and h.path for h in after.hits)
+        assert after == retriever.search(request, full_fetch=True)
+
+
+def test_server_store_matches_the_full_fetch(
+    tmp_path: Path, chroma_server: str, includes: Includes
+) -> None:
+    settings = api.resolve_settings(
+        {
+            "data_dir": str(tmp_path / "data"),
+            "provider": "hash",
+            "chroma_url": chroma_server,
+            "collection": unique_collection(),
+        },
+        {"CHROMASYNC_COLLECTIONS": "shared"},
+    )
+    api.ingest(
+        [api.source_for(write_corpus(tmp_path / "n", 4, 30))], settings, embedder=HashEmbedder()
+    )
+    plain = api.make_filters(settings)
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        for i, query in enumerate(queries(12, seed=9)):
+            includes.seen.clear()
+            mode = ("hybrid", "dense")[i % 2]
+            lean, full = _both(
+                retriever, api.SearchRequest(query, k=3 + i, mode=mode, filters=plain)
+            )
+            assert lean == full
+            assert ("distances",) in includes.seen
