@@ -2,11 +2,14 @@
 """Retrieval quality and latency on SciFact (5,183 abstracts, 809 training claims).
 
     python benchmarks/retrieval.py [--work /tmp/chromasync-bench-retrieval] [--sweep]
+        [--embed-option variant=fp32 ...]
 
 1. Materialises SciFact as Markdown files (../shared/tools/materialize_scifact.py) into
    WORK/scifact, once.
 2. Ingests it with the real default model into WORK/scifact-data, once (6-10 minutes of CPU;
-   later runs find nothing changed and embed nothing). Run it under `nice`.
+   later runs find nothing changed and embed nothing). Run it under `nice`. Each
+   `--embed-option KEY=VALUE` is passed to the embedder (as the CLI's option) and gets its
+   own data dir (WORK/scifact-data-variant-fp32), so variants can be compared.
 3. Writes the training claims as an eval file (WORK/train_eval.jsonl: query + relevant ids,
    matched by file stem) and measures nDCG@10, recall@10, recall@100 and MRR for dense,
    keyword and hybrid (`api.evaluate`, the code behind `chromasync eval`). With `--sweep`,
@@ -15,7 +18,8 @@
    the model loaded) and through the CLI (`python -m chromasync search ... --json`, a new
    process per query).
 
-Results are printed as tables and written to WORK/results.json.
+Results are printed as tables and written to WORK/results.json (with options:
+WORK/results-variant-fp32.json).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -63,10 +68,12 @@ def materialise(work: Path) -> Path:
 
 
 def ingest(corpus: Path, settings: api.Settings) -> dict[str, object]:
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     [summary] = api.ingest([api.source_for(corpus)], settings)
     figures = summary.as_json()
     figures["wall_s"] = round(time.perf_counter() - began, 1)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    figures["cpu_s"] = round(after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime, 1)
     return figures
 
 
@@ -141,15 +148,27 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
     parser.add_argument("--latency-queries", type=int, default=100)
     parser.add_argument("--cli-queries", type=int, default=15)
+    parser.add_argument(
+        "--embed-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an embedder option (e.g. variant=fp32); each set gets its own data dir",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    options = dict(pair.split("=", 1) for pair in args.embed_option)
+    data_dir = args.work / "-".join(
+        ["scifact-data", *(f"{k}-{v}" for k, v in sorted(options.items()))]
+    )
 
     corpus = materialise(args.work)
     # One shared collection (`chromasync`), whatever the default layout.
     settings = api.resolve_settings(
-        {"data_dir": str(args.work / "scifact-data"), "collections": "shared"}, {}
+        {"data_dir": str(data_dir), "collections": "shared", "provider_options": options or None},
+        {},
     )
-    results: dict[str, object] = {"ingest": ingest(corpus, settings)}
+    results: dict[str, object] = {"embed_options": options, "ingest": ingest(corpus, settings)}
     print("ingest:", json.dumps(results["ingest"]))
 
     eval_file = write_eval_file(args.work)
@@ -180,8 +199,9 @@ def main() -> None:
         c = results["latency_cli_ms"][mode]  # type: ignore[index]
         cells = (w["p50_ms"], w["p95_ms"], c["p50_ms"], c["p95_ms"])
         print(f"{mode:<12} " + " ".join(f"{x:>9.1f}" for x in cells))
-    (args.work / "results.json").write_text(json.dumps(results, indent=2))
-    print(f"\nwritten to {args.work / 'results.json'}")
+    out = data_dir.with_name(data_dir.name.replace("scifact-data", "results") + ".json")
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nwritten to {out}")
 
 
 if __name__ == "__main__":
