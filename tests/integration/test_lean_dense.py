@@ -1,12 +1,15 @@
-"""A plain search reads its dense candidates as ids and distances and fills in only the hits
-it returns: the result is the same as fetching every candidate whole (real Chroma, hash
-embedder), for many queries, k values, modes, filters and collections."""
+"""A plain search reads its dense candidates as ids and distances, and its keyword candidates
+as ids and BM25 scores, and fills in only the hits it returns: the result is the same as
+fetching every candidate whole (real Chroma and SQLite, hash embedder), for many queries,
+k values, modes, filters and collections, from the state's keyword index and the mirror."""
 
 from __future__ import annotations
 
 import json
 import random
+import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,9 @@ from chromadb.api.models.Collection import Collection as ChromaCollection
 
 from chromasync import api
 from chromasync.config.settings import Settings
+from chromasync.datadir import STATE_FILE
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.retrieve.bm25 import KeywordIndex
 from chromasync.retrieve.engine import Retriever
 from chromasync.retrieve.fuse import Fusion
 from chromasync.retrieve.session import open_retriever
@@ -95,6 +100,20 @@ def includes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Includes]:
     yield record
 
 
+class Statements:
+    """The keyword lists' SQL statements a retriever's keyword index ran."""
+
+    def __init__(self, index: KeywordIndex | None) -> None:
+        assert index is not None
+        self.seen: list[str] = []
+        index.db.set_trace_callback(self.seen.append)
+
+    def lists(self) -> set[str]:
+        """For each keyword list read: "lean" (ids and scores) or "full" (with fields)."""
+        heads = [sql.split(" FROM ", 1)[0] for sql in self.seen if "MATCH" in sql]
+        return {"full" if "c.metadata, c.text" in head else "lean" for head in heads}
+
+
 def _json(result: api.SearchResult) -> str:
     """The `--json` form, each hit's metadata in key order: Chroma hands a record's metadata
     back in a different key order on every read (two full fetches differ there too)."""
@@ -115,7 +134,7 @@ def _requests(settings: Settings) -> Iterator[api.SearchRequest]:
     plain = api.make_filters(settings)
     for i, query in enumerate(queries(40)):
         for k in (1, 3, 10, 25, 80):
-            mode = ("hybrid", "dense")[i % 2] if k != 10 else "hybrid"
+            mode = ("hybrid", "dense", "keyword")[i % 3] if k != 10 else "hybrid"
             yield api.SearchRequest(query, mode=mode, k=k, filters=plain)
     tagged = api.make_filters(settings, tags=["coffee", "sky"])
     phrase = api.make_filters(settings, phrases=["espresso"])
@@ -134,9 +153,12 @@ def test_plain_search_fetches_ids_and_matches_the_full_fetch(
     settings = two_collections
     compared = 0
     filled = 0
+    keyword_only = 0
     with open_retriever(settings, HashEmbedder()) as retriever:
+        statements = Statements(retriever.local_index)
         for request in _requests(settings):
             includes.seen.clear()
+            statements.seen.clear()
             lean, full = _both(retriever, request)
             assert lean == full, request
             if request.mode != "keyword":
@@ -145,12 +167,17 @@ def test_plain_search_fetches_ids_and_matches_the_full_fetch(
                     ("distances",),
                     ("metadatas", "documents", "distances"),
                 }
+            if request.mode != "dense" and statements.lists():
+                # and the keyword index for ids and scores only; the full fetch for all
+                assert statements.lists() == {"lean", "full"}
             compared += 1
             result = json.loads(lean)
             filled += sum("dense" in h["ranks"] for h in result["hits"])
+            keyword_only += sum(h["ranks"].keys() == {"keyword"} for h in result["hits"])
             assert all(h["text"] and h["path"] for h in result["hits"])
     assert compared > 200
     assert filled > 500  # the dense hits really were filled in, not only keyword ones
+    assert keyword_only > 500  # and so were the keyword-only ones
     collections = {
         h.collection
         for h in api.retrieve(
@@ -177,6 +204,7 @@ def test_requests_that_read_candidates_fetch_them_whole(
     settings = two_collections
     plain = api.make_filters(settings)
     with open_retriever(settings, HashEmbedder()) as retriever:
+        statements = Statements(retriever.local_index)
         for options in (
             {"per_doc": True},
             {"sort": "date"},
@@ -185,15 +213,19 @@ def test_requests_that_read_candidates_fetch_them_whole(
         ):
             for query in queries(4, seed=3):
                 includes.seen.clear()
+                statements.seen.clear()
                 request = api.SearchRequest(query, k=7, filters=plain, **options)
                 _both(retriever, request)
                 assert set(includes.seen) == {("metadatas", "documents", "distances")}
+                assert statements.lists() == {"full"}
         retriever.reranker = OverlapReranker()
         for query in queries(4, seed=4):
             includes.seen.clear()
+            statements.seen.clear()
             lean, _ = _both(retriever, api.SearchRequest(query, k=5, filters=plain))
             assert json.loads(lean)["reranked"] is True
             assert set(includes.seen) == {("metadatas", "documents", "distances")}
+            assert statements.lists() == {"full"}
 
 
 def test_a_chunk_gone_before_it_is_read_searches_again_whole(
@@ -229,6 +261,51 @@ def test_a_chunk_gone_before_it_is_read_searches_again_whole(
         assert after == retriever.search(request, full_fetch=True)
 
 
+def test_a_keyword_index_changed_before_its_hits_are_read_searches_again_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process rewrites a returned keyword hit (same id, other words and metadata)
+    between the list and the read of its fields: the search runs again whole, so no hit
+    shows text it was not ranked for."""
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    api.ingest(
+        [api.source_for(write_corpus(tmp_path / "n", 5, 20))], settings, embedder=HashEmbedder()
+    )
+    request = api.SearchRequest("espresso grinder tide", k=5, mode="keyword")
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        before = retriever.search(request)
+        changed = before.hits[0]
+        real_records = KeywordIndex.records
+        rewritten: list[str] = []
+
+        def records(self: KeywordIndex, collection: str, ids: Any) -> Any:
+            if not rewritten and changed.id in ids:
+                writer = sqlite3.connect(settings.data_dir / STATE_FILE)
+                with writer:  # what a re-ingest's INSERT OR REPLACE does to the row
+                    row = writer.execute(
+                        "SELECT collection, source, path, heading, metadata FROM chunks "
+                        "WHERE id = ?",
+                        (changed.id,),
+                    ).fetchone()
+                    writer.execute("DELETE FROM chunks WHERE id = ?", (changed.id,))
+                    meta = {**json.loads(row[4]), "title": "Rewritten"}
+                    writer.execute(
+                        "INSERT INTO chunks (id, collection, source, path, heading, text, "
+                        "metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (changed.id, *row[:4], "zanzibar quokka", json.dumps(meta)),
+                    )
+                writer.close()
+                rewritten.append(changed.id)
+            return real_records(self, collection, ids)
+
+        monkeypatch.setattr(KeywordIndex, "records", records)
+        after = retriever.search(request)
+        assert rewritten == [changed.id]
+        assert all("quokka" not in h.text for h in after.hits)
+        assert after == retriever.search(request, full_fetch=True)
+        assert after != before
+
+
 def test_server_store_matches_the_full_fetch(
     tmp_path: Path, chroma_server: str, includes: Includes
 ) -> None:
@@ -248,9 +325,20 @@ def test_server_store_matches_the_full_fetch(
     with open_retriever(settings, HashEmbedder()) as retriever:
         for i, query in enumerate(queries(12, seed=9)):
             includes.seen.clear()
-            mode = ("hybrid", "dense")[i % 2]
+            mode = ("hybrid", "dense", "keyword")[i % 3]
             lean, full = _both(
                 retriever, api.SearchRequest(query, k=3 + i, mode=mode, filters=plain)
             )
             assert lean == full
-            assert ("distances",) in includes.seen
+            if mode != "keyword":
+                assert ("distances",) in includes.seen
+    # another data dir searches the same collection from its keyword mirror
+    elsewhere = replace(settings, data_dir=tmp_path / "elsewhere")
+    with open_retriever(elsewhere, HashEmbedder()) as retriever:
+        for i, query in enumerate(queries(12, seed=10)):
+            mode = ("hybrid", "keyword")[i % 2]
+            request = api.SearchRequest(query, k=3 + i, mode=mode, filters=plain)
+            lean, full = _both(retriever, request)
+            assert lean == full
+            made = {plan[1] for plan in retriever.search(request).keyword_plan}
+            assert made == {"mirror"}

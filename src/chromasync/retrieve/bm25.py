@@ -100,21 +100,38 @@ class KeywordIndex:
         return [r[0] for r in rows]
 
     def search(
-        self, collection: str, query: str, n: int, condition: Condition | None = None
+        self,
+        collection: str,
+        query: str,
+        n: int,
+        condition: Condition | None = None,
+        fields: bool = True,
     ) -> list[Hit]:
-        """The `n` best chunks for the words of `query` among those meeting `condition`."""
+        """The `n` best chunks for the words of `query` among those meeting `condition`.
+
+        `fields` False: the same statement selects only ids and scores, and each hit has its
+        id, score and collection, no text nor metadata (`records` reads them for the hits
+        kept; `version` tells whether the index changed in between)."""
         terms = query_terms(query)
         if not terms or n <= 0:
             return []
         condition = condition or Condition()
+        columns = "c.metadata, c.text, " if fields else ""
         rows = self.db.execute(
-            "SELECT c.id, c.metadata, c.text, bm25(keyword, 1.0, ?) AS bm25_score "
+            f"SELECT c.id, {columns}bm25(keyword, 1.0, ?) AS bm25_score "
             "FROM keyword JOIN chunks AS c ON c.rowid = keyword.rowid "
             f"WHERE keyword MATCH ? AND c.collection = ? AND {condition.sql} "
             "ORDER BY bm25_score LIMIT ?",
             (self.heading_weight, fts_query(terms), collection, *condition.params, n),
         )
+        if not fields:
+            return [_bare(collection, rid, -float(rank)) for rid, rank in rows]
         return [_hit(collection, rid, meta, text, -float(rank)) for rid, meta, text, rank in rows]
+
+    def version(self) -> int:
+        """SQLite's `data_version` of the index: the same at two reads when no other
+        connection committed a change between them (so both read the same rows)."""
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     def records(self, collection: str, ids: Sequence[str]) -> list[Hit]:
         """Chunks by id (for `similar` and for tests)."""
@@ -132,6 +149,10 @@ class KeywordIndex:
 
 def _hit(collection: str, rid: str, metadata: str, text: str, score: float) -> Hit:
     return Hit.from_metadata(rid, json.loads(metadata), text, score, collection)
+
+
+def _bare(collection: str, rid: str, score: float) -> Hit:
+    return Hit(rid, "", "", "", 0, 0, score, "", collection)
 
 
 __all__ = ["STOP_WORDS", "Condition", "KeywordIndex", "fts_query", "query_terms"]

@@ -5,11 +5,14 @@ through the SQLite FTS5 index), for every collection asked for, under the same f
 `Retriever.rank` turns those lists into the hits of one mode. `search` is the two together;
 the evaluation calls `rank` three times on one `gather`, so it measures what `search` does.
 
-What a plain search shows of its dense candidates is read only for the hits it returns:
-when nothing between the lists and the top k reads a candidate's text or metadata (no
+What a plain search shows of its candidates is read only for the hits it returns: when
+nothing between the lists and the top k reads a candidate's text or metadata (no
 per-document collapse, date order, groups or reranking), the dense lists are fetched as ids
-and distances, and the returned hits that came from them are filled in with one `get` per
-collection; the result is the same as fetching every candidate's fields (`full_fetch`).
+and distances and the keyword lists as ids and BM25 scores; the returned hits are filled in
+with one `get` per collection (dense) or one SQLite read per index (keyword-only hits, under
+the same `data_version` as their list); the result is the same as fetching every
+candidate's fields (`full_fetch`). A hit gone, or a keyword index changed, in between: the
+search runs again whole.
 
 Which keyword index a collection uses: the state's own index when it covers the collection
 (same row count as the collection, and no local source of it mid-run); otherwise a mirror
@@ -45,7 +48,7 @@ from .results import (
 )
 
 if TYPE_CHECKING:
-    from ..store.chroma import Collection, Store, StoredRecord
+    from ..store.chroma import Collection, Store
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +166,8 @@ class Retriever:
     # -- search -----------------------------------------------------------------------------
 
     def search(self, request: SearchRequest, full_fetch: bool = False) -> SearchResult:
-        """The result of `request`. `full_fetch`: read every dense candidate's text and
-        metadata even where only the returned hits need them (the same result, slower)."""
+        """The result of `request`. `full_fetch`: read every candidate's text and metadata
+        even where only the returned hits need them (the same result, slower)."""
         if request.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         reranker = self.reranker if request.rerank else None
@@ -178,33 +181,43 @@ class Retriever:
         result = self.present(request, gathered, hits, reranked)
         if not lean:
             return result
-        filled = self._fill(result.hits)
-        if filled is None:  # a chunk went between the query and the read: search again
+        filled = self._fill(result.hits, gathered.keyword_versions)
+        if filled is None:  # a chunk went or changed between the query and the read: again
             return self.search(request, full_fetch=True)
         return replace(result, hits=filled)
 
-    def _fill(self, hits: Sequence[Hit]) -> tuple[Hit, ...] | None:
-        """`hits` with the text and metadata of those from a dense list (fetched as ids and
-        distances), read with one `get` per collection; None if one is no longer stored."""
-        wanted: dict[str, list[str]] = {}
+    def _fill(
+        self, hits: Sequence[Hit], versions: Sequence[tuple[str, int]]
+    ) -> tuple[Hit, ...] | None:
+        """`hits` with their text and metadata, read with one `get` per collection for those
+        from a dense list (whose fields win, as in `rank_hits`) and from the keyword index for
+        the others; None if one is no longer stored or a keyword index changed since its
+        list was read (`versions`)."""
+        dense: dict[str, list[str]] = {}
+        keyword: dict[str, list[str]] = {}
         for hit in hits:
-            if "dense" in hit.ranks:
-                wanted.setdefault(hit.collection, []).append(hit.id)
-        stored: dict[tuple[str, str], StoredRecord] = {}
-        for name, ids in wanted.items():
+            wanted = dense if "dense" in hit.ranks else keyword
+            wanted.setdefault(hit.collection, []).append(hit.id)
+        stored: dict[tuple[str, str], Hit] = {}
+        for name, ids in dense.items():
             for record in self.collection(name).get(ids):
-                stored[(name, record.id)] = record
+                stored[(name, record.id)] = Hit.from_metadata(
+                    record.id, record.metadata, record.document or "", 0.0, name
+                )
+        read_at = dict(versions)
+        for name, ids in keyword.items():
+            index = self._indexes.get(name)
+            if index is None or name not in read_at:
+                return None
+            for found in index.records(name, ids):
+                stored[(name, found.id)] = found
+            if index.version() != read_at[name]:
+                return None
         out = []
         for hit in hits:
-            if "dense" not in hit.ranks:
-                out.append(hit)
-                continue
-            found = stored.get((hit.collection, hit.id))
-            if found is None:
+            full = stored.get((hit.collection, hit.id))
+            if full is None:
                 return None
-            full = Hit.from_metadata(
-                hit.id, found.metadata, found.document or "", hit.score, hit.collection
-            )
             out.append(
                 replace(
                     hit,
@@ -222,7 +235,7 @@ class Retriever:
     def gather(self, request: SearchRequest, modes: Sequence[str], fields: bool = True) -> Gathered:
         """Dense and keyword lists for `request` across its collections, filters applied.
 
-        `fields` False: the dense hits carry ids and scores only (see `Retriever.search`).
+        `fields` False: the hits carry ids and scores only (see `Retriever.search`).
         """
         names = self.collection_names(request)
         want_dense = any(m in ("dense", "hybrid") for m in modes)
@@ -232,6 +245,7 @@ class Retriever:
         keyword_lists: list[list[Hit]] = []
         warnings: list[str] = []
         plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
+        versions: list[tuple[str, int]] = []
         for name in names:
             collection = self.collection(name)
             where, condition, ids = self._restrict(name, request.filters)
@@ -253,7 +267,11 @@ class Retriever:
                     )
             if want_keyword:
                 index = self.keyword_index(name)
-                keyword_lists.append(index.search(name, request.query, depth, condition))
+                if not fields:
+                    versions.append((name, index.version()))
+                keyword_lists.append(
+                    index.search(name, request.query, depth, condition, fields=fields)
+                )
                 made = "state" if index is self.local_index else "mirror"
                 plan.append((name, made, condition.sql, condition.params))
         return Gathered(
@@ -262,6 +280,7 @@ class Retriever:
             collections=names,
             warnings=tuple(warnings),
             keyword_plan=tuple(plan),
+            keyword_versions=tuple(versions),
         )
 
     def _check_model(self, collection: Collection) -> None:

@@ -60,6 +60,9 @@ class Gathered:
     collections: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     keyword_plan: KeywordPlan = ()
+    #: (collection, the keyword index's `version` just before its list was read), for a
+    #: list read without text and metadata: filled in later only if the index is unchanged.
+    keyword_versions: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
