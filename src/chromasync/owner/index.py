@@ -86,20 +86,20 @@ class LocalIndex:
         return api.answer(request.query, result, self.settings, fallback=fallback).as_json()
 
 
-def owner_client(settings: Settings, *, daemon: bool = False) -> OwnerClient | None:
+def owner_client(settings: Settings) -> OwnerClient | None:
     """A client of the process that owns the data dir (serve, watch, mcp), or None.
 
-    The search daemon (`daemon`) counts only with `daemon=True` and the same settings key: it
-    answers reads; a writer takes the lock from it instead (`state.lock.yield_reader`).
+    The search daemon does not count: it only reads, and whoever asks for this (a writer, a
+    long-running surface) takes the lock from it instead (`state.lock.yield_reader`).
     """
     info = find_owner(settings.data_dir)
-    if info is None or (info.role == daemons.ROLE and not _same_settings(info, settings, daemon)):
+    if info is None or info.role == daemons.ROLE:
         return None
     return _client(info, settings)
 
 
-def _same_settings(info: OwnerInfo, settings: Settings, daemon: bool) -> bool:
-    return daemon and info.key == daemons.settings_key(settings)
+def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
+    return info.key == daemons.settings_key(settings)
 
 
 def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
@@ -130,7 +130,7 @@ def open_index(
     else:
         info = find_owner(settings.data_dir)
         if info is not None and info.role == daemons.ROLE:
-            info = info if _same_settings(info, settings, True) else None
+            info = info if _same_settings(info, settings) else None
     if info is None:
         yield LocalIndex(settings)
         return

@@ -240,11 +240,6 @@ def _kernel_lock_free(path: Path) -> bool:
     return True
 
 
-def reader_holds(text: str) -> bool:
-    """The lock file's text names a reader owner (which writes nothing)."""
-    return text.partition(": ")[2].startswith(READER_MARK)
-
-
 def _long_running_owner(data_dir: Path, holder: str) -> str | None:
     """The holder as "`chromasync serve` (pid N) at URL" when it is a long-running owner."""
     try:
