@@ -30,8 +30,8 @@ from ..corpus.walk import discover_source
 from ..embed import Embedder, follow_stored
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
-from ..errors import NotFound, StoreError
-from ..plan.limits import SKIP_REASON, check_limits
+from ..errors import NotFound, SourceError, StoreError
+from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
 from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
 from ..plan.triage import RecordContext, Triage, check_deletions, plan_file, triage
 from ..records import (
@@ -50,7 +50,7 @@ from ..records import (
 )
 from ..state.manifest import State, check_identity
 from .heal import rebuild_manifest
-from .waves import CrashPoints, Progress, Tally, WaveWriter
+from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter, waves
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection, Store
@@ -268,6 +268,10 @@ class Ingestor:
 
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
             self._prefetch_model()  # new files embed: load while they are read and chunked
+        if self._can_stream(spec, discovery, sorted_, manifest, options, adopting):
+            return self._stream(
+                spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
+            )
         changes, touched, newly_skipped = self._read_and_plan(
             spec, discovery, sorted_, manifest, options, run, rechunk
         )
@@ -326,6 +330,147 @@ class Ingestor:
             self.state.touch_files(name, label, touched)
         if changes:
             self._write(label, changes, run, options)
+        if delete_ids:
+            self.collection().delete(delete_ids)
+            self._crash.hit("after-delete")
+        self.state.remove_files(name, label, gone)
+        if newly_skipped:
+            self.state.commit_files(name, label, list(newly_skipped.values()), {})
+        summary = self._summary(summary_base, run, started)
+        self.state.finish_run(name, label, "ok", summary.as_json())
+        self._settle(spec, discovery, options)
+        return summary
+
+    def _can_stream(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        adopting: bool,
+    ) -> bool:
+        """Whether the run can write each wave as soon as it is planned (`_stream`): not a
+        dry run or `--gc-only`, and its deletions are allowed even if none of the gone files
+        moved (a refusal must come before anything is written, and moves are known only
+        once every file was read)."""
+        if options.dry_run or options.gc_only:
+            return False
+        gone = sorted_.gone if options.gc else ()
+        try:
+            check_deletions(
+                len(manifest),
+                len(gone),
+                options.allow_mass_delete,
+                spec.label,
+                found_files=0 if adopting else len(discovery.files),
+            )
+        except SourceError:
+            return False
+        return True
+
+    def _stream(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        run: Tally,
+        rechunk: bool,
+        must_heal: bool,
+        started: int,
+    ) -> IngestSummary:
+        """Read, plan and write wave by wave: a wave's records (texts, metadata, vectors)
+        are dropped once its manifest rows are committed, so memory is bounded by a wave,
+        not by the tree. Same effects, in the same order, as the run planned whole: the
+        source is marked `running` before the first write; re-stats, deletions and
+        remembered skips follow the last wave."""
+        name, label = self.collection_name, spec.label
+        gone = sorted_.gone if options.gc else ()
+        checker: LimitChecker | None = None  # the store opens with the first change
+        # deletions are of IDs the manifest holds: only those can be wanted again
+        known = {r.id for state in manifest.values() for r in state.records}
+        wanted: set[str] = set()
+        delete_ids: list[str] = []
+        plan = _Plan()
+        counts = {"new": 0, "updated": 0}
+        chunks_total = sum(len(state.records) for state in manifest.values())
+        begun = False
+
+        def checked() -> Iterator[FileChange]:
+            nonlocal begun, checker, chunks_total
+            planned = self._plan_changes(
+                spec, discovery, sorted_, manifest, options, run, rechunk, plan
+            )
+            for group in waves(planned, WAVE_RECORDS):
+                if checker is None:
+                    checker = LimitChecker(self.limits(options))
+                    run.batch_size = checker.batch
+                kept = checker.check(group)
+                for change in group:
+                    why = checker.oversized.get(change.rel_path)
+                    if why is not None:
+                        self._skip_oversized(change, why, run, plan.skipped)
+                for change in kept:
+                    counts["new" if change.is_new else "updated"] += 1
+                    previous = manifest.get(change.rel_path)
+                    chunks_total += len(change.records) - (len(previous.records) if previous else 0)
+                    delete_ids.extend(change.to_delete)
+                    if known:
+                        wanted.update(r.id for r in change.records if r.id in known)
+                    if not begun:
+                        self.state.begin_run(
+                            name,
+                            label,
+                            str(spec.root),
+                            spec.kind,
+                            self.embedder.model_id,
+                            CHUNKING_VERSION,
+                        )
+                        begun = True
+                    yield change
+
+        files = len(sorted_.to_read)
+        self._write(label, checked(), run, options, files=files)
+        if checker is not None:
+            for note in checker.preflight().notes:
+                log.warning("collection %r: %s", name, note)
+            run.keys_dropped += checker.dropped
+        newly_skipped = plan.skipped
+        delete_ids += [r.id for p in gone for r in manifest[p].records]
+        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
+        # A document whose identity key moved with it (a rename) keeps its record IDs:
+        # what another path still wants is rewritten, never deleted.
+        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        for path in (*gone, *newly_skipped):
+            if path in manifest:
+                chunks_total -= len(manifest[path].records)
+        summary_base = dict(
+            collection=name,
+            source=label,
+            files_seen=len(discovery.files) + len(discovery.skipped),
+            files_new=counts["new"],
+            files_updated=counts["updated"],
+            files_unchanged=run.files_unchanged + len(plan.touched),
+            files_deleted=len(gone)
+            + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
+            chunks_total=chunks_total,
+            chunks_deleted=len(delete_ids),
+            dry_run=False,
+            metadata_keys_dropped=run.keys_dropped,
+        )
+        if not (begun or plan.touched or newly_skipped or gone or must_heal):
+            summary = self._summary(summary_base, run, started)
+            self.state.record_noop_run(name, label, summary.as_json())
+            self._settle(spec, discovery, options)
+            return summary
+        if not begun:
+            self.state.begin_run(
+                name, label, str(spec.root), spec.kind, self.embedder.model_id, CHUNKING_VERSION
+            )
+        if plan.touched:
+            self.state.touch_files(name, label, plan.touched)
         if delete_ids:
             self.collection().delete(delete_ids)
             self._crash.hit("after-delete")
@@ -420,24 +565,29 @@ class Ingestor:
         run.keys_dropped += checked.keys_dropped
         run.batch_size = checked.batch_size
         by_path = {c.rel_path: c for c in changes}
-        now = time.time_ns()
         for path, why in checked.oversized.items():
-            change = by_path[path]
-            log.warning("skipping %s: %s", path, why)
-            run.skipped[SKIP_REASON] += 1
-            newly_skipped[path] = FileState(
-                path,
-                change.stat.size,
-                change.stat.mtime_ns,
-                change.file_hash,
-                change.version,
-                now,
-                (),
-                SKIP_REASON,
-                asset=change.asset,
-                asset_issue=change.asset_issue,
-            )
+            self._skip_oversized(by_path[path], why, run, newly_skipped)
         return list(checked.changes)
+
+    @staticmethod
+    def _skip_oversized(
+        change: FileChange, why: str, run: Tally, newly_skipped: dict[str, FileState]
+    ) -> None:
+        """A file with a chunk larger than the store accepts: a remembered skip."""
+        log.warning("skipping %s: %s", change.rel_path, why)
+        run.skipped[SKIP_REASON] += 1
+        newly_skipped[change.rel_path] = FileState(
+            change.rel_path,
+            change.stat.size,
+            change.stat.mtime_ns,
+            change.file_hash,
+            change.version,
+            time.time_ns(),
+            (),
+            SKIP_REASON,
+            asset=change.asset,
+            asset_issue=change.asset_issue,
+        )
 
     def _heal(
         self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
@@ -684,7 +834,12 @@ class Ingestor:
         return change
 
     def _write(
-        self, label: str, changes: Sequence[FileChange], run: Tally, options: IngestOptions
+        self,
+        label: str,
+        changes: Iterable[FileChange],
+        run: Tally,
+        options: IngestOptions,
+        files: int | None = None,
     ) -> None:
         writer = WaveWriter(
             self.state,
@@ -695,7 +850,7 @@ class Ingestor:
             crash=self._crash,
             progress=self._progress,
         )
-        writer.write(label, changes, run)
+        writer.write(label, changes, run, files=files)
 
     def _count_uncached(self, changes: Sequence[FileChange]) -> int:
         if self.store_embeds:
