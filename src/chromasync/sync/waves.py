@@ -118,7 +118,10 @@ class WaveWriter:
             run.chunks_reused += sum(len(c.records) for c in wave)
             done += len(records)
             written += len(wave)
-            self.progress("write", done if files is None else written, total)
+            if files is None:
+                self.progress("write", done, total)
+            else:  # files read to complete sidecar groups come on top of `files`
+                self.progress("write", written, max(total, written))
             # one transaction per wave, not per file (a crash inside it rolls the whole
             # wave's rows back: the next run rewrites those files, idempotently)
             self.state.commit_files(
