@@ -67,69 +67,101 @@ def _trim(metadata: Mapping[str, MetaValue], max_keys: int) -> tuple[dict[str, M
     return {k: v for k, v in metadata.items() if k in keep}, len(metadata) - len(keep)
 
 
+class LimitChecker:
+    """`check_limits` for changes that arrive in groups (a streamed ingest checks each wave
+    before writing it): the oversized files and dropped keys add up over the groups, and
+    `preflight` reports them once."""
+
+    def __init__(self, limits: StoreLimits, default_batch: int = DEFAULT_BATCH) -> None:
+        self.limits = limits
+        self.notes: list[str] = []
+        if limits.max_batch is None or limits.max_batch <= 0:
+            self.batch = default_batch
+            self.notes.append(
+                f"{limits.name} advertises no maximum batch size; "
+                f"writing {self.batch} records per request"
+            )
+        else:
+            self.batch = limits.max_batch
+        self.oversized: dict[str, str] = {}
+        self.dropped = 0
+
+    def check(self, changes: Sequence[FileChange]) -> list[FileChange]:
+        """`changes` adapted to the limits, their oversized files left out (and added to
+        `oversized`); raises `StoreError` when they cannot be adapted."""
+        limits = self.limits
+        written = [r for c in changes for r in (*c.to_embed, *c.to_rewrite)]
+        if limits.max_id_bytes is not None:
+            longest = max((len(r.id.encode("utf-8")) for r in written), default=0)
+            if longest > limits.max_id_bytes:
+                raise StoreError(
+                    f"{limits.name} accepts IDs of at most {limits.max_id_bytes} bytes, but "
+                    f"chromasync's are {longest}; use another store"
+                )
+        oversized: dict[str, str] = {}
+        if limits.max_document_bytes is not None:
+            for change in changes:
+                biggest = max((len(r.document.encode("utf-8")) for r in change.records), default=0)
+                if biggest > limits.max_document_bytes:
+                    oversized[change.rel_path] = (
+                        f"a chunk of {biggest} bytes; {limits.name} accepts at most "
+                        f"{limits.max_document_bytes} bytes per document"
+                    )
+        self.oversized.update(oversized)
+        kept: list[FileChange] = []
+        for change in changes:
+            if change.rel_path in oversized:
+                continue
+            if limits.max_metadata_keys is None:
+                kept.append(change)
+                continue
+            writes = {r.id for r in (*change.to_embed, *change.to_rewrite)}
+            trimmed: dict[str, ChunkRecord] = {}
+            for record in change.records:
+                metadata, count = _trim(record.metadata, limits.max_metadata_keys)
+                trimmed[record.id] = replace(record, metadata=metadata) if count else record
+                if record.id in writes:
+                    self.dropped += count
+            kept.append(
+                replace(
+                    change,
+                    records=tuple(trimmed[r.id] for r in change.records),
+                    to_embed=tuple(trimmed.get(r.id, r) for r in change.to_embed),
+                    to_rewrite=tuple(trimmed.get(r.id, r) for r in change.to_rewrite),
+                )
+            )
+        return kept
+
+    def preflight(self, kept: Sequence[FileChange] = ()) -> Preflight:
+        """What the groups checked so far add up to (`kept`: what `check` kept of them)."""
+        notes = list(self.notes)
+        limits = self.limits
+        if self.dropped:
+            notes.append(
+                f"{limits.name} accepts at most {limits.max_metadata_keys} metadata keys per "
+                f"record; dropped {self.dropped} front-matter key(s) over the limit"
+            )
+        if self.oversized:
+            notes.append(
+                f"{len(self.oversized)} file(s) have a chunk larger than {limits.name} "
+                f"accepts; skipped as {SKIP_REASON}"
+            )
+        return Preflight(tuple(kept), dict(self.oversized), self.batch, self.dropped, tuple(notes))
+
+
 def check_limits(
     changes: Sequence[FileChange], limits: StoreLimits, default_batch: int = DEFAULT_BATCH
 ) -> Preflight:
     """The planned `changes` adapted to `limits`; raises `StoreError` when they cannot be."""
-    notes: list[str] = []
-    if limits.max_batch is None or limits.max_batch <= 0:
-        batch = default_batch
-        notes.append(
-            f"{limits.name} advertises no maximum batch size; writing {batch} records per request"
-        )
-    else:
-        batch = limits.max_batch
-    written = [r for c in changes for r in (*c.to_embed, *c.to_rewrite)]
-    if limits.max_id_bytes is not None:
-        longest = max((len(r.id.encode("utf-8")) for r in written), default=0)
-        if longest > limits.max_id_bytes:
-            raise StoreError(
-                f"{limits.name} accepts IDs of at most {limits.max_id_bytes} bytes, but "
-                f"chromasync's are {longest}; use another store"
-            )
-    oversized: dict[str, str] = {}
-    if limits.max_document_bytes is not None:
-        for change in changes:
-            biggest = max((len(r.document.encode("utf-8")) for r in change.records), default=0)
-            if biggest > limits.max_document_bytes:
-                oversized[change.rel_path] = (
-                    f"a chunk of {biggest} bytes; {limits.name} accepts at most "
-                    f"{limits.max_document_bytes} bytes per document"
-                )
-    dropped = 0
-    kept: list[FileChange] = []
-    for change in changes:
-        if change.rel_path in oversized:
-            continue
-        if limits.max_metadata_keys is None:
-            kept.append(change)
-            continue
-        writes = {r.id for r in (*change.to_embed, *change.to_rewrite)}
-        trimmed: dict[str, ChunkRecord] = {}
-        for record in change.records:
-            metadata, count = _trim(record.metadata, limits.max_metadata_keys)
-            trimmed[record.id] = replace(record, metadata=metadata) if count else record
-            if record.id in writes:
-                dropped += count
-        kept.append(
-            replace(
-                change,
-                records=tuple(trimmed[r.id] for r in change.records),
-                to_embed=tuple(trimmed.get(r.id, r) for r in change.to_embed),
-                to_rewrite=tuple(trimmed.get(r.id, r) for r in change.to_rewrite),
-            )
-        )
-    if dropped:
-        notes.append(
-            f"{limits.name} accepts at most {limits.max_metadata_keys} metadata keys per "
-            f"record; dropped {dropped} front-matter key(s) over the limit"
-        )
-    if oversized:
-        notes.append(
-            f"{len(oversized)} file(s) have a chunk larger than {limits.name} accepts; "
-            f"skipped as {SKIP_REASON}"
-        )
-    return Preflight(tuple(kept), oversized, batch, dropped, tuple(notes))
+    checker = LimitChecker(limits, default_batch)
+    return checker.preflight(checker.check(changes))
 
 
-__all__ = ["CLOUD_LIMITS", "DEFAULT_BATCH", "SKIP_REASON", "Preflight", "check_limits"]
+__all__ = [
+    "CLOUD_LIMITS",
+    "DEFAULT_BATCH",
+    "SKIP_REASON",
+    "LimitChecker",
+    "Preflight",
+    "check_limits",
+]

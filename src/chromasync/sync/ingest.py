@@ -19,22 +19,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..chunk import Budget, Deadline, TooSlow, chunk_document
+from ..corpus.documents import document_format
 from ..corpus.read import TRANSIENT_REASONS, read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder, follow_stored
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
-from ..errors import NotFound, StoreError
-from ..plan.limits import SKIP_REASON, check_limits
+from ..errors import NotFound, SourceError, StoreError
+from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
 from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
 from ..plan.triage import RecordContext, Triage, check_deletions, plan_file, triage
 from ..records import (
     CHUNKING_VERSION,
+    AssetRef,
     Discovery,
     FileChange,
     FileStat,
@@ -48,7 +50,7 @@ from ..records import (
 )
 from ..state.manifest import State, check_identity
 from .heal import rebuild_manifest
-from .waves import CrashPoints, Progress, Tally, WaveWriter
+from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter, waves
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection, Store
@@ -75,6 +77,15 @@ class IngestOptions:
     privacy_keys: tuple[str, ...] = ("private",)
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What planning found besides the changes: files to re-stat only, and content skips
+    to remember."""
+
+    touched: list[FileState] = field(default_factory=list)
+    skipped: dict[str, FileState] = field(default_factory=dict)
 
 
 class Ingestor:
@@ -257,6 +268,10 @@ class Ingestor:
 
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
             self._prefetch_model()  # new files embed: load while they are read and chunked
+        if self._can_stream(spec, discovery, sorted_, manifest, options, adopting):
+            return self._stream(
+                spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
+            )
         changes, touched, newly_skipped = self._read_and_plan(
             spec, discovery, sorted_, manifest, options, run, rechunk
         )
@@ -315,6 +330,147 @@ class Ingestor:
             self.state.touch_files(name, label, touched)
         if changes:
             self._write(label, changes, run, options)
+        if delete_ids:
+            self.collection().delete(delete_ids)
+            self._crash.hit("after-delete")
+        self.state.remove_files(name, label, gone)
+        if newly_skipped:
+            self.state.commit_files(name, label, list(newly_skipped.values()), {})
+        summary = self._summary(summary_base, run, started)
+        self.state.finish_run(name, label, "ok", summary.as_json())
+        self._settle(spec, discovery, options)
+        return summary
+
+    def _can_stream(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        adopting: bool,
+    ) -> bool:
+        """Whether the run can write each wave as soon as it is planned (`_stream`): not a
+        dry run or `--gc-only`, and its deletions are allowed even if none of the gone files
+        moved (a refusal must come before anything is written, and moves are known only
+        once every file was read)."""
+        if options.dry_run or options.gc_only:
+            return False
+        gone = sorted_.gone if options.gc else ()
+        try:
+            check_deletions(
+                len(manifest),
+                len(gone),
+                options.allow_mass_delete,
+                spec.label,
+                found_files=0 if adopting else len(discovery.files),
+            )
+        except SourceError:
+            return False
+        return True
+
+    def _stream(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        run: Tally,
+        rechunk: bool,
+        must_heal: bool,
+        started: int,
+    ) -> IngestSummary:
+        """Read, plan and write wave by wave: a wave's records (texts, metadata, vectors)
+        are dropped once its manifest rows are committed, so memory is bounded by a wave,
+        not by the tree. Same effects, in the same order, as the run planned whole: the
+        source is marked `running` before the first write; re-stats, deletions and
+        remembered skips follow the last wave."""
+        name, label = self.collection_name, spec.label
+        gone = sorted_.gone if options.gc else ()
+        checker: LimitChecker | None = None  # the store opens with the first change
+        # deletions are of IDs the manifest holds: only those can be wanted again
+        known = {r.id for state in manifest.values() for r in state.records}
+        wanted: set[str] = set()
+        delete_ids: list[str] = []
+        plan = _Plan()
+        counts = {"new": 0, "updated": 0}
+        chunks_total = sum(len(state.records) for state in manifest.values())
+        begun = False
+
+        def checked() -> Iterator[FileChange]:
+            nonlocal begun, checker, chunks_total
+            planned = self._plan_changes(
+                spec, discovery, sorted_, manifest, options, run, rechunk, plan
+            )
+            for group in waves(planned, WAVE_RECORDS):
+                if checker is None:
+                    checker = LimitChecker(self.limits(options))
+                    run.batch_size = checker.batch
+                kept = checker.check(group)
+                for change in group:
+                    why = checker.oversized.get(change.rel_path)
+                    if why is not None:
+                        self._skip_oversized(change, why, run, plan.skipped)
+                for change in kept:
+                    counts["new" if change.is_new else "updated"] += 1
+                    previous = manifest.get(change.rel_path)
+                    chunks_total += len(change.records) - (len(previous.records) if previous else 0)
+                    delete_ids.extend(change.to_delete)
+                    if known:
+                        wanted.update(r.id for r in change.records if r.id in known)
+                    if not begun:
+                        self.state.begin_run(
+                            name,
+                            label,
+                            str(spec.root),
+                            spec.kind,
+                            self.embedder.model_id,
+                            CHUNKING_VERSION,
+                        )
+                        begun = True
+                    yield change
+
+        files = len(sorted_.to_read)
+        self._write(label, checked(), run, options, files=files)
+        if checker is not None:
+            for note in checker.preflight().notes:
+                log.warning("collection %r: %s", name, note)
+            run.keys_dropped += checker.dropped
+        newly_skipped = plan.skipped
+        delete_ids += [r.id for p in gone for r in manifest[p].records]
+        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
+        # A document whose identity key moved with it (a rename) keeps its record IDs:
+        # what another path still wants is rewritten, never deleted.
+        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        for path in (*gone, *newly_skipped):
+            if path in manifest:
+                chunks_total -= len(manifest[path].records)
+        summary_base = dict(
+            collection=name,
+            source=label,
+            files_seen=len(discovery.files) + len(discovery.skipped),
+            files_new=counts["new"],
+            files_updated=counts["updated"],
+            files_unchanged=run.files_unchanged + len(plan.touched),
+            files_deleted=len(gone)
+            + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
+            chunks_total=chunks_total,
+            chunks_deleted=len(delete_ids),
+            dry_run=False,
+            metadata_keys_dropped=run.keys_dropped,
+        )
+        if not (begun or plan.touched or newly_skipped or gone or must_heal):
+            summary = self._summary(summary_base, run, started)
+            self.state.record_noop_run(name, label, summary.as_json())
+            self._settle(spec, discovery, options)
+            return summary
+        if not begun:
+            self.state.begin_run(
+                name, label, str(spec.root), spec.kind, self.embedder.model_id, CHUNKING_VERSION
+            )
+        if plan.touched:
+            self.state.touch_files(name, label, plan.touched)
         if delete_ids:
             self.collection().delete(delete_ids)
             self._crash.hit("after-delete")
@@ -409,24 +565,29 @@ class Ingestor:
         run.keys_dropped += checked.keys_dropped
         run.batch_size = checked.batch_size
         by_path = {c.rel_path: c for c in changes}
-        now = time.time_ns()
         for path, why in checked.oversized.items():
-            change = by_path[path]
-            log.warning("skipping %s: %s", path, why)
-            run.skipped[SKIP_REASON] += 1
-            newly_skipped[path] = FileState(
-                path,
-                change.stat.size,
-                change.stat.mtime_ns,
-                change.file_hash,
-                change.version,
-                now,
-                (),
-                SKIP_REASON,
-                asset=change.asset,
-                asset_issue=change.asset_issue,
-            )
+            self._skip_oversized(by_path[path], why, run, newly_skipped)
         return list(checked.changes)
+
+    @staticmethod
+    def _skip_oversized(
+        change: FileChange, why: str, run: Tally, newly_skipped: dict[str, FileState]
+    ) -> None:
+        """A file with a chunk larger than the store accepts: a remembered skip."""
+        log.warning("skipping %s: %s", change.rel_path, why)
+        run.skipped[SKIP_REASON] += 1
+        newly_skipped[change.rel_path] = FileState(
+            change.rel_path,
+            change.stat.size,
+            change.stat.mtime_ns,
+            change.file_hash,
+            change.version,
+            time.time_ns(),
+            (),
+            SKIP_REASON,
+            asset=change.asset,
+            asset_issue=change.asset_issue,
+        )
 
     def _heal(
         self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
@@ -466,6 +627,31 @@ class Ingestor:
         run: Tally,
         rechunk: bool,
     ) -> tuple[list[FileChange], list[FileState], dict[str, FileState]]:
+        """Every change at once (a dry run, `--gc-only`, a run that may delete most of a
+        source); see `_plan_changes`."""
+        plan = _Plan()
+        changes = list(
+            self._plan_changes(spec, discovery, sorted_, manifest, options, run, rechunk, plan)
+        )
+        return changes, plan.touched, plan.skipped
+
+    def _plan_changes(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        run: Tally,
+        rechunk: bool,
+        plan: _Plan,
+    ) -> Iterator[FileChange]:
+        """Read what triage found changed and plan each file's writes, one file at a time:
+        a file outside every sidecar group is planned as soon as it is read, and its text
+        is not kept; the files of sidecar groups (sidecars, documents a sidecar could name,
+        files a remembered sidecar named) and what completes their groups (`plan.sidecars`)
+        are planned together after every other file, sidecars last. Files that need no
+        write go to `plan` (re-stat only, or a remembered skip)."""
         ctx = RecordContext(
             source=spec.label,
             source_kind=spec.kind,
@@ -473,148 +659,187 @@ class Ingestor:
             static_metadata=spec.static_metadata,
             extra_metadata=options.extra_metadata,
         )
-        changes: list[FileChange] = []
-        touched: list[FileState] = []
-        skipped: dict[str, FileState] = {}
         now = run.read_ns = time.time_ns()
-        outcomes = self._read_groups(spec, discovery, sorted_, manifest, options)
-        # a file read only to complete a sidecar group was counted unchanged (or as a
-        # remembered skip) by triage: it is counted by what its read finds instead
-        unchanged = set(sorted_.unchanged)
-        for path in outcomes:
-            if path in unchanged:
-                run.files_unchanged -= 1
-            elif path in sorted_.remembered_skips:
-                reason = sorted_.remembered_skips[path]
-                run.skipped[reason] -= 1
-                if run.skipped[reason] <= 0:
-                    del run.skipped[reason]
-        links = link_sidecars(
-            {p: o.asset for p, o in outcomes.items() if o.asset is not None},
-            {p for p, o in outcomes.items() if o.skip is not None and o.skip.reason == "private"},
-            {f.rel_path for f in discovery.files},
-            {s.rel_path: s.reason for s in discovery.skipped},
-            {p: o.file_hash for p, o in outcomes.items() if o.file_hash},
-        )
+        tokens = self.budget_tokens(options)
         before = remembered_targets(manifest)
         had_sidecar = set(before.values())
-        # a sidecar that could not be read this time: its documents wait for the next run
-        deferred = {
-            before[p]
-            for p, o in outcomes.items()
-            if o.skip is not None and o.skip.reason in TRANSIENT_REASONS and p in before
-        }
-        # sidecars last: a sidecar's row moves on only after its document's records did
-        ordered = sorted(
-            outcomes.values(),
-            key=lambda o: o.stat.rel_path in links.rows or o.stat.rel_path in before,
-        )
-        for outcome in ordered:
-            stat = outcome.stat
-            path = stat.rel_path
-            previous = manifest.get(path)
-            asset, asset_issue = links.rows.get(path, ("", ""))
-            if path in deferred:
-                continue
-            skip = outcome.skip
-            if skip is None and path in links.private:
-                skip = Skip(path, "private")
-            if skip is not None:
-                run.skipped[skip.reason] += 1
-                if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
-                    version = previous.version if previous else 0
-                    skipped[path] = FileState(
-                        path,
-                        stat.size,
-                        stat.mtime_ns,
-                        outcome.file_hash,
-                        version,
-                        now,
-                        (),
-                        skip.reason,
-                        stat.ctime_ns,
-                        stat.inode,
-                        asset,
-                        asset_issue,
-                    )
-                continue
-            doc = outcome.document
-            assert doc is not None
-            if doc.kind == "document":
-                run.documents[doc.doc_format] += 1
-                run.pages += len(doc.pages)
-            grouped = path in links.described or path in had_sidecar
-            if (
-                previous is not None
-                and not rechunk
-                and not grouped
-                and not previous.skip_reason
-                and previous.file_hash == doc.file_hash
-            ):
-                touched.append(_restat(previous, stat, now, asset, asset_issue))
-                continue
-            deadline = Deadline(self.file_seconds, self.clock)
-            budget = Budget(self.budget_tokens(options), self.meter(), deadline=deadline)
-            try:
-                chunks = chunk_document(doc, budget)
-            except TooSlow as exc:  # earlier records are kept: the machine may be busy
-                log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
-                run.skipped["too-slow"] += 1
-                continue
-            sidecar = links.described.get(path)
-            if sidecar is not None:  # chunked from its own text: a sidecar edit embeds nothing
-                ref = outcomes[sidecar].asset
-                assert ref is not None
-                merged = sidecar_metadata(
-                    doc.metadata, sidecar, ref.metadata, path in links.mismatched
-                )
-                doc = replace(doc, metadata=merged)
-            change = plan_file(stat, doc, chunks, previous, ctx)
-            change = replace(change, asset=asset, asset_issue=asset_issue)
-            if (
-                previous is not None
-                and not previous.skip_reason
-                and not (change.to_embed or change.to_rewrite or change.to_delete)
-            ):
-                restat = _restat(previous, stat, now, asset, asset_issue)
-                touched.append(replace(restat, file_hash=doc.file_hash))
-                continue
-            changes.append(change)
-        return changes, touched, skipped
-
-    def _read_groups(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-    ) -> dict[str, ReadOutcome]:
-        """Read what triage found changed, then what completes its sidecar groups (see
-        `plan.sidecars`): each file at most once."""
         listed = {f.rel_path: f for f in discovery.files}
         gone = set(sorted_.gone)
-        outcomes: dict[str, ReadOutcome] = {}
+        unchanged = set(sorted_.unchanged)
+        read: set[str] = set()
+        held: dict[str, ReadOutcome] = {}  # the sidecar groups' files, planned last
         pending = list(sorted_.to_read)
         total = len(pending)
         while True:
             for file in pending:
-                self._progress("read", len(outcomes) + 1, total)
-                outcomes[file.rel_path] = read_file(
+                self._progress("read", len(read) + 1, total)
+                outcome = read_file(
                     file,
                     spec.identity_key,
                     options.privacy_keys,
                     max_bytes=options.max_file_bytes,
                 )
-            refs = {p: o.asset for p, o in outcomes.items() if o.asset is not None}
-            more = group_reads(outcomes.keys(), gone, refs, manifest, listed.keys())
+                path = file.rel_path
+                read.add(path)
+                # a file read only to complete a sidecar group was counted unchanged (or as
+                # a remembered skip) by triage: it is counted by what its read finds instead
+                if path in unchanged:
+                    run.files_unchanged -= 1
+                elif path in sorted_.remembered_skips:
+                    reason = sorted_.remembered_skips[path]
+                    run.skipped[reason] -= 1
+                    if run.skipped[reason] <= 0:
+                        del run.skipped[reason]
+                if (
+                    outcome.asset is None
+                    and path not in before
+                    and path not in had_sidecar
+                    and document_format(path) is None
+                ):
+                    change = self._plan_one(
+                        outcome, manifest.get(path), ctx, now, run, plan, tokens, rechunk=rechunk
+                    )
+                    if change is not None:
+                        yield change
+                else:
+                    held[path] = outcome
+            refs = {p: o.asset for p, o in held.items() if o.asset is not None}
+            more = group_reads(read, gone, refs, manifest, listed.keys())
             if not more:
-                return outcomes
+                break
             pending = [listed[p] for p in sorted(more)]
             total += len(pending)
+        links = link_sidecars(
+            refs,
+            {p for p, o in held.items() if o.skip is not None and o.skip.reason == "private"},
+            set(listed),
+            {s.rel_path: s.reason for s in discovery.skipped},
+            {p: o.file_hash for p, o in held.items() if o.file_hash},
+        )
+        # a sidecar that could not be read this time: its documents wait for the next run
+        deferred = {
+            before[p]
+            for p, o in held.items()
+            if o.skip is not None and o.skip.reason in TRANSIENT_REASONS and p in before
+        }
+        # sidecars last: a sidecar's row moves on only after its document's records did
+        ordered = sorted(
+            held.values(),
+            key=lambda o: o.stat.rel_path in links.rows or o.stat.rel_path in before,
+        )
+        for outcome in ordered:
+            path = outcome.stat.rel_path
+            if path in deferred:
+                continue
+            sidecar = links.described.get(path)
+            change = self._plan_one(
+                outcome,
+                manifest.get(path),
+                ctx,
+                now,
+                run,
+                plan,
+                tokens,
+                rechunk=rechunk or path in links.described or path in had_sidecar,
+                row=links.rows.get(path, ("", "")),
+                private=path in links.private,
+                sidecar=(sidecar, held[sidecar].asset, path in links.mismatched)
+                if sidecar is not None
+                else None,
+            )
+            if change is not None:
+                yield change
+
+    def _plan_one(
+        self,
+        outcome: ReadOutcome,
+        previous: FileState | None,
+        ctx: RecordContext,
+        now: int,
+        run: Tally,
+        plan: _Plan,
+        tokens: int,
+        *,
+        rechunk: bool = False,
+        row: tuple[str, str] = ("", ""),
+        private: bool = False,
+        sidecar: tuple[str, AssetRef | None, bool] | None = None,
+    ) -> FileChange | None:
+        """One file read: its planned writes, or None when it needs none (its row goes to
+        `plan`). `tokens`: a chunk's budget; `rechunk`: chunk it even if its content is
+        unchanged (a new chunker, a sidecar group); `row`: a sidecar's (asset, asset_issue);
+        `private`: named by a private sidecar; `sidecar`: (path, its reference, sha256
+        mismatch) of the sidecar whose metadata a document takes."""
+        stat = outcome.stat
+        path = stat.rel_path
+        asset, asset_issue = row
+        skip = outcome.skip
+        if skip is None and private:
+            skip = Skip(path, "private")
+        if skip is not None:
+            run.skipped[skip.reason] += 1
+            if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
+                version = previous.version if previous else 0
+                plan.skipped[path] = FileState(
+                    path,
+                    stat.size,
+                    stat.mtime_ns,
+                    outcome.file_hash,
+                    version,
+                    now,
+                    (),
+                    skip.reason,
+                    stat.ctime_ns,
+                    stat.inode,
+                    asset,
+                    asset_issue,
+                )
+            return None
+        doc = outcome.document
+        assert doc is not None
+        if doc.kind == "document":
+            run.documents[doc.doc_format] += 1
+            run.pages += len(doc.pages)
+        if (
+            previous is not None
+            and not rechunk
+            and not previous.skip_reason
+            and previous.file_hash == doc.file_hash
+        ):
+            plan.touched.append(_restat(previous, stat, now, asset, asset_issue))
+            return None
+        deadline = Deadline(self.file_seconds, self.clock)
+        budget = Budget(tokens, self.meter(), deadline=deadline)
+        try:
+            chunks = chunk_document(doc, budget)
+        except TooSlow as exc:  # earlier records are kept: the machine may be busy
+            log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
+            run.skipped["too-slow"] += 1
+            return None
+        if sidecar is not None:  # chunked from its own text: a sidecar edit embeds nothing
+            sidecar_path, ref, mismatched = sidecar
+            assert ref is not None
+            merged = sidecar_metadata(doc.metadata, sidecar_path, ref.metadata, mismatched)
+            doc = replace(doc, metadata=merged)
+        change = plan_file(stat, doc, chunks, previous, ctx)
+        change = replace(change, asset=asset, asset_issue=asset_issue)
+        if (
+            previous is not None
+            and not previous.skip_reason
+            and not (change.to_embed or change.to_rewrite or change.to_delete)
+        ):
+            restat = _restat(previous, stat, now, asset, asset_issue)
+            plan.touched.append(replace(restat, file_hash=doc.file_hash))
+            return None
+        return change
 
     def _write(
-        self, label: str, changes: Sequence[FileChange], run: Tally, options: IngestOptions
+        self,
+        label: str,
+        changes: Iterable[FileChange],
+        run: Tally,
+        options: IngestOptions,
+        files: int | None = None,
     ) -> None:
         writer = WaveWriter(
             self.state,
@@ -625,7 +850,7 @@ class Ingestor:
             crash=self._crash,
             progress=self._progress,
         )
-        writer.write(label, changes, run)
+        writer.write(label, changes, run, files=files)
 
     def _count_uncached(self, changes: Sequence[FileChange]) -> int:
         if self.store_embeds:

@@ -14,7 +14,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -86,10 +86,20 @@ class WaveWriter:
         self.progress = progress
         self.store_embeds = bool(getattr(embedder, "embeds_in_store", False))
 
-    def write(self, label: str, changes: Sequence[FileChange], run: Tally) -> None:
-        """Per wave: vectors, one upsert, then the manifest rows of the wave's files."""
-        total = sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
-        done = 0
+    def write(
+        self, label: str, changes: Iterable[FileChange], run: Tally, files: int | None = None
+    ) -> None:
+        """Per wave: vectors, one upsert, then the manifest rows of the wave's files.
+
+        `changes` may be a stream (planned while the waves before are written: see
+        `ingest`); then `files`, the files to read, is the total of the progress, which counts
+        the files written instead of the records (a stream's records are not known ahead)."""
+        if files is None:
+            changes = list(changes)
+            total = sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
+        else:
+            total = files
+        done = written = 0
         for wave in waves(changes, WAVE_RECORDS):
             records = [r for c in wave for r in (*c.to_embed, *c.to_rewrite)]
             if records:
@@ -107,7 +117,11 @@ class WaveWriter:
                 self.crash.hit("after-upsert")
             run.chunks_reused += sum(len(c.records) for c in wave)
             done += len(records)
-            self.progress("write", done, total)
+            written += len(wave)
+            if files is None:
+                self.progress("write", done, total)
+            else:  # files read to complete sidecar groups come on top of `files`
+                self.progress("write", written, max(total, written))
             # one transaction per wave, not per file (a crash inside it rolls the whole
             # wave's rows back: the next run rewrites those files, idempotently)
             self.state.commit_files(
@@ -180,7 +194,7 @@ def state_of(change: FileChange, read_ns: int) -> FileState:
     )
 
 
-def waves(changes: Sequence[FileChange], size: int) -> Iterable[list[FileChange]]:
+def waves(changes: Iterable[FileChange], size: int) -> Iterator[list[FileChange]]:
     wave: list[FileChange] = []
     count = 0
     for change in changes:
