@@ -190,7 +190,22 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=200, help="--variants: training claims")
     parser.add_argument("--speed-texts", type=int, default=600, help="--variants: texts timed")
     parser.add_argument("--no-quality", action="store_true", help="--variants: speed only")
+    parser.add_argument(
+        "--interleaved",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="--variants: ST, fp32, "
+        "int8 timed round by round on the same texts (--speed-texts per round)",
+    )
     args = parser.parse_args()
+    if args.variants and args.interleaved:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import model_variants
+
+        found = model_variants.interleaved(args.docs, args.interleaved, args.speed_texts)
+        print(json.dumps(found, indent=2))
+        return
     if args.variants:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import model_variants

@@ -231,6 +231,60 @@ def measure(docs: int, claims: int, speed_texts: int, quality: bool) -> dict[str
     return report
 
 
+#: Candidates timed against each other round by round (`interleaved`).
+INTERLEAVED = [
+    CANDIDATES[0],  # sentence-transformers
+    CANDIDATES[2],  # onnx fp32, token batches
+    CANDIDATES[5],  # onnx int8 [default]
+    CANDIDATES[6],  # int8, 2 intra-op threads
+]
+
+
+def interleaved(docs: int, rounds: int, per_round: int) -> dict[str, Any]:
+    """Each candidate embeds the same `per_round` chunk texts in every round, the order of
+    candidates rotated each round, so machine load drifts into all of them alike: texts/s
+    in wall time and per CPU-second of this process (ONNX Runtime's spinning threads count)."""
+    from model_throughput import Recorder, settings_for
+
+    tmp = Path(tempfile.mkdtemp(prefix="chromasync-interleaved-"))
+    corpus, _claims = write_subset(tmp, docs, 0)
+    recorder = Recorder(LocalEmbedder(variant="fp32"))
+    api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
+    texts = recorder.texts
+    models = [cand.make(tmp) for cand in INTERLEAVED]
+    for model in models:
+        model.embed_documents(texts[:32])  # load and warm up
+    wall = [0.0] * len(models)
+    cpu = [0.0] * len(models)
+    done = 0
+    load_start = os.getloadavg()[0]
+    for r in range(rounds):
+        batch = [texts[(r * per_round + i) % len(texts)] for i in range(per_round)]
+        order = list(range(len(models)))
+        order = order[r % len(order) :] + order[: r % len(order)]
+        for n in order:
+            w, c = time.perf_counter(), time.process_time()
+            models[n].embed_documents(batch)
+            wall[n] += time.perf_counter() - w
+            cpu[n] += time.process_time() - c
+        done += per_round
+    rows = []
+    for cand, w, c in zip(INTERLEAVED, wall, cpu, strict=True):
+        rows.append(
+            {"name": cand.name, "texts_per_s": round(done / w, 2), "per_cpu_s": round(done / c, 2)}
+        )
+    for row in rows:
+        row["x_st"] = round(row["texts_per_s"] / rows[0]["texts_per_s"], 2)
+        row["x_st_cpu"] = round(row["per_cpu_s"] / rows[0]["per_cpu_s"], 2)
+    return {
+        "texts": done,
+        "rounds": rounds,
+        "load_avg_start": load_start,
+        "load_avg_end": os.getloadavg()[0],
+        "rows": rows,
+    }
+
+
 def table(report: dict[str, Any]) -> str:
     lines = [
         "| candidate | texts/s | x ST | nDCG@10 dense | nDCG@10 hybrid |",
