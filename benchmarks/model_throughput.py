@@ -198,12 +198,16 @@ def main() -> None:
         help="--variants: ST, fp32, "
         "int8 timed round by round on the same texts (--speed-texts per round)",
     )
+    parser.add_argument(
+        "--candidates", default="", help="--interleaved: CANDIDATES indexes, e.g. 0,1,4,5,7"
+    )
     args = parser.parse_args()
     if args.variants and args.interleaved:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import model_variants
 
-        found = model_variants.interleaved(args.docs, args.interleaved, args.speed_texts)
+        which = [int(i) for i in args.candidates.split(",") if i.strip()]
+        found = model_variants.interleaved(args.docs, args.interleaved, args.speed_texts, which)
         print(json.dumps(found, indent=2))
         return
     if args.variants:

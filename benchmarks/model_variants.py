@@ -240,7 +240,9 @@ INTERLEAVED = [
 ]
 
 
-def interleaved(docs: int, rounds: int, per_round: int) -> dict[str, Any]:
+def interleaved(
+    docs: int, rounds: int, per_round: int, which: list[int] | None = None
+) -> dict[str, Any]:
     """Each candidate embeds the same `per_round` chunk texts in every round, the order of
     candidates rotated each round, so machine load drifts into all of them alike: texts/s
     in wall time and per CPU-second of this process (ONNX Runtime's spinning threads count)."""
@@ -251,7 +253,8 @@ def interleaved(docs: int, rounds: int, per_round: int) -> dict[str, Any]:
     recorder = Recorder(LocalEmbedder(variant="fp32"))
     api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
     texts = recorder.texts
-    models = [cand.make(tmp) for cand in INTERLEAVED]
+    chosen = [CANDIDATES[i] for i in which] if which else INTERLEAVED
+    models = [cand.make(tmp) for cand in chosen]
     for model in models:
         model.embed_documents(texts[:32])  # load and warm up
     wall = [0.0] * len(models)
@@ -269,7 +272,7 @@ def interleaved(docs: int, rounds: int, per_round: int) -> dict[str, Any]:
             cpu[n] += time.process_time() - c
         done += per_round
     rows = []
-    for cand, w, c in zip(INTERLEAVED, wall, cpu, strict=True):
+    for cand, w, c in zip(chosen, wall, cpu, strict=True):
         rows.append(
             {"name": cand.name, "texts_per_s": round(done / w, 2), "per_cpu_s": round(done / c, 2)}
         )
