@@ -28,16 +28,17 @@ from ..answer.records import (
 )
 from ..owner.index import open_index
 from .common import (
+    daemon_flags,
     no_daemon_option,
     reported_errors,
     safe,
     search_args,
     search_options,
     settings_from_flags,
+    starting_notice,
     stderr_console,
     store_options,
 )
-from .daemon import daemon_flags, starting_notice
 
 _NOTES = {
     FLAG_LLM_UNREACHABLE: "the chat model was unreachable: this is the extractive answer",

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..datadir import DAEMON_NOTICE
 from ..errors import (
     AccessDenied,
     AnswerError,
@@ -335,8 +336,9 @@ def search_args(query: str, flags: dict[str, Any]) -> api.SearchArgs:
     )
 
 
-def settings_from_flags(**flags: Any) -> api.Settings:
-    known = {
+#: The flags that are settings (`settings_from_flags`), besides the config and sources files.
+SETTING_FLAGS = frozenset(
+    {
         "data_dir",
         "collection",
         "provider",
@@ -350,7 +352,15 @@ def settings_from_flags(**flags: Any) -> api.Settings:
         "llm_url",
         "llm_model",
     }
-    values = {k: v for k, v in flags.items() if k in known}
+)
+#: What `settings_from_flags` reads besides `SETTING_FLAGS`.
+_FILE_FLAGS = frozenset({"embed_options", "config_path", "sources_file", "allow_root_slash"})
+#: `ask`'s chat model: the daemon's searches do not depend on it (`owner.daemon`).
+_CHAT_FLAGS = frozenset({"llm_url", "llm_model"})
+
+
+def settings_from_flags(**flags: Any) -> api.Settings:
+    values = {k: v for k, v in flags.items() if k in SETTING_FLAGS}
     if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting
         values.pop("collection")
     options = embed_options(flags.get("embed_options") or ())
@@ -364,6 +374,24 @@ def settings_from_flags(**flags: Any) -> api.Settings:
         sources_file=flags.get("sources_file"),
         allow_root=bool(flags.get("allow_root_slash")),
     )
+
+
+def daemon_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags a command's search daemon needs to resolve the same settings (JSON-ready):
+    every settings flag but the chat model's, not a search's repeatable `--collection`
+    (the request's)."""
+    keep = (SETTING_FLAGS | _FILE_FLAGS) - _CHAT_FLAGS
+    out = {k: v for k, v in flags.items() if k in keep and v not in (None, (), [], False)}
+    if isinstance(out.get("collection"), (tuple, list)):
+        out.pop("collection")
+    if "embed_options" in out:
+        out["embed_options"] = list(out["embed_options"])
+    return out
+
+
+def starting_notice() -> None:
+    """What a command says on stderr when it starts the search daemon."""
+    stderr_console().print(f"[dim]{escape(DAEMON_NOTICE)}[/]")
 
 
 def embed_options(pairs: Sequence[str]) -> dict[str, str]:

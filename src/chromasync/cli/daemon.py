@@ -17,14 +17,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from .. import api
-from ..datadir import DAEMON_NOTICE
 from ..errors import ConfigError
 from ..owner import daemon as daemons
 from ..owner.locate import find_owner
-from .common import reported_errors, settings_from_flags, stderr_console, store_options
+from .common import (
+    daemon_flags,
+    reported_errors,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+)
 
 #: The most `--flags-on-stdin` reads (a command's flags as JSON).
 _MAX_FLAGS = 1024 * 1024
@@ -113,38 +117,6 @@ def stop(data_dir: str | None) -> None:
     click.echo(f"stopped {info.describe()}")
 
 
-def daemon_flags(flags: dict[str, Any]) -> dict[str, Any]:
-    """The flags of a command that its daemon needs to resolve the same settings: the store
-    options (not a search's repeatable `--collection`, which is the request's)."""
-    keep = {
-        "data_dir",
-        "collection",
-        "provider",
-        "model",
-        "chroma_url",
-        "chroma_token",
-        "tenant",
-        "database",
-        "embedding_url",
-        "embed_options",
-        "config_path",
-        "sources_file",
-        "allow_root_slash",
-        "rerank_model",
-    }
-    out = {k: v for k, v in flags.items() if k in keep and v not in (None, (), [], False)}
-    if isinstance(out.get("collection"), (tuple, list)):
-        out.pop("collection")
-    if "embed_options" in out:
-        out["embed_options"] = list(out["embed_options"])
-    return out
-
-
-def starting_notice() -> None:
-    """What a command says on stderr when it starts the daemon."""
-    stderr_console().print(f"[dim]{escape(DAEMON_NOTICE)}[/]")
-
-
 # -- the daemon's process ----------------------------------------------------------------------
 
 
@@ -230,4 +202,4 @@ def _warm(service: Any) -> None:
         stderr_console().print(f"chromasync daemon: warm-up: {exc}")
 
 
-__all__ = ["daemon_flags", "daemon_group", "serve_daemon", "starting_notice"]
+__all__ = ["daemon_group", "serve_daemon"]

@@ -30,6 +30,7 @@ from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable, state_identity
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
+    daemon_flags,
     no_daemon_option,
     print_table,
     progress_bar,
@@ -38,10 +39,10 @@ from .common import (
     search_args,
     search_options,
     settings_from_flags,
+    starting_notice,
     stderr_console,
     store_options,
 )
-from .daemon import daemon_flags, starting_notice
 
 _MODES = click.Choice(["hybrid", "dense", "keyword"])
 
