@@ -18,8 +18,9 @@ every file with 0600, whatever the umask. Chroma's own files lie in `chroma/`, a
 folder. A data dir that already exists keeps its mode (it may be a folder the user chose);
 files chromasync creates in it are still 0600.
 
-Constants, and `guess`: where a command line's data dir most likely is, read without the
-config file's parser. The console script's fast paths import this module.
+Constants, `guess` (where a command line's data dir most likely is, read without the
+config file's parser) and `split_argv` (a command line's options, read without click).
+The console script's fast paths import this module.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping, Sequence
 
 CHROMA_DIR = "chroma"
 STATE_FILE = "state.sqlite3"
@@ -117,6 +118,35 @@ def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> s
     return None
 
 
+def split_argv(
+    argv: Sequence[str], flags: Collection[str], values: Collection[str]
+) -> list[tuple[int, str, str | None]] | None:
+    """A fast path's command line after its command word, in order: (index, option, value)
+    for each option (value None for one of `flags`) and (index, "", text) for each argument;
+    None when the CLI must run it (an unknown option, a flag given a value, a value missing)."""
+    out: list[tuple[int, str, str | None]] = []
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        if arg.startswith("-") and arg != "-":
+            name, eq, value = arg.partition("=")
+            if name in flags and not eq:
+                out.append((index, name, None))
+            elif name in values and name not in flags:
+                if not eq:
+                    index += 1
+                    if index == len(argv):
+                        return None
+                    value = argv[index]
+                out.append((index, name, value))
+            else:
+                return None  # --help, --group-by, --rerank, --, anything unknown
+        else:
+            out.append((index, "", arg))
+        index += 1
+    return out
+
+
 __all__ = [
     "CACHE_FILE",
     "CHROMA_DIR",
@@ -137,4 +167,5 @@ __all__ = [
     "guess",
     "make_private_dir",
     "open_private",
+    "split_argv",
 ]

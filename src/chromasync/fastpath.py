@@ -36,7 +36,7 @@ import time
 
 from . import __version__
 from .corpus.listing import tree_listing
-from .datadir import guess
+from .datadir import guess, split_argv
 from .state.snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
 from .versions import CHUNKING_VERSION
 
@@ -123,25 +123,11 @@ def parse_invocation(argv: Sequence[str], environ: Mapping[str, str]) -> Invocat
     """The command line as an eligible `ingest`, or None when the CLI must run it."""
     if not argv or argv[0] != "ingest" or environ.get(OFF_ENV) or environ.get(CRASH_ENV):
         return None
-    options: dict[str, str] = {}
-    as_json = False
-    index = 1
-    while index < len(argv):
-        arg = argv[index]
-        if arg.startswith("-"):
-            name, eq, value = arg.partition("=")
-            if name in _FLAG_OPTIONS and not eq:
-                as_json = as_json or name == "--json"
-            elif name in _VALUE_OPTIONS:
-                if not eq:
-                    index += 1
-                    if index == len(argv):
-                        return None
-                    value = argv[index]
-                options[name] = value
-            else:
-                return None
-        index += 1
+    items = split_argv(argv, _FLAG_OPTIONS, _VALUE_OPTIONS)
+    if items is None or any(not name and value == "-" for _index, name, value in items):
+        return None  # `-` is no folder: the CLI says so
+    options = {name: value for _index, name, value in items if name and value is not None}
+    as_json = any(name == "--json" for _index, name, _value in items)
     return Invocation(argv, options, as_json)
 
 

@@ -24,7 +24,7 @@ import os
 import sys
 
 from . import __version__
-from .datadir import STATE_FILE, guess
+from .datadir import STATE_FILE, guess, split_argv
 
 try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
     from _sha256 import sha256
@@ -102,33 +102,15 @@ def parse_search(argv: Sequence[str], environ: Mapping[str, str]) -> SearchLine 
     """The command line as a fast-path `search`, or None when the CLI must run it."""
     if not argv or argv[0] != "search" or environ.get(OFF_ENV):
         return None
-    options: dict[str, str] = {}
-    as_json = False
-    query_at = -1
-    index = 1
-    while index < len(argv):
-        arg = argv[index]
-        if arg.startswith("-") and arg != "-":
-            name, eq, value = arg.partition("=")
-            if name in _FLAG_OPTIONS and not eq:
-                as_json = as_json or name == "--json"
-            elif name in _VALUE_OPTIONS:
-                if not eq:
-                    index += 1
-                    if index == len(argv):
-                        return None
-                    value = argv[index]
-                options[name] = value
-            else:
-                return None  # --help, --group-by, --rerank, --, anything unknown
-        elif query_at < 0:
-            query_at = index
-        else:
-            return None  # a second argument: the CLI says what is wrong
-        index += 1
-    if query_at < 0 or options.get("--mode") != "keyword":
+    items = split_argv(argv, _FLAG_OPTIONS, _VALUE_OPTIONS)
+    if items is None:
         return None
-    return SearchLine(argv, query_at, options, as_json)
+    arguments = [index for index, name, _value in items if not name]
+    options = {name: value for _index, name, value in items if name and value is not None}
+    if len(arguments) != 1 or options.get("--mode") != "keyword":
+        return None  # no query, or a second argument: the CLI says what is wrong
+    as_json = any(name == "--json" for _index, name, _value in items)
+    return SearchLine(argv, arguments[0], options, as_json)
 
 
 def search_key(line: SearchLine, environ: Mapping[str, str], cwd: str) -> str:
@@ -253,40 +235,30 @@ def parse_daemon_search(argv: Sequence[str]) -> DaemonLine | None:
     """The command line as a search for the daemon, or None when the CLI must run it."""
     if not argv or argv[0] != "search":
         return None
+    flags = _OUTPUT_FLAGS | _REQUEST_FLAGS.keys() | {"--allow-root-slash"}
+    items = split_argv(argv, flags, _STORE_OPTIONS | _REQUEST_VALUES.keys())
+    if items is None:
+        return None
     line = DaemonLine()
-    seen_query = False
-    index = 1
-    while index < len(argv):
-        arg = argv[index]
-        if arg.startswith("-") and arg != "-":
-            name, eq, value = arg.partition("=")
-            if name in _OUTPUT_FLAGS or name in _REQUEST_FLAGS or name == "--allow-root-slash":
-                if eq:
-                    return None
-                if name in _REQUEST_FLAGS:
-                    line.params.append(_REQUEST_FLAGS[name])
-                elif name in _OUTPUT_FLAGS:
-                    line.output.add(name)
-                else:
-                    line.store.append((name, ""))
-            elif name in _STORE_OPTIONS or name in _REQUEST_VALUES:
-                if not eq:
-                    index += 1
-                    if index == len(argv):
-                        return None
-                    value = argv[index]
-                if name in _STORE_OPTIONS:
-                    line.store.append((name, value))
-                else:
-                    line.params.append((_REQUEST_VALUES[name], value))
-                line.options[name] = value
-            else:
-                return None  # --help, --rerank, --, anything unknown: the CLI
-        elif not seen_query:
-            line.query, seen_query = arg, True
+    arguments = [value for _index, name, value in items if not name]
+    if len(arguments) != 1:
+        return None
+    line.query = str(arguments[0])
+    for _index, name, value in items:
+        if not name:
+            continue
+        if name in _REQUEST_FLAGS:
+            line.params.append(_REQUEST_FLAGS[name])
+        elif name in _OUTPUT_FLAGS:
+            line.output.add(name)
+        elif value is None:
+            line.store.append((name, ""))  # --allow-root-slash
         else:
-            return None
-        index += 1
+            if name in _STORE_OPTIONS:
+                line.store.append((name, value))
+            else:
+                line.params.append((_REQUEST_VALUES[name], value))
+            line.options[name] = value
     if not line.query.strip() or "--no-daemon" in line.output:
         return None
     if "--files" in line.output and line.output & {"--json", "--explain"}:
