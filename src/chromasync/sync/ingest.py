@@ -318,20 +318,60 @@ class Ingestor:
             return self._summary(summary_base, run, started)
 
         if not (changes or touched or newly_skipped or gone or must_heal):
-            summary = self._summary(summary_base, run, started)
-            self.state.record_noop_run(name, label, summary.as_json())
-            self._settle(spec, discovery, options)
-            return summary
+            return self._noop(spec, discovery, options, summary_base, run, started)
 
-        self.state.begin_run(
-            name, label, str(spec.root), spec.kind, self.embedder.model_id, CHUNKING_VERSION
-        )
+        self._begin(spec)
         if touched:
             self.state.touch_files(name, label, touched)
         if changes:
             self._write(label, changes, run, options)
+        return self._conclude(
+            spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
+        )
+
+    def _begin(self, spec: SourceSpec) -> None:
+        """Mark the source `running` before its first write (a crash then heals it)."""
+        self.state.begin_run(
+            self.collection_name,
+            spec.label,
+            str(spec.root),
+            spec.kind,
+            self.embedder.model_id,
+            CHUNKING_VERSION,
+        )
+
+    def _noop(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        options: IngestOptions,
+        summary_base: Mapping[str, object],
+        run: Tally,
+        started: int,
+    ) -> IngestSummary:
+        """A run that changes nothing: recorded as such, and settled for the fast path."""
+        summary = self._summary(summary_base, run, started)
+        self.state.record_noop_run(self.collection_name, spec.label, summary.as_json())
+        self._settle(spec, discovery, options)
+        return summary
+
+    def _conclude(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        options: IngestOptions,
+        summary_base: Mapping[str, object],
+        run: Tally,
+        started: int,
+        delete_ids: Sequence[str],
+        gone: Sequence[str],
+        newly_skipped: Mapping[str, FileState],
+    ) -> IngestSummary:
+        """After every write succeeded: the deletions, the gone and newly skipped files, the
+        run's summary (both the whole-plan and the streamed path end here)."""
+        name, label = self.collection_name, spec.label
         if delete_ids:
-            self.collection().delete(delete_ids)
+            self.collection().delete(list(delete_ids))
             self._crash.hit("after-delete")
         self.state.remove_files(name, label, gone)
         if newly_skipped:
@@ -420,14 +460,7 @@ class Ingestor:
                     if known:
                         wanted.update(r.id for r in change.records if r.id in known)
                     if not begun:
-                        self.state.begin_run(
-                            name,
-                            label,
-                            str(spec.root),
-                            spec.kind,
-                            self.embedder.model_id,
-                            CHUNKING_VERSION,
-                        )
+                        self._begin(spec)
                         begun = True
                     yield change
 
@@ -461,26 +494,14 @@ class Ingestor:
             metadata_keys_dropped=run.keys_dropped,
         )
         if not (begun or plan.touched or newly_skipped or gone or must_heal):
-            summary = self._summary(summary_base, run, started)
-            self.state.record_noop_run(name, label, summary.as_json())
-            self._settle(spec, discovery, options)
-            return summary
+            return self._noop(spec, discovery, options, summary_base, run, started)
         if not begun:
-            self.state.begin_run(
-                name, label, str(spec.root), spec.kind, self.embedder.model_id, CHUNKING_VERSION
-            )
+            self._begin(spec)
         if plan.touched:
             self.state.touch_files(name, label, plan.touched)
-        if delete_ids:
-            self.collection().delete(delete_ids)
-            self._crash.hit("after-delete")
-        self.state.remove_files(name, label, gone)
-        if newly_skipped:
-            self.state.commit_files(name, label, list(newly_skipped.values()), {})
-        summary = self._summary(summary_base, run, started)
-        self.state.finish_run(name, label, "ok", summary.as_json())
-        self._settle(spec, discovery, options)
-        return summary
+        return self._conclude(
+            spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
+        )
 
     def _noop_summary(
         self,
