@@ -136,7 +136,7 @@ def open_index(
         return
     with _client(info, settings) as client:
         if register and info.role == daemons.ROLE:
-            client.register(register, daemons.settings_key(settings))
+            client.register(register, info.key)  # ensure() returns a daemon of this key
         yield client
 
 
