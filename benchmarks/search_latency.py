@@ -14,7 +14,10 @@ script's entry):
 * `search Q --json` (hybrid) through the warm daemon (the stdlib client);
 * the first hybrid query after the daemon was stopped (it starts one: model and store load);
 * `search Q --json --no-daemon` (hybrid in its own process: the code before the daemon);
-* `api.retrieve` in one warm process (hybrid; what REST, MCP and the daemon do per query).
+* hybrid in one warm process, as the daemon, REST and MCP search (`api.retrieve` in
+  `api.WarmSessions`: the store and the state stay open between queries);
+* the same, opening the store and the state for each query (`api.retrieve` alone: the code
+  before warm sessions).
 
 Prints p50/p95/p99 in milliseconds and each p50 as a multiple of `python -c pass`; writes
 the figures as JSON (--out). Never run two benchmarks at once on a small machine.
@@ -115,15 +118,24 @@ def main() -> None:
 
     settings = api.resolve_settings({"data_dir": str(args.data_dir)}, os.environ)
     embedder = api.make_embedder_for(settings)
-    warm = api.search_request(api.SearchArgs.of(queries[0]), settings)
-    api.retrieve(warm, settings, embedder=embedder)
-    samples = []
-    for q in queries:
+    sessions = api.WarmSessions(settings, lambda: embedder)
+    first = api.search_request(api.SearchArgs.of(queries[0]), settings)
+    api.retrieve(first, settings, sessions=sessions)
+    # the two in-process rows alternate query by query, so both see the same machine
+    warm: list[float] = []
+    cold: list[float] = []
+    for i, q in enumerate(queries):
         request = api.search_request(api.SearchArgs.of(q), settings)
-        began = time.perf_counter()
-        api.retrieve(request, settings, embedder=embedder)
-        samples.append(time.perf_counter() - began)
-    rows["hybrid, in process, warm (api.retrieve)"] = figures(samples)
+        for kept in (True, False) if i % 2 else (False, True):
+            began = time.perf_counter()
+            if kept:
+                api.retrieve(request, settings, sessions=sessions)
+            else:
+                api.retrieve(request, settings, embedder=embedder)
+            (warm if kept else cold).append(time.perf_counter() - began)
+    sessions.close()
+    rows["hybrid, in process, warm sessions"] = figures(warm)
+    rows["hybrid, in process, store opened per query (before)"] = figures(cold)
     load["end"] = os.getloadavg()[0]
 
     floor = rows["python -c pass"]["p50_ms"]

@@ -40,6 +40,7 @@ from .retrieve.filters import filters_from_options, normalise_where
 from .retrieve.links import LinksReport
 from .retrieve.request import SearchArgs, build_request
 from .retrieve.session import (
+    WarmSessions,
     embedder_for,
     evaluate,
     indexed_as,
@@ -464,12 +465,20 @@ def search(
 
 
 def retrieve(
-    request: SearchRequest, settings: Settings, *, embedder: Embedder | None = None
+    request: SearchRequest,
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    sessions: WarmSessions | None = None,
 ) -> SearchResult:
-    """Run one search request: filters, dense and/or keyword lists, fusion, ordering."""
+    """Run one search request: filters, dense and/or keyword lists, fusion, ordering.
+
+    `sessions`: search in one of these warm sessions (a process that searches many times)
+    instead of opening the store and the state for this request alone."""
     if request.mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
-    with open_retriever(settings, embedder) as retriever:
+    opened = sessions.retriever() if sessions is not None else open_retriever(settings, embedder)
+    with opened as retriever:
         return with_context(retriever.search(request), settings)
 
 
@@ -749,6 +758,7 @@ __all__ = [
     "StateHealth",
     "SuggestResult",
     "SummariesReport",
+    "WarmSessions",
     "add_source",
     "answer",
     "ask",

@@ -58,6 +58,7 @@ API_NAMES = [
     "StateHealth",
     "SuggestResult",
     "SummariesReport",
+    "WarmSessions",
     "add_source",
     "answer",
     "ask",

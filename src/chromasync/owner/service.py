@@ -83,6 +83,9 @@ class Service:
         self._claims: dict[str, Path] = {}
         self._claims_lock = threading.Lock()
         self._summaries_lock = threading.Lock()
+        # the store and the state stay open between searches (each commit to the state
+        # opens them anew): what makes a warm search fast
+        self.sessions = api.WarmSessions(settings, lambda: self.embedder)
 
     # -- life --------------------------------------------------------------------------------
 
@@ -106,6 +109,7 @@ class Service:
         if self.jobs is not None:
             self.jobs.close(timeout=RUN_TIMEOUT)
             self.jobs = None
+        self.sessions.close()
         if self.info is not None:
             clear_owner(self.settings.data_dir, self.info)
             self.info = None
@@ -149,7 +153,7 @@ class Service:
         return api.search(query, self.settings, embedder=self.embedder, **params)
 
     def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
-        return api.retrieve(request, self.settings, embedder=self.embedder)
+        return api.retrieve(request, self.settings, sessions=self.sessions)
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         return api.get_document(self.settings, path, source)
@@ -372,11 +376,13 @@ class Service:
         """Re-read the sources after a declaration changed (the rest of the settings stay)."""
         if self._reload is not None:
             self.settings = self._reload()
-            return
-        current = self.settings.config_file
-        if current is not None and current.found_by != "--sources-file":
-            fresh = load_config_file(current.path, found_by=current.found_by)
-            self.settings = dataclasses.replace(self.settings, config_file=fresh)
+        else:
+            current = self.settings.config_file
+            if current is not None and current.found_by != "--sources-file":
+                fresh = load_config_file(current.path, found_by=current.found_by)
+                self.settings = dataclasses.replace(self.settings, config_file=fresh)
+        stale, self.sessions = self.sessions, api.WarmSessions(self.settings, lambda: self.embedder)
+        stale.close()  # the default collections may have changed with the sources
 
 
 def _iso(ns: int | None) -> str | None:

@@ -117,16 +117,36 @@ class KeywordIndex:
             return []
         condition = condition or Condition()
         columns = "c.metadata, c.text, " if fields else ""
-        rows = self.db.execute(
-            f"SELECT c.id, {columns}bm25(keyword, 1.0, ?) AS bm25_score "
-            "FROM keyword JOIN chunks AS c ON c.rowid = keyword.rowid "
-            f"WHERE keyword MATCH ? AND c.collection = ? AND {condition.sql} "
-            "ORDER BY bm25_score LIMIT ?",
-            (self.heading_weight, fts_query(terms), collection, *condition.params, n),
-        )
+        params = (self.heading_weight, fts_query(terms))
+        if condition.sql == "1" and self.holds_only(collection):
+            # Every row matches the condition: rank in FTS5 alone and look up the top `n`,
+            # instead of joining each match to its row first (the same rows, half the time)
+            sql = (
+                f"SELECT c.id, {columns}k.bm25_score FROM (SELECT rowid, "
+                "bm25(keyword, 1.0, ?) AS bm25_score FROM keyword WHERE keyword MATCH ? "
+                "ORDER BY bm25_score, rowid LIMIT ?) AS k JOIN chunks AS c ON c.rowid = k.rowid "
+                "ORDER BY k.bm25_score, k.rowid"
+            )
+            rows = self.db.execute(sql, (*params, n))
+        else:
+            rows = self.db.execute(
+                f"SELECT c.id, {columns}bm25(keyword, 1.0, ?) AS bm25_score "
+                "FROM keyword JOIN chunks AS c ON c.rowid = keyword.rowid "
+                f"WHERE keyword MATCH ? AND c.collection = ? AND {condition.sql} "
+                "ORDER BY bm25_score, keyword.rowid LIMIT ?",
+                (*params, collection, *condition.params, n),
+            )
         if not fields:
             return [_bare(collection, rid, -float(rank)) for rid, rank in rows]
         return [_hit(collection, rid, meta, text, -float(rank)) for rid, meta, text, rank in rows]
+
+    def holds_only(self, collection: str) -> bool:
+        """Whether every row of the index belongs to `collection` (two index seeks)."""
+        other = self.db.execute(
+            "SELECT 1 FROM chunks WHERE collection < ? OR collection > ? LIMIT 1",
+            (collection, collection),
+        ).fetchone()
+        return other is None
 
     def version(self) -> int:
         """SQLite's `data_version` of the index: the same at two reads when no other

@@ -81,6 +81,7 @@ class Retriever:
         self._embedder: Embedder | None = None
         self._vectors: dict[str, list[float]] = {}
         self._default_collections = default_collections
+        self._defaults: tuple[str, ...] | None = None
         self.clock_ns = clock_ns
         self.reranker = reranker
         self.mirror_ttl_ns = int(mirror_ttl_s * 1e9)
@@ -91,6 +92,17 @@ class Retriever:
     def close(self) -> None:
         if self._mirror is not None:
             self._mirror.close()
+
+    def next_request(self, store_changes: bool) -> None:
+        """Before a request on a retriever kept open (`session.WarmSessions`): forget the
+        query vectors (the owner's embedder keeps its own bounded cache) and, when others may
+        change the store meanwhile (`store_changes`: a Chroma server), the collections' handles
+        and counts and the default collections, which are read again."""
+        self._vectors.clear()
+        if store_changes:
+            self._collections.clear()
+            self._indexes.clear()
+            self._defaults = None
 
     # -- resources ------------------------------------------------------------------------
 
@@ -110,7 +122,11 @@ class Retriever:
             if not names:
                 raise NotFound("the store has no collections yet; run `chromasync ingest`")
             return names
-        return tuple(dict.fromkeys(request.collections)) or tuple(self._default_collections())
+        if request.collections:
+            return tuple(dict.fromkeys(request.collections))
+        if self._defaults is None:
+            self._defaults = tuple(self._default_collections())
+        return self._defaults
 
     def keyword_index(self, name: str) -> KeywordIndex:
         """The local index when it covers the collection, else the synced mirror."""
@@ -173,7 +189,9 @@ class Retriever:
         reranker = self.reranker if request.rerank else None
         lean = not full_fetch and reranker is None and not _reads_candidates(request)
         gathered = self.gather(request, (request.mode,), fields=not lean)
-        hits = self.rank(gathered, request.mode, request.fusion)
+        # a lean search shows a prefix of the ranking: its first k (the relevance floor
+        # keeps a prefix too), so only those become hits
+        hits = self.rank(gathered, request.mode, request.fusion, request.k if lean else None)
         reranked = False
         if reranker is not None:
             hits = rerank(request.query, hits, reranker, max(DEFAULT_DEPTH, request.k))
@@ -315,9 +333,16 @@ class Retriever:
                 return _NOTHING, condition, None
         return where, condition, ids
 
-    def rank(self, gathered: Gathered, mode: str, fusion: Fusion | None = None) -> list[Hit]:
-        """The hits of one mode, best first, each with its rank in every list it is in."""
-        return rank_hits(gathered, mode, fusion or DEFAULT_FUSION)
+    def rank(
+        self,
+        gathered: Gathered,
+        mode: str,
+        fusion: Fusion | None = None,
+        limit: int | None = None,
+    ) -> list[Hit]:
+        """The hits of one mode, best first, each with its rank in every list it is in (the
+        first `limit` only, when given)."""
+        return rank_hits(gathered, mode, fusion or DEFAULT_FUSION, limit)
 
     def present(
         self, request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool

@@ -123,9 +123,12 @@ def relevance(score: float, best: float, mode: str, fusion: Fusion = DEFAULT_FUS
     return round(min(1.0, max(0.0, value)), 4)
 
 
-def rank_hits(gathered: Gathered, mode: str, fusion: Fusion = DEFAULT_FUSION) -> list[Hit]:
+def rank_hits(
+    gathered: Gathered, mode: str, fusion: Fusion = DEFAULT_FUSION, limit: int | None = None
+) -> list[Hit]:
     """The hits of one mode, best first, each with its rank and raw score in every list it
-    is in, and its `relevance`."""
+    is in, and its `relevance`; only the first `limit` when given (the ranking is of every
+    candidate either way: making each hit is the part worth sparing)."""
     dense_ranks = _ranks(gathered.dense)
     keyword_ranks = _ranks(gathered.keyword)
     dense_scores = _scores(gathered.dense)
@@ -145,7 +148,7 @@ def rank_hits(gathered: Gathered, mode: str, fusion: Fusion = DEFAULT_FUSION) ->
     by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
     best = chosen[0][1] if chosen else 0.0
     out = []
-    for key, score in chosen:
+    for key, score in chosen if limit is None else chosen[:limit]:
         ranks = {}
         scores = {}
         if key in dense_ranks:

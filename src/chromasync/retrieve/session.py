@@ -7,7 +7,9 @@ it. The API (`chromasync.api`) re-exports these; surfaces call them through it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,37 +46,131 @@ def embedder_for(settings: Settings) -> Embedder:
 
 @contextmanager
 def open_retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
-    with storage_errors(settings.data_dir), _open(settings, embedder) as retriever:
-        yield retriever
+    with storage_errors(settings.data_dir):
+        session = _Session.open(settings, _provider(settings, embedder))
+        try:
+            yield session.retriever
+        finally:
+            session.close()
 
 
-@contextmanager
-def _open(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
-    import time
+def _provider(settings: Settings, embedder: Embedder | None) -> Callable[[], Embedder]:
+    return (lambda: embedder) if embedder is not None else (lambda: embedder_for(settings))
 
-    from .bm25 import KeywordIndex
-    from .mirror import KeywordMirror
-    from .rerank import make_reranker
 
-    store = open_store_for(settings, reading=True)
-    state = State.open(settings.data_dir, readonly=True)
-    dirty = {row.collection for row in state.sources() if row.status != "clean"}
-    retriever = Retriever(
-        store,
-        KeywordIndex(state.db),
-        dirty,
-        open_mirror=lambda: KeywordMirror.open(settings.data_dir),
-        embedder=(lambda: embedder) if embedder is not None else (lambda: embedder_for(settings)),
-        default_collections=lambda: search_collections(settings, store),
-        clock_ns=time.time_ns,
-        reranker=make_reranker(settings.rerank_model),
-        mirror_ttl_s=settings.keyword_refresh_s,
-    )
-    try:
-        yield retriever
-    finally:
-        retriever.close()
-        state.close()
+class _Session:
+    """What one retriever holds open: the store and the state (its keyword index)."""
+
+    def __init__(self, retriever: Retriever, state: State) -> None:
+        self.retriever = retriever
+        self.state = state
+        self.mark = self.current_mark()
+
+    @classmethod
+    def open(cls, settings: Settings, embedder: Callable[[], Embedder]) -> _Session:
+        import time
+
+        from .bm25 import KeywordIndex
+        from .mirror import KeywordMirror
+        from .rerank import make_reranker
+
+        store = open_store_for(settings, reading=True)
+        state = State.open(settings.data_dir, readonly=True)
+        try:
+            dirty = {row.collection for row in state.sources() if row.status != "clean"}
+            retriever = Retriever(
+                store,
+                KeywordIndex(state.db),
+                dirty,
+                open_mirror=lambda: KeywordMirror.open(settings.data_dir),
+                embedder=embedder,
+                default_collections=lambda: search_collections(settings, store),
+                clock_ns=time.time_ns,
+                reranker=make_reranker(settings.rerank_model),
+                mirror_ttl_s=settings.keyword_refresh_s,
+            )
+        except BaseException:
+            state.close()
+            raise
+        return cls(retriever, state)
+
+    def current_mark(self) -> tuple[int, int, int]:
+        """(device, inode, data_version) of the state: changes with the file (a reset, a
+        state created since) and with every commit of another connection."""
+        try:
+            info = os.stat(self.state.path)
+            where = (info.st_dev, info.st_ino)
+        except OSError:
+            where = (0, 0)
+        version = int(self.state.db.execute("PRAGMA data_version").fetchone()[0])
+        return (*where, version)
+
+    def close(self) -> None:
+        try:
+            self.retriever.close()
+        finally:
+            self.state.close()
+
+
+class WarmSessions:
+    """Retrieval sessions kept open from one request to the next, for a process that searches
+    many times while it owns the data dir (the search daemon, `serve`, `watch`, `mcp`).
+
+    A session (the store, the state's keyword index, and what its retriever learned: the
+    collections' handles, which keyword index covers each, the default collections) serves
+    the next request while the state is the one it opened: the same file, and no commit by
+    any other connection since (`PRAGMA data_version`). Every write to the data dir (an
+    ingest, a source removed, a reset) commits the state, so the request after it opens a new
+    session, as `open_retriever` does for every request. With a Chroma server, which other
+    machines write, the collections' handles and counts are read again at every request.
+    Each session serves one request at a time; requests at once get sessions of their own,
+    of which at most `keep` stay open when idle.
+    """
+
+    def __init__(self, settings: Settings, embedder: Callable[[], Embedder], keep: int = 4) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._keep = keep
+        self._idle: list[_Session] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def retriever(self) -> Iterator[Retriever]:
+        with storage_errors(self.settings.data_dir):
+            session = self._take()
+            retriever = session.retriever
+            try:
+                retriever.next_request(store_changes=retriever.store.target is not None)
+                yield retriever
+            except BaseException:
+                session.close()  # what it held may be what failed: the next one starts anew
+                raise
+            self._give_back(session)
+
+    def _take(self) -> _Session:
+        while True:
+            with self._lock:
+                session = self._idle.pop() if self._idle else None
+            if session is None:
+                return _Session.open(self.settings, self._embedder)
+            if session.current_mark() == session.mark:
+                return session
+            session.close()
+
+    def _give_back(self, session: _Session) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self._keep:
+                self._idle.append(session)
+                return
+        session.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for session in idle:
+            session.close()
 
 
 def evaluate(
