@@ -61,10 +61,10 @@ def _provider(settings: Settings, embedder: Embedder | None) -> Callable[[], Emb
 class _Session:
     """What one retriever holds open: the store and the state (its keyword index)."""
 
-    def __init__(self, retriever: Retriever, state: State) -> None:
+    def __init__(self, retriever: Retriever, state: State, mark: tuple[int, int, int]) -> None:
         self.retriever = retriever
         self.state = state
-        self.mark = self.current_mark()
+        self.mark = mark
 
     @classmethod
     def open(cls, settings: Settings, embedder: Callable[[], Embedder]) -> _Session:
@@ -77,6 +77,7 @@ class _Session:
         store = open_store_for(settings, reading=True)
         state = State.open(settings.data_dir, readonly=True)
         try:
+            mark = _mark(state)  # before anything is read: a commit in between shows later
             dirty = {row.collection for row in state.sources() if row.status != "clean"}
             retriever = Retriever(
                 store,
@@ -92,24 +93,29 @@ class _Session:
         except BaseException:
             state.close()
             raise
-        return cls(retriever, state)
+        return cls(retriever, state, mark)
 
-    def current_mark(self) -> tuple[int, int, int]:
-        """(device, inode, data_version) of the state: changes with the file (a reset, a
-        state created since) and with every commit of another connection."""
-        try:
-            info = os.stat(self.state.path)
-            where = (info.st_dev, info.st_ino)
-        except OSError:
-            where = (0, 0)
-        version = int(self.state.db.execute("PRAGMA data_version").fetchone()[0])
-        return (*where, version)
+    def current(self) -> bool:
+        """Whether the state is still the one this session read."""
+        return _mark(self.state) == self.mark
 
     def close(self) -> None:
         try:
             self.retriever.close()
         finally:
             self.state.close()
+
+
+def _mark(state: State) -> tuple[int, int, int]:
+    """(device, inode, data_version) of the state: changes with the file (a reset, a state
+    created since) and with every commit of another connection."""
+    try:
+        info = os.stat(state.path)
+        where = (info.st_dev, info.st_ino)
+    except OSError:
+        where = (0, 0)
+    version = int(state.db.execute("PRAGMA data_version").fetchone()[0])
+    return (*where, version)
 
 
 class WarmSessions:
@@ -154,7 +160,7 @@ class WarmSessions:
                 session = self._idle.pop() if self._idle else None
             if session is None:
                 return _Session.open(self.settings, self._embedder)
-            if session.current_mark() == session.mark:
+            if session.current():
                 return session
             session.close()
 
