@@ -141,6 +141,27 @@ class SentenceTransformers:
         return self.embed_documents([text])[0]
 
 
+class TorchInt8(SentenceTransformers):
+    """The same model in torch with its Linear layers quantized to int8 per output channel
+    (dynamic quantization: fbgemm kernels on x86), batch 32."""
+
+    name = "torch-int8"
+
+    def __init__(self) -> None:
+        super().__init__()
+        import torch
+        from torch.ao.quantization import per_channel_dynamic_qconfig
+
+        model = self.inner._load_torch("cpu")
+        self.quantized = torch.ao.quantization.quantize_dynamic(
+            model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
+        )
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = self.quantized.encode(list(texts), batch_size=32, normalize_embeddings=True)
+        return [v.tolist() for v in vectors]
+
+
 CANDIDATES = [
     Candidate(
         "sentence-transformers torch fp32, batch 32", lambda w: SentenceTransformers(), False
@@ -165,6 +186,7 @@ CANDIDATES = [
         "onnx int8 per-tensor MatMul", lambda w: int8_variant(w, "pt", per_channel=False), False
     ),
     Candidate("onnx int8 fused graph", lambda w: fused(w, quantized=True), False),
+    Candidate("torch int8 per-channel Linear (dynamic), batch 32", lambda w: TorchInt8()),
 ]
 EXTRA = [  # --all-candidates
     Candidate(
