@@ -153,7 +153,7 @@ class TorchInt8(SentenceTransformers):
         from torch.ao.quantization import per_channel_dynamic_qconfig
 
         model = self.inner._load_torch("cpu")
-        self.quantized = torch.ao.quantization.quantize_dynamic(
+        self.quantized = torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
             model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
         )
 
