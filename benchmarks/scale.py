@@ -14,7 +14,8 @@ manifest), and reads the child's peak RSS from wait4. Steps, per size: cold inge
 no-change re-run (median of 3) beside a bare walk+stat of the same tree (median of 3);
 1% of files edited (churn); `verify`. With `--server`, the cold ingest also goes to a local
 `chroma run` server. Prints a table and JSON; writes --out/scale.json (and scale.png when
-matplotlib is installed: the bench extra).
+matplotlib is installed: the bench extra). `--render A.json B.json` only draws scale.png from
+the rows of earlier runs (sizes run apart).
 """
 
 from __future__ import annotations
@@ -211,7 +212,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,30000", help="comma-separated file counts")
     parser.add_argument("--server", action="store_true", help="also a cold ingest into chroma run")
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        nargs="+",
+        help="only draw --out/scale.png from these scale.json files' rows (runs of other sizes)",
+    )
     args = parser.parse_args()
+    if args.render:
+        rows = [row for path in args.render for row in json.loads(path.read_text())["rows"]]
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(plot(sorted(rows, key=lambda r: int(r["files"])), args.out))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="chromasync-scale-"))
     _capture = str(tmp / "child.out")
     env = {
