@@ -237,7 +237,10 @@ def run_snapshot(data_dir: str, snapshot: SearchSnapshot, query: str) -> SearchR
         collections=names,
         keyword_plan=tuple(snapshot.plan),
     )
-    return present(request, gathered, rank_hits(gathered, "keyword"), False)
+    # what is shown is a prefix of the ranking (date order and groups reorder the top k
+    # only); a per-document collapse reads further down
+    limit = None if request.per_doc else request.k
+    return present(request, gathered, rank_hits(gathered, "keyword", limit=limit), False)
 
 
 __all__ = [
