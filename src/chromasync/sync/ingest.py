@@ -23,33 +23,34 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..chunk import Budget, Deadline, TooSlow, chunk_document
-from ..corpus.documents import document_format
-from ..corpus.read import TRANSIENT_REASONS, read_file
+from ..corpus.read import read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder, follow_stored
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, SourceError, StoreError
-from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
-from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
-from ..plan.triage import RecordContext, Triage, check_deletions, plan_file, triage
+from ..plan.limits import LimitChecker
+from ..plan.triage import Triage, check_deletions, triage
 from ..records import (
     CHUNKING_VERSION,
-    AssetRef,
     Discovery,
     FileChange,
-    FileStat,
     FileState,
     IngestSummary,
-    ReadOutcome,
     SettledSource,
-    Skip,
     SourceSpec,
     StoreLimits,
 )
 from ..state.manifest import State, check_identity
 from .heal import rebuild_manifest
+from .planning import (
+    FilePlanner,
+    PlanSettings,
+    chunks_total,
+    count_uncached,
+    preflight,
+    skip_oversized,
+)
 from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter, waves
 
 if TYPE_CHECKING:
@@ -77,15 +78,6 @@ class IngestOptions:
     privacy_keys: tuple[str, ...] = ("private",)
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
-
-
-@dataclass(slots=True)
-class _Plan:
-    """What planning found besides the changes: files to re-stat only, and content skips
-    to remember."""
-
-    touched: list[FileState] = field(default_factory=list)
-    skipped: dict[str, FileState] = field(default_factory=dict)
 
 
 class Ingestor:
@@ -272,13 +264,15 @@ class Ingestor:
             return self._stream(
                 spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
             )
-        changes, touched, newly_skipped = self._read_and_plan(
-            spec, discovery, sorted_, manifest, options, run, rechunk
-        )
+        # every change at once: a dry run, `--gc-only`, a run that may delete most of a source
+        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        changes = list(planner.changes())
+        touched, newly_skipped = planner.touched, planner.skipped
         if options.gc_only:
             changes, newly_skipped = [], {}
         if changes:
-            changes = self._preflight(changes, newly_skipped, options, run)
+            limits = self.limits(options)
+            changes = preflight(changes, limits, run, newly_skipped, self.collection_name)
         gone = sorted_.gone if (options.gc or options.gc_only) else ()
         # a file whose content reappears at a new path moved: that is not a deletion
         arrived = {c.file_hash for c in changes if c.is_new}
@@ -307,13 +301,15 @@ class Ingestor:
             files_unchanged=run.files_unchanged + len(touched),
             files_deleted=len(gone)
             + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
-            chunks_total=self._chunks_total(manifest, changes, gone, newly_skipped),
+            chunks_total=chunks_total(manifest, changes, gone, newly_skipped),
             chunks_deleted=len(delete_ids),
             dry_run=options.dry_run,
             metadata_keys_dropped=run.keys_dropped,
         )
         if options.dry_run:
-            run.chunks_embedded = self._count_uncached(changes)
+            run.chunks_embedded = count_uncached(
+                changes, self.embedder.model_id, self.cache, self.store_embeds
+            )
             run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
             return self._summary(summary_base, run, started)
 
@@ -433,17 +429,14 @@ class Ingestor:
         known = {r.id for state in manifest.values() for r in state.records}
         wanted: set[str] = set()
         delete_ids: list[str] = []
-        plan = _Plan()
+        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
         counts = {"new": 0, "updated": 0}
-        chunks_total = sum(len(state.records) for state in manifest.values())
+        total = sum(len(state.records) for state in manifest.values())
         begun = False
 
         def checked() -> Iterator[FileChange]:
-            nonlocal begun, checker, chunks_total
-            planned = self._plan_changes(
-                spec, discovery, sorted_, manifest, options, run, rechunk, plan
-            )
-            for group in waves(planned, WAVE_RECORDS):
+            nonlocal begun, checker, total
+            for group in waves(planner.changes(), WAVE_RECORDS):
                 if checker is None:
                     checker = LimitChecker(self.limits(options))
                     run.batch_size = checker.batch
@@ -451,11 +444,11 @@ class Ingestor:
                 for change in group:
                     why = checker.oversized.get(change.rel_path)
                     if why is not None:
-                        self._skip_oversized(change, why, run, plan.skipped)
+                        skip_oversized(change, why, run, planner.skipped)
                 for change in kept:
                     counts["new" if change.is_new else "updated"] += 1
                     previous = manifest.get(change.rel_path)
-                    chunks_total += len(change.records) - (len(previous.records) if previous else 0)
+                    total += len(change.records) - (len(previous.records) if previous else 0)
                     delete_ids.extend(change.to_delete)
                     if known:
                         wanted.update(r.id for r in change.records if r.id in known)
@@ -470,7 +463,7 @@ class Ingestor:
             for note in checker.preflight().notes:
                 log.warning("collection %r: %s", name, note)
             run.keys_dropped += checker.dropped
-        newly_skipped = plan.skipped
+        newly_skipped = planner.skipped
         delete_ids += [r.id for p in gone for r in manifest[p].records]
         delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
         # A document whose identity key moved with it (a rename) keeps its record IDs:
@@ -478,27 +471,27 @@ class Ingestor:
         delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
         for path in (*gone, *newly_skipped):
             if path in manifest:
-                chunks_total -= len(manifest[path].records)
+                total -= len(manifest[path].records)
         summary_base = dict(
             collection=name,
             source=label,
             files_seen=len(discovery.files) + len(discovery.skipped),
             files_new=counts["new"],
             files_updated=counts["updated"],
-            files_unchanged=run.files_unchanged + len(plan.touched),
+            files_unchanged=run.files_unchanged + len(planner.touched),
             files_deleted=len(gone)
             + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
-            chunks_total=chunks_total,
+            chunks_total=total,
             chunks_deleted=len(delete_ids),
             dry_run=False,
             metadata_keys_dropped=run.keys_dropped,
         )
-        if not (begun or plan.touched or newly_skipped or gone or must_heal):
+        if not (begun or planner.touched or newly_skipped or gone or must_heal):
             return self._noop(spec, discovery, options, summary_base, run, started)
         if not begun:
             self._begin(spec)
-        if plan.touched:
-            self.state.touch_files(name, label, plan.touched)
+        if planner.touched:
+            self.state.touch_files(name, label, planner.touched)
         return self._conclude(
             spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
         )
@@ -572,44 +565,6 @@ class Ingestor:
 
     # -- stages of a run -----------------------------------------------------------------
 
-    def _preflight(
-        self,
-        changes: list[FileChange],
-        newly_skipped: dict[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-    ) -> list[FileChange]:
-        """Fit the planned writes to the target's limits (see `preflight`), before writing."""
-        checked = check_limits(changes, self.limits(options))
-        for note in checked.notes:
-            log.warning("collection %r: %s", self.collection_name, note)
-        run.keys_dropped += checked.keys_dropped
-        run.batch_size = checked.batch_size
-        by_path = {c.rel_path: c for c in changes}
-        for path, why in checked.oversized.items():
-            self._skip_oversized(by_path[path], why, run, newly_skipped)
-        return list(checked.changes)
-
-    @staticmethod
-    def _skip_oversized(
-        change: FileChange, why: str, run: Tally, newly_skipped: dict[str, FileState]
-    ) -> None:
-        """A file with a chunk larger than the store accepts: a remembered skip."""
-        log.warning("skipping %s: %s", change.rel_path, why)
-        run.skipped[SKIP_REASON] += 1
-        newly_skipped[change.rel_path] = FileState(
-            change.rel_path,
-            change.stat.size,
-            change.stat.mtime_ns,
-            change.file_hash,
-            change.version,
-            time.time_ns(),
-            (),
-            SKIP_REASON,
-            asset=change.asset,
-            asset_issue=change.asset_issue,
-        )
-
     def _heal(
         self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
     ) -> tuple[dict[str, FileState], frozenset[int]]:
@@ -638,7 +593,7 @@ class Ingestor:
             )
         return rebuilt.files, rebuilt.chunking_versions
 
-    def _read_and_plan(
+    def _planner(
         self,
         spec: SourceSpec,
         discovery: Discovery,
@@ -647,212 +602,30 @@ class Ingestor:
         options: IngestOptions,
         run: Tally,
         rechunk: bool,
-    ) -> tuple[list[FileChange], list[FileState], dict[str, FileState]]:
-        """Every change at once (a dry run, `--gc-only`, a run that may delete most of a
-        source); see `_plan_changes`."""
-        plan = _Plan()
-        changes = list(
-            self._plan_changes(spec, discovery, sorted_, manifest, options, run, rechunk, plan)
-        )
-        return changes, plan.touched, plan.skipped
-
-    def _plan_changes(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-        rechunk: bool,
-        plan: _Plan,
-    ) -> Iterator[FileChange]:
-        """Read what triage found changed and plan each file's writes, one file at a time:
-        a file outside every sidecar group is planned as soon as it is read, and its text
-        is not kept; the files of sidecar groups (sidecars, documents a sidecar could name,
-        files a remembered sidecar named) and what completes their groups (`plan.sidecars`)
-        are planned together after every other file, sidecars last. Files that need no
-        write go to `plan` (re-stat only, or a remembered skip)."""
-        ctx = RecordContext(
-            source=spec.label,
-            source_kind=spec.kind,
-            embedding_model=self.embedder.model_id,
-            static_metadata=spec.static_metadata,
+    ) -> FilePlanner:
+        """The planner of one run's file writes, reading through this module's `read_file`
+        (the edge where tests count reads)."""
+        settings = PlanSettings(
+            model_id=self.embedder.model_id,
+            tokens=self.budget_tokens(options),
+            privacy_keys=options.privacy_keys,
+            max_file_bytes=options.max_file_bytes,
             extra_metadata=options.extra_metadata,
+            file_seconds=self.file_seconds,
+            rechunk=rechunk,
         )
-        now = run.read_ns = time.time_ns()
-        tokens = self.budget_tokens(options)
-        before = remembered_targets(manifest)
-        had_sidecar = set(before.values())
-        listed = {f.rel_path: f for f in discovery.files}
-        gone = set(sorted_.gone)
-        unchanged = set(sorted_.unchanged)
-        read: set[str] = set()
-        held: dict[str, ReadOutcome] = {}  # the sidecar groups' files, planned last
-        pending = list(sorted_.to_read)
-        total = len(pending)
-        while True:
-            for file in pending:
-                self._progress("read", len(read) + 1, total)
-                outcome = read_file(
-                    file,
-                    spec.identity_key,
-                    options.privacy_keys,
-                    max_bytes=options.max_file_bytes,
-                )
-                path = file.rel_path
-                read.add(path)
-                # a file read only to complete a sidecar group was counted unchanged (or as
-                # a remembered skip) by triage: it is counted by what its read finds instead
-                if path in unchanged:
-                    run.files_unchanged -= 1
-                elif path in sorted_.remembered_skips:
-                    reason = sorted_.remembered_skips[path]
-                    run.skipped[reason] -= 1
-                    if run.skipped[reason] <= 0:
-                        del run.skipped[reason]
-                if (
-                    outcome.asset is None
-                    and path not in before
-                    and path not in had_sidecar
-                    and document_format(path) is None
-                ):
-                    change = self._plan_one(
-                        outcome, manifest.get(path), ctx, now, run, plan, tokens, rechunk=rechunk
-                    )
-                    if change is not None:
-                        yield change
-                else:
-                    held[path] = outcome
-            refs = {p: o.asset for p, o in held.items() if o.asset is not None}
-            more = group_reads(read, gone, refs, manifest, listed.keys())
-            if not more:
-                break
-            pending = [listed[p] for p in sorted(more)]
-            total += len(pending)
-        links = link_sidecars(
-            refs,
-            {p for p, o in held.items() if o.skip is not None and o.skip.reason == "private"},
-            set(listed),
-            {s.rel_path: s.reason for s in discovery.skipped},
-            {p: o.file_hash for p, o in held.items() if o.file_hash},
+        return FilePlanner(
+            spec,
+            discovery,
+            sorted_,
+            manifest,
+            run,
+            settings,
+            meter=self.meter,
+            read=read_file,
+            clock=self.clock,
+            progress=self._progress,
         )
-        # a sidecar that could not be read this time: its documents wait for the next run
-        deferred = {
-            before[p]
-            for p, o in held.items()
-            if o.skip is not None and o.skip.reason in TRANSIENT_REASONS and p in before
-        }
-        # sidecars last: a sidecar's row moves on only after its document's records did
-        ordered = sorted(
-            held.values(),
-            key=lambda o: o.stat.rel_path in links.rows or o.stat.rel_path in before,
-        )
-        for outcome in ordered:
-            path = outcome.stat.rel_path
-            if path in deferred:
-                continue
-            sidecar = links.described.get(path)
-            change = self._plan_one(
-                outcome,
-                manifest.get(path),
-                ctx,
-                now,
-                run,
-                plan,
-                tokens,
-                rechunk=rechunk or path in links.described or path in had_sidecar,
-                row=links.rows.get(path, ("", "")),
-                private=path in links.private,
-                sidecar=(sidecar, held[sidecar].asset, path in links.mismatched)
-                if sidecar is not None
-                else None,
-            )
-            if change is not None:
-                yield change
-
-    def _plan_one(
-        self,
-        outcome: ReadOutcome,
-        previous: FileState | None,
-        ctx: RecordContext,
-        now: int,
-        run: Tally,
-        plan: _Plan,
-        tokens: int,
-        *,
-        rechunk: bool = False,
-        row: tuple[str, str] = ("", ""),
-        private: bool = False,
-        sidecar: tuple[str, AssetRef | None, bool] | None = None,
-    ) -> FileChange | None:
-        """One file read: its planned writes, or None when it needs none (its row goes to
-        `plan`). `tokens`: a chunk's budget; `rechunk`: chunk it even if its content is
-        unchanged (a new chunker, a sidecar group); `row`: a sidecar's (asset, asset_issue);
-        `private`: named by a private sidecar; `sidecar`: (path, its reference, sha256
-        mismatch) of the sidecar whose metadata a document takes."""
-        stat = outcome.stat
-        path = stat.rel_path
-        asset, asset_issue = row
-        skip = outcome.skip
-        if skip is None and private:
-            skip = Skip(path, "private")
-        if skip is not None:
-            run.skipped[skip.reason] += 1
-            if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
-                version = previous.version if previous else 0
-                plan.skipped[path] = FileState(
-                    path,
-                    stat.size,
-                    stat.mtime_ns,
-                    outcome.file_hash,
-                    version,
-                    now,
-                    (),
-                    skip.reason,
-                    stat.ctime_ns,
-                    stat.inode,
-                    asset,
-                    asset_issue,
-                )
-            return None
-        doc = outcome.document
-        assert doc is not None
-        if doc.kind == "document":
-            run.documents[doc.doc_format] += 1
-            run.pages += len(doc.pages)
-        if (
-            previous is not None
-            and not rechunk
-            and not previous.skip_reason
-            and previous.file_hash == doc.file_hash
-        ):
-            plan.touched.append(_restat(previous, stat, now, asset, asset_issue))
-            return None
-        deadline = Deadline(self.file_seconds, self.clock)
-        budget = Budget(tokens, self.meter(), deadline=deadline)
-        try:
-            chunks = chunk_document(doc, budget)
-        except TooSlow as exc:  # earlier records are kept: the machine may be busy
-            log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
-            run.skipped["too-slow"] += 1
-            return None
-        if sidecar is not None:  # chunked from its own text: a sidecar edit embeds nothing
-            sidecar_path, ref, mismatched = sidecar
-            assert ref is not None
-            merged = sidecar_metadata(doc.metadata, sidecar_path, ref.metadata, mismatched)
-            doc = replace(doc, metadata=merged)
-        change = plan_file(stat, doc, chunks, previous, ctx)
-        change = replace(change, asset=asset, asset_issue=asset_issue)
-        if (
-            previous is not None
-            and not previous.skip_reason
-            and not (change.to_embed or change.to_rewrite or change.to_delete)
-        ):
-            restat = _restat(previous, stat, now, asset, asset_issue)
-            plan.touched.append(replace(restat, file_hash=doc.file_hash))
-            return None
-        return change
 
     def _write(
         self,
@@ -873,29 +646,6 @@ class Ingestor:
         )
         writer.write(label, changes, run, files=files)
 
-    def _count_uncached(self, changes: Sequence[FileChange]) -> int:
-        if self.store_embeds:
-            return sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
-        hashes = {r.chunk_hash for c in changes for r in c.to_embed}
-        if not hashes:
-            return 0
-        cached = self.cache().get_many(self.embedder.model_id, hashes)
-        return len(hashes - set(cached))
-
-    @staticmethod
-    def _chunks_total(
-        manifest: Mapping[str, FileState],
-        changes: Sequence[FileChange],
-        gone: Iterable[str],
-        skipped: Mapping[str, FileState],
-    ) -> int:
-        counts = {p: len(s.records) for p, s in manifest.items()}
-        for change in changes:
-            counts[change.rel_path] = len(change.records)
-        for path in (*gone, *skipped):
-            counts[path] = 0
-        return sum(counts.values())
-
     @staticmethod
     def _summary(base: Mapping[str, object], run: Tally, started: int) -> IngestSummary:
         return IngestSummary(
@@ -908,21 +658,6 @@ class Ingestor:
             documents_read=dict(run.documents),
             pages_read=run.pages,
         )
-
-
-def _restat(
-    previous: FileState, stat: FileStat, now: int, asset: str, asset_issue: str
-) -> FileState:
-    return replace(
-        previous,
-        size=stat.size,
-        mtime_ns=stat.mtime_ns,
-        ctime_ns=stat.ctime_ns,
-        inode=stat.inode,
-        checked_ns=now,
-        asset=asset,
-        asset_issue=asset_issue,
-    )
 
 
 __all__ = ["IngestOptions", "Ingestor", "Progress", "StoreError"]
