@@ -27,9 +27,7 @@ from ..corpus.read import read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder, follow_stored
 from ..embed.cache import EmbeddingCache
-from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
-from ..errors import NotFound, SourceError, StoreError
-from ..plan.limits import LimitChecker
+from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, triage
 from ..records import (
     CHUNKING_VERSION,
@@ -42,19 +40,20 @@ from ..records import (
     StoreLimits,
 )
 from ..state.manifest import State, check_identity
-from .heal import rebuild_manifest
 from .planning import (
     FilePlanner,
+    FittedStream,
     PlanSettings,
     chunks_total,
     count_uncached,
+    deletions,
     preflight,
-    skip_oversized,
 )
-from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter, waves
+from .target import Target
+from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter
 
 if TYPE_CHECKING:
-    from ..store.chroma import Collection, Store
+    from ..store.chroma import Store
 
 log = logging.getLogger(__name__)
 
@@ -101,106 +100,17 @@ class Ingestor:
         self.clock = clock or FILE_CLOCK
         self.collection_name = collection_name
         self.embedder = embedder
-        self._open_store = open_store
-        self._open_cache = cache
-        self._store: Store | None = None
-        self._collection: Collection | None = None
-        self._cache: EmbeddingCache | None = None
-        self._meter: TokenMeter | None = None
-        self._labels: list[str] = []  # the sources this ingestor has been asked to ingest
+        self.target = Target(state, collection_name, embedder, open_store, cache)
         self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
         self._progress = progress or (lambda phase, done, total: None)
         self._on_settled = on_settled
 
-    # -- lazily opened resources ---------------------------------------------------------
-
-    @property
-    def store_embeds(self) -> bool:
-        """True when the collection's own embedding function embeds (`server` provider)."""
-        return bool(getattr(self.embedder, "embeds_in_store", False))
-
-    def collection(self, reembed: bool = False) -> Collection:
-        if self._collection is None:
-            self._store = self._open_store()
-            if reembed and not self.store_embeds:
-                self._reset_for_reembed(self._store)
-            elif not self.store_embeds:
-                try:
-                    existing = self._store.collection(self.collection_name, create=False)
-                except NotFound:
-                    pass
-                else:
-                    follow_stored(self.embedder, existing.model_id)
-            self._collection = self._store.collection(
-                self.collection_name,
-                self.embedder.model_id,
-                0 if self.store_embeds else self.embedder.dimension,
-                provider=self.embedder.name,
-            )
-        return self._collection
-
-    def _prefetch_model(self) -> None:
-        prefetch = getattr(self.embedder, "prefetch", None)
-        if callable(prefetch):
-            prefetch()
-
     def limits(self, options: IngestOptions) -> StoreLimits:
         """The target's limits; a dry run opens no store that does not exist yet."""
-        if not options.dry_run:
-            self.collection(options.reembed)
-            assert self._store is not None
-            return self._store.limits
-        try:
-            return self._open_store(existing=True).limits
-        except NotFound:
-            return StoreLimits()
-
-    def _reset_for_reembed(self, store: Store) -> None:
-        existing = store.collection(self.collection_name)
-        if existing.model_id not in (None, self.embedder.model_id):
-            ours = sorted(
-                {r.source for r in self.state.sources() if r.collection == self.collection_name}
-                | set(self._labels)
-            )
-            other = existing.other_source(ours)
-            if other is not None:
-                raise StoreError(
-                    f"collection {self.collection_name!r} also holds records of source "
-                    f"{other!r}, which this data dir did not write (another ingester shares "
-                    "the collection); --reembed would delete them. Re-embed into a new "
-                    "collection (--collection), and move every ingester to it"
-                )
-            log.warning(
-                "--reembed: recreating collection %r for model %s (was %s); every source in "
-                "it must be ingested again",
-                self.collection_name,
-                self.embedder.model_id,
-                existing.model_id,
-            )
-            store.delete_collection(self.collection_name)
-            for row in self.state.sources():
-                if row.collection == self.collection_name:
-                    self.state.drop_source(row.collection, row.source)
-
-    def cache(self) -> EmbeddingCache:
-        if self._cache is None:
-            self._cache = self._open_cache()
-        return self._cache
-
-    def meter(self) -> TokenMeter:
-        if self._meter is None:
-            path = self.embedder.tokenizer_path
-            self._meter = load_token_meter(path) if path else default_token_meter()
-        return self._meter
-
-    def budget_tokens(self, options: IngestOptions) -> int:
-        limit = self.embedder.max_tokens
-        return min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit
+        return self.target.limits(options.dry_run, options.reembed)
 
     def close(self) -> None:
-        if self._cache is not None:
-            self._cache.finish_run()
-            self._cache.close()
+        self.target.close()
 
     # -- one source ----------------------------------------------------------------------
 
@@ -219,7 +129,7 @@ class Ingestor:
     ) -> IngestSummary:
         """`adopting`: the source's old relative root is being resolved to this one; then
         a run that finds none of its files deletes nothing, whatever else the folder holds."""
-        self._labels.append(spec.label)
+        self.target.labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
         run = Tally()
@@ -239,9 +149,11 @@ class Ingestor:
         # Stat fields only: the fast path parses no record lists.
         manifest = self.state.files(name, label, with_records=must_heal)
         if row is None and discovery.files and not options.dry_run:
-            self._prefetch_model()  # a first run embeds: load while the store opens
+            self.target.prefetch_model()  # a first run embeds: load while the store opens
         if must_heal and (discovery.files or manifest):
-            manifest, chunked_by = self._heal(spec, manifest, options)
+            manifest, chunked_by = self.target.heal(
+                label, manifest, options.dry_run, options.reembed
+            )
             # records of an older chunker, found by a rebuild: their files are chunked again
             rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
         sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
@@ -259,7 +171,7 @@ class Ingestor:
             manifest = self.state.files(name, label)
 
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
-            self._prefetch_model()  # new files embed: load while they are read and chunked
+            self.target.prefetch_model()  # new files embed: load while they are read and chunked
         if self._can_stream(spec, discovery, sorted_, manifest, options, adopting):
             return self._stream(
                 spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
@@ -285,13 +197,9 @@ class Ingestor:
             found_files=0 if adopting else len(discovery.files),
         )
 
-        delete_ids = [i for c in changes for i in c.to_delete]
-        delete_ids += [r.id for p in gone for r in manifest[p].records]
-        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
-        # A document whose identity key moved with it (a rename) keeps its record IDs:
-        # what another path still wants is rewritten, never deleted.
-        wanted = {r.id for c in changes for r in c.records}
-        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        wanted = {r.id for c in changes for r in c.records}  # a rename keeps its record IDs
+        deleted = (i for c in changes for i in c.to_delete)
+        delete_ids = deletions(deleted, gone, newly_skipped, manifest, wanted)
         summary_base = dict(
             collection=name,
             source=label,
@@ -308,7 +216,7 @@ class Ingestor:
         )
         if options.dry_run:
             run.chunks_embedded = count_uncached(
-                changes, self.embedder.model_id, self.cache, self.store_embeds
+                changes, self.embedder.model_id, self.target.cache, self.target.store_embeds
             )
             run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
             return self._summary(summary_base, run, started)
@@ -367,7 +275,7 @@ class Ingestor:
         run's summary (both the whole-plan and the streamed path end here)."""
         name, label = self.collection_name, spec.label
         if delete_ids:
-            self.collection().delete(list(delete_ids))
+            self.target.collection().delete(list(delete_ids))
             self._crash.hit("after-delete")
         self.state.remove_files(name, label, gone)
         if newly_skipped:
@@ -424,51 +332,24 @@ class Ingestor:
         remembered skips follow the last wave."""
         name, label = self.collection_name, spec.label
         gone = sorted_.gone if options.gc else ()
-        checker: LimitChecker | None = None  # the store opens with the first change
-        # deletions are of IDs the manifest holds: only those can be wanted again
-        known = {r.id for state in manifest.values() for r in state.records}
-        wanted: set[str] = set()
-        delete_ids: list[str] = []
         planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
-        counts = {"new": 0, "updated": 0}
-        total = sum(len(state.records) for state in manifest.values())
+        # the store opens with the first change
+        fitted = FittedStream(planner, run, lambda: self.limits(options), WAVE_RECORDS)
         begun = False
 
-        def checked() -> Iterator[FileChange]:
-            nonlocal begun, checker, total
-            for group in waves(planner.changes(), WAVE_RECORDS):
-                if checker is None:
-                    checker = LimitChecker(self.limits(options))
-                    run.batch_size = checker.batch
-                kept = checker.check(group)
-                for change in group:
-                    why = checker.oversized.get(change.rel_path)
-                    if why is not None:
-                        skip_oversized(change, why, run, planner.skipped)
-                for change in kept:
-                    counts["new" if change.is_new else "updated"] += 1
-                    previous = manifest.get(change.rel_path)
-                    total += len(change.records) - (len(previous.records) if previous else 0)
-                    delete_ids.extend(change.to_delete)
-                    if known:
-                        wanted.update(r.id for r in change.records if r.id in known)
-                    if not begun:
-                        self._begin(spec)
-                        begun = True
-                    yield change
+        def begun_first() -> Iterator[FileChange]:
+            nonlocal begun
+            for change in fitted.changes():
+                if not begun:
+                    self._begin(spec)
+                    begun = True
+                yield change
 
-        files = len(sorted_.to_read)
-        self._write(label, checked(), run, options, files=files)
-        if checker is not None:
-            for note in checker.preflight().notes:
-                log.warning("collection %r: %s", name, note)
-            run.keys_dropped += checker.dropped
+        self._write(label, begun_first(), run, options, files=len(sorted_.to_read))
+        fitted.finish(name)
         newly_skipped = planner.skipped
-        delete_ids += [r.id for p in gone for r in manifest[p].records]
-        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
-        # A document whose identity key moved with it (a rename) keeps its record IDs:
-        # what another path still wants is rewritten, never deleted.
-        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        delete_ids = deletions(fitted.delete_ids, gone, newly_skipped, manifest, fitted.wanted)
+        total = fitted.chunks_total
         for path in (*gone, *newly_skipped):
             if path in manifest:
                 total -= len(manifest[path].records)
@@ -476,8 +357,8 @@ class Ingestor:
             collection=name,
             source=label,
             files_seen=len(discovery.files) + len(discovery.skipped),
-            files_new=counts["new"],
-            files_updated=counts["updated"],
+            files_new=fitted.new,
+            files_updated=fitted.updated,
             files_unchanged=run.files_unchanged + len(planner.touched),
             files_deleted=len(gone)
             + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
@@ -565,34 +446,6 @@ class Ingestor:
 
     # -- stages of a run -----------------------------------------------------------------
 
-    def _heal(
-        self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
-    ) -> tuple[dict[str, FileState], frozenset[int]]:
-        """Rebuild the manifest of `spec` from the collection (no embedding); with the
-        chunking versions of the records found."""
-        if options.dry_run:
-            try:
-                collection = self._open_store(existing=True).collection(
-                    self.collection_name, create=False
-                )
-            except NotFound:
-                return manifest, frozenset()
-        else:
-            collection = self.collection(reembed=options.reembed)
-        stored = collection.iter_records(where={"source": spec.label}, documents=True)
-        rebuilt = rebuild_manifest(stored, manifest)
-        if rebuilt.inconsistent:
-            log.warning(
-                "source %r: %d file(s) were left half-written by an earlier run; re-reading them",
-                spec.label,
-                len(rebuilt.inconsistent),
-            )
-        if not options.dry_run:
-            self.state.replace_source(
-                self.collection_name, spec.label, list(rebuilt.files.values()), rebuilt.records
-            )
-        return rebuilt.files, rebuilt.chunking_versions
-
     def _planner(
         self,
         spec: SourceSpec,
@@ -605,9 +458,10 @@ class Ingestor:
     ) -> FilePlanner:
         """The planner of one run's file writes, reading through this module's `read_file`
         (the edge where tests count reads)."""
+        limit = self.embedder.max_tokens
         settings = PlanSettings(
             model_id=self.embedder.model_id,
-            tokens=self.budget_tokens(options),
+            tokens=min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit,
             privacy_keys=options.privacy_keys,
             max_file_bytes=options.max_file_bytes,
             extra_metadata=options.extra_metadata,
@@ -621,7 +475,7 @@ class Ingestor:
             manifest,
             run,
             settings,
-            meter=self.meter,
+            meter=self.target.meter,
             read=read_file,
             clock=self.clock,
             progress=self._progress,
@@ -639,8 +493,8 @@ class Ingestor:
             self.state,
             self.collection_name,
             self.embedder,
-            cache=self.cache,
-            collection=lambda: self.collection(options.reembed),
+            cache=self.target.cache,
+            collection=lambda: self.target.collection(options.reembed),
             crash=self._crash,
             progress=self._progress,
         )

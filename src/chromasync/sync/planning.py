@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..chunk import Budget, Deadline, TooSlow, chunk_document
@@ -19,7 +19,7 @@ from ..corpus.documents import document_format
 from ..corpus.read import TRANSIENT_REASONS
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter
-from ..plan.limits import SKIP_REASON, check_limits
+from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
 from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
 from ..plan.triage import RecordContext, Triage, plan_file
 from ..records import (
@@ -33,7 +33,7 @@ from ..records import (
     SourceSpec,
     StoreLimits,
 )
-from .waves import Progress, Tally
+from .waves import Progress, Tally, waves
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +293,84 @@ def preflight(
     return list(checked.changes)
 
 
+class FittedStream:
+    """A streamed run's planned writes (`planner.changes()`), fitted to the store's limits
+    wave by wave as they are planned (the streamed `preflight`), with what the run's
+    summary and deletions need: `new`, `updated`, `chunks_total` (the source's records
+    after the writes, before the gone and skipped files), `delete_ids` and `wanted`."""
+
+    def __init__(
+        self,
+        planner: FilePlanner,
+        run: Tally,
+        limits: Callable[[], StoreLimits],
+        wave_records: int,
+    ) -> None:
+        self.planner = planner
+        self.run = run
+        self._limits = limits  # opens the store: called with the first wave
+        self._wave_records = wave_records
+        self.checker: LimitChecker | None = None
+        manifest = planner.manifest
+        # deletions are of IDs the manifest holds: only those can be wanted again
+        self._known = {r.id for state in manifest.values() for r in state.records}
+        self.wanted: set[str] = set()
+        self.delete_ids: list[str] = []
+        self.new = self.updated = 0
+        self.chunks_total = sum(len(state.records) for state in manifest.values())
+
+    def changes(self) -> Iterator[FileChange]:
+        """The planned changes the store can take, wave by wave; a file with a chunk it
+        cannot take becomes a remembered skip (`planner.skipped`)."""
+        run, manifest = self.run, self.planner.manifest
+        for group in waves(self.planner.changes(), self._wave_records):
+            if self.checker is None:
+                self.checker = LimitChecker(self._limits())
+                run.batch_size = self.checker.batch
+            kept = self.checker.check(group)
+            for change in group:
+                why = self.checker.oversized.get(change.rel_path)
+                if why is not None:
+                    skip_oversized(change, why, run, self.planner.skipped)
+            for change in kept:
+                if change.is_new:
+                    self.new += 1
+                else:
+                    self.updated += 1
+                previous = manifest.get(change.rel_path)
+                self.chunks_total += len(change.records) - (
+                    len(previous.records) if previous else 0
+                )
+                self.delete_ids.extend(change.to_delete)
+                if self._known:
+                    self.wanted.update(r.id for r in change.records if r.id in self._known)
+                yield change
+
+    def finish(self, collection_name: str) -> None:
+        """After the last wave: the limit checks' notes, and the metadata keys dropped."""
+        if self.checker is not None:
+            for note in self.checker.preflight().notes:
+                log.warning("collection %r: %s", collection_name, note)
+            self.run.keys_dropped += self.checker.dropped
+
+
+def deletions(
+    ids: Iterable[str],
+    gone: Iterable[str],
+    skipped: Iterable[str],
+    manifest: Mapping[str, FileState],
+    wanted: Container[str],
+) -> list[str]:
+    """The record IDs to delete once every write succeeded: `ids` (records the changed files
+    no longer have), then the records of the files gone and of the files newly `skipped`.
+    A document whose identity key moved with it (a rename) keeps its record IDs: what
+    another path still wants (`wanted`) is rewritten, never deleted."""
+    found = list(ids)
+    found += [r.id for p in gone for r in manifest[p].records]
+    found += [r.id for p in skipped if p in manifest for r in manifest[p].records]
+    return [i for i in dict.fromkeys(found) if i not in wanted]
+
+
 def skip_oversized(change: FileChange, why: str, run: Tally, skipped: dict[str, FileState]) -> None:
     """A file with a chunk larger than the store accepts: a remembered skip."""
     log.warning("skipping %s: %s", change.rel_path, why)
@@ -362,10 +440,12 @@ def restat(
 
 __all__ = [
     "FilePlanner",
+    "FittedStream",
     "PlanSettings",
     "ReadFile",
     "chunks_total",
     "count_uncached",
+    "deletions",
     "preflight",
     "restat",
     "skip_oversized",
