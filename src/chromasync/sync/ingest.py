@@ -49,7 +49,7 @@ from .planning import (
     deletions,
     preflight,
 )
-from .target import Target
+from .resources import Resources
 from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter
 
 if TYPE_CHECKING:
@@ -100,17 +100,17 @@ class Ingestor:
         self.clock = clock or FILE_CLOCK
         self.collection_name = collection_name
         self.embedder = embedder
-        self.target = Target(state, collection_name, embedder, open_store, cache)
+        self.resources = Resources(state, collection_name, embedder, open_store, cache)
         self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
         self._progress = progress or (lambda phase, done, total: None)
         self._on_settled = on_settled
 
     def limits(self, options: IngestOptions) -> StoreLimits:
         """The target's limits; a dry run opens no store that does not exist yet."""
-        return self.target.limits(options.dry_run, options.reembed)
+        return self.resources.limits(options.dry_run, options.reembed)
 
     def close(self) -> None:
-        self.target.close()
+        self.resources.close()
 
     # -- one source ----------------------------------------------------------------------
 
@@ -129,7 +129,7 @@ class Ingestor:
     ) -> IngestSummary:
         """`adopting`: the source's old relative root is being resolved to this one; then
         a run that finds none of its files deletes nothing, whatever else the folder holds."""
-        self.target.labels.append(spec.label)
+        self.resources.labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
         run = Tally()
@@ -149,9 +149,9 @@ class Ingestor:
         # Stat fields only: the fast path parses no record lists.
         manifest = self.state.files(name, label, with_records=must_heal)
         if row is None and discovery.files and not options.dry_run:
-            self.target.prefetch_model()  # a first run embeds: load while the store opens
+            self.resources.prefetch_model()  # a first run embeds: load while the store opens
         if must_heal and (discovery.files or manifest):
-            manifest, chunked_by = self.target.heal(
+            manifest, chunked_by = self.resources.heal(
                 label, manifest, options.dry_run, options.reembed
             )
             # records of an older chunker, found by a rebuild: their files are chunked again
@@ -171,7 +171,7 @@ class Ingestor:
             manifest = self.state.files(name, label)
 
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
-            self.target.prefetch_model()  # new files embed: load while they are read and chunked
+            self.resources.prefetch_model()  # new files embed: load while they are read and chunked
         if self._can_stream(spec, discovery, sorted_, manifest, options, adopting):
             return self._stream(
                 spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
@@ -216,7 +216,7 @@ class Ingestor:
         )
         if options.dry_run:
             run.chunks_embedded = count_uncached(
-                changes, self.embedder.model_id, self.target.cache, self.target.store_embeds
+                changes, self.embedder.model_id, self.resources.cache, self.resources.store_embeds
             )
             run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
             return self._summary(summary_base, run, started)
@@ -275,7 +275,7 @@ class Ingestor:
         run's summary (both the whole-plan and the streamed path end here)."""
         name, label = self.collection_name, spec.label
         if delete_ids:
-            self.target.collection().delete(list(delete_ids))
+            self.resources.collection().delete(list(delete_ids))
             self._crash.hit("after-delete")
         self.state.remove_files(name, label, gone)
         if newly_skipped:
@@ -334,7 +334,7 @@ class Ingestor:
         gone = sorted_.gone if options.gc else ()
         planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
         # the store opens with the first change
-        fitted = FittedStream(planner, run, lambda: self.limits(options), WAVE_RECORDS)
+        fitted = FittedStream(planner, lambda: self.limits(options), WAVE_RECORDS)
         begun = False
 
         def begun_first() -> Iterator[FileChange]:
@@ -475,7 +475,7 @@ class Ingestor:
             manifest,
             run,
             settings,
-            meter=self.target.meter,
+            meter=self.resources.meter,
             read=read_file,
             clock=self.clock,
             progress=self._progress,
@@ -493,8 +493,8 @@ class Ingestor:
             self.state,
             self.collection_name,
             self.embedder,
-            cache=self.target.cache,
-            collection=lambda: self.target.collection(options.reembed),
+            cache=self.resources.cache,
+            collection=lambda: self.resources.collection(options.reembed),
             crash=self._crash,
             progress=self._progress,
         )

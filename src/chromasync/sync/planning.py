@@ -302,12 +302,11 @@ class FittedStream:
     def __init__(
         self,
         planner: FilePlanner,
-        run: Tally,
         limits: Callable[[], StoreLimits],
         wave_records: int,
     ) -> None:
         self.planner = planner
-        self.run = run
+        self.run = planner.run
         self._limits = limits  # opens the store: called with the first wave
         self._wave_records = wave_records
         self.checker: LimitChecker | None = None

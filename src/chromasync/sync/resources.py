@@ -1,7 +1,7 @@
-"""What an ingestor writes into: its collection, the embedding cache and the token meter,
-each opened on first use (an unchanged re-run opens none of them), and the reads of the
-store a run makes before it writes: the target's limits, and the records a lost manifest is
-rebuilt from (`heal`).
+"""What an ingestor writes into and reads through: its collection, the embedding cache and
+the token meter, each opened on first use (an unchanged re-run opens none of them), and the
+reads of the store a run makes before it writes: the store's limits, and the records a lost
+manifest is rebuilt from (`heal`).
 
 Opening the collection follows the model it was written with (`follow_stored`); with
 `--reembed` and a new model it is recreated, unless it holds records of a source this data
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class Target:
-    """One collection of one data dir, and what writing into it needs."""
+class Resources:
+    """One data dir's collection, and what writing into it needs, for one ingestor."""
 
     def __init__(
         self,
@@ -164,4 +164,4 @@ class Target:
         return rebuilt.files, rebuilt.chunking_versions
 
 
-__all__ = ["Target"]
+__all__ = ["Resources"]
