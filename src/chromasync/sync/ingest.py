@@ -23,37 +23,37 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..chunk import Budget, Deadline, TooSlow, chunk_document
-from ..corpus.documents import document_format
-from ..corpus.read import TRANSIENT_REASONS, read_file
+from ..corpus.read import read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder, follow_stored
 from ..embed.cache import EmbeddingCache
-from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
-from ..errors import NotFound, SourceError, StoreError
-from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
-from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
-from ..plan.triage import RecordContext, Triage, check_deletions, plan_file, triage
+from ..errors import SourceError, StoreError
+from ..plan.triage import Triage, check_deletions, triage
 from ..records import (
     CHUNKING_VERSION,
-    AssetRef,
     Discovery,
     FileChange,
-    FileStat,
     FileState,
     IngestSummary,
-    ReadOutcome,
     SettledSource,
-    Skip,
     SourceSpec,
     StoreLimits,
 )
 from ..state.manifest import State, check_identity
-from .heal import rebuild_manifest
-from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter, waves
+from .planning import (
+    FilePlanner,
+    FittedStream,
+    PlanSettings,
+    chunks_total,
+    count_uncached,
+    deletions,
+    preflight,
+)
+from .resources import Resources
+from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter
 
 if TYPE_CHECKING:
-    from ..store.chroma import Collection, Store
+    from ..store.chroma import Store
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +79,6 @@ class IngestOptions:
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
 
 
-@dataclass(slots=True)
-class _Plan:
-    """What planning found besides the changes: files to re-stat only, and content skips
-    to remember."""
-
-    touched: list[FileState] = field(default_factory=list)
-    skipped: dict[str, FileState] = field(default_factory=dict)
-
-
 class Ingestor:
     """Runs ingests against one data dir's state and store; the caller holds the lock."""
 
@@ -109,106 +100,17 @@ class Ingestor:
         self.clock = clock or FILE_CLOCK
         self.collection_name = collection_name
         self.embedder = embedder
-        self._open_store = open_store
-        self._open_cache = cache
-        self._store: Store | None = None
-        self._collection: Collection | None = None
-        self._cache: EmbeddingCache | None = None
-        self._meter: TokenMeter | None = None
-        self._labels: list[str] = []  # the sources this ingestor has been asked to ingest
+        self.resources = Resources(state, collection_name, embedder, open_store, cache)
         self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
         self._progress = progress or (lambda phase, done, total: None)
         self._on_settled = on_settled
 
-    # -- lazily opened resources ---------------------------------------------------------
-
-    @property
-    def store_embeds(self) -> bool:
-        """True when the collection's own embedding function embeds (`server` provider)."""
-        return bool(getattr(self.embedder, "embeds_in_store", False))
-
-    def collection(self, reembed: bool = False) -> Collection:
-        if self._collection is None:
-            self._store = self._open_store()
-            if reembed and not self.store_embeds:
-                self._reset_for_reembed(self._store)
-            elif not self.store_embeds:
-                try:
-                    existing = self._store.collection(self.collection_name, create=False)
-                except NotFound:
-                    pass
-                else:
-                    follow_stored(self.embedder, existing.model_id)
-            self._collection = self._store.collection(
-                self.collection_name,
-                self.embedder.model_id,
-                0 if self.store_embeds else self.embedder.dimension,
-                provider=self.embedder.name,
-            )
-        return self._collection
-
-    def _prefetch_model(self) -> None:
-        prefetch = getattr(self.embedder, "prefetch", None)
-        if callable(prefetch):
-            prefetch()
-
     def limits(self, options: IngestOptions) -> StoreLimits:
         """The target's limits; a dry run opens no store that does not exist yet."""
-        if not options.dry_run:
-            self.collection(options.reembed)
-            assert self._store is not None
-            return self._store.limits
-        try:
-            return self._open_store(existing=True).limits
-        except NotFound:
-            return StoreLimits()
-
-    def _reset_for_reembed(self, store: Store) -> None:
-        existing = store.collection(self.collection_name)
-        if existing.model_id not in (None, self.embedder.model_id):
-            ours = sorted(
-                {r.source for r in self.state.sources() if r.collection == self.collection_name}
-                | set(self._labels)
-            )
-            other = existing.other_source(ours)
-            if other is not None:
-                raise StoreError(
-                    f"collection {self.collection_name!r} also holds records of source "
-                    f"{other!r}, which this data dir did not write (another ingester shares "
-                    "the collection); --reembed would delete them. Re-embed into a new "
-                    "collection (--collection), and move every ingester to it"
-                )
-            log.warning(
-                "--reembed: recreating collection %r for model %s (was %s); every source in "
-                "it must be ingested again",
-                self.collection_name,
-                self.embedder.model_id,
-                existing.model_id,
-            )
-            store.delete_collection(self.collection_name)
-            for row in self.state.sources():
-                if row.collection == self.collection_name:
-                    self.state.drop_source(row.collection, row.source)
-
-    def cache(self) -> EmbeddingCache:
-        if self._cache is None:
-            self._cache = self._open_cache()
-        return self._cache
-
-    def meter(self) -> TokenMeter:
-        if self._meter is None:
-            path = self.embedder.tokenizer_path
-            self._meter = load_token_meter(path) if path else default_token_meter()
-        return self._meter
-
-    def budget_tokens(self, options: IngestOptions) -> int:
-        limit = self.embedder.max_tokens
-        return min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit
+        return self.resources.limits(options.dry_run, options.reembed)
 
     def close(self) -> None:
-        if self._cache is not None:
-            self._cache.finish_run()
-            self._cache.close()
+        self.resources.close()
 
     # -- one source ----------------------------------------------------------------------
 
@@ -227,7 +129,7 @@ class Ingestor:
     ) -> IngestSummary:
         """`adopting`: the source's old relative root is being resolved to this one; then
         a run that finds none of its files deletes nothing, whatever else the folder holds."""
-        self._labels.append(spec.label)
+        self.resources.labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
         run = Tally()
@@ -247,9 +149,11 @@ class Ingestor:
         # Stat fields only: the fast path parses no record lists.
         manifest = self.state.files(name, label, with_records=must_heal)
         if row is None and discovery.files and not options.dry_run:
-            self._prefetch_model()  # a first run embeds: load while the store opens
+            self.resources.prefetch_model()  # a first run embeds: load while the store opens
         if must_heal and (discovery.files or manifest):
-            manifest, chunked_by = self._heal(spec, manifest, options)
+            manifest, chunked_by = self.resources.heal(
+                label, manifest, options.dry_run, options.reembed
+            )
             # records of an older chunker, found by a rebuild: their files are chunked again
             rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
         sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
@@ -267,18 +171,20 @@ class Ingestor:
             manifest = self.state.files(name, label)
 
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
-            self._prefetch_model()  # new files embed: load while they are read and chunked
+            self.resources.prefetch_model()  # new files embed: load while they are read and chunked
         if self._can_stream(spec, discovery, sorted_, manifest, options, adopting):
             return self._stream(
                 spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
             )
-        changes, touched, newly_skipped = self._read_and_plan(
-            spec, discovery, sorted_, manifest, options, run, rechunk
-        )
+        # every change at once: a dry run, `--gc-only`, a run that may delete most of a source
+        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        changes = list(planner.changes())
+        touched, newly_skipped = planner.touched, planner.skipped
         if options.gc_only:
             changes, newly_skipped = [], {}
         if changes:
-            changes = self._preflight(changes, newly_skipped, options, run)
+            limits = self.limits(options)
+            changes = preflight(changes, limits, run, newly_skipped, self.collection_name)
         gone = sorted_.gone if (options.gc or options.gc_only) else ()
         # a file whose content reappears at a new path moved: that is not a deletion
         arrived = {c.file_hash for c in changes if c.is_new}
@@ -291,13 +197,9 @@ class Ingestor:
             found_files=0 if adopting else len(discovery.files),
         )
 
-        delete_ids = [i for c in changes for i in c.to_delete]
-        delete_ids += [r.id for p in gone for r in manifest[p].records]
-        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
-        # A document whose identity key moved with it (a rename) keeps its record IDs:
-        # what another path still wants is rewritten, never deleted.
-        wanted = {r.id for c in changes for r in c.records}
-        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        wanted = {r.id for c in changes for r in c.records}  # a rename keeps its record IDs
+        deleted = (i for c in changes for i in c.to_delete)
+        delete_ids = deletions(deleted, gone, newly_skipped, manifest, wanted)
         summary_base = dict(
             collection=name,
             source=label,
@@ -307,13 +209,15 @@ class Ingestor:
             files_unchanged=run.files_unchanged + len(touched),
             files_deleted=len(gone)
             + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
-            chunks_total=self._chunks_total(manifest, changes, gone, newly_skipped),
+            chunks_total=chunks_total(manifest, changes, gone, newly_skipped),
             chunks_deleted=len(delete_ids),
             dry_run=options.dry_run,
             metadata_keys_dropped=run.keys_dropped,
         )
         if options.dry_run:
-            run.chunks_embedded = self._count_uncached(changes)
+            run.chunks_embedded = count_uncached(
+                changes, self.embedder.model_id, self.resources.cache, self.resources.store_embeds
+            )
             run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
             return self._summary(summary_base, run, started)
 
@@ -371,7 +275,7 @@ class Ingestor:
         run's summary (both the whole-plan and the streamed path end here)."""
         name, label = self.collection_name, spec.label
         if delete_ids:
-            self.collection().delete(list(delete_ids))
+            self.resources.collection().delete(list(delete_ids))
             self._crash.hit("after-delete")
         self.state.remove_files(name, label, gone)
         if newly_skipped:
@@ -428,77 +332,47 @@ class Ingestor:
         remembered skips follow the last wave."""
         name, label = self.collection_name, spec.label
         gone = sorted_.gone if options.gc else ()
-        checker: LimitChecker | None = None  # the store opens with the first change
-        # deletions are of IDs the manifest holds: only those can be wanted again
-        known = {r.id for state in manifest.values() for r in state.records}
-        wanted: set[str] = set()
-        delete_ids: list[str] = []
-        plan = _Plan()
-        counts = {"new": 0, "updated": 0}
-        chunks_total = sum(len(state.records) for state in manifest.values())
+        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        # the store opens with the first change
+        fitted = FittedStream(planner, lambda: self.limits(options), WAVE_RECORDS)
         begun = False
 
-        def checked() -> Iterator[FileChange]:
-            nonlocal begun, checker, chunks_total
-            planned = self._plan_changes(
-                spec, discovery, sorted_, manifest, options, run, rechunk, plan
-            )
-            for group in waves(planned, WAVE_RECORDS):
-                if checker is None:
-                    checker = LimitChecker(self.limits(options))
-                    run.batch_size = checker.batch
-                kept = checker.check(group)
-                for change in group:
-                    why = checker.oversized.get(change.rel_path)
-                    if why is not None:
-                        self._skip_oversized(change, why, run, plan.skipped)
-                for change in kept:
-                    counts["new" if change.is_new else "updated"] += 1
-                    previous = manifest.get(change.rel_path)
-                    chunks_total += len(change.records) - (len(previous.records) if previous else 0)
-                    delete_ids.extend(change.to_delete)
-                    if known:
-                        wanted.update(r.id for r in change.records if r.id in known)
-                    if not begun:
-                        self._begin(spec)
-                        begun = True
-                    yield change
+        def begun_first() -> Iterator[FileChange]:
+            nonlocal begun
+            for change in fitted.changes():
+                if not begun:
+                    self._begin(spec)
+                    begun = True
+                yield change
 
-        files = len(sorted_.to_read)
-        self._write(label, checked(), run, options, files=files)
-        if checker is not None:
-            for note in checker.preflight().notes:
-                log.warning("collection %r: %s", name, note)
-            run.keys_dropped += checker.dropped
-        newly_skipped = plan.skipped
-        delete_ids += [r.id for p in gone for r in manifest[p].records]
-        delete_ids += [r.id for p in newly_skipped if p in manifest for r in manifest[p].records]
-        # A document whose identity key moved with it (a rename) keeps its record IDs:
-        # what another path still wants is rewritten, never deleted.
-        delete_ids = [i for i in dict.fromkeys(delete_ids) if i not in wanted]
+        self._write(label, begun_first(), run, options, files=len(sorted_.to_read))
+        fitted.finish(name)
+        newly_skipped = planner.skipped
+        delete_ids = deletions(fitted.delete_ids, gone, newly_skipped, manifest, fitted.wanted)
+        total = fitted.chunks_total
         for path in (*gone, *newly_skipped):
             if path in manifest:
-                chunks_total -= len(manifest[path].records)
+                total -= len(manifest[path].records)
         summary_base = dict(
             collection=name,
             source=label,
             files_seen=len(discovery.files) + len(discovery.skipped),
-            files_new=counts["new"],
-            files_updated=counts["updated"],
-            files_unchanged=run.files_unchanged + len(plan.touched),
+            files_new=fitted.new,
+            files_updated=fitted.updated,
+            files_unchanged=run.files_unchanged + len(planner.touched),
             files_deleted=len(gone)
             + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
-            chunks_total=chunks_total,
+            chunks_total=total,
             chunks_deleted=len(delete_ids),
             dry_run=False,
             metadata_keys_dropped=run.keys_dropped,
         )
-        if not (begun or plan.touched or newly_skipped or gone or must_heal):
+        if not (begun or planner.touched or newly_skipped or gone or must_heal):
             return self._noop(spec, discovery, options, summary_base, run, started)
         if not begun:
             self._begin(spec)
-        if plan.touched:
-            self.state.touch_files(name, label, plan.touched)
+        if planner.touched:
+            self.state.touch_files(name, label, planner.touched)
         return self._conclude(
             spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
         )
@@ -572,73 +446,7 @@ class Ingestor:
 
     # -- stages of a run -----------------------------------------------------------------
 
-    def _preflight(
-        self,
-        changes: list[FileChange],
-        newly_skipped: dict[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-    ) -> list[FileChange]:
-        """Fit the planned writes to the target's limits (see `preflight`), before writing."""
-        checked = check_limits(changes, self.limits(options))
-        for note in checked.notes:
-            log.warning("collection %r: %s", self.collection_name, note)
-        run.keys_dropped += checked.keys_dropped
-        run.batch_size = checked.batch_size
-        by_path = {c.rel_path: c for c in changes}
-        for path, why in checked.oversized.items():
-            self._skip_oversized(by_path[path], why, run, newly_skipped)
-        return list(checked.changes)
-
-    @staticmethod
-    def _skip_oversized(
-        change: FileChange, why: str, run: Tally, newly_skipped: dict[str, FileState]
-    ) -> None:
-        """A file with a chunk larger than the store accepts: a remembered skip."""
-        log.warning("skipping %s: %s", change.rel_path, why)
-        run.skipped[SKIP_REASON] += 1
-        newly_skipped[change.rel_path] = FileState(
-            change.rel_path,
-            change.stat.size,
-            change.stat.mtime_ns,
-            change.file_hash,
-            change.version,
-            time.time_ns(),
-            (),
-            SKIP_REASON,
-            asset=change.asset,
-            asset_issue=change.asset_issue,
-        )
-
-    def _heal(
-        self, spec: SourceSpec, manifest: dict[str, FileState], options: IngestOptions
-    ) -> tuple[dict[str, FileState], frozenset[int]]:
-        """Rebuild the manifest of `spec` from the collection (no embedding); with the
-        chunking versions of the records found."""
-        if options.dry_run:
-            try:
-                collection = self._open_store(existing=True).collection(
-                    self.collection_name, create=False
-                )
-            except NotFound:
-                return manifest, frozenset()
-        else:
-            collection = self.collection(reembed=options.reembed)
-        stored = collection.iter_records(where={"source": spec.label}, documents=True)
-        rebuilt = rebuild_manifest(stored, manifest)
-        if rebuilt.inconsistent:
-            log.warning(
-                "source %r: %d file(s) were left half-written by an earlier run; re-reading them",
-                spec.label,
-                len(rebuilt.inconsistent),
-            )
-        if not options.dry_run:
-            self.state.replace_source(
-                self.collection_name, spec.label, list(rebuilt.files.values()), rebuilt.records
-            )
-        return rebuilt.files, rebuilt.chunking_versions
-
-    def _read_and_plan(
+    def _planner(
         self,
         spec: SourceSpec,
         discovery: Discovery,
@@ -647,212 +455,31 @@ class Ingestor:
         options: IngestOptions,
         run: Tally,
         rechunk: bool,
-    ) -> tuple[list[FileChange], list[FileState], dict[str, FileState]]:
-        """Every change at once (a dry run, `--gc-only`, a run that may delete most of a
-        source); see `_plan_changes`."""
-        plan = _Plan()
-        changes = list(
-            self._plan_changes(spec, discovery, sorted_, manifest, options, run, rechunk, plan)
-        )
-        return changes, plan.touched, plan.skipped
-
-    def _plan_changes(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-        rechunk: bool,
-        plan: _Plan,
-    ) -> Iterator[FileChange]:
-        """Read what triage found changed and plan each file's writes, one file at a time:
-        a file outside every sidecar group is planned as soon as it is read, and its text
-        is not kept; the files of sidecar groups (sidecars, documents a sidecar could name,
-        files a remembered sidecar named) and what completes their groups (`plan.sidecars`)
-        are planned together after every other file, sidecars last. Files that need no
-        write go to `plan` (re-stat only, or a remembered skip)."""
-        ctx = RecordContext(
-            source=spec.label,
-            source_kind=spec.kind,
-            embedding_model=self.embedder.model_id,
-            static_metadata=spec.static_metadata,
+    ) -> FilePlanner:
+        """The planner of one run's file writes, reading through this module's `read_file`
+        (the edge where tests count reads)."""
+        limit = self.embedder.max_tokens
+        settings = PlanSettings(
+            model_id=self.embedder.model_id,
+            tokens=min(limit, options.chunk_max_tokens) if options.chunk_max_tokens else limit,
+            privacy_keys=options.privacy_keys,
+            max_file_bytes=options.max_file_bytes,
             extra_metadata=options.extra_metadata,
+            file_seconds=self.file_seconds,
+            rechunk=rechunk,
         )
-        now = run.read_ns = time.time_ns()
-        tokens = self.budget_tokens(options)
-        before = remembered_targets(manifest)
-        had_sidecar = set(before.values())
-        listed = {f.rel_path: f for f in discovery.files}
-        gone = set(sorted_.gone)
-        unchanged = set(sorted_.unchanged)
-        read: set[str] = set()
-        held: dict[str, ReadOutcome] = {}  # the sidecar groups' files, planned last
-        pending = list(sorted_.to_read)
-        total = len(pending)
-        while True:
-            for file in pending:
-                self._progress("read", len(read) + 1, total)
-                outcome = read_file(
-                    file,
-                    spec.identity_key,
-                    options.privacy_keys,
-                    max_bytes=options.max_file_bytes,
-                )
-                path = file.rel_path
-                read.add(path)
-                # a file read only to complete a sidecar group was counted unchanged (or as
-                # a remembered skip) by triage: it is counted by what its read finds instead
-                if path in unchanged:
-                    run.files_unchanged -= 1
-                elif path in sorted_.remembered_skips:
-                    reason = sorted_.remembered_skips[path]
-                    run.skipped[reason] -= 1
-                    if run.skipped[reason] <= 0:
-                        del run.skipped[reason]
-                if (
-                    outcome.asset is None
-                    and path not in before
-                    and path not in had_sidecar
-                    and document_format(path) is None
-                ):
-                    change = self._plan_one(
-                        outcome, manifest.get(path), ctx, now, run, plan, tokens, rechunk=rechunk
-                    )
-                    if change is not None:
-                        yield change
-                else:
-                    held[path] = outcome
-            refs = {p: o.asset for p, o in held.items() if o.asset is not None}
-            more = group_reads(read, gone, refs, manifest, listed.keys())
-            if not more:
-                break
-            pending = [listed[p] for p in sorted(more)]
-            total += len(pending)
-        links = link_sidecars(
-            refs,
-            {p for p, o in held.items() if o.skip is not None and o.skip.reason == "private"},
-            set(listed),
-            {s.rel_path: s.reason for s in discovery.skipped},
-            {p: o.file_hash for p, o in held.items() if o.file_hash},
+        return FilePlanner(
+            spec,
+            discovery,
+            sorted_,
+            manifest,
+            run,
+            settings,
+            meter=self.resources.meter,
+            read=read_file,
+            clock=self.clock,
+            progress=self._progress,
         )
-        # a sidecar that could not be read this time: its documents wait for the next run
-        deferred = {
-            before[p]
-            for p, o in held.items()
-            if o.skip is not None and o.skip.reason in TRANSIENT_REASONS and p in before
-        }
-        # sidecars last: a sidecar's row moves on only after its document's records did
-        ordered = sorted(
-            held.values(),
-            key=lambda o: o.stat.rel_path in links.rows or o.stat.rel_path in before,
-        )
-        for outcome in ordered:
-            path = outcome.stat.rel_path
-            if path in deferred:
-                continue
-            sidecar = links.described.get(path)
-            change = self._plan_one(
-                outcome,
-                manifest.get(path),
-                ctx,
-                now,
-                run,
-                plan,
-                tokens,
-                rechunk=rechunk or path in links.described or path in had_sidecar,
-                row=links.rows.get(path, ("", "")),
-                private=path in links.private,
-                sidecar=(sidecar, held[sidecar].asset, path in links.mismatched)
-                if sidecar is not None
-                else None,
-            )
-            if change is not None:
-                yield change
-
-    def _plan_one(
-        self,
-        outcome: ReadOutcome,
-        previous: FileState | None,
-        ctx: RecordContext,
-        now: int,
-        run: Tally,
-        plan: _Plan,
-        tokens: int,
-        *,
-        rechunk: bool = False,
-        row: tuple[str, str] = ("", ""),
-        private: bool = False,
-        sidecar: tuple[str, AssetRef | None, bool] | None = None,
-    ) -> FileChange | None:
-        """One file read: its planned writes, or None when it needs none (its row goes to
-        `plan`). `tokens`: a chunk's budget; `rechunk`: chunk it even if its content is
-        unchanged (a new chunker, a sidecar group); `row`: a sidecar's (asset, asset_issue);
-        `private`: named by a private sidecar; `sidecar`: (path, its reference, sha256
-        mismatch) of the sidecar whose metadata a document takes."""
-        stat = outcome.stat
-        path = stat.rel_path
-        asset, asset_issue = row
-        skip = outcome.skip
-        if skip is None and private:
-            skip = Skip(path, "private")
-        if skip is not None:
-            run.skipped[skip.reason] += 1
-            if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
-                version = previous.version if previous else 0
-                plan.skipped[path] = FileState(
-                    path,
-                    stat.size,
-                    stat.mtime_ns,
-                    outcome.file_hash,
-                    version,
-                    now,
-                    (),
-                    skip.reason,
-                    stat.ctime_ns,
-                    stat.inode,
-                    asset,
-                    asset_issue,
-                )
-            return None
-        doc = outcome.document
-        assert doc is not None
-        if doc.kind == "document":
-            run.documents[doc.doc_format] += 1
-            run.pages += len(doc.pages)
-        if (
-            previous is not None
-            and not rechunk
-            and not previous.skip_reason
-            and previous.file_hash == doc.file_hash
-        ):
-            plan.touched.append(_restat(previous, stat, now, asset, asset_issue))
-            return None
-        deadline = Deadline(self.file_seconds, self.clock)
-        budget = Budget(tokens, self.meter(), deadline=deadline)
-        try:
-            chunks = chunk_document(doc, budget)
-        except TooSlow as exc:  # earlier records are kept: the machine may be busy
-            log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
-            run.skipped["too-slow"] += 1
-            return None
-        if sidecar is not None:  # chunked from its own text: a sidecar edit embeds nothing
-            sidecar_path, ref, mismatched = sidecar
-            assert ref is not None
-            merged = sidecar_metadata(doc.metadata, sidecar_path, ref.metadata, mismatched)
-            doc = replace(doc, metadata=merged)
-        change = plan_file(stat, doc, chunks, previous, ctx)
-        change = replace(change, asset=asset, asset_issue=asset_issue)
-        if (
-            previous is not None
-            and not previous.skip_reason
-            and not (change.to_embed or change.to_rewrite or change.to_delete)
-        ):
-            restat = _restat(previous, stat, now, asset, asset_issue)
-            plan.touched.append(replace(restat, file_hash=doc.file_hash))
-            return None
-        return change
 
     def _write(
         self,
@@ -866,35 +493,12 @@ class Ingestor:
             self.state,
             self.collection_name,
             self.embedder,
-            cache=self.cache,
-            collection=lambda: self.collection(options.reembed),
+            cache=self.resources.cache,
+            collection=lambda: self.resources.collection(options.reembed),
             crash=self._crash,
             progress=self._progress,
         )
         writer.write(label, changes, run, files=files)
-
-    def _count_uncached(self, changes: Sequence[FileChange]) -> int:
-        if self.store_embeds:
-            return sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
-        hashes = {r.chunk_hash for c in changes for r in c.to_embed}
-        if not hashes:
-            return 0
-        cached = self.cache().get_many(self.embedder.model_id, hashes)
-        return len(hashes - set(cached))
-
-    @staticmethod
-    def _chunks_total(
-        manifest: Mapping[str, FileState],
-        changes: Sequence[FileChange],
-        gone: Iterable[str],
-        skipped: Mapping[str, FileState],
-    ) -> int:
-        counts = {p: len(s.records) for p, s in manifest.items()}
-        for change in changes:
-            counts[change.rel_path] = len(change.records)
-        for path in (*gone, *skipped):
-            counts[path] = 0
-        return sum(counts.values())
 
     @staticmethod
     def _summary(base: Mapping[str, object], run: Tally, started: int) -> IngestSummary:
@@ -908,21 +512,6 @@ class Ingestor:
             documents_read=dict(run.documents),
             pages_read=run.pages,
         )
-
-
-def _restat(
-    previous: FileState, stat: FileStat, now: int, asset: str, asset_issue: str
-) -> FileState:
-    return replace(
-        previous,
-        size=stat.size,
-        mtime_ns=stat.mtime_ns,
-        ctime_ns=stat.ctime_ns,
-        inode=stat.inode,
-        checked_ns=now,
-        asset=asset,
-        asset_issue=asset_issue,
-    )
 
 
 __all__ = ["IngestOptions", "Ingestor", "Progress", "StoreError"]

@@ -1,0 +1,451 @@
+"""Planning a source's file writes: read each file triage found changed, chunk it, and match
+it against the manifest; fit the planned writes to the store's limits.
+
+Nothing here writes: the shell (`ingest`) writes what is planned, and hands in what planning
+reads through: the file reader (`read`), the token meter (opened only when a file is
+chunked), the clock of each file's time budget, the embedding cache (a dry run's count) and
+the store's limits.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..chunk import Budget, Deadline, TooSlow, chunk_document
+from ..corpus.documents import document_format
+from ..corpus.read import TRANSIENT_REASONS
+from ..embed.cache import EmbeddingCache
+from ..embed.tokens import TokenMeter
+from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
+from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
+from ..plan.triage import RecordContext, Triage, plan_file
+from ..records import (
+    AssetRef,
+    Discovery,
+    FileChange,
+    FileStat,
+    FileState,
+    ReadOutcome,
+    Skip,
+    SourceSpec,
+    StoreLimits,
+)
+from .waves import Progress, Tally, waves
+
+log = logging.getLogger(__name__)
+
+#: Reads one file: `read_file(file, identity_key, privacy_keys, max_bytes=...)`.
+ReadFile = Callable[..., ReadOutcome]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """How one run reads and chunks files.
+
+    `tokens`: a chunk's budget; `file_seconds`: a file's time budget, from its read to its
+    last chunk (past it, a `too-slow` skip); `rechunk`: chunk every file read even if its
+    content is unchanged (records of an older chunker)."""
+
+    model_id: str
+    tokens: int
+    privacy_keys: tuple[str, ...]
+    max_file_bytes: int
+    extra_metadata: Mapping[str, str | int | float | bool]
+    file_seconds: float
+    rechunk: bool = False
+
+
+class FilePlanner:
+    """Plans the writes of one source's run, one file at a time (`changes`). Files that need
+    no write are collected: `touched` (re-stat only) and `skipped` (content skips to
+    remember). Counts go to `run`."""
+
+    def __init__(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        run: Tally,
+        settings: PlanSettings,
+        *,
+        meter: Callable[[], TokenMeter],
+        read: ReadFile,
+        clock: Callable[[], float],
+        progress: Progress,
+    ) -> None:
+        self.spec = spec
+        self.discovery = discovery
+        self.sorted_ = sorted_
+        self.manifest = manifest
+        self.run = run
+        self.settings = settings
+        self._meter = meter
+        self._read = read
+        self._clock = clock
+        self._progress = progress
+        self._ctx = RecordContext(
+            source=spec.label,
+            source_kind=spec.kind,
+            embedding_model=settings.model_id,
+            static_metadata=spec.static_metadata,
+            extra_metadata=settings.extra_metadata,
+        )
+        self._now = 0
+        self.touched: list[FileState] = []
+        self.skipped: dict[str, FileState] = {}
+
+    def changes(self) -> Iterator[FileChange]:
+        """Read what triage found changed and plan each file's writes, one file at a time:
+        a file outside every sidecar group is planned as soon as it is read, and its text
+        is not kept; the files of sidecar groups (sidecars, documents a sidecar could name,
+        files a remembered sidecar named) and what completes their groups (`plan.sidecars`)
+        are planned together after every other file, sidecars last. Files that need no
+        write go to `touched` (re-stat only) or `skipped` (a remembered skip)."""
+        spec, discovery, sorted_, manifest = self.spec, self.discovery, self.sorted_, self.manifest
+        run, settings = self.run, self.settings
+        self._now = run.read_ns = time.time_ns()
+        before = remembered_targets(manifest)
+        had_sidecar = set(before.values())
+        listed = {f.rel_path: f for f in discovery.files}
+        gone = set(sorted_.gone)
+        unchanged = set(sorted_.unchanged)
+        read: set[str] = set()
+        held: dict[str, ReadOutcome] = {}  # the sidecar groups' files, planned last
+        pending = list(sorted_.to_read)
+        total = len(pending)
+        while True:
+            for file in pending:
+                self._progress("read", len(read) + 1, total)
+                outcome = self._read(
+                    file,
+                    spec.identity_key,
+                    settings.privacy_keys,
+                    max_bytes=settings.max_file_bytes,
+                )
+                path = file.rel_path
+                read.add(path)
+                # a file read only to complete a sidecar group was counted unchanged (or as
+                # a remembered skip) by triage: it is counted by what its read finds instead
+                if path in unchanged:
+                    run.files_unchanged -= 1
+                elif path in sorted_.remembered_skips:
+                    reason = sorted_.remembered_skips[path]
+                    run.skipped[reason] -= 1
+                    if run.skipped[reason] <= 0:
+                        del run.skipped[reason]
+                if (
+                    outcome.asset is None
+                    and path not in before
+                    and path not in had_sidecar
+                    and document_format(path) is None
+                ):
+                    change = self._plan_one(outcome, manifest.get(path), rechunk=settings.rechunk)
+                    if change is not None:
+                        yield change
+                else:
+                    held[path] = outcome
+            refs = {p: o.asset for p, o in held.items() if o.asset is not None}
+            more = group_reads(read, gone, refs, manifest, listed.keys())
+            if not more:
+                break
+            pending = [listed[p] for p in sorted(more)]
+            total += len(pending)
+        links = link_sidecars(
+            refs,
+            {p for p, o in held.items() if o.skip is not None and o.skip.reason == "private"},
+            set(listed),
+            {s.rel_path: s.reason for s in discovery.skipped},
+            {p: o.file_hash for p, o in held.items() if o.file_hash},
+        )
+        # a sidecar that could not be read this time: its documents wait for the next run
+        deferred = {
+            before[p]
+            for p, o in held.items()
+            if o.skip is not None and o.skip.reason in TRANSIENT_REASONS and p in before
+        }
+        # sidecars last: a sidecar's row moves on only after its document's records did
+        ordered = sorted(
+            held.values(),
+            key=lambda o: o.stat.rel_path in links.rows or o.stat.rel_path in before,
+        )
+        for outcome in ordered:
+            path = outcome.stat.rel_path
+            if path in deferred:
+                continue
+            sidecar = links.described.get(path)
+            change = self._plan_one(
+                outcome,
+                manifest.get(path),
+                rechunk=settings.rechunk or path in links.described or path in had_sidecar,
+                row=links.rows.get(path, ("", "")),
+                private=path in links.private,
+                sidecar=(sidecar, held[sidecar].asset, path in links.mismatched)
+                if sidecar is not None
+                else None,
+            )
+            if change is not None:
+                yield change
+
+    def _plan_one(
+        self,
+        outcome: ReadOutcome,
+        previous: FileState | None,
+        *,
+        rechunk: bool = False,
+        row: tuple[str, str] = ("", ""),
+        private: bool = False,
+        sidecar: tuple[str, AssetRef | None, bool] | None = None,
+    ) -> FileChange | None:
+        """One file read: its planned writes, or None when it needs none (its row goes to
+        `touched` or `skipped`). `rechunk`: chunk it even if its content is unchanged (a new
+        chunker, a sidecar group); `row`: a sidecar's (asset, asset_issue); `private`: named
+        by a private sidecar; `sidecar`: (path, its reference, sha256 mismatch) of the
+        sidecar whose metadata a document takes."""
+        run, now = self.run, self._now
+        stat = outcome.stat
+        path = stat.rel_path
+        asset, asset_issue = row
+        skip = outcome.skip
+        if skip is None and private:
+            skip = Skip(path, "private")
+        if skip is not None:
+            run.skipped[skip.reason] += 1
+            if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
+                version = previous.version if previous else 0
+                self.skipped[path] = FileState(
+                    path,
+                    stat.size,
+                    stat.mtime_ns,
+                    outcome.file_hash,
+                    version,
+                    now,
+                    (),
+                    skip.reason,
+                    stat.ctime_ns,
+                    stat.inode,
+                    asset,
+                    asset_issue,
+                )
+            return None
+        doc = outcome.document
+        assert doc is not None
+        if doc.kind == "document":
+            run.documents[doc.doc_format] += 1
+            run.pages += len(doc.pages)
+        if (
+            previous is not None
+            and not rechunk
+            and not previous.skip_reason
+            and previous.file_hash == doc.file_hash
+        ):
+            self.touched.append(restat(previous, stat, now, asset, asset_issue))
+            return None
+        deadline = Deadline(self.settings.file_seconds, self._clock)
+        budget = Budget(self.settings.tokens, self._meter(), deadline=deadline)
+        try:
+            chunks = chunk_document(doc, budget)
+        except TooSlow as exc:  # earlier records are kept: the machine may be busy
+            log.warning("%s: %s; skipped as too-slow", stat.rel_path, exc)
+            run.skipped["too-slow"] += 1
+            return None
+        if sidecar is not None:  # chunked from its own text: a sidecar edit embeds nothing
+            sidecar_path, ref, mismatched = sidecar
+            assert ref is not None
+            merged = sidecar_metadata(doc.metadata, sidecar_path, ref.metadata, mismatched)
+            doc = replace(doc, metadata=merged)
+        change = plan_file(stat, doc, chunks, previous, self._ctx)
+        change = replace(change, asset=asset, asset_issue=asset_issue)
+        if (
+            previous is not None
+            and not previous.skip_reason
+            and not (change.to_embed or change.to_rewrite or change.to_delete)
+        ):
+            touched = restat(previous, stat, now, asset, asset_issue)
+            self.touched.append(replace(touched, file_hash=doc.file_hash))
+            return None
+        return change
+
+
+# -- the planned writes as a whole -----------------------------------------------------------
+
+
+def preflight(
+    changes: list[FileChange],
+    limits: StoreLimits,
+    run: Tally,
+    skipped: dict[str, FileState],
+    collection_name: str,
+) -> list[FileChange]:
+    """Fit the planned writes to the target's limits (`check_limits`), before writing; a
+    file with a chunk the store cannot take becomes a remembered skip in `skipped`."""
+    checked = check_limits(changes, limits)
+    for note in checked.notes:
+        log.warning("collection %r: %s", collection_name, note)
+    run.keys_dropped += checked.keys_dropped
+    run.batch_size = checked.batch_size
+    by_path = {c.rel_path: c for c in changes}
+    for path, why in checked.oversized.items():
+        skip_oversized(by_path[path], why, run, skipped)
+    return list(checked.changes)
+
+
+class FittedStream:
+    """A streamed run's planned writes (`planner.changes()`), fitted to the store's limits
+    wave by wave as they are planned (the streamed `preflight`), with what the run's
+    summary and deletions need: `new`, `updated`, `chunks_total` (the source's records
+    after the writes, before the gone and skipped files), `delete_ids` and `wanted`."""
+
+    def __init__(
+        self,
+        planner: FilePlanner,
+        limits: Callable[[], StoreLimits],
+        wave_records: int,
+    ) -> None:
+        self.planner = planner
+        self.run = planner.run
+        self._limits = limits  # opens the store: called with the first wave
+        self._wave_records = wave_records
+        self.checker: LimitChecker | None = None
+        manifest = planner.manifest
+        # deletions are of IDs the manifest holds: only those can be wanted again
+        self._known = {r.id for state in manifest.values() for r in state.records}
+        self.wanted: set[str] = set()
+        self.delete_ids: list[str] = []
+        self.new = self.updated = 0
+        self.chunks_total = sum(len(state.records) for state in manifest.values())
+
+    def changes(self) -> Iterator[FileChange]:
+        """The planned changes the store can take, wave by wave; a file with a chunk it
+        cannot take becomes a remembered skip (`planner.skipped`)."""
+        run, manifest = self.run, self.planner.manifest
+        for group in waves(self.planner.changes(), self._wave_records):
+            if self.checker is None:
+                self.checker = LimitChecker(self._limits())
+                run.batch_size = self.checker.batch
+            kept = self.checker.check(group)
+            for change in group:
+                why = self.checker.oversized.get(change.rel_path)
+                if why is not None:
+                    skip_oversized(change, why, run, self.planner.skipped)
+            for change in kept:
+                if change.is_new:
+                    self.new += 1
+                else:
+                    self.updated += 1
+                previous = manifest.get(change.rel_path)
+                self.chunks_total += len(change.records) - (
+                    len(previous.records) if previous else 0
+                )
+                self.delete_ids.extend(change.to_delete)
+                if self._known:
+                    self.wanted.update(r.id for r in change.records if r.id in self._known)
+                yield change
+
+    def finish(self, collection_name: str) -> None:
+        """After the last wave: the limit checks' notes, and the metadata keys dropped."""
+        if self.checker is not None:
+            for note in self.checker.preflight().notes:
+                log.warning("collection %r: %s", collection_name, note)
+            self.run.keys_dropped += self.checker.dropped
+
+
+def deletions(
+    ids: Iterable[str],
+    gone: Iterable[str],
+    skipped: Iterable[str],
+    manifest: Mapping[str, FileState],
+    wanted: Container[str],
+) -> list[str]:
+    """The record IDs to delete once every write succeeded: `ids` (records the changed files
+    no longer have), then the records of the files gone and of the files newly `skipped`.
+    A document whose identity key moved with it (a rename) keeps its record IDs: what
+    another path still wants (`wanted`) is rewritten, never deleted."""
+    found = list(ids)
+    found += [r.id for p in gone for r in manifest[p].records]
+    found += [r.id for p in skipped if p in manifest for r in manifest[p].records]
+    return [i for i in dict.fromkeys(found) if i not in wanted]
+
+
+def skip_oversized(change: FileChange, why: str, run: Tally, skipped: dict[str, FileState]) -> None:
+    """A file with a chunk larger than the store accepts: a remembered skip."""
+    log.warning("skipping %s: %s", change.rel_path, why)
+    run.skipped[SKIP_REASON] += 1
+    skipped[change.rel_path] = FileState(
+        change.rel_path,
+        change.stat.size,
+        change.stat.mtime_ns,
+        change.file_hash,
+        change.version,
+        time.time_ns(),
+        (),
+        SKIP_REASON,
+        asset=change.asset,
+        asset_issue=change.asset_issue,
+    )
+
+
+def count_uncached(
+    changes: Sequence[FileChange],
+    model_id: str,
+    cache: Callable[[], EmbeddingCache],
+    store_embeds: bool = False,
+) -> int:
+    """The chunks a write of `changes` would embed (a dry run's count): those whose vector
+    the cache lacks, or every written record when the store embeds; the cache is opened
+    only if a chunk is new."""
+    if store_embeds:
+        return sum(len(c.to_embed) + len(c.to_rewrite) for c in changes)
+    hashes = {r.chunk_hash for c in changes for r in c.to_embed}
+    if not hashes:
+        return 0
+    cached = cache().get_many(model_id, hashes)
+    return len(hashes - set(cached))
+
+
+def chunks_total(
+    manifest: Mapping[str, FileState],
+    changes: Sequence[FileChange],
+    gone: Iterable[str],
+    skipped: Mapping[str, FileState],
+) -> int:
+    """The source's records once `changes` are written and `gone` and `skipped` removed."""
+    counts = {p: len(s.records) for p, s in manifest.items()}
+    for change in changes:
+        counts[change.rel_path] = len(change.records)
+    for path in (*gone, *skipped):
+        counts[path] = 0
+    return sum(counts.values())
+
+
+def restat(
+    previous: FileState, stat: FileStat, now: int, asset: str, asset_issue: str
+) -> FileState:
+    """The row of a file whose content needs no write: its new stat, checked `now`."""
+    return replace(
+        previous,
+        size=stat.size,
+        mtime_ns=stat.mtime_ns,
+        ctime_ns=stat.ctime_ns,
+        inode=stat.inode,
+        checked_ns=now,
+        asset=asset,
+        asset_issue=asset_issue,
+    )
+
+
+__all__ = [
+    "FilePlanner",
+    "FittedStream",
+    "PlanSettings",
+    "ReadFile",
+    "chunks_total",
+    "count_uncached",
+    "deletions",
+    "preflight",
+    "restat",
+    "skip_oversized",
+]
