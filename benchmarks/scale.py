@@ -190,14 +190,19 @@ def plot(rows: list[dict[str, Any]], out: Path) -> str:
         return "matplotlib not installed (pip install -e '.[bench]'): no plot"
     x = [r["files"] for r in rows]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    axes[0].plot(x, [r["cold_ms_per_file"] for r in rows], "o-")
+    axes[0].plot(x, [r["cold_ms_per_file"] for r in rows], "o-", label="wall (carries load)")
+    if all("cold_cpu_ms_per_file" in r for r in rows):
+        axes[0].plot(x, [r["cold_cpu_ms_per_file"] for r in rows], "o-", label="CPU")
     axes[0].set_title("cold own time per file (ms)")
+    axes[0].set_ylim(bottom=0)
+    axes[0].legend()
     axes[1].plot(x, [r["cold_peak_mb"] for r in rows], "o-", label="cold")
     axes[1].plot(x, [r["verify_peak_mb"] for r in rows], "o-", label="verify")
     axes[1].set_title("peak RSS (MB)")
     axes[1].legend()
     axes[2].plot(x, [r["noop_over_walk"] for r in rows], "o-")
     axes[2].set_title("no-change re-run / walk+stat")
+    axes[2].axhline(1.5, color="grey", linestyle=":")
     for ax in axes:
         ax.set_xscale("log")
         ax.set_xlabel("files")
