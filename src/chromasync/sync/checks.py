@@ -5,7 +5,7 @@ pure). `api.verify` runs it, and with `--repair` ingests the sources that differ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from .registry import open_store_for
 from .verify import SourceCheck, compare_source
 
 if TYPE_CHECKING:
-    from ..store.chroma import Store
+    from ..store.chroma import Store, StoredRecord
 
 
 def _check_unknown(
@@ -94,14 +94,12 @@ def check_sources(
                 else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
             )
             spec = with_skips(spec, settings)
+            stored: Iterable[StoredRecord]
             try:
-                stored = list(
-                    store.collection(row.collection, create=False).iter_records(
-                        where={"source": row.source}
-                    )
-                )
+                collection = store.collection(row.collection, create=False)
+                stored = collection.iter_records(where={"source": row.source})
             except NotFound:
-                stored = []
+                stored = ()
             try:
                 found = discover_source(spec, settings.max_file_bytes)
                 on_disk = {f.rel_path: f for f in found.files}

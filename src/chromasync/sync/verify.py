@@ -90,26 +90,27 @@ def compare_source(
     keyword_ids: set[str],
     on_disk: Mapping[str, FileStat] | None,
 ) -> SourceCheck:
-    """Every difference between the four views of one source."""
+    """Every difference between the four views of one source.
+
+    `stored` is read once, as it comes, keeping four fields a record (not its metadata):
+    a collection of 100,000 files reads back in bounded pages, not all at once."""
     expected = {r.id: r for state in manifest.values() for r in state.records}
-    rows = list(stored)
-    stored_ids = {r.id for r in rows}
-    positions = Counter(
-        (str(r.metadata.get("path")), int(r.metadata.get("chunk_index", -1))) for r in rows
-    )
-    duplicates = tuple(
-        sorted(
-            r.id
-            for r in rows
-            if positions[(str(r.metadata.get("path")), int(r.metadata.get("chunk_index", -1)))] > 1
+    rows = [
+        (
+            r.id,
+            (str(r.metadata.get("path")), int(r.metadata.get("chunk_index", -1))),
+            str(r.metadata.get("record_hash", "")),
         )
-    )
+        for r in stored
+    ]
+    stored_ids = {rid for rid, _, _ in rows}
+    positions = Counter(position for _, position, _ in rows)
+    duplicates = tuple(sorted(rid for rid, position, _ in rows if positions[position] > 1))
     mismatched = tuple(
         sorted(
-            r.id
-            for r in rows
-            if r.id in expected
-            and str(r.metadata.get("record_hash", "")) != expected[r.id].record_hash
+            rid
+            for rid, _, record_hash in rows
+            if rid in expected and record_hash != expected[rid].record_hash
         )
     )
     stale: list[str] = []
