@@ -5,7 +5,7 @@ pure). `api.verify` runs it, and with `--repair` ingests the sources that differ
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,14 @@ def _check_unknown(
             checks.append(compare_source(name, source, {}, stored, set(), on_disk))
 
 
+def _records_of(store: Store, collection: str, source: str) -> Iterator[StoredRecord]:
+    """The source's stored records, page by page; none when the collection is absent."""
+    try:
+        yield from store.collection(collection, create=False).iter_records(where={"source": source})
+    except NotFound:
+        return
+
+
 def check_sources(
     settings: Settings, labels: Sequence[str], wait: bool
 ) -> tuple[list[SourceCheck], dict[tuple[str, str], SourceSpec]]:
@@ -94,12 +102,7 @@ def check_sources(
                 else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
             )
             spec = with_skips(spec, settings)
-            stored: Iterable[StoredRecord]
-            try:
-                collection = store.collection(row.collection, create=False)
-                stored = collection.iter_records(where={"source": row.source})
-            except NotFound:
-                stored = ()
+            stored = _records_of(store, row.collection, row.source)
             try:
                 found = discover_source(spec, settings.max_file_bytes)
                 on_disk = {f.rel_path: f for f in found.files}

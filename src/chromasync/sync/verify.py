@@ -92,7 +92,7 @@ def compare_source(
 ) -> SourceCheck:
     """Every difference between the four views of one source.
 
-    `stored` is read once, as it comes, keeping four fields a record (not its metadata):
+    `stored` is read once, as it comes, keeping three fields a record (not its metadata):
     a collection of 100,000 files reads back in bounded pages, not all at once."""
     expected = {r.id: r for state in manifest.values() for r in state.records}
     rows = [
