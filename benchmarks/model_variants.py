@@ -187,6 +187,10 @@ CANDIDATES = [
     ),
     Candidate("onnx int8 fused graph", lambda w: fused(w, quantized=True), False),
     Candidate("torch int8 per-channel Linear (dynamic), batch 32", lambda w: TorchInt8()),
+    Candidate(
+        "torch bf16 autocast, TorchScript, 8192 tokens [default with AMX]",
+        lambda w: LocalEmbedder(variant="bf16"),
+    ),
 ]
 EXTRA = [  # --all-candidates
     Candidate(

@@ -15,6 +15,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.embed.local import _native_bf16, auto_variant
 
 from ..conftest import REPO, age_tree, run_cli
 
@@ -112,7 +113,8 @@ def test_default_provider_loads_no_model_and_no_store(mixed: Path, tmp_path: Pat
         cwd=tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    # the default variant on a CPU is int8 (embed/local.py), and the report names it
-    assert json.loads(probe.stdout)["model"] == "sentence-transformers/all-MiniLM-L6-v2@int8"
+    # the default variant on this CPU (bf16 with AMX, else int8: embed/local.py), named
+    variant = auto_variant("auto", "auto", _native_bf16())
+    assert json.loads(probe.stdout)["model"] == f"sentence-transformers/all-MiniLM-L6-v2@{variant}"
     assert json.loads(probe.stderr.strip().splitlines()[-1]) == {"heavy": []}
     assert not (tmp_path / "data").exists()

@@ -39,7 +39,15 @@ def _cached_models(settings: Settings) -> dict[str, int]:
     return dict(rows)
 
 
-def test_variants_never_share_vectors(notes: Path, settings: Settings) -> None:
+@pytest.fixture
+def no_amx(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU without native bf16 (auto means int8), whatever this machine has."""
+    from chromasync.embed import local
+
+    monkeypatch.setattr(local, "_native_bf16", lambda: False)
+
+
+def test_variants_never_share_vectors(notes: Path, settings: Settings, no_amx: None) -> None:
     first = _run(notes, settings, Variants(variant="fp32"))
     assert first.chunks_embedded > 0
     assert _cached_models(settings) == {DEFAULT_MODEL_ID: first.chunks_embedded}
@@ -65,3 +73,25 @@ def test_variants_never_share_vectors(notes: Path, settings: Settings) -> None:
         api.SearchRequest("grinder calibration", mode="dense", k=3), settings, embedder=int8
     )
     assert hits.hits
+
+
+def test_a_bf16_index_is_followed_and_kept_apart(
+    notes: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written where auto means bf16 (a CPU with AMX), an index is followed by auto on a CPU
+    without it, refused by an explicit other variant, and its vectors stay under @bf16."""
+    from chromasync.embed import local
+
+    monkeypatch.setattr(local, "_native_bf16", lambda: True)
+    amx = Variants(device="cpu")
+    first = _run(notes, settings, amx)
+    assert amx.model_id == f"{DEFAULT_MODEL_ID}@bf16" and first.chunks_embedded > 0
+    assert _cached_models(settings) == {f"{DEFAULT_MODEL_ID}@bf16": first.chunks_embedded}
+
+    monkeypatch.setattr(local, "_native_bf16", lambda: False)
+    elsewhere = Variants(device="cpu")
+    assert elsewhere.model_id.endswith("@int8")
+    again = _run(notes, settings, elsewhere)
+    assert elsewhere.model_id.endswith("@bf16") and again.chunks_embedded == 0
+    with pytest.raises(EmbeddingError, match="@bf16"):
+        _run(notes, settings, Variants(variant="int8"))

@@ -24,7 +24,7 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_onnx_matches_sentence_transformers(model_cache: Path) -> None:
     texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
     onnx = LocalEmbedder(cache_dir=model_cache, backend="onnx", variant="fp32")
-    torch = LocalEmbedder(cache_dir=model_cache, backend="torch")
+    torch = LocalEmbedder(cache_dir=model_cache, backend="torch", variant="fp32")
     for a, b in zip(onnx.embed_documents(texts), torch.embed_documents(texts), strict=True):
         assert len(a) == 384
         assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.9999
@@ -54,6 +54,33 @@ def test_int8_made_locally_once_and_close_to_fp32(
     # activations per batch: a text's int8 vector depends slightly on its batch-mates)
     assert again.embed_documents(texts) == got
     assert "quantizing" not in caplog.text
+
+
+def test_bf16_traced_once_close_to_fp32_and_queried_in_fp32(
+    model_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bf16 variant is traced from the bundled weights at first use (one line on
+    stderr), cached, close to fp32 (not equal), and its queries are embedded by the fp32
+    export, so a search process does not import torch."""
+    texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
+    fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32")
+    expected = fp32.embed_documents(texts)
+    bf16 = LocalEmbedder(cache_dir=model_cache, variant="bf16")
+    assert not bf16.variant_path().exists()
+    got = bf16.embed_documents(texts)
+    assert bf16.variant_path().is_file() and bf16.model_id.endswith("@bf16")
+    assert bf16.runtime == ("torch", "cpu")
+    said = [r.getMessage() for r in caplog.records if "tracing" in r.getMessage()]
+    assert len(said) == 1 and "bf16 (once" in said[0]
+    caplog.clear()
+    for a, b in zip(got, expected, strict=True):
+        assert 0.999 < sum(x * y for x, y in zip(a, b, strict=True)) < 0.999999
+    again = LocalEmbedder(cache_dir=model_cache, variant="bf16")
+    assert again.embed_documents(texts) == got  # from the cached trace, same numbers
+    assert "tracing" not in caplog.text
+    fresh = LocalEmbedder(cache_dir=model_cache, variant="bf16")
+    assert fresh.embed_query(texts[0]) == fp32.embed_query(texts[0])
+    assert fresh._traced is None  # the query loaded no torch model
 
 
 def test_ingest_and_search_with_the_default_model(

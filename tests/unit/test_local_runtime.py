@@ -19,6 +19,16 @@ from chromasync.embed.local import (
 from chromasync.errors import EmbeddingError
 
 CPU_ORT = ["CPUExecutionProvider"]
+
+
+@pytest.fixture
+def no_amx(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU without native bf16, whatever this machine has."""
+    from chromasync.embed import local
+
+    monkeypatch.setattr(local, "_native_bf16", lambda: False)
+
+
 GPU_ORT = ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
@@ -89,6 +99,28 @@ def test_auto_variant(backend: str, device: str, expected: str) -> None:
     assert auto_variant(backend, device) == expected
 
 
+@pytest.mark.parametrize(
+    ("backend", "device", "expected"),
+    [
+        ("auto", "cpu", "bf16"),
+        ("torch", "cpu", "bf16"),
+        ("onnx", "cpu", CPU_VARIANT),  # ONNX Runtime asked for: it has no bf16 kernels
+    ],
+)
+def test_auto_variant_with_native_bf16(backend: str, device: str, expected: str) -> None:
+    assert auto_variant(backend, device, native_bf16=True) == expected
+
+
+def test_native_bf16_needs_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    assert auto_variant("auto", "cpu", native_bf16=True) == CPU_VARIANT
+
+
 def test_auto_variant_on_a_gpu_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
     from chromasync.embed import local
 
@@ -102,16 +134,28 @@ def test_auto_variant_on_a_gpu_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
         auto_variant("onnx", "auto") == "fp32"
     )  # refused by choose_runtime: fp32, the load says why
     assert auto_variant("auto", "cpu") == CPU_VARIANT  # asked for the CPU
+    assert auto_variant("auto", "auto", native_bf16=True) == "fp32"  # the GPU wins
 
 
-def test_the_variant_is_part_of_the_model_id() -> None:
+def test_the_variant_is_part_of_the_model_id(no_amx: None) -> None:
     fp32 = LocalEmbedder(variant="fp32")
     int8 = LocalEmbedder(variant="int8")
+    bf16 = LocalEmbedder(variant="bf16")
     assert fp32.model_id == DEFAULT_MODEL_ID  # unchanged: indexes made before keep working
     assert int8.model_id == f"{DEFAULT_MODEL_ID}@int8"
+    assert bf16.model_id == f"{DEFAULT_MODEL_ID}@bf16"
     assert LocalEmbedder.from_options({"variant": "int8"}).model_id == int8.model_id
     assert int8.variant_path() != fp32.variant_path() == fp32.onnx_path()
+    assert bf16.variant_path().suffix == ".pt" and bf16.variant_path().parent.name == "torch"
     assert LocalEmbedder(variant="auto", device="cpu").variant == CPU_VARIANT
+
+
+def test_auto_is_bf16_where_the_cpu_has_amx(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chromasync.embed import local
+
+    monkeypatch.setattr(local, "_native_bf16", lambda: True)
+    assert LocalEmbedder(device="cpu").model_id == f"{DEFAULT_MODEL_ID}@bf16"
+    assert LocalEmbedder(device="cpu", backend="onnx").model_id == f"{DEFAULT_MODEL_ID}@int8"
 
 
 def test_unknown_or_impossible_variant_refused() -> None:
@@ -119,9 +163,13 @@ def test_unknown_or_impossible_variant_refused() -> None:
         LocalEmbedder(variant="fp8")
     with pytest.raises(EmbeddingError, match="onnx"):
         LocalEmbedder(variant="int8", backend="torch")
+    with pytest.raises(EmbeddingError, match="torch on the CPU"):
+        LocalEmbedder(variant="bf16", backend="onnx")
+    with pytest.raises(EmbeddingError, match="torch on the CPU"):
+        LocalEmbedder(variant="bf16", device="cuda")
 
 
-def test_auto_follows_the_stored_variant_and_explicit_does_not() -> None:
+def test_auto_follows_the_stored_variant_and_explicit_does_not(no_amx: None) -> None:
     auto = LocalEmbedder(device="cpu")
     assert auto.variant == "int8"
     assert auto.follow(DEFAULT_MODEL_ID) is True  # an index written in fp32
@@ -131,6 +179,9 @@ def test_auto_follows_the_stored_variant_and_explicit_does_not() -> None:
     explicit = LocalEmbedder(variant="int8")
     assert explicit.follow(DEFAULT_MODEL_ID) is False
     assert explicit.model_id.endswith("@int8")
+    onnx_only = LocalEmbedder(backend="onnx")  # cannot run a bf16 index: says so on use
+    assert onnx_only.follow(f"{DEFAULT_MODEL_ID}@bf16") is False
+    assert LocalEmbedder(device="cpu").follow(f"{DEFAULT_MODEL_ID}@bf16") is True
 
 
 def test_the_first_export_says_so_on_stderr(

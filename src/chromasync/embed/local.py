@@ -15,15 +15,23 @@ installed runtime can use it (onnxruntime-gpu, or a CUDA build of torch), else t
 see `choose_runtime`. Options: `model` (a folder), `backend`, `device`, `batch_size`,
 `variant`, `threads`, `batch_tokens`.
 
-Numeric variants (`variant`, ONNX only): `fp32` (the export) and `int8` (dynamic quantization
+Numeric variants (`variant`): `fp32` (the export), `int8` (ONNX Runtime: dynamic quantization
 of the export's MatMul weights, per channel, made locally from the export at first use and
-cached beside it; nothing is downloaded). `auto` (default) is `int8` where ONNX Runtime runs
-on the CPU (the fastest variant measured at fp32's retrieval quality: docs/scaling.md,
-`benchmarks/model_throughput.py --variants`), and `fp32` on a GPU or with torch. A variant
-other than fp32 is part of the model id (`...@int8`), so the collection and the embedding
-cache never mix vectors of two variants; with `auto`, a collection already written with
-another variant of the same model is followed (`follow`), so an index made before the
-default changed keeps working.
+cached beside it) and `bf16` (torch on the CPU: a TorchScript trace of the model made under
+bfloat16 autocast, so matrix products run in bf16 with fp32 accumulation while LayerNorm,
+softmax and pooling stay fp32; made locally at first use and cached). Nothing is
+downloaded. `auto` (default) is `bf16` on a CPU with native bf16 matrix units (AMX) where
+torch is installed, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or
+with the torch backend (the fastest variants measured at fp32's retrieval quality:
+docs/scaling.md, `benchmarks/model_throughput.py --variants`). A variant other than fp32
+is part of the model id (`...@int8`, `...@bf16`), so the collection and the embedding cache
+never mix vectors of two variants; with `auto`, a collection already written with another
+variant of the same model is followed (`follow`), so an index made before the default
+changed keeps working.
+
+Queries of a `bf16` index are embedded by the fp32 export with ONNX Runtime when it is
+installed: a query is never stored, fp32 and bf16 vectors of a text agree to a cosine of
+0.9999, and a search process then starts without importing torch (seconds).
 
 Batches are formed by token count: texts are tokenized once, sorted by length, and a batch
 holds at most `batch_size` texts and `batch_tokens` padded word pieces (less padding, and
@@ -51,9 +59,12 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 EXPORT_VERSION = 1
 QUANTIZE_VERSION = 1
-VARIANTS = ("fp32", "int8")
-#: chosen from benchmarks/model_throughput.py --variants (docs/scaling.md has the table)
+TRACE_VERSION = 1
+VARIANTS = ("fp32", "int8", "bf16")
+#: chosen from benchmarks/model_throughput.py --variants (docs/scaling.md has the table):
+#: bf16 where the CPU multiplies bf16 matrices natively, else int8
 CPU_VARIANT = "int8"
+BF16_VARIANT = "bf16"
 DEFAULT_BATCH_TOKENS = 8192
 _SAMPLE = "chromasync checks that the exported model matches the original."
 
@@ -84,8 +95,13 @@ class LocalEmbedder:
             raise EmbeddingError(
                 f"local provider: unknown variant {variant!r} (auto, {', '.join(VARIANTS)})"
             )
-        if variant not in ("auto", "fp32") and backend == "torch":
+        if variant == "int8" and backend == "torch":
             raise EmbeddingError(f"local provider: variant {variant!r} needs the onnx backend")
+        if variant == "bf16" and (backend == "onnx" or device == "cuda"):
+            raise EmbeddingError(
+                f"local provider: variant {variant!r} runs with torch on the CPU "
+                "(backend auto or torch, device auto or cpu)"
+            )
         self._bundled = model_dir is None
         self.model_dir = model_dir or bundled_model_dir()
         if not (self.model_dir / "config.json").is_file():
@@ -106,6 +122,8 @@ class LocalEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._st_model: Any = None
+        self._traced: Any = None  # the bf16 TorchScript module
+        self._query_session: Any = None  # bf16: queries through the fp32 export
         self.runtime: tuple[str, str] | None = None  # (backend, device) once loaded
         self._load_lock = threading.Lock()
         self._prefetching = False
@@ -132,7 +150,7 @@ class LocalEmbedder:
     @property
     def variant(self) -> str:
         if self._variant is None:
-            self._variant = auto_variant(self.backend, self.device)
+            self._variant = auto_variant(self.backend, self.device, _native_bf16())
         return self._variant
 
     def model_id_for(self, variant: str) -> str:
@@ -150,13 +168,16 @@ class LocalEmbedder:
             return False
         for variant in VARIANTS:
             if stored_model_id == self.model_id_for(variant):
-                if variant != "fp32" and self.backend == "torch":
+                if (variant == "int8" and self.backend == "torch") or (
+                    variant == "bf16" and (self.backend == "onnx" or self.device == "cuda")
+                ):
                     return False
                 log.info("%s: following the stored variant %s", self.base_model_id, variant)
                 with self._load_lock:
                     self._variant = variant
                     self._session = None
                     self._st_model = None
+                    self._traced = None
                 return True
         return False
 
@@ -196,17 +217,20 @@ class LocalEmbedder:
         return self.cache_dir / "onnx" / f"{self.model_dir.name}-{digest}.onnx"
 
     def variant_path(self) -> Path:
-        """The ONNX file the current variant runs (fp32: the export itself)."""
+        """The file the current variant runs (fp32: the ONNX export itself; bf16: a
+        TorchScript trace beside the exports)."""
         path = self.onnx_path()
         if self.variant == "fp32":
             return path
+        if self.variant == "bf16":
+            return self.cache_dir / "torch" / f"{path.stem}-bf16-t{TRACE_VERSION}.pt"
         return path.with_name(f"{path.stem}-{self.variant}-q{QUANTIZE_VERSION}.onnx")
 
     def prefetch(self) -> None:
         """Start loading the model in the background (a run that will embed calls this
         early, so loading overlaps reading files and opening the store)."""
-        if self._session is not None or self._st_model is not None or self._prefetching:
-            return
+        if self._loaded() or self._prefetching or self.variant == "bf16":
+            return  # bf16: torch's import holds the GIL, nothing would overlap
         self._prefetching = True
         # C extensions are not safe to import from two threads at once (numpy fails):
         # import them here, so that the thread only loads the model.
@@ -230,12 +254,20 @@ class LocalEmbedder:
 
         threading.Thread(target=load, name="chromasync-model-prefetch", daemon=True).start()
 
+    def _loaded(self) -> bool:
+        return self._session is not None or self._st_model is not None or self._traced is not None
+
     def _load(self) -> None:
         with self._load_lock:
-            if self._session is None and self._st_model is None:
+            if not self._loaded():
                 self._load_unlocked()
 
     def _load_unlocked(self) -> None:
+        if self.variant == "bf16":
+            self.runtime = ("torch", "cpu")
+            log.info("%s runs on cpu with torch (TorchScript, bf16 autocast)", self.model_id)
+            self._load_traced()
+            return
         backend, device = choose_runtime(
             self.backend, self.device, _onnx_providers(), _gpu_present()
         )
@@ -261,7 +293,6 @@ class LocalEmbedder:
 
     def _load_onnx(self, path: Path, device: str = "cpu") -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
         options.log_severity_level = 3
@@ -271,13 +302,7 @@ class LocalEmbedder:
         if device == "cuda":
             providers.insert(0, "CUDAExecutionProvider")
         self._session = ort.InferenceSession(str(path), options, providers=providers)
-        tokenizer_path = self.tokenizer_path
-        if tokenizer_path is None:
-            raise EmbeddingError(f"model folder {str(self.model_dir)!r} has no tokenizer.json")
-        tokenizer = Tokenizer.from_file(tokenizer_path)
-        tokenizer.enable_truncation(self.max_tokens + 2)
-        tokenizer.no_padding()
-        self._tokenizer = tokenizer
+        self._tokenizer = self._make_tokenizer()
 
     def _load_torch(self, device: str = "cpu") -> Any:
         if self._st_model is None:
@@ -317,21 +342,6 @@ class LocalEmbedder:
         model = self._load_torch()
         transformer = model[0].auto_model.eval()
 
-        class Pooled(torch.nn.Module):
-            def __init__(self, inner: Any) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                hidden = self.inner(
-                    input_ids=input_ids,
-                    attention_mask=attention_mask,
-                    token_type_ids=token_type_ids,
-                ).last_hidden_state
-                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-                summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                return torch.nn.functional.normalize(summed, p=2, dim=1)
-
         path.parent.mkdir(parents=True, exist_ok=True)
         dummy = torch.ones(2, 8, dtype=torch.long)
         axes = {"b": 0, "s": 1}
@@ -340,7 +350,7 @@ class LocalEmbedder:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(
-                    Pooled(transformer),
+                    _pooled_module(transformer),
                     (dummy, dummy, torch.zeros_like(dummy)),
                     str(target),
                     input_names=["input_ids", "attention_mask", "token_type_ids"],
@@ -364,9 +374,74 @@ class LocalEmbedder:
             os.replace(target, path)
         self._st_model = None
 
+    def _load_traced(self) -> None:
+        try:
+            import torch
+        except ImportError as exc:
+            raise EmbeddingError(f"{self.model_id}: variant 'bf16' needs torch") from exc
+        path = self.variant_path()
+        if not path.is_file():
+            self._trace(path)
+        if self.threads > 0:
+            torch.set_num_threads(self.threads)
+        self._traced = torch.jit.load(str(path), map_location="cpu").eval()  # type: ignore[no-untyped-call]
+        self._tokenizer = self._make_tokenizer()
+
+    def _trace(self, path: Path) -> None:
+        """Trace the model (pooling and normalisation included) under bf16 autocast on the
+        CPU, check it against sentence-transformers, and save it atomically."""
+        log.warning(
+            "chromasync: tracing the local model in bf16 (once, ~15 s, no download): %s", path
+        )
+        import numpy as np
+        import torch
+
+        model = self._load_torch()
+        pooled = _pooled_module(model[0].auto_model.eval())
+        encoded = model.tokenizer(
+            [_SAMPLE, _SAMPLE + " " + _SAMPLE], padding=True, return_tensors="pt"
+        )
+        args = (encoded["input_ids"], encoded["attention_mask"], encoded["token_type_ids"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            target = Path(tmp) / path.name
+            with (
+                torch.no_grad(),
+                torch.autocast("cpu", dtype=torch.bfloat16),
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore")
+                traced = torch.jit.trace(pooled, args, check_trace=False)  # type: ignore[no-untyped-call]
+            traced.save(str(target))
+            self._traced = torch.jit.load(str(target), map_location="cpu").eval()  # type: ignore[no-untyped-call]
+            self._tokenizer = self._make_tokenizer()
+            expected = np.asarray(model.encode([_SAMPLE], normalize_embeddings=True))[0]
+            got = np.asarray(self._embed_batched([_SAMPLE], self._run_traced)[0])
+            cosine = float(np.dot(expected, got))
+            if cosine < 0.999:
+                raise EmbeddingError(f"bf16 trace of {self.model_id} differs (cosine {cosine})")
+            self._traced = None
+            os.replace(target, path)
+        if _onnx_providers() is not None and not self.onnx_path().is_file():
+            self._export(self.onnx_path())  # the queries' model, while torch is loaded
+        self._st_model = None
+
+    def _make_tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tokenizer_path = self.tokenizer_path
+        if tokenizer_path is None:
+            raise EmbeddingError(f"model folder {str(self.model_dir)!r} has no tokenizer.json")
+        tokenizer = Tokenizer.from_file(tokenizer_path)
+        tokenizer.enable_truncation(self.max_tokens + 2)
+        tokenizer.no_padding()
+        return tokenizer
+
     # -- embedding ---------------------------------------------------------------------
 
-    def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
+    def _embed_batched(self, texts: Sequence[str], run: Any) -> list[list[float]]:
+        """Tokenize once, batch by tokens, and `run(ids, mask, types)` each batch (numpy
+        int64 arrays in, a float32 array of unit vectors out)."""
         import numpy as np
 
         encoded = self._tokenizer.encode_batch(list(texts))
@@ -379,17 +454,34 @@ class LocalEmbedder:
             for row, index in enumerate(batch):
                 ids[row, : lengths[index]] = encoded[index].ids
                 mask[row, : lengths[index]] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            vectors = self._session.run(None, feeds)[0]
+            vectors = run(ids, mask, np.zeros_like(ids))
             for row, index in enumerate(batch):
                 out[index] = vectors[row].tolist()
         return out
+
+    def _run_onnx(self, ids: Any, mask: Any, types: Any) -> Any:
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        return self._session.run(None, feeds)[0]
+
+    def _run_traced(self, ids: Any, mask: Any, types: Any) -> Any:
+        import torch
+
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            vectors = self._traced(
+                torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)
+            )
+        return vectors.float().numpy()
+
+    def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed_batched(texts, self._run_onnx)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         self._load()
         self.texts_embedded += len(texts)
+        if self._traced is not None:
+            return self._embed_batched(texts, self._run_traced)
         if self._session is not None:
             return self._embed_onnx(texts)
         vectors = self._st_model.encode(
@@ -398,7 +490,28 @@ class LocalEmbedder:
         return [v.tolist() for v in vectors]
 
     def embed_query(self, text: str) -> list[float]:
+        if self.variant == "bf16" and _onnx_providers() is not None:
+            return self._bf16_query(text)
         return self.embed_documents([text])[0]
+
+    def _bf16_query(self, text: str) -> list[float]:
+        """A query of a bf16 index, embedded by the fp32 export (ONNX Runtime): the search
+        process needs no torch. Never stored, so it mixes no variants in the index."""
+        with self._load_lock:
+            if self._query_session is None:
+                fp32 = LocalEmbedder(
+                    None if self._bundled else self.model_dir,
+                    backend="onnx",
+                    batch_size=self.batch_size,
+                    cache_dir=self.cache_dir,
+                    device="cpu",
+                    variant="fp32",
+                    threads=self.threads,
+                )
+                fp32._load()
+                self._query_session = fp32
+        vector: list[float] = self._query_session.embed_documents([text])[0]
+        return vector
 
 
 def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[list[int]]:
@@ -421,19 +534,26 @@ def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> li
     return batches
 
 
-def auto_variant(backend: str, device: str) -> str:
-    """The variant `auto` means: int8 where the model will run with ONNX Runtime on the CPU,
-    else fp32 (a GPU runs fp32 fast, dynamic int8 kernels are CPU ones, torch runs only the
-    fp32 weights). Cheap: onnxruntime is imported only when a GPU driver is loaded."""
+def auto_variant(backend: str, device: str, native_bf16: bool = False) -> str:
+    """The variant `auto` means; pure but for cheap checks (no heavy import).
+
+    On the CPU: bf16 where the CPU multiplies bf16 matrices natively (`native_bf16`) and
+    torch is installed (backend auto or torch), else int8 where ONNX Runtime runs, else
+    fp32. A GPU runs fp32 (fast there; dynamic int8 kernels are CPU ones)."""
     import importlib.util
 
-    if importlib.util.find_spec("onnxruntime") is None:
-        return "fp32"
     gpu = device != "cpu" and _gpu_present()
+    has_onnx = importlib.util.find_spec("onnxruntime") is not None
     try:
-        chosen = choose_runtime(backend, device, _onnx_providers() if gpu else ["CPU"], gpu)
+        chosen = choose_runtime(
+            backend, device, (_onnx_providers() if gpu else ["CPU"]) if has_onnx else None, gpu
+        )
     except EmbeddingError:
         return "fp32"  # the load reports it
+    if chosen[1] != "cpu":
+        return "fp32"
+    if native_bf16 and backend != "onnx" and importlib.util.find_spec("torch") is not None:
+        return BF16_VARIANT
     return CPU_VARIANT if chosen == ("onnx", "cpu") else "fp32"
 
 
@@ -507,6 +627,41 @@ def _onnx_providers() -> list[str] | None:
     except ImportError:
         return None
     return list(onnxruntime.get_available_providers())
+
+
+def _native_bf16() -> bool:
+    """The CPU has AMX bf16 tiles (Linux: read from /proc/cpuinfo; elsewhere False), where
+    bf16 matrix products measured about 2x fp32 ones (docs/scaling.md)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return "amx_bf16" in line.split()
+    except OSError:
+        pass
+    return False
+
+
+def _pooled_module(transformer: Any) -> Any:
+    """The transformer with mean pooling and L2 normalisation, as one torch module."""
+    import torch
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.inner(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(summed.float(), p=2, dim=1)
+
+    return Pooled(transformer)
 
 
 def _gpu_present() -> bool:
