@@ -18,6 +18,12 @@ loopback. Raw is measured before and after the ingests and averaged, so machine 
 drifts into both. The rest of an ingest's time is split into embedding, Chroma writes,
 cache writes and everything else (walk, read, chunk, plan, manifest).
 
+Against sentence-transformers (`--versus-st ROUNDS`, issue 19's goal): the default local
+model's cold `api.ingest` of the corpus (a fresh data dir each round, the model loaded once)
+against sentence-transformers (torch fp32, batch 32) encoding exactly the chunk texts that
+ingest embeds, alternated round by round in one process; chunks per second of each and
+their ratio per round.
+
 Start-up. Wall time of `python -m chromasync ingest ONE_FILE_DIR` that embeds one chunk into
 a fresh data dir: with `--embed-option backend=torch` (sentence-transformers) and with the
 default ONNX backend (export already cached), median of N runs each.
@@ -122,6 +128,49 @@ def ingest_run(corpus: Path, model: LocalEmbedder, data: Path, url: str | None) 
     }
 
 
+def versus_st(corpus: Path, tmp: Path, rounds: int) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import model_variants
+
+    model = LocalEmbedder()
+    recorder = Recorder(model)
+    api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
+    texts = recorder.texts
+    st = model_variants.SentenceTransformers()
+    model.embed_documents(texts[:32])  # load and warm up, outside every measurement
+    st.embed_documents(texts[:32])
+    rows: list[dict[str, Any]] = []
+    for n in range(rounds):
+        load = os.getloadavg()[0]
+        cpu = time.process_time()
+        began = time.perf_counter()
+        st.embed_documents(texts)
+        st_s, st_cpu = time.perf_counter() - began, time.process_time() - cpu
+        cpu = time.process_time()
+        ingest = ingest_run(corpus, model, tmp / f"data-{n}", None)
+        ingest_cpu = time.process_time() - cpu
+        assert ingest["chunks"] == len(texts), (ingest["chunks"], len(texts))
+        rows.append(
+            {
+                "round": n + 1,
+                "load_avg": round(load, 2),
+                "st_texts_per_s": round(len(texts) / st_s, 1),
+                "ingest_texts_per_s": ingest["texts_per_s"],
+                "x_st": round(ingest["texts_per_s"] * st_s / len(texts), 2),
+                "x_st_per_cpu_s": round(st_cpu / ingest_cpu, 2),
+                "ingest_share": ingest["share"],
+            }
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    return {
+        "texts": len(texts),
+        "model_id": model.model_id,
+        "runtime": model.runtime,
+        "rounds": rows,
+        "x_st_mean": round(statistics.mean(r["x_st"] for r in rows), 2),
+    }
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -201,6 +250,13 @@ def main() -> None:
     parser.add_argument(
         "--candidates", default="", help="--interleaved: CANDIDATES indexes, e.g. 0,1,4,5,7"
     )
+    parser.add_argument(
+        "--versus-st",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="cold ingest with the default model against sentence-transformers on its chunks",
+    )
     args = parser.parse_args()
     if args.variants and args.interleaved:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -226,6 +282,10 @@ def main() -> None:
         tool = SHARED / "tools" / "materialize_scifact.py"
         limit = ["--limit", str(args.docs)]
         subprocess.run([sys.executable, str(tool), str(corpus), *limit], check=True)
+        if args.versus_st:
+            found = versus_st(corpus, tmp, args.versus_st)
+            print(json.dumps(found | {"docs": args.docs, "cpus": os.cpu_count()}, indent=2))
+            return
         model = LocalEmbedder()
         recorder = Recorder(model)
         api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
