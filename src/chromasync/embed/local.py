@@ -22,12 +22,12 @@ bfloat16 autocast, so matrix products run in bf16 with fp32 accumulation while L
 softmax and pooling stay fp32; made locally at first use and cached). Nothing is
 downloaded. `auto` (default) is `bf16` on a CPU with native bf16 matrix units (AMX) where
 torch is installed, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or
-with the torch backend (the fastest variants measured at fp32's retrieval quality:
-docs/scaling.md, `benchmarks/model_throughput.py --variants`). A variant other than fp32
-is part of the model id (`...@int8`, `...@bf16`), so the collection and the embedding cache
-never mix vectors of two variants; with `auto`, a collection already written with another
-variant of the same model is followed (`follow`), so an index made before the default
-changed keeps working.
+with the torch backend on a CPU without AMX (the fastest variants measured at fp32's
+retrieval quality: docs/scaling.md, `benchmarks/model_throughput.py --variants`). A
+variant other than fp32 is part of the model id (`...@int8`, `...@bf16`), so the collection
+and the embedding cache never mix vectors of two variants; with `auto`, a collection
+already written with another variant of the same model is followed (`follow`), so an index
+made before the default changed keeps working.
 
 Queries of a `bf16` index are embedded by the fp32 export with ONNX Runtime when it is
 installed: a query is never stored, fp32 and bf16 vectors of a text agree to a cosine of
