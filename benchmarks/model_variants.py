@@ -178,7 +178,7 @@ CANDIDATES = [
         False,
     ),
     Candidate(
-        "onnx int8 per-channel MatMul, 8192 tokens [default]",
+        "onnx int8 per-channel MatMul, 8192 tokens [default without AMX]",
         lambda w: LocalEmbedder(variant="int8"),
     ),
     Candidate("  + intra_op threads 2", lambda w: LocalEmbedder(variant="int8", threads=2), False),
