@@ -261,8 +261,8 @@ def measure(docs: int, claims: int, speed_texts: int, quality: bool) -> dict[str
 INTERLEAVED = [
     CANDIDATES[0],  # sentence-transformers
     CANDIDATES[2],  # onnx fp32, token batches
-    CANDIDATES[5],  # onnx int8 [default]
-    CANDIDATES[6],  # int8, 2 intra-op threads
+    CANDIDATES[5],  # onnx int8 [default without AMX]
+    CANDIDATES[10],  # torch bf16 trace [default with AMX]
 ]
 
 
