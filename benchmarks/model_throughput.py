@@ -252,8 +252,8 @@ def main() -> None:
         type=int,
         default=0,
         metavar="ROUNDS",
-        help="--variants: ST, fp32, "
-        "int8 timed round by round on the same texts (--speed-texts per round)",
+        help="--variants: ST, fp32, int8, "
+        "bf16 timed round by round on the same texts (--speed-texts per round)",
     )
     parser.add_argument(
         "--candidates", default="", help="--interleaved: CANDIDATES indexes, e.g. 0,1,4,5,7"
