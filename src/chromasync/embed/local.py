@@ -95,13 +95,9 @@ class LocalEmbedder:
             raise EmbeddingError(
                 f"local provider: unknown variant {variant!r} (auto, {', '.join(VARIANTS)})"
             )
-        if variant == "int8" and backend == "torch":
-            raise EmbeddingError(f"local provider: variant {variant!r} needs the onnx backend")
-        if variant == "bf16" and (backend == "onnx" or device == "cuda"):
-            raise EmbeddingError(
-                f"local provider: variant {variant!r} runs with torch on the CPU "
-                "(backend auto or torch, device auto or cpu)"
-            )
+        refused = unrunnable(variant, backend, device)
+        if refused:
+            raise EmbeddingError(f"local provider: variant {variant!r} {refused}")
         self._bundled = model_dir is None
         self.model_dir = model_dir or bundled_model_dir()
         if not (self.model_dir / "config.json").is_file():
@@ -123,7 +119,7 @@ class LocalEmbedder:
         self._tokenizer: Any = None
         self._st_model: Any = None
         self._traced: Any = None  # the bf16 TorchScript module
-        self._query_session: Any = None  # bf16: queries through the fp32 export
+        self._query_session: Any = None  # who embeds queries (bf16: the fp32 export)
         self.runtime: tuple[str, str] | None = None  # (backend, device) once loaded
         self._load_lock = threading.Lock()
         self._prefetching = False
@@ -168,9 +164,7 @@ class LocalEmbedder:
             return False
         for variant in VARIANTS:
             if stored_model_id == self.model_id_for(variant):
-                if (variant == "int8" and self.backend == "torch") or (
-                    variant == "bf16" and (self.backend == "onnx" or self.device == "cuda")
-                ):
+                if unrunnable(variant, self.backend, self.device):
                     return False
                 log.info("%s: following the stored variant %s", self.base_model_id, variant)
                 with self._load_lock:
@@ -178,6 +172,7 @@ class LocalEmbedder:
                     self._session = None
                     self._st_model = None
                     self._traced = None
+                    self._query_session = None
                 return True
         return False
 
@@ -335,7 +330,6 @@ class LocalEmbedder:
             "chromasync: exporting the local model to ONNX (once, ~10 s, no download): %s", path
         )
         try:
-            import numpy as np
             import torch
         except ImportError as exc:
             raise EmbeddingError("exporting to ONNX needs torch installed") from exc
@@ -365,11 +359,7 @@ class LocalEmbedder:
                     dynamo=False,
                 )
             self._load_onnx(target)
-            expected = np.asarray(model.encode([_SAMPLE], normalize_embeddings=True))[0]
-            got = np.asarray(self._embed_onnx([_SAMPLE])[0])
-            cosine = float(np.dot(expected, got))
-            if cosine < 0.9999:
-                raise EmbeddingError(f"ONNX export of {self.model_id} differs (cosine {cosine})")
+            _check_agreement(model, self._embed_onnx, 0.9999, f"ONNX export of {self.model_id}")
             self._session = None
             os.replace(target, path)
         self._st_model = None
@@ -393,7 +383,6 @@ class LocalEmbedder:
         log.warning(
             "chromasync: tracing the local model in bf16 (once, ~15 s, no download): %s", path
         )
-        import numpy as np
         import torch
 
         model = self._load_torch()
@@ -415,11 +404,12 @@ class LocalEmbedder:
             traced.save(str(target))
             self._traced = torch.jit.load(str(target), map_location="cpu").eval()  # type: ignore[no-untyped-call]
             self._tokenizer = self._make_tokenizer()
-            expected = np.asarray(model.encode([_SAMPLE], normalize_embeddings=True))[0]
-            got = np.asarray(self._embed_batched([_SAMPLE], self._run_traced)[0])
-            cosine = float(np.dot(expected, got))
-            if cosine < 0.999:
-                raise EmbeddingError(f"bf16 trace of {self.model_id} differs (cosine {cosine})")
+            _check_agreement(
+                model,
+                lambda texts: self._embed_batched(texts, self._run_traced),
+                0.999,
+                f"bf16 trace of {self.model_id}",
+            )
             self._traced = None
             os.replace(target, path)
         if _onnx_providers() is not None and not self.onnx_path().is_file():
@@ -490,28 +480,36 @@ class LocalEmbedder:
         return [v.tolist() for v in vectors]
 
     def embed_query(self, text: str) -> list[float]:
-        if self.variant == "bf16" and _onnx_providers() is not None:
-            return self._bf16_query(text)
-        return self.embed_documents([text])[0]
+        return self._query_model().embed_documents([text])[0]
 
-    def _bf16_query(self, text: str) -> list[float]:
-        """A query of a bf16 index, embedded by the fp32 export (ONNX Runtime): the search
-        process needs no torch. Never stored, so it mixes no variants in the index."""
+    def _query_model(self) -> LocalEmbedder:
+        """Who embeds queries: this model, except for a bf16 index where ONNX Runtime is
+        installed, whose queries go through the fp32 export (the search process needs no
+        torch; a query is never stored, so no variants mix in the index)."""
         with self._load_lock:
             if self._query_session is None:
-                fp32 = LocalEmbedder(
-                    None if self._bundled else self.model_dir,
-                    backend="onnx",
-                    batch_size=self.batch_size,
-                    cache_dir=self.cache_dir,
-                    device="cpu",
-                    variant="fp32",
-                    threads=self.threads,
-                )
-                fp32._load()
-                self._query_session = fp32
-        vector: list[float] = self._query_session.embed_documents([text])[0]
-        return vector
+                self._query_session = self
+                if self.variant == "bf16" and _onnx_providers() is not None:
+                    self._query_session = LocalEmbedder(
+                        None if self._bundled else self.model_dir,
+                        backend="onnx",
+                        batch_size=self.batch_size,
+                        cache_dir=self.cache_dir,
+                        device="cpu",
+                        variant="fp32",
+                        threads=self.threads,
+                    )
+        query_model: LocalEmbedder = self._query_session
+        return query_model
+
+
+def unrunnable(variant: str, backend: str, device: str) -> str | None:
+    """Why `variant` cannot run with these `backend` and `device` options; None: it can."""
+    if variant == "int8" and backend == "torch":
+        return "needs the onnx backend"
+    if variant == "bf16" and (backend == "onnx" or device == "cuda"):
+        return "runs with torch on the CPU (backend auto or torch, device auto or cpu)"
+    return None
 
 
 def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[list[int]]:
@@ -543,11 +541,11 @@ def auto_variant(backend: str, device: str, native_bf16: bool = False) -> str:
     import importlib.util
 
     gpu = device != "cpu" and _gpu_present()
-    has_onnx = importlib.util.find_spec("onnxruntime") is not None
+    providers: list[str] | None = None  # onnxruntime is imported only for a GPU
+    if importlib.util.find_spec("onnxruntime") is not None:
+        providers = _onnx_providers() if gpu else ["CPU"]
     try:
-        chosen = choose_runtime(
-            backend, device, (_onnx_providers() if gpu else ["CPU"]) if has_onnx else None, gpu
-        )
+        chosen = choose_runtime(backend, device, providers, gpu)
     except EmbeddingError:
         return "fp32"  # the load reports it
     if chosen[1] != "cpu":
@@ -640,6 +638,17 @@ def _native_bf16() -> bool:
     except OSError:
         pass
     return False
+
+
+def _check_agreement(model: Any, embed: Any, floor: float, what: str) -> None:
+    """`embed` (a made model) gives the sentence-transformers `model`'s vector of a sample
+    text to a cosine of at least `floor`, else EmbeddingError."""
+    import numpy as np
+
+    expected = np.asarray(model.encode([_SAMPLE], normalize_embeddings=True))[0]
+    cosine = float(np.dot(expected, np.asarray(embed([_SAMPLE])[0])))
+    if cosine < floor:
+        raise EmbeddingError(f"{what} differs (cosine {cosine})")
 
 
 def _pooled_module(transformer: Any) -> Any:
