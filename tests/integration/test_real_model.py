@@ -16,18 +16,38 @@ from ..conftest import run_cli
 pytestmark = pytest.mark.model
 
 
+TEXTS = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
+
+
+def _made_once(
+    model: LocalEmbedder, caplog: pytest.LogCaptureFixture, doing: str, said: str
+) -> list[list[float]]:
+    """Embed TEXTS with a variant not made yet: it is made (one line on stderr saying
+    `doing` and `said`) and cached; the vectors."""
+    assert not model.variant_path().exists()
+    got = model.embed_documents(TEXTS)
+    assert model.variant_path().is_file()
+    lines = [r.getMessage() for r in caplog.records if doing in r.getMessage()]
+    assert len(lines) == 1 and said in lines[0]
+    caplog.clear()
+    return got
+
+
+def _cosines(a: list[list[float]], b: list[list[float]]) -> list[float]:
+    return [sum(x * y for x, y in zip(u, v, strict=True)) for u, v in zip(a, b, strict=True)]
+
+
 @pytest.fixture(scope="module")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("model-cache")
 
 
 def test_onnx_matches_sentence_transformers(model_cache: Path) -> None:
-    texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
     onnx = LocalEmbedder(cache_dir=model_cache, backend="onnx", variant="fp32")
     torch = LocalEmbedder(cache_dir=model_cache, backend="torch", variant="fp32")
-    for a, b in zip(onnx.embed_documents(texts), torch.embed_documents(texts), strict=True):
-        assert len(a) == 384
-        assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.9999
+    got = onnx.embed_documents(TEXTS)
+    assert all(len(vector) == 384 for vector in got)
+    assert all(cosine > 0.9999 for cosine in _cosines(got, torch.embed_documents(TEXTS)))
     assert onnx.onnx_path().is_file()
 
 
@@ -37,22 +57,17 @@ def test_int8_made_locally_once_and_close_to_fp32(
     """The int8 variant is quantized from the cached export at first use (one line on
     stderr), cached, and stays close to fp32 (retrieval quality is measured by
     benchmarks/model_throughput.py --variants, not here)."""
-    texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
-    fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32").embed_documents(texts)
+    fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32").embed_documents(TEXTS)
     int8 = LocalEmbedder(cache_dir=model_cache, variant="int8")
-    assert not int8.variant_path().exists()
-    got = int8.embed_documents(texts)
-    assert int8.variant_path().is_file() and int8.model_id.endswith("@int8")
-    said = [r.getMessage() for r in caplog.records if "quantizing" in r.getMessage()]
-    assert len(said) == 1 and "int8 (once, no download)" in said[0]
-    caplog.clear()
-    for a, b in zip(got, fp32, strict=True):
+    got = _made_once(int8, caplog, "quantizing", "int8 (once, no download)")
+    assert int8.model_id.endswith("@int8")
+    for cosine in _cosines(got, fp32):
         # the same model (unrelated texts are far below), not the same numbers
-        assert 0.95 < sum(x * y for x, y in zip(a, b, strict=True)) < 0.99999
+        assert 0.95 < cosine < 0.99999
     again = LocalEmbedder(cache_dir=model_cache, variant="int8")
     # from the cached file, the same numbers for the same batch (dynamic quantization scales
     # activations per batch: a text's int8 vector depends slightly on its batch-mates)
-    assert again.embed_documents(texts) == got
+    assert again.embed_documents(TEXTS) == got
     assert "quantizing" not in caplog.text
 
 
@@ -62,24 +77,18 @@ def test_bf16_traced_once_close_to_fp32_and_queried_in_fp32(
     """The bf16 variant is traced from the bundled weights at first use (one line on
     stderr), cached, close to fp32 (not equal), and its queries are embedded by the fp32
     export, so a search process does not import torch."""
-    texts = ["How do I calibrate the grinder?", "Sourdough starter feeding", "x" * 3000]
     fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32")
-    expected = fp32.embed_documents(texts)
+    expected = fp32.embed_documents(TEXTS)
     bf16 = LocalEmbedder(cache_dir=model_cache, variant="bf16")
-    assert not bf16.variant_path().exists()
-    got = bf16.embed_documents(texts)
-    assert bf16.variant_path().is_file() and bf16.model_id.endswith("@bf16")
-    assert bf16.runtime == ("torch", "cpu")
-    said = [r.getMessage() for r in caplog.records if "tracing" in r.getMessage()]
-    assert len(said) == 1 and "bf16 (once" in said[0]
-    caplog.clear()
-    for a, b in zip(got, expected, strict=True):
-        assert 0.999 < sum(x * y for x, y in zip(a, b, strict=True)) < 0.999999
+    got = _made_once(bf16, caplog, "tracing", "bf16 (once")
+    assert bf16.model_id.endswith("@bf16") and bf16.runtime == ("torch", "cpu")
+    for cosine in _cosines(got, expected):
+        assert 0.999 < cosine < 0.999999
     again = LocalEmbedder(cache_dir=model_cache, variant="bf16")
-    assert again.embed_documents(texts) == got  # from the cached trace, same numbers
+    assert again.embed_documents(TEXTS) == got  # from the cached trace, same numbers
     assert "tracing" not in caplog.text
     fresh = LocalEmbedder(cache_dir=model_cache, variant="bf16")
-    assert fresh.embed_query(texts[0]) == fp32.embed_query(texts[0])
+    assert fresh.embed_query(TEXTS[0]) == fp32.embed_query(TEXTS[0])
     assert fresh._traced is None  # the query loaded no torch model
 
 
