@@ -128,16 +128,22 @@ def ingest_run(corpus: Path, model: LocalEmbedder, data: Path, url: str | None) 
     }
 
 
+def loaded_model(corpus: Path, tmp: Path) -> tuple[LocalEmbedder, list[str]]:
+    """The default local model, loaded and warmed up, and the texts a cold ingest of
+    `corpus` embeds (planned once with a recording embedder)."""
+    model = LocalEmbedder()
+    recorder = Recorder(model)
+    api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
+    model.embed_documents(recorder.texts[:32])  # outside every measurement
+    return model, recorder.texts
+
+
 def versus_st(corpus: Path, tmp: Path, rounds: int) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import model_variants
 
-    model = LocalEmbedder()
-    recorder = Recorder(model)
-    api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
-    texts = recorder.texts
+    model, texts = loaded_model(corpus, tmp)
     st = model_variants.SentenceTransformers()
-    model.embed_documents(texts[:32])  # load and warm up, outside every measurement
     st.embed_documents(texts[:32])
     rows: list[dict[str, Any]] = []
     for n in range(rounds):
@@ -294,11 +300,7 @@ def main() -> None:
             found = versus_st(corpus, tmp, args.versus_st)
             print(json.dumps(found | {"docs": args.docs, "cpus": os.cpu_count()}, indent=2))
             return
-        model = LocalEmbedder()
-        recorder = Recorder(model)
-        api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
-        texts = recorder.texts
-        model.embed_documents(texts[:32])  # load and warm up, outside every measurement
+        model, texts = loaded_model(corpus, tmp)
         report: dict[str, Any] = {
             "docs": args.docs,
             "texts": len(texts),
