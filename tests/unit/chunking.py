@@ -70,10 +70,12 @@ def _leads(doc: Document, lines: Sequence[str]) -> bool:
     headings (and blank lines); in code, the glued lead (comments, a container header)."""
     if doc.kind != "markdown":
         return True
-    setext = [
-        i + 1 < len(lines) and bool(re.match(r"^ {0,3}(=+|-+)[ \t]*$", lines[i + 1]))
-        for i in range(len(lines))
-    ]
+    # A setext heading's text is a paragraph: every line of a run of non-blank lines that
+    # ends with an underline belongs to the heading (CommonMark allows several).
+    setext = [False] * len(lines)
+    for i in range(len(lines) - 2, -1, -1):
+        underlined = bool(re.match(r"^ {0,3}(=+|-+)[ \t]*$", lines[i + 1]))
+        setext[i] = bool(lines[i].strip()) and (underlined or setext[i + 1])
     return all(
         not line.strip() or _HEADING_LINE.match(line) or setext[i] for i, line in enumerate(lines)
     )

@@ -119,6 +119,16 @@ def test_markdown_invariants(text: str, budget: Budget) -> None:
     check(text, "doc.md", budget)
 
 
+def test_a_long_line_under_a_setext_heading_of_two_lines() -> None:
+    """Found by the property above: the heading's text spans two lines, and the long line
+    after it is cut; its first piece keeps the whole heading in front of it."""
+    text = "# the\n\nthe\n\nthe\nthe the index\n--\n" + "the " * 7 + "the"
+    budget = Budget(16, CharMeter(), 0)
+    chunks = chunk_document(document(text), budget)
+    assert chunks[1].text.startswith("the\nthe the index\n--\nthe the")
+    check(text, "doc.md", budget)
+
+
 @PROPERTY
 @given(markdown(), budgets(), st.sampled_from(["doc.txt", "doc.py", "doc.json", "doc.yaml"]))
 def test_text_and_unparsable_code_invariants(text: str, budget: Budget, name: str) -> None:
