@@ -71,25 +71,27 @@ def test_int8_made_locally_once_and_close_to_fp32(
     assert "quantizing" not in caplog.text
 
 
-def test_bf16_traced_once_close_to_fp32_and_queried_in_fp32(
+def test_bf16_checked_once_close_to_fp32_and_queried_in_fp32(
     model_cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The bf16 variant is traced from the bundled weights at first use (one line on
-    stderr), cached, close to fp32 (not equal), and its queries are embedded by the fp32
-    export, so a search process does not import torch."""
+    """The bf16 encoder runs the bundled weights; at first use it is checked against
+    sentence-transformers (one line on stderr) and the check recorded; its vectors are
+    close to fp32 (not equal), and its queries are embedded by the fp32 export, so a search
+    process does not import torch."""
     fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32")
     expected = fp32.embed_documents(TEXTS)
     bf16 = LocalEmbedder(cache_dir=model_cache, variant="bf16")
-    got = _made_once(bf16, caplog, "tracing", "bf16 (once")
+    got = _made_once(bf16, caplog, "checking", "bf16 encoder against sentence-transformers")
+    assert json.loads(bf16.variant_path().read_text())["cosine"] > 0.999
     assert bf16.model_id.endswith("@bf16") and bf16.runtime == ("torch", "cpu")
     for cosine in _cosines(got, expected):
         assert 0.999 < cosine < 0.999999
     again = LocalEmbedder(cache_dir=model_cache, variant="bf16")
-    assert again.embed_documents(TEXTS) == got  # from the cached trace, same numbers
-    assert "tracing" not in caplog.text
+    assert again.embed_documents(TEXTS) == got  # the same numbers, checked once only
+    assert "checking" not in caplog.text
     fresh = LocalEmbedder(cache_dir=model_cache, variant="bf16")
     assert fresh.embed_query(TEXTS[0]) == fp32.embed_query(TEXTS[0])
-    assert fresh._traced is None  # the query loaded no torch model
+    assert fresh._encoder is None  # the query loaded no torch model
 
 
 def test_ingest_and_search_with_the_default_model(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -146,7 +147,7 @@ def test_the_variant_is_part_of_the_model_id(no_amx: None) -> None:
     assert bf16.model_id == f"{DEFAULT_MODEL_ID}@bf16"
     assert LocalEmbedder.from_options({"variant": "int8"}).model_id == int8.model_id
     assert int8.variant_path() != fp32.variant_path() == fp32.onnx_path()
-    assert bf16.variant_path().suffix == ".pt" and bf16.variant_path().parent.name == "torch"
+    assert bf16.variant_path().suffix == ".json" and bf16.variant_path().parent.name == "torch"
     assert LocalEmbedder(variant="auto", device="cpu").variant == CPU_VARIANT
 
 
@@ -156,6 +157,20 @@ def test_auto_is_bf16_where_the_cpu_has_amx(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(local, "_native_bf16", lambda: True)
     assert LocalEmbedder(device="cpu").model_id == f"{DEFAULT_MODEL_ID}@bf16"
     assert LocalEmbedder(device="cpu", backend="onnx").model_id == f"{DEFAULT_MODEL_ID}@int8"
+
+
+def test_bf16_runs_bert_encoders_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A model the bf16 encoder cannot run: auto keeps int8 even with AMX, does not follow
+    a bf16 index, and an explicit bf16 is refused with the reason (before any load)."""
+    from chromasync.embed import local
+
+    monkeypatch.setattr(local, "_native_bf16", lambda: True)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "roberta"}))
+    auto = LocalEmbedder(tmp_path, device="cpu")
+    assert auto.variant == CPU_VARIANT
+    assert not auto.follow(auto.model_id_for("bf16")) and auto.variant == CPU_VARIANT
+    with pytest.raises(EmbeddingError, match=r"variant 'bf16' cannot run .*model_type 'roberta'"):
+        LocalEmbedder(tmp_path, variant="bf16")
 
 
 def test_unknown_or_impossible_variant_refused() -> None:

@@ -17,11 +17,12 @@ see `choose_runtime`. Options: `model` (a folder), `backend`, `device`, `batch_s
 
 Numeric variants (`variant`): `fp32` (the export), `int8` (ONNX Runtime: dynamic quantization
 of the export's MatMul weights, per channel, made locally from the export at first use and
-cached beside it) and `bf16` (torch on the CPU: a TorchScript trace of the model made under
-bfloat16 autocast, so matrix products run in bf16 with fp32 accumulation while LayerNorm,
-softmax and pooling stay fp32; made locally at first use and cached). Nothing is
-downloaded. `auto` (default) is `bf16` on a CPU with native bf16 matrix units (AMX) where
-torch is installed, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or
+cached beside it) and `bf16` (torch on the CPU: the BERT encoder of `embed/bert.py` under
+bfloat16 autocast, so matrix products run in bf16 with fp32 accumulation while LayerNorm
+and pooling stay fp32; checked once against sentence-transformers at first use, the check
+recorded in the cache). Nothing is downloaded. `auto` (default) is `bf16` on a CPU with
+native bf16 matrix units (AMX) where torch is installed and the model is a BERT encoder with
+mean pooling, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or
 with the torch backend on a CPU without AMX (the fastest variants measured at fp32's
 retrieval quality: docs/scaling.md, `benchmarks/model_throughput.py --variants`). A
 variant other than fp32 is part of the model id (`...@int8`, `...@bf16`), so the collection
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 EXPORT_VERSION = 1
 QUANTIZE_VERSION = 1
-TRACE_VERSION = 1
+BF16_VERSION = 2  # 1 was a TorchScript trace of the transformers model
 VARIANTS = ("fp32", "int8", "bf16")
 #: chosen from benchmarks/model_throughput.py --variants (docs/scaling.md has the table):
 #: bf16 where the CPU multiplies bf16 matrices natively, else int8
@@ -95,9 +96,6 @@ class LocalEmbedder:
             raise EmbeddingError(
                 f"local provider: unknown variant {variant!r} (auto, {', '.join(VARIANTS)})"
             )
-        refused = unrunnable(variant, backend, device)
-        if refused:
-            raise EmbeddingError(f"local provider: variant {variant!r} {refused}")
         self._bundled = model_dir is None
         self.model_dir = model_dir or bundled_model_dir()
         if not (self.model_dir / "config.json").is_file():
@@ -106,8 +104,11 @@ class LocalEmbedder:
                 "(config.json missing)"
             )
         self.backend = backend
-        self.batch_size = batch_size
         self.device = device
+        refused = self._unrunnable(variant)
+        if refused:
+            raise EmbeddingError(f"local provider: variant {variant!r} {refused}")
+        self.batch_size = batch_size
         self.cache_dir = cache_dir or default_cache_dir()
         self.base_model_id = DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
         self.variant_option = variant
@@ -118,7 +119,7 @@ class LocalEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._st_model: Any = None
-        self._traced: Any = None  # the bf16 TorchScript module
+        self._encoder: Any = None  # the bf16 encoder (embed/bert.py)
         self._query_session: Any = None  # who embeds queries (bf16: the fp32 export)
         self.runtime: tuple[str, str] | None = None  # (backend, device) once loaded
         self._load_lock = threading.Lock()
@@ -146,7 +147,8 @@ class LocalEmbedder:
     @property
     def variant(self) -> str:
         if self._variant is None:
-            self._variant = auto_variant(self.backend, self.device, _native_bf16())
+            bf16 = _native_bf16() and self.bf16_unsupported() is None
+            self._variant = auto_variant(self.backend, self.device, bf16)
         return self._variant
 
     def model_id_for(self, variant: str) -> str:
@@ -164,17 +166,25 @@ class LocalEmbedder:
             return False
         for variant in VARIANTS:
             if stored_model_id == self.model_id_for(variant):
-                if unrunnable(variant, self.backend, self.device):
+                if self._unrunnable(variant):
                     return False
                 log.info("%s: following the stored variant %s", self.base_model_id, variant)
                 with self._load_lock:
                     self._variant = variant
                     self._session = None
                     self._st_model = None
-                    self._traced = None
+                    self._encoder = None
                     self._query_session = None
                 return True
         return False
+
+    def _unrunnable(self, variant: str) -> str | None:
+        """Why `variant` cannot run here (options, or a model the bf16 encoder cannot run)."""
+        refused = unrunnable(variant, self.backend, self.device)
+        if refused is None and variant == "bf16":
+            unsupported = self.bf16_unsupported()
+            refused = f"cannot run this model ({unsupported})" if unsupported else None
+        return refused
 
     def _read_json(self, name: str) -> dict[str, Any]:
         path = self.model_dir / name
@@ -212,13 +222,13 @@ class LocalEmbedder:
         return self.cache_dir / "onnx" / f"{self.model_dir.name}-{digest}.onnx"
 
     def variant_path(self) -> Path:
-        """The file the current variant runs (fp32: the ONNX export itself; bf16: a
-        TorchScript trace beside the exports)."""
+        """The file the current variant runs (fp32: the ONNX export itself; bf16: the record
+        of its check against sentence-transformers, beside the exports)."""
         path = self.onnx_path()
         if self.variant == "fp32":
             return path
         if self.variant == "bf16":
-            return self.cache_dir / "torch" / f"{path.stem}-bf16-t{TRACE_VERSION}.pt"
+            return self.cache_dir / "torch" / f"{path.stem}-bf16-v{BF16_VERSION}.json"
         return path.with_name(f"{path.stem}-{self.variant}-q{QUANTIZE_VERSION}.onnx")
 
     def prefetch(self) -> None:
@@ -250,7 +260,7 @@ class LocalEmbedder:
         threading.Thread(target=load, name="chromasync-model-prefetch", daemon=True).start()
 
     def _loaded(self) -> bool:
-        return self._session is not None or self._st_model is not None or self._traced is not None
+        return self._session is not None or self._st_model is not None or self._encoder is not None
 
     def _load(self) -> None:
         with self._load_lock:
@@ -260,8 +270,8 @@ class LocalEmbedder:
     def _load_unlocked(self) -> None:
         if self.variant == "bf16":
             self.runtime = ("torch", "cpu")
-            log.info("%s runs on cpu with torch (TorchScript, bf16 autocast)", self.model_id)
-            self._load_traced()
+            log.info("%s runs on cpu with torch (bf16 autocast)", self.model_id)
+            self._load_bf16()
             return
         backend, device = choose_runtime(
             self.backend, self.device, _onnx_providers(), _gpu_present()
@@ -364,56 +374,49 @@ class LocalEmbedder:
             os.replace(target, path)
         self._st_model = None
 
-    def _load_traced(self) -> None:
+    def _load_bf16(self) -> None:
         try:
             import torch
+
+            from . import bert
         except ImportError as exc:
             raise EmbeddingError(f"{self.model_id}: variant 'bf16' needs torch") from exc
-        path = self.variant_path()
-        if not path.is_file():
-            self._trace(path)
         if self.threads > 0:
             torch.set_num_threads(self.threads)
-        self._traced = torch.jit.load(str(path), map_location="cpu").eval()  # type: ignore[no-untyped-call]
+        self._encoder = bert.load(self.model_dir, self._weights())
         self._tokenizer = self._make_tokenizer()
+        checked = self.variant_path()
+        if not checked.is_file():
+            self._check_bf16(checked)
 
-    def _trace(self, path: Path) -> None:
-        """Trace the model (pooling and normalisation included) under bf16 autocast on the
-        CPU, check it against sentence-transformers, and save it atomically."""
+    def bf16_unsupported(self) -> str | None:
+        """Why the bf16 encoder cannot run this model folder (None: it can); no import."""
+        from .bert import unsupported
+
+        return unsupported(self._read_json("config.json"), self._read_json("1_Pooling/config.json"))
+
+    def _check_bf16(self, record: Path) -> None:
+        """Check the bf16 encoder against sentence-transformers, once per model, and record
+        it at `record` (atomically); also make the fp32 export (the queries' model) while
+        torch is loaded."""
         log.warning(
-            "chromasync: tracing the local model in bf16 (once, ~15 s, no download): %s", path
+            "chromasync: checking the local model's bf16 encoder against sentence-transformers "
+            "(once, ~10 s, no download): %s",
+            record,
         )
-        import torch
-
         model = self._load_torch()
-        pooled = _pooled_module(model[0].auto_model.eval())
-        encoded = model.tokenizer(
-            [_SAMPLE, _SAMPLE + " " + _SAMPLE], padding=True, return_tensors="pt"
+        cosine = _check_agreement(
+            model,
+            lambda texts: self._embed_batched(texts, self._run_encoder),
+            0.999,
+            f"bf16 encoder of {self.model_id}",
         )
-        args = (encoded["input_ids"], encoded["attention_mask"], encoded["token_type_ids"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            target = Path(tmp) / path.name
-            with (
-                torch.no_grad(),
-                torch.autocast("cpu", dtype=torch.bfloat16),
-                warnings.catch_warnings(),
-            ):
-                warnings.simplefilter("ignore")
-                traced = torch.jit.trace(pooled, args, check_trace=False)  # type: ignore[no-untyped-call]
-            traced.save(str(target))
-            self._traced = torch.jit.load(str(target), map_location="cpu").eval()  # type: ignore[no-untyped-call]
-            self._tokenizer = self._make_tokenizer()
-            _check_agreement(
-                model,
-                lambda texts: self._embed_batched(texts, self._run_traced),
-                0.999,
-                f"bf16 trace of {self.model_id}",
-            )
-            self._traced = None
-            os.replace(target, path)
         if _onnx_providers() is not None and not self.onnx_path().is_file():
-            self._export(self.onnx_path())  # the queries' model, while torch is loaded
+            self._export(self.onnx_path())
+        record.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=record.parent, delete=False) as handle:
+            json.dump({"model_id": self.model_id, "cosine": cosine}, handle)
+        os.replace(handle.name, record)
         self._st_model = None
 
     def _make_tokenizer(self) -> Any:
@@ -453,14 +456,13 @@ class LocalEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return self._session.run(None, feeds)[0]
 
-    def _run_traced(self, ids: Any, mask: Any, types: Any) -> Any:
+    def _run_encoder(self, ids: Any, mask: Any, types: Any) -> Any:
         import torch
 
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
-            vectors = self._traced(
-                torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)
-            )
-        return vectors.float().numpy()
+        vectors = self._encoder(
+            torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)
+        )
+        return vectors.numpy()
 
     def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed_batched(texts, self._run_onnx)
@@ -470,8 +472,8 @@ class LocalEmbedder:
             return []
         self._load()
         self.texts_embedded += len(texts)
-        if self._traced is not None:
-            return self._embed_batched(texts, self._run_traced)
+        if self._encoder is not None:
+            return self._embed_batched(texts, self._run_encoder)
         if self._session is not None:
             return self._embed_onnx(texts)
         vectors = self._st_model.encode(
@@ -640,15 +642,16 @@ def _native_bf16() -> bool:
     return False
 
 
-def _check_agreement(model: Any, embed: Any, floor: float, what: str) -> None:
-    """`embed` (a made model) gives the sentence-transformers `model`'s vector of a sample
-    text to a cosine of at least `floor`, else EmbeddingError."""
+def _check_agreement(model: Any, embed: Any, floor: float, what: str) -> float:
+    """The cosine between the sentence-transformers `model`'s vector of a sample text and
+    `embed`'s (a made model); EmbeddingError below `floor`."""
     import numpy as np
 
     expected = np.asarray(model.encode([_SAMPLE], normalize_embeddings=True))[0]
     cosine = float(np.dot(expected, np.asarray(embed([_SAMPLE])[0])))
     if cosine < floor:
         raise EmbeddingError(f"{what} differs (cosine {cosine})")
+    return cosine
 
 
 def _pooled_module(transformer: Any) -> Any:
