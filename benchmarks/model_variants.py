@@ -162,6 +162,36 @@ class TorchInt8(SentenceTransformers):
         return [v.tolist() for v in vectors]
 
 
+class TracedBf16(SentenceTransformers):
+    """The bf16 variant until 2026-12-01: a TorchScript trace of transformers' BERT (pooling
+    included) under bf16 autocast, batched by tokens exactly as the encoder is."""
+
+    name = "torch-bf16-trace"
+
+    def __init__(self) -> None:
+        super().__init__()
+        import torch
+
+        from chromasync.embed.local import _pooled_module
+
+        pooled = _pooled_module(self.inner._load_torch("cpu")[0].auto_model.eval())
+        sample = torch.ones(2, 8, dtype=torch.long)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            self.traced = torch.jit.trace(pooled, (sample, sample, sample * 0), check_trace=False)
+        self.tokens = LocalEmbedder(variant="bf16")
+        self.tokens._tokenizer = self.tokens._make_tokenizer()
+
+    def _run(self, ids: Any, mask: Any, types: Any) -> Any:
+        import torch
+
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            out = self.traced(*(torch.from_numpy(a) for a in (ids, mask, types)))
+        return out.float().numpy()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.tokens._embed_batched(texts, self._run)
+
+
 CANDIDATES = [
     Candidate(
         "sentence-transformers torch fp32, batch 32", lambda w: SentenceTransformers(), False
@@ -188,8 +218,13 @@ CANDIDATES = [
     Candidate("onnx int8 fused graph", lambda w: fused(w, quantized=True), False),
     Candidate("torch int8 per-channel Linear (dynamic), batch 32", lambda w: TorchInt8()),
     Candidate(
-        "torch bf16 autocast, TorchScript, 8192 tokens [default with AMX]",
+        "torch bf16 autocast, plain-torch encoder, 8192 tokens [default with AMX]",
         lambda w: LocalEmbedder(variant="bf16"),
+    ),
+    Candidate(
+        "torch bf16 autocast, TorchScript trace of transformers (before)",
+        lambda w: TracedBf16(),
+        False,
     ),
 ]
 EXTRA = [  # --all-candidates
@@ -262,7 +297,8 @@ INTERLEAVED = [
     CANDIDATES[0],  # sentence-transformers
     CANDIDATES[2],  # onnx fp32, token batches
     CANDIDATES[5],  # onnx int8 [default without AMX]
-    CANDIDATES[10],  # torch bf16 trace [default with AMX]
+    CANDIDATES[10],  # torch bf16 encoder [default with AMX]
+    CANDIDATES[11],  # torch bf16 trace (before)
 ]
 
 
