@@ -98,6 +98,23 @@ def test_bf16_checked_once_close_to_fp32_and_queried_in_fp32(
     assert fresh._encoder is None  # the query loaded no torch model
 
 
+def test_a_failed_bf16_check_loads_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An encoder that disagrees with sentence-transformers is never used: every call fails
+    with the reason, and no record of a check is written."""
+    from chromasync.embed import local
+    from chromasync.errors import EmbeddingError
+
+    def disagree(model: object, embed: object, floor: float, what: str) -> float:
+        raise EmbeddingError(f"{what} differs (cosine 0.5)")
+
+    monkeypatch.setattr(local, "_check_agreement", disagree)
+    bf16 = LocalEmbedder(cache_dir=tmp_path, variant="bf16")
+    for _ in range(2):
+        with pytest.raises(EmbeddingError, match=r"bf16 encoder of .* differs"):
+            bf16.embed_documents(TEXTS[:1])
+    assert bf16._encoder is None and not bf16.variant_path().exists()
+
+
 def test_ingest_and_search_with_the_default_model(
     notes: Path, tmp_path: Path, model_cache: Path
 ) -> None:

@@ -265,7 +265,12 @@ class LocalEmbedder:
     def _load(self) -> None:
         with self._load_lock:
             if not self._loaded():
-                self._load_unlocked()
+                try:
+                    self._load_unlocked()
+                except BaseException:
+                    # a failed export or check leaves nothing half-loaded to embed with
+                    self._session = self._st_model = self._encoder = None
+                    raise
 
     def _load_unlocked(self) -> None:
         if self.variant == "bf16":
@@ -383,11 +388,12 @@ class LocalEmbedder:
             raise EmbeddingError(f"{self.model_id}: variant 'bf16' needs torch") from exc
         if self.threads > 0:
             torch.set_num_threads(self.threads)
-        self._encoder = bert.load(self.model_dir, self._weights())
+        encoder = bert.load(self.model_dir, self._weights())
         self._tokenizer = self._make_tokenizer()
         checked = self.variant_path()
         if not checked.is_file():
-            self._check_bf16(checked)
+            self._check_bf16(checked, encoder)
+        self._encoder = encoder  # only once checked
 
     def bf16_unsupported(self) -> str | None:
         """Why the bf16 encoder cannot run this model folder (None: it can); no import."""
@@ -395,10 +401,10 @@ class LocalEmbedder:
 
         return unsupported(self._read_json("config.json"), self._read_json("1_Pooling/config.json"))
 
-    def _check_bf16(self, record: Path) -> None:
-        """Check the bf16 encoder against sentence-transformers, once per model, and record
-        it at `record` (atomically); also make the fp32 export (the queries' model) while
-        torch is loaded."""
+    def _check_bf16(self, record: Path, encoder: Any) -> None:
+        """Check the bf16 `encoder` against sentence-transformers, once per model, and
+        record it at `record` (atomically); also make the fp32 export (the queries' model)
+        while torch is loaded."""
         log.warning(
             "chromasync: checking the local model's bf16 encoder against sentence-transformers "
             "(once, ~10 s, no download): %s",
@@ -407,7 +413,7 @@ class LocalEmbedder:
         model = self._load_torch()
         cosine = _check_agreement(
             model,
-            lambda texts: self._embed_batched(texts, self._run_encoder),
+            lambda texts: self._embed_batched(texts, _torch_run(encoder)),
             0.999,
             f"bf16 encoder of {self.model_id}",
         )
@@ -458,14 +464,6 @@ class LocalEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         return self._session.run(None, feeds)[0]
 
-    def _run_encoder(self, ids: Any, mask: Any, types: Any) -> Any:
-        import torch
-
-        vectors = self._encoder(
-            torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(types)
-        )
-        return vectors.numpy()
-
     def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed_batched(texts, self._run_onnx)
 
@@ -475,7 +473,7 @@ class LocalEmbedder:
         self._load()
         self.texts_embedded += len(texts)
         if self._encoder is not None:
-            return self._embed_batched(texts, self._run_encoder)
+            return self._embed_batched(texts, _torch_run(self._encoder))
         if self._session is not None:
             return self._embed_onnx(texts)
         vectors = self._st_model.encode(
@@ -656,6 +654,17 @@ def _check_agreement(model: Any, embed: Any, floor: float, what: str) -> float:
     if cosine < floor:
         raise EmbeddingError(f"{what} differs (cosine {cosine})")
     return cosine
+
+
+def _torch_run(encoder: Any) -> Any:
+    """`encoder` (embed/bert.py) as `_embed_batched`'s run: numpy arrays in and out."""
+
+    def run(ids: Any, mask: Any, types: Any) -> Any:
+        import torch
+
+        return encoder(*(torch.from_numpy(a) for a in (ids, mask, types))).numpy()
+
+    return run
 
 
 def _pooled_module(transformer: Any) -> Any:
