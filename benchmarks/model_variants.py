@@ -172,9 +172,9 @@ class TracedBf16(SentenceTransformers):
         super().__init__()
         import torch
 
-        from chromasync.embed.local import _pooled_module
+        from chromasync.embed.making import pooled_module
 
-        pooled = _pooled_module(self.inner._load_torch("cpu")[0].auto_model.eval())
+        pooled = pooled_module(self.inner._load_torch("cpu")[0].auto_model.eval())
         sample = torch.ones(2, 8, dtype=torch.long)
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
             self.traced = torch.jit.trace(pooled, (sample, sample, sample * 0), check_trace=False)

@@ -15,7 +15,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.embed.local import _native_bf16, auto_variant
+from chromasync.embed.runtime import auto_variant, native_bf16
 
 from ..conftest import REPO, age_tree, run_cli
 
@@ -114,7 +114,7 @@ def test_default_provider_loads_no_model_and_no_store(mixed: Path, tmp_path: Pat
     )
     assert probe.returncode == 0, probe.stderr
     # the default variant on this CPU (bf16 with AMX, else int8: embed/local.py), named
-    variant = auto_variant("auto", "auto", _native_bf16())
+    variant = auto_variant("auto", "auto", native_bf16())
     assert json.loads(probe.stdout)["model"] == f"sentence-transformers/all-MiniLM-L6-v2@{variant}"
     assert json.loads(probe.stderr.strip().splitlines()[-1]) == {"heavy": []}
     assert not (tmp_path / "data").exists()

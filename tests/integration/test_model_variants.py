@@ -42,9 +42,9 @@ def _cached_models(settings: Settings) -> dict[str, int]:
 @pytest.fixture
 def no_amx(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CPU without native bf16 (auto means int8), whatever this machine has."""
-    from chromasync.embed import local
+    from chromasync.embed import runtime
 
-    monkeypatch.setattr(local, "_native_bf16", lambda: False)
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)
 
 
 def test_variants_never_share_vectors(notes: Path, settings: Settings, no_amx: None) -> None:
@@ -80,15 +80,15 @@ def test_a_bf16_index_is_followed_and_kept_apart(
 ) -> None:
     """Written where auto means bf16 (a CPU with AMX), an index is followed by auto on a CPU
     without it, refused by an explicit other variant, and its vectors stay under @bf16."""
-    from chromasync.embed import local
+    from chromasync.embed import runtime
 
-    monkeypatch.setattr(local, "_native_bf16", lambda: True)
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)
     amx = Variants(device="cpu")
     first = _run(notes, settings, amx)
     assert amx.model_id == f"{DEFAULT_MODEL_ID}@bf16" and first.chunks_embedded > 0
     assert _cached_models(settings) == {f"{DEFAULT_MODEL_ID}@bf16": first.chunks_embedded}
 
-    monkeypatch.setattr(local, "_native_bf16", lambda: False)
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)
     elsewhere = Variants(device="cpu")
     assert elsewhere.model_id.endswith("@int8")
     again = _run(notes, settings, elsewhere)

@@ -107,7 +107,7 @@ def test_a_failed_bf16_check_loads_nothing(tmp_path: Path, monkeypatch: pytest.M
     def disagree(model: object, embed: object, floor: float, what: str) -> float:
         raise EmbeddingError(f"{what} differs (cosine 0.5)")
 
-    monkeypatch.setattr(local, "_check_agreement", disagree)
+    monkeypatch.setattr(local, "check_agreement", disagree)
     bf16 = LocalEmbedder(cache_dir=tmp_path, variant="bf16")
     for _ in range(2):
         with pytest.raises(EmbeddingError, match=r"bf16 encoder of .* differs"):

@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.embed.local import (
-    CPU_VARIANT,
-    DEFAULT_MODEL_ID,
-    LocalEmbedder,
-    auto_variant,
-    choose_runtime,
-    token_batches,
-)
+from chromasync.embed.local import DEFAULT_MODEL_ID, LocalEmbedder
+from chromasync.embed.runtime import CPU_VARIANT, auto_variant, choose_runtime, token_batches
 from chromasync.errors import EmbeddingError
 
 CPU_ORT = ["CPUExecutionProvider"]
@@ -25,9 +19,9 @@ CPU_ORT = ["CPUExecutionProvider"]
 @pytest.fixture
 def no_amx(monkeypatch: pytest.MonkeyPatch) -> None:
     """A CPU without native bf16, whatever this machine has."""
-    from chromasync.embed import local
+    from chromasync.embed import runtime
 
-    monkeypatch.setattr(local, "_native_bf16", lambda: False)
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)
 
 
 GPU_ORT = ["CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -123,13 +117,13 @@ def test_native_bf16_needs_torch(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_auto_variant_on_a_gpu_is_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chromasync.embed import local
+    from chromasync.embed import runtime
 
-    monkeypatch.setattr(local, "_gpu_present", lambda: True)
-    monkeypatch.setattr(local, "_onnx_providers", lambda: GPU_ORT)
+    monkeypatch.setattr(runtime, "gpu_present", lambda: True)
+    monkeypatch.setattr(runtime, "onnx_providers", lambda: GPU_ORT)
     assert auto_variant("auto", "auto") == "fp32"
     # a driver but CPU-only onnxruntime: torch on CUDA runs the model, in fp32
-    monkeypatch.setattr(local, "_onnx_providers", lambda: CPU_ORT)
+    monkeypatch.setattr(runtime, "onnx_providers", lambda: CPU_ORT)
     assert auto_variant("auto", "auto") == "fp32"
     assert (
         auto_variant("onnx", "auto") == "fp32"
@@ -152,9 +146,9 @@ def test_the_variant_is_part_of_the_model_id(no_amx: None) -> None:
 
 
 def test_auto_is_bf16_where_the_cpu_has_amx(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chromasync.embed import local
+    from chromasync.embed import runtime
 
-    monkeypatch.setattr(local, "_native_bf16", lambda: True)
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)
     assert LocalEmbedder(device="cpu").model_id == f"{DEFAULT_MODEL_ID}@bf16"
     assert LocalEmbedder(device="cpu", backend="onnx").model_id == f"{DEFAULT_MODEL_ID}@int8"
 
@@ -162,9 +156,9 @@ def test_auto_is_bf16_where_the_cpu_has_amx(monkeypatch: pytest.MonkeyPatch) -> 
 def test_bf16_runs_bert_encoders_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A model the bf16 encoder cannot run: auto keeps int8 even with AMX, does not follow
     a bf16 index, and an explicit bf16 is refused with the reason (before any load)."""
-    from chromasync.embed import local
+    from chromasync.embed import runtime
 
-    monkeypatch.setattr(local, "_native_bf16", lambda: True)
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "roberta"}))
     auto = LocalEmbedder(tmp_path, device="cpu")
     assert auto.variant == CPU_VARIANT

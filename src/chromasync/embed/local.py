@@ -53,6 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
+from . import runtime
+from .making import check_agreement, pooled_module, quantize
+from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
 from .tokens import bundled_model_dir
 
 log = logging.getLogger(__name__)
@@ -61,13 +64,7 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 EXPORT_VERSION = 1
 QUANTIZE_VERSION = 1
 BF16_VERSION = 2  # 1 was a TorchScript trace of the transformers model
-VARIANTS = ("fp32", "int8", "bf16")
-#: chosen from benchmarks/model_throughput.py --variants (docs/scaling.md has the table):
-#: bf16 where the CPU multiplies bf16 matrices natively, else int8
-CPU_VARIANT = "int8"
-BF16_VARIANT = "bf16"
 DEFAULT_BATCH_TOKENS = 8192
-_SAMPLE = "chromasync checks that the exported model matches the original."
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -147,7 +144,7 @@ class LocalEmbedder:
     @property
     def variant(self) -> str:
         if self._variant is None:
-            bf16 = _native_bf16() and self.bf16_unsupported() is None
+            bf16 = runtime.native_bf16() and self.bf16_unsupported() is None
             self._variant = auto_variant(self.backend, self.device, bf16)
         return self._variant
 
@@ -241,9 +238,9 @@ class LocalEmbedder:
         # import them here, so that the thread only loads the model.
         import numpy  # noqa: F401
 
-        providers = _onnx_providers()  # imports onnxruntime
+        providers = runtime.onnx_providers()  # imports onnxruntime
         try:
-            backend, _ = choose_runtime(self.backend, self.device, providers, _gpu_present())
+            backend, _ = choose_runtime(self.backend, self.device, providers, runtime.gpu_present())
             cached = self.variant_path().is_file()
         except EmbeddingError:
             return  # the foreground load reports it
@@ -279,11 +276,12 @@ class LocalEmbedder:
             self._load_bf16()
             return
         backend, device = choose_runtime(
-            self.backend, self.device, _onnx_providers(), _gpu_present()
+            self.backend, self.device, runtime.onnx_providers(), runtime.gpu_present()
         )
-        if backend == "torch" and device == "cuda" and self.device == "auto" and not _torch_cuda():
-            # a driver, but a CPU build of torch: stay on the CPU
-            backend, device = choose_runtime(self.backend, "cpu", _onnx_providers(), False)
+        # a driver, but a CPU build of torch: stay on the CPU
+        cpu_torch = backend == "torch" and device == "cuda" and not runtime.torch_cuda()
+        if cpu_torch and self.device == "auto":
+            backend, device = choose_runtime(self.backend, "cpu", runtime.onnx_providers(), False)
         self.runtime = (backend, device)
         log.info("%s runs on %s with %s", self.model_id, device, backend)
         if backend == "onnx":
@@ -359,7 +357,7 @@ class LocalEmbedder:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(
-                    _pooled_module(transformer),
+                    pooled_module(transformer),
                     (dummy, dummy, torch.zeros_like(dummy)),
                     str(target),
                     input_names=["input_ids", "attention_mask", "token_type_ids"],
@@ -374,7 +372,7 @@ class LocalEmbedder:
                     dynamo=False,
                 )
             self._load_onnx(target)
-            _check_agreement(model, self._embed_onnx, 0.9999, f"ONNX export of {self.model_id}")
+            check_agreement(model, self._embed_onnx, 0.9999, f"ONNX export of {self.model_id}")
             self._session = None
             os.replace(target, path)
         self._st_model = None
@@ -411,13 +409,13 @@ class LocalEmbedder:
             record,
         )
         model = self._load_torch()
-        cosine = _check_agreement(
+        cosine = check_agreement(
             model,
             lambda texts: self._embed_batched(texts, _torch_run(encoder)),
             0.999,
             f"bf16 encoder of {self.model_id}",
         )
-        if _onnx_providers() is not None and not self.onnx_path().is_file():
+        if runtime.onnx_providers() is not None and not self.onnx_path().is_file():
             self._export(self.onnx_path())
         record.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=record.parent, delete=False) as handle:
@@ -491,7 +489,7 @@ class LocalEmbedder:
         with self._load_lock:
             if self._query_session is None:
                 self._query_session = self
-                if self.variant == "bf16" and _onnx_providers() is not None:
+                if self.variant == "bf16" and runtime.onnx_providers() is not None:
                     self._query_session = LocalEmbedder(
                         None if self._bundled else self.model_dir,
                         backend="onnx",
@@ -505,157 +503,6 @@ class LocalEmbedder:
         return query_model
 
 
-def unrunnable(variant: str, backend: str, device: str) -> str | None:
-    """Why `variant` cannot run with these `backend` and `device` options; None: it can."""
-    if variant == "int8" and backend == "torch":
-        return "needs the onnx backend"
-    if variant == "bf16" and (backend == "onnx" or device == "cuda"):
-        return "runs with torch on the CPU (backend auto or torch, device auto or cpu)"
-    return None
-
-
-def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[list[int]]:
-    """Indices of texts grouped into batches, shortest first; pure.
-
-    A batch holds at most `max_texts` texts and, padded to its longest text, at most
-    `max_tokens` word pieces (a single longer text still gets a batch of its own)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:  # sorted: the newest text is the batch's longest
-        if current and (
-            len(current) >= max_texts or (len(current) + 1) * lengths[index] > max_tokens
-        ):
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def auto_variant(backend: str, device: str, native_bf16: bool = False) -> str:
-    """The variant `auto` means; pure but for cheap checks (no heavy import).
-
-    On the CPU: bf16 where the CPU multiplies bf16 matrices natively (`native_bf16`) and
-    torch is installed (backend auto or torch), else int8 where ONNX Runtime runs, else
-    fp32. A GPU runs fp32 (fast there; dynamic int8 kernels are CPU ones)."""
-    import importlib.util
-
-    gpu = device != "cpu" and _gpu_present()
-    providers: list[str] | None = None  # onnxruntime is imported only for a GPU
-    if importlib.util.find_spec("onnxruntime") is not None:
-        providers = _onnx_providers() if gpu else ["CPU"]
-    try:
-        chosen = choose_runtime(backend, device, providers, gpu)
-    except EmbeddingError:
-        return "fp32"  # the load reports it
-    if chosen[1] != "cpu":
-        return "fp32"
-    if native_bf16 and backend != "onnx" and importlib.util.find_spec("torch") is not None:
-        return BF16_VARIANT
-    return CPU_VARIANT if chosen == ("onnx", "cpu") else "fp32"
-
-
-def quantize(source: Path, target: Path, variant: str) -> None:
-    """Make the `variant` model from the fp32 export `source`, atomically, at `target`."""
-    if variant != "int8":
-        raise EmbeddingError(f"local provider: no way to make variant {variant!r}")
-    # one line on stderr (the last-resort handler prints warnings when nothing is set up)
-    log.warning("chromasync: quantizing the local model to int8 (once, no download): %s", target)
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:
-        raise EmbeddingError("variant int8 needs onnxruntime with its quantization tools") from exc
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        staged = Path(tmp) / target.name
-        # onnxruntime's quantizer logs through the root logger ("consider pre-processing"),
-        # which would also install a root handler: silence it and undo the handler
-        root_handlers = list(logging.root.handlers)
-        logging.disable(logging.WARNING)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                quantize_dynamic(
-                    str(source),
-                    str(staged),
-                    per_channel=True,
-                    op_types_to_quantize=["MatMul"],
-                    weight_type=QuantType.QInt8,
-                )
-        finally:
-            logging.disable(logging.NOTSET)
-            logging.root.handlers[:] = root_handlers
-        os.replace(staged, target)
-
-
-def choose_runtime(
-    backend: str, device: str, onnx_providers: Sequence[str] | None, gpu_present: bool
-) -> tuple[str, str]:
-    """(backend, device) to run the model with; pure.
-
-    `backend`: auto, onnx or torch; `device`: auto, cpu or cuda; `onnx_providers`: those of
-    the installed onnxruntime (None: not installed); `gpu_present`: an NVIDIA driver is
-    loaded. On the CPU, ONNX Runtime is the default (same vectors, a fraction of torch's
-    start-up); on a GPU, ONNX Runtime if it has the CUDA provider, else torch.
-    """
-    if backend not in ("auto", "onnx", "torch"):
-        raise EmbeddingError(f"local provider: unknown backend {backend!r} (auto, onnx, torch)")
-    if device not in ("auto", "cpu", "cuda"):
-        raise EmbeddingError(f"local provider: unknown device {device!r} (auto, cpu, cuda)")
-    if device == "auto":
-        device = "cuda" if gpu_present else "cpu"
-    onnx_ok = onnx_providers is not None and (
-        device == "cpu" or "CUDAExecutionProvider" in onnx_providers
-    )
-    if backend == "onnx":
-        if not onnx_ok:
-            raise EmbeddingError(
-                "backend 'onnx' needs onnxruntime"
-                + (" with CUDA (onnxruntime-gpu)" if device == "cuda" else "")
-            )
-        return "onnx", device
-    if backend == "auto" and onnx_ok:
-        return "onnx", device
-    return "torch", device
-
-
-def _onnx_providers() -> list[str] | None:
-    try:
-        import onnxruntime
-    except ImportError:
-        return None
-    return list(onnxruntime.get_available_providers())
-
-
-def _native_bf16() -> bool:
-    """The CPU has AMX bf16 tiles (Linux: read from /proc/cpuinfo; elsewhere False), where
-    bf16 matrix products measured about 2x fp32 ones (docs/scaling.md)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return "amx_bf16" in line.split()
-    except OSError:
-        pass
-    return False
-
-
-def _check_agreement(model: Any, embed: Any, floor: float, what: str) -> float:
-    """The lowest cosine between the sentence-transformers `model`'s vectors of two sample
-    texts and `embed`'s (a made model; the texts differ in length, so one batch pads);
-    EmbeddingError below `floor`."""
-    import numpy as np
-
-    samples = [_SAMPLE, " ".join([_SAMPLE] * 4)]
-    expected = np.asarray(model.encode(samples, normalize_embeddings=True))
-    cosine = float((expected * np.asarray(embed(samples))).sum(axis=1).min())
-    if cosine < floor:
-        raise EmbeddingError(f"{what} differs (cosine {cosine})")
-    return cosine
-
-
 def _torch_run(encoder: Any) -> Any:
     """`encoder` (embed/bert.py) as `_embed_batched`'s run: numpy arrays in and out."""
 
@@ -665,38 +512,3 @@ def _torch_run(encoder: Any) -> Any:
         return encoder(*(torch.from_numpy(a) for a in (ids, mask, types))).numpy()
 
     return run
-
-
-def _pooled_module(transformer: Any) -> Any:
-    """The transformer with mean pooling and L2 normalisation, as one torch module."""
-    import torch
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.inner(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                token_type_ids=token_type_ids,
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(summed.float(), p=2, dim=1)
-
-    return Pooled(transformer)
-
-
-def _gpu_present() -> bool:
-    """An NVIDIA driver is loaded (checked without importing torch)."""
-    return Path("/proc/driver/nvidia/version").exists() or Path("/dev/nvidiactl").exists()
-
-
-def _torch_cuda() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())

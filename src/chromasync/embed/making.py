@@ -1,0 +1,88 @@
+"""Making the local model's variants from its weights, once: the module the ONNX export
+traces (transformer, mean pooling, L2 normalisation), int8 quantization of the export, and
+the check that what was made agrees with sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+_SAMPLE = "chromasync checks that the exported model matches the original."
+
+
+def quantize(source: Path, target: Path, variant: str) -> None:
+    """Make the `variant` model from the fp32 export `source`, atomically, at `target`."""
+    if variant != "int8":
+        raise EmbeddingError(f"local provider: no way to make variant {variant!r}")
+    # one line on stderr (the last-resort handler prints warnings when nothing is set up)
+    log.warning("chromasync: quantizing the local model to int8 (once, no download): %s", target)
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise EmbeddingError("variant int8 needs onnxruntime with its quantization tools") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        staged = Path(tmp) / target.name
+        # onnxruntime's quantizer logs through the root logger ("consider pre-processing"),
+        # which would also install a root handler: silence it and undo the handler
+        root_handlers = list(logging.root.handlers)
+        logging.disable(logging.WARNING)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                quantize_dynamic(
+                    str(source),
+                    str(staged),
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                    weight_type=QuantType.QInt8,
+                )
+        finally:
+            logging.disable(logging.NOTSET)
+            logging.root.handlers[:] = root_handlers
+        os.replace(staged, target)
+
+
+def check_agreement(model: Any, embed: Any, floor: float, what: str) -> float:
+    """The lowest cosine between the sentence-transformers `model`'s vectors of two sample
+    texts and `embed`'s (a made model; the texts differ in length, so one batch pads);
+    EmbeddingError below `floor`."""
+    import numpy as np
+
+    samples = [_SAMPLE, " ".join([_SAMPLE] * 4)]
+    expected = np.asarray(model.encode(samples, normalize_embeddings=True))
+    cosine = float((expected * np.asarray(embed(samples))).sum(axis=1).min())
+    if cosine < floor:
+        raise EmbeddingError(f"{what} differs (cosine {cosine})")
+    return cosine
+
+
+def pooled_module(transformer: Any) -> Any:
+    """The transformer with mean pooling and L2 normalisation, as one torch module."""
+    import torch
+
+    class Pooled(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.inner(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(summed.float(), p=2, dim=1)
+
+    return Pooled(transformer)
