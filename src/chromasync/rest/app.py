@@ -84,7 +84,7 @@ def create_app(
         return service.answer(body.question, _asked(body), on_token, _fallback(body))
 
     def _asked(body: AskBody) -> api.SearchResult:
-        from .answer.ask import check_question
+        from ..answer.ask import check_question
 
         check_question(body.question)
         return service.retrieve(api.search_request(body.search_args(), service.settings))
