@@ -113,7 +113,6 @@ def test_imports_flow_one_way() -> None:
     assert not found, "\n".join(found)
 
 
-
 def missing_modules() -> list[str]:
     """Imports of chromasync modules that do not exist (a relative import left one level off
     when a module moved into a subpackage: the layer rule alone cannot see it)."""
@@ -129,6 +128,7 @@ def missing_modules() -> list[str]:
 def test_every_import_names_a_module_of_the_package() -> None:
     found = missing_modules()
     assert not found, "\n".join(found)
+
 
 @pytest.mark.parametrize(
     ("source", "expected"),
