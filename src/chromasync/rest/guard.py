@@ -1,0 +1,146 @@
+"""Who may call the service, and what a failure answers: the bearer token (`TokenGate`),
+cross-site requests (`WriteGuard`: the `Origin`, the JSON content type of writes), and the one
+table of error class -> HTTP status (`ERROR_STATUS`)."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from ..errors import (
+    AccessDenied,
+    AnswerError,
+    ChatRefused,
+    ChatUnreachable,
+    ChromasyncError,
+    ConfigError,
+    EmbeddingError,
+    LockError,
+    NotFound,
+    SourceError,
+    StoreError,
+    lookup,
+)
+from .page import STATIC_FILES
+
+#: Error class -> HTTP status (the most specific class wins).
+ERROR_STATUS: dict[type[ChromasyncError], int] = {
+    AnswerError: 502,
+    ChatRefused: 502,
+    ChatUnreachable: 503,
+    AccessDenied: 403,
+    NotFound: 404,
+    SourceError: 400,
+    ConfigError: 400,
+    LockError: 409,
+    EmbeddingError: 409,
+    StoreError: 503,
+    ChromasyncError: 500,
+}
+PUBLIC_PATHS = frozenset({"/health", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+
+
+def status_for(exc: ChromasyncError) -> int:
+    return lookup(ERROR_STATUS, exc)
+
+
+def authorized(header: str | None, token: str) -> bool:
+    """True when `header` is `Bearer <token>` (scheme in any case), compared in constant time."""
+    if not header:
+        return False
+    scheme, _, credentials = header.strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "bearer" or not credentials:
+        return False
+    return hmac.compare_digest(credentials.encode("utf-8"), token.encode("utf-8"))
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or (
+        path.startswith("/static/") and path.removeprefix("/static/") in STATIC_FILES
+    )
+
+
+class TokenGate:
+    """ASGI middleware: a bearer token on every non-public route, before routing."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.token and not is_public(scope["path"]):
+            values = [v for k, v in scope["headers"] if k == b"authorization"]
+            header = values[0].decode("latin-1") if len(values) == 1 else None
+            if not authorized(header, self.token):
+                response = JSONResponse(
+                    {"detail": "unauthorized"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _host_port(netloc: str, scheme: str = "http") -> tuple[str, int | None] | None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.hostname is None:
+        return None
+    default = {"http": 80, "https": 443}.get(scheme)
+    return parts.hostname.lower(), port if port is not None else default
+
+
+def origin_allowed(origin: str, host: str | None) -> bool:
+    """True for the service's own origin (same host and port as `Host`) or a loopback page."""
+    scheme, sep, netloc = origin.strip().partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or "/" in netloc:
+        return False  # "null" (sandboxed or file pages), other schemes, garbage
+    found = _host_port(netloc, scheme.lower())
+    if found is None:
+        return False
+    if found[0] in LOOPBACK_HOSTS:
+        return True
+    own = _host_port(host, scheme.lower()) if host else None
+    return own is not None and own == found
+
+
+class WriteGuard:
+    """ASGI middleware against cross-site requests: foreign `Origin`s are refused on every
+    route, and write methods must declare a JSON body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = scope["headers"]
+            origins = [v.decode("latin-1") for k, v in headers if k == b"origin"]
+            hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
+            refusal: tuple[int, str] | None = None
+            if origins and (
+                len(origins) > 1 or not origin_allowed(origins[0], hosts[0] if hosts else None)
+            ):
+                refusal = (403, "cross-origin request refused")
+            elif scope["method"] in WRITE_METHODS:
+                types = [v.decode("latin-1") for k, v in headers if k == b"content-type"]
+                media = types[0].split(";")[0].strip().lower() if len(types) == 1 else ""
+                if media != "application/json":
+                    refusal = (415, "write requests take Content-Type: application/json")
+            if refusal is not None:
+                body = {"error": "Refused", "detail": refusal[1]}
+                await JSONResponse(body, status_code=refusal[0])(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

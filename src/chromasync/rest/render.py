@@ -1,0 +1,73 @@
+"""What the service answers with: hits and search results as JSON (citations, snippets,
+editor links), and an answer as server-sent events."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .. import api
+from ..errors import ChromasyncError
+from ..records import Hit
+from .guard import status_for
+
+log = logging.getLogger("chromasync.rest")  # the package's logger, as before the split
+
+
+def _sse(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def answer_events(work: Any) -> Iterator[bytes]:
+    """Server-sent events of `work(on_token) -> Answer`, run on a thread: a `token` event
+    per piece, then `answer` (the answer's JSON), or `error` ({error, detail, status})."""
+    pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            found = work(lambda piece: pieces.put(("token", {"text": piece})))
+            pieces.put(("answer", found.as_json()))
+        except ChromasyncError as exc:
+            body = {"error": type(exc).__name__, "detail": str(exc), "status": status_for(exc)}
+            pieces.put(("error", body))
+        except Exception:
+            log.exception("POST /ask/stream: internal error")
+            body = {"error": "InternalError", "detail": "internal error; see the service's log"}
+            pieces.put(("error", body | {"status": 500}))
+
+    threading.Thread(target=run, daemon=True, name="chromasync-ask").start()
+    while True:
+        event, data = pieces.get()
+        yield _sse(event, data)
+        if event != "token":
+            return
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    data = hit.as_json()
+    data["citation"] = hit.citation
+    return data
+
+
+def result_json(
+    result: api.SearchResult, links: Sequence[str | None] | None = None
+) -> dict[str, Any]:
+    """A search result as `chromasync search --json` prints it; each hit also has its
+    `citation` and a `snippet` (text around the first match, with the matched spans), and,
+    given `links` (`editor_uri` set), its `open_url` (null where it has none)."""
+    hits = []
+    for index, hit in enumerate(result.hits):
+        item = hit_json(hit)
+        if links is not None:
+            item["open_url"] = links[index]
+        spans = api.highlight(hit.text, result.query, result.filters.phrases)
+        text, shifted = api.snippet(hit.text, spans, width=420)
+        item["snippet"] = {"text": text, "spans": [list(span) for span in shifted]}
+        hits.append(item)
+    data = result.as_json()
+    data["hits"] = hits
+    return data

@@ -1,0 +1,81 @@
+"""Serving the app: listening sockets (TCP, or the owner's Unix socket) and uvicorn, in the
+foreground (`run_server`) or on a daemon thread (`BackgroundServer`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import stat
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: any free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
+def bind_unix(path: str) -> socket.socket:
+    """A listening Unix socket at `path` (mode 0600); a stale one is replaced.
+
+    Only the data dir's owner calls this, while holding its lock: a socket left at `path`
+    belongs to a dead owner.
+    """
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise ConfigError(f"{path} exists and is not a socket; remove it")
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
+    """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
+    import uvicorn
+
+    if server is None:
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
+        )
+        server = uvicorn.Server(config)
+    unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
+    try:
+        server.run(sockets=list(listeners))
+    finally:
+        for sock in listeners:
+            sock.close()
+        for path in unix_paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+class BackgroundServer:
+    """`app` served on listening sockets from a daemon thread (for `chromasync mcp`)."""
+
+    def __init__(self, app: Any, listeners: Sequence[socket.socket]) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._listeners = list(listeners)
+        self._thread = threading.Thread(
+            target=run_server, args=(app, self._listeners, self._server), daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
