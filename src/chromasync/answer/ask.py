@@ -10,20 +10,31 @@
 The question is validated first: empty (or only spaces) or longer than
 `MAX_QUESTION_CHARS` raises `ConfigError` (bad input from the user; the surfaces' usage
 error).
+
+`answer(question, result, settings)` answers from a search result with the settings' chat
+model and limits; `ask(args, settings)` retrieves first (the API re-exports both).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..records import Hit
-from .chat import ChatClient, ChatUnreachable
+from .chat import ChatClient, ChatUnreachable, chat_client
 from .extractive import answer_extractive, score_sentences, split_sentences
 from .prompt import DEFAULT_CONTEXT_TOKENS, approx_tokens, build_prompt
 from .records import FLAG_LLM_UNREACHABLE, FLAG_NO_SOURCES, FLAG_TRUNCATED, Answer
 from .verify import check_citations
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
+    from ..embed import Embedder
+    from ..retrieve.request import SearchArgs
+    from ..retrieve.results import SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +129,66 @@ def answer_question(
     )
 
 
+def answer(
+    question: str,
+    result: SearchResult,
+    settings: Settings,
+    *,
+    on_token: Callable[[str], None] | None = None,
+    fallback: bool | None = None,
+    llm: ChatClient | None = None,
+    stream: bool = True,
+) -> Answer:
+    """Answer `question` from a search result (see `answer_question`).
+
+    `llm`: the chat model (default: `chat_client(settings)`; None there: extractive).
+    `fallback`: answer extractively when the model is unreachable (default: the settings'
+    `answer_fallback`). No hits: "No sources matched these filters." (or "... the
+    question." without filters), flagged `no-sources`.
+    """
+    client = llm if llm is not None else chat_client(settings)
+    if fallback is None:
+        fallback = settings.answer_fallback == "extractive"
+    found = answer_question(
+        question,
+        result.hits,
+        llm=client,
+        group_by=result.group_field,
+        context_tokens=settings.answer_context_tokens,
+        on_token=on_token,
+        fallback=fallback,
+        stream=stream,
+        no_sources_text=NO_SOURCES_TEXT if result.filters.is_empty else NO_MATCH_TEXT,
+    )
+    return replace(found, warnings=result.warnings) if result.warnings else found
+
+
+def ask(
+    args: SearchArgs,
+    settings: Settings,
+    *,
+    on_token: Callable[[str], None] | None = None,
+    fallback: bool | None = None,
+    llm: ChatClient | None = None,
+    embedder: Embedder | None = None,
+) -> Answer:
+    """Retrieve with the search request of `args` (its query is the question), then answer
+    with citations (see `answer`). The question is checked before anything is opened."""
+    from ..retrieve.request import search_request
+    from ..retrieve.session import retrieve
+
+    check_question(args.query)
+    request = search_request(args, settings)
+    result = retrieve(request, settings, embedder=embedder)
+    return answer(args.query, result, settings, on_token=on_token, fallback=fallback, llm=llm)
+
+
 __all__ = [
     "MAX_QUESTION_CHARS",
     "NO_MATCH_TEXT",
     "NO_SOURCES_TEXT",
+    "answer",
     "answer_question",
+    "ask",
     "check_question",
 ]

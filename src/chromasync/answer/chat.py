@@ -12,7 +12,8 @@ after its first byte is not retried. 401/403 fail at once. Errors name the endpo
 (scheme, host, port and path only) and never the key.
 
 The key comes from the environment only, read by `api_key_from(environ)`:
-``CHROMASYNC_LLM_API_KEY``, then ``OPENAI_API_KEY``.
+``CHROMASYNC_LLM_API_KEY``, then ``OPENAI_API_KEY``. `chat_client(settings)` builds the
+client the settings name (`llm_url`, `llm_model`), or None when there is none.
 
 Errors (to be moved to `errors.py` with the next layout change):
 
@@ -30,13 +31,16 @@ import random as _random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import AnswerError, ChatRefused, ChatUnreachable
+from ..errors import AnswerError, ChatRefused, ChatUnreachable, ConfigError
 from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
 from .prompt import Message
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -304,6 +308,25 @@ def _error_text(response: httpx.Response) -> str:
         return response.text[:300]
 
 
+def chat_client(settings: Settings) -> ChatClient | None:
+    """The chat model of the settings (`llm_url`, `llm_model`, key from the environment via
+    `llm_api_key`), or None when no `llm_url` is set (answers are then extractive)."""
+    if not settings.llm_url:
+        return None
+    if not settings.llm_model:
+        raise ConfigError(
+            f"llm_url is set ({settings.origins.get('llm_url', 'flag')}) but no llm_model; "
+            "pass --llm-model or set CHROMASYNC_LLM_MODEL (or answer.llm_model)"
+        )
+    return ChatClient(
+        settings.llm_url,
+        settings.llm_model,
+        api_key=settings.llm_api_key,
+        timeout_s=settings.llm_timeout,
+        retry=RetryPolicy(attempts=settings.llm_retries, deadline_s=settings.llm_timeout),
+    )
+
+
 __all__ = [
     "KEY_VARIABLES",
     "AnswerError",
@@ -313,5 +336,6 @@ __all__ = [
     "ChatUnreachable",
     "Delta",
     "api_key_from",
+    "chat_client",
     "parse_sse",
 ]

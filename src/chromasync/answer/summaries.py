@@ -15,6 +15,9 @@ how it was written (extractive, or the model) and the sorted set of its chunk ha
 writes only the groups whose key changed (added, removed or edited chunks), so an unchanged
 corpus costs no model request. The terms are recomputed each run (they depend on the other
 groups) and cost nothing.
+
+`summaries(settings, group_by=...)` reads every indexed chunk of the searched collections,
+groups them, and writes (or reuses) the summaries; the API re-exports it.
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..datadir import SUMMARIES_FILE, open_private
+from ..errors import NotFound
 from ..records import Hit
 from .extractive import _WORD, STOP_WORDS, score_sentences, select_mmr, split_sentences, stem
 from .prompt import Message, build_prompt
 
 if TYPE_CHECKING:
+    from ..config.settings import Settings
     from .chat import ChatClient
 
 TERMS = 8
@@ -291,6 +296,49 @@ def summarize_groups(
     )
 
 
+def summaries(
+    settings: Settings,
+    *,
+    group_by: str,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    limit: int = 100,
+    client: ChatClient | None = None,
+) -> SummariesReport:
+    """One short summary per value of `group_by` (a metadata field, `source`, `collection`
+    or `path:N`) over every indexed chunk of the searched collections: written by the chat
+    model when `llm_url` is configured (or `client` given), else extractive, with each
+    group's distinctive terms. Cached in the data dir by each group's set of chunk hashes:
+    only groups whose content changed are written again (see `summarize_groups`)."""
+    from ..retrieve.results import SearchRequest
+    from ..retrieve.session import open_retriever
+    from ..retrieve.suggest import group_key
+    from .chat import chat_client
+
+    key = group_key(group_by)
+    client = client if client is not None else chat_client(settings)
+    groups: dict[str, list[Hit]] = {}
+    with open_retriever(settings) as retriever:
+        request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
+        for name in retriever.collection_names(request):
+            for record in retriever.collection(name).iter_records(documents=True):
+                hit = Hit.from_metadata(
+                    record.id, record.metadata, record.document or "", 0.0, name
+                )
+                groups.setdefault(key(hit), []).append(hit)
+    if not groups:
+        raise NotFound("nothing is indexed in the searched collections; run `chromasync ingest`")
+    stored = load_cache(settings.data_dir)
+    field_key = group_by.strip()
+    cache = stored.get(field_key)
+    cache = dict(cache) if isinstance(cache, dict) else {}
+    report = summarize_groups(groups, group_by=field_key, cache=cache, client=client, limit=limit)
+    if report.written or stored.get(field_key) != cache:
+        stored[field_key] = cache
+        save_cache(settings.data_dir, stored)
+    return report
+
+
 __all__ = [
     "GroupSummary",
     "SummariesReport",
@@ -302,5 +350,6 @@ __all__ = [
     "prose",
     "representative",
     "save_cache",
+    "summaries",
     "summarize_groups",
 ]

@@ -6,6 +6,9 @@ named by `sources_file`, usually `content-sources.md`). A source is indexed by a
 `chromasync ingest` when its `include` is true; `--source LABEL` picks sources by label.
 Adding and removing a declaration edits the declaring file as text (`sourcesfile`), so
 comments and a Markdown body survive.
+
+`configure` finds and loads the config file and a sources file, then resolves the settings
+(`settings.resolve_settings`); `source_for` makes a source of a folder given by hand.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, NotFound
+from ..errors import ConfigError, NotFound, SourceError
 from ..records import SourceSpec
-from .settings import Settings
+from .settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
 
 if TYPE_CHECKING:
     from .file import SourceEntry
@@ -140,3 +143,72 @@ def with_skips(spec: SourceSpec, settings: Settings) -> SourceSpec:
     return replace(
         spec, skip_substrings=tuple(dict.fromkeys((*spec.skip_substrings, *settings.skip_paths)))
     )
+
+
+def configure(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    *,
+    config: str | Path | None = None,
+    sources_file: str | Path | None = None,
+    allow_root: bool = False,
+) -> Settings:
+    """Settings from flags, the environment and the config file (found by `config`, else
+    `CHROMASYNC_CONFIG`, else `chromasync.yaml` in `cwd`), then defaults.
+
+    `sources_file` adds the sources of a Markdown sources file (`content-sources.md`) to
+    those of the config file, or stands in for a config file when there is none.
+    """
+    environ = os.environ if environ is None else environ
+    folder = Path(cwd) if cwd is not None else Path.cwd()
+    path = find_config_file(config, environ, folder)
+    file = None
+    if path is not None or sources_file is not None:  # pydantic loads only when needed
+        from .file import check_unique_labels, load_config_file, load_sources_file
+    if path is not None:
+        found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
+        file = load_config_file(path, found_by=found_by, allow_root=allow_root)
+    if sources_file is not None:
+        md = Path(sources_file)
+        md = md if md.is_absolute() else folder / md
+        listed = load_sources_file(md, allow_root=allow_root)
+        extra = listed.entries
+        if file is None:
+            file = ConfigFile(
+                path=md,
+                sources=extra,
+                sources_file=md,
+                found_by="--sources-file",
+                inputs=listed.inputs,
+            )
+        elif file.sources_file is None or file.sources_file.resolve() != md.resolve():
+            entries = (*file.sources, *extra)
+            check_unique_labels(entries)
+            file = replace(
+                file, sources=entries, sources_file=md, inputs=file.inputs + listed.inputs
+            )
+    return resolve_settings(flags, environ, file)
+
+
+def source_for(path: str | Path, label: str | None = None, **fields: Any) -> SourceSpec:
+    """A source for a folder; its label defaults to the folder's name."""
+    root = Path(path).expanduser()
+    resolved = root.resolve()
+    allow_root = bool(fields.pop("allow_root", False))
+    if str(resolved) == "/" and not allow_root:
+        raise SourceError("refusing to index '/' as a source; name a folder inside it")
+    from .labels import check_label
+
+    name = check_label(label or resolved.name or "root")
+    return SourceSpec(label=name, root=resolved, **fields)
+
+
+def collection_of(spec: SourceSpec, settings: Settings) -> str:
+    """The collection a source's records live in (see `config` for the naming)."""
+    return settings.collection_for(spec.kind, spec.collection)
+
+
+def selected_sources(settings: Settings, labels: Sequence[str] = ()) -> list[SourceEntry]:
+    """The configured sources a plain ingest would run (or those named by `labels`)."""
+    return select_entries(configured_entries(settings), labels)

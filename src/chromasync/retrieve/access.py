@@ -1,33 +1,27 @@
-"""What clients of a service may read, and which sources it knows (re-exported by `api`).
+"""What clients of a service may read (re-exported by `api`).
 
 The REST service, the MCP server and the search page read one document's chunks
 (`get_document`, from the local state), one indexed file's current text
 (`read_indexed_file`, only files the index holds, only inside their source's root).
-`select_known` names the
-sources a service can reindex or watch: the config's `include: true` sources, and sources
-indexed before by `chromasync ingest PATH` that the config does not declare.
+`select_known` (which sources a service can reindex or watch) lives in `sync.registry`
+and is re-exported here.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import logging
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..config.settings import Settings
-from ..config.sources import configured_entries, select_entries
 from ..corpus.documents import DocumentSkip, document_format, read_document, render_markdown
 from ..corpus.paths import check_path_text, relative_path, resolve_in_root, shown
 from ..errors import AccessDenied, NotFound, SourceError
-from ..records import Hit, SourceSpec
+from ..records import Hit
 from ..state.manifest import State, stored_root
-
-if TYPE_CHECKING:
-    from ..config.file import SourceEntry
+from ..sync.registry import select_known
 
 
 def get_document(settings: Settings, path: str, source: str | None = None) -> list[Hit]:
@@ -47,9 +41,6 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
         )
         for collection, src, rid, heading, text, meta in rows
     ]
-
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,42 +241,20 @@ def get_files(
     return out, max(0, len(matched) - MAX_GET_FILES)
 
 
-def select_known(
-    settings: Settings, labels: Sequence[str] = ()
-) -> tuple[list[SourceEntry], list[SourceSpec]]:
-    """(configured entries, specs of undeclared indexed sources) for `labels`, or for all.
+def get_json(settings: Settings, spec: str, source: str | None = None) -> dict[str, Any]:
+    """`get_file` as JSON (what `Index.get` returns on every surface)."""
+    return asdict(get_file(settings, spec, source))
 
-    All means every `include: true` source of the config plus every source the state holds
-    that the config does not declare. A label that is neither is `NotFound`; a configured
-    source with `include: false` is a `ConfigError` (see `sources.select_entries`).
-    """
-    entries = configured_entries(settings)
-    declared = {e.label for e in entries}
-    with State.open(settings.data_dir, readonly=True) as state:
-        undeclared = {r.source: r for r in state.sources() if r.source not in declared}
-    if not labels:
-        chosen = [e for e in entries if e.include]
-        others = list(undeclared.values())
-    else:
-        wanted = list(dict.fromkeys(labels))
-        missing = [x for x in wanted if x not in declared and x not in undeclared]
-        if missing:
-            names = ", ".join(sorted(declared | set(undeclared))) or "none yet"
-            raise NotFound(f"no source labelled {missing[0]!r} (known: {names})")
-        chosen = select_entries(entries, [x for x in wanted if x in declared])
-        chosen = chosen if any(x in declared for x in wanted) else []
-        others = [undeclared[x] for x in wanted if x in undeclared]
-    specs = []
-    for r in others:
-        try:
-            root = stored_root(r)
-        except SourceError as exc:
-            if labels:
-                raise
-            log.warning("%s", exc)  # the others still run; this one needs its root named
-            continue
-        specs.append(SourceSpec(label=r.source, root=root, kind=r.kind, collection=r.collection))
-    return chosen, specs
+
+def multi_get_json(
+    settings: Settings,
+    pattern: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """`get_files` as JSON: {files, left_out} (what `Index.multi_get` returns)."""
+    files, left_out = get_files(settings, pattern, max_bytes, source)
+    return {"files": [asdict(f) for f in files], "left_out": left_out}
 
 
 __all__ = [
@@ -296,7 +265,9 @@ __all__ = [
     "get_document",
     "get_file",
     "get_files",
+    "get_json",
     "indexed_file_location",
+    "multi_get_json",
     "parse_location",
     "read_indexed_file",
     "select_known",

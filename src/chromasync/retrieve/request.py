@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .filters import filters_from_options
+from .filters import Filters, filters_from_options
 from .results import SearchRequest
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +95,14 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         rerank=args.rerank,
         min_score=args.min_score,
     )
+
+
+def search_request(args: SearchArgs, settings: Settings) -> SearchRequest:
+    """The search request of any surface's arguments (see `build_request`)."""
+    return build_request(args, settings.date_field_names)
+
+
+def make_filters(settings: Settings, **options: Any) -> Filters:
+    """`Filters` from surface arguments (see `retrieve.filters.filters_from_options`)."""
+    options.setdefault("date_fields", settings.date_field_names)
+    return filters_from_options(**options)

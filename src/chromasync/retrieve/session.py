@@ -1,12 +1,14 @@
 """A retrieval session over one data dir: the store, the state's keyword index, the model.
 
 `open_retriever(settings)` opens what a search needs (a read-only store is searched from a copy,
-the state is opened read-only) and closes it after; `evaluate`, `similar` and `links` run on
-it. The API (`chromasync.api`) re-exports these; surfaces call them through it.
+the state is opened read-only) and closes it after; `retrieve` (and `search`, its short form),
+`evaluate`, `similar`, `suggest` and `links` run on it. The API (`chromasync.api`) re-exports
+these; surfaces call them through it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -16,32 +18,32 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Settings
 from ..config.sources import configured_entries
-from ..embed import Embedder, make_embedder
+from ..embed import Embedder
 from ..errors import ConfigError, NotFound, storage_errors
+from ..records import Hit
 from ..state.manifest import State
 from ..sync.ingest import Progress
-from ..sync.registry import open_store_for
+from ..sync.registry import embedder_for, open_store_for
+from .access import indexed_file_location
 from .engine import MODES, Retriever
 from .evaluate import EvalQuery
-from .filters import Filters
+from .filters import Filters, normalise_where
 from .fuse import Fusion
 from .links import LinksReport
+from .results import SearchRequest, SearchResult
 from .tasks import (
     EvalReport,
     SimilarResult,
+    SuggestResult,
     find_linking,
     find_similar,
+    find_suggestions,
     outgoing_links,
     run_evaluation,
 )
 
 if TYPE_CHECKING:
     from ..store.chroma import Store
-
-
-def embedder_for(settings: Settings) -> Embedder:
-    """The embedding provider the settings name."""
-    return make_embedder(settings.provider, settings.embedding_options())
 
 
 @contextmanager
@@ -179,6 +181,55 @@ class WarmSessions:
             session.close()
 
 
+def search(
+    query: str,
+    settings: Settings,
+    k: int = 10,
+    where: Mapping[str, Any] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
+) -> list[Hit]:
+    """The best `k` chunks for `query` (hybrid by default); `where` is a Chroma filter."""
+    filters = filters or Filters(date_fields=settings.date_field_names)
+    if where:
+        from dataclasses import replace
+
+        filters = replace(filters, where_json=normalise_where(where))
+    request = SearchRequest(query, mode=mode, k=k, filters=filters)
+    return list(retrieve(request, settings, embedder=embedder).hits)
+
+
+def retrieve(
+    request: SearchRequest,
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    sessions: WarmSessions | None = None,
+) -> SearchResult:
+    """Run one search request: filters, dense and/or keyword lists, fusion, ordering.
+
+    `sessions`: search in one of these warm sessions (a process that searches many times)
+    instead of opening the store and the state for this request alone."""
+    if request.mode not in MODES:
+        raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
+    opened = sessions.retriever() if sessions is not None else open_retriever(settings, embedder)
+    with opened as retriever:
+        return with_context(retriever.search(request), settings)
+
+
+def with_context(result: SearchResult, settings: Settings) -> SearchResult:
+    """Each hit with the config's description of its place (`context:`), when there is one."""
+    file = settings.config_file
+    if file is None or not file.contexts:
+        return result
+    hits = tuple(
+        dataclasses.replace(h, context=file.context_for(h.source, h.path)) for h in result.hits
+    )
+    return dataclasses.replace(result, hits=hits)
+
+
 def evaluate(
     queries: Sequence[EvalQuery],
     settings: Settings,
@@ -238,6 +289,47 @@ def similar(
             file,
             embedder,
             k=k,
+            threshold=settings.duplicate_threshold if threshold is None else threshold,
+            collections=collections,
+            all_collections=all_collections,
+            own=indexed_as(file, settings),
+            privacy_keys=settings.privacy_keys,
+        )
+
+
+def suggest(
+    path: str | Path,
+    settings: Settings,
+    *,
+    group_by: str,
+    k: int = 3,
+    similar_k: int = 5,
+    threshold: float | None = None,
+    collections: Sequence[str] = (),
+    all_collections: bool = False,
+    embedder: Embedder | None = None,
+    source: str | None = None,
+) -> SuggestResult:
+    """Triage: the `k` groups (a metadata field, `source`, `collection` or a folder level
+    `path:N`) whose indexed content is nearest to the file at `path` (indexed or not: it is
+    chunked and embedded in memory, nothing written; when indexed, its own chunks are left
+    out), each with a score, a confidence band and its two best-matching chunks, and the
+    file's near-duplicates (see `retrieve.suggest`). With `source` (REST, MCP), `path` is
+    an indexed file of that source as hits cite it, checked as `read_indexed_file` checks
+    it (nothing else on disk can be read that way)."""
+    if source is not None:
+        file = indexed_file_location(settings, source, str(path))
+    else:
+        file = Path(path).expanduser()
+    embedder = embedder or embedder_for(settings)
+    with open_retriever(settings, embedder) as retriever:
+        return find_suggestions(
+            retriever,
+            file,
+            embedder,
+            group_by=group_by,
+            k=k,
+            similar_k=similar_k,
             threshold=settings.duplicate_threshold if threshold is None else threshold,
             collections=collections,
             all_collections=all_collections,

@@ -1,21 +1,25 @@
 """Verify's shell: read what the manifest, the keyword index, the collection and the disk
 hold for each known source, under the data dir's lock, and compare them (`verify.compare_source`,
-pure). `api.verify` runs it, and with `--repair` ingests the sources that differ.
+pure). `verify` runs it (the API re-exports it), and with `repair` ingests the sources that
+differ.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Settings
 from ..config.sources import configured_entries, spec_for, with_skips
 from ..corpus.walk import discover_source
+from ..embed import Embedder
 from ..errors import NotFound, SourceError
 from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
+from .jobs import ingest
 from .registry import open_store_for
 from .verify import SourceCheck, compare_source
 
@@ -116,3 +120,40 @@ def check_sources(
             specs[(row.collection, row.source)] = spec
         _check_unknown(settings, state, store, labels, checks, specs)
     return checks, specs
+
+
+def verify(
+    settings: Settings,
+    labels: Sequence[str] = (),
+    repair: bool = False,
+    *,
+    embedder: Embedder | None = None,
+    environ: Mapping[str, str] | None = None,
+    wait: bool = False,
+) -> list[SourceCheck]:
+    """Compare manifest, keyword index, collection and disk for each known source.
+
+    With `repair`, each source with a difference is healed from the collection and
+    ingested again (nothing cached is re-embedded); the returned checks are re-run after.
+    """
+    checks, specs = check_sources(settings, labels, wait)
+    broken = [
+        specs[(c.collection, c.source)]
+        for c in checks
+        if not c.ok and (c.collection, c.source) in specs
+    ]
+    if not (repair and broken):
+        return checks
+    with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
+        for check in checks:
+            if not check.ok:
+                state.mark_dirty(check.collection, check.source)
+    ingest(broken, settings, embedder=embedder, environ=environ, wait=wait)
+    after, _ = check_sources(settings, labels, wait)
+    before = {(c.collection, c.source): c for c in checks}
+    return [
+        replace(c, repaired=not before[(c.collection, c.source)].ok)
+        if (c.collection, c.source) in before
+        else c
+        for c in after
+    ]

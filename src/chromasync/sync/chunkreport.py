@@ -4,7 +4,8 @@
 ingest (`discover_source`, `read_file`, `chunk_document`, with the same budget), measures
 every chunk's embedding input (context prefix included) with the model's tokenizer, and
 sums it up per extension and per file. It embeds nothing, opens no store and writes
-nothing; `chromasync chunk-report` renders it (`api.chunk_report` builds it).
+nothing; `chromasync chunk-report` renders it (`chunk_report` builds it from the settings,
+re-exported by the API).
 """
 
 from __future__ import annotations
@@ -15,12 +16,18 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..chunk import Budget, chunk_document
+from ..config.settings import Settings
+from ..config.sources import source_for, with_skips
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed.tokens import count_all
+from ..embed import Embedder
+from ..embed.tokens import count_all, default_token_meter, load_token_meter
 from ..records import SourceSpec
+from .jobs import default_options
+from .registry import embedder_for
 
 CHUNK_REPORT_SCHEMA = 1
 
@@ -216,3 +223,38 @@ def _by_extension(files: list[FileChunks]) -> list[ExtensionChunks]:
         )
         for extension, members in sorted(groups.items())
     ]
+
+
+def chunk_report(
+    path: str | Path,
+    settings: Settings,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    use_gitignore: bool = True,
+    limit: int | None = None,
+    embedder: Embedder | None = None,
+) -> ChunkReport:
+    """What ingest would cut the files under `path` into, summed up (see `build_chunk_report`).
+
+    Discovery, reading and chunking are ingest's own, with its budget (the model's limit,
+    or `chunk_max_tokens`) and tokenizer; the embedder is built for those and never run.
+    Nothing is embedded, no store or state is opened, nothing is written.
+    """
+    spec = source_for(
+        path, include=tuple(include), exclude=tuple(exclude), use_gitignore=use_gitignore
+    )
+    spec = with_skips(spec, settings)
+    options = default_options(settings, limit=limit)
+    embedder = embedder or embedder_for(settings)
+    tokenizer = embedder.tokenizer_path
+    meter = load_token_meter(tokenizer) if tokenizer else default_token_meter()
+    max_tokens = min(embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens)
+    return build_chunk_report(
+        spec,
+        Budget(max_tokens, meter),
+        model=embedder.model_id,
+        max_file_bytes=options.max_file_bytes,
+        privacy_keys=options.privacy_keys,
+        limit=limit,
+    )

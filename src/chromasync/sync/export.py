@@ -8,20 +8,27 @@ The file is JSON Lines: one object per record that a clean run would store, with
 `text` (the chunk's document) only when asked for: the manifest is meant to be shared and
 diffed, and the chunk text is the corpus itself. Records are computed exactly as ingest
 computes them (discovery, reading, chunking, planning), and nothing is embedded or stored.
+`export_manifest` writes the records of a run's jobs (the API re-exports it).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from ..chunk import Budget, chunk_document
+from ..config.settings import Settings
+from ..config.sources import collection_of, with_skips
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed.tokens import TokenMeter
+from ..embed import Embedder
+from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..plan.triage import RecordContext, build_records
 from ..records import FileState, Scalar, SourceSpec
+from ..state.manifest import STATE_FILE, State
+from .ingest import IngestOptions
+from .registry import embedder_for
 
 MANIFEST_EXPORT_SCHEMA = 1
 
@@ -91,3 +98,48 @@ def write_jsonl(rows: Iterator[dict[str, Any]], handle: IO[str]) -> int:
         handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
         count += 1
     return count
+
+
+def export_manifest(
+    settings: Settings,
+    jobs: Sequence[tuple[SourceSpec, IngestOptions]],
+    handle: IO[str],
+    *,
+    include_text: bool = False,
+    embedder: Embedder | None = None,
+) -> int:
+    """Write the desired records of each job as JSON Lines (see the module); returns the
+    number of records. Reads files and the state; embeds and stores nothing."""
+    embedder = embedder or embedder_for(settings)
+    path = embedder.tokenizer_path
+    meter = load_token_meter(path) if path else default_token_meter()
+    state_file = settings.data_dir / STATE_FILE
+    state = State.open(settings.data_dir, readonly=True) if state_file.exists() else None
+    total = 0
+    try:
+        for job_spec, options in jobs:
+            spec = with_skips(job_spec, settings)
+            name = collection_of(spec, settings)
+            manifest = state.files(name, spec.label) if state is not None else {}
+            total += write_jsonl(
+                desired_records(
+                    spec,
+                    name,
+                    model_id=embedder.model_id,
+                    budget_tokens=min(
+                        embedder.max_tokens, options.chunk_max_tokens or embedder.max_tokens
+                    ),
+                    meter=meter,
+                    manifest=manifest,
+                    max_file_bytes=options.max_file_bytes,
+                    privacy_keys=options.privacy_keys,
+                    limit=options.limit,
+                    extra_metadata=options.extra_metadata,
+                    include_text=include_text,
+                ),
+                handle,
+            )
+    finally:
+        if state is not None:
+            state.close()
+    return total

@@ -4,11 +4,16 @@
 `add_source` and `remove_source` edit both sides (a declaration as text, see
 `sourcesfile`; a removal deletes exactly that source's records from its collection and its
 state rows, nothing else); `reset_collections` drops whole collections; `status` and
-`health` read the state without writing it. Surfaces reach these through `api`.
+`health` read the state without writing it; `select_known` names the sources a service can
+reindex or watch: the config's `include: true` sources, and sources indexed before by
+`chromasync ingest PATH` that the config does not declare. `open_store_for` and
+`embedder_for` open the store and the embedding provider the settings name. Surfaces reach
+these through `api`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,10 +27,13 @@ from ..config.sources import (
     declared_path,
     find_entry,
     remove_declaration,
+    select_entries,
 )
-from ..errors import ConfigError, NotFound
+from ..embed import Embedder, make_embedder
+from ..errors import ConfigError, NotFound, SourceError
+from ..records import SourceSpec
 from ..state.lock import StoreLock
-from ..state.manifest import State
+from ..state.manifest import State, stored_root
 from ..state.snapshots import recent_runs
 
 if TYPE_CHECKING:
@@ -50,6 +58,14 @@ def open_store_for(settings: Settings, existing: bool = False, reading: bool = F
         retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
     )
     return open_store(config, existing, reading)
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedding provider the settings name."""
+    return make_embedder(settings.provider, settings.embedding_options())
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,3 +426,41 @@ def discover(
     return DiscoverResult(
         str(target), tuple(str(c.path) for c in candidates), tuple(added), tuple(known)
     )
+
+
+def select_known(
+    settings: Settings, labels: Sequence[str] = ()
+) -> tuple[list[SourceEntry], list[SourceSpec]]:
+    """(configured entries, specs of undeclared indexed sources) for `labels`, or for all.
+
+    All means every `include: true` source of the config plus every source the state holds
+    that the config does not declare. A label that is neither is `NotFound`; a configured
+    source with `include: false` is a `ConfigError` (see `sources.select_entries`).
+    """
+    entries = configured_entries(settings)
+    declared = {e.label for e in entries}
+    with State.open(settings.data_dir, readonly=True) as state:
+        undeclared = {r.source: r for r in state.sources() if r.source not in declared}
+    if not labels:
+        chosen = [e for e in entries if e.include]
+        others = list(undeclared.values())
+    else:
+        wanted = list(dict.fromkeys(labels))
+        missing = [x for x in wanted if x not in declared and x not in undeclared]
+        if missing:
+            names = ", ".join(sorted(declared | set(undeclared))) or "none yet"
+            raise NotFound(f"no source labelled {missing[0]!r} (known: {names})")
+        chosen = select_entries(entries, [x for x in wanted if x in declared])
+        chosen = chosen if any(x in declared for x in wanted) else []
+        others = [undeclared[x] for x in wanted if x in undeclared]
+    specs = []
+    for r in others:
+        try:
+            root = stored_root(r)
+        except SourceError as exc:
+            if labels:
+                raise
+            log.warning("%s", exc)  # the others still run; this one needs its root named
+            continue
+        specs.append(SourceSpec(label=r.source, root=root, kind=r.kind, collection=r.collection))
+    return chosen, specs

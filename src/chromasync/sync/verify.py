@@ -2,7 +2,7 @@
 
 `compare_source` is pure: it takes what each of the four holds for one source and lists
 every difference. Repair is not done here: a source with differences is marked for
-healing and ingested again (see `api.verify`), which rebuilds the manifest and keyword
+healing and ingested again (see `checks.verify`), which rebuilds the manifest and keyword
 index from the collection, re-reads what disagrees, and deletes what should not be there,
 with vectors from the cache or the collection (nothing cached is re-embedded).
 
