@@ -17,6 +17,11 @@ Every write is one transaction. Only a file proven damaged (SQLite: not a databa
 malformed; or not a state of this schema) is moved aside (`state.sqlite3.corrupt-<time>`)
 with a warning and rebuilt from the collection; a file that cannot be opened or written
 (permissions, read-only mount, full disk, busy) is an error that leaves it as it was.
+
+This module is the `State` class (its reads and its per-wave writes) and the source-label
+check; the tables, the schema check and the connections are `state.schema`, the rows as
+records (`SourceRow`, `stored_root`, a file's row to and from `FileState`) `state.rows`.
+Both are re-exported here, where the rest of the package imports them from.
 """
 
 from __future__ import annotations
@@ -26,111 +31,28 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..datadir import FILE_MODE, create_private_file, make_private_dir
 from ..datadir import STATE_FILE as STATE_FILE
 from ..errors import SourceError, StoreError
-from ..records import MANIFEST_SCHEMA, ChunkRecord, FileState, RecordRef
+from ..records import ChunkRecord, FileState
+from .rows import SourceRow as SourceRow
+from .rows import _file_row, _file_state, _source_row
+from .rows import stored_root as stored_root
+from .schema import (
+    _SCHEMA,
+    _check_schema,
+    _connect,
+    _connect_readonly,
+    _SchemaMismatch,
+    _unusable,
+)
+from .schema import KEYWORD_INDEX_SQL as KEYWORD_INDEX_SQL
+from .schema import is_corruption as is_corruption
 
 log = logging.getLogger(__name__)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sources (
-    collection TEXT NOT NULL,
-    source TEXT NOT NULL,
-    root TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    embedding_model TEXT NOT NULL,
-    chunking_version INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    last_started_ns INTEGER,
-    last_finished_ns INTEGER,
-    last_outcome TEXT,
-    last_summary TEXT,
-    PRIMARY KEY (collection, source)
-);
-CREATE TABLE IF NOT EXISTS files (
-    collection TEXT NOT NULL,
-    source TEXT NOT NULL,
-    path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    file_hash TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    checked_ns INTEGER NOT NULL,
-    records TEXT NOT NULL,
-    skip_reason TEXT NOT NULL DEFAULT '',
-    ctime_ns INTEGER NOT NULL DEFAULT 0,
-    inode INTEGER NOT NULL DEFAULT 0,
-    asset TEXT NOT NULL DEFAULT '',
-    asset_issue TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (collection, source, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chunks (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL,
-    collection TEXT NOT NULL,
-    source TEXT NOT NULL,
-    path TEXT NOT NULL,
-    heading TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    UNIQUE (collection, id)
-);
-CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);
-"""
-#: The FTS5 index over a `chunks` table, kept in step by triggers (the keyword mirror of
-#: `retrieve.mirror` uses the same definition).
-KEYWORD_INDEX_SQL = """
-CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(
-    text, heading, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO keyword(rowid, text, heading) VALUES (new.rowid, new.text, new.heading);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO keyword(keyword, rowid, text, heading)
-    VALUES ('delete', old.rowid, old.text, old.heading);
-END;
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class SourceRow:
-    collection: str
-    source: str
-    root: str
-    kind: str
-    embedding_model: str
-    chunking_version: int
-    status: str
-    last_started_ns: int | None
-    last_finished_ns: int | None
-    last_outcome: str | None
-    last_summary: Mapping[str, Any] | None
-
-
-def stored_root(row: SourceRow) -> Path:
-    """The root a source was indexed from, to reindex, watch or serve it again.
-
-    Roots are stored absolute and resolved. An older version stored them as typed: a
-    relative root depends on a working directory nobody recorded, so it is refused rather
-    than resolved against this process's (where a same-named folder would be indexed in
-    its place and the real records deleted). Naming the folder once records it absolute.
-    """
-    root = Path(row.root)
-    if not root.is_absolute():
-        raise SourceError(
-            f"source {row.source!r} was recorded with the relative root {row.root!r} by an "
-            "older version, and this process cannot know which folder that was; run "
-            f"`chromasync ingest /absolute/path/to/{root.name} --source {row.source}` once to "
-            "record it"
-        )
-    return root
 
 
 def check_identity(state: State, label: str, root: Path) -> list[str]:
@@ -494,142 +416,7 @@ class State:
         return self._db
 
 
-class _SchemaMismatch(Exception):
-    pass
-
-
-#: SQLite's primary result codes that prove a file damaged (SQLITE_CORRUPT, SQLITE_NOTADB).
-_CORRUPTION_CODES = frozenset({11, 26})
-
-
-def is_corruption(exc: sqlite3.Error) -> bool:
-    """Whether SQLite says the file itself is damaged (not merely unwritable or busy)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return (code & 0xFF) in _CORRUPTION_CODES
-    text = str(exc).lower()
-    return "file is not a database" in text or "malformed" in text
-
-
-def _unusable(path: Path, exc: BaseException) -> str:
-    return (
-        f"cannot use the state file {path}: {exc}. It is left as it is; check that the data "
-        f"dir {path.parent} is writable by this user, not on a read-only or full disk, and "
-        "not held by another program, then run the command again"
-    )
-
-
-def _check_schema(db: sqlite3.Connection) -> bool:
-    """Whether the file holds a state of this schema (False: no table yet); a file of
-    another schema or another program is `_SchemaMismatch`."""
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if not tables:
-        return False
-    if "meta" in tables:
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None or int(row[0]) != MANIFEST_SCHEMA:
-            raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
-    else:
-        raise _SchemaMismatch("not a chromasync state file")
-    return True
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        _check_schema(db)
-        # one transaction: another process never sees tables without their schema row
-        db.executescript(
-            "BEGIN IMMEDIATE;\n"
-            + _SCHEMA
-            + KEYWORD_INDEX_SQL
-            + f"INSERT OR IGNORE INTO meta VALUES ('schema', '{MANIFEST_SCHEMA}');\nCOMMIT;"
-        )
-        db.execute("SELECT COUNT(*) FROM sources").fetchone()
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-def _connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection. On a read-only file system SQLite cannot even open a WAL
-    database for reading (it needs to write the `-shm` index): there, when the write-ahead
-    log is absent or empty (everything is in the file itself), the file is opened as
-    immutable, which reads it as it is."""
-    uri = path.absolute().as_uri()
-    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.OperationalError:
-        db.close()
-        wal = Path(f"{path}-wal")
-        if os.access(path.parent, os.W_OK) or (wal.exists() and wal.stat().st_size > 0):
-            raise
-        return sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
-    except sqlite3.DatabaseError:
-        pass  # not a database, or damaged: the caller's schema check says so
-    return db
-
-
 def _now_ns() -> int:
     import time
 
     return time.time_ns()
-
-
-def _file_row(state: FileState) -> tuple[Any, ...]:
-    refs = [[r.id, r.chunk_hash, r.record_hash] for r in state.records]
-    return (
-        state.rel_path,
-        state.size,
-        state.mtime_ns,
-        state.file_hash,
-        state.version,
-        state.checked_ns,
-        json.dumps(refs, separators=(",", ":")),
-        state.skip_reason,
-        state.ctime_ns,
-        state.inode,
-        state.asset,
-        state.asset_issue,
-    )
-
-
-def _file_state(row: Sequence[Any]) -> FileState:
-    refs = tuple(RecordRef(*r) for r in json.loads(row[6])) if row[6] != "[]" else ()
-    path, size, mtime_ns, file_hash, version, checked_ns = row[:6]
-    skip_reason, ctime_ns, inode, asset, asset_issue = row[7:12]
-    return FileState(
-        path,
-        size,
-        mtime_ns,
-        file_hash,
-        version,
-        checked_ns,
-        refs,
-        skip_reason,
-        ctime_ns,
-        inode,
-        asset,
-        asset_issue,
-    )
-
-
-def _source_row(row: Sequence[Any]) -> SourceRow:
-    summary = json.loads(row[10]) if row[10] else None
-    return SourceRow(
-        collection=row[0],
-        source=row[1],
-        root=row[2],
-        kind=row[3],
-        embedding_model=row[4],
-        chunking_version=row[5],
-        status=row[6],
-        last_started_ns=row[7],
-        last_finished_ns=row[8],
-        last_outcome=row[9],
-        last_summary=summary,
-    )

@@ -1,0 +1,237 @@
+"""The user's filter language: the `Filters` record, its values, keys and dates, and the
+bounds on untrusted input.
+
+`--where KEY=VALUE` values are typed as YAML front matter types them (`parse_value`);
+`--after`/`--before` dates become epoch seconds (`parse_when`); a metadata key is checked
+once (`check_key`) for every translation. The `MAX_*` constants bound what a surface may
+send, and are written down in docs/reliability.md: `check_where_bounds` counts a `where`
+object's depth, branches, terms and `$in` lists without recursion, `_json_depth` measures
+a `where_json` text before it is parsed. `retrieve.filters.filters_from_options` applies
+them. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from ..errors import ConfigError
+from ..records import Scalar
+
+Where: TypeAlias = dict[str, Any]
+
+DEFAULT_DATE_FIELDS = ("date", "published_at")
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+
+#: Characters of a `where_json` text.
+MAX_WHERE_JSON_CHARS = 16_384
+#: `$and`/`$or` nested in one another.
+MAX_WHERE_DEPTH = 8
+#: Clauses of one `$and`/`$or`, and values of one `$in`/`$nin`.
+MAX_WHERE_LIST = 256
+#: Conditions (and `$in` values) in one `where` in all.
+MAX_WHERE_TERMS = 512
+#: Values of each repeatable option: source, where, tag, date field, path, phrase, match.
+MAX_OPTION_VALUES = 64
+#: Characters of one option value (a key, a value, a pattern, a phrase).
+MAX_VALUE_CHARS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """The restrictions of one search; every field empty means no restriction."""
+
+    sources: tuple[str, ...] = ()
+    where: tuple[tuple[str, Scalar], ...] = ()  # key = value, all must hold
+    where_json: Mapping[str, Any] | None = None  # Chroma's operators
+    tags: tuple[str, ...] = ()
+    tags_all: bool = False  # all tags must be present (default: any of them)
+    after: int | None = None  # epoch seconds, inclusive
+    before: int | None = None  # epoch seconds, exclusive
+    date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS
+    paths: tuple[str, ...] = ()  # git-wildmatch patterns, any of them
+    phrases: tuple[str, ...] = ()  # each must occur, words in order, case-blind
+    matches: tuple[tuple[str, str], ...] = ()  # field contains substring, case-blind
+    tag_field: str = "tags"
+    links_to: tuple[str, ...] = ()  # each must be linked to (see `retrieve.links`)
+    echo: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def needs_index(self) -> bool:
+        """True when the keyword index must resolve part of the filter."""
+        return bool(self.paths or self.phrases or self.matches or self.links_to)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.as_json() == {}
+
+    def as_json(self) -> dict[str, Any]:
+        """The filters as given, for `--json` output (empty fields left out)."""
+        out: dict[str, Any] = {}
+        if self.sources:
+            out["source"] = list(self.sources)
+        if self.where:
+            out["where"] = {k: v for k, v in self.where}
+        if self.where_json:
+            out["where_json"] = dict(self.where_json)
+        if self.tags:
+            out["tags"] = list(self.tags)
+            out["tags_mode"] = "all" if self.tags_all else "any"
+        if self.after is not None:
+            out["after"] = self.echo.get("after", self.after)
+        if self.before is not None:
+            out["before"] = self.echo.get("before", self.before)
+        if self.after is not None or self.before is not None:
+            out["date_fields"] = list(self.date_fields)
+        if self.paths:
+            out["path"] = list(self.paths)
+        if self.phrases:
+            out["phrase"] = list(self.phrases)
+        if self.matches:  # a field given several times: all its values (all must hold)
+            grouped: dict[str, list[str]] = {}
+            for key, needle in self.matches:
+                grouped.setdefault(key, []).append(needle)
+            out["match"] = {k: v[0] if len(v) == 1 else v for k, v in grouped.items()}
+        if self.links_to:
+            out["links_to"] = list(self.links_to)
+        return out
+
+
+def parse_value(text: str) -> Scalar:
+    """A `--where` value as YAML front matter would type it: bool, int, float or string.
+
+    Quote it to keep a string: `--where 'year="2024"'`.
+    """
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "\"'":
+        return stripped[1:-1]
+    lowered = stripped.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if _INT.fullmatch(stripped):
+        return int(stripped)
+    if _FLOAT.fullmatch(stripped):
+        return float(stripped)
+    return text
+
+
+def parse_pair(text: str, option: str) -> tuple[str, str]:
+    """`KEY=VALUE` split at the first `=`; the key is checked."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"{option} takes KEY=VALUE, got {text!r}")
+    check_key(key, option)
+    return key, value
+
+
+def check_key(key: str, option: str = "a filter") -> str:
+    if not key or key.startswith("$") or '"' in key or "\\" in key:
+        raise ConfigError(f"{option}: {key!r} is not a usable metadata key")
+    return key
+
+
+def parse_when(text: str, option: str) -> int:
+    """`YYYY-MM-DD` or an ISO date-time (naive means UTC, as in front matter) to epoch s."""
+    try:
+        if len(text.strip()) == 10:
+            day = dt.date.fromisoformat(text.strip())
+            moment = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+        else:
+            moment = dt.datetime.fromisoformat(text.strip())
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=dt.UTC)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{option} takes a date like 2024-05-31 or 2024-05-31T12:00, got {text!r}"
+        ) from exc
+    return int(moment.timestamp())
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in a JSON text (strings skipped), in one
+    pass without recursion: measured before the parser sees the text."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_where_bounds(where: Any) -> None:
+    """Refuse a `where` object past the bounds (depth, list lengths, terms), without
+    recursion, so that a hostile object costs no more than its size to refuse."""
+    terms = 0
+    stack: list[tuple[Any, int]] = [(where, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if len(node) > MAX_WHERE_LIST:
+            raise ConfigError(f"a where filter has {len(node)} keys; at most {MAX_WHERE_LIST}")
+        for key, value in node.items():
+            if not isinstance(key, str) or len(key) > MAX_VALUE_CHARS:
+                raise ConfigError(f"a where key is longer than {MAX_VALUE_CHARS} characters")
+            if key in ("$and", "$or"):
+                if depth + 1 > MAX_WHERE_DEPTH:
+                    raise ConfigError(
+                        f"where: $and/$or nest more than {MAX_WHERE_DEPTH} levels deep"
+                    )
+                if isinstance(value, list):
+                    if len(value) > MAX_WHERE_LIST:
+                        raise ConfigError(
+                            f"where: {key} has {len(value)} clauses; at most {MAX_WHERE_LIST}"
+                        )
+                    stack.extend((v, depth + 1) for v in value)
+                continue
+            terms += 1
+            if isinstance(value, Mapping):
+                for op, arg in value.items():
+                    if isinstance(arg, list):
+                        if len(arg) > MAX_WHERE_LIST:
+                            raise ConfigError(
+                                f"where: {op} on {key!r} has {len(arg)} values; "
+                                f"at most {MAX_WHERE_LIST}"
+                            )
+                        terms += len(arg)
+                        arg_items: list[Any] = arg
+                    else:
+                        arg_items = [arg]
+                    for item in arg_items:
+                        if isinstance(item, Mapping | list):
+                            raise ConfigError(f"where: {op} on {key!r} takes plain values")
+                        if isinstance(item, str) and len(item) > MAX_VALUE_CHARS:
+                            raise ConfigError(
+                                f"where: a value is longer than {MAX_VALUE_CHARS} characters"
+                            )
+            elif isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+                raise ConfigError(f"where: a value is longer than {MAX_VALUE_CHARS} characters")
+            if terms > MAX_WHERE_TERMS:
+                raise ConfigError(f"where: more than {MAX_WHERE_TERMS} conditions")
+
+
+def _check_options(option: str, values: Sequence[str]) -> None:
+    if len(values) > MAX_OPTION_VALUES:
+        raise ConfigError(f"{option} is given {len(values)} times; at most {MAX_OPTION_VALUES}")
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigError(f"{option} takes text, got {type(value).__name__}")
+        if len(value) > MAX_VALUE_CHARS:
+            raise ConfigError(f"{option}: a value is longer than {MAX_VALUE_CHARS} characters")
