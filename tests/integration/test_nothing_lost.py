@@ -99,7 +99,7 @@ def test_unwritable_state_is_kept(
         exc.sqlite_errorcode = code  # type: ignore[attr-defined]
         raise exc
 
-    monkeypatch.setattr(manifest, "_connect", refuse)
+    monkeypatch.setattr(manifest, "open_db", refuse)
     with pytest.raises(StoreError, match=message):
         State.open(data_dir)
     assert (data_dir / STATE_FILE).read_bytes() == content

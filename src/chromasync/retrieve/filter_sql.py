@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .filter_syntax import Filters, check_key
-from .filter_where import _COMPARE, _LIST_OPS, normalise_where
+from .filter_where import COMPARE_OPS, LIST_OPS, normalise_where
 
 #: SQLite functions `KeywordIndex` registers for the conditions built here.
 SQL_REGEXP = "chromasync_regexp"
@@ -50,13 +50,13 @@ def where_to_sql(
     if op == "$ne":
         sql, params = _equals(column, path, arg)
         return f"NOT COALESCE({sql}, 0)", params
-    if op in _COMPARE:
+    if op in COMPARE_OPS:
         return (
             f"(json_type({column}, ?) IN ('integer', 'real') "
-            f"AND json_extract({column}, ?) {_COMPARE[op]} ?)",
+            f"AND json_extract({column}, ?) {COMPARE_OPS[op]} ?)",
             [path, path, arg],
         )
-    if op in _LIST_OPS:
+    if op in LIST_OPS:
         sql, params = _one_of(column, path, arg)
         return (f"NOT COALESCE({sql}, 0)", params) if op == "$nin" else (sql, params)
     member = _member_sql(arg)

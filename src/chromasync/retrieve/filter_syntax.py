@@ -5,7 +5,7 @@ bounds on untrusted input.
 `--after`/`--before` dates become epoch seconds (`parse_when`); a metadata key is checked
 once (`check_key`) for every translation. The `MAX_*` constants bound what a surface may
 send, and are written down in docs/reliability.md: `check_where_bounds` counts a `where`
-object's depth, branches, terms and `$in` lists without recursion, `_json_depth` measures
+object's depth, branches, terms and `$in` lists without recursion, `json_depth` measures
 a `where_json` text before it is parsed. `retrieve.filters.filters_from_options` applies
 them. Everything here is pure.
 """
@@ -152,7 +152,7 @@ def parse_when(text: str, option: str) -> int:
     return int(moment.timestamp())
 
 
-def _json_depth(text: str) -> int:
+def json_depth(text: str) -> int:
     """The deepest nesting of arrays and objects in a JSON text (strings skipped), in one
     pass without recursion: measured before the parser sees the text."""
     depth = deepest = 0

@@ -19,14 +19,14 @@ from .filter_syntax import (
     MAX_WHERE_JSON_CHARS,
     Filters,
     Where,
-    _json_depth,
     check_key,
     check_where_bounds,
+    json_depth,
 )
 
-_COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-_SCALAR_OPS = {"$eq", "$ne", *_COMPARE}
-_LIST_OPS = {"$in", "$nin"}
+COMPARE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_SCALAR_OPS = {"$eq", "$ne", *COMPARE_OPS}
+LIST_OPS = {"$in", "$nin"}
 _CONTAINS_OPS = {"$contains", "$not_contains"}
 
 
@@ -35,7 +35,7 @@ def parse_where_json(text: str) -> Where:
         raise ConfigError(
             f"--where-json is {len(text)} characters long; at most {MAX_WHERE_JSON_CHARS}"
         )
-    depth = _json_depth(text)
+    depth = json_depth(text)
     if depth > 2 * MAX_WHERE_DEPTH + 4:
         raise ConfigError(
             f"--where-json nests {depth} levels deep; $and/$or may nest {MAX_WHERE_DEPTH} deep"
@@ -76,11 +76,11 @@ def _operand(key: str, value: Any) -> Any:
     [(op, arg)] = value.items()
     if op in ("$eq", "$ne") and _is_scalar(arg):
         return {op: arg}
-    if op in _COMPARE:
+    if op in COMPARE_OPS:
         if isinstance(arg, bool) or not isinstance(arg, int | float):
             raise ConfigError(f"filter on {key!r}: {op} takes a number, got {arg!r}")
         return {op: arg}
-    if op in _LIST_OPS:
+    if op in LIST_OPS:
         if not isinstance(arg, list) or not arg or not all(_is_scalar(a) for a in arg):
             raise ConfigError(f"filter on {key!r}: {op} takes a non-empty list of values")
         if len({_kind(a) for a in arg}) > 1:

@@ -39,17 +39,17 @@ from ..datadir import STATE_FILE as STATE_FILE
 from ..errors import SourceError, StoreError
 from ..records import ChunkRecord, FileState
 from .rows import SourceRow as SourceRow
-from .rows import _file_row, _file_state, _source_row
+from .rows import file_row, file_state, source_row
 from .rows import stored_root as stored_root
-from .schema import (
-    _SCHEMA,
-    _check_schema,
-    _connect,
-    _connect_readonly,
-    _SchemaMismatch,
-    _unusable,
-)
 from .schema import KEYWORD_INDEX_SQL as KEYWORD_INDEX_SQL
+from .schema import (
+    SCHEMA,
+    SchemaMismatch,
+    check_schema,
+    open_db,
+    open_db_readonly,
+    unusable,
+)
 from .schema import is_corruption as is_corruption
 
 log = logging.getLogger(__name__)
@@ -112,12 +112,12 @@ class State:
             if path.stat().st_mode & 0o077:  # written by an older version: make it private
                 os.chmod(path, FILE_MODE)
         except OSError as exc:
-            raise StoreError(_unusable(path, exc)) from exc
+            raise StoreError(unusable(path, exc)) from exc
         try:
-            return cls(_connect(path), path)
-        except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+            return cls(open_db(path), path)
+        except (sqlite3.DatabaseError, SchemaMismatch) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and not is_corruption(exc):
-                raise StoreError(_unusable(path, exc)) from exc
+                raise StoreError(unusable(path, exc)) from exc
             aside = path.with_name(f"{STATE_FILE}.corrupt-{os.getpid()}-{_now_ns()}")
             log.warning(
                 "state file %s is unusable (%s); moved to %s and rebuilding from the collection",
@@ -130,12 +130,12 @@ class State:
                 if candidate.exists():
                     os.replace(candidate, Path(str(aside) + suffix))
             create_private_file(path)
-            return cls(_connect(path), path)
+            return cls(open_db(path), path)
 
     @classmethod
     def _empty(cls, path: Path) -> State:
         db = sqlite3.connect(":memory:", check_same_thread=False)
-        db.executescript(_SCHEMA + KEYWORD_INDEX_SQL)
+        db.executescript(SCHEMA + KEYWORD_INDEX_SQL)
         return cls(db, path)
 
     @classmethod
@@ -143,18 +143,18 @@ class State:
         if not path.exists():
             return cls._empty(path)
         try:
-            db = _connect_readonly(path)
+            db = open_db_readonly(path)
         except sqlite3.Error as exc:
-            raise StoreError(_unusable(path, exc)) from exc
+            raise StoreError(unusable(path, exc)) from exc
         try:
-            if not _check_schema(db):  # created an instant ago, its schema not yet written
+            if not check_schema(db):  # created an instant ago, its schema not yet written
                 db.close()
                 return cls._empty(path)
             db.execute("SELECT COUNT(*) FROM sources").fetchone()
-        except (sqlite3.DatabaseError, _SchemaMismatch) as exc:
+        except (sqlite3.DatabaseError, SchemaMismatch) as exc:
             db.close()
             if isinstance(exc, sqlite3.DatabaseError) and not is_corruption(exc):
-                raise StoreError(_unusable(path, exc)) from exc
+                raise StoreError(unusable(path, exc)) from exc
             raise StoreError(
                 f"state file {path} is damaged ({exc}); it is left as it is: the next "
                 "`chromasync ingest` moves it aside and rebuilds it from the collection"
@@ -176,11 +176,11 @@ class State:
         row = self._db.execute(
             "SELECT * FROM sources WHERE collection = ? AND source = ?", (collection, source)
         ).fetchone()
-        return _source_row(row) if row else None
+        return source_row(row) if row else None
 
     def sources(self) -> list[SourceRow]:
         rows = self._db.execute("SELECT * FROM sources ORDER BY collection, source")
-        return [_source_row(r) for r in rows]
+        return [source_row(r) for r in rows]
 
     def begin_run(
         self,
@@ -262,7 +262,7 @@ class State:
             "FROM files WHERE collection = ? AND source = ?",
             (collection, source),
         )
-        return {r[0]: _file_state(r) for r in rows}
+        return {r[0]: file_state(r) for r in rows}
 
     def record_total(self, collection: str, source: str) -> int:
         """How many records the manifest holds for a source (without parsing them)."""
@@ -287,7 +287,7 @@ class State:
             for index, state in enumerate(states):
                 self._db.execute(
                     f"INSERT OR REPLACE INTO files VALUES ({', '.join('?' * 14)})",
-                    (collection, source, *_file_row(state)),
+                    (collection, source, *file_row(state)),
                 )
                 self._replace_chunks(
                     collection, source, state.rel_path, records.get(state.rel_path)
@@ -346,7 +346,7 @@ class State:
             )
             self._db.executemany(
                 "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(collection, source, *_file_row(s)) for s in states],
+                [(collection, source, *file_row(s)) for s in states],
             )
             for path, rows in records.items():
                 self._insert_chunks(collection, source, path, rows)

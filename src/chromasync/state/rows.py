@@ -51,7 +51,7 @@ def stored_root(row: SourceRow) -> Path:
     return root
 
 
-def _file_row(state: FileState) -> tuple[Any, ...]:
+def file_row(state: FileState) -> tuple[Any, ...]:
     refs = [[r.id, r.chunk_hash, r.record_hash] for r in state.records]
     return (
         state.rel_path,
@@ -69,7 +69,7 @@ def _file_row(state: FileState) -> tuple[Any, ...]:
     )
 
 
-def _file_state(row: Sequence[Any]) -> FileState:
+def file_state(row: Sequence[Any]) -> FileState:
     refs = tuple(RecordRef(*r) for r in json.loads(row[6])) if row[6] != "[]" else ()
     path, size, mtime_ns, file_hash, version, checked_ns = row[:6]
     skip_reason, ctime_ns, inode, asset, asset_issue = row[7:12]
@@ -89,7 +89,7 @@ def _file_state(row: Sequence[Any]) -> FileState:
     )
 
 
-def _source_row(row: Sequence[Any]) -> SourceRow:
+def source_row(row: Sequence[Any]) -> SourceRow:
     summary = json.loads(row[10]) if row[10] else None
     return SourceRow(
         collection=row[0],

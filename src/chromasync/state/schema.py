@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..records import MANIFEST_SCHEMA
 
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (
     collection TEXT NOT NULL,
@@ -78,7 +78,7 @@ END;
 """
 
 
-class _SchemaMismatch(Exception):
+class SchemaMismatch(Exception):
     pass
 
 
@@ -95,7 +95,7 @@ def is_corruption(exc: sqlite3.Error) -> bool:
     return "file is not a database" in text or "malformed" in text
 
 
-def _unusable(path: Path, exc: BaseException) -> str:
+def unusable(path: Path, exc: BaseException) -> str:
     return (
         f"cannot use the state file {path}: {exc}. It is left as it is; check that the data "
         f"dir {path.parent} is writable by this user, not on a read-only or full disk, and "
@@ -103,31 +103,31 @@ def _unusable(path: Path, exc: BaseException) -> str:
     )
 
 
-def _check_schema(db: sqlite3.Connection) -> bool:
+def check_schema(db: sqlite3.Connection) -> bool:
     """Whether the file holds a state of this schema (False: no table yet); a file of
-    another schema or another program is `_SchemaMismatch`."""
+    another schema or another program is `SchemaMismatch`."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if not tables:
         return False
     if "meta" in tables:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None or int(row[0]) != MANIFEST_SCHEMA:
-            raise _SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
+            raise SchemaMismatch(f"schema {row[0] if row else None}, want {MANIFEST_SCHEMA}")
     else:
-        raise _SchemaMismatch("not a chromasync state file")
+        raise SchemaMismatch("not a chromasync state file")
     return True
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def open_db(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        _check_schema(db)
+        check_schema(db)
         # one transaction: another process never sees tables without their schema row
         db.executescript(
             "BEGIN IMMEDIATE;\n"
-            + _SCHEMA
+            + SCHEMA
             + KEYWORD_INDEX_SQL
             + f"INSERT OR IGNORE INTO meta VALUES ('schema', '{MANIFEST_SCHEMA}');\nCOMMIT;"
         )
@@ -138,7 +138,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _connect_readonly(path: Path) -> sqlite3.Connection:
+def open_db_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection. On a read-only file system SQLite cannot even open a WAL
     database for reading (it needs to write the `-shm` index): there, when the write-ahead
     log is absent or empty (everything is in the file itself), the file is opened as
