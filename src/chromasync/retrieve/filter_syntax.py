@@ -227,7 +227,7 @@ def check_where_bounds(where: Any) -> None:
                 raise ConfigError(f"where: more than {MAX_WHERE_TERMS} conditions")
 
 
-def _check_options(option: str, values: Sequence[str]) -> None:
+def check_options(option: str, values: Sequence[str]) -> None:
     if len(values) > MAX_OPTION_VALUES:
         raise ConfigError(f"{option} is given {len(values)} times; at most {MAX_OPTION_VALUES}")
     for value in values:

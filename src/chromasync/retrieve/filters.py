@@ -57,8 +57,8 @@ from .filter_syntax import MAX_WHERE_LIST as MAX_WHERE_LIST
 from .filter_syntax import MAX_WHERE_TERMS as MAX_WHERE_TERMS
 from .filter_syntax import Filters as Filters
 from .filter_syntax import Where as Where
-from .filter_syntax import _check_options
 from .filter_syntax import check_key as check_key
+from .filter_syntax import check_options
 from .filter_syntax import check_where_bounds as check_where_bounds
 from .filter_syntax import parse_pair as parse_pair
 from .filter_syntax import parse_value as parse_value
@@ -94,7 +94,7 @@ def filters_from_options(
         ("--phrase", phrases),
         ("--match", matches),
     ):
-        _check_options(option, values)
+        check_options(option, values)
     for option, value in (("--after", after), ("--before", before)):
         if value is not None and (not isinstance(value, str) or len(value) > 64):
             raise ConfigError(f"{option} takes a date like 2024-05-31")
