@@ -73,16 +73,23 @@ def test_bf16_is_close_to_fp32_and_not_equal(tiny: tuple[Path, object]) -> None:
     assert float((got - expected).abs().max()) > 1e-4  # fp32 agrees to 1e-6: bf16 ran
 
 
+BERT = {"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1}
+
+
 @pytest.mark.parametrize(
     ("config", "pooling", "says"),
     [
-        ({"model_type": "bert", "hidden_size": 8, "num_attention_heads": 2}, MEAN, None),
-        ({"model_type": "roberta"}, MEAN, "model_type"),
-        ({"model_type": "bert", "hidden_act": "relu"}, MEAN, "hidden_act"),
-        ({"model_type": "bert", "position_embedding_type": "relative_key"}, MEAN, "position"),
-        ({"model_type": "bert", "hidden_size": 10, "num_attention_heads": 4}, MEAN, "multiple"),
-        ({"model_type": "bert"}, {"pooling_mode_cls_token": True}, "pooling"),
-        ({"model_type": "bert"}, {}, "pooling"),
+        (BERT, MEAN, None),
+        ({**BERT, "model_type": "roberta"}, MEAN, "model_type"),
+        ({**BERT, "hidden_act": "relu"}, MEAN, "hidden_act"),
+        ({**BERT, "position_embedding_type": "relative_key"}, MEAN, "position"),
+        ({**BERT, "hidden_size": 10, "num_attention_heads": 4}, MEAN, "multiple"),
+        ({**BERT, "num_attention_heads": 0}, MEAN, "multiple"),
+        ({**BERT, "hidden_size": "wide"}, MEAN, "whole numbers"),
+        ({**BERT, "num_hidden_layers": None}, MEAN, "whole numbers"),
+        ({"model_type": "bert"}, MEAN, "has no hidden_size"),
+        (BERT, {"pooling_mode_cls_token": True}, "pooling"),
+        (BERT, {}, "pooling"),
     ],
 )
 def test_unsupported_models_are_named(config: dict, pooling: dict, says: str | None) -> None:

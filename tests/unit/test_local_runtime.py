@@ -153,6 +153,13 @@ def test_auto_is_bf16_where_the_cpu_has_amx(monkeypatch: pytest.MonkeyPatch) -> 
     assert LocalEmbedder(device="cpu", backend="onnx").model_id == f"{DEFAULT_MODEL_ID}@int8"
 
 
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"a string"'])
+def test_a_broken_model_config_is_a_clear_error(tmp_path: Path, text: str) -> None:
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(EmbeddingError, match=r"config\.json"):
+        LocalEmbedder(tmp_path, variant="bf16")
+
+
 def test_bf16_runs_bert_encoders_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A model the bf16 encoder cannot run: auto keeps int8 even with AMX, does not follow
     a bf16 index, and an explicit bf16 is refused with the reason (before any load)."""

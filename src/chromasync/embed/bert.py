@@ -5,8 +5,8 @@ normalisation, written out (about sixty lines) so that it runs under bfloat16 au
 without importing transformers (seconds at start-up), with the query, key and value
 projections as one matrix product and attention through torch's fused
 `scaled_dot_product_attention`. Measured on SciFact chunk texts, 2 cores with AMX, in one
-process: about 1.3x a TorchScript trace of the transformers model under the same autocast
-(benchmarks/model_variants.py, docs/scaling.md).
+process: about 1.2x a TorchScript trace of the transformers model under the same autocast
+(76.8 against 65.0 texts/s; benchmarks/model_variants.py, docs/scaling.md).
 
 `unsupported` says which model folders it cannot run (anything but a plain BERT encoder
 with absolute positions and GELU, or pooling other than the mean); the local provider
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # torch is imported when an encoder is made, not to check a folder
     import torch
 
+_SHAPE = ("hidden_size", "num_attention_heads", "num_hidden_layers")
 _LAYER = (
     "attention.output.dense",
     "attention.output.LayerNorm",
@@ -43,8 +44,14 @@ def unsupported(config: Mapping[str, Any], pooling: Mapping[str, Any]) -> str | 
         return f"hidden_act {config.get('hidden_act')!r} is not 'gelu'"
     if config.get("position_embedding_type", "absolute") != "absolute":
         return f"position_embedding_type {config.get('position_embedding_type')!r}"
-    if int(config.get("hidden_size", 0)) % max(int(config.get("num_attention_heads", 1)), 1):
-        return "hidden_size is not a multiple of num_attention_heads"
+    try:
+        size, heads, layers = (int(config[k]) for k in _SHAPE)
+    except KeyError as exc:
+        return f"config.json has no {exc.args[0]}"
+    except (TypeError, ValueError):
+        return f"{', '.join(_SHAPE)}: not all whole numbers"
+    if min(size, heads, layers) < 1 or size % heads:
+        return "hidden_size is not a positive multiple of num_attention_heads"
     modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
     if modes != {"pooling_mode_mean_tokens"}:
         return f"pooling {sorted(modes)} is not the mean of tokens"

@@ -187,7 +187,12 @@ class LocalEmbedder:
         path = self.model_dir / name
         if not path.is_file():
             return {}
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise EmbeddingError(f"model folder file {str(path)!r} is unreadable: {exc}") from exc
+        if not isinstance(data, dict):
+            raise EmbeddingError(f"model folder file {str(path)!r} is not a JSON object")
         return data
 
     def _max_seq_length(self) -> int:
