@@ -3,6 +3,7 @@ random model: the same arithmetic in fp32, and bf16 close to it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     return folder, model
 
 
+def _config(folder: Path) -> dict:
+    return json.loads((folder / "config.json").read_text())
+
+
 def _reference(model: object, ids: object, mask: object) -> object:
     with torch.no_grad():
         hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state  # type: ignore[operator]
@@ -55,7 +60,7 @@ def _batch() -> tuple[object, object]:
 def test_fp32_is_transformers_arithmetic(tiny: tuple[Path, object]) -> None:
     folder, model = tiny
     ids, mask = _batch()
-    encoder = bert.load(folder, folder / "model.safetensors", torch.float32)
+    encoder = bert.load(_config(folder), folder / "model.safetensors", torch.float32)
     got = encoder(ids, mask, torch.zeros_like(ids))
     assert torch.allclose(got, _reference(model, ids, mask), atol=1e-5)
     # padding changes nothing: the 2-token text alone gives its padded row's vector
@@ -66,7 +71,8 @@ def test_fp32_is_transformers_arithmetic(tiny: tuple[Path, object]) -> None:
 def test_bf16_is_close_to_fp32_and_not_equal(tiny: tuple[Path, object]) -> None:
     folder, model = tiny
     ids, mask = _batch()
-    got = bert.load(folder, folder / "model.safetensors")(ids, mask, torch.zeros_like(ids))
+    encoder = bert.load(_config(folder), folder / "model.safetensors")
+    got = encoder(ids, mask, torch.zeros_like(ids))
     expected = _reference(model, ids, mask)
     assert got.dtype == torch.float32
     assert bool(((got * expected).sum(1) > 0.999).all())

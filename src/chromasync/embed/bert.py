@@ -17,7 +17,6 @@ Linear weights are kept in bf16; embeddings, LayerNorm and the pooled sum stay f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,10 +140,9 @@ class BertEncoder:
         return F.normalize(pooled, p=2, dim=1)
 
 
-def load(model_dir: Path, weights: Path, dtype: torch.dtype | None = None) -> BertEncoder:
-    """The encoder of a sentence-transformers folder whose model `unsupported` accepts;
+def load(config: Mapping[str, Any], weights: Path, dtype: torch.dtype | None = None) -> BertEncoder:
+    """The encoder of a model whose `config.json` (`config`) `unsupported` accepts;
     `weights` is its model.safetensors or pytorch_model.bin."""
-    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     import torch
 
     if weights.suffix == ".safetensors":

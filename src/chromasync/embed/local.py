@@ -168,9 +168,7 @@ class LocalEmbedder:
                 log.info("%s: following the stored variant %s", self.base_model_id, variant)
                 with self._load_lock:
                     self._variant = variant
-                    self._session = None
-                    self._st_model = None
-                    self._encoder = None
+                    self._unload()
                     self._query_session = None
                 return True
         return False
@@ -270,9 +268,11 @@ class LocalEmbedder:
                 try:
                     self._load_unlocked()
                 except BaseException:
-                    # a failed export or check leaves nothing half-loaded to embed with
-                    self._session = self._st_model = self._encoder = None
+                    self._unload()  # a failed export or check: nothing half-loaded to embed with
                     raise
+
+    def _unload(self) -> None:
+        self._session = self._st_model = self._encoder = None
 
     def _load_unlocked(self) -> None:
         if self.variant == "bf16":
@@ -391,7 +391,7 @@ class LocalEmbedder:
             raise EmbeddingError(f"{self.model_id}: variant 'bf16' needs torch") from exc
         if self.threads > 0:
             torch.set_num_threads(self.threads)
-        encoder = bert.load(self.model_dir, self._weights())
+        encoder = bert.load(self._read_json("config.json"), self._weights())
         self._tokenizer = self._make_tokenizer()
         checked = self.variant_path()
         if not checked.is_file():
@@ -422,10 +422,9 @@ class LocalEmbedder:
         )
         if runtime.onnx_providers() is not None and not self.onnx_path().is_file():
             self._export(self.onnx_path())
-        record.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=record.parent, delete=False) as handle:
-            json.dump({"model_id": self.model_id, "cosine": cosine}, handle)
-        os.replace(handle.name, record)
+        from ..config.sourcesfile import write_atomic  # imports yaml: only here, once
+
+        write_atomic(record, json.dumps({"model_id": self.model_id, "cosine": cosine}))
         # the TorchScript trace that bf16 ran before this encoder (BF16_VERSION 1): ours
         record.with_name(f"{self.onnx_path().stem}-bf16-t1.pt").unlink(missing_ok=True)
         self._st_model = None
