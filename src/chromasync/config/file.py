@@ -74,6 +74,7 @@ class EmbeddingModel(_Model):
 
 class ChunkingModel(_Model):
     max_tokens: int | None = Field(default=None, gt=8)
+    plan_ahead: Literal["auto", "on", "off"] | None = None  # read and chunk in a 2nd process
 
 
 class SearchModel(_Model):
@@ -288,6 +289,7 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
         _embedding_settings(compact.embedding, ("chromasync", "embedding"), put)
         if compact.chunking is not None:
             put("chunk_max_tokens", compact.chunking.max_tokens, ("chromasync", "chunking"))
+            put("plan_ahead", compact.chunking.plan_ahead, ("chromasync", "chunking"))
     for section in ("server", "store"):
         store: StoreModel | None = getattr(model, section)
         if store is None:
@@ -302,6 +304,7 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
     _embedding_settings(model.embedding, ("embedding",), put)
     if model.chunking is not None:
         put("chunk_max_tokens", model.chunking.max_tokens, ("chunking", "max_tokens"))
+        put("plan_ahead", model.chunking.plan_ahead, ("chunking", "plan_ahead"))
     if model.search is not None:
         search = model.search
         if search.date_fields:

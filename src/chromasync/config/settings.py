@@ -40,6 +40,7 @@ SECRET_FIELDS = frozenset(
 )
 FALLBACKS = ("none", "extractive")
 COLLECTION_MODES = ("per-kind", "shared")
+PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
 CLOUD_KEY_ENV = "CHROMA_API_KEY"
@@ -67,6 +68,7 @@ _FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "cache_max_entries": ("CHROMASYNC_CACHE_MAX_ENTRIES", 500_000),
     "cache_dir": ("CHROMASYNC_CACHE_DIR", None),
     "chunk_max_tokens": ("CHROMASYNC_CHUNK_MAX_TOKENS", None),
+    "plan_ahead": ("CHROMASYNC_PLAN_AHEAD", "auto"),
     "date_fields": ("CHROMASYNC_DATE_FIELDS", "date,published_at"),
     "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
     "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
@@ -168,6 +170,7 @@ class Settings:
     cache_max_entries: int = 500_000
     cache_dir: str | None = None
     chunk_max_tokens: int | None = None
+    plan_ahead: str = "auto"  # read and chunk many files in a second process (sync/ahead.py)
     date_fields: str = "date,published_at"  # front-matter dates for --after/--before/--sort
     rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
     duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
@@ -374,6 +377,11 @@ def resolve_settings(
         )
     if values["llm_retries"] < 1:
         raise ConfigError(f"llm_retries must be at least 1 ({origins['llm_retries']})")
+    if values["plan_ahead"] not in PLAN_AHEAD_MODES:
+        raise ConfigError(
+            f"plan_ahead must be one of {', '.join(PLAN_AHEAD_MODES)}, got "
+            f"{values['plan_ahead']!r} ({origins['plan_ahead']})"
+        )
     if values["collections"] not in COLLECTION_MODES:
         raise ConfigError(
             f"collections must be one of {', '.join(COLLECTION_MODES)}, got "

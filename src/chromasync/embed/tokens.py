@@ -33,7 +33,10 @@ class HFTokenMeter:
     def __init__(self, tokenizer_json: str) -> None:
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(tokenizer_json)
+        try:
+            self._tokenizer = Tokenizer.from_file(tokenizer_json)
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load the tokenizer {tokenizer_json}: {exc}") from exc
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         pre = type(self._tokenizer.pre_tokenizer).__name__

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..corpus import read as corpus_read
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder, follow_stored
@@ -40,9 +41,11 @@ from ..records import (
     StoreLimits,
 )
 from ..state.manifest import State, check_identity
+from . import ahead
 from .planning import (
     FilePlanner,
     FittedStream,
+    Planner,
     PlanSettings,
     chunks_total,
     count_uncached,
@@ -77,6 +80,7 @@ class IngestOptions:
     privacy_keys: tuple[str, ...] = ("private",)
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
+    plan_ahead: str = "auto"  # read and chunk in a second process: auto, on, off (`ahead`)
 
 
 class Ingestor:
@@ -332,7 +336,7 @@ class Ingestor:
         remembered skips follow the last wave."""
         name, label = self.collection_name, spec.label
         gone = sorted_.gone if options.gc else ()
-        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        planner = self._stream_planner(spec, discovery, sorted_, manifest, options, run, rechunk)
         # the store opens with the first change
         fitted = FittedStream(planner, lambda: self.limits(options), WAVE_RECORDS)
         begun = False
@@ -480,6 +484,35 @@ class Ingestor:
             clock=self.clock,
             progress=self._progress,
         )
+
+    def _stream_planner(
+        self,
+        spec: SourceSpec,
+        discovery: Discovery,
+        sorted_: Triage,
+        manifest: Mapping[str, FileState],
+        options: IngestOptions,
+        run: Tally,
+        rechunk: bool,
+    ) -> Planner:
+        """A streamed run's planner: in a second process when `ahead.use` says so (and no
+        test clock or reader stands in), else in this one."""
+        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        stand_in = self.clock is not FILE_CLOCK or read_file is not corpus_read.read_file
+        if stand_in or not ahead.use(options.plan_ahead, len(sorted_.to_read)):
+            return planner
+        path = self.embedder.tokenizer_path
+        job = ahead.AheadJob(
+            spec=spec,
+            discovery=discovery,
+            sorted_=sorted_,
+            manifest=manifest,
+            run=run,
+            settings=planner.settings,
+            tokenizer_path=str(path) if path else None,
+            log_level=logging.getLogger("chromasync").getEffectiveLevel(),
+        )
+        return ahead.AheadPlanner(job, run, self._progress)
 
     def _write(
         self,

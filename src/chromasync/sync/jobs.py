@@ -41,6 +41,7 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     fields.setdefault("max_file_bytes", settings.max_file_bytes)
     fields.setdefault("privacy_keys", settings.privacy_keys)
     fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
+    fields.setdefault("plan_ahead", settings.plan_ahead)
     return IngestOptions(**fields)
 
 

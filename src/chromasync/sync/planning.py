@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from ..chunk import Budget, Deadline, TooSlow, chunk_document
 from ..corpus.documents import document_format
@@ -56,6 +57,17 @@ class PlanSettings:
     extra_metadata: Mapping[str, str | int | float | bool]
     file_seconds: float
     rechunk: bool = False
+
+
+class Planner(Protocol):
+    """What a streamed run needs of its planner (`FilePlanner`, or `ahead.AheadPlanner`)."""
+
+    manifest: Mapping[str, FileState]
+    run: Tally
+    touched: list[FileState]
+    skipped: dict[str, FileState]
+
+    def changes(self) -> Iterator[FileChange]: ...
 
 
 class FilePlanner:
@@ -301,7 +313,7 @@ class FittedStream:
 
     def __init__(
         self,
-        planner: FilePlanner,
+        planner: Planner,
         limits: Callable[[], StoreLimits],
         wave_records: int,
     ) -> None:

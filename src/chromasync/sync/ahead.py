@@ -1,0 +1,339 @@
+"""Planning ahead: a second process reads and chunks a run's files while this one embeds and
+writes the waves planned before them.
+
+Reading, parsing and chunking are pure Python, and Chroma's writes hold the interpreter lock,
+so threads cannot overlap them; a second process can. A run with many files to read (`use`)
+plans them in `python -m chromasync.sync.ahead`, which reads one pickled `AheadJob` on its
+stdin, runs the same `FilePlanner`, and writes pickled frames on its stdout:
+
+    ("read", done, total)                       progress, at most every `PROGRESS_S`
+    ("log", record)                             a log record of the planner's
+    ("changes", read_ns, [FileChange, ...])     planned writes, in the planner's order
+    ("done", read_ns, touched, skipped, tally)  what the planner collected and counted
+    ("error", exception)
+
+Here a thread reads the frames into a bounded queue (`AHEAD_FRAMES`: how far the worker runs
+ahead, a few waves), and `AheadPlanner.changes()` yields the changes in order: the writer
+sees exactly what an in-process planner would have yielded, and writes them in the same
+order. The worker writes nothing but its frames. When this process dies, the pipe closes and
+the worker's next write ends it; a worker that dies is an error here, never a short run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import ChromasyncError
+from ..records import Discovery, FileChange, FileState, SourceSpec
+from .planning import FilePlanner, PlanSettings
+from .waves import Progress, Tally
+
+log = logging.getLogger(__name__)
+
+#: The fewest files to read for which `auto` plans in a second process (starting it costs
+#: about 0.2 s of one core).
+AHEAD_MIN_FILES = 128
+#: Frames the reading thread holds ahead of the writer (each up to `FRAME_RECORDS` records).
+AHEAD_FRAMES = 16
+FRAME_RECORDS = 64
+FRAME_FILES = 32
+PROGRESS_S = 0.2
+
+
+class PlanAheadError(ChromasyncError):
+    """The planning process could not be started, or ended without its result."""
+
+
+@dataclass(frozen=True, slots=True)
+class AheadJob:
+    """What the worker needs to build the run's `FilePlanner` (picklable)."""
+
+    spec: SourceSpec
+    discovery: Discovery
+    sorted_: Any  # plan.triage.Triage
+    manifest: Mapping[str, FileState]
+    run: Tally
+    settings: PlanSettings
+    tokenizer_path: str | None
+    log_level: int
+
+
+def use(mode: str, files_to_read: int, cpus: int | None = None) -> bool:
+    """Whether a run plans in a second process: `on`, or `auto` with a second core and at
+    least `AHEAD_MIN_FILES` files to read."""
+    if mode == "on":
+        return files_to_read > 0
+    if mode != "auto":
+        return False
+    return (cpus if cpus is not None else available_cpus()) >= 2 and (
+        files_to_read >= AHEAD_MIN_FILES
+    )
+
+
+def command() -> list[str]:
+    """The worker's command line (tests put a failing one here)."""
+    return [sys.executable, "-m", "chromasync.sync.ahead"]
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+class AheadPlanner:
+    """A `FilePlanner` run in a second process, with the same face: `changes()`, then
+    `touched`, `skipped` and the counts in `run`, as the in-process planner leaves them."""
+
+    def __init__(self, job: AheadJob, run: Tally, progress: Progress) -> None:
+        self.job = job
+        self.manifest = job.manifest
+        self.run = run
+        self.touched: list[FileState] = []
+        self.skipped: dict[str, FileState] = {}
+        self._progress = progress
+
+    def changes(self) -> Iterator[FileChange]:
+        run = self.run
+        before = Counter(run.skipped)
+        worker = _Worker(self.job)
+        try:
+            while True:
+                frame = worker.next()
+                kind = frame[0]
+                if kind == "changes":
+                    run.read_ns = frame[1]
+                    yield from frame[2]
+                elif kind == "read":
+                    self._progress("read", frame[1], frame[2])
+                elif kind == "log":
+                    record: logging.LogRecord = frame[1]
+                    logging.getLogger(record.name).handle(record)
+                elif kind == "done":
+                    _, run.read_ns, touched, skipped, tally = frame
+                    self.touched.extend(touched)
+                    self.skipped.update(skipped)
+                    merge_counts(run, before, tally)
+                    return
+                elif kind == "error":
+                    raise frame[1]
+                else:  # "eof"
+                    raise PlanAheadError(
+                        "the planning process ended without its result"
+                        f" ({worker.exit_note()}); set CHROMASYNC_PLAN_AHEAD=off"
+                        " to plan in this process"
+                    )
+        finally:
+            worker.stop()
+
+
+def merge_counts(run: Tally, before: Counter[str], planned: Tally) -> None:
+    """Bring the worker's counts into this run's tally. The worker started from a copy of
+    `run` whose skips were `before`; since then this side only added skips (stored writes
+    the store refused), and the worker owns files read, unchanged, and documents."""
+    added_here = run.skipped - before
+    run.skipped.clear()
+    run.skipped.update(planned.skipped)
+    run.skipped.update(added_here)
+    run.files_unchanged = planned.files_unchanged
+    run.documents = planned.documents
+    run.pages = planned.pages
+
+
+class _Worker:
+    """The process, and the thread that reads its frames into a bounded queue."""
+
+    def __init__(self, job: AheadJob) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, env.get("PYTHONPATH", "")) if p
+        )
+        try:
+            self.proc = subprocess.Popen(
+                command(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
+        except OSError as exc:
+            raise PlanAheadError(f"cannot start the planning process: {exc}") from exc
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.frames: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=AHEAD_FRAMES)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(
+            target=self._read, args=(self.proc.stdout,), name="chromasync-plan-ahead", daemon=True
+        )
+        self._thread.start()
+        try:
+            with self.proc.stdin as stdin:
+                pickle.dump(job, stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        except OSError:  # it died at once: its exit is reported by the frames' end
+            pass
+
+    def next(self) -> tuple[Any, ...]:
+        return self.frames.get()
+
+    def exit_note(self) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "still running"
+        return f"exit code {code}"
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._thread.join(timeout=5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        while True:
+            try:
+                frame = pickle.load(stream)  # noqa: S301 - our own child, over a private pipe
+            except Exception:  # noqa: BLE001 - EOF, or a frame cut short by its death
+                self._put(("eof",))
+                return
+            if not self._put(frame) or frame[0] in ("done", "error"):
+                return
+
+    def _put(self, frame: tuple[Any, ...]) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self.frames.put(frame, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
+# -- the worker's side ---------------------------------------------------------------------
+
+
+class _Frames:
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def send(self, frame: tuple[Any, ...]) -> None:
+        pickle.dump(frame, self._stream, protocol=pickle.HIGHEST_PROTOCOL)
+        self._stream.flush()
+
+    def drop(self) -> None:
+        """Let go of a pipe nobody reads any more (what is left unsent is dropped)."""
+        with contextlib.suppress(OSError):
+            self._stream.close()
+
+
+class _Forward(logging.Handler):
+    """Sends the planner's log records to the parent, which handles them as its own."""
+
+    def __init__(self, frames: _Frames) -> None:
+        super().__init__()
+        self._frames = frames
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg = record.getMessage()
+        record.args = None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        self._frames.send(("log", record))
+
+
+def plan(job: AheadJob, frames: _Frames) -> None:
+    """Run the job's planner, sending its changes in frames of a few dozen records."""
+    from ..corpus.read import read_file
+    from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
+
+    root = logging.getLogger("chromasync")
+    root.setLevel(job.log_level)
+    root.addHandler(_Forward(frames))
+    root.propagate = False
+    meter: list[TokenMeter] = []
+
+    def open_meter() -> TokenMeter:
+        if not meter:
+            path = job.tokenizer_path
+            meter.append(load_token_meter(path) if path else default_token_meter())
+        return meter[0]
+
+    last = [0.0]
+
+    def progress(phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_S:
+            last[0] = now
+            frames.send((phase, done, total))
+
+    planner = FilePlanner(
+        job.spec,
+        job.discovery,
+        job.sorted_,
+        job.manifest,
+        job.run,
+        job.settings,
+        meter=open_meter,
+        read=read_file,
+        clock=time.monotonic,
+        progress=progress,
+    )
+    batch: list[FileChange] = []
+    records = 0
+    for change in planner.changes():
+        batch.append(change)
+        records += len(change.to_embed) + len(change.to_rewrite)
+        if records >= FRAME_RECORDS or len(batch) >= FRAME_FILES:
+            frames.send(("changes", job.run.read_ns, batch))
+            batch, records = [], 0
+    if batch:
+        frames.send(("changes", job.run.read_ns, batch))
+    frames.send(("done", job.run.read_ns, planner.touched, planner.skipped, job.run))
+
+
+def portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling, else a RuntimeError that names it."""
+    try:
+        pickle.loads(pickle.dumps(exc))  # noqa: S301 - made just above
+    except Exception:  # noqa: BLE001 - any failure to round-trip
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this
+    frames = _Frames(os.fdopen(os.dup(1), "wb"))
+    os.dup2(2, 1)  # nothing but frames goes down the pipe
+    sys.stdout = sys.stderr
+    try:
+        job = pickle.load(sys.stdin.buffer)  # noqa: S301 - from the parent, over a private pipe
+        plan(job, frames)
+    except BrokenPipeError:  # the parent is gone
+        frames.drop()
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the parent raises it
+        try:
+            frames.send(("error", portable(exc)))
+        except BrokenPipeError:
+            frames.drop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
