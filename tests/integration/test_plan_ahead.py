@@ -17,7 +17,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.errors import EmbeddingError
+from chromasync.errors import EmbeddingError, SourceError
 from chromasync.records import IngestSummary, StoreLimits
 from chromasync.state.manifest import State
 from chromasync.sync import ahead
@@ -200,7 +200,7 @@ def test_a_worker_that_dies_fails_the_run_and_the_next_run_heals(
     settings = _settings(tmp_path / "data")
     real = ahead.command()
     monkeypatch.setattr(ahead, "command", lambda: [sys.executable, "-c", CUT_SHORT, *real])
-    with pytest.raises(ahead.PlanAheadError, match="exit code 3"):
+    with pytest.raises(SourceError, match="exit code 3"):
         _run(root, settings, "on")
     with State.open(settings.data_dir) as state:
         written = state.files(settings.collection, "docs")
@@ -216,6 +216,19 @@ def test_a_worker_that_dies_fails_the_run_and_the_next_run_heals(
     assert _manifest(settings) == _manifest(clean)
     [check] = api.verify(settings)
     assert check.ok
+
+
+def test_without_a_second_process_it_plans_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = _tree(tmp_path / "docs")
+    monkeypatch.setattr(ahead, "command", lambda: [str(tmp_path / "no-such-python")])
+    there, here = _settings(tmp_path / "a"), _settings(tmp_path / "b")
+    one, two = _run(root, there, "on"), _run(root, here, "off")
+    assert _figures(one) == _figures(two)
+    assert snapshot(there) == snapshot(here)
+    assert _manifest(there) == _manifest(here)
+    assert "cannot start the planning process" in caplog.text
 
 
 def test_a_worker_whose_parent_is_gone_ends(tmp_path: Path) -> None:

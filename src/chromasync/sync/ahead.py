@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import ChromasyncError
+from ..errors import SourceError
 from ..records import Discovery, FileChange, FileState, SourceSpec
 from .planning import FilePlanner, PlanSettings
 from .waves import Progress, Tally
@@ -52,10 +52,6 @@ AHEAD_FRAMES = 16
 FRAME_RECORDS = 64
 FRAME_FILES = 32
 PROGRESS_S = 0.2
-
-
-class PlanAheadError(ChromasyncError):
-    """The planning process could not be started, or ended without its result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,20 +94,28 @@ def available_cpus() -> int:
 
 class AheadPlanner:
     """A `FilePlanner` run in a second process, with the same face: `changes()`, then
-    `touched`, `skipped` and the counts in `run`, as the in-process planner leaves them."""
+    `touched`, `skipped` and the counts in `run`, as the in-process planner leaves them.
+    `here` is the same planner in this process: it plans when no process can be started."""
 
-    def __init__(self, job: AheadJob, run: Tally, progress: Progress) -> None:
+    def __init__(self, job: AheadJob, here: FilePlanner, progress: Progress) -> None:
         self.job = job
         self.manifest = job.manifest
-        self.run = run
+        self.run = here.run
         self.touched: list[FileState] = []
         self.skipped: dict[str, FileState] = {}
+        self._here = here
         self._progress = progress
 
     def changes(self) -> Iterator[FileChange]:
         run = self.run
         before = Counter(run.skipped)
-        worker = _Worker(self.job)
+        try:
+            worker = _Worker(self.job)
+        except OSError as exc:  # a sandbox without child processes, a missing interpreter
+            log.warning("cannot start the planning process (%s); planning in this one", exc)
+            self.touched, self.skipped = self._here.touched, self._here.skipped
+            yield from self._here.changes()
+            return
         try:
             while True:
                 frame = worker.next()
@@ -133,7 +137,7 @@ class AheadPlanner:
                 elif kind == "error":
                     raise frame[1]
                 else:  # "eof"
-                    raise PlanAheadError(
+                    raise SourceError(  # its files could not be read: a SourceError
                         "the planning process ended without its result"
                         f" ({worker.exit_note()}); set CHROMASYNC_PLAN_AHEAD=off"
                         " to plan in this process"
@@ -164,15 +168,9 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_root, env.get("PYTHONPATH", "")) if p
         )
-        try:
-            self.proc = subprocess.Popen(
-                command(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=env,
-            )
-        except OSError as exc:
-            raise PlanAheadError(f"cannot start the planning process: {exc}") from exc
+        self.proc = subprocess.Popen(
+            command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.frames: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=AHEAD_FRAMES)
         self._stopping = threading.Event()

@@ -512,7 +512,7 @@ class Ingestor:
             tokenizer_path=str(path) if path else None,
             log_level=logging.getLogger("chromasync").getEffectiveLevel(),
         )
-        return ahead.AheadPlanner(job, run, self._progress)
+        return ahead.AheadPlanner(job, planner, self._progress)
 
     def _write(
         self,
