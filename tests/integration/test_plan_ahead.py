@@ -6,6 +6,7 @@ worker whose parent is gone ends. The hash provider, a real Chroma, real PDFs.""
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import shutil
 import subprocess
@@ -260,6 +261,8 @@ def test_a_worker_whose_parent_is_gone_ends(tmp_path: Path) -> None:
         pickle.dump(job, proc.stdin)
     first = pickle.load(proc.stdout)
     assert first[0] in ("read", "changes")  # nothing but frames on the pipe
+    if hasattr(os, "getpriority"):  # it yields the cores to the model and the writes
+        assert os.getpriority(os.PRIO_PROCESS, proc.pid) == ahead.NICE
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0
 

@@ -52,6 +52,8 @@ AHEAD_FRAMES = 16
 FRAME_RECORDS = 64
 FRAME_FILES = 32
 PROGRESS_S = 0.2
+#: The worker's niceness: it takes the cores the model (and the rest of the run) leave idle.
+NICE = 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +319,8 @@ def portable(exc: BaseException) -> BaseException:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops this
+    with contextlib.suppress(AttributeError, OSError):  # not on Windows
+        os.nice(NICE)
     frames = _Frames(os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)  # nothing but frames goes down the pipe
     sys.stdout = sys.stderr
