@@ -10,12 +10,13 @@ word pieces) and a line naming the file, so every file's content is unique; 100 
 folder.
 Each step runs `python -m chromasync` in a fresh child process with the `hash` stand-in
 embedder (so every figure is chromasync's own time: walk, read, chunk, plan, Chroma,
-manifest), and reads the child's peak RSS from wait4. Steps, per size: cold ingest; the
-no-change re-run (median of 3) beside a bare walk+stat of the same tree (median of 3);
-1% of files edited (churn); `verify`. With `--server`, the cold ingest also goes to a local
-`chroma run` server. Prints a table and JSON; writes --out/scale.json (and scale.png when
-matplotlib is installed: the bench extra). `--render A.json B.json` only draws scale.png from
-the rows of earlier runs (sizes run apart).
+manifest), and reads the child's peak RSS from wait4, and the peak of its process tree's
+summed RSS (the child and the planning process it starts, sampled every 50 ms). Steps, per
+size: cold ingest; the no-change re-run (median of 3) beside a bare walk+stat of the same
+tree (median of 3); 1% of files edited (churn); `verify`. With `--server`, the cold ingest
+also goes to a local `chroma run` server. Prints a table and JSON; writes --out/scale.json
+(and scale.png when matplotlib is installed: the bench extra). `--render A.json B.json` only
+draws scale.png from the rows of earlier runs (sizes run apart).
 """
 
 from __future__ import annotations
@@ -86,8 +87,11 @@ def run_child(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
             ),
         ],
     )
+    sampler = TreeRss(pid)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - began
+    global _last_tree_mb
+    _last_tree_mb = sampler.stop()
     code = os.waitstatus_to_exitcode(status)
     out = Path(_capture).read_text()
     if code != 0 and "verify" not in args:
@@ -101,6 +105,48 @@ def run_child(args: list[str], env: dict[str, str]) -> tuple[float, int, str]:
 
 _capture = ""
 _last_cpu = 0.0
+_last_tree_mb = 0
+
+
+class TreeRss:
+    """The peak of the summed RSS of a process and its children (Linux /proc), sampled."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+
+        self.pid, self.peak = pid, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.05):
+            total = 0
+            for pid in (self.pid, *self._children()):
+                total += _rss_kb(pid)
+            self.peak = max(self.peak, total)
+
+    def _children(self) -> list[int]:
+        try:
+            text = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
+
+    def stop(self) -> int:
+        self._done.set()
+        self._thread.join()
+        return self.peak // 1024
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def chromasync(
@@ -146,6 +192,7 @@ def one_size(
         "cold_cpu_ms_per_file": round(1000 * _last_cpu / files, 2),
         "chunks_embedded": summary.get("chunks_embedded"),
         "cold_peak_mb": rss,
+        "cold_tree_peak_mb": _last_tree_mb,
     }
     noop = median_of(3, lambda: chromasync("ingest", root, data, [], env)[0])
     walk = median_of(3, lambda: run_child(["-c", WALK_STAT, str(root)], env)[0])
@@ -160,6 +207,7 @@ def one_size(
         "churn_files": edited,
         "churn_s": round(wall, 1),
         "churn_peak_mb": rss,
+        "churn_tree_peak_mb": _last_tree_mb,
         "churn_over_cold": round(wall / row["cold_s"], 3),
     }
     wall, rss, report = chromasync("verify", None, data, [], env)
@@ -197,6 +245,9 @@ def plot(rows: list[dict[str, Any]], out: Path) -> str:
     axes[0].set_ylim(bottom=0)
     axes[0].legend()
     axes[1].plot(x, [r["cold_peak_mb"] for r in rows], "o-", label="cold")
+    if all("cold_tree_peak_mb" in r for r in rows):
+        trees = [r["cold_tree_peak_mb"] for r in rows]
+        axes[1].plot(x, trees, "o--", label="cold, with the planning process")
     axes[1].plot(x, [r["verify_peak_mb"] for r in rows], "o-", label="verify")
     axes[1].set_title("peak RSS (MB)")
     axes[1].legend()
