@@ -15,8 +15,10 @@ stdin, runs the same `FilePlanner`, and writes pickled frames on its stdout:
 Here a thread reads the frames into a bounded queue (`AHEAD_FRAMES`: how far the worker runs
 ahead, a few waves), and `AheadPlanner.changes()` yields the changes in order: the writer
 sees exactly what an in-process planner would have yielded, and writes them in the same
-order. The worker writes nothing but its frames. When this process dies, the pipe closes and
-the worker's next write ends it; a worker that dies is an error here, never a short run.
+order. The worker writes nothing but its frames, and runs at the lowest priority (`NICE`):
+it takes the cores that the model and Chroma's writes leave idle. When this process dies,
+the pipe closes and the worker's next write ends it; a worker that dies is an error here,
+never a short run.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..corpus.read import read_file
+from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import SourceError
+from ..plan.triage import Triage
 from ..records import Discovery, FileChange, FileState, SourceSpec
 from .planning import FilePlanner, PlanSettings
 from .waves import Progress, Tally
@@ -62,7 +67,7 @@ class AheadJob:
 
     spec: SourceSpec
     discovery: Discovery
-    sorted_: Any  # plan.triage.Triage
+    sorted_: Triage
     manifest: Mapping[str, FileState]
     run: Tally
     settings: PlanSettings
@@ -260,9 +265,6 @@ class _Forward(logging.Handler):
 
 def plan(job: AheadJob, frames: _Frames) -> None:
     """Run the job's planner, sending its changes in frames of a few dozen records."""
-    from ..corpus.read import read_file
-    from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
-
     root = logging.getLogger("chromasync")
     root.setLevel(job.log_level)
     root.addHandler(_Forward(frames))
