@@ -100,13 +100,22 @@ def available_cpus() -> int:
 
 
 class AheadPlanner:
-    """A `FilePlanner` run in a second process, with the same face: `changes()`, then
-    `touched`, `skipped` and the counts in `run`, as the in-process planner leaves them.
-    `here` is the same planner in this process: it plans when no process can be started."""
+    """The run of `here` (a `FilePlanner`) in a second process, with the same face:
+    `changes()`, then `touched`, `skipped` and the counts in `run`, as `here` would leave
+    them. `here` plans itself when no process can be started."""
 
-    def __init__(self, job: AheadJob, here: FilePlanner, progress: Progress) -> None:
-        self.job = job
-        self.manifest = job.manifest
+    def __init__(self, here: FilePlanner, tokenizer_path: str | None, progress: Progress) -> None:
+        self.job = AheadJob(
+            spec=here.spec,
+            discovery=here.discovery,
+            sorted_=here.sorted_,
+            manifest=here.manifest,
+            run=here.run,
+            settings=here.settings,
+            tokenizer_path=tokenizer_path,
+            log_level=logging.getLogger("chromasync").getEffectiveLevel(),
+        )
+        self.manifest = here.manifest
         self.run = here.run
         self.touched: list[FileState] = []
         self.skipped: dict[str, FileState] = {}

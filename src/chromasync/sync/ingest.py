@@ -223,7 +223,7 @@ class Ingestor:
                 changes, self.embedder.model_id, self.resources.cache, self.resources.store_embeds
             )
             run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
-            return self._summary(summary_base, run, started)
+            return run.summary(summary_base, started)
 
         if not (changes or touched or newly_skipped or gone or must_heal):
             return self._noop(spec, discovery, options, summary_base, run, started)
@@ -258,7 +258,7 @@ class Ingestor:
         started: int,
     ) -> IngestSummary:
         """A run that changes nothing: recorded as such, and settled for the fast path."""
-        summary = self._summary(summary_base, run, started)
+        summary = run.summary(summary_base, started)
         self.state.record_noop_run(self.collection_name, spec.label, summary.as_json())
         self._settle(spec, discovery, options)
         return summary
@@ -284,7 +284,7 @@ class Ingestor:
         self.state.remove_files(name, label, gone)
         if newly_skipped:
             self.state.commit_files(name, label, list(newly_skipped.values()), {})
-        summary = self._summary(summary_base, run, started)
+        summary = run.summary(summary_base, started)
         self.state.finish_run(name, label, "ok", summary.as_json())
         self._settle(spec, discovery, options)
         return summary
@@ -336,7 +336,9 @@ class Ingestor:
         remembered skips follow the last wave."""
         name, label = self.collection_name, spec.label
         gone = sorted_.gone if options.gc else ()
-        planner = self._stream_planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        planner = self._stream_planner(
+            self._planner(spec, discovery, sorted_, manifest, options, run, rechunk), options
+        )
         # the store opens with the first change
         fitted = FittedStream(planner, lambda: self.limits(options), WAVE_RECORDS)
         begun = False
@@ -401,7 +403,7 @@ class Ingestor:
             chunks_total=self.state.record_total(self.collection_name, spec.label),
             dry_run=dry_run,
         )
-        return self._summary(base, run, started)
+        return run.summary(base, started)
 
     def _settle(
         self,
@@ -485,34 +487,13 @@ class Ingestor:
             progress=self._progress,
         )
 
-    def _stream_planner(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-        rechunk: bool,
-    ) -> Planner:
+    def _stream_planner(self, planner: FilePlanner, options: IngestOptions) -> Planner:
         """A streamed run's planner: in a second process when `ahead.use` says so (and no
-        test clock or reader stands in), else in this one."""
-        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        test clock or reader stands in), else `planner` itself."""
         stand_in = self.clock is not FILE_CLOCK or read_file is not corpus_read.read_file
-        if stand_in or not ahead.use(options.plan_ahead, len(sorted_.to_read)):
+        if stand_in or not ahead.use(options.plan_ahead, len(planner.sorted_.to_read)):
             return planner
-        path = self.embedder.tokenizer_path
-        job = ahead.AheadJob(
-            spec=spec,
-            discovery=discovery,
-            sorted_=sorted_,
-            manifest=manifest,
-            run=run,
-            settings=planner.settings,
-            tokenizer_path=str(path) if path else None,
-            log_level=logging.getLogger("chromasync").getEffectiveLevel(),
-        )
-        return ahead.AheadPlanner(job, planner, self._progress)
+        return ahead.AheadPlanner(planner, self.embedder.tokenizer_path, self._progress)
 
     def _write(
         self,
@@ -532,19 +513,6 @@ class Ingestor:
             progress=self._progress,
         )
         writer.write(label, changes, run, files=files)
-
-    @staticmethod
-    def _summary(base: Mapping[str, object], run: Tally, started: int) -> IngestSummary:
-        return IngestSummary(
-            **base,  # type: ignore[arg-type]
-            files_skipped=dict(run.skipped),
-            chunks_embedded=run.chunks_embedded,
-            chunks_reused=max(run.chunks_reused, 0),
-            duration_ms=(time.perf_counter_ns() - started) // 1_000_000,
-            embed_ms=run.embed_ns // 1_000_000,
-            documents_read=dict(run.documents),
-            pages_read=run.pages,
-        )
 
 
 __all__ = ["IngestOptions", "Ingestor", "Progress", "StoreError"]

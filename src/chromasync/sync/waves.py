@@ -14,13 +14,13 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
-from ..records import ChunkRecord, FileChange, FileState, RecordRef
+from ..records import ChunkRecord, FileChange, FileState, IngestSummary, RecordRef
 from ..state.manifest import State
 
 if TYPE_CHECKING:
@@ -61,6 +61,20 @@ class Tally:
     read_ns: int = 0  # when this run began reading files: the racy check's reference
     documents: Counter[str] = field(default_factory=Counter)  # documents read, per format
     pages: int = 0  # their pages
+
+    def summary(self, base: Mapping[str, object], started: int) -> IngestSummary:
+        """The run's summary: `base` (what the shell knows) with these tallies; `started`:
+        the run's `perf_counter_ns` at its start."""
+        return IngestSummary(
+            **base,  # type: ignore[arg-type]
+            files_skipped=dict(self.skipped),
+            chunks_embedded=self.chunks_embedded,
+            chunks_reused=max(self.chunks_reused, 0),
+            duration_ms=(time.perf_counter_ns() - started) // 1_000_000,
+            embed_ms=self.embed_ns // 1_000_000,
+            documents_read=dict(self.documents),
+            pages_read=self.pages,
+        )
 
 
 class WaveWriter:
