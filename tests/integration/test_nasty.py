@@ -15,6 +15,7 @@ from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import IngestSummary
+from chromasync.sync import ahead
 
 from ..conftest import SHARED
 
@@ -78,14 +79,25 @@ def _ingest(root: Path, settings: Settings, embedder: HashEmbedder) -> IngestSum
     return summary
 
 
-def test_nasty_corpus_two_phases(nasty: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
+@pytest.mark.parametrize("plan_ahead", ["off", "on"])
+def test_nasty_corpus_two_phases(
+    nasty: tuple[Path, dict[str, object]],
+    tmp_path: Path,
+    plan_ahead: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read and chunked in this process, and in a second one (`sync/ahead.py`)."""
     out, expected = nasty
+    workers: list[object] = []
+    real = ahead._Worker
+    monkeypatch.setattr(ahead, "_Worker", lambda job: workers.append(job) or real(job))
     settings = resolve_settings(
-        {"data_dir": str(tmp_path / "data"), "provider": "hash"},
+        {"data_dir": str(tmp_path / "data"), "provider": "hash", "plan_ahead": plan_ahead},
         {"CHROMASYNC_COLLECTIONS": "shared"},
     )
     embedder = HashEmbedder()
     first = _ingest(out / "corpus", settings, embedder)
+    assert len(workers) == (plan_ahead == "on")
     _check(expected, settings)
     assert not (out / "corpus" / "NASTY-PWNED").exists()
     for reason in ("binary", "private", "frontmatter-invalid", "undecodable", "symlink-loop"):
