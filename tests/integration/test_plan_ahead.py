@@ -95,6 +95,9 @@ def test_use_plans_ahead_with_a_second_core_and_enough_files() -> None:
     assert not ahead.use("auto", many, cpus=1)
     assert ahead.use("on", 1, cpus=1) and not ahead.use("on", 0, cpus=2)
     assert not ahead.use("off", many * 10, cpus=8)
+    with pytest.MonkeyPatch.context() as m:  # a frozen app has no `python -m` to run
+        m.setattr(sys, "frozen", True, raising=False)
+        assert not ahead.use("auto", many, cpus=2)
 
 
 def test_planned_ahead_stores_what_planned_here_stores(
@@ -219,17 +222,30 @@ def test_a_worker_that_dies_fails_the_run_and_the_next_run_heals(
     assert check.ok
 
 
-def test_without_a_second_process_it_plans_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["no-such-python"], "cannot start the planning process"),
+        ([sys.executable, "-c", "import sys; sys.exit(5)"], "ended at its start (exit code 5)"),
+    ],
+)
+def test_a_worker_that_cannot_begin_leaves_the_planning_here(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    command: list[str],
+    said: str,
 ) -> None:
     root = _tree(tmp_path / "docs")
-    monkeypatch.setattr(ahead, "command", lambda: [str(tmp_path / "no-such-python")])
+    if command[0] == "no-such-python":
+        command = [str(tmp_path / "no-such-python")]
+    monkeypatch.setattr(ahead, "command", lambda: command)
     there, here = _settings(tmp_path / "a"), _settings(tmp_path / "b")
     one, two = _run(root, there, "on"), _run(root, here, "off")
     assert _figures(one) == _figures(two)
     assert snapshot(there) == snapshot(here)
     assert _manifest(there) == _manifest(here)
-    assert "cannot start the planning process" in caplog.text
+    assert said in caplog.text and "planning in this one" in caplog.text
 
 
 def test_a_worker_whose_parent_is_gone_ends(tmp_path: Path) -> None:

@@ -76,11 +76,11 @@ class AheadJob:
 
 
 def use(mode: str, files_to_read: int, cpus: int | None = None) -> bool:
-    """Whether a run plans in a second process: `on`, or `auto` with a second core and at
-    least `AHEAD_MIN_FILES` files to read."""
+    """Whether a run plans in a second process: `on`, or `auto` with a second core, at
+    least `AHEAD_MIN_FILES` files to read, and an interpreter to run it (not a frozen app)."""
     if mode == "on":
         return files_to_read > 0
-    if mode != "auto":
+    if mode != "auto" or not sys.executable or getattr(sys, "frozen", False):
         return False
     return (cpus if cpus is not None else available_cpus()) >= 2 and (
         files_to_read >= AHEAD_MIN_FILES
@@ -128,14 +128,18 @@ class AheadPlanner:
         try:
             worker = _Worker(self.job)
         except OSError as exc:  # a sandbox without child processes, a missing interpreter
-            log.warning("cannot start the planning process (%s); planning in this one", exc)
-            self.touched, self.skipped = self._here.touched, self._here.skipped
-            yield from self._here.changes()
+            yield from self._plan_here(f"cannot start the planning process ({exc})")
             return
+        heard = False
         try:
             while True:
                 frame = worker.next()
                 kind = frame[0]
+                if kind == "eof" and not heard:  # it could not even begin: nothing is lost
+                    note = f"the planning process ended at its start ({worker.exit_note()})"
+                    yield from self._plan_here(note)
+                    return
+                heard = True
                 if kind == "changes":
                     run.read_ns = frame[1]
                     yield from frame[2]
@@ -152,7 +156,7 @@ class AheadPlanner:
                     return
                 elif kind == "error":
                     raise frame[1]
-                else:  # "eof"
+                else:  # "eof" after some of its frames: the run fails, the next one heals
                     raise SourceError(  # its files could not be read: a SourceError
                         "the planning process ended without its result"
                         f" ({worker.exit_note()}); set CHROMASYNC_PLAN_AHEAD=off"
@@ -160,6 +164,11 @@ class AheadPlanner:
                     )
         finally:
             worker.stop()
+
+    def _plan_here(self, why: str) -> Iterator[FileChange]:
+        log.warning("%s; planning in this one", why)
+        self.touched, self.skipped = self._here.touched, self._here.skipped
+        yield from self._here.changes()
 
 
 def merge_counts(run: Tally, before: Counter[str], planned: Tally) -> None:
