@@ -19,7 +19,8 @@ from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, SourceError
-from chromasync.records import IngestSummary, StoreLimits
+from chromasync.plan.triage import Triage
+from chromasync.records import FileStat, FileState, IngestSummary, StoreLimits
 from chromasync.state.manifest import State
 from chromasync.sync import ahead
 from chromasync.sync import ingest as ingest_mod
@@ -27,10 +28,11 @@ from chromasync.sync import waves as waves_mod
 from chromasync.sync.jobs import default_options
 from chromasync.sync.waves import Tally
 
-from ..conftest import REPO, SHARED, age_tree, snapshot
+from ..conftest import REPO, SHARED, age_tree, set_mtime, snapshot
 
 FILES = 30
 PDF = SHARED / "corpora" / "pdf-samples" / "text" / "file_pdfjs_test.pdf"
+OTHER_PDF = SHARED / "corpora" / "pdf-samples" / "text" / "issue840.pdf"
 
 
 @pytest.fixture(autouse=True)
@@ -138,6 +140,27 @@ def test_planned_ahead_stores_what_planned_here_stores(
     assert len(started) == 2
     assert (warm.files_new, warm.files_deleted) == (2, 2)
     assert warm.files_updated >= 2 and warm.chunks_embedded < cold.chunks_embedded
+    # the document alone changes: its unchanged sidecar is read too (a group read), with
+    # the manifest row the worker was sent for it
+    shutil.copy(OTHER_PDF, root / "report.pdf")
+    set_mtime(root / "report.pdf", 1_700_000_000)
+    again = both()
+    assert len(started) == 3
+    assert again.files_updated == 1 and again.documents_read == {"pdf": 1}
+    assert again.pages_read == 2
+
+
+def test_the_worker_is_sent_the_rows_it_can_read() -> None:
+    def row(path: str, asset: str = "") -> FileState:
+        return FileState(path, 1, 1, "h", 1, 1, (), asset=asset)
+
+    manifest = {p: row(p) for p in ("a.md", "b.md", "c.md", "doc.pdf", "deck.pptx")} | {
+        "side.md": row("side.md", asset="doc.pdf")
+    }
+    stat = FileStat("a.md", "/x/a.md", 1, 2)
+    sorted_ = Triage(unchanged=("b.md", "c.md"), remembered_skips={}, to_read=(stat,), gone=())
+    sent = ahead.readable_rows(manifest, sorted_)
+    assert sorted(sent) == ["a.md", "deck.pptx", "doc.pdf", "side.md"]
 
 
 def test_progress_and_log_records_come_from_the_worker(

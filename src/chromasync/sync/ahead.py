@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..corpus.documents import document_format
 from ..corpus.read import read_file
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import SourceError
@@ -109,7 +110,7 @@ class AheadPlanner:
             spec=here.spec,
             discovery=here.discovery,
             sorted_=here.sorted_,
-            manifest=here.manifest,
+            manifest=readable_rows(here.manifest, here.sorted_),
             run=here.run,
             settings=here.settings,
             tokenizer_path=tokenizer_path,
@@ -169,6 +170,18 @@ class AheadPlanner:
         log.warning("%s; planning in this one", why)
         self.touched, self.skipped = self._here.touched, self._here.skipped
         yield from self._here.changes()
+
+
+def readable_rows(manifest: Mapping[str, FileState], sorted_: Triage) -> dict[str, FileState]:
+    """The manifest rows a planner can look at: those of the files triage found changed, and
+    of every document and sidecar (a sidecar group can bring any of them to be read, see
+    `plan.sidecars`). The rest, most of a large source on a re-run, need not be sent."""
+    changed = {f.rel_path for f in sorted_.to_read}
+    return {
+        path: state
+        for path, state in manifest.items()
+        if path in changed or state.asset or document_format(path) is not None
+    }
 
 
 def merge_counts(run: Tally, before: Counter[str], planned: Tally) -> None:
