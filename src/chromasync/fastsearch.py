@@ -24,7 +24,7 @@ import os
 import sys
 
 from . import __version__
-from .datadir import STATE_FILE, guess, split_argv
+from .datadir import guess, split_argv
 
 try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
     from _sha256 import sha256
@@ -214,8 +214,6 @@ _OUTPUT_FLAGS = frozenset({"--json", "--files", "--explain", "--no-daemon"})
 DAEMON_OFF_ENV = "CHROMASYNC_NO_DAEMON"
 #: How long the client waits for the daemon it started (then the CLI runs the search).
 START_TIMEOUT = 30.0
-#: The most a daemon's answer may hold (bytes): a search prints far less.
-_MAX_REPLY = 64 * 1024 * 1024
 
 
 class DaemonLine:
@@ -300,8 +298,10 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     if data_dir is None:
         return None
     key = daemon_key(line.store, environ, cwd)
-    socket_path = _daemon_socket(data_dir)
-    if socket_path is None and _nobody_owns(data_dir):
+    from .owner.dial import daemon_socket, get, nobody_owns
+
+    socket_path = daemon_socket(data_dir)
+    if socket_path is None and nobody_owns(data_dir):
         socket_path = _start_daemon(line, data_dir, key, environ)
     if socket_path is None:
         return None
@@ -321,7 +321,7 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
 
         params.append(("width", str(shutil.get_terminal_size().columns)))
         params.append(("color", _color_system(environ)))
-    reply = _get(socket_path, "/daemon/search", params, key, environ.get("CHROMASYNC_API_TOKEN"))
+    reply = get(socket_path, "/daemon/search", params, key, environ.get("CHROMASYNC_API_TOKEN"))
     if reply is None:
         return None
     import json
@@ -338,25 +338,6 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     return 0
 
 
-def _nobody_owns(data_dir: str) -> bool:
-    """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
-    import fcntl
-
-    if not os.path.exists(os.path.join(data_dir, STATE_FILE)):
-        return False  # nothing indexed here (or a server store): the CLI decides
-    try:
-        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
 def _start_daemon(
     line: DaemonLine, data_dir: str, key: str, environ: Mapping[str, str]
 ) -> str | None:
@@ -367,6 +348,7 @@ def _start_daemon(
     import time
 
     from .datadir import DAEMON_LOG, DAEMON_NOTICE, open_private
+    from .owner.dial import daemon_socket, listening
 
     argv = [sys.executable, "-m", "chromasync", "daemon", "run", "--key", key]
     for name, value in line.store:
@@ -387,95 +369,14 @@ def _start_daemon(
         return None
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        found = _daemon_socket(data_dir)
-        if found is not None and _listening(found):
+        found = daemon_socket(data_dir)
+        if found is not None and listening(found):
             return found
         if process.poll() is not None:  # it could not start, or another one won the lock
-            found = _daemon_socket(data_dir)
-            return found if found is not None and _listening(found) else None
+            found = daemon_socket(data_dir)
+            return found if found is not None and listening(found) else None
         time.sleep(0.02)
     return None
-
-
-def _listening(path: str) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(path)
-        except OSError:
-            return False
-    return True
-
-
-def _daemon_socket(data_dir: str) -> str | None:
-    """The socket of the data dir's daemon, when one advertises itself and holds the lock as
-    a reader (a killed one's leftovers are ignored: its lock is free)."""
-    import fcntl
-    import json
-
-    try:
-        with open(os.path.join(data_dir, "owner.json"), "rb") as handle:
-            info = json.loads(handle.read(64 * 1024))
-        if info.get("role") != "daemon":
-            return None
-        pid, path = int(info["pid"]), str(info["socket"])
-        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:  # held: by the daemon?
-            text = os.read(fd, 400).decode("utf-8", "replace")
-            return path if text.startswith(f"pid {pid}: ") else None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None  # free: nobody runs
-    finally:
-        os.close(fd)
-
-
-def _get(
-    socket_path: str, route: str, params: Sequence[tuple[str, str]], key: str, token: str | None
-) -> bytes | None:
-    """GET `route` over the Unix socket (HTTP/1.1, closed after one answer): the body of a
-    200 answer, else None."""
-    import socket
-    from urllib.parse import urlencode
-
-    head = [
-        f"GET {route}?{urlencode(list(params))} HTTP/1.1",
-        "Host: localhost",
-        "Connection: close",
-        f"X-Chromasync-Key: {key}",
-    ]
-    if token:
-        head.append(f"Authorization: Bearer {token}")
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape")
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(120.0)
-            conn.connect(socket_path)
-            conn.sendall(request)
-            while True:
-                chunk = conn.recv(1 << 16)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > _MAX_REPLY:
-                    return None
-                chunks.append(chunk)
-    except (OSError, UnicodeError):
-        return None
-    head_bytes, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
-    status = head_bytes.split(b"\r\n", 1)[0].split(b" ")
-    if not sep or len(status) < 2 or status[1] != b"200":
-        return None
-    if b"\r\ntransfer-encoding: chunked" in head_bytes.lower():
-        return None  # the daemon's JSON answers carry a length; anything else: the CLI
-    return body
 
 
 def _color_system(environ: Mapping[str, str]) -> str:

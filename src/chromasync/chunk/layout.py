@@ -28,12 +28,11 @@ from dataclasses import dataclass, replace
 
 from ..records import Chunk
 from . import Budget
-from .meter import count_all
+from .filler import Filler
+from .meter import JOINS, count_all
 
 #: The end of a sentence: terminal punctuation, closing quotes or brackets, then spaces.
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*(\s+)")
-#: Characters at which two excerpts may be joined without changing how either tokenizes.
-_JOINS = " \t\n"
 #: A context label may take at most this share of the budget; longer ones are cut.
 CONTEXT_SHARE = 4
 _ATX_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+([^\n]*?)(?:[ \t]+#+)?[ \t]*(?:\n|$)")
@@ -256,12 +255,12 @@ class Layout:
             if position >= b:
                 break
             end = self._cut_end(position, b, room)
-            if end < b and text[end] not in _JOINS:
+            if end < b and text[end] not in JOINS:
                 space = max(text.rfind(" ", position, end), text.rfind("\t", position, end))
                 if space > position + (end - position) // 2:
                     end = space
-            clean = (position == a or text[position - 1] in _JOINS) and (
-                end == b or text[end] in _JOINS
+            clean = (position == a or text[position - 1] in JOINS) and (
+                end == b or text[end] in JOINS
             )
             if self.exact and context is None and clean:
                 count = self.tokens(position, end)  # whitespace on both sides: counts add up
@@ -301,7 +300,7 @@ class Layout:
         """Fill chunks greedily with `units`; (a, b, overlap) of each chunk, in order."""
         total = sum(u.span.tokens for u in units)
         needed = max(1, -(-total // max(room, 1)))
-        filler = _Filler(self, room, target=-(-total // needed))
+        filler = Filler(self, room, target=-(-total // needed))
         for index, unit in enumerate(units):
             self.tick()
             span = unit.span
@@ -356,9 +355,7 @@ class Layout:
                 break
             carry.insert(0, span)
             total += span.tokens
-        if carry and (
-            self.text[carry[-1].b] not in _JOINS or not self.excerpt(carry[0].a, piece.b)
-        ):
+        if carry and (self.text[carry[-1].b] not in JOINS or not self.excerpt(carry[0].a, piece.b)):
             return []
         return carry
 
@@ -474,66 +471,3 @@ class Layout:
             while start < draft.b and self.text[start] in " \t":
                 start += 1
         return replace(draft, a=start, overlap=0) if start < draft.b else None
-
-
-class _Filler:
-    """The chunk being filled by `Layout.pack`, and the chunks closed so far."""
-
-    def __init__(self, layout: Layout, room: int, target: int) -> None:
-        self.layout = layout
-        self.room = room
-        self.target = target  # a chunk this full is closed: chunks come out even
-        self.out: list[tuple[int, int, int]] = []
-        self.cur: list[Span] = []
-        self.used = 0
-        self.overlap = 0
-
-    def joinable(self, span: Span) -> bool:
-        layout = self.layout
-        if not self.cur:
-            return layout.fits(span.tokens, span.a, span.b, self.room)
-        if self.used >= self.target and self.heading_tokens() is None:
-            return False
-        return (
-            self.used + span.tokens <= self.room
-            and span.b - self.cur[0].a <= layout.limit
-            and layout.text[self.cur[-1].b] in _JOINS
-            and (layout.excerpt(self.cur[0].a, span.b) or self._opens_a_line(span))
-        )
-
-    def _opens_a_line(self, span: Span) -> bool:
-        """A chunk holding only headings may take the first piece of a long line after
-        them: else the heading would be a chunk of its own."""
-        layout = self.layout
-        return self.heading_tokens() is not None and span.a == layout.line_start(
-            layout.line_of(span.a)
-        )
-
-    def add(self, span: Span) -> None:
-        self.cur.append(span)
-        self.used += span.tokens
-
-    def heading_tokens(self) -> int | None:
-        """The size of the chunk being filled if it holds only headings, else None."""
-        if self.cur and all(s.sticky for s in self.cur):
-            return self.used
-        return None
-
-    def close(self) -> list[Span]:
-        done = self.cur
-        if done:
-            self.out.append((done[0].a, done[-1].b, self.overlap))
-        self.cur, self.used, self.overlap = [], 0, 0
-        return done
-
-    def release_headings(self) -> None:
-        """Close the chunk without its trailing headings, which start the next one."""
-        cur = self.cur
-        if not cur or not cur[-1].sticky or all(s.sticky for s in cur):
-            return
-        keep = max(i for i, s in enumerate(cur) if not s.sticky) + 1
-        self.cur = cur[:keep]
-        self.used = sum(s.tokens for s in self.cur)
-        self.close()
-        for span in cur[keep:]:
-            self.add(span)

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+#: Characters at which two excerpts may be joined without changing how either tokenizes.
+JOINS = " \t\n"
+
 
 class TokenMeter(Protocol):
     """Measures text in the embedding model's word pieces, special tokens excluded."""

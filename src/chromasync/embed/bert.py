@@ -152,3 +152,14 @@ def load(config: Mapping[str, Any], weights: Path, dtype: torch.dtype | None = N
     else:
         tensors = torch.load(str(weights), map_location="cpu", weights_only=True)
     return BertEncoder(config, tensors, dtype)
+
+
+def numpy_run(encoder: Any) -> Any:
+    """`encoder` as the local provider's `_embed_batched` run: numpy arrays in and out."""
+
+    def run(ids: Any, mask: Any, types: Any) -> Any:
+        import torch
+
+        return encoder(*(torch.from_numpy(a) for a in (ids, mask, types))).numpy()
+
+    return run

@@ -54,7 +54,7 @@ from typing import Any
 
 from ..errors import EmbeddingError
 from . import runtime
-from .making import check_agreement, pooled_module, quantize
+from .making import check_agreement, export_onnx, quantize
 from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
 from .tokens import bundled_model_dir
 
@@ -348,34 +348,16 @@ class LocalEmbedder:
             "chromasync: exporting the local model to ONNX (once, ~10 s, no download): %s", path
         )
         try:
-            import torch
+            import torch  # noqa: F401 - checked here, before the model loads
         except ImportError as exc:
             raise EmbeddingError("exporting to ONNX needs torch installed") from exc
         model = self._load_torch()
         transformer = model[0].auto_model.eval()
 
         path.parent.mkdir(parents=True, exist_ok=True)
-        dummy = torch.ones(2, 8, dtype=torch.long)
-        axes = {"b": 0, "s": 1}
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             target = Path(tmp) / path.name
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(
-                    pooled_module(transformer),
-                    (dummy, dummy, torch.zeros_like(dummy)),
-                    str(target),
-                    input_names=["input_ids", "attention_mask", "token_type_ids"],
-                    output_names=["embedding"],
-                    dynamic_axes={
-                        "input_ids": {axes["b"]: "batch", axes["s"]: "seq"},
-                        "attention_mask": {axes["b"]: "batch", axes["s"]: "seq"},
-                        "token_type_ids": {axes["b"]: "batch", axes["s"]: "seq"},
-                        "embedding": {0: "batch"},
-                    },
-                    opset_version=17,
-                    dynamo=False,
-                )
+            export_onnx(transformer, target)
             self._load_onnx(target)
             check_agreement(model, self._embed_onnx, 0.9999, f"ONNX export of {self.model_id}")
             self._session = None
@@ -413,10 +395,12 @@ class LocalEmbedder:
             "(once, ~10 s, no download): %s",
             record,
         )
+        from .bert import numpy_run
+
         model = self._load_torch()
         cosine = check_agreement(
             model,
-            lambda texts: self._embed_batched(texts, _torch_run(encoder)),
+            lambda texts: self._embed_batched(texts, numpy_run(encoder)),
             0.999,
             f"bf16 encoder of {self.model_id}",
         )
@@ -475,7 +459,9 @@ class LocalEmbedder:
         self._load()
         self.texts_embedded += len(texts)
         if self._encoder is not None:
-            return self._embed_batched(texts, _torch_run(self._encoder))
+            from .bert import numpy_run
+
+            return self._embed_batched(texts, numpy_run(self._encoder))
         if self._session is not None:
             return self._embed_onnx(texts)
         vectors = self._st_model.encode(
@@ -505,14 +491,3 @@ class LocalEmbedder:
                     )
         query_model: LocalEmbedder = self._query_session
         return query_model
-
-
-def _torch_run(encoder: Any) -> Any:
-    """`encoder` (embed/bert.py) as `_embed_batched`'s run: numpy arrays in and out."""
-
-    def run(ids: Any, mask: Any, types: Any) -> Any:
-        import torch
-
-        return encoder(*(torch.from_numpy(a) for a in (ids, mask, types))).numpy()
-
-    return run

@@ -1,6 +1,6 @@
-"""Making the local model's variants from its weights, once: the module the ONNX export
-traces (transformer, mean pooling, L2 normalisation), int8 quantization of the export, and
-the check that what was made agrees with sentence-transformers.
+"""Making the local model's variants from its weights, once: the ONNX export and the module
+it traces (transformer, mean pooling, L2 normalisation), int8 quantization of the export,
+and the check that what was made agrees with sentence-transformers.
 """
 
 from __future__ import annotations
@@ -86,3 +86,30 @@ def pooled_module(transformer: Any) -> Any:
             return torch.nn.functional.normalize(summed.float(), p=2, dim=1)
 
     return Pooled(transformer)
+
+
+def export_onnx(transformer: Any, target: Path) -> None:
+    """Export `transformer` with mean pooling and L2 normalisation (`pooled_module`) to ONNX
+    at `target`: inputs `input_ids`, `attention_mask`, `token_type_ids` and output
+    `embedding`, with dynamic batch and sequence axes."""
+    import torch
+
+    dummy = torch.ones(2, 8, dtype=torch.long)
+    axes = {"b": 0, "s": 1}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            pooled_module(transformer),
+            (dummy, dummy, torch.zeros_like(dummy)),
+            str(target),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={
+                "input_ids": {axes["b"]: "batch", axes["s"]: "seq"},
+                "attention_mask": {axes["b"]: "batch", axes["s"]: "seq"},
+                "token_type_ids": {axes["b"]: "batch", axes["s"]: "seq"},
+                "embedding": {0: "batch"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
