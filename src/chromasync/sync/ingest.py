@@ -53,6 +53,7 @@ from .planning import (
     preflight,
 )
 from .resources import Resources
+from .settled import noop_summary, settled
 from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter
 
 if TYPE_CHECKING:
@@ -166,7 +167,9 @@ class Ingestor:
         run.skipped.update(sorted_.remembered_skips.values())
         run.files_unchanged = len(sorted_.unchanged)
         if not (must_heal or sorted_.to_read or sorted_.gone):
-            summary = self._noop_summary(spec, discovery, sorted_, started, options.dry_run)
+            summary = noop_summary(
+                self.state, name, spec, discovery, sorted_, started, options.dry_run
+            )
             if not options.dry_run:
                 self.state.record_noop_run(name, label, summary.as_json())
                 self._settle(spec, discovery, options, summary)
@@ -383,28 +386,6 @@ class Ingestor:
             spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
         )
 
-    def _noop_summary(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        started: int,
-        dry_run: bool = False,
-    ) -> IngestSummary:
-        """What a run reports when triage finds nothing to read and nothing gone."""
-        run = Tally()
-        run.skipped.update(s.reason for s in discovery.skipped)
-        run.skipped.update(sorted_.remembered_skips.values())
-        base = dict(
-            collection=self.collection_name,
-            source=spec.label,
-            files_seen=len(discovery.files) + len(discovery.skipped),
-            files_unchanged=len(sorted_.unchanged),
-            chunks_total=self.state.record_total(self.collection_name, spec.label),
-            dry_run=dry_run,
-        )
-        return run.summary(base, started)
-
     def _settle(
         self,
         spec: SourceSpec,
@@ -413,42 +394,16 @@ class Ingestor:
         summary: IngestSummary | None = None,
     ) -> None:
         """Report the source as settled when a re-run over the tree just walked would be a
-        no-op (`summary`: the no-op this run was); see `fastpath`."""
-        if (
-            self._on_settled is None
-            or discovery.listing is None
-            or options.dry_run
-            or options.limit
-            or options.gc_only
-            or not options.gc
-        ):
+        no-op (`summary`: the no-op this run was); see `settled` and `fastpath`."""
+        if self._on_settled is None or discovery.listing is None:
             return
-        if summary is None:
-            name, label = self.collection_name, spec.label
-            row = self.state.source(name, label)
-            if (
-                row is None
-                or row.status != "clean"
-                or row.embedding_model != self.embedder.model_id
-                or row.chunking_version != CHUNKING_VERSION
-            ):
-                return
-            again = triage(discovery, self.state.files(name, label, with_records=False))
-            if again.to_read or again.gone:
-                return
-            summary = self._noop_summary(spec, discovery, again, time.perf_counter_ns())
-        self._on_settled(
-            SettledSource(
-                collection=self.collection_name,
-                source=spec.label,
-                root=str(spec.root),
-                starts=spec.starts,
-                pruned_dirs=discovery.pruned_dirs,
-                use_gitignore=spec.use_gitignore,
-                listing=discovery.listing,
-                summary=summary.as_json(),
-            )
+        if options.dry_run or options.limit or options.gc_only or not options.gc:
+            return
+        found = settled(
+            self.state, self.collection_name, self.embedder.model_id, spec, discovery, summary
         )
+        if found is not None:
+            self._on_settled(found)
 
     # -- stages of a run -----------------------------------------------------------------
 
