@@ -306,6 +306,15 @@ def test_a_worker_whose_parent_is_gone_ends(tmp_path: Path) -> None:
     assert proc.wait(timeout=60) == 0
 
 
+def test_the_worker_runs_this_checkout_and_never_puts_site_packages_first() -> None:
+    src = Path("/work/checkout/src")
+    assert ahead.child_env(src, {"PYTHONPATH": "/x"})["PYTHONPATH"] == f"{src}{os.pathsep}/x"
+    assert ahead.child_env(src, {})["PYTHONPATH"] == str(src)
+    installed = Path("/venv/lib/python3.11/site-packages")
+    assert "PYTHONPATH" not in ahead.child_env(installed, {"HOME": "/h"})
+    assert ahead.child_env(installed, {"PYTHONPATH": "/x"})["PYTHONPATH"] == "/x"
+
+
 def test_merge_counts_keeps_the_skips_added_here() -> None:
     run = Tally()
     run.skipped.update({"binary": 1, "private": 2})

@@ -93,6 +93,19 @@ def command() -> list[str]:
     return [sys.executable, "-m", "chromasync.sync.ahead"]
 
 
+def child_env(package_root: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The worker's environment: this one, with the folder this package was imported from
+    first on PYTHONPATH when it is a source checkout (`src/`), so that the worker runs the
+    same code. An installed package is found as it was here; a site-packages folder is
+    never put before the standard library."""
+    env = dict(environ)
+    if package_root.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(package_root), env.get("PYTHONPATH", "")) if p
+        )
+    return env
+
+
 def available_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -201,11 +214,7 @@ class _Worker:
     """The process, and the thread that reads its frames into a bounded queue."""
 
     def __init__(self, job: AheadJob) -> None:
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
+        env = child_env(Path(__file__).resolve().parents[2], os.environ)
         self.proc = subprocess.Popen(
             command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
         )
