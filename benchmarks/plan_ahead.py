@@ -31,14 +31,9 @@ CONSOLE_SCRIPT = "import sys\nfrom chromasync.fastpath import main\nsys.exit(mai
 
 def materialize(out: Path, limit: int) -> Path:
     root = out / "scifact"
-    subprocess.run(
-        [sys.executable, str(SHARED / "tools" / "materialize_scifact.py"), str(root)],
-        check=True,
-        capture_output=True,
-    )
-    if limit:
-        for extra in sorted(p for p in root.rglob("*.md"))[limit:]:
-            extra.unlink()
+    tool = SHARED / "tools" / "materialize_scifact.py"
+    only = ["--limit", str(limit)] if limit else []
+    subprocess.run([sys.executable, str(tool), str(root), *only], check=True, capture_output=True)
     for path in root.rglob("*"):
         if path.is_file():
             os.utime(path, ns=(1_600_000_000 * 10**9, 1_600_000_000 * 10**9))
