@@ -11,6 +11,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,9 @@ def test_use_plans_ahead_with_a_second_core_and_enough_files() -> None:
     assert not ahead.use("auto", many, cpus=1)
     assert ahead.use("on", 1, cpus=1) and not ahead.use("on", 0, cpus=2)
     assert not ahead.use("off", many * 10, cpus=8)
+    # a model on this machine's cores: `auto` leaves them to it, `on` still plans ahead
+    assert not ahead.use("auto", many * 10, cpus=8, model_on_cores=True)
+    assert ahead.use("on", 1, cpus=2, model_on_cores=True)
     with pytest.MonkeyPatch.context() as m:  # a frozen app has no `python -m` to run
         m.setattr(sys, "frozen", True, raising=False)
         assert not ahead.use("auto", many, cpus=2)
@@ -296,11 +300,12 @@ def test_a_worker_whose_parent_is_gone_ends(tmp_path: Path) -> None:
         cwd=REPO,
     )
     assert proc.stdin is not None and proc.stdout is not None
+    assert job.nice == 0  # the hash provider runs on no cores of its own
     with proc.stdin:
-        pickle.dump(job, proc.stdin)
+        pickle.dump(replace(job, nice=ahead.NICE), proc.stdin)
     first = pickle.load(proc.stdout)
     assert first[0] in ("read", "changes")  # nothing but frames on the pipe
-    if hasattr(os, "getpriority"):  # it yields the cores to the model and the writes
+    if hasattr(os, "getpriority"):  # beside a model on this machine's cores, it yields
         assert os.getpriority(os.PRIO_PROCESS, proc.pid) == ahead.NICE
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0

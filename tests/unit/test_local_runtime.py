@@ -71,6 +71,24 @@ def test_default_device_is_auto() -> None:
     assert embedder.runtime is None  # nothing loaded at construction
 
 
+def test_it_says_whether_it_embeds_on_this_machines_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ingest leaves the cores to a model on the CPU (no planning process: `ahead`)."""
+    from chromasync.embed import runtime
+
+    for gpu in (False, True):
+        monkeypatch.setattr(runtime, "gpu_present", lambda gpu=gpu: gpu)
+        assert LocalEmbedder.from_options({"device": "cpu"}).uses_local_cores
+        assert not LocalEmbedder.from_options({"device": "cuda"}).uses_local_cores
+        assert LocalEmbedder.from_options({}).uses_local_cores is not gpu  # auto
+    loaded = LocalEmbedder.from_options({})
+    loaded.runtime = ("onnx", "cuda")  # what a load chose
+    assert not loaded.uses_local_cores
+    loaded.runtime = ("onnx", "cpu")
+    assert loaded.uses_local_cores
+
+
 @pytest.mark.parametrize(
     ("lengths", "max_texts", "max_tokens", "expected"),
     [

@@ -139,6 +139,13 @@ class LocalEmbedder:
             batch_tokens=int(options.get("batch_tokens", DEFAULT_BATCH_TOKENS)),
         )
 
+    @property
+    def uses_local_cores(self) -> bool:
+        """On this machine's CPU cores, not a GPU (an ingest leaves them to it: `ahead`)."""
+        if self.runtime is not None:
+            return self.runtime[1] != "cuda"
+        return not runtime.gpu_present() if self.device == "auto" else self.device != "cuda"
+
     # -- the numeric variant -------------------------------------------------------------
 
     @property

@@ -446,9 +446,12 @@ class Ingestor:
         """A streamed run's planner: in a second process when `ahead.use` says so (and no
         test clock or reader stands in), else `planner` itself."""
         stand_in = self.clock is not FILE_CLOCK or read_file is not corpus_read.read_file
-        if stand_in or not ahead.use(options.plan_ahead, len(planner.sorted_.to_read)):
+        cores = bool(getattr(self.embedder, "uses_local_cores", False))
+        files = len(planner.sorted_.to_read)
+        if stand_in or not ahead.use(options.plan_ahead, files, model_on_cores=cores):
             return planner
-        return ahead.AheadPlanner(planner, self.embedder.tokenizer_path, self._progress)
+        nice = ahead.NICE if cores else 0
+        return ahead.AheadPlanner(planner, self.embedder.tokenizer_path, self._progress, nice)
 
     def _write(
         self,
