@@ -16,9 +16,8 @@ Here a thread reads the frames into a bounded queue (`AHEAD_FRAMES`: how far the
 ahead, a few waves), and `AheadPlanner.changes()` yields the changes in order: the writer
 sees exactly what an in-process planner would have yielded, and writes them in the same
 order. The worker writes nothing but its frames; beside a model on this machine's cores it
-runs at the lowest priority (`NICE`). When this process dies,
-the pipe closes and the worker's next write ends it; a worker that dies is an error here,
-never a short run.
+runs at the lowest priority (`NICE`). When this process dies, the pipe closes and the
+worker's next write ends it; a worker that dies is an error here, never a short run.
 """
 
 from __future__ import annotations
