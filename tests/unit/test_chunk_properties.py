@@ -186,3 +186,7 @@ def test_segmented_spans_equal_one_call() -> None:
     assert len(text) > 200_000
     whole = list(meter._tokenizer.encode(text, add_special_tokens=False).offsets)
     assert meter.spans(text) == whole
+    one_line = '{"a": ' * 20_000 + "1" + "}" * 20_000 + "\n"  # nothing to cut at but its end
+    assert len(one_line) > 100_000
+    alone = list(meter._tokenizer.encode(one_line, add_special_tokens=False).offsets)
+    assert meter.spans(one_line) == alone

@@ -48,16 +48,18 @@ class HFTokenMeter:
 
         A long text of an additive tokenizer is cut at line ends into segments encoded in
         one batch (in parallel): no word piece crosses a line end, so the offsets are the
-        same as those of one call, and come about twice as fast.
+        same as those of one call, and come about twice as fast. A text with no line end to
+        cut at (one long line) is one call, without the batch's threads.
         """
-        if not self.additive or len(text) <= 2 * _SEGMENT_CHARS:
-            return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
         starts = [0]
-        while starts[-1] + _SEGMENT_CHARS < len(text):
-            cut = text.find("\n", starts[-1] + _SEGMENT_CHARS)
-            if cut < 0:
-                break
-            starts.append(cut + 1)
+        if self.additive and len(text) > 2 * _SEGMENT_CHARS:
+            while starts[-1] + _SEGMENT_CHARS < len(text):
+                cut = text.find("\n", starts[-1] + _SEGMENT_CHARS)
+                if cut < 0 or cut + 1 >= len(text):  # no line end left to cut at
+                    break
+                starts.append(cut + 1)
+        if len(starts) == 1:  # short, not additive, or one long line: one call
+            return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
         bounds = list(zip(starts, [*starts[1:], len(text)], strict=True))
         encoded = self._tokenizer.encode_batch(
             [text[a:b] for a, b in bounds], add_special_tokens=False
