@@ -44,6 +44,8 @@ class Counting:
         self.model_id = inner.model_id
         self.max_tokens = inner.max_tokens
         self.batch_size = inner.batch_size
+        #: a model on this machine's cores: chromasync then plans in one process (`ahead`)
+        self.uses_local_cores = bool(getattr(inner, "uses_local_cores", False))
         self.texts = 0
         self.tokens = 0  # word pieces the model sees: [CLS] + text + [SEP], cut at 256
         self.calls = 0
