@@ -43,6 +43,7 @@ from .. import __version__
 from ..config.settings import Settings
 from ..datadir import DAEMON_LOG, make_private_dir, open_private
 from ..state.lock import READER_LEAVES_IN, lock_holder
+from .dial import listening
 from .locate import OwnerInfo, find_owner
 
 ROLE = "daemon"
@@ -185,18 +186,6 @@ def spawn(settings: Settings, flags: Mapping[str, Any]) -> subprocess.Popen[byte
     process.stdin.write(json.dumps(dict(flags)).encode())
     process.stdin.close()
     return process
-
-
-def listening(path: str) -> bool:
-    """Something accepts connections on the Unix socket `path` (a dead owner's file does not)."""
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(path)
-        except OSError:
-            return False
-    return True
 
 
 def ensure(

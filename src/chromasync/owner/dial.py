@@ -41,6 +41,7 @@ def nobody_owns(data_dir: str) -> bool:
 
 
 def listening(path: str) -> bool:
+    """Something accepts connections on the Unix socket `path` (a dead owner's file does not)."""
     import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:

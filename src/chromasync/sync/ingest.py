@@ -395,7 +395,7 @@ class Ingestor:
     ) -> None:
         """Report the source as settled when a re-run over the tree just walked would be a
         no-op (`summary`: the no-op this run was); see `settled` and `fastpath`."""
-        if self._on_settled is None or discovery.listing is None:
+        if self._on_settled is None:
             return
         if options.dry_run or options.limit or options.gc_only or not options.gc:
             return
