@@ -224,7 +224,7 @@ print(json.dumps({"opened": opened, "code": code, "modules": modules}), file=sys
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] == 0 and report["opened"] == []
-    assert json.loads(done.stdout)["files_unchanged"] == 5
+    assert json.loads(done.stdout)[0]["files_unchanged"] == 5
     ours = {m for m in report["modules"] if m.startswith("chromasync")}
     # The stage packages' __init__ hold a docstring only (test_layers keeps them so).
     # (`--json`: the plain-lines renderer `sync.summary` and the search fast path stay out)

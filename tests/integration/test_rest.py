@@ -281,6 +281,9 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
         gone = client.delete("/sources/kites")
         assert gone.status_code == 200, gone.text
         assert gone.json()["records_deleted"] == 1
+        # the collection it leaves empty goes too (issue 29); notes' stays
+        assert gone.json()["collections_dropped"] == ["chromasync-docs"]
+        assert api.open_store(settings).list_collections() == ["chromasync-notes"]
         assert "kites" not in (project / "chromasync.yaml").read_text()
         assert {s["label"] for s in client.get("/sources").json()} == {"notes"}
         hits = client.get("/search", params={"q": "delta kite", "k": 50}).json()["hits"]

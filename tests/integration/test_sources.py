@@ -103,6 +103,7 @@ def test_remove_source_leaves_others(project: Path, embedder: HashEmbedder) -> N
     removed = api.remove_source(settings, "alpha")
     assert removed.records_deleted > 0 and removed.declaration_removed
     assert removed.collections == ("chromasync-notes",)
+    assert removed.collections_dropped == ()  # beta's records are still in it
     assert by_source(settings, "chromasync-notes") == {"beta": before["beta"]}
     assert stored(settings, "chromasync-docs") == docs_before
     assert [r.source for r in api.status(settings)] == ["docs", "beta"] or {

@@ -179,6 +179,11 @@ def sources_remove(label: str, keep_entry: bool, wait: bool, **flags: Any) -> No
     click.echo(
         f"removed source {safe(removed.label)!r}: {removed.records_deleted} records from "
         f"{where}; declaration {'removed' if removed.declaration_removed else 'kept'}"
+        + (
+            f"; dropped the emptied collection(s) {', '.join(removed.collections_dropped)}"
+            if removed.collections_dropped
+            else ""
+        )
     )
 
 
