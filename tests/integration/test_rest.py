@@ -73,7 +73,9 @@ def test_search_filters(client: TestClient) -> None:
     assert paths(after="2026-01-01") == {"guides/install.md", "journal/2026-05-01.md"}
     assert paths(after="2026-01-01", before="2026-04-01") == {"guides/install.md"}
     assert paths(source="notes") == everything
-    assert paths(source="elsewhere") == set()
+    # a label nobody knows is an error naming the closest one, not an empty result (issue 29)
+    typo = client.get("/search", params={"q": "notes", "source": "nots"})
+    assert typo.status_code == 404 and "did you mean 'notes'" in typo.json()["detail"]
 
 
 def test_search_takes_the_cli_options(client: TestClient) -> None:
