@@ -46,6 +46,7 @@ from .check import (
 )
 from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
+from .natsfile import NatsModel, nats_settings
 from .settings import ConfigFile, FileValue
 
 Scalar = str | int | float | bool
@@ -158,6 +159,7 @@ class ConfigModel(_Model):
     privacy_keys: list[str] = Field(default_factory=list)
     chromasync: CompactModel | None = None
     serve: ServeModel | None = None
+    nats: NatsModel | None = None
     #: A description per source label or `label/path/prefix`, returned with every hit there.
     context: dict[str, Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
         default_factory=dict, max_length=1000
@@ -323,6 +325,8 @@ def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, 
         put("llm_timeout", answer.timeout, ("answer", "timeout"))
         put("llm_retries", answer.retries, ("answer", "retries"))
         put("answer_fallback", answer.fallback, ("answer", "fallback"))
+    if model.nats is not None:
+        nats_settings(model.nats, lambda raw: _resolve(raw, base), put)
     put("skip_paths", tuple(model.skip_paths), ("skip_paths",))
     put("privacy_keys", tuple(k.strip().lower() for k in model.privacy_keys), ("privacy_keys",))
     return out

@@ -36,12 +36,22 @@ DEFAULT_COLLECTION = "chromasync"
 CONFIG_FILE_NAME = "chromasync.yaml"
 CONFIG_ENV = "CHROMASYNC_CONFIG"
 SECRET_FIELDS = frozenset(
-    {"chroma_token", "api_key", "embedding_api_key", "api_token", "llm_api_key"}
+    {
+        "chroma_token",
+        "api_key",
+        "embedding_api_key",
+        "api_token",
+        "llm_api_key",
+        "nats_token",
+        "nats_password",
+    }
 )
 FALLBACKS = ("none", "extractive")
 COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
 CLOUD_KEY_ENV = "CHROMA_API_KEY"
 
@@ -83,6 +93,24 @@ _FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
     "llm_retries": ("CHROMASYNC_LLM_RETRIES", 4),
     "answer_context_tokens": ("CHROMASYNC_ANSWER_CONTEXT_TOKENS", 3000),
     "answer_fallback": ("CHROMASYNC_ANSWER_FALLBACK", "none"),
+    # `chromasync nats` (docs/nats.md): the server, its credentials (token and password:
+    # environment only), the stream and durable consumer of change events, the subjects.
+    "nats_url": ("CHROMASYNC_NATS_URL", DEFAULT_NATS_URL),
+    "nats_user": ("CHROMASYNC_NATS_USER", None),
+    "nats_password": ("CHROMASYNC_NATS_PASSWORD", None),
+    "nats_token": ("CHROMASYNC_NATS_TOKEN", None),
+    "nats_creds": ("CHROMASYNC_NATS_CREDS", None),
+    "nats_stream": ("CHROMASYNC_NATS_STREAM", "CORPUS"),
+    "nats_durable": ("CHROMASYNC_NATS_DURABLE", "chromasync"),
+    "nats_event_subjects": ("CHROMASYNC_NATS_EVENT_SUBJECTS", ",".join(NATS_EVENT_SUBJECTS)),
+    "nats_retrieve_subject": ("CHROMASYNC_NATS_RETRIEVE_SUBJECT", "corpus.retrieve.requested"),
+    "nats_ask_subject": ("CHROMASYNC_NATS_ASK_SUBJECT", "corpus.ask.requested"),
+    "nats_queue": ("CHROMASYNC_NATS_QUEUE", "chromasync"),
+    "nats_corpus_root": ("CHROMASYNC_NATS_CORPUS_ROOT", None),
+    "nats_batch_s": ("CHROMASYNC_NATS_BATCH_S", 0.5),
+    "nats_batch_max": ("CHROMASYNC_NATS_BATCH_MAX", 256),
+    "nats_ack_wait_s": ("CHROMASYNC_NATS_ACK_WAIT_S", 60.0),
+    "nats_max_message_bytes": ("CHROMASYNC_NATS_MAX_MESSAGE_BYTES", 1024 * 1024),
 }
 _INTS = {
     "max_file_bytes",
@@ -93,16 +121,26 @@ _INTS = {
     "keyword_refresh_s",
     "llm_retries",
     "answer_context_tokens",
+    "nats_batch_max",
+    "nats_max_message_bytes",
 }
-_FLOATS = {"chroma_timeout", "duplicate_threshold", "llm_timeout"}
+_FLOATS = {
+    "chroma_timeout",
+    "duplicate_threshold",
+    "llm_timeout",
+    "nats_batch_s",
+    "nats_ack_wait_s",
+}
 #: Settings that only the config file (or a flag, for Python callers) can set.
-_FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
+_FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys", "nats_fields", "nats_clients")
 #: Where a secret setting comes from instead of the config file.
 SECRET_ENV = {
     "chroma_token": "CHROMASYNC_CHROMA_TOKEN",
     "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
     "api_token": "CHROMASYNC_API_TOKEN",
     "llm_api_key": "CHROMASYNC_LLM_API_KEY",
+    "nats_token": "CHROMASYNC_NATS_TOKEN",
+    "nats_password": "CHROMASYNC_NATS_PASSWORD",
 }
 
 
@@ -186,6 +224,27 @@ class Settings:
     provider_options: Mapping[str, Any] = field(default_factory=dict)
     skip_paths: tuple[str, ...] = ()
     privacy_keys: tuple[str, ...] = DEFAULT_PRIVACY_KEYS
+    nats_url: str = DEFAULT_NATS_URL
+    nats_user: str | None = None
+    nats_password: str | None = field(default=None, repr=False)  # environment only
+    nats_token: str | None = field(default=None, repr=False)  # environment only
+    nats_creds: str | None = None  # a NATS credentials file (JWT and seed): its path
+    nats_stream: str = "CORPUS"
+    nats_durable: str = "chromasync"
+    nats_event_subjects: str = ",".join(NATS_EVENT_SUBJECTS)
+    nats_retrieve_subject: str = "corpus.retrieve.requested"
+    nats_ask_subject: str = "corpus.ask.requested"
+    nats_queue: str = "chromasync"
+    nats_corpus_root: str | None = None  # events' relative paths and replies' corpus_path
+    nats_batch_s: float = 0.5  # how long a burst of events gathers before one sync
+    nats_batch_max: int = 256  # events fetched at once
+    nats_ack_wait_s: float = 60.0
+    nats_max_message_bytes: int = 1024 * 1024
+    #: request field -> metadata key (`funder_slug`, `record_uuid`, `published_at`,
+    #: `pack_id`, `title`); file only
+    nats_fields: Mapping[str, str] = field(default_factory=dict)
+    #: client_id -> the collections it searches (`*`: any other client); file only
+    nats_clients: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     config_file: ConfigFile | None = field(default=None, compare=False, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -230,7 +289,10 @@ class Settings:
             if isinstance(value, tuple):
                 text = ", ".join(value)
             elif isinstance(value, Mapping):
-                text = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+                text = ", ".join(
+                    f"{k}={'|'.join(v) if isinstance(v, tuple) else v}"
+                    for k, v in sorted(value.items())
+                )
             else:
                 text = "" if value is None else str(value)
             if name in SECRET_FIELDS and value:
@@ -239,6 +301,20 @@ class Settings:
         if self.config_file is not None:
             rows.append(("config", str(self.config_file.path), self.origins.get("config", "")))
         return rows
+
+
+def _check_nats(values: dict[str, Any], origins: Mapping[str, str]) -> None:
+    """The NATS settings' ranges (`chromasync nats`)."""
+    for name, low, high in (
+        ("nats_batch_s", 0.0, 60.0),
+        ("nats_batch_max", 1, 10_000),
+        ("nats_ack_wait_s", 1.0, 3600.0),
+        ("nats_max_message_bytes", 1024, 64 * 1024 * 1024),
+    ):
+        if not low <= values[name] <= high:
+            raise ConfigError(f"{name} must be between {low} and {high} ({origins[name]})")
+    if not str(values["nats_url"]).strip():
+        raise ConfigError(f"nats_url is empty ({origins['nats_url']})")
 
 
 def kind_slug(kind: str) -> str:
@@ -387,6 +463,7 @@ def resolve_settings(
             f"collections must be one of {', '.join(COLLECTION_MODES)}, got "
             f"{values['collections']!r} ({origins['collections']})"
         )
+    _check_nats(values, origins)
     if values["editor_uri"]:
         values["editor_uri"] = check_editor_uri(values["editor_uri"], origins["editor_uri"])
     else:
@@ -398,6 +475,10 @@ def resolve_settings(
     values["privacy_keys"] = (
         tuple(k.strip().lower() for k in keys) if keys else DEFAULT_PRIVACY_KEYS
     )
+    values["nats_fields"] = dict(values.get("nats_fields") or {})
+    values["nats_clients"] = {
+        str(k): tuple(v) for k, v in dict(values.get("nats_clients") or {}).items()
+    }
     if file is not None:
         origins["config"] = file.found_by
     return Settings(**values, config_file=file, origins=origins)
