@@ -70,7 +70,10 @@ def connect_options(settings: Settings) -> dict[str, Any]:
         "name": "chromasync",
         "allow_reconnect": False,
         "connect_timeout": 5,
-        "max_reconnect_attempts": 0,
+        # nats-py tries each server this many times more before it gives up (0 would
+        # mean forever); the waits between connections are `Bridge.run`'s backoff
+        "max_reconnect_attempts": 1,
+        "reconnect_time_wait": 0,
     }
     if settings.nats_token:
         options["token"] = settings.nats_token
@@ -172,7 +175,12 @@ class Bridge:
             closed.set()
 
         async def on_error(exc: Exception) -> None:
-            log.warning("nats: %s", _what(exc))
+            # a refused connection is `run`'s line (with its backoff); anything else here
+            log.log(
+                logging.DEBUG if isinstance(exc, OSError) else logging.WARNING,
+                "nats: %s",
+                _what(exc),
+            )
 
         nc = await nats.connect(
             **connect_options(self.settings),
