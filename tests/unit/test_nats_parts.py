@@ -281,9 +281,12 @@ def test_credentials_come_from_the_settings(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "problem"),
     [
-        ({"CHROMASYNC_NATS_BATCH_S": "61"}, "nats_batch_s"),
-        ({"CHROMASYNC_NATS_MAX_MESSAGE_BYTES": "10"}, "nats_max_message_bytes"),
-        ({"CHROMASYNC_NATS_BATCH_MAX": "x"}, "nats_batch_max"),
+        ({"CHROMASYNC_NATS_BATCH_S": "61"}, "CHROMASYNC_NATS_BATCH_S must be between 0 and 60"),
+        ({"CHROMASYNC_NATS_MAX_MESSAGE_BYTES": "10"}, "CHROMASYNC_NATS_MAX_MESSAGE_BYTES"),
+        ({"CHROMASYNC_NATS_BATCH_MAX": "x"}, "CHROMASYNC_NATS_BATCH_MAX must be a whole"),
+        ({"CHROMASYNC_NATS_EVENT_SUBJECTS": "corpus.added,corpus.*"}, "'corpus.\\*'"),
+        ({"CHROMASYNC_NATS_RETRIEVE_SUBJECT": "a..b"}, "not a NATS subject"),
+        ({"CHROMASYNC_NATS_STREAM": "has space"}, "CHROMASYNC_NATS_STREAM must be 1-64"),
     ],
 )
 def test_nats_settings_out_of_range_are_config_errors(env: dict[str, str], problem: str) -> None:
@@ -316,16 +319,28 @@ def test_the_config_files_nats_section(tmp_path: Path) -> None:
         "rag.ask",
     )
     assert settings.nats_fields == {"funder_slug": "funder"}
-    assert settings.nats_clients == {"lens": ("chromasync-notes",)}
+    assert settings.nats_clients == {"lens": ["chromasync-notes"]}
     assert settings.origins["nats_url"].endswith("chromasync.yaml:3")
 
     for bad, needle in (
         ("nats:\n  token: abc\n", "CHROMASYNC_NATS_TOKEN"),
         ("nats:\n  password: abc\n", "CHROMASYNC_NATS_PASSWORD"),
         ("nats:\n  subjects: {retrieve: 'corpus.*'}\n", "retrieve"),
-        ("nats:\n  fields: {funder: x}\n", "funder"),
     ):
         path.write_text("version: 1\n" + bad)
         with pytest.raises(ConfigError, match=needle) as caught:
-            load_config_file(path)
+            resolve_settings({}, {}, load_config_file(path))
         assert "abc" not in str(caught.value)
+
+
+def test_the_field_and_client_maps_are_checked() -> None:
+    from chromasync.nats.payloads import clients_of
+
+    assert NatsFields.of({"title": "name"}).title == "name"
+    with pytest.raises(ConfigError, match="'funder' is not a request field"):
+        NatsFields.of({"funder": "x"})
+    with pytest.raises(ConfigError, match=r"nats\.fields\.title must be a metadata key"):
+        NatsFields.of({"title": 3})
+    assert clients_of({"lens": ["a", "b"], "*": "c"}) == {"lens": ("a", "b"), "*": ("c",)}
+    with pytest.raises(ConfigError, match=r"nats\.clients\.lens"):
+        clients_of({"lens": [1]})

@@ -3,7 +3,9 @@
     no hits          -> "No sources matched the question." (flag `no-sources`, no citations)
     llm is None      -> the extractive answer (`extractive.answer_extractive`)
     llm given        -> prompt (`prompt.build_prompt`), streamed through `on_token` (or one
-                        request when `stream=False`), then `verify.check_citations`
+                        request when `stream=False`), then `verify.check_citations`;
+                        a stream cut off before `[DONE]`, or stopped at the deadline
+                        (`llm_timeout`), keeps what came, flagged `incomplete`
     llm unreachable  -> with `fallback=True`, the extractive answer flagged
                         `llm-unreachable`; otherwise `ChatUnreachable` is raised
 
@@ -27,7 +29,13 @@ from ..records import Hit
 from .chat import ChatClient, ChatUnreachable, chat_client
 from .extractive import answer_extractive, score_sentences, split_sentences
 from .prompt import DEFAULT_CONTEXT_TOKENS, approx_tokens, build_prompt
-from .records import FLAG_LLM_UNREACHABLE, FLAG_NO_SOURCES, FLAG_TRUNCATED, Answer
+from .records import (
+    FLAG_INCOMPLETE,
+    FLAG_LLM_UNREACHABLE,
+    FLAG_NO_SOURCES,
+    FLAG_TRUNCATED,
+    Answer,
+)
 from .verify import check_citations
 
 if TYPE_CHECKING:
@@ -116,6 +124,7 @@ def answer_question(
         )
     checked = check_citations(result.text, prompt.sources, _best_sentence(question))
     flags = checked.flags + ((FLAG_TRUNCATED,) if result.truncated else ())
+    flags += (FLAG_INCOMPLETE,) if result.cut_off else ()
     return Answer(
         question,
         checked.text,

@@ -22,6 +22,8 @@ FLAG_REMOVED_CITATIONS = "removed-citations"
 FLAG_NO_SOURCES = "no-sources"
 FLAG_LLM_UNREACHABLE = "llm-unreachable"  # fell back to the extractive answer
 FLAG_TRUNCATED = "truncated"  # the model's answer was cut at the size bound
+#: The model's stream ended before `[DONE]` (cut off mid-answer) or passed the deadline.
+FLAG_INCOMPLETE = "incomplete"
 
 
 def page_of(hit: Hit) -> int | None:
@@ -157,6 +159,7 @@ class Answer:
 
 __all__ = [
     "FLAG_EMPTY",
+    "FLAG_INCOMPLETE",
     "FLAG_LLM_UNREACHABLE",
     "FLAG_NO_CITATIONS",
     "FLAG_NO_SOURCES",

@@ -1,5 +1,7 @@
 """Discovery: walk one source root and list the files to consider, with stat, and the skips.
 
+A folder holding a chromasync data dir's state file (`datadir.STATE_FILE`) is skipped as
+`ignored`: a data dir kept inside its own source never indexes its owner file or summaries.
 The walk never follows a symlink: each one is classified from its resolved target (loop,
 broken, outside the root, or a duplicate of a path that is walked anyway) and counted. It is
 iterative (no recursion limit), reads no file content, and decides "regular file" from
@@ -25,6 +27,7 @@ from ..config.kinds import (
     OPT_IN_DOCUMENT_EXTENSIONS,
     TEXT_EXTENSIONS,
 )
+from ..datadir import STATE_FILE
 from ..errors import SourceError
 from ..records import Discovery, DocKind, FileStat, Skip, SourceSpec
 from .listing import encode_listing, folder_facts, symlink_reason
@@ -254,6 +257,10 @@ def _walk(
                     s and s in rel + "/" for s in spec.skip_substrings
                 ):
                     skipped.append(Skip(_printable(rel), "ignored"))
+                    seen.pruned.append(rel)
+                elif os.path.isfile(os.path.join(entry.path, STATE_FILE)):
+                    # A chromasync data dir (its own, or another's): state, not notes.
+                    skipped.append(Skip(_printable(rel), "ignored", "a chromasync data dir"))
                     seen.pruned.append(rel)
                 else:
                     subdirs.append(rel)

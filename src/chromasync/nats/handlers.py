@@ -20,7 +20,15 @@ from ..config.settings import Settings
 from ..errors import ChromasyncError
 from ..owner.index import Index
 from .errors import BadMessage, reply_for
-from .payloads import AskRequest, NatsFields, RetrieveRequest, parse, retrieve_reply, search_args
+from .payloads import (
+    AskRequest,
+    NatsFields,
+    RetrieveRequest,
+    clients_of,
+    parse,
+    retrieve_reply,
+    search_args,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +40,7 @@ class Handlers:
         self.index = index
         self.settings = settings
         self.fields = NatsFields.of(settings.nats_fields)
+        self.clients = clients_of(settings.nats_clients)
         self._roots = roots
         root = settings.nats_corpus_root
         self.corpus_root = os.path.realpath(root) if root else None
@@ -40,7 +49,7 @@ class Handlers:
         """`corpus.retrieve.requested`: the hits of a hybrid search."""
         try:
             request = parse(RetrieveRequest, data, self.settings.nats_max_message_bytes)
-            args = search_args(request, self.fields, self.settings.nats_clients)
+            args = search_args(request, self.fields, self.clients)
             result = self.index.retrieve(api.search_request(args, self.settings))
             return retrieve_reply(
                 result.hits,
@@ -60,7 +69,7 @@ class Handlers:
         try:
             request = parse(AskRequest, data, self.settings.nats_max_message_bytes)
             check_question(request.query)
-            args = search_args(request, self.fields, self.settings.nats_clients)
+            args = search_args(request, self.fields, self.clients)
             fallback = None if request.fallback is None else request.fallback == "extractive"
             return self.index.ask(api.search_request(args, self.settings), fallback=fallback)
         except (BadMessage, ChromasyncError) as exc:

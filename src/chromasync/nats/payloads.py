@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import api
 from ..answer.ask import MAX_QUESTION_CHARS
+from ..errors import ConfigError
 from ..records import Hit
 from ..retrieve.filter_syntax import MAX_OPTION_VALUES, MAX_VALUE_CHARS, parse_value
 from .errors import BadMessage
@@ -56,8 +57,36 @@ class NatsFields:
     title: str = "title"
 
     @classmethod
-    def of(cls, given: Mapping[str, str]) -> NatsFields:
-        return cls(**{k: v for k, v in given.items() if k in cls.__slots__})
+    def of(cls, given: Mapping[str, Any]) -> NatsFields:
+        """From the `nats.fields` setting; an unknown field or a key that is not text is a
+        `ConfigError`."""
+        known = cls.__slots__
+        for name, key in given.items():
+            if name not in known:
+                raise ConfigError(
+                    f"nats.fields: {name!r} is not a request field; the fields are "
+                    f"{', '.join(known)}"
+                )
+            if not isinstance(key, str) or not key.strip() or key.startswith("$"):
+                raise ConfigError(f"nats.fields.{name} must be a metadata key, got {key!r}")
+        return cls(**dict(given))
+
+
+def clients_of(given: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The `nats.clients` setting: client_id -> collection names (a `ConfigError` else)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for client, names in given.items():
+        listed = [names] if isinstance(names, str) else names
+        if (
+            not isinstance(listed, list | tuple)
+            or not listed
+            or not all(isinstance(n, str) and n for n in listed)
+        ):
+            raise ConfigError(
+                f"nats.clients.{client} must be a list of collection names, got {names!r}"
+            )
+        out[str(client)] = tuple(listed)
+    return out
 
 
 class _Strict(BaseModel):
@@ -269,6 +298,7 @@ __all__ = [
     "ChangeEvent",
     "NatsFields",
     "RetrieveRequest",
+    "clients_of",
     "collections_for",
     "corpus_path",
     "encode",
