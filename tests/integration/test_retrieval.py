@@ -163,7 +163,7 @@ def test_an_unknown_source_label_is_an_error(
 ) -> None:
     """Not an empty result: a typo says so, with the closest label (issue 29)."""
     _, settings = shared
-    with pytest.raises(NotFound, match="no source labelled 'elsewhere'.*known: notes"):
+    with pytest.raises(NotFound, match=r"no source labelled 'elsewhere'.*known: notes"):
         _search(settings, embedder, "espresso", mode=mode, k=50, sources=["elsewhere"])
 
 
