@@ -8,7 +8,8 @@ the claim against each source it cites:
 
     support = sum(idf(t) for t in claim if t in source) / sum(idf(t) for t in claim)
 
-over the claim's content words (`extractive.terms_of`: lower-case, stemmed, stop words out),
+over the claim's content words (`extractive.terms_of`: lower-case, stemmed, stop words out;
+then a final "e" dropped, so that the light stemmer's "site" and "sit" (sites) meet),
 with ``idf(t) = ln((N + 1) / (df(t) + 0.5))`` over the N sources given to the model, so the
 words every source shares (the topic) weigh little and the claim's particular words, names
 and figures weigh most. A number in the claim that the source does not hold caps its support
@@ -64,9 +65,13 @@ class SupportChecked:
     unsupported: tuple[Dropped, ...]
 
 
+def _words(text: str) -> set[str]:
+    return {t[:-1] if t.endswith("e") and len(t) > 3 else t for t in terms_of(text)}
+
+
 class _Sources:
     def __init__(self, sources: Sequence[Hit]) -> None:
-        self.terms = [frozenset(terms_of(h.text[:MAX_SOURCE_CHARS])) for h in sources]
+        self.terms = [frozenset(_words(h.text[:MAX_SOURCE_CHARS])) for h in sources]
         self.numbers = [
             frozenset(n.replace(",", ".") for n in _NUMBER.findall(h.text[:MAX_SOURCE_CHARS]))
             for h in sources
@@ -83,7 +88,7 @@ class _Sources:
 
     def support(self, claim: str, index: int) -> float:
         """How much of `claim` source `index` (0-based) holds, 0-1."""
-        terms = set(terms_of(claim))
+        terms = _words(claim)
         if len(terms) < MIN_CHECK_TERMS:
             return 1.0  # too few words to judge ("Done [2]."): left as the model cited it
         total = sum(self.idf(t) for t in terms)
