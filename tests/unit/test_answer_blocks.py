@@ -60,7 +60,7 @@ def test_segment_kinds_and_what_is_never_prose() -> None:
 def test_code_shortcode_is_code_and_hugo_tables_are_tables() -> None:
     text = (
         "Given this front matter:\n\n{{< code-toggle fm=true >}}\ntitle = 'About'\n"
-        "{{< /code-toggle >}}\n\nOr in Go:\n\n{{< code lang=\"go\" >}}\nx := 1\n{{< /code >}}\n"
+        '{{< /code-toggle >}}\n\nOr in Go:\n\n{{< code lang="go" >}}\nx := 1\n{{< /code >}}\n'
     )
     blocks = [p for p in segment(text) if isinstance(p, Block)]
     assert [(b.kind, b.lang, b.text) for b in blocks] == [

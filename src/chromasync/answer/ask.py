@@ -5,7 +5,9 @@
     llm given        -> prompt (`prompt.build_prompt`), streamed through `on_token` (or one
                         request when `stream=False`), then `support.check_support`
                         (citations their source does not support are dropped, counted)
-                        and `verify.check_citations`
+                        and `verify.check_citations`; a stream cut off before `[DONE]`,
+                        or stopped at the deadline (`llm_timeout`), keeps what came,
+                        flagged `incomplete`
     llm unreachable  -> with `fallback=True`, the extractive answer flagged
                         `llm-unreachable`; otherwise `ChatUnreachable` is raised
 
@@ -30,6 +32,7 @@ from .chat import ChatClient, ChatUnreachable, chat_client
 from .extractive import answer_extractive, score_sentences, split_sentences
 from .prompt import DEFAULT_CONTEXT_TOKENS, approx_tokens, build_prompt
 from .records import (
+    FLAG_INCOMPLETE,
     FLAG_LLM_UNREACHABLE,
     FLAG_NO_SOURCES,
     FLAG_TRUNCATED,
@@ -123,6 +126,7 @@ def answer_question(
     )
     flags = checked.flags + ((FLAG_UNSUPPORTED,) if unsupported else ())
     flags += (FLAG_TRUNCATED,) if result.truncated else ()
+    flags += (FLAG_INCOMPLETE,) if result.cut_off else ()
     return Answer(
         question,
         checked.text,

@@ -23,6 +23,8 @@ FLAG_NO_SOURCES = "no-sources"
 FLAG_LLM_UNREACHABLE = "llm-unreachable"  # fell back to the extractive answer
 FLAG_TRUNCATED = "truncated"  # the model's answer was cut at the size bound
 FLAG_UNSUPPORTED = "unsupported-citations"  # a cited source did not hold its claim: dropped
+#: The model's stream ended before `[DONE]` (cut off mid-answer) or passed the deadline.
+FLAG_INCOMPLETE = "incomplete"
 
 
 def page_of(hit: Hit) -> int | None:
@@ -201,6 +203,7 @@ class Answer:
 
 __all__ = [
     "FLAG_EMPTY",
+    "FLAG_INCOMPLETE",
     "FLAG_LLM_UNREACHABLE",
     "FLAG_NO_CITATIONS",
     "FLAG_NO_SOURCES",
