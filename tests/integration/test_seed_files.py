@@ -347,3 +347,19 @@ def test_ingest_takes_the_repository_indexer_s_flags(
     assert StoreConfig(tmp_path, batch_size=2).batch_size == 2
     store = api.open_store(limited)
     assert store.limits.max_batch == 2 and store.max_batch == 2
+
+
+def test_the_cron_line_s_rerun_takes_the_fast_path(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """`ingest --once` (and the indexer's flags) keep an unchanged re-run on the fast path."""
+    root = tmp_path / "cron"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nkestrel\n")
+    age_tree(root)
+    args = ["ingest", "--once", str(root), "--exclude-extension", "py", "--json", "--quiet"]
+    env = {**cli_env, "PYTHONPROFILEIMPORTTIME": "1"}
+    runs = [run_cli(args, env=env) for _ in range(3)]  # new, the no-op that records, fast
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in runs[-1].stderr.splitlines()}
+    assert "chromasync.fastpath" in imported and "click" not in imported
+    [row] = json.loads(runs[-1].stdout)
+    assert row["files_unchanged"] == 1
