@@ -444,3 +444,16 @@ def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
     assert json.loads(found.stdout)["hits"][0]["path"] == "served.md"
     assert serving.interrupt() == 0
     assert any("chromasync nats: events_applied 1" in line for line in serving.seen)
+
+
+def test_a_server_without_jetstream_is_named_and_retried(
+    notes: Path, tmp_path: Path, start_nats: Callable[..., NatsProcess]
+) -> None:
+    bare = NatsServer(tmp_path / "bare", jetstream=False).start()
+    try:
+        bridge = start_nats(bare.url, str(notes))
+        line = bridge.expect("(attempt 2)")
+        assert "is JetStream on (nats-server -js)?" in line and "retrying in" in line
+        assert bridge.interrupt() == 0
+    finally:
+        bare.stop()
