@@ -273,7 +273,7 @@ def test_chunk_report_takes_ingest_s_flags_and_sources(
     assert here["root"] == str(root) and here["schema"] == 2
     rows = here["extensions"]
     assert isinstance(rows, list)
-    assert [r["extension"] for r in rows][0] == ".md"  # the largest token total first
+    assert rows[0]["extension"] == ".md"  # the largest token total first
     totals = [r["tokens"]["total"] for r in rows]
     assert totals == sorted(totals, reverse=True) and "(none)" in [r["extension"] for r in rows]
     only_md = report("--include-extension", "md", "--chunk-size", "64")
