@@ -31,6 +31,7 @@ from .config.sources import (
 )
 from .datadir import CACHE_FILE as CACHE_FILE
 from .embed import Embedder as Embedder
+from .embed import embedder_for as make_embedder_for
 from .records import Hit as Hit
 from .records import IngestSummary as IngestSummary
 from .records import SourceSpec as SourceSpec
@@ -45,7 +46,6 @@ from .retrieve.access import (
     get_json,
     multi_get_json,
     read_indexed_file,
-    select_known,
 )
 from .retrieve.evaluate import EvalQuery
 from .retrieve.links import LinksReport
@@ -66,6 +66,7 @@ from .retrieve.session import (
 from .retrieve.session import open_retriever as open_retriever
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from .store.target import open_store_for as open_store
 from .sync.checks import verify
 from .sync.ingest import IngestOptions
 from .sync.ingest import Progress as Progress
@@ -89,10 +90,9 @@ from .sync.registry import (
     list_sources,
     remove_source,
     reset_collections,
+    select_known,
     status,
 )
-from .sync.registry import embedder_for as make_embedder_for
-from .sync.registry import open_store_for as open_store
 from .sync.verify import SourceCheck as SourceCheck
 
 if TYPE_CHECKING:

@@ -9,9 +9,12 @@ separately. Providers are registered by name; third-party ones through the entry
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
 
 
 @runtime_checkable
@@ -111,4 +114,16 @@ def make_embedder(name: str, options: Mapping[str, Any] | None = None) -> Embedd
     return factory(options)
 
 
-__all__ = ["Embedder", "follow_stored", "make_embedder", "provider_names", "register_provider"]
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedding provider the settings name (constructed cheaply: loads on first use)."""
+    return make_embedder(settings.provider, settings.embedding_options())
+
+
+__all__ = [
+    "Embedder",
+    "embedder_for",
+    "follow_stored",
+    "make_embedder",
+    "provider_names",
+    "register_provider",
+]

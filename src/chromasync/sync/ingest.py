@@ -36,6 +36,7 @@ from ..records import (
     FileChange,
     FileState,
     IngestSummary,
+    Progress,
     SettledSource,
     SourceSpec,
     StoreLimits,
@@ -54,7 +55,7 @@ from .planning import (
 )
 from .resources import Resources
 from .settled import noop_summary, settled
-from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter
+from .waves import WAVE_RECORDS, CrashPoints, Tally, WaveWriter
 
 if TYPE_CHECKING:
     from ..store.chroma import Store

@@ -23,14 +23,15 @@ from ..config.sources import (
     with_skips,
 )
 from ..datadir import CACHE_FILE
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..embed.cache import EmbeddingCache
 from ..errors import ConfigError, storage_errors
 from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import STATE_FILE, State
+from ..store.target import open_store_for
 from .ingest import IngestOptions, Ingestor, Progress
-from .registry import embedder_for, open_store_for, select_known
+from .registry import select_known
 
 if TYPE_CHECKING:
     from ..state.snapshots import Recorder

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..corpus.listing import printable
+
 
 def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
     """Ingest summaries (`IngestSummary.as_json()`) as lines, a block per source and one for
@@ -49,8 +51,3 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
             formats = ", ".join(f"{f} {n}" for f, n in sorted(s["documents_read"].items()))
             lines.append(f"  read    {formats}: {s.get('pages_read', 0)} pages")
     return "\n".join(lines) + "\n"
-
-
-def printable(text: str) -> str:
-    """Control characters escaped, so that a file name cannot drive the terminal."""
-    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
