@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..chunk import Budget, chunk_document
 from ..corpus.read import read_file
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..embed.tokens import default_token_meter, load_token_meter
 from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
 from ..records import FileStat, Hit, Progress
@@ -174,7 +174,7 @@ def _file_neighbours(
         collection = retriever.collection(name)
         try:
             if not retriever.embeds_in_store:
-                follow_stored(embedder, collection.model_id)
+                embedder.follow(collection.model_id)
                 collection.check_model(embedder.model_id, embedder.dimension)
             searched = retriever.dense_collection(name)
         except ChromasyncError:

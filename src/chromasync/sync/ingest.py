@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..corpus import read as corpus_read
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, triage
@@ -148,7 +148,7 @@ class Ingestor:
             discovery = replace(discovery, files=files)
         row = self.state.source(name, label)
         if row is not None and not options.reembed:
-            follow_stored(self.embedder, row.embedding_model)
+            self.embedder.follow(row.embedding_model)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
         must_heal = row is None or row.status != "clean" or options.reembed or model_changed
         rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
@@ -447,7 +447,7 @@ class Ingestor:
         """A streamed run's planner: in a second process when `ahead.use` says so (and no
         test clock or reader stands in), else `planner` itself."""
         stand_in = self.clock is not FILE_CLOCK or read_file is not corpus_read.read_file
-        cores = bool(getattr(self.embedder, "uses_local_cores", False))
+        cores = self.embedder.uses_local_cores
         files = len(planner.sorted_.to_read)
         if stand_in or not ahead.use(options.plan_ahead, files, model_on_cores=cores):
             return planner

@@ -97,7 +97,7 @@ class WaveWriter:
         self.collection = collection
         self.crash = crash
         self.progress = progress
-        self.store_embeds = bool(getattr(embedder, "embeds_in_store", False))
+        self.store_embeds = embedder.embeds_in_store
 
     def write(
         self, label: str, changes: Iterable[FileChange], run: Tally, files: int | None = None
