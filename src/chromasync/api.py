@@ -71,11 +71,11 @@ from .sync.checks import verify
 from .sync.ingest import IngestOptions
 from .sync.ingest import Progress as Progress
 from .sync.jobs import (
+    ConfiguredSources,
+    KnownSources,
     configured_jobs,
     default_options,
     ingest,
-    ingest_configured,
-    ingest_known,
     known_specs,
 )
 from .sync.registry import (
@@ -149,6 +149,7 @@ def snippet(
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MODES",
+    "ConfiguredSources",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
@@ -157,6 +158,7 @@ __all__ = [
     "Filters",
     "Fusion",
     "IngestOptions",
+    "KnownSources",
     "LinksReport",
     "RemovedSource",
     "SearchArgs",
@@ -192,8 +194,6 @@ __all__ = [
     "health",
     "highlight",
     "ingest",
-    "ingest_configured",
-    "ingest_known",
     "known_specs",
     "links",
     "list_sources",

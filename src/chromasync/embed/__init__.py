@@ -120,13 +120,19 @@ def make_embedder(name: str, options: Mapping[str, Any] | None = None) -> Embedd
     """Build the provider `name` with its options; unknown names are a `ConfigError`, and so
     is a provider that lacks part of the `Embedder` protocol (subclass it)."""
     embedder = PROVIDERS.get(name)(options or {})
-    if not isinstance(embedder, Embedder):
-        missing = [m for m in _MEMBERS if not hasattr(embedder, m)]
+    missing = [m for m in _MEMBERS if not _has(embedder, m)]
+    if missing:
         raise ConfigError(
             f"embedding provider {name!r} lacks {', '.join(missing)}; its class should "
             "subclass chromasync.embed.Embedder, which gives the optional abilities defaults"
         )
     return embedder
+
+
+def _has(embedder: object, member: str) -> bool:
+    """Whether `embedder` has `member`, looked up without running a property (a provider's
+    `dimension` may ask its server)."""
+    return hasattr(type(embedder), member) or member in getattr(embedder, "__dict__", {})
 
 
 _MEMBERS = (
