@@ -274,6 +274,7 @@ SETTING_FLAGS = frozenset(
         "rerank_model",
         "llm_url",
         "llm_model",
+        "nats_url",
     }
 )
 #: What `settings_from_flags` reads besides `SETTING_FLAGS`.

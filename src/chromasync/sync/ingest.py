@@ -40,7 +40,7 @@ from ..records import (
     SourceSpec,
     StoreLimits,
 )
-from ..state.manifest import State, check_identity
+from ..state.manifest import State, check_identity, check_shared_folder
 from . import ahead
 from .planning import (
     FilePlanner,
@@ -83,6 +83,7 @@ class IngestOptions:
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
     plan_ahead: str = "auto"  # read and chunk in a second process: auto, on, off (`ahead`)
+    date_fields: tuple[str, ...] = ("date", "published_at")  # checked: `date-unreadable`
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +189,8 @@ class Ingestor:
         if options.limit:
             discovery = replace(discovery, files=files)
         row = self.state.source(name, label)
+        if row is None:  # a new label: not a second name for an indexed folder
+            check_shared_folder(self.state, label, spec.root, (f.rel_path for f in files))
         if row is not None and not options.reembed:
             self.embedder.follow(row.embedding_model)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
@@ -203,7 +206,8 @@ class Ingestor:
             )
             # records of an older chunker, found by a rebuild: their files are chunked again
             rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
-        sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
+        reread = frozenset({"undecodable"} if spec.encoding != "utf-8" else ())
+        sorted_ = triage(discovery, manifest, options.checksum or rechunk, reread)
         if options.limit:
             sorted_ = replace(sorted_, gone=())
         tally.skipped.update(sorted_.remembered_skips.values())
@@ -434,6 +438,7 @@ class Ingestor:
             extra_metadata=options.extra_metadata,
             file_seconds=self.file_seconds,
             rechunk=run.rechunk,
+            date_fields=options.date_fields,
         )
         return FilePlanner(
             run.spec,
