@@ -40,6 +40,7 @@ class StoreConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: StoreLimits | None = None  # override what the target advertises
     limits_batch_default: int = DEFAULT_BATCH  # records per write when none is advertised
+    batch_size: int | None = None  # records per write request at most (`batch_size` setting)
 
     def describe(self) -> str:
         if not self.url:
@@ -115,5 +116,6 @@ def open_store_for(settings: Settings, existing: bool = False, reading: bool = F
         token=settings.chroma_token,
         timeout_s=settings.chroma_timeout,
         retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
+        batch_size=settings.batch_size,
     )
     return open_store(config, existing, reading)
