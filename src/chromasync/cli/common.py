@@ -275,6 +275,10 @@ SETTING_FLAGS = frozenset(
         "llm_url",
         "llm_model",
         "nats_url",
+        # set by `ingest` and `chunk-report` flags (`cli.fileflags`, `--retry-attempts`...)
+        "chunk_max_tokens",
+        "chroma_retries",
+        "batch_size",
     }
 )
 #: What `settings_from_flags` reads besides `SETTING_FLAGS`.

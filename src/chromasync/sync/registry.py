@@ -56,6 +56,7 @@ def open_store_for(settings: Settings, existing: bool = False, reading: bool = F
         token=settings.chroma_token,
         timeout_s=settings.chroma_timeout,
         retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
+        batch_size=settings.batch_size,
     )
     return open_store(config, existing, reading)
 
