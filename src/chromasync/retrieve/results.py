@@ -275,7 +275,7 @@ def plain_lines(result: SearchResult) -> str:
     (`rank. path:start-end score (ranks)`), the heading and the snippet below it, unwrapped
     and without styles. Results grouped with `--group-by` are drawn by the terminal renderer.
     """
-    from ..sync.summary import printable
+    from ..corpus.listing import printable
     from .highlight import match_spans, snippet
 
     if not result.hits:
