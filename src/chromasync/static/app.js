@@ -229,6 +229,7 @@ function renderHit(hit, query) {
         text: hit.relevance == null ? hit.score.toFixed(3) : hit.relevance.toFixed(2) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
+    (hit.also_at || []).length ? el("div", { class: "also-at", text: `also at: ${hit.also_at.join(", ")}` }) : null,
     el("p", { class: "snippet" }, hit.snippet ? marked(hit.snippet.text, hit.snippet.spans)
       : highlighted(snippet(hit.text, query), query)),
     tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
