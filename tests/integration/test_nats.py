@@ -426,6 +426,7 @@ def test_credentials_come_from_settings_and_never_show(
         guarded.stop()
 
 
+@pytest.mark.slow
 def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
     notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess], cli_env: dict[str, str]
 ) -> None:
