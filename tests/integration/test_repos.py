@@ -71,7 +71,7 @@ def test_repository_source_delta(origin: Path, tmp_path: Path, embedder: HashEmb
     [entry] = api.configured_entries(settings)
     assert entry.label == "acme/handbook@main"
     first_sha = git(origin, "rev-parse", "HEAD")
-    [first] = api.ingest_configured(settings, embedder=embedder)
+    [first] = api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     assert first.source == "acme/handbook@main" and first.files_new == 5
     store = api.open_store(settings).collection("chromasync-handbook", create=False)
     metas = [r.metadata for r in store.iter_records()]
@@ -82,12 +82,12 @@ def test_repository_source_delta(origin: Path, tmp_path: Path, embedder: HashEmb
     git(origin, "add", "-A")
     git(origin, "commit", "-q", "-m", "second")
     second_sha = git(origin, "rev-parse", "HEAD")
-    [second] = api.ingest_configured(settings, embedder=embedder)
+    [second] = api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     assert (second.files_updated, second.files_deleted, second.files_new) == (1, 1, 0)
     metas = [r.metadata for r in store.iter_records()]
     assert "README.md" not in {m["path"] for m in metas}
     assert {m["indexed_commit_sha"] for m in metas if m["path"] == "ideas.txt"} == {second_sha}
-    [third] = api.ingest_configured(settings, embedder=embedder)
+    [third] = api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     assert third.chunks_embedded == 0 and third.files_unchanged == 4
 
 
