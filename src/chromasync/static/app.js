@@ -209,7 +209,13 @@ async function doSearch() {
   $("message").textContent = body.hits.length
     ? `${body.hits.length} hit${body.hits.length === 1 ? "" : "s"} for “${query}”`
     : `No hits for “${query}” with these filters.`;
-  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, query)));
+  const items = body.hits.map((hit) => renderHit(hit, query));
+  // the "weaker matches" line, where the server's relevance scale puts it (`weaker_from`)
+  if (Number.isInteger(body.weaker_from) && body.weaker_from > 0 && body.weaker_from < items.length) {
+    items.splice(body.weaker_from, 0, el("li", { class: "weaker", role: "separator",
+      text: "weaker matches (relevance under half the best's)" }));
+  }
+  $("results").replaceChildren(...items);
 }
 
 function renderHit(hit, query) {
