@@ -41,6 +41,7 @@ class ChatServer:
         self.default = Reply()
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
+        self.streaming = 0  # streams being written now
         self._lock = threading.Lock()
         server = self
 
@@ -100,6 +101,8 @@ class ChatServer:
                 self.close_connection = True
                 words = (reply.content or "").split(" ")
                 pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+                with server._lock:
+                    server.streaming += 1
                 try:
                     while True:
                         for piece in pieces:
@@ -115,6 +118,9 @@ class ChatServer:
                             break
                 except OSError:  # the client went away
                     return
+                finally:
+                    with server._lock:
+                        server.streaming -= 1
                 if reply.no_done:
                     return
                 end = {"choices": [{"delta": {}, "finish_reason": "stop"}], "usage": usage}

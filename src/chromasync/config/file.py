@@ -24,6 +24,7 @@ never echoed. A source whose path is `/` is refused unless the caller allows it.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -75,6 +76,8 @@ class SourceModel(_Model):
     use_gitignore: bool = True
     note: str | None = None
     context: str | None = Field(default=None, min_length=1, max_length=2000)
+    encoding: str | None = Field(default=None, max_length=64)  # "detect" or a codec
+    include_hidden: bool = False
 
 
 class ServeModel(_Model):
@@ -113,13 +116,22 @@ class _ConfigBase(_Model):
     )
 
 
+#: The descriptive keys a sources file's front matter may carry besides `content_sources`
+#: (the sources map as sketched); `config show` prints them, nothing else reads them.
+ABOUT_KEYS = ("title", "description", "version", "schema_version", "date_created", "date_modified")
+
+
 class SourcesFileModel(_Model):
-    """The front matter of a `content-sources.md` file."""
+    """The front matter of a `content-sources.md` file: its sources and a few descriptive
+    keys (`ABOUT_KEYS`); any other key is an error, as everywhere in the config."""
 
     content_sources: list[SourceModel] | None = Field(default_factory=list)
-    title: str | None = None
-    description: str | None = None
+    title: str | None = Field(default=None, max_length=2000)
+    description: str | None = Field(default=None, max_length=2000)
     version: int | None = None
+    schema_version: int | float | Annotated[str, Field(max_length=64)] | None = None
+    date_created: dt.datetime | dt.date | Annotated[str, Field(max_length=64)] | None = None
+    date_modified: dt.datetime | dt.date | Annotated[str, Field(max_length=64)] | None = None
 
 
 def _schema_type(spec: Setting) -> Any:
@@ -182,6 +194,8 @@ class SourceEntry:
     use_gitignore: bool = True
     note: str | None = None
     context: str | None = None
+    encoding: str = "utf-8"
+    include_hidden: bool = False
     raw_path: str = ""
     form: str = "list"  # "list" (sources:/content_sources:) or "compact" ([chromasync] root)
 
@@ -286,7 +300,10 @@ def _resolve(raw: str, base: Path) -> Path:
 
 
 def normalise_extension(ext: str) -> str:
+    """`.MD` -> `.md`, `md` -> `.md`; `""`, `.` or `(none)`: extensionless files (`README`)."""
     ext = ext.strip().lower()
+    if ext in ("", ".", "(none)"):
+        return ""
     return ext if ext.startswith(".") else f".{ext}"
 
 
@@ -313,10 +330,14 @@ def source_entry(
         allowed = (
             [normalise_extension(e) for e in model.include_extensions]
             if model.include_extensions is not None
-            else list(DEFAULT_EXTENSIONS)
+            else [*DEFAULT_EXTENSIONS, ""]
         )
         dropped = {normalise_extension(e) for e in model.exclude_extensions}
         extensions = tuple(e for e in allowed if e not in dropped)
+    encoding = model.encoding or "utf-8"
+    problem = encoding_problem(encoding)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
     label = model.label or default_label(model.path, repo, model.branch)
     problem = label_problem(label)
     if problem is not None:
@@ -340,8 +361,26 @@ def source_entry(
         use_gitignore=model.use_gitignore,
         note=model.note,
         context=model.context,
+        encoding=encoding,
+        include_hidden=model.include_hidden,
         raw_path=model.path or model.repo or "",
     )
+
+
+def encoding_problem(encoding: str) -> str | None:
+    """What is wrong with a source's `encoding` (`utf-8`, `detect` or a codec), or None."""
+    if encoding in ("utf-8", "detect"):
+        return None
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return (
+            f"encoding {encoding!r} is not a known codec; use `detect` or a codec name "
+            "such as cp1252, latin-1 or shift_jis"
+        )
+    return None
 
 
 def repo_namespace(repo: str, branch: str | None) -> str:
@@ -386,6 +425,8 @@ class SourcesFile:
     path: Path
     entries: tuple[SourceEntry, ...]
     inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of the file as read
+    #: (key, value as text) of the descriptive keys its front matter sets (`ABOUT_KEYS`).
+    about: tuple[tuple[str, str], ...] = ()
 
 
 def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
@@ -415,4 +456,7 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
         source_entry(m, path, line_of(lines, ("content_sources", i)) + offset, base, allow_root)
         for i, m in enumerate(model.content_sources or [])
     )
-    return SourcesFile(path, entries, inputs)
+    about = tuple(
+        (key, str(getattr(model, key))) for key in ABOUT_KEYS if getattr(model, key) is not None
+    )
+    return SourcesFile(path, entries, inputs, about)

@@ -45,6 +45,10 @@ FALLBACKS = ("none", "extractive")
 COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
+_NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
+_NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
 CLOUD_KEY_ENV = "CHROMA_API_KEY"
 
@@ -54,7 +58,23 @@ SECRET_ENV = {
     "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
     "api_token": "CHROMASYNC_API_TOKEN",
     "llm_api_key": "CHROMASYNC_LLM_API_KEY",
+    "nats_token": "CHROMASYNC_NATS_TOKEN",
+    "nats_password": "CHROMASYNC_NATS_PASSWORD",
 }
+
+
+def _subjects_problem(text: str) -> str | None:
+    """Why `text` is not a comma-separated list of NATS subjects (no wildcards), or None."""
+    for subject in (s.strip() for s in text.split(",")):
+        if not _NATS_SUBJECT.fullmatch(subject):
+            return f"holds {subject!r}, not a NATS subject (tokens joined by dots, no wildcards)"
+    return None
+
+
+def _name_problem(text: str) -> str | None:
+    if not _NATS_NAME.fullmatch(text):
+        return "must be 1-64 letters, digits, '_' or '-'"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +191,14 @@ class Settings:
         env="CHROMASYNC_CHROMA_RETRIES",
         low=1,
         high=20,
+    )
+    batch_size: int | None = setting(
+        None,
+        "Records per write request to Chroma (never more than the store takes)",
+        env="CHROMASYNC_BATCH_SIZE",
+        file=("store.batch_size", "server.batch_size"),
+        low=1,
+        high=100_000,
     )
     embedding_url: str | None = setting(
         None, "An embedding server's URL (openai, server providers)", env="CHROMASYNC_EMBEDDING_URL"
@@ -319,6 +347,123 @@ class Settings:
         DEFAULT_PRIVACY_KEYS,
         "Front-matter keys that keep a file out of the index (plus publish: false)",
         file="privacy_keys",
+    )
+    # `chromasync nats` (docs/nats.md)
+    nats_url: str = setting(
+        DEFAULT_NATS_URL,
+        "The NATS server(s), comma-separated",
+        env="CHROMASYNC_NATS_URL",
+        file="nats.url",
+        max_length=4096,
+    )
+    nats_user: str | None = setting(
+        None, "The NATS user", env="CHROMASYNC_NATS_USER", file="nats.user", max_length=512
+    )
+    nats_password: str | None = setting(
+        None,
+        "The NATS user's password (environment only)",
+        env="CHROMASYNC_NATS_PASSWORD",
+        secret=True,
+    )
+    nats_token: str | None = setting(
+        None, "The NATS server's token (environment only)", env="CHROMASYNC_NATS_TOKEN", secret=True
+    )
+    nats_creds: str | None = setting(
+        None,
+        "A NATS credentials file (JWT and seed)",
+        env="CHROMASYNC_NATS_CREDS",
+        file="nats.creds_file",
+        relative=True,
+    )
+    nats_stream: str = setting(
+        "CORPUS",
+        "The JetStream stream of change events (made when missing)",
+        env="CHROMASYNC_NATS_STREAM",
+        file="nats.stream",
+        test=_name_problem,
+    )
+    nats_durable: str = setting(
+        "chromasync",
+        "The durable consumer's name",
+        env="CHROMASYNC_NATS_DURABLE",
+        file="nats.durable",
+        test=_name_problem,
+    )
+    nats_event_subjects: str = setting(
+        ",".join(NATS_EVENT_SUBJECTS),
+        "Subjects of change events",
+        env="CHROMASYNC_NATS_EVENT_SUBJECTS",
+        file="nats.subjects.events",
+        csv=True,
+        test=_subjects_problem,
+    )
+    nats_retrieve_subject: str = setting(
+        "corpus.retrieve.requested",
+        "Request/reply subject of retrieval",
+        env="CHROMASYNC_NATS_RETRIEVE_SUBJECT",
+        file="nats.subjects.retrieve",
+        test=_subjects_problem,
+    )
+    nats_ask_subject: str = setting(
+        "corpus.ask.requested",
+        "Request/reply subject of cited answers",
+        env="CHROMASYNC_NATS_ASK_SUBJECT",
+        file="nats.subjects.ask",
+        test=_subjects_problem,
+    )
+    nats_queue: str = setting(
+        "chromasync",
+        "The queue group of the request subjects",
+        env="CHROMASYNC_NATS_QUEUE",
+        file="nats.queue",
+        test=_name_problem,
+    )
+    nats_corpus_root: str | None = setting(
+        None,
+        "Events' relative paths and replies' corpus_path are relative to this folder",
+        env="CHROMASYNC_NATS_CORPUS_ROOT",
+        file="nats.corpus_root",
+        relative=True,
+    )
+    nats_batch_s: float = setting(
+        0.5,
+        "Seconds a burst of events gathers before its one sync",
+        env="CHROMASYNC_NATS_BATCH_S",
+        file="nats.batch_s",
+        low=0,
+        high=60,
+    )
+    nats_batch_max: int = setting(
+        256,
+        "Events fetched at once",
+        env="CHROMASYNC_NATS_BATCH_MAX",
+        file="nats.batch_max",
+        low=1,
+        high=10_000,
+    )
+    nats_ack_wait_s: float = setting(
+        60.0,
+        "Seconds the server waits for an event's ack before it delivers it again",
+        env="CHROMASYNC_NATS_ACK_WAIT_S",
+        file="nats.ack_wait_s",
+        low=1,
+        high=3600,
+    )
+    nats_max_message_bytes: int = setting(
+        1024 * 1024,
+        "Larger requests and events are refused (too_large)",
+        env="CHROMASYNC_NATS_MAX_MESSAGE_BYTES",
+        file="nats.max_message_bytes",
+        low=1024,
+        high=64 * 1024 * 1024,
+    )
+    nats_fields: Mapping[str, Any] = setting(
+        {},
+        "Request field -> metadata key (funder_slug, record_uuid, published_at, pack_id, title)",
+        file="nats.fields",
+    )
+    nats_clients: Mapping[str, Any] = setting(
+        {}, "client_id -> the collections it searches ('*': any other)", file="nats.clients"
     )
     config_file: ConfigFile | None = field(default=None, compare=False, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)

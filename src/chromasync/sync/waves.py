@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 
 from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
-from ..records import ChunkRecord, FileChange, FileState, IngestSummary, RecordRef
+from ..records import ChunkRecord, FileChange, FileState, IngestSummary, Progress, RecordRef
 from ..state.manifest import State
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection
 
-Progress = Callable[[str, int, int], None]
 WAVE_RECORDS = 256
 
 
@@ -61,6 +60,7 @@ class Tally:
     read_ns: int = 0  # when this run began reading files: the racy check's reference
     documents: Counter[str] = field(default_factory=Counter)  # documents read, per format
     pages: int = 0  # their pages
+    warnings: Counter[str] = field(default_factory=Counter)  # e.g. date-unreadable
 
     def summary(self, base: Mapping[str, object], started: int) -> IngestSummary:
         """The run's summary: `base` (what the shell knows) with these tallies; `started`:
@@ -74,6 +74,7 @@ class Tally:
             embed_ms=self.embed_ns // 1_000_000,
             documents_read=dict(self.documents),
             pages_read=self.pages,
+            warnings=dict(self.warnings),
         )
 
 
@@ -98,7 +99,7 @@ class WaveWriter:
         self.collection = collection
         self.crash = crash
         self.progress = progress
-        self.store_embeds = bool(getattr(embedder, "embeds_in_store", False))
+        self.store_embeds = embedder.embeds_in_store
 
     def write(
         self, label: str, changes: Iterable[FileChange], run: Tally, files: int | None = None
