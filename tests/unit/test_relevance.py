@@ -50,7 +50,8 @@ GATHERED = Gathered(
         ([5.0], 0, False, [0.0]),  # one candidate
         ([], 10, True, []),
         ([2.0], 4, True, [math.sqrt(3)]),  # [2, 0, 0, 0]: mean 0.5, std sqrt(0.75)
-        ([2.0], 4, False, [0.0]),  # padding only where the calibration asks
+        ([2.0], 4, False, [0.0]),  # padded with its lowest score: no spread
+        ([3.0, 1.0], 4, False, [math.sqrt(3), -1 / math.sqrt(3)]),  # [3, 1, 1, 1]
         ([3.0, 1.0], 1, True, [1.0, -1.0]),  # already deeper than the depth
     ],
 )
@@ -106,6 +107,14 @@ def test_keyword_matches_stand_out_among_chunks_without_the_words() -> None:
     values = relevance_scale([8.0, 2.0], "keyword", depth=200)
     assert values[0] > 0.9 > values[1]
     assert relevance_scale([8.0, 2.0], "keyword") == relevance_scale([8.0, 2.0], "keyword", depth=2)
+
+
+def test_a_small_collection_is_not_read_low_throughout() -> None:
+    # Five candidates in all (a collection of five chunks): padded with the lowest score up
+    # to the depth, the clear best reads high; standardised among five it would read 0.07.
+    values = relevance_scale([1.0, 0.8, 0.2, 0.1, 0.0], "hybrid", "convex", depth=200)
+    assert values[0] > 0.9 and values[2] < 0.5 * values[0]
+    assert relevance_scale([1.0, 0.8, 0.2, 0.1, 0.0], "hybrid", "convex")[0] < 0.1
 
 
 @pytest.mark.parametrize(

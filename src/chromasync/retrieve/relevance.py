@@ -5,10 +5,14 @@ among the candidates its mode ranked. Pure.
     z = (score - mean) / std over the ranking's candidates
 
 The candidates are every chunk the mode ranked: for hybrid, the fused scores of the union of
-the two lists (200 chunks each, as `eval` measures); for dense or keyword, that list alone. A
-keyword list shorter than the depth is padded with zeros to it, since a chunk that holds none
-of the query's words has a BM25 score of 0: two matches among many chunks stand out, as they
-should. A ranking of one candidate, or of equal scores, has z = 0.
+the two lists (200 chunks each, as `eval` measures); for dense or keyword, that list alone.
+A ranking shorter than the depth (a small collection, a narrow filter, a rare word) is padded
+up to it: a keyword list with zeros, since a chunk that holds none of the query's words has a
+BM25 score of 0, so two matches among many chunks stand out, as they should; any other with
+its lowest score, as if the collection held more chunks no better than its worst. On SciFact
+and NFCorpus no ranking is shorter than the depth, so the padding leaves the fit alone and
+only keeps the scale of a collection of a few dozen chunks from reading low throughout. A
+ranking of equal scores has z = 0.
 
 `slope` and `intercept` are a logistic regression of "the hit's document is judged relevant"
 on z, over the first 10 hits of SciFact's 809 training claims and NFCorpus's 324 dev
@@ -33,8 +37,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
-    """A logistic of the standardised score; `pad_zero`: pad the candidates with zeros up
-    to the depth (keyword: BM25 is 0 for a chunk without the query's words)."""
+    """A logistic of the standardised score; `pad_zero`: pad a short ranking with zeros up
+    to the depth (keyword: BM25 is 0 for a chunk without the query's words), not with its
+    lowest score."""
 
     slope: float
     intercept: float
@@ -66,13 +71,15 @@ def calibration_for(mode: str, method: str = "zscore") -> Calibration:
 
 
 def standardised(scores: Sequence[float], depth: int = 0, pad_zero: bool = False) -> list[float]:
-    """Each score's z among `scores` (padded with zeros up to `depth` when `pad_zero`)."""
+    """Each score's z among `scores`, padded up to `depth` candidates with zeros
+    (`pad_zero`) or with the lowest score."""
     if not scores:
         return []
-    pad = max(0, depth - len(scores)) if pad_zero else 0
+    pad = max(0, depth - len(scores))
+    value = 0.0 if pad_zero else min(scores)
     n = len(scores) + pad
-    mean = sum(scores) / n
-    var = (sum((s - mean) ** 2 for s in scores) + pad * mean * mean) / n
+    mean = (sum(scores) + pad * value) / n
+    var = (sum((s - mean) ** 2 for s in scores) + pad * (value - mean) ** 2) / n
     std = math.sqrt(var)
     if std <= 1e-12:
         return [0.0] * len(scores)
