@@ -246,6 +246,7 @@ def plain_lines(result: SearchResult) -> str:
     (`rank. path:start-end score (ranks)`), the heading and the snippet below it, unwrapped
     and without styles. Results grouped with `--group-by` are drawn by the terminal renderer.
     """
+    from ..chunk.blocks import code_lines, reading_view
     from ..corpus.listing import printable
     from .highlight import match_spans, snippet
 
@@ -269,9 +270,14 @@ def plain_lines(result: SearchResult) -> str:
             lines.append("   " + printable(hit.heading))
         if hit.context:
             lines.append("   context: " + printable(hit.context))
-        flat = printable(" ".join(hit.text.split()))
+        prose, code = reading_view(hit.text)
+        flat = printable(prose)
         window, _ = snippet(flat, match_spans(flat, result.query, result.filters.phrases))
         lines.append("   " + window)
+        if code is not None:  # code kept apart from the prose
+            lines.append("   ```" + printable(code.lang))
+            lines.extend("   " + printable(line) for line in code_lines(code))
+            lines.append("   ```")
     return "\n".join(lines) + "\n"
 
 
