@@ -43,6 +43,7 @@ RESERVED_KEYS = frozenset(
         "links",
         "sidecar",
         "sidecar_mismatch",
+        "page_starts",
     }
 )
 MAX_VALUE_CHARS = 4096

@@ -187,6 +187,7 @@ def present(
     if request.min_score is not None:
         floor = request.min_score
         hits = [h for h in hits if h.relevance is None or h.relevance >= floor]
+    hits = collapse_copies(hits)
     if request.per_doc:
         hits = [replace(hit, collapsed=n) for hit, n in collapse_per_doc(hits, doc)]
     date_of = lambda h: _date_of(h, request.filters.date_fields)  # noqa: E731
@@ -206,6 +207,7 @@ def present(
         top = list(hits[: request.k])
     if request.sort == "date" and request.latest is not None:
         top = sort_by_date(top, date_of)
+    top = [_with_pages(h, request) for h in top]
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if request.group_by:
         field_name = request.group_by
@@ -230,6 +232,40 @@ def present(
         warnings=gathered.warnings,
         keyword_plan=gathered.keyword_plan,
     )
+
+
+def lean_window(k: int) -> int:
+    """How many of the ranking's first hits a search that shows a prefix of the ranking
+    reads for its top k: twice k, so that copies folded by `collapse_copies` still leave
+    k hits (the engine's lean path and the keyword fast path read the same window)."""
+    return 2 * k
+
+
+def collapse_copies(hits: Sequence[Hit]) -> list[Hit]:
+    """One hit per chunk text: a later hit whose `chunk_hash` (the embedded text) equals an
+    earlier hit's from another file is folded into it, its place named in the earlier
+    hit's `also_at` (two files with identical text: one hit, "also at" the other). Chunks
+    repeated within one file stay apart; hits without a `chunk_hash` pass through."""
+    out: list[Hit] = []
+    first: dict[str, int] = {}
+    for hit in hits:
+        key = hit.metadata.get("chunk_hash")
+        if not isinstance(key, str) or not key:
+            out.append(hit)
+            continue
+        index = first.get(key)
+        if index is None:
+            first[key] = len(out)
+            out.append(hit)
+            continue
+        kept = out[index]
+        if (kept.source, kept.path) == (hit.source, hit.path):
+            out.append(hit)
+            continue
+        where = hit.path if hit.source == kept.source else f"{hit.source}:{hit.path}"
+        if where not in kept.also_at:
+            out[index] = replace(kept, also_at=(*kept.also_at, where))
+    return out
 
 
 WEAKER_LINE = "-- weaker matches (relevance under half the best's) --"
@@ -297,6 +333,8 @@ def plain_lines(result: SearchResult) -> str:
         if hit.collapsed:
             head += f" +{hit.collapsed} more in this file"
         lines.append(head)
+        if hit.also_at:
+            lines.append("   also at: " + printable(", ".join(hit.also_at)))
         if hit.heading:
             lines.append("   " + printable(hit.heading))
         if hit.context:
@@ -310,6 +348,20 @@ def plain_lines(result: SearchResult) -> str:
             lines.extend("   " + printable(line) for line in code_lines(code))
             lines.append("   ```")
     return "\n".join(lines) + "\n"
+
+
+def _with_pages(hit: Hit, request: SearchRequest) -> Hit:
+    """A document's hit spanning pages, with the pages of the lines the query matched."""
+    starts = hit.metadata.get("page_starts")
+    page = hit.metadata.get("page")
+    if not (hit.metadata.get("doc_format") and isinstance(starts, list) and type(page) is int):
+        return hit
+    from .highlight import matched_pages
+
+    found = matched_pages(
+        hit.text, hit.start_line, page, starts, request.query, request.filters.phrases
+    )
+    return replace(hit, pages=found) if found else hit
 
 
 def _key(hit: Hit) -> tuple[str, str]:
@@ -373,8 +425,10 @@ __all__ = [
     "KeywordPlan",
     "SearchRequest",
     "SearchResult",
+    "collapse_copies",
     "document_of",
     "explain_text",
+    "lean_window",
     "plain_lines",
     "present",
     "rank_hits",

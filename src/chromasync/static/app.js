@@ -354,6 +354,7 @@ function renderHit(hit, query) {
         text: hit.relevance == null ? hit.score.toFixed(3) : hit.relevance.toFixed(2) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
+    (hit.also_at || []).length ? el("div", { class: "also-at", text: `also at: ${hit.also_at.join(", ")}` }) : null,
     el("div", { class: "snippet md" }, renderMarkdown(hitExcerpt(withoutHeading(hit.text, hit.heading)), query)),
     tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
       el("button", { type: "button", class: "chip small tag", title: "filter by this tag",
