@@ -30,7 +30,7 @@ def test_a_server_that_holds_the_connection_costs_one_timeout(
     started = time.monotonic()
     with pytest.raises(EmbeddingError):
         embedder.embed_documents(["one text"])
-    assert time.monotonic() - started < 1.8  # it took one timeout per attempt, 4 s
+    assert time.monotonic() - started < 3.0  # it took one timeout per attempt, 4 s
 
 
 @pytest.fixture
