@@ -24,10 +24,10 @@ from rich.text import Text
 from .. import api
 from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import LockError
-from ..owner.index import LocalIndex, open_index, owner_client
+from ..owner.index import open_index, owner_client
 from ..records import Hit
 from ..retrieve.editor import open_urls
-from ..retrieve.quick import record_search, recordable, state_identity
+from ..retrieve.quick import record_search, recordable
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
     daemon_flags,
@@ -79,23 +79,21 @@ def search(
             raise click.UsageError("--files prints paths only: not with --json or --explain")
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
-        request = api.search_request(args, settings)
         factory = click.get_current_context().find_root().obj
         line_key = getattr(factory, "daemon_key", None)
+        config_flag = flags.get("config_path")
+
+        def record(request: api.SearchRequest, result: api.SearchResult, before: Any) -> None:
+            _record_keyword_search(settings, config_flag, request, result, before)
+
         with open_index(
             settings,
             start=None if no_daemon else daemon_flags(flags),
             register=line_key(os.environ) if line_key is not None else None,
             on_start=starting_notice,
+            on_local=record,
         ) as index:  # through the data dir's owner when one runs
-            if isinstance(index, LocalIndex):
-                state_before = state_identity(str(settings.data_dir))
-                result = index.retrieve(request)
-                _record_keyword_search(
-                    settings, flags.get("config_path"), request, result, state_before
-                )
-            else:
-                result = index.retrieve(request)
+            result = index.search(args)
     for warning in result.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:

@@ -5,8 +5,9 @@ boundary (the SDK builds a model from the annotations), then its handler calls t
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
@@ -14,6 +15,8 @@ from .. import __version__, api
 from ..config.labels import LABEL_MAX, label_problem
 from ..errors import ChromasyncError
 from ..records import Hit
+from ..rest.bodies import option_default, option_type
+from ..retrieve.options import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, OPTIONS
 from .backend import Backend
 from .errors import error_text
 
@@ -34,6 +37,44 @@ def _hit(hit: Hit) -> dict[str, Any]:
     data = hit.as_json()
     data["citation"] = hit.citation
     return data
+
+
+def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+#: The arguments of the `search` and `ask` tools: the query (or question), then every
+#: search option (`retrieve.options`, typed and bounded as REST's bodies: `option_type`).
+SEARCH_FIRST = _parameter(
+    "query",
+    Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")],
+)
+ASK_FIRST = _parameter(
+    "question",
+    Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question to answer."),
+    ],
+)
+ASK_LAST = _parameter(
+    "fallback",
+    Annotated[
+        bool | None, Field(description="Answer extractively if the chat model is unreachable.")
+    ],
+    None,
+)
+
+
+def _signature(first: Any, *last: Any) -> inspect.Signature:
+    options = [_parameter(o.name, option_type(o), option_default(o)) for o in OPTIONS]
+    return inspect.Signature([first, *options, *last], return_annotation=dict[str, Any])
+
+
+def _search_args(query: str, arguments: dict[str, Any]) -> api.SearchArgs:
+    """A tool's arguments as the request record (errors spell options as the tool does)."""
+    return api.SearchArgs.of(query, spelling="json", **arguments)
 
 
 def build_server(backend: Backend) -> Any:
@@ -57,150 +98,28 @@ def build_server(backend: Backend) -> Any:
         except ChromasyncError as exc:
             raise ToolError(error_text(exc)) from exc
 
-    @server.tool()
-    def search(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="The question.")],
-        k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
-        mode: Annotated[
-            Literal["hybrid", "dense", "keyword"], Field(description="Meaning, words, or both.")
-        ] = "hybrid",
-        sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
-        tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
-        after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
-        before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
-        paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
-        phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
-        where: Annotated[
-            list[str] | None, Field(description="Metadata equalities, KEY=VALUE (all).")
-        ] = None,
-        where_json: Annotated[
-            dict[str, Any] | None, Field(description="A Chroma `where` filter on metadata.")
-        ] = None,
-        matches: Annotated[
-            list[str] | None, Field(description="FIELD=SUBSTRING in metadata (all).")
-        ] = None,
-        date_fields: Annotated[
-            list[str] | None, Field(description="Front-matter keys `after`/`before` read.")
-        ] = None,
-        collections: Annotated[
-            list[str] | None, Field(description="Only these collections.")
-        ] = None,
-        links_to: Annotated[
-            list[str] | None,
-            Field(description="Only chunks linking to these URLs, paths or note titles (all)."),
-        ] = None,
-        per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
-        sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
-        min_score: Annotated[
-            float | None,
-            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
-        ] = None,
-    ) -> dict[str, Any]:
+    def search(**arguments: Any) -> dict[str, Any]:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
         with tool_errors(), backend.access() as index:
-            settings = backend.settings
-            args = api.SearchArgs.of(
-                query,
-                mode=mode,
-                k=k,
-                sources=sources,
-                tags=tags,
-                tags_all=tags_all,
-                after=after,
-                before=before,
-                paths=paths,
-                phrases=phrases,
-                where=where,
-                where_json=where_json,
-                matches=matches,
-                date_fields=date_fields,
-                links_to=links_to,
-                collections=collections,
-                per_doc=per_doc,
-                sort=sort,
-                min_score=min_score,
-            )
-            request = api.search_request(args, settings)
-            result = index.retrieve(request)
+            result = index.search(_search_args(arguments.pop("query"), arguments))
             data = result.as_json()
             data["hits"] = [_hit(h) for h in result.hits]
             return data
 
-    @server.tool()
-    def ask(
-        question: Annotated[
-            str, Field(min_length=1, max_length=4000, description="The question to answer.")
-        ],
-        k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
-        mode: Annotated[
-            Literal["hybrid", "dense", "keyword"], Field(description="Meaning, words, or both.")
-        ] = "hybrid",
-        sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
-        tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
-        after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
-        before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
-        paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
-        phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
-        where: Annotated[
-            list[str] | None, Field(description="Metadata equalities, KEY=VALUE (all).")
-        ] = None,
-        where_json: Annotated[
-            dict[str, Any] | None, Field(description="A Chroma `where` filter on metadata.")
-        ] = None,
-        matches: Annotated[
-            list[str] | None, Field(description="FIELD=SUBSTRING in metadata (all).")
-        ] = None,
-        date_fields: Annotated[
-            list[str] | None, Field(description="Front-matter keys `after`/`before` read.")
-        ] = None,
-        collections: Annotated[
-            list[str] | None, Field(description="Only these collections.")
-        ] = None,
-        per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
-        sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
-        min_score: Annotated[
-            float | None,
-            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
-        ] = None,
-        group_by: Annotated[
-            str | None, Field(max_length=200, description="Organise the answer per value.")
-        ] = None,
-        fallback: Annotated[
-            bool | None,
-            Field(description="Answer extractively if the chat model is unreachable."),
-        ] = None,
-    ) -> dict[str, Any]:
+    def ask(**arguments: Any) -> dict[str, Any]:
         """Answer a question from the index (the filters of `search`): a few sentences whose
         every claim cites a source `[n]`, listed in `citations` (path, heading, lines)."""
+        fallback = arguments.pop("fallback", None)
         with tool_errors(), backend.access() as index:
-            settings = backend.settings
-            args = api.SearchArgs.of(
-                question,
-                mode=mode,
-                k=k,
-                sources=sources,
-                tags=tags,
-                tags_all=tags_all,
-                after=after,
-                before=before,
-                paths=paths,
-                phrases=phrases,
-                where=where,
-                where_json=where_json,
-                matches=matches,
-                date_fields=date_fields,
-                collections=collections,
-                per_doc=per_doc,
-                sort=sort,
-                min_score=min_score,
-                group_by=group_by,
-            )
-            request = api.search_request(args, settings)
-            answer: dict[str, Any] = index.ask(request, fallback=fallback)
+            args = _search_args(arguments.pop("question"), arguments)
+            answer: dict[str, Any] = index.ask(args, fallback=fallback)
             return answer
+
+    search.__signature__ = _signature(SEARCH_FIRST)  # type: ignore[attr-defined]
+    ask.__signature__ = _signature(ASK_FIRST, ASK_LAST)  # type: ignore[attr-defined]
+    server.tool()(search)
+    server.tool()(ask)
 
     @server.tool()
     def list_sources() -> dict[str, Any]:

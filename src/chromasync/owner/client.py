@@ -8,6 +8,7 @@ set) and maps the service's error responses back to chromasync's exceptions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,8 +18,10 @@ import httpx
 
 from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit
-from ..retrieve import SearchRequest, SearchResult
 from ..retrieve.access import DEFAULT_MAX_BYTES
+from ..retrieve.filters import Filters
+from ..retrieve.request import SearchArgs
+from ..retrieve.results import SearchResult
 from .locate import OwnerInfo
 
 
@@ -50,9 +53,12 @@ class OwnerClient:
         token: str | None = None,
         timeout: float = 60.0,
         http: httpx.Client | None = None,
+        date_fields: Sequence[str] = (),
     ) -> None:
-        """`http`: another client to send through (tests: an ASGI app in process)."""
+        """`http`: another client to send through (tests: an ASGI app in process);
+        `date_fields`: the caller's, sent with a request that names none."""
         self.owner = owner
+        self.date_fields = tuple(date_fields)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = http or httpx.Client(
             transport=httpx.HTTPTransport(uds=owner.socket),
@@ -104,50 +110,18 @@ class OwnerClient:
             cls = SourceError if response.status_code < 500 else StoreError
         raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
 
-    def search(self, query: str, k: int = 10, **filters: Any) -> list[Hit]:
-        params: dict[str, Any] = {"q": query, "k": k}
-        params |= {key: value for key, value in filters.items() if value not in (None, [], ())}
-        body = self._call("GET", "/search", params=params)
-        return [Hit.from_json(h) for h in body["hits"]]
-
-    def retrieve(self, request: SearchRequest) -> SearchResult:
-        """Run a search request through the owner's `/search` (every option of the CLI)."""
-        f = request.filters
-        params: dict[str, Any] = {
-            "q": request.query,
-            "k": request.k,
-            "mode": request.mode,
-            "source": list(f.sources),
-            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
-            "where_json": json.dumps(f.where_json) if f.where_json else None,
-            "tag": list(f.tags),
-            "tags_all": f.tags_all,
-            "after": f.echo.get("after"),
-            "before": f.echo.get("before"),
-            "date_field": list(f.date_fields),
-            "path": list(f.paths),
-            "phrase": list(f.phrases),
-            "match": [f"{key}={value}" for key, value in f.matches],
-            "links_to": list(f.links_to),
-            "collection": list(request.collections),
-            "all_collections": request.all_collections,
-            "per_doc": request.per_doc,
-            "sort": request.sort,
-            "group_by": request.group_by,
-            "rerank": request.rerank,
-            "min_score": request.min_score,
-        }
-        params = {k: v for k, v in params.items() if v not in (None, [], False)}
-        params["rerank"] = request.rerank
-        body = self._call("GET", "/search", params=params)
+    def search(self, args: SearchArgs) -> SearchResult:
+        """Run a search through the owner: the request record as JSON (`POST /search`),
+        parsed once, there; the answer read back into the `SearchResult` of one here."""
+        body = self._call("POST", "/search", json=self._wire(args))
         groups = tuple(
             (str(g["value"]), tuple(int(i) for i in g["hits"])) for g in body.get("groups", [])
         )
         return SearchResult(
-            query=request.query,
-            mode=str(body.get("mode", request.mode)),
+            query=str(body.get("query", args.query)),
+            mode=str(body.get("mode", args.mode)),
             collections=tuple(body.get("collections", ())),
-            filters=f,
+            filters=Filters.from_record(body["filter_record"]),
             hits=tuple(Hit.from_json(h) for h in body["hits"]),
             groups=groups,
             group_field=body.get("group_by"),
@@ -155,39 +129,23 @@ class OwnerClient:
             warnings=tuple(body.get("warnings", ())),
         )
 
+    def _wire(self, args: SearchArgs) -> dict[str, Any]:
+        """The request record as JSON; no date fields means this caller's (as in process)."""
+        if not args.date_fields and self.date_fields:
+            args = dataclasses.replace(args, date_fields=self.date_fields)
+        return dataclasses.asdict(args)
+
     def ask(
         self,
-        request: SearchRequest,
+        args: SearchArgs,
         *,
         fallback: bool | None = None,
         on_token: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Answer `request.query` through the owner's `/ask/stream` (its answer settings):
+        """Answer `args.query` through the owner's `/ask/stream` (its answer settings):
         each `token` event goes to `on_token`; returns the final answer's JSON."""
-        f = request.filters
-        body: dict[str, Any] = {
-            "question": request.query,
-            "k": request.k,
-            "mode": request.mode,
-            "sources": list(f.sources),
-            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
-            "where_json": f.where_json or None,
-            "tags": list(f.tags),
-            "tags_all": f.tags_all,
-            "after": f.echo.get("after"),
-            "before": f.echo.get("before"),
-            "date_fields": list(f.date_fields),
-            "paths": list(f.paths),
-            "phrases": list(f.phrases),
-            "matches": [f"{key}={value}" for key, value in f.matches],
-            "collections": list(request.collections),
-            "all_collections": request.all_collections,
-            "per_doc": request.per_doc,
-            "sort": request.sort,
-            "group_by": request.group_by,
-            "rerank": request.rerank,
-            "min_score": request.min_score,
-        }
+        body = self._wire(args)
+        body["question"] = body.pop("query")
         if fallback is not None:
             body["fallback"] = "extractive" if fallback else "none"
         try:

@@ -25,10 +25,17 @@ if TYPE_CHECKING:
     from .client import OwnerClient
 
 
+#: (request, result, the state's identity before it ran): a search that ran in this process.
+OnLocalSearch = Callable[[api.SearchRequest, api.SearchResult, Any], None]
+
+
 class Index(Protocol):
     """What a surface asks of the index, wherever it runs."""
 
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult: ...
+    def search(self, args: api.SearchArgs) -> api.SearchResult:
+        """A search request as the surface received it (`retrieve.request.SearchArgs`),
+        parsed once where it runs: here, or in the owner (its JSON is the owner's wire)."""
+        ...
 
     def status(self) -> dict[str, Any]: ...
 
@@ -46,19 +53,30 @@ class Index(Protocol):
         """{files: [FileLines as JSON], left_out} for the indexed files matching a glob."""
         ...
 
-    def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
-        """Retrieve, then answer `request.query`: the answer's JSON."""
+    def ask(self, args: api.SearchArgs, *, fallback: bool | None = None) -> dict[str, Any]:
+        """Search, then answer `args.query`: the answer's JSON."""
         ...
 
 
 class LocalIndex:
     """The index in this process, when no owner runs (the data dir's lock rules apply)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, on_local: OnLocalSearch | None = None) -> None:
+        """`on_local`: told of each search run here (the CLI records the fast path's
+        snapshot of it: `retrieve.quick`)."""
         self.settings = settings
+        self._on_local = on_local
 
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
-        return api.retrieve(request, self.settings)
+    def search(self, args: api.SearchArgs) -> api.SearchResult:
+        request = api.search_request(args, self.settings)
+        if self._on_local is None:
+            return api.retrieve(request, self.settings)
+        from ..retrieve.quick import state_identity
+
+        before = state_identity(str(self.settings.data_dir))
+        result = api.retrieve(request, self.settings)
+        self._on_local(request, result, before)
+        return result
 
     def status(self) -> dict[str, Any]:
         import dataclasses
@@ -81,9 +99,12 @@ class LocalIndex:
     ) -> dict[str, Any]:
         return api.multi_get_json(self.settings, pattern, max_bytes, source)
 
-    def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
-        result = api.retrieve(request, self.settings)
-        return api.answer(request.query, result, self.settings, fallback=fallback).as_json()
+    def ask(self, args: api.SearchArgs, *, fallback: bool | None = None) -> dict[str, Any]:
+        from ..answer.ask import check_question
+
+        check_question(args.query)
+        result = self.search(args)
+        return api.answer(args.query, result, self.settings, fallback=fallback).as_json()
 
 
 def owner_client(settings: Settings) -> OwnerClient | None:
@@ -105,7 +126,7 @@ def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
 def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
 
-    return OwnerClient(info, token=settings.api_token)
+    return OwnerClient(info, token=settings.api_token, date_fields=settings.date_field_names)
 
 
 @contextmanager
@@ -115,6 +136,7 @@ def open_index(
     start: Mapping[str, Any] | None = None,
     register: str | None = None,
     on_start: Callable[[], None] | None = None,
+    on_local: OnLocalSearch | None = None,
 ) -> Iterator[Index]:
     """The owner's client while an owner runs, else the index in this process.
 
@@ -122,6 +144,7 @@ def open_index(
     search daemon with these settings is started if no owner runs (`daemon.ensure`), unless
     nothing was indexed here yet (a mistyped `--data-dir` gets its error, not a daemon).
     `register`: the command line's key for the console script's daemon client.
+    `on_local`: see `LocalIndex`.
     """
     info: OwnerInfo | None
     indexed = (settings.data_dir / STATE_FILE).exists() or bool(settings.chroma_url)
@@ -132,7 +155,7 @@ def open_index(
         if info is not None and info.role == daemons.ROLE:
             info = info if _same_settings(info, settings) else None
     if info is None:
-        yield LocalIndex(settings)
+        yield LocalIndex(settings, on_local)
         return
     with _client(info, settings) as client:
         if register and info.role == daemons.ROLE:

@@ -149,8 +149,9 @@ class Service:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def search(self, query: str, **params: Any) -> list[Hit]:
-        return api.search(query, self.settings, embedder=self.embedder, **params)
+    def search(self, args: api.SearchArgs) -> api.SearchResult:
+        """A search request as any surface received it, parsed here (`api.search_request`)."""
+        return self.retrieve(api.search_request(args, self.settings))
 
     def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
         return api.retrieve(request, self.settings, sessions=self.sessions)
@@ -201,14 +202,17 @@ class Service:
 
     def ask(
         self,
-        request: api.SearchRequest,
+        args: api.SearchArgs,
         *,
         fallback: bool | None = None,
         on_token: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Retrieve, then answer `request.query`: the answer's JSON (as `OwnerClient.ask`)."""
-        result = self.retrieve(request)
-        return self.answer(request.query, result, on_token=on_token, fallback=fallback).as_json()
+        """Search, then answer `args.query`: the answer's JSON (as `OwnerClient.ask`)."""
+        from ..answer.ask import check_question
+
+        check_question(args.query)
+        result = self.search(args)
+        return self.answer(args.query, result, on_token=on_token, fallback=fallback).as_json()
 
     def answer(
         self,

@@ -19,7 +19,7 @@ from ..corpus.paths import resolve_in_roots
 from ..errors import ChromasyncError, ConfigError, NotFound
 from ..owner.service import Service
 from ..retrieve.editor import open_urls
-from .bodies import AskBody, Label, ReindexBody, SourceBody, search_query
+from .bodies import AskBody, Label, ReindexBody, SearchBody, SourceBody, search_query
 from .guard import TokenGate, WriteGuard, status_for
 from .page import add_page_routes
 from .render import answer_events, hit_json, result_json
@@ -75,10 +75,17 @@ def create_app(
     @app.get("/search", tags=["search"])
     def search(args: Annotated[api.SearchArgs, Depends(search_query)]) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
-        request = api.search_request(args, service.settings)
-        result = service.retrieve(request)
+        result = service.search(args)
         links = open_urls(service.settings, result.hits) if service.settings.editor_uri else None
         return result_json(result, links)
+
+    @app.post("/search", tags=["search"])
+    def search_body(body: SearchBody) -> dict[str, Any]:
+        """`/search` with the request as a JSON body (every option under its JSON name, lists
+        as lists): the owner's wire. Also answers `filter_record`, the filters as parsed."""
+        result = service.search(body.search_args())
+        links = open_urls(service.settings, result.hits) if service.settings.editor_uri else None
+        return result_json(result, links) | {"filter_record": result.filters.as_record()}
 
     def _ask(body: AskBody, on_token: Any = None) -> Any:
         return service.answer(body.question, _asked(body), on_token, _fallback(body))
@@ -87,7 +94,7 @@ def create_app(
         from ..answer.ask import check_question
 
         check_question(body.question)
-        return service.retrieve(api.search_request(body.search_args(), service.settings))
+        return service.search(body.search_args())
 
     def _stream(body: AskBody) -> StreamingResponse:
         result = _asked(body)  # bad input and retrieval errors: a plain 4xx/5xx, not a stream
