@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
+from ..owner.index import open_index
 from .common import (
     print_table,
     reported_errors,
@@ -98,8 +99,8 @@ def sources() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def sources_list(as_json: bool, **flags: Any) -> None:
     """Configured sources with their index figures, and indexed ones no longer configured."""
-    with reported_errors():
-        rows = api.list_sources(settings_from_flags(**flags))
+    with reported_errors(), open_index(settings_from_flags(**flags)) as index:
+        rows = index.sources()  # through the data dir's owner when one runs
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
         return

@@ -23,8 +23,8 @@ from rich.text import Text
 
 from .. import api
 from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
-from ..errors import LockError
-from ..owner.index import open_index, owner_client
+from ..owner.index import open_index
+from ..owner.queries import CompareQuery, EvalRequest
 from ..records import Hit
 from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable
@@ -185,15 +185,6 @@ def _record_keyword_search(
     )
 
 
-def _refuse_if_owned(settings: api.Settings, command: str) -> None:
-    client = owner_client(settings)
-    if client is not None:
-        raise LockError(
-            f"the data dir is owned by {client.owner.describe()}; `chromasync {command}` "
-            "cannot go through it yet: stop it first"
-        )
-
-
 def _print_result(
     result: api.SearchResult,
     explain: bool = False,
@@ -283,15 +274,15 @@ def similar(
     """The indexed documents nearest to the file PATH (indexed or not)."""
     with reported_errors():
         settings = settings_from_flags(**flags)
-        _refuse_if_owned(settings, "similar")
-        result = api.similar(
+        query = CompareQuery(
             path,
-            settings,
             k=k,
             threshold=threshold,
             collections=tuple(flags.get("collection") or ()),
             all_collections=all_collections,
         )
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            result = index.similar(query)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
@@ -368,20 +359,17 @@ def eval_command(
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
-        _refuse_if_owned(settings, "eval")
-        items = api.load_queries(queries)
+        request = EvalRequest(
+            tuple(api.load_queries(queries)),
+            modes=tuple(modes),
+            k=k,
+            sources=tuple(sources),
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+        )
         show = not quiet and not as_json and sys.stderr.isatty()
-        with progress_bar(show) as progress:
-            report = api.evaluate(
-                items,
-                settings,
-                modes=tuple(modes) or api.MODES,
-                k=k,
-                filters=api.make_filters(settings, sources=sources),
-                collections=tuple(flags.get("collection") or ()),
-                all_collections=all_collections,
-                progress=progress,
-            )
+        with progress_bar(show) as progress, open_index(settings) as index:
+            report = index.evaluate(request, progress=progress)
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
         return

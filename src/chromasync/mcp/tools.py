@@ -5,6 +5,7 @@ boundary (the SDK builds a model from the annotations), then its handler calls t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -14,8 +15,10 @@ from pydantic import AfterValidator, Field
 from .. import __version__, api
 from ..config.labels import LABEL_MAX, label_problem
 from ..errors import ChromasyncError
+from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
 from ..records import Hit
 from ..rest.bodies import option_default, option_type
+from ..rest.render import sources_json
 from ..retrieve.options import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, OPTIONS
 from .backend import Backend
 from .errors import error_text
@@ -113,8 +116,7 @@ def build_server(backend: Backend) -> Any:
         fallback = arguments.pop("fallback", None)
         with tool_errors(), backend.access() as index:
             args = _search_args(arguments.pop("question"), arguments)
-            answer: dict[str, Any] = index.ask(args, fallback=fallback)
-            return answer
+            return index.ask(args, fallback=fallback).as_json()
 
     search.__signature__ = _signature(SEARCH_FIRST)  # type: ignore[attr-defined]
     ask.__signature__ = _signature(ASK_FIRST, ASK_LAST)  # type: ignore[attr-defined]
@@ -125,7 +127,7 @@ def build_server(backend: Backend) -> Any:
     def list_sources() -> dict[str, Any]:
         """The indexed sources: label, root folder, files, chunks, model and last run."""
         with tool_errors(), backend.access() as index:
-            return {"sources": index.sources()}
+            return {"sources": sources_json(index.sources())}
 
     @server.tool()
     def get_document(
@@ -147,7 +149,7 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """An indexed file's current lines START..END (1-based; the whole file without)."""
         with tool_errors(), backend.access() as index:
-            return index.get(path, source)
+            return dataclasses.asdict(index.get(path, source))
 
     @server.tool()
     def multi_get(
@@ -161,7 +163,7 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """The current text of every indexed file matching a glob: {files, left_out}."""
         with tool_errors(), backend.access() as index:
-            return index.multi_get(glob, max_bytes, source)
+            return index.multi_get(glob, max_bytes, source).as_json()
 
     @server.tool()
     def links(
@@ -178,9 +180,8 @@ def build_server(backend: Backend) -> Any:
         """Reverse links: every indexed file and chunk linking to `target`, with line and
         link text; or, with `from_path`, that file's links and its broken internal ones."""
         with tool_errors(), backend.access() as index:
-            params = {"target": target, "from": from_path, "source": source}
-            result: dict[str, Any] = index.links({k: v for k, v in params.items() if v})
-            return result
+            query = LinksQuery(target or None, from_path=from_path or None, source=source or None)
+            return index.links(query).as_json()
 
     @server.tool()
     def suggest(
@@ -197,10 +198,7 @@ def build_server(backend: Backend) -> Any:
         whose indexed content is nearest to an indexed file, with scores, confidence bands
         and best chunks, and the file's near-duplicates."""
         with tool_errors(), backend.access() as index:
-            result: dict[str, Any] = index.suggest(
-                {"path": path, "source": source, "group_by": group_by}
-            )
-            return result
+            return index.suggest(CompareQuery(path, source=source, group_by=group_by)).as_json()
 
     @server.tool()
     def summaries(
@@ -213,8 +211,7 @@ def build_server(backend: Backend) -> Any:
         """One short summary per group (each value of `group_by`), with its distinctive
         terms: what each folder, source or field value of the corpus is about."""
         with tool_errors(), backend.access() as index:
-            result: dict[str, Any] = index.summaries({"group_by": group_by, "limit": limit})
-            return result
+            return index.summaries(SummariesQuery(group_by, limit)).as_json()
 
     @server.tool()
     def reindex(
@@ -222,9 +219,13 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """Bring one source's index up to date with its files (a delta run); its summary."""
         with tool_errors(), backend.access() as index:
-            job = index.wait(index.reindex([source])["id"], timeout=RUN_TIMEOUT)
-            if job["status"] == "failed":
-                raise ToolError(f"reindex of {source!r} failed: {job['error']}")
-            return {"job": job["id"], "status": job["status"], "summaries": job["summaries"]}
+            job = index.wait(index.reindex([source]).id, timeout=RUN_TIMEOUT)
+            if job.status == "failed":
+                raise ToolError(f"reindex of {source!r} failed: {job.error}")
+            return {
+                "job": job.id,
+                "status": job.status,
+                "summaries": [dict(s) for s in job.summaries],
+            }
 
     return server

@@ -4,7 +4,8 @@ While `chromasync serve`, `watch` or `mcp` owns a data dir, nothing else may ope
 callers send their requests through the owner's socket instead (see `locate`). `open_index`
 hides that choice: it yields the owner's client when an owner runs, else a `LocalIndex` over
 the API in this process. The owner's own `Service` is an `Index` too, so a surface that may
-itself be the owner (MCP) holds one type either way.
+itself be the owner (MCP) holds one type either way. Commands (CLI, REST, MCP) reach the
+index through `open_index` (or, as the owner, their `Service`) and nothing else.
 """
 
 from __future__ import annotations
@@ -15,96 +16,113 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import api
+from ..answer.records import Answer
+from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..datadir import STATE_FILE
 from ..records import Hit
+from ..retrieve.access import FileLines
+from ..retrieve.links import LinksReport
+from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..sync.registry import SourceInfo
 from . import daemon as daemons
+from .local import LocalIndex, OnLocalSearch
 from .locate import OwnerInfo, find_owner
+from .queries import (
+    CompareQuery,
+    EvalRequest,
+    FileSet,
+    IndexStatus,
+    JobState,
+    LinksQuery,
+    SummariesQuery,
+)
 
 if TYPE_CHECKING:
     from .client import OwnerClient
 
 
-#: (request, result, the state's identity before it ran): a search that ran in this process.
-OnLocalSearch = Callable[[api.SearchRequest, api.SearchResult, Any], None]
-
-
 class Index(Protocol):
-    """What a surface asks of the index, wherever it runs."""
+    """Every operation a surface asks of the index, wherever it runs: records in and out.
+
+    Implemented by the index in this process (`owner.local.LocalIndex`), by the data dir's
+    owner (`owner.service.Service`) and by the owner's client (`owner.client.OwnerClient`),
+    which sends each call's record as JSON (`owner.wire`) and reads back the record the
+    owner's `Service` returned: the same call gives the same record either way.
+    """
 
     def search(self, args: api.SearchArgs) -> api.SearchResult:
         """A search request as the surface received it (`retrieve.request.SearchArgs`),
         parsed once where it runs: here, or in the owner (its JSON is the owner's wire)."""
         ...
 
-    def status(self) -> dict[str, Any]: ...
-
-    def sources(self) -> list[dict[str, Any]]: ...
-
-    def get_document(self, path: str, source: str | None = None) -> list[Hit]: ...
-
-    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
-        """`PATH[:START[-END]]`'s current lines: `api.FileLines` as JSON."""
+    def ask(
+        self,
+        args: api.SearchArgs,
+        *,
+        fallback: bool | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """Search, then answer `args.query` with the answering side's chat settings."""
         ...
-
-    def multi_get(
-        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> dict[str, Any]:
-        """{files: [FileLines as JSON], left_out} for the indexed files matching a glob."""
-        ...
-
-    def ask(self, args: api.SearchArgs, *, fallback: bool | None = None) -> dict[str, Any]:
-        """Search, then answer `args.query`: the answer's JSON."""
-        ...
-
-
-class LocalIndex:
-    """The index in this process, when no owner runs (the data dir's lock rules apply)."""
-
-    def __init__(self, settings: Settings, on_local: OnLocalSearch | None = None) -> None:
-        """`on_local`: told of each search run here (the CLI records the fast path's
-        snapshot of it: `retrieve.quick`)."""
-        self.settings = settings
-        self._on_local = on_local
-
-    def search(self, args: api.SearchArgs) -> api.SearchResult:
-        request = api.search_request(args, self.settings)
-        if self._on_local is None:
-            return api.retrieve(request, self.settings)
-        from ..retrieve.quick import state_identity
-
-        before = state_identity(str(self.settings.data_dir))
-        result = api.retrieve(request, self.settings)
-        self._on_local(request, result, before)
-        return result
-
-    def status(self) -> dict[str, Any]:
-        import dataclasses
-
-        return {"sources": [dataclasses.asdict(r) for r in api.status(self.settings)]}
-
-    def sources(self) -> list[dict[str, Any]]:
-        import dataclasses
-
-        return [dataclasses.asdict(s) for s in api.list_sources(self.settings)]
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
-        return api.get_document(self.settings, path, source)
+        """A file's indexed chunks, in line order."""
+        ...
 
-    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
-        return api.get_json(self.settings, spec, source)
+    def get(self, spec: str, source: str | None = None) -> FileLines:
+        """`PATH[:START[-END]]`'s current lines."""
+        ...
 
     def multi_get(
         self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> dict[str, Any]:
-        return api.multi_get_json(self.settings, pattern, max_bytes, source)
+    ) -> FileSet:
+        """The current text of every indexed file matching a glob."""
+        ...
 
-    def ask(self, args: api.SearchArgs, *, fallback: bool | None = None) -> dict[str, Any]:
-        from ..answer.ask import check_question
+    def links(self, query: LinksQuery) -> LinksReport:
+        """Reverse links to a target, or what one file links to."""
+        ...
 
-        check_question(args.query)
-        result = self.search(args)
-        return api.answer(args.query, result, self.settings, fallback=fallback).as_json()
+    def similar(self, query: CompareQuery) -> SimilarResult:
+        """The indexed documents nearest to a file (indexed or not)."""
+        ...
+
+    def suggest(self, query: CompareQuery) -> SuggestResult:
+        """Triage: the groups nearest to a file, and its near-duplicates."""
+        ...
+
+    def summaries(self, query: SummariesQuery) -> SummariesReport:
+        """One summary per group."""
+        ...
+
+    def evaluate(
+        self, request: EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
+    ) -> EvalReport:
+        """nDCG, recall and MRR per mode over judged queries (`progress`: in process)."""
+        ...
+
+    def status(self) -> IndexStatus:
+        """Each source's figures, the state's health, the owner and its jobs."""
+        ...
+
+    def sources(self) -> list[SourceInfo]:
+        """The sources as configured and as indexed."""
+        ...
+
+    def reindex(
+        self,
+        labels: Sequence[str] = (),
+        *,
+        checksum: bool = False,
+        allow_mass_delete: bool = False,
+    ) -> JobState:
+        """A delta ingest of the known sources (those labelled; all without): its job."""
+        ...
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobState:
+        """A job once it has finished (or `timeout` passed)."""
+        ...
 
 
 def owner_client(settings: Settings) -> OwnerClient | None:
@@ -126,7 +144,7 @@ def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
 def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
 
-    return OwnerClient(info, token=settings.api_token, date_fields=settings.date_field_names)
+    return OwnerClient(info, token=settings.api_token, settings=settings)
 
 
 @contextmanager
