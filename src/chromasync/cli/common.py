@@ -273,6 +273,11 @@ SETTING_FLAGS = frozenset(
         "rerank_model",
         "llm_url",
         "llm_model",
+        "nats_url",
+        # set by `ingest` and `chunk-report` flags (`cli.fileflags`, `--retry-attempts`...)
+        "chunk_max_tokens",
+        "chroma_retries",
+        "batch_size",
     }
 )
 #: What `settings_from_flags` reads besides `SETTING_FLAGS`.

@@ -47,6 +47,7 @@ class SearchArgs:
     group_by: str | None = None
     rerank: bool = True
     min_score: float | None = None  # a relevance floor, 0-1
+    latest: int | None = None  # only the N newest documents passing the filters
     #: How the caller spells options, for errors: "cli", "query" or "json" (`options`).
     spelling: str = "cli"
 
@@ -97,6 +98,7 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         group_by=args.group_by,
         rerank=args.rerank,
         min_score=args.min_score,
+        latest=args.latest,
     )
 
 
