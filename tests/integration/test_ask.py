@@ -317,5 +317,5 @@ def test_owner_client_ask_streams_through_the_owner(
     client = OwnerClient(service.info, http=rest)
     tokens: list[str] = []
     data = client.ask(api.SearchArgs(QUESTION, k=3), on_token=tokens.append)
-    assert "".join(tokens) == "Zero point first [1]." and data["mode"] == "llm"
-    assert data["citations"][0]["n"] == 1
+    assert "".join(tokens) == "Zero point first [1]." and data.mode == "llm"
+    assert data.citations[0].n == 1

@@ -82,7 +82,7 @@ CASES: dict[str, Any] = {
     "all_collections": True,
     "mode": "keyword",
     "k": 2,
-    "sources": ["elsewhere"],  # the one source is "notes": no hits
+    "sources": ["extra"],
     "where": ["year=2025"],
     "where_json": {"year": {"$gte": 2024}},
     "tags": ["coffee"],
@@ -98,6 +98,7 @@ CASES: dict[str, Any] = {
     "per_doc": True,
     "min_score": 0.9,
     "sort": "date",
+    "latest": 1,
     "group_by": "year",
     "rerank": False,
 }
@@ -155,8 +156,13 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, dict[st
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     age_tree(root)
+    extra = base / "extra"
+    extra.mkdir()
+    (extra / "e.md").write_text("# Extra\n\nAn espresso grinder with ceramic burrs.\n")
+    age_tree(extra)
     settings = api.resolve_settings({"data_dir": str(base / "data"), "provider": "hash"}, {})
-    api.ingest([api.source_for(root)], settings, embedder=HashEmbedder())
+    sources = [api.source_for(root), api.source_for(extra)]
+    api.ingest(sources, settings, embedder=HashEmbedder())
     env = {
         "CHROMASYNC_DATA_DIR": str(settings.data_dir),
         "CHROMASYNC_EMBEDDING_PROVIDER": "hash",

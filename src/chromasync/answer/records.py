@@ -203,6 +203,10 @@ class Answer:
             group_by=data.get("group_by"),
             groups=groups,
             warnings=tuple(data.get("warnings") or ()),
+            parts=tuple(
+                Part(p["kind"], str(p["text"]), int(p.get("source") or 0), str(p.get("lang", "")))
+                for p in data.get("parts", ())
+            ),
         )
 
     def as_json(self) -> dict[str, object]:
