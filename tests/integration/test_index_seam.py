@@ -108,6 +108,9 @@ def test_every_operation_gives_the_same_record_through_the_owner(
         job = client.wait(client.reindex(["notes"]).id, timeout=60)
         assert job.status == "done" and job.ingest_summaries()[0].files_unchanged == 3
         assert client.status().owner is not None
+    ran = local.reindex(["notes"])  # in process: done when it returns
+    assert ran.status == "done" and local.wait(ran.id) == ran
+    assert ran.ingest_summaries()[0].files_unchanged == 3
     inbox = here["similar_inbox"]
     assert inbox.path == str(root.parent / "inbox.md") and inbox.documents
 

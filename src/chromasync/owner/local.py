@@ -241,7 +241,7 @@ class LocalIndex:
             self.settings, checksum=checksum, allow_mass_delete=allow_mass_delete
         )
         began = time.time()
-        summaries = api.ingest_known(self.settings, labels, options, wait=True)
+        summaries = api.ingest(api.KnownSources(tuple(labels)), self.settings, options, wait=True)
         job = JobState(
             id=f"local-{len(self._jobs) + 1}",
             status="done",
