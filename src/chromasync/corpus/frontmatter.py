@@ -153,7 +153,7 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
 
     def put(key: str, value: Any, depth: int) -> None:
         nonlocal dropped
-        if not key or key.startswith(("$", "chroma:")) or key in RESERVED_KEYS:
+        if not key or key.startswith(("$", "chroma:", "chromasync_")) or key in RESERVED_KEYS:
             dropped += 1
             return
         if isinstance(value, Mapping):

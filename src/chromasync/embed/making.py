@@ -88,27 +88,48 @@ def pooled_module(transformer: Any) -> Any:
     return Pooled(transformer)
 
 
-def export_onnx(transformer: Any, target: Path) -> None:
-    """Export `transformer` with mean pooling and L2 normalisation (`pooled_module`) to ONNX
-    at `target`: inputs `input_ids`, `attention_mask`, `token_type_ids` and output
-    `embedding`, with dynamic batch and sequence axes."""
+def hidden_module(transformer: Any) -> Any:
+    """The transformer returning its last hidden state (Chroma's layout: the caller pools)."""
+    import torch
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+            ).last_hidden_state
+
+    return Hidden(transformer)
+
+
+def export_onnx(transformer: Any, target: Path, pooled: bool = True) -> None:
+    """Export `transformer` to ONNX at `target`: inputs `input_ids`, `attention_mask`,
+    `token_type_ids` with dynamic batch and sequence axes; the output is `embedding` (mean
+    pooling and L2 normalisation inside the graph, `pooled_module`) or, with `pooled`
+    False, `last_hidden_state` (the layout of Chroma's default model, `embed/shared.py`)."""
     import torch
 
     dummy = torch.ones(2, 8, dtype=torch.long)
+    output = "embedding" if pooled else "last_hidden_state"
     axes = {"b": 0, "s": 1}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            pooled_module(transformer),
+            pooled_module(transformer) if pooled else hidden_module(transformer),
             (dummy, dummy, torch.zeros_like(dummy)),
             str(target),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["embedding"],
+            output_names=[output],
             dynamic_axes={
                 "input_ids": {axes["b"]: "batch", axes["s"]: "seq"},
                 "attention_mask": {axes["b"]: "batch", axes["s"]: "seq"},
                 "token_type_ids": {axes["b"]: "batch", axes["s"]: "seq"},
-                "embedding": {0: "batch"},
+                output: {0: "batch"} if pooled else {0: "batch", 1: "seq"},
             },
             opset_version=17,
             dynamo=False,

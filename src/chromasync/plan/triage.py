@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..records import (
     CHUNKING_VERSION,
+    OWNER_KEY,
     Chunk,
     ChunkRecord,
     Discovery,
@@ -60,6 +62,22 @@ def normalise_for_hash(text: str) -> str:
 
 def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
     return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
+
+
+_ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{16}-[0-9]{1,9}")
+
+
+def written_by(source: str, rid: str, metadata: Mapping[str, object]) -> bool:
+    """Whether a record without the ownership marker (`OWNER_KEY`: an index written before
+    it existed) was written by chromasync for `source`: its id is `record_id`'s for that
+    source and it holds the hashes chromasync records. (Used once, to add the marker.)"""
+    return (
+        _ID_SHAPE.fullmatch(rid) is not None
+        and rid.startswith(_sha(source)[:8] + "-")
+        and metadata.get("source") == source
+        and isinstance(metadata.get("record_hash"), str)
+        and isinstance(metadata.get("chunk_hash"), str)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +153,7 @@ def build_records(
             + chunk.text
         )
         metadata["record_hash"] = record_hash
+        metadata[OWNER_KEY] = ctx.source  # after the hash: adding it rewrote nothing
         records.append(
             ChunkRecord(
                 id=record_id(ctx.source, key, chunk_hash, occurrence),
