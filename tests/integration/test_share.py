@@ -80,3 +80,26 @@ def test_share_command(settings: Settings, cli_env: dict[str, str]) -> None:
     assert report["model_folder"].endswith("all-MiniLM-L6-v2/onnx")
     plain = run_cli(["share", "--no-model"], env=cli_env)
     assert plain.returncode == 0 and f"already configured: {settings.collection}" in plain.stdout
+
+
+def test_records_say_what_was_embedded_and_which_document(notes: Path, settings: Settings) -> None:
+    """A peer can rebuild each record's embedding input (context prefix + stored text) and
+    finds the document id LlamaIndex deletes by."""
+    from chromasync.embed.hashing import HashEmbedder
+    from chromasync.plan.triage import normalise_for_hash
+    from chromasync.records import CONTEXT_KEY
+
+    embedder = HashEmbedder()
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    raw = api.open_store(settings)._client.get_collection(settings.collection)
+    got = raw.get(include=["documents", "metadatas", "embeddings"])
+    with_context = 0
+    for doc, meta, vector in zip(
+        got["documents"], got["metadatas"], got["embeddings"], strict=True
+    ):
+        text = normalise_for_hash(str(meta.get(CONTEXT_KEY, "")) + doc)
+        [expected] = embedder.embed_documents([text])
+        assert [round(x, 5) for x in expected] == [round(float(x), 5) for x in vector]
+        assert meta["ref_doc_id"] == meta["document_id"] == meta["path"]
+        with_context += CONTEXT_KEY in meta
+    assert with_context > 0  # the notes' chunks are embedded under their headings

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..records import MetaValue
+from ..records import CONTEXT_KEY, OWNER_KEY, MetaValue
 
 #: Metadata keys chromasync writes itself; front matter cannot override them.
 RESERVED_KEYS = frozenset(
@@ -42,6 +42,9 @@ RESERVED_KEYS = frozenset(
         "links",
         "sidecar",
         "sidecar_mismatch",
+        OWNER_KEY,
+        CONTEXT_KEY,
+        "ref_doc_id",
     }
 )
 MAX_VALUE_CHARS = 4096

@@ -45,16 +45,14 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
 from . import runtime, shared
-from .making import check_agreement, export_onnx, quantize
+from .making import check_agreement, export_checked, load_sentence_transformer, mean_pool, quantize
 from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
 from .tokens import weights_dir
 
@@ -354,26 +352,7 @@ class LocalEmbedder:
 
     def _load_torch(self, device: str = "cpu") -> Any:
         if self._st_model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise EmbeddingError(
-                    "the torch backend (and the bf16 variant) needs sentence-transformers; "
-                    f"pip install '{shared.EXTRA}'"
-                ) from exc
-            os.environ.setdefault("TQDM_DISABLE", "1")
-            try:  # transformers draws its own "Loading weights" bar on stderr
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            except ImportError:
-                pass
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self._st_model = SentenceTransformer(
-                    str(self._weights().parent), device=device, local_files_only=True
-                )
+            self._st_model = load_sentence_transformer(self._weights().parent, device)
         return self._st_model
 
     def place_shared_model(self) -> bool:
@@ -399,36 +378,7 @@ class LocalEmbedder:
         return path
 
     def _export(self, path: Path) -> None:
-        """Export the model to ONNX, verified against sentence-transformers, atomically:
-        for the default model in Chroma's layout into its shared folder (`embed/shared.py`),
-        else with pooling and normalisation inside the graph."""
-        # one line on stderr, as for the int8 quantization: the export takes ~10 s, once
-        log.warning(
-            "chromasync: exporting the local model to ONNX (once, ~10 s, no download): %s", path
-        )
-        if runtime.missing("torch"):
-            raise EmbeddingError(f"exporting to ONNX needs torch: pip install '{shared.EXTRA}'")
-        model = self._load_torch()
-        transformer = model[0].auto_model.eval()
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        where = path.parent.parent if self._bundled else path.parent
-        with tempfile.TemporaryDirectory(dir=where, prefix=".export-") as tmp:
-            target = Path(tmp) / path.name
-            if self._bundled:
-                shared.make_from_weights(
-                    self._weights().parent, Path(tmp), lambda t: export_onnx(transformer, t, False)
-                )
-            else:
-                export_onnx(transformer, target)
-            self._load_onnx(target)
-            check_agreement(model, self._embed_onnx, 0.9999, f"ONNX export of {self.model_id}")
-            self._session = None
-            if self._bundled:
-                shared.place(Path(tmp), path.parent)
-            else:
-                os.replace(target, path)
-        self._st_model = None
+        export_checked(self, path, shared.place if self._bundled else None)
 
     def _load_bf16(self) -> None:
         try:
@@ -517,15 +467,8 @@ class LocalEmbedder:
     def _run_onnx(self, ids: Any, mask: Any, types: Any) -> Any:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         out = self._session.run(None, feeds)[0]
-        if out.ndim == 2:
-            return out  # pooled and normalised inside the graph
-        # Chroma's layout (the last hidden state): mean over the mask, then L2, as chromadb
-        import numpy as np
-
-        weights = mask[..., None].astype(out.dtype)
-        pooled = (out * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.where(norms == 0, 1e-12, norms)
+        # pooled inside the graph (an export), or Chroma's layout: pooled as chromadb does
+        return out if out.ndim == 2 else mean_pool(out, mask)
 
     def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed_batched(texts, self._run_onnx)

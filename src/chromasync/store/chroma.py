@@ -26,15 +26,15 @@ dimension; opening it with another model is refused unless the caller re-embeds.
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
+from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import OWNER_KEY, ChunkRecord, Hit, StoreLimits
 from ..retry import GaveUp, Refused
+from .failures import _ef_name, _find, _refused_filter, store_error
 from .target import StoreConfig, Target
 
 log = logging.getLogger(__name__)
@@ -202,81 +202,6 @@ class Store:
         self._call(f"delete collection {name!r}", lambda: self._client.delete_collection(name))
 
 
-def store_error(config: StoreConfig, what: str, exc: BaseException) -> StoreError:
-    """A plain `StoreError` for a failed call: credentials, give-up, TLS, or the cause."""
-    where = f"Chroma at {config.describe()}"
-    found = _find(exc, (GaveUp, Refused))
-    if isinstance(found, Refused) or _status_of(exc) in (401, 403):
-        status = found.status if isinstance(found, Refused) else _status_of(exc)
-        return StoreError(
-            f"{where} refused the credentials (HTTP {status}) for {what}; check the token "
-            "(CHROMASYNC_CHROMA_TOKEN or --chroma-token; CHROMA_API_KEY for Chroma Cloud) "
-            "and the tenant and database"
-        )
-    if isinstance(found, GaveUp):
-        return StoreError(
-            f"{where}: {what} failed: {config.redact(str(found))}; the server is "
-            "unreachable or overloaded, re-run when it is back (writes are idempotent)"
-        )
-    text = _shorten(config.redact(f"{type(exc).__name__}: {exc}"))
-    if _find(exc, (ssl.SSLError,)) is not None or "CERTIFICATE_VERIFY_FAILED" in text:
-        return StoreError(
-            f"{where}: {what} failed: TLS: {text}; certificates are verified (for a "
-            "private CA set SSL_CERT_FILE)"
-        )
-    return StoreError(f"{where}: {what} failed: {text}")
-
-
-#: A third-party error message is cut to this many characters (Chroma's echo the whole
-#: `where` clause, which may be as long as a request allows).
-MESSAGE_CHARS = 300
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " …"
-
-
-def _refused_filter(exc: Exception) -> ConfigError | None:
-    """Chroma's refusal of a `where` or `ids` argument (its own validation, client- or
-    server-side) as a usage error: a 4xx, never "retry later"."""
-    name = type(exc).__name__
-    refusal = isinstance(exc, ValueError | TypeError) or name == "InvalidArgumentError"
-    if refusal and "where" in str(exc).lower():
-        return ConfigError(f"Chroma refused the search filter: {_shorten(str(exc))}")
-    return None
-
-
-def _ef_name(function: Any) -> str | None:
-    if function is None:
-        return None
-    try:
-        return str(function.name())
-    except Exception:  # noqa: BLE001 - legacy functions without a name
-        return type(function).__name__
-
-
-def _find(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
-    seen: BaseException | None = exc
-    depth = 0
-    while seen is not None and depth < 20:
-        if isinstance(seen, kinds):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-        depth += 1
-    return None
-
-
-def _status_of(exc: BaseException) -> int | None:
-    code = getattr(exc, "code", None)
-    if callable(code):
-        try:
-            value = code()
-        except Exception:  # noqa: BLE001
-            return None
-        return value if isinstance(value, int) else None
-    return None
-
-
 class Collection:
     def __init__(self, raw: Any, store: Store, embeds: bool = False) -> None:
         self._raw = raw
@@ -304,11 +229,12 @@ class Collection:
             lambda: self._raw.modify(configuration=dict(configuration)),
         )
 
-    def set_owner(self, ids: Sequence[str], label: str) -> int:
-        """Add the ownership marker to `ids` (metadata merged; vectors untouched)."""
+    def add_metadata(self, added: Mapping[str, Mapping[str, Any]]) -> int:
+        """Merge `added` (id -> keys) into those records' metadata; vectors untouched."""
+        ids = list(added)
         self._store._call(
-            f"mark records of {self.name!r}",
-            lambda: self._raw.update(ids=list(ids), metadatas=[{OWNER_KEY: label}] * len(ids)),
+            f"rewrite metadata of {self.name!r}",
+            lambda: self._raw.update(ids=ids, metadatas=[dict(added[i]) for i in ids]),
         )
         return len(ids)
 

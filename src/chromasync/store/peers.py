@@ -94,19 +94,22 @@ def owner_of(record: StoredRecord) -> str | None:
 
 
 def mark_legacy(collection: Collection, label: str) -> int:
-    """Add the ownership marker to `label`'s records written before it existed (a metadata
-    update: no vector is read or written); how many were marked. One read when none is."""
+    """Upgrade `label`'s records written before the ownership marker existed, by a metadata
+    update (no vector is read or written): the marker, and the document keys LlamaIndex
+    reads (`document_id`, `ref_doc_id`); how many were upgraded. One read when none is."""
     marked = 0
-    pending: list[str] = []
+    pending: dict[str, dict[str, Any]] = {}
     for record in collection.iter_records(where={"source": label}):
-        if OWNER_KEY in record.metadata or not written_by(label, record.id, record.metadata):
+        meta = record.metadata
+        if OWNER_KEY in meta or not written_by(label, record.id, meta):
             continue
-        pending.append(record.id)
+        document = str(meta.get("document_id") or meta.get("path", ""))
+        pending[record.id] = {OWNER_KEY: label, "document_id": document, "ref_doc_id": document}
         if len(pending) >= collection.write_batch:
-            marked += collection.set_owner(pending, label)
-            pending = []
+            marked += collection.add_metadata(pending)
+            pending = {}
     if pending:
-        marked += collection.set_owner(pending, label)
+        marked += collection.add_metadata(pending)
     if marked:
         log.info(
             "collection %r: marked %d record(s) of %r as chromasync's",
