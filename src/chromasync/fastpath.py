@@ -75,9 +75,21 @@ _VALUE_OPTIONS = frozenset(
         "--chroma-url",
         "--tenant",
         "--database",
+        # the repository indexer's flags (issue 29): settings of the walk and the writes
+        "--include-extension",
+        "--exclude-extension",
+        "--encoding",
+        "--chunk-size",
+        "--batch-size",
+        "--retry-attempts",
+        "--identity",
+        "--commit-sha",
     }
 )
-_FLAG_OPTIONS = frozenset({"--json", "--quiet", "-q", "--no-gitignore", "--allow-root-slash"})
+#: `--once` names the default mode (the cron line's `ingest --once`): its re-run is fast too.
+_FLAG_OPTIONS = frozenset(
+    {"--json", "--quiet", "-q", "--no-gitignore", "--allow-root-slash", "--once"}
+)
 _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
 

@@ -87,9 +87,12 @@ def test_cli_takes_the_search_filters(indexed: dict[str, str]) -> None:
 
 
 def test_cli_no_match_is_a_clear_answer(indexed: dict[str, str]) -> None:
-    code, out, err = run(["ask", QUESTION, "--source", "nowhere"], indexed)
+    code, out, err = run(["ask", QUESTION, "--where", "rating=99"], indexed)
     assert code == 0, err
     assert out.strip() == "No sources matched these filters."
+    # a label no source has is a typo, not an empty answer (issue 29)
+    code, out, err = run(["ask", QUESTION, "--source", "nots"], indexed)
+    assert code == 1 and "did you mean 'notes'" in err and out == ""
     code, out, _ = run(["ask", QUESTION, "--tag", "no-such-tag", "--json"], indexed)
     data = json.loads(out)
     assert code == 0 and data["flags"] == ["no-sources"] and data["citations"] == []
@@ -119,6 +122,24 @@ def test_cli_streams_the_model_answer_with_sources(
     assert request["stream"] is True and request["model"] == "test-chat"
     assert "Calibration" in request["messages"][1]["content"]
     assert chat.auth_headers[-1] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_cli_an_answer_cut_off_before_done_exits_1(
+    indexed: dict[str, str], chat: ChatServer, as_json: bool
+) -> None:
+    """The stream ends mid-sentence without `[DONE]`: what came is printed, flagged
+    `incomplete`, and the exit status is 1 (it was 0, with no flag)."""
+    chat.default = Reply("Turn the ring until the burrs touch [1]. Then", no_done=True)
+    args = ["ask", QUESTION, "--k", "3"] + (["--json"] if as_json else [])
+    code, out, err = run(args, llm_env(indexed, chat))
+    assert code == 1, err
+    if as_json:
+        data = json.loads(out)
+        assert "incomplete" in data["flags"] and data["answer"].startswith("Turn the ring")
+    else:
+        assert out.startswith("Turn the ring until the burrs touch [1]. Then")
+        assert "incomplete" in err and "Traceback" not in err
 
 
 def test_cli_json_with_the_model_removes_unknown_citations(

@@ -38,6 +38,7 @@ SURFACES = [
     "watch",
     "rest",
     "mcp",
+    "nats",
     "cli",
     "action",
     "fastsearch",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from .common import (
     summaries_from_job,
     when,
 )
+from .fileflags import file_fields, file_options, given, setting_values, take_file_flags
 
 
 @click.command()
@@ -48,9 +50,33 @@ from .common import (
     "With one PATH: that source's label.",
 )
 @click.option("--kind", help="With PATH: the source kind (default notes).")
-@click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
-@click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
-@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@file_options
+@click.option(
+    "--identity",
+    metavar="ORG/REPO[@BRANCH]",
+    help="With PATH: index it as this repository (label ORG/REPO@BRANCH, records carry "
+    "repository and branch), as the repository indexer names a local checkout.",
+)
+@click.option(
+    "--commit-sha",
+    metavar="SHA",
+    help="Records written by this run carry indexed_commit_sha=SHA.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    help="Records per write request to Chroma [env CHROMASYNC_BATCH_SIZE].",
+)
+@click.option(
+    "--retry-attempts",
+    type=click.IntRange(1, 20),
+    help="Attempts per Chroma request [env CHROMASYNC_CHROMA_RETRIES; 6].",
+)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="One pass, then exit: the default mode, named for cron lines (see `watch`).",
+)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N files of each source.")
 @click.option("--gc-only", is_flag=True, help="Only delete records of files gone from disk.")
 @click.option("--no-gc", is_flag=True, help="Do not delete records of files gone from disk.")
@@ -71,15 +97,22 @@ from .common import (
 @click.option("--reembed", is_flag=True, help="Regenerate every vector for a new model.")
 @click.option("--allow-mass-delete", is_flag=True, help="Allow deleting most of a source.")
 @click.option("--wait", is_flag=True, help="Wait for another ingest of the data dir to finish.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the summary as JSON: a list, a row per source.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: Sequence[str],
     labels: Sequence[str],
     kind: str | None,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    no_gitignore: bool,
+    identity: str | None,
+    commit_sha: str | None,
+    batch_size: int | None,
+    retry_attempts: int | None,
+    once: bool,
     limit: int | None,
     gc_only: bool,
     no_gc: bool,
@@ -110,12 +143,25 @@ def ingest(
         raise click.UsageError("--include-text needs --output-manifest")
     if reset and (dry_run or gc_only):
         raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
-    if not paths and (kind or include or exclude or no_gitignore):
+    file_flags = take_file_flags(flags)
+    per_path = [*(["--kind"] if kind else []), *given(file_flags)]
+    if identity:
+        per_path.append("--identity")
+    if not paths and per_path:
         raise click.UsageError(
-            "--kind, --include, --exclude and --no-gitignore apply to a PATH; "
-            "set them per source in the config file"
+            f"{', '.join(per_path)} apply to a PATH; set them per source in the config file"
         )
+    if identity and (labels or len(paths) > 1):
+        raise click.UsageError("--identity names one PATH's source; give one PATH, no --source")
+    if commit_sha is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_sha):
+        raise click.UsageError(f"--commit-sha {commit_sha!r} is not a commit id (7-64 hex digits)")
+    flags.update(setting_values(file_flags))
+    if batch_size is not None:
+        flags["batch_size"] = batch_size
+    if retry_attempts is not None:
+        flags["chroma_retries"] = retry_attempts
     with reported_errors():
+        fields = file_fields(file_flags) if paths else {}
         settings = settings_from_flags(**flags)
         recorder = _recorder(settings, flags.get("config_path"))
         options = api.default_options(
@@ -128,20 +174,18 @@ def ingest(
             gc_only=gc_only,
             limit=limit,
         )
+        if commit_sha is not None:
+            extra = {**options.extra_metadata, "indexed_commit_sha": commit_sha.lower()}
+            options = dataclasses.replace(options, extra_metadata=extra)
         specs = []
         if paths:
             label = labels[0] if labels else None
-            fields = {"kind": kind} if kind else {}
+            if kind:
+                fields["kind"] = kind
+            if identity:
+                label, fields["static_metadata"] = identity_label(identity)
             specs = [
-                api.source_for(
-                    p,
-                    label,
-                    include=tuple(include),
-                    exclude=tuple(exclude),
-                    use_gitignore=not no_gitignore,
-                    allow_root=bool(flags.get("allow_root_slash")),
-                    **fields,
-                )
+                api.source_for(p, label, allow_root=bool(flags.get("allow_root_slash")), **fields)
                 for p in paths
             ]
             collections = [api.collection_of(s, settings) for s in specs]
@@ -207,6 +251,23 @@ def ingest(
     _print_ingest(summaries, as_json)
 
 
+def identity_label(identity: str) -> tuple[str, dict[str, str]]:
+    """`ORG/REPO[@BRANCH]` as a source label (`org/repo@branch`, as a `repo` source is
+    labelled; branch `HEAD` when not given) and the metadata its records carry."""
+    name, _, branch = identity.strip().partition("@")
+    parts = [p for p in name.strip("/").split("/") if p]
+    if len(parts) != 2 or not all(re.fullmatch(r"[A-Za-z0-9_.-]+", p) for p in parts):
+        raise ConfigError(
+            f"--identity {identity!r}: give ORGANIZATION/REPOSITORY[@BRANCH], e.g. "
+            "acme/handbook@main"
+        )
+    if branch and not re.fullmatch(r"[A-Za-z0-9_./-]{1,200}", branch):
+        raise ConfigError(f"--identity {identity!r}: {branch!r} is not a branch name")
+    repository = "/".join(parts)
+    branch = branch or "HEAD"
+    return f"{repository}@{branch}", {"repository": repository, "branch": branch}
+
+
 def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | None:
     """What records this command line's unchanged re-run for the fast path, when this
     process runs it as its own command line (`fastpath.main` passes a factory as `obj`)."""
@@ -222,7 +283,7 @@ def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | Non
 
 
 def _summary_json(rows: list[dict[str, object]]) -> str:
-    return json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n"
+    return json.dumps(rows, indent=2) + "\n"  # one shape: a list, one row per source
 
 
 def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:

@@ -130,6 +130,12 @@ max_delay_option = click.option(
 @debounce_option
 @max_delay_option
 @click.option(
+    "--nats",
+    "nats_bridge",
+    is_flag=True,
+    help="Also apply change events from NATS and answer requests there, as `chromasync nats`.",
+)
+@click.option(
     "--allow-no-token",
     is_flag=True,
     help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
@@ -141,6 +147,7 @@ def serve(
     watch_sources: bool,
     debounce: float,
     max_delay: float,
+    nats_bridge: bool,
     allow_no_token: bool,
     **flags: Any,
 ) -> None:
@@ -153,6 +160,10 @@ def serve(
 
     with reported_errors():
         settings = settings_from_flags(**flags)
+        if nats_bridge:
+            from .nats import _import_bridge
+
+            _import_bridge().connect_options(settings)  # a missing credentials file fails now
     token = settings.api_token
     if not _loopback(host) and not token and not allow_no_token:
         raise click.UsageError(
@@ -175,14 +186,19 @@ def serve(
             roots += list(settings.config_file.allow_roots)
         with Service(settings, "serve", url=url, allow_roots=roots, on_finish=_report) as service:
             unix = rest.bind_unix(service.socket)
-            watcher = None
+            watcher = bridge = None
             if watch_sources:
                 watcher = _start_watcher(service, service.source_specs(), debounce, max_delay)
+            if nats_bridge:
+                from .nats import BridgeThread
+
+                bridge = BridgeThread(service, service.source_specs())
             app = rest.create_app(service, token=token, allowed_hosts=_allowed_hosts(host))
             stderr_console().print(
                 f"chromasync serve: {url} (search page at /, API docs at /docs); "
                 f"owns {settings.data_dir}; token {'required' if token else 'not set'}"
                 + ("; watching sources" if watcher else "")
+                + ("; on NATS" if bridge else "")
             )
             try:
                 rest.run_server(app, [tcp, unix])
@@ -191,6 +207,8 @@ def serve(
             finally:
                 if watcher is not None:
                     watcher.stop()
+                if bridge is not None:
+                    bridge.stop()
     stderr_console().print("chromasync serve: stopped")
 
 

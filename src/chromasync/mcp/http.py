@@ -129,13 +129,7 @@ def run_http(
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
         if on_listen is not None:
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=5,
-        )
+        config = rest.server_config(app, lifespan="on", timeout_graceful_shutdown=5)
         with _sigterm_interrupts():
             rest.run_server(app, [tcp], uvicorn.Server(config))
     finally:

@@ -10,6 +10,7 @@ touches Chroma, the model or the disk: the console script's keyword fast path
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,6 +46,9 @@ class SearchRequest:
     fusion: Fusion | None = None
     rerank: bool = True  # when a reranker is configured
     min_score: float | None = None  # drop hits whose relevance is below (0-1)
+    #: Only the chunks of the N newest documents passing the filters (by date field),
+    #: whatever their rank: each one's best chunk first, newest first (see `present`).
+    latest: int | None = None
 
     @property
     def depth(self) -> int:
@@ -133,6 +137,7 @@ def rank_hits(
     keyword_ranks = _ranks(gathered.keyword)
     dense_scores = _scores(gathered.dense)
     keyword_scores = _scores(gathered.keyword)
+    by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
     if mode == "dense":
         chosen: list[tuple[tuple[str, str], float]] = [(_key(h), h.score) for h in gathered.dense]
     elif mode == "keyword":
@@ -144,8 +149,8 @@ def rank_hits(
                 Ranked("keyword", tuple((_key(h), h.score) for h in gathered.keyword)),
             ],
             fusion,
+            document_of,
         )
-    by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
     best = chosen[0][1] if chosen else 0.0
     out = []
     for key, score in chosen if limit is None else chosen[:limit]:
@@ -165,18 +170,40 @@ def rank_hits(
 def present(
     request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
 ) -> SearchResult:
-    """The relevance floor, per-doc collapse, the top k, then date order and groups."""
+    """The relevance floor, per-doc collapse, the top k, then date order and groups.
+
+    `sort="date"` orders the relevant candidates, not only the top k: those at or above
+    `min_score`, or without one those not "weaker matches" (`weaker_from`: relevance at
+    least half the best's), newest first; then the first k of them. `latest`: the hits
+    come from the chunks of the N newest documents only (the engine restricts the lists);
+    each document's best chunk comes first, newest document first, then the others' next
+    best in rank order, up to max(k, N)."""
+
+    def doc(h: Hit) -> tuple[str, str, str]:
+        return (h.collection, h.source, h.path)
+
     if request.min_score is not None:
         floor = request.min_score
         hits = [h for h in hits if h.relevance is None or h.relevance >= floor]
     if request.per_doc:
-        hits = [
-            replace(hit, collapsed=n)
-            for hit, n in collapse_per_doc(hits, lambda h: (h.collection, h.source, h.path))
-        ]
-    top = list(hits[: request.k])
-    if request.sort == "date":
-        top = sort_by_date(top, lambda h: _date_of(h, request.filters.date_fields))
+        hits = [replace(hit, collapsed=n) for hit, n in collapse_per_doc(hits, doc)]
+    date_of = lambda h: _date_of(h, request.filters.date_fields)  # noqa: E731
+    if request.latest is not None:
+        best = [hit for hit, _ in collapse_per_doc(hits, doc)]
+        firsts = sort_by_date(best, date_of)
+        chosen = {id(h) for h in firsts}
+        rest = [h for h in hits if id(h) not in chosen]
+        top = [*firsts, *rest][: max(request.k, len(firsts))]
+    elif request.sort == "date":
+        relevant = list(hits)
+        if request.min_score is None:
+            weaker = weaker_from(relevant)
+            relevant = relevant if weaker is None else relevant[:weaker]
+        top = sort_by_date(relevant, date_of)[: request.k]
+    else:
+        top = list(hits[: request.k])
+    if request.sort == "date" and request.latest is not None:
+        top = sort_by_date(top, date_of)
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if request.group_by:
         field_name = request.group_by
@@ -281,6 +308,20 @@ def _key(hit: Hit) -> tuple[str, str]:
     return (hit.collection, hit.id)
 
 
+#: A record id as `plan.triage.record_id` makes it: source and document hashes, chunk hash
+#: and occurrence. The first two name the document.
+_RECORD_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{16})-[0-9a-f]{16}-[0-9]+")
+
+
+def document_of(key: tuple[str, str]) -> tuple[str, str]:
+    """The document of a (collection, record id) key, read from the id alone (a lean list
+    has no paths): its source and document hashes; an id of another form is its own
+    document."""
+    collection, rid = key
+    found = _RECORD_ID.fullmatch(rid)
+    return (collection, found.group(1) if found else rid)
+
+
 def _scores(hits: Sequence[Hit]) -> dict[tuple[str, str], float]:
     out: dict[tuple[str, str], float] = {}
     for hit in hits:
@@ -324,6 +365,7 @@ __all__ = [
     "KeywordPlan",
     "SearchRequest",
     "SearchResult",
+    "document_of",
     "explain_text",
     "plain_lines",
     "present",

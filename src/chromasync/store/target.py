@@ -35,6 +35,7 @@ class StoreConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: StoreLimits | None = None  # override what the target advertises
     limits_batch_default: int = DEFAULT_BATCH  # records per write when none is advertised
+    batch_size: int | None = None  # records per write request at most (`batch_size` setting)
 
     def describe(self) -> str:
         if not self.url:
