@@ -426,6 +426,7 @@ def test_credentials_come_from_settings_and_never_show(
         guarded.stop()
 
 
+@pytest.mark.slow
 def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
     notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess], cli_env: dict[str, str]
 ) -> None:
@@ -457,3 +458,21 @@ def test_a_server_without_jetstream_is_named_and_retried(
         assert bridge.interrupt() == 0
     finally:
         bare.stop()
+
+
+def test_a_stream_that_holds_the_request_subjects_is_warned_of(
+    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess]
+) -> None:
+    async def wide_stream() -> None:
+        nc = await nats.connect(server.url)
+        try:
+            await nc.jetstream().add_stream(name="CORPUS", subjects=["corpus.>"])
+        finally:
+            await nc.close()
+
+    run(wide_stream())
+    bridge = start_nats(server.url, str(notes))
+    line = bridge.expect("warning: stream CORPUS also stores")
+    assert "corpus.retrieve.requested" in line and "corpus.ask.requested" in line
+    bridge.expect("connected to")
+    assert bridge.interrupt() == 0

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..corpus.listing import printable
 from ..datadir import DAEMON_NOTICE
 from ..errors import (
     AccessDenied,
@@ -37,7 +38,6 @@ from ..errors import (
 )
 from ..records import IngestSummary
 from ..retrieve.options import BY_NAME, OPTIONS, Option
-from ..sync.summary import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

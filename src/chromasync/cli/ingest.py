@@ -240,14 +240,10 @@ def ingest(
             )
         show = not quiet and not as_json and sys.stderr.isatty()
         with progress_bar(show) as progress:
-            if specs:
-                summaries = api.ingest(
-                    specs, settings, options, progress=progress, wait=wait, recorder=recorder
-                )
-            else:
-                summaries = api.ingest_configured(
-                    settings, labels, options, progress=progress, wait=wait, recorder=recorder
-                )
+            sources = specs or api.ConfiguredSources(tuple(labels))
+            summaries = api.ingest(
+                sources, settings, options, progress=progress, wait=wait, recorder=recorder
+            )
     _print_ingest(summaries, as_json)
 
 

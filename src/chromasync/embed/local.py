@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
-from . import runtime, shared
+from . import Embedder, runtime, shared
 from .making import check_agreement, export_checked, load_sentence_transformer, mean_pool, quantize
 from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
 from .tokens import weights_dir
@@ -73,7 +73,7 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "chromasync"
 
 
-class LocalEmbedder:
+class LocalEmbedder(Embedder):
     name = "local"
 
     def __init__(

@@ -242,6 +242,14 @@ class Bridge:
                     stream,
                     ", ".join(missing),
                 )
+            asked = (self.settings.nats_retrieve_subject, self.settings.nats_ask_subject)
+            captured = [s for s in asked if any(subject_matches(p, s) for p in taken)]
+            if captured:  # JetStream would answer each request with its PubAck, first
+                self._say(
+                    f"chromasync nats: warning: stream {stream} also stores "
+                    f"{', '.join(captured)}; its acknowledgements would answer requests "
+                    "before chromasync does: give the stream only the event subjects"
+                )
         try:
             await js.consumer_info(stream, durable)
         except NotFoundError:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..errors import EmbeddingError, NotFound
 from ..records import Hit
 from .bm25 import Condition, KeywordIndex
@@ -173,7 +173,7 @@ class Retriever:
 
     @property
     def embeds_in_store(self) -> bool:
-        return bool(getattr(self.embedder(), "embeds_in_store", False))
+        return self.embedder().embeds_in_store
 
     def dense_collection(self, name: str) -> Collection:
         """The collection to query by meaning (opened with its own function for `server`)."""
@@ -350,7 +350,7 @@ class Retriever:
     def _check_model(self, collection: Collection) -> None:
         embedder = self.embedder()
         if not self.embeds_in_store:  # `server`: the store checks its own function
-            if follow_stored(embedder, collection.model_id):
+            if embedder.follow(collection.model_id):
                 self._vectors.clear()  # query vectors of the variant before
             collection.check_model(embedder.model_id, embedder.dimension)
 

@@ -91,6 +91,8 @@ class SearchResult:
             "filters": self.filters.as_json(),
             "reranked": self.reranked,
             "hits": [h.as_json() for h in self.hits],
+            # where the "weaker matches" separator goes (null: none), as the terminal draws it
+            "weaker_from": weaker_from(self.hits),
         }
         if self.group_field:
             out["group_by"] = self.group_field
@@ -275,7 +277,8 @@ def plain_lines(result: SearchResult) -> str:
     (`rank. path:start-end score (ranks)`), the heading and the snippet below it, unwrapped
     and without styles. Results grouped with `--group-by` are drawn by the terminal renderer.
     """
-    from ..sync.summary import printable
+    from ..chunk.blocks import code_lines, reading_view
+    from ..corpus.listing import printable
     from .highlight import match_spans, snippet
 
     if not result.hits:
@@ -298,9 +301,14 @@ def plain_lines(result: SearchResult) -> str:
             lines.append("   " + printable(hit.heading))
         if hit.context:
             lines.append("   context: " + printable(hit.context))
-        flat = printable(" ".join(hit.text.split()))
+        prose, code = reading_view(hit.text)
+        flat = printable(prose)
         window, _ = snippet(flat, match_spans(flat, result.query, result.filters.phrases))
         lines.append("   " + window)
+        if code is not None:  # code kept apart from the prose
+            lines.append("   ```" + printable(code.lang))
+            lines.extend("   " + printable(line) for line in code_lines(code))
+            lines.append("   ```")
     return "\n".join(lines) + "\n"
 
 

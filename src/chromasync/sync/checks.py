@@ -20,8 +20,8 @@ from ..records import OWNER_KEY, SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
 from ..store.peers import owned_records, owner_of
+from ..store.target import open_store_for
 from .jobs import ingest
-from .registry import open_store_for
 from .verify import SourceCheck, compare_source
 
 if TYPE_CHECKING:

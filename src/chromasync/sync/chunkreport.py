@@ -24,11 +24,10 @@ from ..config.settings import Settings
 from ..config.sources import configured_entries, find_entry, source_for, spec_for, with_skips
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..embed.tokens import count_all, default_token_meter, load_token_meter
 from ..records import SourceSpec
 from .jobs import default_options
-from .registry import embedder_for
 
 CHUNK_REPORT_SCHEMA = 2  # 2: "(none)" for no extension, token totals, largest first
 

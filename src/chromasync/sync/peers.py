@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..config.settings import Settings
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..embed.shared import model_folder
 from ..state.lock import StoreLock
 from ..state.manifest import State
 from ..store.peers import attach_function, function_name, runs_default_model
-from .registry import embedder_for, open_store_for
+from ..store.target import open_store_for
 
 
 @dataclass(frozen=True, slots=True)
