@@ -46,6 +46,7 @@ RESERVED_KEYS = frozenset(
         OWNER_KEY,
         CONTEXT_KEY,
         "ref_doc_id",
+        "page_starts",
     }
 )
 MAX_VALUE_CHARS = 4096

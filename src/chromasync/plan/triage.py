@@ -15,6 +15,7 @@ Nothing here touches the disk, the clock or the environment: the caller passes `
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -59,6 +60,14 @@ def _sha(text: str) -> str:
 def normalise_for_hash(text: str) -> str:
     """The form of an embedding input that is hashed and embedded: no trailing spaces."""
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+
+
+def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> list[str]:
+    """`LINE:PAGE` for each page that starts inside lines (start_line, end_line] of a
+    document's text: what a hit needs to cite the page of the lines it matched."""
+    first = bisect.bisect_right(paged.page_starts, start_line)
+    last = bisect.bisect_right(paged.page_starts, end_line)
+    return [f"{paged.page_starts[i]}:{paged.pages[i]}" for i in range(first, last)]
 
 
 def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
@@ -138,6 +147,10 @@ def build_records(
             metadata["doc_format"] = doc.doc_format
             metadata["page"] = page_at_line(paged, chunk.start_line)
             metadata["page_end"] = page_at_line(paged, chunk.end_line)
+            if metadata["page_end"] != metadata["page"]:  # where each later page starts
+                metadata["page_starts"] = page_starts_within(
+                    paged, chunk.start_line, chunk.end_line
+                )
         # outgoing links: metadata only (a changed link is a rewrite, never an embedding);
         # the overlap with the chunk before is left to that chunk
         found = extract_links(
