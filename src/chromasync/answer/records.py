@@ -28,7 +28,10 @@ FLAG_INCOMPLETE = "incomplete"
 
 
 def page_of(hit: Hit) -> int | None:
-    """The hit's page number from its metadata (`page`), when it holds a positive int."""
+    """The hit's page number: of the lines the query matched (`Hit.pages`), else from its
+    metadata (`page`), when it holds a positive int."""
+    if hit.pages:
+        return min(hit.pages)
     value = hit.metadata.get("page")
     if isinstance(value, bool):
         return None

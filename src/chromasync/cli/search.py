@@ -235,6 +235,8 @@ def _print_hit(
     if hit.collapsed:
         line.append(f" +{hit.collapsed} more in this file", style="dim")
     console.print(line)
+    if hit.also_at:
+        console.print(Text("   also at: " + safe(", ".join(hit.also_at)), style="dim"))
     if hit.heading:
         console.print(Text("   " + safe(hit.heading), style="green"))
     if hit.context:
