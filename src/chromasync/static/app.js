@@ -330,7 +330,8 @@ async function doSearch() {
     ? `${body.hits.length} hit${body.hits.length === 1 ? "" : "s"} for “${query}”`
     : `No hits for “${query}” with these filters.`;
   const items = body.hits.map((hit) => renderHit(hit, query));
-  if (body.weaker_from != null && body.weaker_from > 0 && body.weaker_from < items.length) {
+  // the "weaker matches" line, where the server's relevance scale puts it (`weaker_from`)
+  if (Number.isInteger(body.weaker_from) && body.weaker_from > 0 && body.weaker_from < items.length) {
     items.splice(body.weaker_from, 0, el("li", { class: "weaker", role: "separator",
       text: "weaker matches (relevance under half the best's)" }));
   }
