@@ -33,7 +33,17 @@ STAGES: list[set[str]] = [
     {"owner"},
 ]
 #: Surfaces, in the order they may import each other (a later one may import an earlier one).
-SURFACES = ["watch", "rest", "mcp", "cli", "action", "fastsearch", "fastpath", "__main__"]
+SURFACES = [
+    "watch",
+    "rest",
+    "mcp",
+    "cli",
+    "action",
+    "cmdline",
+    "fastsearch",
+    "fastpath",
+    "__main__",
+]
 
 
 def stage_of(module: str) -> str:

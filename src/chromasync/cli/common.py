@@ -20,7 +20,6 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
-from ..datadir import DAEMON_NOTICE
 from ..errors import (
     AccessDenied,
     AnswerError,
@@ -35,6 +34,7 @@ from ..errors import (
     StoreError,
     lookup,
 )
+from ..owner.dial import DAEMON_NOTICE
 from ..records import IngestSummary
 from ..sync.summary import printable
 

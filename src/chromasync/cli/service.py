@@ -19,9 +19,10 @@ from typing import Any
 import click
 
 from .. import api
+from ..datadir import TOKEN_FILE
 from ..errors import ConfigError, LockError
 from ..owner.daemon import ROLE as DAEMON_ROLE
-from ..owner.locate import find_owner
+from ..owner.locate import find_owner, service_token
 from ..records import SourceSpec
 from .common import (
     reported_errors,
@@ -48,6 +49,24 @@ def _allowed_hosts(host: str) -> list[str] | None:
     if host in ("0.0.0.0", "::", "[::]"):  # noqa: S104 - the user asked for every interface
         return None
     return list(dict.fromkeys([host, "127.0.0.1", "localhost", "::1", "[::1]"]))
+
+
+def _service_token(settings: api.Settings, no_auth: bool) -> tuple[str | None, bool]:
+    """The token a service requires, and whether it is the data dir's own (made or kept in
+    `api-token`) rather than CHROMASYNC_API_TOKEN; (None, False) with --no-auth."""
+    if no_auth:
+        return None, False
+    if settings.api_token:
+        return settings.api_token, False
+    return service_token(settings.data_dir, create=True), True
+
+
+def _token_words(token: str | None, made: bool, settings: api.Settings) -> str:
+    if not token:
+        return "no token required (--no-auth)"
+    if made:
+        return f"token required (in {settings.data_dir / TOKEN_FILE}, which the CLI reads)"
+    return "token required"
 
 
 def _report(job: dict[str, Any]) -> None:
@@ -134,6 +153,12 @@ max_delay_option = click.option(
     is_flag=True,
     help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
 )
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Require no token (any local user may read the index). Without it and without "
+    "CHROMASYNC_API_TOKEN, a token is made on first start and kept in the data dir.",
+)
 def serve(
     host: str,
     port: int,
@@ -142,19 +167,21 @@ def serve(
     debounce: float,
     max_delay: float,
     allow_no_token: bool,
+    no_auth: bool,
     **flags: Any,
 ) -> None:
     """Serve the REST API and the search page (and own the data dir while running).
 
-    With CHROMASYNC_API_TOKEN set, every route but /health and the page shell needs
-    `Authorization: Bearer <token>`.
+    Every route but /health and the page shell needs `Authorization: Bearer <token>`: the
+    CHROMASYNC_API_TOKEN, else the token made on first start and kept in the data dir's
+    `api-token` (the CLI reads it; the printed page URL carries it), unless --no-auth.
     """
     from ..owner.service import Service
 
     with reported_errors():
         settings = settings_from_flags(**flags)
-    token = settings.api_token
-    if not _loopback(host) and not token and not allow_no_token:
+        token, made = _service_token(settings, no_auth)
+    if not _loopback(host) and not settings.api_token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
             "(or pass --allow-no-token)"
@@ -179,10 +206,12 @@ def serve(
             if watch_sources:
                 watcher = _start_watcher(service, service.source_specs(), debounce, max_delay)
             app = rest.create_app(service, token=token, allowed_hosts=_allowed_hosts(host))
+            page = f"{url}/#token={token}" if made else url
             stderr_console().print(
-                f"chromasync serve: {url} (search page at /, API docs at /docs); "
-                f"owns {settings.data_dir}; token {'required' if token else 'not set'}"
-                + ("; watching sources" if watcher else "")
+                f"chromasync serve: {page} (search page at /, API docs at /docs); "
+                f"owns {settings.data_dir}; {_token_words(token, made, settings)}"
+                + ("; watching sources" if watcher else ""),
+                soft_wrap=True,
             )
             try:
                 rest.run_server(app, [tcp, unix])
@@ -261,6 +290,12 @@ def watch(
     is_flag=True,
     help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
 )
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Require no token (with --http). Without it and without CHROMASYNC_API_TOKEN, the "
+    "data dir's token is required (made on first start, in its `api-token`).",
+)
 @click.pass_context
 def mcp_command(
     ctx: click.Context,
@@ -270,6 +305,7 @@ def mcp_command(
     port: int,
     allow_origins: Sequence[str],
     allow_no_token: bool,
+    no_auth: bool,
     **flags: Any,
 ) -> None:
     """Serve the Model Context Protocol over stdio, or with --http over streamable HTTP at
@@ -277,10 +313,11 @@ def mcp_command(
     links, suggest, summaries, reindex).
 
     Over HTTP, a request whose Origin is neither a loopback page nor an --allow-origin is
-    refused, as is one whose Host is not HOST or a loopback name; with CHROMASYNC_API_TOKEN
-    set, every request needs `Authorization: Bearer <token>`.
+    refused, as is one whose Host is not HOST or a loopback name, and every request needs
+    `Authorization: Bearer <token>`: CHROMASYNC_API_TOKEN, else the data dir's own token
+    (made on first start, in its `api-token`), unless --no-auth.
     """
-    http_only = ("host", "port", "allow_origins", "allow_no_token")
+    http_only = ("host", "port", "allow_origins", "allow_no_token", "no_auth")
     given = [
         name
         for name in http_only
@@ -291,6 +328,7 @@ def mcp_command(
         raise click.UsageError(f"{option} only applies with --http")
     with reported_errors():
         settings = settings_from_flags(**flags)
+        token, made = _service_token(settings, no_auth) if http else (None, False)
     if http and not _loopback(host) and not settings.api_token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
@@ -307,8 +345,7 @@ def mcp_command(
 
         def listening(url: str) -> None:
             click.echo(
-                f"chromasync mcp: {url} (streamable HTTP); "
-                f"token {'required' if settings.api_token else 'not set'}",
+                f"chromasync mcp: {url} (streamable HTTP); {_token_words(token, made, settings)}",
                 err=True,
             )
 
@@ -321,6 +358,7 @@ def mcp_command(
                 allowed_origins=allow_origins,
                 reload=lambda: settings_from_flags(**flags),
                 on_listen=listening,
+                token=token,
             )
     click.echo("chromasync mcp: stopped", err=True)
 

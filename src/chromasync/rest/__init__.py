@@ -47,7 +47,7 @@ from __future__ import annotations
 from .app import create_app
 from .bodies import search_query
 from .guard import ERROR_STATUS, PUBLIC_PATHS, authorized, is_public, origin_allowed, status_for
-from .server import BackgroundServer, bind_tcp, bind_unix, run_server
+from .server import BackgroundServer, bind_tcp, bind_unix, make_server, run_server
 
 __all__ = [
     "ERROR_STATUS",
@@ -58,6 +58,7 @@ __all__ = [
     "bind_unix",
     "create_app",
     "is_public",
+    "make_server",
     "origin_allowed",
     "run_server",
     "search_query",

@@ -40,6 +40,26 @@ def bind_unix(path: str) -> socket.socket:
     return sock
 
 
+def make_server(config: Any) -> Any:
+    """A uvicorn server that, stopped by SIGTERM or SIGINT, returns to its caller (which then
+    removes `owner.json` and the socket, and exits 0) instead of raising the signal again
+    once it has shut down, as uvicorn does (the process died of it: exit 143, files left)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    captured = getattr(self, "_captured_signals", None)
+                    if isinstance(captured, list):
+                        captured.clear()
+
+    return Server(config)
+
+
 def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
     """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
     import uvicorn
@@ -48,7 +68,7 @@ def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None)
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
         )
-        server = uvicorn.Server(config)
+        server = make_server(config)
     unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
     try:
         server.run(sockets=list(listeners))
