@@ -13,7 +13,7 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[serve,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[serve,nats,dev]'
 	@# An editable install compiles nothing; byte-compile as pip does for a regular install
 	@# (compiling the fast path's modules would cost an unchanged re-run a fifth of its time).
 	$(BIN)/python -m compileall -q src/chromasync

@@ -15,14 +15,22 @@ from typing import Any
 @dataclass
 class Reply:
     """What to answer: `status` with `content` (streamed in `chunks` pieces when asked),
-    after `delay` seconds; `drop` closes the connection without answering."""
+    after `delay` seconds; `drop` closes the connection without answering.
 
-    content: str = "It works [1]."
+    Misbehaviours: `endless` streams `content` again and again (never `[DONE]`);
+    `no_done` stops after the content without a finish reason or `[DONE]`; `pad` bytes of
+    spaces are sent after a whole answer's JSON (a huge body), before `Content-Length`
+    could help: it is left out then."""
+
+    content: str | None = "It works [1]."  # None: a JSON null (whole answers only)
     status: int = 200
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     chunk_delay: float = 0.0
     drop: bool = False
+    endless: bool = False
+    no_done: bool = False
+    pad: int = 0
 
 
 class ChatServer:
@@ -33,6 +41,7 @@ class ChatServer:
         self.default = Reply()
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
+        self.streaming = 0  # streams being written now
         self._lock = threading.Lock()
         server = self
 
@@ -79,6 +88,9 @@ class ChatServer:
                     message = {"role": "assistant", "content": reply.content}
                     choice = {"index": 0, "message": message, "finish_reason": "stop"}
                     payload = {"model": server.model, "choices": [choice], "usage": usage}
+                    if reply.pad:
+                        self._padded(payload, reply.pad)
+                        return
                     self._json(200, payload, {})
                     return
                 self.send_response(200)
@@ -87,19 +99,50 @@ class ChatServer:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
-                words = reply.content.split(" ")
+                words = (reply.content or "").split(" ")
                 pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
-                for piece in pieces:
-                    delta = {"model": server.model, "choices": [{"delta": {"content": piece}}]}
-                    self.wfile.write(f"data: {json.dumps(delta)}\n\n".encode())
-                    self.wfile.flush()
-                    if reply.chunk_delay:
-                        time.sleep(reply.chunk_delay)
+                with server._lock:
+                    server.streaming += 1
+                try:
+                    while True:
+                        for piece in pieces:
+                            delta = {
+                                "model": server.model,
+                                "choices": [{"delta": {"content": piece}}],
+                            }
+                            self.wfile.write(f"data: {json.dumps(delta)}\n\n".encode())
+                            self.wfile.flush()
+                            if reply.chunk_delay:
+                                time.sleep(reply.chunk_delay)
+                        if not reply.endless:
+                            break
+                except OSError:  # the client went away
+                    return
+                finally:
+                    with server._lock:
+                        server.streaming -= 1
+                if reply.no_done:
+                    return
                 end = {"choices": [{"delta": {}, "finish_reason": "stop"}], "usage": usage}
                 self.wfile.write(f": keep-alive\n\ndata: {json.dumps(end)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
+            def _padded(self, payload: Any, pad: int) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                self.wfile.write(json.dumps(payload).encode())
+                block = b" " * 65536
+                try:
+                    for _ in range(pad // len(block)):
+                        self.wfile.write(block)
+                except OSError:
+                    server.pad_aborted = True
+
+        self.pad_aborted = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"

@@ -288,3 +288,75 @@ def pythonpath_env(repo: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo / "src") + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+#: Where Debian's `nats-server` package puts the server (`.ci/run` installs it).
+NATS_SERVER_CANDIDATES = ("nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server")
+
+
+def nats_server_bin() -> str | None:
+    """The `nats-server` binary, or None when it is not installed."""
+    import shutil
+
+    for name in NATS_SERVER_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+class NatsServer:
+    """`nats-server` with JetStream (`-js`), its store in `folder`, on a loopback port.
+
+    `conf` is extra configuration text (authorization, `max_payload`); the port stays the
+    same across `stop()` and `start()`, so a client can reconnect to it, and so does the
+    JetStream store (what was published survives a restart)."""
+
+    def __init__(self, folder: Path, conf: str = "") -> None:
+        binary = nats_server_bin()
+        if binary is None:
+            raise RuntimeError("nats-server is not installed (apt-get install nats-server)")
+        self.binary = binary
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"nats://127.0.0.1:{self.port}"
+        self.log = folder / f"nats-{self.port}.log"
+        self.config = folder / "nats.conf"
+        store = json.dumps(str(folder / "js"))
+        self.config.write_text(
+            f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: {store} }}\n{conf}\n"
+        )
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> NatsServer:
+        with self.log.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [self.binary, "-js", "-c", str(self.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"nats-server exited: {self.log.read_text()[-2000:]}")
+            if "Server is ready" in self.log.read_text(errors="replace"):
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    return self
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"nats-server did not start within {timeout} s")
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
+        if self.log.exists():  # the next start waits for its own "ready" line
+            self.log.rename(self.log.with_suffix(f".{time.monotonic_ns()}.log"))

@@ -8,7 +8,8 @@ their answer depends on with one key scheme (`line_key`):
 
 * A table lists the options a fast path may take, each with its spellings, whether it takes
   a value, and its part: `settings` (which store, model and config: the daemon's key),
-  `request` (a search parameter, by its name on the daemon's `/search`) or `output`. Any
+  `request` (a search parameter, by its name on the daemon's `/search`: made from
+  `retrieve.options`, the one declaration of every search option) or `output`. Any
   option not in the table (`--help`, `--rerank`, `--dry-run`...), a flag given a value or a
   value missing sends the command line to the CLI, which says what is wrong.
   `tests/unit/test_cmdline.py` walks click's commands and fails when a table disagrees with
@@ -20,7 +21,8 @@ their answer depends on with one key scheme (`line_key`):
   and the bytes of the config file the command line reads, so an edited `chromasync.yaml`
   makes another key: a snapshot or a daemon of the old file is not used for the new one.
 
-Standard library only (the built-in hash, `marshal`), and the base's `datadir`.
+Standard library only (the built-in hash, `marshal`), the base's `datadir` and
+`retrieve.options` (which imports nothing).
 """
 
 from __future__ import annotations
@@ -110,73 +112,79 @@ INGEST: dict[str, Option] = _table(
         _settings(True, "--source", "-s"),
         _settings(False, "--no-gitignore"),
         _settings(False, "--allow-root-slash"),
+        _settings(False, "--once"),  # the default mode, named for cron lines
         Option(("--json",), False, OUTPUT),
         Option(("--quiet", "-q"), False, OUTPUT),
     ]
 )
 
 
-def _request(spelling: str, param: str, keyword: bool = True) -> Option:
-    return Option((spelling,), True, REQUEST, param, keyword)
+#: Search options the keyword fast path's snapshot cannot answer (by `retrieve.options`
+#: name): the daemon or the CLI does.
+_NOT_KEYWORD = frozenset({"links_to", "min_score", "group_by"})
 
 
-def _request_flag(spelling: str, param: str, value: str) -> Option:
-    return Option((spelling,), False, REQUEST, (param, value))
+def _requests() -> list[Option]:
+    """The request's options, each CLI flag of `retrieve.options.OPTIONS` (the one
+    declaration of every search option): a value's flag sends its text under the option's
+    query parameter; a true/false option's flag sends "true", its negative "false"."""
+    from .retrieve.options import cli_flags  # the ingest fast path never loads it
+
+    out = []
+    for flag, declared, takes_value in cli_flags():
+        keyword = declared.name not in _NOT_KEYWORD
+        if takes_value:
+            out.append(Option((flag,), True, REQUEST, declared.param, keyword))
+        else:
+            value = "false" if flag == declared.negative else "true"
+            out.append(Option((flag,), False, REQUEST, (declared.param, value), keyword))
+    return out
 
 
-#: `search` options the daemon's client sends (settings: in its key and the daemon's own
-#: command line; request: as `/search` parameters; output: how the answer is drawn); those
-#: with `keyword` the keyword fast path's snapshot covers too.
-SEARCH: dict[str, Option] = _table(
-    [
-        *(
-            _settings(True, name)
-            for name in (
-                "--data-dir",
-                "--provider",
-                "--model",
-                "--embedding-url",
-                "--chroma-url",
-                "--tenant",
-                "--database",
-                "--config",
-                "--sources-file",
-            )
-        ),
-        _settings(True, "--embed-option", keyword=False),
-        _settings(True, "--chroma-token", keyword=False),
-        _settings(False, "--allow-root-slash"),
-        _request("--collection", "collection"),
-        _request("--mode", "mode"),
-        _request("--k", "k"),
-        _request("--source", "source"),
-        _request("--where", "where"),
-        _request("--where-json", "where_json"),
-        _request("--tag", "tag"),
-        _request("--after", "after"),
-        _request("--before", "before"),
-        _request("--date-field", "date_field"),
-        _request("--path", "path"),
-        _request("--phrase", "phrase"),
-        _request("--match", "match"),
-        _request("--sort", "sort"),
-        _request("--links-to", "links_to", keyword=False),
-        _request("--min-score", "min_score", keyword=False),
-        _request("--group-by", "group_by", keyword=False),
-        _request_flag("--all-collections", "all_collections", "true"),
-        _request_flag("--tags-all", "tags_all", "true"),
-        _request_flag("--tags-any", "tags_all", "false"),
-        _request_flag("--per-doc", "per_doc", "true"),
-        _request_flag("--no-rerank", "rerank", "false"),
-        Option(("--json",), False, OUTPUT),
-        Option(("--no-daemon",), False, OUTPUT),  # the snapshot needs no daemon either
-        Option(("--files",), False, OUTPUT, keyword=False),
-        Option(("--explain",), False, OUTPUT, keyword=False),
-    ]
-)
+def _search() -> dict[str, Option]:
+    """`search` options the daemon's client sends (settings: in its key and the daemon's own
+    command line; request: as `/search` parameters, from `retrieve.options`; output: how the
+    answer is drawn); those with `keyword` the keyword fast path's snapshot covers too."""
+    return _table(
+        [
+            *(
+                _settings(True, name)
+                for name in (
+                    "--data-dir",
+                    "--provider",
+                    "--model",
+                    "--embedding-url",
+                    "--chroma-url",
+                    "--tenant",
+                    "--database",
+                    "--config",
+                    "--sources-file",
+                )
+            ),
+            _settings(True, "--embed-option", keyword=False),
+            _settings(True, "--chroma-token", keyword=False),
+            _settings(False, "--allow-root-slash"),
+            *_requests(),
+            Option(("--json",), False, OUTPUT),
+            Option(("--no-daemon",), False, OUTPUT),  # the snapshot needs no daemon either
+            Option(("--files",), False, OUTPUT, keyword=False),
+            Option(("--explain",), False, OUTPUT, keyword=False),
+        ]
+    )
 
-#: The tables by command word.
-COMMANDS: dict[str, dict[str, Option]] = {"ingest": INGEST, "search": SEARCH}
+
+_SEARCH: list[dict[str, Option]] = []
+
+
+def table_of(command: str) -> dict[str, Option] | None:
+    """The table of a command word (`search`'s made on first use), None for another."""
+    if command == "ingest":
+        return INGEST
+    if command == "search":
+        if not _SEARCH:
+            _SEARCH.append(_search())
+        return _SEARCH[0]
+    return None
 
 
 class Line:
@@ -204,7 +212,9 @@ class Line:
         return any(name == spelling for _i, name, _value in self.items)
 
     def table(self) -> dict[str, Option]:
-        return COMMANDS[self.command]
+        table = table_of(self.command)
+        assert table is not None
+        return table
 
     def config(self, environ: Mapping[str, str], cwd: str) -> bytes | None:
         """The bytes of the config file this command line reads (read once per path)."""
@@ -226,9 +236,9 @@ def parse(argv: Sequence[str]) -> Line | None:
     """`argv` (the command word first) read with its command's table, or None when the CLI
     must run it: another command, an option the table lacks, a flag given a value (`--json=1`),
     a value missing at the end, or `-` (no folder, no query: the CLI says so)."""
-    if not argv or argv[0] not in COMMANDS:
+    table = table_of(argv[0]) if argv else None
+    if table is None:
         return None
-    table = COMMANDS[argv[0]]
     items: list[tuple[int, str, str | None]] = []
     index = 1
     while index < len(argv):
@@ -280,17 +290,16 @@ def _secret_digest(value: str) -> str:
 
 
 __all__ = [
-    "COMMANDS",
     "DAEMON_OFF_ENV",
     "INGEST",
     "OFF_ENV",
     "OUTPUT",
     "REQUEST",
-    "SEARCH",
     "SETTINGS",
     "Line",
     "Option",
     "line_key",
     "parse",
     "sha256",
+    "table_of",
 ]

@@ -107,12 +107,17 @@ def storage_error(exc: BaseException, data_dir: Path | str) -> StoreError | None
     """A clear `StoreError` naming `data_dir` for a full disk, a read-only file system or a
     permission error found anywhere in `exc`'s chain (an `OSError`, SQLite's
     "database or disk is full" / "readonly database", or Chroma's wrapping of them);
-    None for anything else."""
+    None for anything else, and for a chain that holds a TLS error (a certificate refused
+    is an `ssl.SSLError` whose errno is EPERM: it says nothing of the data dir)."""
+    import ssl
+
     seen: set[int] = set()
     current: BaseException | None = exc
     kind = ""
     while current is not None and id(current) not in seen and not kind:
         seen.add(id(current))
+        if isinstance(current, ssl.SSLError):
+            return None
         text = str(current).lower()
         code = current.errno if isinstance(current, OSError) else None
         if code in _FULL or "disk is full" in text or "no space left" in text:

@@ -43,6 +43,10 @@ class SourceSpec:
     subdirs: tuple[str, ...] = ()
     skip_substrings: tuple[str, ...] = ()
     collection: str | None = None  # None: the settings decide (see config.collection_for)
+    #: How text that is not UTF-8 is read: "utf-8" (an `undecodable` skip), "detect" (the
+    #: charset charset-normalizer finds with high confidence) or a codec name (`cp1252`).
+    encoding: str = "utf-8"
+    include_hidden: bool = False  # dotfiles and dot-folders are walked too (not `.git`)
 
     @property
     def starts(self) -> tuple[str, ...]:
@@ -277,6 +281,8 @@ class IngestSummary:
     metadata_keys_dropped: int = 0  # user keys over the store's per-record limit
     documents_read: Mapping[str, int] = field(default_factory=dict)  # format -> files read
     pages_read: int = 0  # pages (slides) of the documents read
+    #: Counted warnings about files that were indexed all the same (`date-unreadable`).
+    warnings: Mapping[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -298,6 +304,7 @@ class IngestSummary:
             "metadata_keys_dropped": self.metadata_keys_dropped,
             "documents_read": dict(sorted(self.documents_read.items())),
             "pages_read": self.pages_read,
+            "warnings": dict(sorted(self.warnings.items())),
         }
 
 
@@ -408,9 +415,12 @@ def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
     """The figures of several sources added up (source "total")."""
     skipped: dict[str, int] = {}
     documents: dict[str, int] = {}
+    warnings: dict[str, int] = {}
     for summary in summaries:
         for reason, n in summary.files_skipped.items():
             skipped[reason] = skipped.get(reason, 0) + n
+        for name, n in summary.warnings.items():
+            warnings[name] = warnings.get(name, 0) + n
         for fmt, n in summary.documents_read.items():
             documents[fmt] = documents.get(fmt, 0) + n
     sums = {name: sum(getattr(s, name) for s in summaries) for name in SUMMARY_COUNTS}
@@ -422,5 +432,6 @@ def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
         dry_run=dry,
         documents_read=documents,
         pages_read=sum(s.pages_read for s in summaries),
+        warnings=warnings,
         **sums,
     )

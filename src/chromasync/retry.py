@@ -16,6 +16,12 @@ longer than `max_retry_after_s`, or a wait that would take the total past `deadl
 gives up at once. `RetryingTransport` injects `sleep`, `clock` and `random`, so tests run
 the real loop without waiting.
 
+A transport may also hold a total deadline (`deadline`, a time on its `monotonic` clock):
+each attempt's timeouts are cut to the time left, a wait that would end past the deadline
+gives up, and so does an attempt that would start after it. A server that accepts and holds
+the connection then costs at most the deadline in all, not one timeout per attempt. The
+body of a retried error response is drained only up to `DRAIN_BYTES`.
+
 Retrying a write is safe for chromasync: every write is an upsert or a delete of
 deterministic IDs, so applying it twice is the same as applying it once (a request that
 failed may still have been applied).
@@ -36,6 +42,8 @@ import httpx
 log = logging.getLogger(__name__)
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: The most bytes of a retried error response read before its connection is closed.
+DRAIN_BYTES = 64 * 1024
 #: httpx errors that are worth another attempt (the others are configuration mistakes).
 _TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     httpx.TimeoutException,
@@ -166,10 +174,14 @@ class RetryingTransport(httpx.BaseTransport):
         clock: Callable[[], float] = time.time,
         random: Callable[[], float] = _random.random,
         refuse: frozenset[int] = frozenset({401, 403}),
+        deadline: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
         self.policy = policy
         self.refuse = refuse
+        self.deadline = deadline
+        self._monotonic = monotonic
         self._sleep = sleep
         self._clock = clock
         self._random = random
@@ -181,6 +193,14 @@ class RetryingTransport(httpx.BaseTransport):
         while True:
             attempt += 1
             error: Exception | None = None
+            if self.deadline is not None:
+                left = self.deadline - self._monotonic()
+                if left <= 0:
+                    raise GaveUp(
+                        request.method, _safe_url(request.url), attempt - 1, waited,
+                        Failure(error="the deadline passed"),
+                    )  # fmt: skip
+                _cut_timeouts(request, left)
             try:
                 response = self.inner.handle_request(request)
             except _TRANSIENT_ERRORS as exc:
@@ -200,9 +220,14 @@ class RetryingTransport(httpx.BaseTransport):
                         response.headers.get("Retry-After"), self._clock()
                     ),
                 )
-                response.read()
-                response.close()
+                _drain(response)
             delay = retry_delay(self.policy, attempt, failure, waited, self._random())
+            if (
+                delay is not None
+                and self.deadline is not None
+                and self._monotonic() + delay >= self.deadline
+            ):
+                delay = None
             if delay is None:
                 url = _safe_url(request.url)
                 raise GaveUp(request.method, url, attempt, waited, failure) from error
@@ -222,7 +247,31 @@ class RetryingTransport(httpx.BaseTransport):
         self.inner.close()
 
 
+def _cut_timeouts(request: httpx.Request, left: float) -> None:
+    """Every timeout of `request` at most `left` seconds (httpx reads them per request)."""
+    timeouts = dict(request.extensions.get("timeout") or {})
+    for name in ("connect", "read", "write", "pool"):
+        value = timeouts.get(name)
+        timeouts[name] = left if value is None else min(float(value), left)
+    request.extensions["timeout"] = timeouts
+
+
+def _drain(response: httpx.Response) -> None:
+    """Read at most `DRAIN_BYTES` of a response's body, then close it."""
+    try:
+        seen = 0
+        for chunk in response.iter_raw():
+            seen += len(chunk)
+            if seen >= DRAIN_BYTES:
+                break
+    except httpx.HTTPError:
+        pass
+    finally:
+        response.close()
+
+
 __all__ = [
+    "DRAIN_BYTES",
     "NO_RETRY",
     "TRANSIENT_STATUSES",
     "Failure",

@@ -5,5 +5,6 @@
 #: Also bumped when the metadata derived from chunk text changes: the re-read then only
 #: rewrites metadata (same chunk hashes, same IDs, vectors from the cache or the collection).
 #: 2: a heading takes the first piece of a long line after it; 3: each chunk's outgoing links,
-#: and no heading in the context prefix of a chunk that starts with it.
-CHUNKING_VERSION = 3
+#: and no heading in the context prefix of a chunk that starts with it; 4: a quoted ISO
+#: date in front matter is a date (`<key>_ts`).
+CHUNKING_VERSION = 4

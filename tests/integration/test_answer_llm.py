@@ -90,11 +90,17 @@ def test_non_streaming_answer_with_checked_citations(server: ChatServer) -> None
     server.add(Reply("Install Hugo with your package manager [2]. It is one binary [2][1]."))
     answer = answer_question(QUESTION, HITS, llm=client(server.url), stream=False)
     assert answer.mode == "llm" and answer.model == "test-chat"
-    # Source 2 of the prompt is the themes page; renumbered to 1 as the first cited.
-    assert answer.text == "Install Hugo with your package manager [1]. It is one binary [1][2]."
+    # Source 2 of the prompt is the themes page: it says nothing of package managers, so that
+    # citation is dropped; the short "It is one binary" is not judged. Renumbered by first
+    # use: the themes page is [1].
+    assert answer.text == "Install Hugo with your package manager. It is one binary [1][2]."
     assert [c.id for c in answer.citations] == ["b", "a"]
+    assert [(u.path, u.claim) for u in answer.unsupported] == [
+        ("docs/themes.md", "Install Hugo with your package manager")
+    ]
     assert answer.usage == {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
-    assert answer.flags == ()
+    assert answer.flags == ("unsupported-citations",)
+    assert answer.as_json()["unsupported_citations"] == 1
     [request] = server.requests
     assert request["stream"] is False and request["model"] == "test-chat"
     assert request["messages"][0]["role"] == "system"

@@ -121,6 +121,24 @@ def test_cli_streams_the_model_answer_with_sources(
     assert chat.auth_headers[-1] == f"Bearer {KEY}"
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_cli_an_answer_cut_off_before_done_exits_1(
+    indexed: dict[str, str], chat: ChatServer, as_json: bool
+) -> None:
+    """The stream ends mid-sentence without `[DONE]`: what came is printed, flagged
+    `incomplete`, and the exit status is 1 (it was 0, with no flag)."""
+    chat.default = Reply("Turn the ring until the burrs touch [1]. Then", no_done=True)
+    args = ["ask", QUESTION, "--k", "3"] + (["--json"] if as_json else [])
+    code, out, err = run(args, llm_env(indexed, chat))
+    assert code == 1, err
+    if as_json:
+        data = json.loads(out)
+        assert "incomplete" in data["flags"] and data["answer"].startswith("Turn the ring")
+    else:
+        assert out.startswith("Turn the ring until the burrs touch [1]. Then")
+        assert "incomplete" in err and "Traceback" not in err
+
+
 def test_cli_json_with_the_model_removes_unknown_citations(
     indexed: dict[str, str], chat: ChatServer
 ) -> None:

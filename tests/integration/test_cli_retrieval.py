@@ -138,6 +138,26 @@ def test_eval_table_and_json(indexed: tuple[Path, dict[str, str]], tmp_path: Pat
     code, out, err = _run(["eval", str(queries), "--mode", "keyword", "--k", "5"], env)
     assert code == 0, err
     assert "nDCG@5" in out and "keyword" in out and "dense" not in out
+    assert data["graded"] is False and set(data["versus"]) == {
+        "hybrid vs dense",
+        "hybrid vs keyword",
+    }
+    assert sum(data["versus"]["hybrid vs keyword"].values()) == 2
+    code, out, err = _run(["eval", str(queries)], env)
+    assert code == 0, err
+    assert "graded" not in out and "hybrid vs keyword (nDCG@10, per query): " in out
+    graded = tmp_path / "graded.jsonl"
+    graded.write_text(
+        '{"query": "studded tyres", "relevant": ["journal/2026-01-10.md", "sourdough"],'
+        ' "grades": {"journal/2026-01-10.md": 2, "sourdough": 1}}\n'
+    )
+    code, out, err = _run(["eval", str(graded), "--json"], env)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["graded"] is True and 0 < data["modes"]["keyword"]["ndcg_graded"] <= 1
+    code, out, err = _run(["eval", str(graded)], env)
+    assert code == 0, err
+    assert "graded nDCG@10" in out and "hybrid vs dense (graded nDCG@10, per query)" in out
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "x"}\n')
     code, _, err = _run(["eval", str(bad)], env)

@@ -190,7 +190,7 @@ def test_sigkill_loses_nothing_and_a_stale_socket_is_replaced(
     assert new is not None and new != pid
     again = run_cli(["ingest", str(indexed), "--json"], env=env)  # nothing lost, nothing to do
     assert again.returncode == 0, again.stderr
-    summary = json.loads(again.stdout)
+    [summary] = json.loads(again.stdout)  # one shape: a list, one row per source
     assert (summary["files_new"], summary["files_updated"], summary["files_deleted"]) == (0, 0, 0)
     assert summary["files_unchanged"] == 5
 

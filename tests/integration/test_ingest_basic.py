@@ -108,7 +108,7 @@ def test_dry_run_writes_nothing(notes: Path, settings: Settings, embedder: HashE
 def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
     result = run_cli(["ingest", str(notes), "--json"], env=cli_env)
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    [data] = json.loads(result.stdout)  # one shape for one source or many: a list
     assert set(data) == {
         "collection",
         "source",
@@ -128,6 +128,7 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
         "metadata_keys_dropped",
         "documents_read",
         "pages_read",
+        "warnings",
     }
     assert data["files_new"] == 5
     search = run_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)

@@ -119,7 +119,7 @@ def test_mcp_tools_over_stdio(
             cli = run_cli(["ingest", str(notes), "--json"], env=cli_env)
             assert cli.returncode == 0, cli.stderr
             assert "reindexing through it" in cli.stderr
-            assert json.loads(cli.stdout)["files_updated"] == 1
+            assert json.loads(cli.stdout)[0]["files_updated"] == 1
             found = _data(await client.call_tool("search", {"query": "zanzibarberries", "k": 1}))
             assert found["hits"][0]["path"] == "ideas.txt"
 

@@ -129,7 +129,7 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
     # --source restricts the run to one source.
     code, out, err = run(["ingest", "--source", "hugo/content", "--json", "-q", *common], work)
     assert code == 0, err
-    only = json.loads(out)
+    [only] = json.loads(out)
     assert only["source"] == "hugo/content" and only["files_unchanged"] == len(hugo_paths)
 
     # --gc-only deletes what left the disk, and nothing else happens.
@@ -143,7 +143,7 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
     secret.write_text("---\nPRIVATE: yes\n---\n# Secret\n\nprivate-canary-monorepo\n")
     code, out, err = run(["ingest", "--gc-only", "--source", "scifact", "--json", *common], work)
     assert code == 0, err
-    gc = json.loads(out)
+    [gc] = json.loads(out)
     assert gc["files_deleted"] == 5 and gc["files_new"] == 0 and gc["chunks_embedded"] == 0
     left = paths("chromasync-papers")
     assert len(left) == 295 and edited.name in left
@@ -151,7 +151,7 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
 
     code, out, err = run(["ingest", "--source", "scifact", "--json", *common], work)
     assert code == 0, err
-    full = json.loads(out)
+    [full] = json.loads(out)
     assert full["files_updated"] == 1 and full["files_skipped"]["private"] == 1
     store = api.open_store(settings)
     docs = store.collection("chromasync-papers", create=False).iter_records(documents=True)

@@ -116,3 +116,26 @@ def test_nasty_corpus_two_phases(
     by_path, _ = _stored(settings)
     assert "mutate/deleted.md" not in by_path and "mutate/rename-me.md" not in by_path
     assert "mutate/goes-private.md" not in by_path
+
+
+def test_a_data_dir_inside_its_own_source_is_not_indexed(
+    tmp_path: Path, embedder: HashEmbedder
+) -> None:
+    """`notes/index/` (not hidden) is the data dir of `notes/`: its `owner.json` and
+    `summaries.json` are never indexed, on the first run or the next (they were)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nThe espresso grinder needs calibrating.\n")
+    settings = resolve_settings(
+        {"data_dir": str(root / "index"), "provider": "hash"}, {"CHROMASYNC_COLLECTIONS": "shared"}
+    )
+    api.ingest([api.source_for(root)], settings, embedder=embedder)
+    (root / "index" / "owner.json").write_text('{"pid": 1, "note": "OWNER-CANARY"}')
+    api.summaries(settings, group_by="path:1")
+    assert (root / "index" / "summaries.json").is_file()
+    (root / "b.md").write_text("# B\n\nBloom the coffee.\n")
+    summary = api.ingest([api.source_for(root)], settings, embedder=embedder)[0]
+    by_path, blob = _stored(settings)
+    assert sorted(by_path) == ["a.md", "b.md"]
+    assert "OWNER-CANARY" not in blob
+    assert summary.files_skipped.get("ignored", 0) >= 1

@@ -125,7 +125,7 @@ def test_ingest_and_search_with_the_default_model(
     }
     first = run_cli(["ingest", str(notes), "--json"], env=env)
     assert first.returncode == 0, first.stderr
-    summary = json.loads(first.stdout)
+    [summary] = json.loads(first.stdout)
     assert summary["chunks_embedded"] == summary["chunks_total"] > 0
     found = run_cli(["search", "how do I calibrate the grinder", "--k", "3", "--json"], env=env)
     assert found.returncode == 0, found.stderr

@@ -73,7 +73,9 @@ def test_search_filters(client: TestClient) -> None:
     assert paths(after="2026-01-01") == {"guides/install.md", "journal/2026-05-01.md"}
     assert paths(after="2026-01-01", before="2026-04-01") == {"guides/install.md"}
     assert paths(source="notes") == everything
-    assert paths(source="elsewhere") == set()
+    # a label nobody knows is an error naming the closest one, not an empty result (issue 29)
+    typo = client.get("/search", params={"q": "notes", "source": "nots"})
+    assert typo.status_code == 404 and "did you mean 'notes'" in typo.json()["detail"]
 
 
 def test_search_takes_the_cli_options(client: TestClient) -> None:
@@ -281,6 +283,9 @@ def test_sources_registry_add_reindex_delete(project: Path, embedder: HashEmbedd
         gone = client.delete("/sources/kites")
         assert gone.status_code == 200, gone.text
         assert gone.json()["records_deleted"] == 1
+        # the collection it leaves empty goes too (issue 29); notes' stays
+        assert gone.json()["collections_dropped"] == ["chromasync-docs"]
+        assert api.open_store(settings).list_collections() == ["chromasync-notes"]
         assert "kites" not in (project / "chromasync.yaml").read_text()
         assert {s["label"] for s in client.get("/sources").json()} == {"notes"}
         hits = client.get("/search", params={"q": "delta kite", "k": 50}).json()["hits"]

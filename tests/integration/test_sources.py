@@ -103,6 +103,7 @@ def test_remove_source_leaves_others(project: Path, embedder: HashEmbedder) -> N
     removed = api.remove_source(settings, "alpha")
     assert removed.records_deleted > 0 and removed.declaration_removed
     assert removed.collections == ("chromasync-notes",)
+    assert removed.collections_dropped == ()  # beta's records are still in it
     assert by_source(settings, "chromasync-notes") == {"beta": before["beta"]}
     assert stored(settings, "chromasync-docs") == docs_before
     assert [r.source for r in api.status(settings)] == ["docs", "beta"] or {
@@ -229,7 +230,7 @@ def test_cli_ingest_options(project: Path) -> None:
 
     limited = runner.invoke(main, ["ingest", "-s", "docs", "--limit", "2", "--json"], env=env)
     assert limited.exit_code == 0, limited.stderr
-    assert json.loads(limited.stdout)["files_new"] == 2
+    assert json.loads(limited.stdout)[0]["files_new"] == 2
 
     full = runner.invoke(main, ["ingest"], env=env)
     assert full.exit_code == 0, full.stderr
@@ -239,7 +240,7 @@ def test_cli_ingest_options(project: Path) -> None:
 
     (project / "docs" / "content" / "page0.md").unlink()
     kept = runner.invoke(main, ["ingest", "-s", "docs", "--no-gc", "--json"], env=env)
-    assert json.loads(kept.stdout)["files_deleted"] == 0
+    assert json.loads(kept.stdout)[0]["files_deleted"] == 0
     assert "content/page0.md" in {m["path"] for m in stored(settings, "chromasync-docs").values()}
 
     refused = runner.invoke(main, ["ingest", "-s", "docs", "--reset"], env=env, input="n\n")
@@ -248,7 +249,7 @@ def test_cli_ingest_options(project: Path) -> None:
     reset = runner.invoke(main, ["ingest", "-s", "docs", "--reset", "--yes", "--json"], env=env)
     assert reset.exit_code == 0, reset.stderr
     assert "dropped: chromasync-docs" in reset.stderr
-    again = json.loads(reset.stdout)
+    [again] = json.loads(reset.stdout)
     assert again["files_new"] == 3 and again["files_deleted"] == 0
     assert stored(settings, "chromasync-notes")  # other collections untouched
 

@@ -114,6 +114,47 @@ def test_model_summaries_are_written_only_for_changed_groups(
     assert extractive.written == 2 and {g.mode for g in extractive.groups} == {"extractive"}
 
 
+@pytest.mark.parametrize("junk", ["", None, "   ", "}}{{ ;; ## ==", "null", "[1] [2]"])
+def test_an_empty_or_junk_model_reply_is_never_cached(
+    corpus: tuple[Path, Settings], junk: str | None
+) -> None:
+    _, plain = corpus
+    with ChatServer() as server:
+        settings = api.resolve_settings(
+            {**_llm(plain, server), "data_dir": str(plain.data_dir)}, {}
+        )
+        server.default = Reply(junk)
+        first = api.summaries(settings, group_by="path:1")
+        assert first.model_calls == 3 and first.rejected == 3 and first.written == 0
+        assert all(g.mode == "extractive" and not g.cached and g.summary for g in first.groups)
+        assert first.as_json()["cached"] == 0
+        server.default = Reply("A group about coffee and bikes [1][2].")
+        second = api.summaries(settings, group_by="path:1")
+        assert second.model_calls == 3 and second.rejected == 0  # asked again
+        assert all(g.mode == "llm:test-chat" for g in second.groups)
+
+
+def test_a_citation_naming_no_source_is_removed_from_a_summary(
+    corpus: tuple[Path, Settings],
+) -> None:
+    _, plain = corpus
+    with ChatServer() as server:
+        settings = api.resolve_settings(
+            {**_llm(plain, server), "data_dir": str(plain.data_dir)}, {}
+        )
+        server.default = Reply("Notes on the grinder [1][99]. And more [0, 2].")
+        report = api.summaries(settings, group_by="path:1")
+        coffee = {g.group: g for g in report.groups}["coffee"]
+        assert coffee.summary == "Notes on the grinder [1]. And more [2]."
+        again = api.summaries(settings, group_by="path:1")
+        cached = {g.group: g for g in again.groups}["coffee"]
+        assert cached.cached and cached.summary == coffee.summary
+
+
+def _llm(settings: Settings, server: ChatServer) -> dict[str, str]:
+    return {"provider": "hash", "llm_url": server.url, "llm_model": "test-chat"}
+
+
 def test_cli_summarize(corpus: tuple[Path, Settings]) -> None:
     _, settings = corpus
     env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chromasync.errors import StoreError
+from chromasync.errors import StoreError, storage_errors
 from chromasync.retry import RetryPolicy
 from chromasync.store.connect import open_store
 from chromasync.store.target import StoreConfig
@@ -96,3 +96,38 @@ def test_self_signed_certificate_is_refused(
     assert SECRET not in message
     assert hits == []  # the handshake failed: no request was ever sent
     assert len(connections) == 1  # and it was not retried
+
+
+def test_a_refused_certificate_is_not_a_data_dir_permission_problem(
+    tmp_path: Path, self_signed_server: tuple[str, list[str], list[str]]
+) -> None:
+    """The certificate error's errno is EPERM: the data dir's error table must not read it
+    as "permission denied in the data dir" (issue 29)."""
+    url, _, _ = self_signed_server
+    config = StoreConfig(tmp_path, url=url, token=SECRET, retry=RetryPolicy(attempts=1))
+    with pytest.raises(StoreError) as info, storage_errors(tmp_path):
+        open_store(config)
+    message = str(info.value)
+    assert "certificate" in message.lower() and "permission denied" not in message
+    assert SECRET not in message
+
+
+def test_chroma_cloud_without_a_key_says_so_without_dialing(tmp_path: Path) -> None:
+    """`chroma-cloud://` with no API key: a ConfigError naming the key, and no connection
+    to the server at all (issue 29)."""
+    import socket
+
+    from chromasync.errors import ConfigError
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.3)
+    try:
+        url = f"chroma-cloud+http://127.0.0.1:{listener.getsockname()[1]}"
+        with pytest.raises(ConfigError, match="needs an API key, and none is set"):
+            open_store(StoreConfig(tmp_path, url=url, token=None))
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nobody dialed
+    finally:
+        listener.close()

@@ -222,6 +222,9 @@ def test_json_shape_and_page_rendering() -> None:
         "usage",
         "flags",
         "removed_citations",
+        "unsupported_citations",
+        "unsupported",
+        "parts",
     }
     citations = payload["citations"]
     assert isinstance(citations, list)

@@ -15,8 +15,18 @@ import click
 import pytest
 
 from chromasync.cli.main import main as cli
-from chromasync.cmdline import COMMANDS, REQUEST, SEARCH, SETTINGS, line_key, parse
+from chromasync.cmdline import INGEST, REQUEST, SETTINGS, Option, line_key, parse, table_of
 from chromasync.rest.bodies import search_query
+
+
+def _search() -> dict[str, Option]:
+    table = table_of("search")
+    assert table is not None
+    return table
+
+
+COMMANDS = {"ingest": INGEST, "search": _search()}
+SEARCH = COMMANDS["search"]
 
 #: click options each fast path leaves to the CLI on purpose (a command line with one of
 #: them runs in full): anything new in click must be placed in a table or here.
@@ -37,6 +47,8 @@ LEFT_TO_THE_CLI = {
         "--reembed",
         "--allow-mass-delete",
         "--wait",
+        "--include-hidden",  # the snapshot's walk does not list what it adds
+        "--encoding",
     },
     "search": {"--rerank"},  # a reranker model: the CLI loads it
 }

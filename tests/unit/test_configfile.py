@@ -72,7 +72,6 @@ def test_found_by_flag_env_or_current_folder_only(tmp_path: Path) -> None:
             ["2 problems", "line 4", "embedding.modle", "line 6", "chunking.max_tokns"],
         ),
         ("version: 2\n", ["line 1", "unsupported config version 2"]),
-        ("version: 1\nstore:\n  collections: per-source\n", ["line 3", "store.collections"]),
     ],
 )
 def test_errors_name_key_and_line(tmp_path: Path, text: str, needles: list[str]) -> None:
@@ -282,18 +281,25 @@ def test_answer_secrets_refused(tmp_path: Path, text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("answer:\n  fallback: maybe\n", "answer.fallback"),
-        ("answer:\n  context_tokens: 3\n", "answer.context_tokens"),
-        ("answer:\n  llm_ulr: http://x\n", "did you mean `llm_url`"),
+        ("store:\n  collections: per-source\n", "line 3: `store.collections` must be one of"),
+        ("answer:\n  fallback: maybe\n", "line 3: `answer.fallback` must be one of"),
+        ("answer:\n  context_tokens: 3\n", "line 3: `answer.context_tokens` must be between"),
     ],
 )
-def test_answer_section_bad_values(tmp_path: Path, text: str, words: str) -> None:
+def test_bad_values_name_key_and_line(tmp_path: Path, text: str, words: str) -> None:
     cfg = write(tmp_path / "chromasync.yaml", "version: 1\n" + text)
-    with pytest.raises(ConfigError) as info:
-        load_config_file(cfg)
+    with pytest.raises(ConfigError) as info:  # checked after precedence, as the environment is
+        resolve_settings({}, {}, load_config_file(cfg))
     assert words in str(info.value)
 
 
+def test_answer_section_unknown_key(tmp_path: Path) -> None:
+    cfg = write(tmp_path / "chromasync.yaml", "version: 1\nanswer:\n  llm_ulr: http://x\n")
+    with pytest.raises(ConfigError) as info:
+        load_config_file(cfg)
+    assert "did you mean `llm_url`" in str(info.value)
+
+
 def test_answer_fallback_from_the_environment_is_checked() -> None:
-    with pytest.raises(ConfigError, match="answer_fallback"):
+    with pytest.raises(ConfigError, match="CHROMASYNC_ANSWER_FALLBACK must be one of"):
         resolve_settings({}, {"CHROMASYNC_ANSWER_FALLBACK": "sometimes"})

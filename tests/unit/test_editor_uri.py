@@ -138,5 +138,7 @@ def test_from_the_config_file_and_the_environment(tmp_path: Path) -> None:
     assert over.editor_uri == "file://{path}"
     assert resolve_settings({}, {}).editor_uri is None
     config.write_text('version: 1\nsearch:\n  editor_uri: "vscode://file{where}"\n')
-    with pytest.raises(ConfigError, match=r"\{where\}.*chromasync.yaml:3"):
+    with pytest.raises(
+        ConfigError, match=r"chromasync.yaml: line 3: `search.editor_uri` .*\{where\}"
+    ):
         resolve_settings({}, {}, load_config_file(config))

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from chromasync import action, errors, mcp, rest
 from chromasync.cli import common
 from chromasync.errors import ChromasyncError, error_classes
+from chromasync.nats.errors import ERROR_KINDS as NATS_ERROR_KINDS
 from chromasync.owner.client import OwnerClient
 from chromasync.owner.locate import OwnerInfo
 
@@ -22,6 +23,7 @@ TABLES = {
     "cli exit codes": common.EXIT_CODES,
     "rest statuses": rest.ERROR_STATUS,
     "mcp error kinds": mcp.ERROR_KINDS,
+    "nats error kinds": NATS_ERROR_KINDS,
 }
 
 

@@ -11,10 +11,14 @@ from chromasync.records import Hit
 from chromasync.retrieve.evaluate import (
     documents,
     judge,
+    judge_gains,
     mean_metrics,
+    ndcg,
     parse_queries,
     percentile,
     query_metrics,
+    score_query,
+    versus,
 )
 
 
@@ -118,3 +122,70 @@ def test_mean_and_percentile() -> None:
     assert percentile([5, 1, 3, 2, 4], 0.5) == 3
     assert percentile([5, 1, 3, 2, 4], 0.95) == 5
     assert percentile([], 0.5) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("gains", "judged", "k", "expected"),
+    [
+        ([2.0, 1.0], [2.0, 1.0], 10, 1.0),  # the best order
+        ([1.0, 2.0], [2.0, 1.0], 10, (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))),
+        ([0.0, 2.0], [2.0], 10, 1 / math.log2(3)),
+        ([0.0, 0.0], [2.0, 1.0], 10, 0.0),
+        ([1.0], [], 10, 0.0),  # nothing judged relevant
+        ([0.0, 0.0, 2.0], [2.0], 2, 0.0),  # below the cut-off
+        ([1.0, 1.0], [1.0, 1.0, 1.0], 10, (1 + 1 / math.log2(3)) / (1 + 1 / math.log2(3) + 0.5)),
+    ],
+)
+def test_graded_ndcg(gains: list[float], judged: list[float], k: int, expected: float) -> None:
+    assert ndcg(gains, judged, k) == pytest.approx(expected)
+
+
+def test_graded_judgements_score_by_grade() -> None:
+    [item] = parse_queries(['{"query": "q", "relevant": ["a", "b"], "grades": {"a": 2, "b": 1}}'])
+    assert item.graded and item.gains() == {"a": 2.0, "b": 1.0}
+    ranked = [_hit("b.md"), _hit("x.md"), _hit("a.md")]
+    assert judge_gains(ranked, item.gains()) == [1.0, 0.0, 2.0]
+    row = score_query(ranked, item)
+    ideal = 2 + 1 / math.log2(3)
+    assert row["ndcg_graded"] == pytest.approx((1 + 2 / 2) / ideal)
+    assert row["ndcg"] == pytest.approx((1 + 0.5) / (1 + 1 / math.log2(3)))
+    [plain] = parse_queries(['{"query": "q", "relevant": ["a"]}'])
+    binary = score_query(ranked, plain)
+    assert not plain.graded and binary["ndcg_graded"] == binary["ndcg"]
+
+
+@pytest.mark.parametrize(
+    ("grades", "message"),
+    [
+        ('["a"]', "must be an object"),
+        ('{"a": "2"}', "must be a number"),
+        ('{"a": true}', "must be a number"),
+        ('{"a": -1}', "must be 0 to 100"),
+        ('{"a": 1e9}', "must be 0 to 100"),
+    ],
+)
+def test_bad_grades_name_their_line(grades: str, message: str) -> None:
+    line = '{"query": "x", "relevant": ["a"], "grades": ' + grades + "}"
+    with pytest.raises(ConfigError, match=f"q.jsonl:1: .*{message}"):
+        parse_queries([line], "q.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "expected"),
+    [
+        ([1.0, 0.5, 0.0], [0.5, 0.5, 0.2], {"wins": 1, "losses": 1, "ties": 1}),
+        ([], [], {"wins": 0, "losses": 0, "ties": 0}),
+        ([0.3], [0.3 + 1e-12], {"wins": 0, "losses": 0, "ties": 1}),
+    ],
+)
+def test_versus_counts_per_query(
+    mine: list[float], theirs: list[float], expected: dict[str, int]
+) -> None:
+    rows = [{"ndcg": v} for v in mine]
+    other = [{"ndcg": v} for v in theirs]
+    assert versus(rows, other) == expected
+
+
+def test_versus_needs_the_same_queries() -> None:
+    with pytest.raises(ValueError, match="same queries"):
+        versus([{"ndcg": 1.0}], [])

@@ -14,6 +14,7 @@ from chromasync.corpus.frontmatter import (
     flatten_metadata,
     is_private,
     split_front_matter,
+    unreadable_dates,
 )
 from chromasync.corpus.read import decode_document
 from chromasync.records import FileStat
@@ -29,6 +30,8 @@ def _ts(*when: int) -> int:
         ("---\ntitle: T\n---\n# Body\n", {"title": "T"}, 4),
         ("---\ntitle: T\n...\nbody", {"title": "T"}, 4),  # YAML's document end closes too
         ("---\na: 1\n--- \t\nbody", {"a": 1}, 4),  # trailing blanks on the fence
+        ("--- \na: 1\n---\n", {"a": 1}, 4),  # ... on the opening fence too (issue 29)
+        ("---   \t\na: 1\n---", {"a": 1}, 4),
         ("---\n---\nbody", {}, 3),
         ("---\n# only a comment\n---\n", {}, 4),
         ("---\n---", {}, 3),
@@ -43,7 +46,7 @@ def test_front_matter_parsed(text: str, data: dict[str, Any], body_line: int) ->
 
 @pytest.mark.parametrize(
     "text",
-    ["# Title\n---\na: 1\n---\n", "\n---\na: 1\n---\n", "--- \na: 1\n---\n", "---a: 1\n---\n", ""],
+    ["# Title\n---\na: 1\n---\n", "\n---\na: 1\n---\n", " ---\na: 1\n---\n", "---a: 1\n---\n", ""],
 )
 def test_no_front_matter(text: str) -> None:
     assert split_front_matter(text) is None
@@ -154,6 +157,29 @@ def test_a_markdown_file_fails_closed(text: str, reason: str | None) -> None:
             id="before-epoch",
         ),
         pytest.param(
+            {"published_at": "2025-09-15"},
+            {"published_at": "2025-09-15", "published_at_ts": _ts(2025, 9, 15)},
+            0,
+            id="quoted-date-is-a-date",
+        ),
+        pytest.param(
+            {"at": " 2025-09-15T10:30:00Z", "b": "2025-09-15 10:30+02:00"},
+            {
+                "at": "2025-09-15T10:30:00Z",
+                "at_ts": _ts(2025, 9, 15, 10, 30),
+                "b": "2025-09-15 10:30+02:00",
+                "b_ts": _ts(2025, 9, 15, 8, 30),
+            },
+            0,
+            id="quoted-date-times",
+        ),
+        pytest.param(
+            {"a": "2025-02-30", "b": "2025-09-15 and later", "c": "20250915", "d": "last tuesday"},
+            {"a": "2025-02-30", "b": "2025-09-15 and later", "c": "20250915", "d": "last tuesday"},
+            0,
+            id="not-dates-stay-strings",
+        ),
+        pytest.param(
             {"tags": ["b", "a", 1, True, 2.5]},
             {"tags": ["b", "a", "1", "True", "2.5"]},
             0,
@@ -182,6 +208,11 @@ def test_a_markdown_file_fails_closed(text: str, reason: str | None) -> None:
 )
 def test_flatten_metadata(data: dict[Any, Any], flat: dict[str, Any], dropped: int) -> None:
     assert flatten_metadata(data) == (flat, dropped)
+
+
+def test_unreadable_dates_are_named() -> None:
+    flat, _ = flatten_metadata({"date": "soon", "published_at": "2025-01-02", "title": "x"})
+    assert unreadable_dates(flat, ("date", "published_at", "updated")) == ["date"]
 
 
 def test_a_yaml_set_flattens_in_one_order() -> None:

@@ -104,3 +104,83 @@ def test_group_by_keeps_rank_order() -> None:
         ("docs", ["d1"]),
         ("code", ["x"]),
     ]
+
+
+# Chunks "x1" (document x) and so on: x's best dense chunk is x1, its best keyword chunk x2.
+CHUNK_DENSE = Ranked("dense", (("x1", 0.9), ("y1", 0.8), ("z1", 0.6), ("x2", 0.1)))
+CHUNK_KEYWORD = Ranked("keyword", (("x2", 10.0), ("y1", 9.0), ("z2", 4.0), ("x1", 1.0)))
+
+
+def _doc(key: str) -> str:
+    return key[0]
+
+
+def _reduced(ranked: Ranked[str]) -> Ranked[str]:
+    seen: dict[str, float] = {}
+    for key, score in ranked.items:
+        seen.setdefault(_doc(key), score)
+    return Ranked(ranked.name, tuple(seen.items()))
+
+
+@pytest.mark.parametrize(
+    "fusion",
+    [
+        Fusion("rrf", k=60, unit="document"),
+        Fusion("rrf", k=5, weights={"keyword": 2.0}, unit="document"),
+        Fusion("convex", unit="document"),
+        Fusion("convex", weights={"dense": 0.3, "keyword": 0.7}, unit="document"),
+        Fusion("zscore", unit="document"),
+        Fusion("zscore", weights={"dense": 0.6, "keyword": 0.4}, unit="document"),
+    ],
+)
+def test_document_fusion_ranks_documents_as_their_reduced_lists(fusion: Fusion) -> None:
+    chunks = fuse([CHUNK_DENSE, CHUNK_KEYWORD], fusion, _doc)
+    first: dict[str, float] = {}
+    for key, score in chunks:
+        first.setdefault(_doc(key), score)
+    reduced = fuse([_reduced(CHUNK_DENSE), _reduced(CHUNK_KEYWORD)], fusion)
+    assert list(first) == _keys(reduced)
+    assert list(first.values()) == pytest.approx([s for _, s in reduced])
+    assert sorted(_keys(chunks)) == ["x1", "x2", "y1", "z1", "z2"]
+    # a document's other chunks never outrank its lead
+    lead = {_doc(k): s for k, s in reversed(chunks)}
+    assert all(score <= lead[_doc(key)] + 1e-12 for key, score in chunks)
+
+
+@pytest.mark.parametrize(
+    ("fusion", "expected"),
+    [
+        # x: best dense and best keyword chunks in different passages; chunk-level fusion
+        # splits its evidence (x1 and x2 tie, 1/61 + 1/64, under y1's 2/62); document-level
+        # fusion adds it up (x: 2/61).
+        (Fusion("rrf", k=60), ["y1", "x1", "x2", "z1", "z2"]),
+        (Fusion("rrf", k=60, unit="document"), ["x1", "x2", "y1", "z1", "z2"]),
+    ],
+)
+def test_document_fusion_adds_up_a_documents_evidence(fusion: Fusion, expected: list[str]) -> None:
+    scores = fuse([CHUNK_DENSE, CHUNK_KEYWORD], fusion, _doc)
+    assert _keys(scores) == expected
+    if fusion.unit == "document":
+        assert dict(scores)["x1"] == pytest.approx(2 / 61)
+
+
+def test_document_fusion_without_doc_of_is_chunk_fusion() -> None:
+    lists = [CHUNK_DENSE, CHUNK_KEYWORD]
+    assert fuse(lists, Fusion("zscore", unit="document")) == fuse(lists, Fusion("zscore"))
+
+
+def test_unknown_unit_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown fusion unit"):
+        fuse([DENSE], Fusion("rrf", unit="paragraph"))
+
+
+def test_a_records_document_is_read_from_its_id() -> None:
+    from chromasync.plan.triage import record_id
+    from chromasync.retrieve.results import document_of
+
+    first = record_id("notes", "a.md", "ab" * 32, 0)
+    second = record_id("notes", "a.md", "cd" * 32, 1)
+    other = record_id("notes", "b.md", "ab" * 32, 0)
+    assert document_of(("c", first)) == document_of(("c", second)) != document_of(("c", other))
+    assert document_of(("c", first)) != document_of(("d", first))
+    assert document_of(("c", "custom-id")) == ("c", "custom-id")

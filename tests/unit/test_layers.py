@@ -37,6 +37,7 @@ SURFACES = [
     "watch",
     "rest",
     "mcp",
+    "nats",
     "cli",
     "action",
     "cmdline",

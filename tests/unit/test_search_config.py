@@ -36,7 +36,7 @@ def test_defaults_and_bad_values(tmp_path: Path) -> None:
     settings = resolve_settings({}, {})
     assert settings.date_field_names == ("date", "published_at")
     assert settings.rerank_model is None and settings.duplicate_threshold == 0.95
-    with pytest.raises(ConfigError, match="duplicate_threshold must be a number"):
+    with pytest.raises(ConfigError, match="CHROMASYNC_DUPLICATE_THRESHOLD must be a number"):
         resolve_settings({}, {"CHROMASYNC_DUPLICATE_THRESHOLD": "high"})
     config = tmp_path / "chromasync.yaml"
     config.write_text("version: 1\nsearch:\n  duplicate_threshold: 2\n  fuzzy: true\n")

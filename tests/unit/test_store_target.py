@@ -69,5 +69,5 @@ def test_openai_key_from_environment_and_masked() -> None:
 
 
 def test_timeout_must_be_a_number() -> None:
-    with pytest.raises(ConfigError, match="chroma_timeout"):
+    with pytest.raises(ConfigError, match="CHROMASYNC_CHROMA_TIMEOUT must be a number"):
         resolve_settings({}, {"CHROMASYNC_CHROMA_TIMEOUT": "soon"})

@@ -3,7 +3,11 @@
     no hits          -> "No sources matched the question." (flag `no-sources`, no citations)
     llm is None      -> the extractive answer (`extractive.answer_extractive`)
     llm given        -> prompt (`prompt.build_prompt`), streamed through `on_token` (or one
-                        request when `stream=False`), then `verify.check_citations`
+                        request when `stream=False`), then `support.check_support`
+                        (citations their source does not support are dropped, counted)
+                        and `verify.check_citations`; a stream cut off before `[DONE]`,
+                        or stopped at the deadline (`llm_timeout`), keeps what came,
+                        flagged `incomplete`
     llm unreachable  -> with `fallback=True`, the extractive answer flagged
                         `llm-unreachable`; otherwise `ChatUnreachable` is raised
 
@@ -27,7 +31,16 @@ from ..records import Hit
 from .chat import ChatClient, ChatUnreachable, chat_client
 from .extractive import answer_extractive, score_sentences, split_sentences
 from .prompt import DEFAULT_CONTEXT_TOKENS, approx_tokens, build_prompt
-from .records import FLAG_LLM_UNREACHABLE, FLAG_NO_SOURCES, FLAG_TRUNCATED, Answer
+from .records import (
+    FLAG_INCOMPLETE,
+    FLAG_LLM_UNREACHABLE,
+    FLAG_NO_SOURCES,
+    FLAG_TRUNCATED,
+    FLAG_UNSUPPORTED,
+    Answer,
+    Unsupported,
+)
+from .support import check_support
 from .verify import check_citations
 
 if TYPE_CHECKING:
@@ -105,17 +118,15 @@ def answer_question(
         extractive = answer_extractive(
             question, hits, group_by=group_by, max_sentences=max_sentences, max_chars=max_chars
         )
-        return Answer(
-            extractive.question,
-            extractive.text,
-            extractive.citations,
-            "extractive",
-            flags=(*extractive.flags, FLAG_LLM_UNREACHABLE),
-            group_by=extractive.group_by,
-            groups=extractive.groups,
-        )
-    checked = check_citations(result.text, prompt.sources, _best_sentence(question))
-    flags = checked.flags + ((FLAG_TRUNCATED,) if result.truncated else ())
+        return replace(extractive, flags=(*extractive.flags, FLAG_LLM_UNREACHABLE))
+    supported = check_support(result.text, prompt.sources)
+    checked = check_citations(supported.text, prompt.sources, _best_sentence(question))
+    unsupported = tuple(
+        Unsupported(d.claim, prompt.sources[d.n - 1].path, d.support) for d in supported.unsupported
+    )
+    flags = checked.flags + ((FLAG_UNSUPPORTED,) if unsupported else ())
+    flags += (FLAG_TRUNCATED,) if result.truncated else ()
+    flags += (FLAG_INCOMPLETE,) if result.cut_off else ()
     return Answer(
         question,
         checked.text,
@@ -125,6 +136,7 @@ def answer_question(
         usage=result.usage,
         flags=flags,
         removed_citations=checked.removed,
+        unsupported=unsupported,
         group_by=group_by,
     )
 

@@ -11,6 +11,16 @@ project's `RetryingTransport` (`retry.py`) before any token is read; a stream th
 after its first byte is not retried. 401/403 fail at once. Errors name the endpoint's URL
 (scheme, host, port and path only) and never the key.
 
+Bounds (docs/reliability.md, "Outbound calls"): `timeout_s` is the deadline of the whole
+call, connecting, retries and reading included: every attempt's timeouts are cut to the time
+left, and a watchdog shuts the connection down when it passes, so a server that holds the
+connection or drips a token now and then costs at most `timeout_s`. Bodies are read in
+pieces with their cap checked while reading: an answer at most `MAX_BODY_BYTES`, a stream
+at most `MAX_STREAM_BYTES` and `MAX_ANSWER_CHARS` of content, one line of it at most
+`MAX_LINE_BYTES`, an error body at most `MAX_ERROR_BYTES`; compressed bodies are refused
+(the client asks for `identity`). A stream that ends without ``[DONE]`` or a finish reason,
+or is stopped at the deadline, keeps what came and says so (`ChatResult.cut_off`).
+
 The key comes from the environment only, read by `api_key_from(environ)`:
 ``CHROMASYNC_LLM_API_KEY``, then ``OPENAI_API_KEY``. `chat_client(settings)` builds the
 client the settings name (`llm_url`, `llm_model`), or None when there is none.
@@ -37,6 +47,7 @@ import httpx
 
 from ..errors import AnswerError, ChatRefused, ChatUnreachable, ConfigError
 from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
+from .bounded import Watchdog, read_capped, read_lines
 from .prompt import Message
 
 if TYPE_CHECKING:
@@ -48,7 +59,12 @@ KEY_VARIABLES = ("CHROMASYNC_LLM_API_KEY", "OPENAI_API_KEY")
 DEFAULT_TIMEOUT_S = 120.0
 #: The most characters of answer read from a model (the rest is dropped, flagged).
 MAX_ANSWER_CHARS = 100_000
+#: The most bytes of a whole (non-streamed) answer, checked while it is read.
 MAX_BODY_BYTES = 4_000_000
+#: The most bytes of a streamed answer (events carry JSON around each token).
+MAX_STREAM_BYTES = 32_000_000
+#: The most bytes of an error response read for its message.
+MAX_ERROR_BYTES = 64 * 1024
 
 
 def api_key_from(environ: Mapping[str, str]) -> str | None:
@@ -68,6 +84,7 @@ class ChatResult:
     finish_reason: str | None = None
     truncated: bool = False
     first_token_s: float | None = None  # streaming: seconds until the first content
+    cut_off: bool = False  # streaming: ended without [DONE], or stopped at the deadline
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +103,20 @@ def _usage(data: Any) -> dict[str, int]:
     return {k: int(v) for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
-def parse_sse(lines: Iterable[str]) -> Iterator[Delta]:
+def parse_sse(lines: Iterable[str], done: list[bool] | None = None) -> Iterator[Delta]:
     """The events of a chat-completions stream: `data:` lines up to `[DONE]`.
 
     Comments (``:``), ``event:``/``id:`` lines and blank lines are skipped; a `data:` line
     that is not JSON raises `ValueError`; an ``{"error": ...}`` event raises `AnswerError`.
+    `done`, when given, gets True appended when ``[DONE]`` is read.
     """
     for line in lines:
         if not line.startswith("data:"):
             continue
         payload = line[5:].strip()
         if payload == "[DONE]":
+            if done is not None:
+                done.append(True)
             return
         if not payload:
             continue
@@ -150,6 +170,7 @@ class ChatClient:
         self.model = model
         self._api_key = api_key
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, connect_timeout_s))
+        self.timeout_s = timeout_s
         self._retry = retry or RetryPolicy(attempts=4, deadline_s=30.0)
         self._temperature = temperature
         self._max_tokens = max_tokens
@@ -168,13 +189,23 @@ class ChatClient:
     def __repr__(self) -> str:  # never the key
         return f"ChatClient({_safe_url(self.endpoint)!r}, model={self.model!r})"
 
-    def _http(self) -> httpx.Client:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    def _http(self, deadline: float) -> httpx.Client:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",
+        }
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         inner = self._transport or httpx.HTTPTransport(verify=True)
         transport = RetryingTransport(
-            inner, self._retry, sleep=self._sleep, clock=time.time, random=self._random
+            inner,
+            self._retry,
+            sleep=self._sleep,
+            clock=time.time,
+            random=self._random,
+            deadline=deadline,
+            monotonic=self._clock,
         )
         return httpx.Client(transport=transport, timeout=self._timeout, headers=headers)
 
@@ -214,22 +245,47 @@ class ChatClient:
         return AnswerError(f"{where}: {type(exc).__name__}: {self._redact(str(exc))}")
 
     def _check(self, response: httpx.Response) -> None:
-        if response.status_code == 200:
-            return
-        response.read()
-        raise AnswerError(
-            f"{self._where()}: HTTP {response.status_code}: {self._redact(_error_text(response))}"
-        )
+        if response.status_code != 200:
+            body = b""
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) >= MAX_ERROR_BYTES:
+                    break
+            text = _error_text(body[:MAX_ERROR_BYTES])
+            raise AnswerError(f"{self._where()}: HTTP {response.status_code}: {self._redact(text)}")
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise AnswerError(
+                f"{self._where()}: the answer is compressed ({encoding}) though identity was "
+                "asked for; configure the server or proxy not to compress it"
+            )
 
     def complete(self, messages: Sequence[Message]) -> ChatResult:
-        """The whole answer in one response (no streaming)."""
+        """The whole answer in one response (no streaming), read within `MAX_BODY_BYTES`
+        and the deadline."""
+        deadline = self._clock() + self.timeout_s
+        too_big = AnswerError(f"{self._where()}: the answer is over {MAX_BODY_BYTES} B")
         try:
-            with self._http() as http:
-                response = http.post(self.endpoint, json=self._body(messages, False))
+            with (
+                self._http(deadline) as http,
+                http.stream("POST", self.endpoint, json=self._body(messages, False)) as response,
+            ):
                 self._check(response)
-                if len(response.content) > MAX_BODY_BYTES:
-                    raise AnswerError(f"{self._where()}: the answer is over {MAX_BODY_BYTES} B")
-                data = response.json()
+                declared = response.headers.get("Content-Length", "")
+                if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                    raise too_big
+                with Watchdog(response, deadline - self._clock()) as watch:
+                    try:
+                        body = read_capped(response.iter_raw(), MAX_BODY_BYTES)
+                    except httpx.HTTPError:
+                        if watch.expired:
+                            raise self._late() from None
+                        raise
+                if watch.expired:
+                    raise self._late()
+                if body is None:
+                    raise too_big
+                data = json.loads(body)
         except AnswerError:
             raise
         except (Refused, GaveUp, httpx.HTTPError) as exc:
@@ -257,8 +313,14 @@ class ChatClient:
     def stream(
         self, messages: Sequence[Message], on_token: Callable[[str], None] | None = None
     ) -> ChatResult:
-        """The answer streamed: each piece of content goes to `on_token` as it arrives."""
+        """The answer streamed: each piece of content goes to `on_token` as it arrives.
+
+        Reading stops at `MAX_ANSWER_CHARS` of content or `MAX_STREAM_BYTES` of stream
+        (`truncated`) and at the deadline (`cut_off`); a stream that ends without
+        ``[DONE]`` or a finish reason is `cut_off` too. One that fails or passes the
+        deadline before any content raises `ChatUnreachable`."""
         began = self._clock()
+        deadline = began + self.timeout_s
         parts: list[str] = []
         size = 0
         first: float | None = None
@@ -266,46 +328,78 @@ class ChatClient:
         finish: str | None = None
         model = self.model
         truncated = False
+        done: list[bool] = []
+        seen = 0
+
+        def counted(chunks: Iterable[bytes]) -> Iterator[bytes]:
+            nonlocal seen, truncated
+            for chunk in chunks:
+                seen += len(chunk)
+                if seen > MAX_STREAM_BYTES:
+                    truncated = True
+                    return
+                yield chunk
+
         try:
             with (
-                self._http() as http,
+                self._http(deadline) as http,
                 http.stream("POST", self.endpoint, json=self._body(messages, True)) as response,
             ):
                 self._check(response)
-                for delta in parse_sse(response.iter_lines()):
-                    if delta.model:
-                        model = delta.model
-                    if delta.usage is not None:
-                        usage = delta.usage
-                    if delta.finish_reason:
-                        finish = delta.finish_reason
-                    if not delta.content or truncated:
-                        continue
-                    piece = delta.content[: MAX_ANSWER_CHARS - size]
-                    truncated = len(piece) < len(delta.content)
-                    if first is None:
-                        first = self._clock() - began
-                    parts.append(piece)
-                    size += len(piece)
-                    if on_token is not None and piece:
-                        on_token(piece)
+                with Watchdog(response, deadline - self._clock()) as watch:
+                    try:
+                        events = parse_sse(read_lines(counted(response.iter_raw())), done)
+                        for delta in events:
+                            if delta.model:
+                                model = delta.model
+                            if delta.usage is not None:
+                                usage = delta.usage
+                            if delta.finish_reason:
+                                finish = delta.finish_reason
+                            if delta.content:
+                                piece = delta.content[: MAX_ANSWER_CHARS - size]
+                                if first is None:
+                                    first = self._clock() - began
+                                parts.append(piece)
+                                size += len(piece)
+                                if on_token is not None and piece:
+                                    on_token(piece)
+                                if len(piece) < len(delta.content):
+                                    truncated = True
+                            if truncated or watch.expired or self._clock() >= deadline:
+                                break
+                    except httpx.HTTPError:
+                        if not parts:
+                            if watch.expired:
+                                raise self._late() from None
+                            raise
+                    expired = watch.expired or self._clock() >= deadline
+                if expired and not parts:
+                    raise self._late()
         except AnswerError:
             raise
         except (Refused, GaveUp, httpx.HTTPError) as exc:
             raise self._wrap(exc) from exc
         except ValueError as exc:
-            raise AnswerError(f"{self._where()}: a stream event is not JSON ({exc})") from exc
-        return ChatResult("".join(parts), model, usage, finish, truncated, first)
+            raise AnswerError(f"{self._where()}: a malformed stream ({exc})") from exc
+        cut_off = not truncated and (expired or not (done or finish))
+        return ChatResult("".join(parts), model, usage, finish, truncated, first, cut_off)
+
+    def _late(self) -> ChatUnreachable:
+        return ChatUnreachable(
+            f"{self._where()}: no answer within the {self.timeout_s:g} s deadline "
+            "(llm_timeout); retry later or raise it"
+        )
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(body: bytes) -> str:
     try:
-        data = response.json()
+        data = json.loads(body)
         error = data.get("error", data) if isinstance(data, dict) else data
         message = error.get("message", error) if isinstance(error, dict) else error
         return str(message)[:300]
     except ValueError:
-        return response.text[:300]
+        return body.decode("utf-8", errors="replace")[:300]
 
 
 def chat_client(settings: Settings) -> ChatClient | None:

@@ -31,7 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..records import Hit
-from .records import Answer, Citation, Group, citation_for
+from .blocks import Block, Prose, Segment, inline_text, segment
+from .records import Answer, Citation, Group, Part, citation_for
 
 MAX_HITS = 50
 MAX_TEXT_CHARS = 20_000
@@ -42,13 +43,18 @@ MAX_GROUPS = 12
 QUOTE_CHARS = 240
 #: A spread pick (a further hit's best sentence) is cut to fit when this much room is left.
 MIN_CUT_CHARS = 120
+#: Blocks (code, lists, tables) an answer quotes at most, each within blocks.BLOCK_MAX_CHARS.
+MAX_BLOCKS = 2
+#: A code example is shown from a cited hit among the first this many (see `_example`).
+EXAMPLE_RANKS = 3
+#: The weight of the hit's rank in a sentence's relevance (the rest is its BM25).
+RANK_PRIOR = 0.2
 
 _WORD = re.compile(r"[^\W_]+")
 #: A sentence ends at . ! ? (with closing quotes/brackets) followed by space and a capital,
 #: digit or opening mark; abbreviations like "e.g." and "et al." do not end one.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _NO_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|al|vs|cf|Fig|fig|Dr|Mr|Mrs|Ms|No|approx)|\b[A-Z])\.$")
-_SKIP_LINE = re.compile(r"^\s*(?:#{1,6}\s|```|~~~|\||<[a-zA-Z/!]|[-=*_]{3,}\s*$)")
 STOP_WORDS = frozenset(
     [
         "a",
@@ -148,6 +154,7 @@ class Sentence:
     start_line: int  # file lines; 0 when the hit's lines are unknown
     end_line: int
     terms: tuple[str, ...]
+    block: Block | None = None  # the code, list or table this sentence leads into
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,35 +185,34 @@ def _cut(text: str, limit: int) -> str:
     return head.rstrip(",;: ") + "…"
 
 
-def _paragraphs(text: str) -> list[tuple[int, str]]:
-    """(offset, paragraph) for the text's prose: blank lines and non-prose lines split it."""
-    out: list[tuple[int, str]] = []
-    start = -1
-    pos = 0
-    in_fence = False
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        fence = stripped.startswith(("```", "~~~"))
-        prose = bool(stripped) and not in_fence and not fence and not _SKIP_LINE.match(line)
-        prose = prose and any(c.isalpha() for c in stripped)
-        if prose and start < 0:
-            start = pos
-        if not prose and start >= 0:
-            out.append((start, text[start:pos]))
-            start = -1
-        if fence:
-            in_fence = not in_fence
-        pos += len(line)
-    if start >= 0:
-        out.append((start, text[start:pos]))
-    return out
+def _leads_into(segments: Sequence[Segment], i: int, text: str) -> Block | None:
+    """The block right after prose segment `i` (only blank lines between), if any."""
+    if i + 1 >= len(segments):
+        return None
+    prose, after = segments[i], segments[i + 1]
+    if not isinstance(prose, Prose) or not isinstance(after, Block):
+        return None
+    gap = text[prose.offset + len(prose.text) : after.offset]
+    return after if not gap.strip() else None
 
 
 def split_sentences(hit: Hit, rank: int) -> list[Sentence]:
-    """The sentences of `hit` (rank `rank`), with their file lines; bounded in count."""
+    """The sentences of `hit` (rank `rank`), with their file lines; bounded in count.
+
+    A paragraph's last sentence that ends in a colon and is followed by a block (code, a
+    list, a table) carries that block; one ending in a colon with no block after it is not
+    a sentence (it introduces something the answer cannot show); list items under a carried
+    list are not sentences of their own.
+    """
     text = hit.text[:MAX_TEXT_CHARS]
+    segments = segment(text)
     out: list[Sentence] = []
-    for base, paragraph in _paragraphs(text):
+    carried: list[Block] = []
+    for index, item in enumerate(segments):
+        if not isinstance(item, Prose):
+            continue
+        base, paragraph = item.offset, item.text
+        follow = _leads_into(segments, index, text)
         pieces: list[tuple[int, int]] = []
         begin = 0
         for match in _BOUNDARY.finditer(paragraph):
@@ -215,22 +221,33 @@ def split_sentences(hit: Hit, rank: int) -> list[Sentence]:
             pieces.append((begin, match.start()))
             begin = match.end()
         pieces.append((begin, len(paragraph)))
-        for lo, hi in pieces:
+        for number, (lo, hi) in enumerate(pieces):
             raw = paragraph[lo:hi]
-            body = " ".join(raw.split()).lstrip("-*+> ")
+            body = inline_text(" ".join(raw.split()).lstrip("-*+> "))
             if len(body) < MIN_SENTENCE_CHARS:
                 continue
+            block = follow if number == len(pieces) - 1 else None
+            if body.endswith(":") and block is None:
+                continue
+            if not body.endswith(":"):
+                block = None
             offset = base + lo + (len(raw) - len(raw.lstrip()))
             first = text.count("\n", 0, offset)
-            last = first + raw.strip().count("\n")
+            last = block.last_line if block else first + raw.strip().count("\n")
             lines = (0, 0)
             if hit.start_line > 0:
                 lines = (hit.start_line + first, hit.start_line + last)
-            out.append(
-                Sentence(rank, offset, _cut(body, MAX_SENTENCE_CHARS), *lines, terms_of(body))
-            )
+            terms = terms_of(body) + (terms_of(block.text) if block else ())
+            out.append(Sentence(rank, offset, _cut(body, MAX_SENTENCE_CHARS), *lines, terms, block))
+            if block is not None:
+                carried.append(block)
             if len(out) >= MAX_SENTENCES_PER_HIT:
-                return out
+                break
+        if len(out) >= MAX_SENTENCES_PER_HIT:
+            break
+    lists = [b for b in carried if b.kind == "list"]
+    if lists:  # the items of a carried list are quoted with it, not again as sentences
+        out = [s for s in out if not any(b.offset <= s.offset < b.end for b in lists)]
     return out
 
 
@@ -269,7 +286,7 @@ def score_sentences(
         raw.append((s, score))
     top = max((score for _, score in raw), default=0.0) or 1.0
     return [
-        Scored(s, 0.8 * score / top + 0.2 / (1 + s.rank))
+        Scored(s, (1 - RANK_PRIOR) * score / top + RANK_PRIOR / (1 + s.rank))
         for s, score in raw
         if score >= min_share * top
     ]
@@ -369,8 +386,11 @@ def _compose(
     max_chars: int,
     lam: float,
     spread: int = 0,
-) -> tuple[str, list[int]]:
-    """The answer text for hits `ranked` ((rank, hit) pairs) and the ranks it cites."""
+    max_blocks: int = MAX_BLOCKS,
+) -> tuple[str, list[int], list[Part]]:
+    """The answer text for hits `ranked` ((rank, hit) pairs), the ranks it cites and its
+    parts: runs of cited sentences, and the blocks (at most `max_blocks`) they lead into,
+    or the code example of a cited hit when none leads into code (`_example`)."""
     sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank)]
     scored = score_sentences(question, sentences)
     if not scored and sentences:  # nothing shares a word: the best hit's opening sentence
@@ -379,14 +399,100 @@ def _compose(
         scored, max_sentences=max_sentences, max_chars=max_chars, lam=lam, spread=spread
     )
     chosen.sort(key=lambda s: (s.sentence.rank, s.sentence.offset))
-    parts: list[str] = []
+    parts: list[Part] = []
     ranks: list[int] = []
-    for item in chosen:
-        n = numbering.cite(item.sentence)
-        if item.sentence.rank not in ranks:
-            ranks.append(item.sentence.rank)
-        parts.append(f"{item.sentence.text} [{n}]")
-    return " ".join(parts), ranks
+    run: list[str] = []
+    blocks = 0
+
+    def flush() -> None:
+        if run:
+            parts.append(Part("prose", " ".join(run)))
+            run.clear()
+
+    carried = any(i.sentence.block is not None and i.sentence.block.kind == "code" for i in chosen)
+    example = None if carried or max_blocks < 1 else _example(question, ranked, chosen)
+    for i, item in enumerate(chosen):
+        sentence = item.sentence
+        block = sentence.block if blocks < max_blocks else None
+        text = sentence.text
+        if sentence.block is not None and block is None:  # its block is past the budget
+            text = text.rstrip(":").rstrip() + "."
+            sentence = replace(sentence, end_line=_own_end(sentence))
+        n = numbering.cite(sentence)
+        if sentence.rank not in ranks:
+            ranks.append(sentence.rank)
+        run.append(f"{text} [{n}]")
+        if block is None and example is not None and example[0] == sentence.rank:
+            last_of_hit = i + 1 == len(chosen) or chosen[i + 1].sentence.rank != sentence.rank
+            if last_of_hit:
+                _, rank, block = example
+                n = numbering.cite(_block_sentence(rank, block, ranked))
+                if rank not in ranks:
+                    ranks.append(rank)
+        if block is not None:
+            flush()
+            parts.append(Part(block.kind, block.text, n, block.lang))
+            blocks += 1
+    flush()
+    return render_parts(parts), ranks, parts
+
+
+def _example(
+    question: str, ranked: Sequence[tuple[int, Hit]], chosen: Sequence[Scored]
+) -> tuple[int, int, Block] | None:
+    """The code example an answer shows when none of its sentences leads into code:
+    (the cited rank it follows, the rank it is quoted from, the block).
+
+    From the best-ranked cited hit among the first `EXAMPLE_RANKS` that has one, or another
+    retrieved chunk of the same file: its first code block, when that is the chunk's example
+    (it comes before any prose: documentation often shows the example first) or shares a
+    word with the question. The example is cited as the chunk it is quoted from.
+    """
+    asked = set(terms_of(question))
+    for rank in sorted({item.sentence.rank for item in chosen}):
+        if rank >= EXAMPLE_RANKS:
+            return None
+        path = dict(ranked)[rank].path
+        for other, hit in sorted(ranked, key=lambda pair: pair[0] != rank):
+            if hit.path != path:
+                continue
+            block = _code_example(hit, asked)
+            if block is not None:
+                return rank, other, block
+    return None
+
+
+def _code_example(hit: Hit, asked: set[str]) -> Block | None:
+    prose_seen = False
+    for part in segment(hit.text[:MAX_TEXT_CHARS]):
+        if isinstance(part, Prose):
+            prose_seen = True
+        elif part.kind == "code":
+            if not prose_seen or asked & set(terms_of(part.text)):
+                return part
+            return None
+    return None
+
+
+def _block_sentence(rank: int, block: Block, ranked: Sequence[tuple[int, Hit]]) -> Sentence:
+    """`block` of hit `rank` as a citable piece: the lines its citation must cover."""
+    start_line = dict(ranked)[rank].start_line
+    lines = (0, 0)
+    if start_line > 0:
+        lines = (start_line + block.first_line, start_line + block.last_line)
+    return Sentence(rank, block.offset, block.text, *lines, (), block)
+
+
+def _own_end(sentence: Sentence) -> int:
+    """A sentence's last line without the block it leads into (when the block is left out)."""
+    if sentence.block is None or sentence.start_line == 0:
+        return sentence.end_line
+    return sentence.start_line
+
+
+def render_parts(parts: Sequence[Part]) -> str:
+    """The answer's text: prose runs as paragraphs, each block as Markdown between them."""
+    return "\n\n".join(part.markdown() for part in parts)
 
 
 def group_value(hit: Hit, field: str) -> str:
@@ -418,7 +524,7 @@ def answer_extractive(
     hits = list(hits[:MAX_HITS])
     numbering = _Numbering(hits)
     if group_by is None:
-        text, _ = _compose(
+        text, _, parts = _compose(
             question,
             list(enumerate(hits)),
             numbering,
@@ -427,17 +533,21 @@ def answer_extractive(
             lam,
             spread,
         )
-        return Answer(question, text, numbering.citations(), "extractive")
+        return Answer(question, text, numbering.citations(), "extractive", parts=tuple(parts))
     buckets: dict[str, list[tuple[int, Hit]]] = {}
     for rank, hit in enumerate(hits):
         buckets.setdefault(value_of(hit, group_by), []).append((rank, hit))
     groups: list[Group] = []
     blocks: list[str] = []
+    all_parts: list[Part] = []
     per_group = max(1, min(max_sentences, 3))
     for value, ranked in list(buckets.items())[:MAX_GROUPS]:
-        text, ranks = _compose(question, ranked, numbering, per_group, max_chars, lam, spread)
+        text, ranks, parts = _compose(
+            question, ranked, numbering, per_group, max_chars, lam, spread
+        )
         if not text:
             continue
+        all_parts.extend(parts)
         groups.append(Group(value, text, numbering.citations(ranks)))
         blocks.append(f"{group_by}: {value}\n{text}")
     return Answer(
@@ -447,6 +557,7 @@ def answer_extractive(
         "extractive",
         group_by=group_by,
         groups=tuple(groups),
+        parts=tuple(all_parts),
     )
 
 
@@ -457,6 +568,7 @@ __all__ = [
     "answer_extractive",
     "group_value",
     "jaccard",
+    "render_parts",
     "score_sentences",
     "select_mmr",
     "split_sentences",

@@ -22,6 +22,9 @@ FLAG_REMOVED_CITATIONS = "removed-citations"
 FLAG_NO_SOURCES = "no-sources"
 FLAG_LLM_UNREACHABLE = "llm-unreachable"  # fell back to the extractive answer
 FLAG_TRUNCATED = "truncated"  # the model's answer was cut at the size bound
+FLAG_UNSUPPORTED = "unsupported-citations"  # a cited source did not hold its claim: dropped
+#: The model's stream ended before `[DONE]` (cut off mid-answer) or passed the deadline.
+FLAG_INCOMPLETE = "incomplete"
 
 
 def page_of(hit: Hit) -> int | None:
@@ -99,6 +102,43 @@ def citation_for(
 
 
 @dataclass(frozen=True, slots=True)
+class Unsupported:
+    """A citation dropped after generation: source `path` did not hold `claim` (support is
+    the share of the claim's weighted words it holds, 0-1; see `support.check_support`)."""
+
+    claim: str
+    path: str
+    support: float
+
+    def as_json(self) -> dict[str, object]:
+        return {"claim": self.claim, "path": self.path, "support": self.support}
+
+
+PartKind = Literal["prose", "code", "list", "table"]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A piece of an extractive answer: cited prose (markers in it), or a block quoted from
+    source `n` (code with its language, a list, a table), as the source holds it."""
+
+    kind: PartKind
+    text: str
+    n: int = 0  # the source a block is quoted from (0 for prose: its markers say)
+    lang: str = ""
+
+    def markdown(self) -> str:
+        """The part as Markdown: code fenced with its language, anything else as is."""
+        if self.kind != "code":
+            return self.text
+        fence = "````" if "```" in self.text else "```"
+        return f"{fence}{self.lang}\n{self.text}\n{fence}"
+
+    def as_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "text": self.text, "source": self.n, "lang": self.lang}
+
+
+@dataclass(frozen=True, slots=True)
 class Group:
     """The part of a grouped answer about one value of the `group_by` field."""
 
@@ -126,9 +166,12 @@ class Answer:
     usage: Mapping[str, int] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
     removed_citations: int = 0  # markers naming no source, taken out of `text`
+    unsupported: tuple[Unsupported, ...] = ()  # citations their source did not support
     group_by: str | None = None
     groups: tuple[Group, ...] = ()
     warnings: tuple[str, ...] = ()  # from the retrieval (e.g. a stale keyword index)
+    #: the extractive answer's pieces: which are quoted code, lists or tables (empty for llm)
+    parts: tuple[Part, ...] = ()
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -146,6 +189,9 @@ class Answer:
             "usage": dict(self.usage),
             "flags": list(self.flags),
             "removed_citations": self.removed_citations,
+            "unsupported_citations": len(self.unsupported),
+            "unsupported": [u.as_json() for u in self.unsupported],
+            "parts": [p.as_json() for p in self.parts],
         }
         if self.group_by is not None:
             out["group_by"] = self.group_by
@@ -157,15 +203,20 @@ class Answer:
 
 __all__ = [
     "FLAG_EMPTY",
+    "FLAG_INCOMPLETE",
     "FLAG_LLM_UNREACHABLE",
     "FLAG_NO_CITATIONS",
     "FLAG_NO_SOURCES",
     "FLAG_REMOVED_CITATIONS",
     "FLAG_TRUNCATED",
+    "FLAG_UNSUPPORTED",
     "Answer",
     "Citation",
     "Group",
     "Mode",
+    "Part",
+    "PartKind",
+    "Unsupported",
     "citation_for",
     "page_of",
     "render_location",

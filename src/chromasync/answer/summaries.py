@@ -16,6 +16,12 @@ writes only the groups whose key changed (added, removed or edited chunks), so a
 corpus costs no model request. The terms are recomputed each run (they depend on the other
 groups) and cost nothing.
 
+A model's reply is checked before it is kept (`check_summary`): a `[n]` citation naming no
+source of the group is removed, and a reply that is empty, null, cut at the size bound or
+not prose (fewer than two words of letters, or mostly other characters) is refused: the
+group shows its extractive summary for this run, nothing is cached for it, and the report
+counts it in `rejected`, so the next run asks the model again.
+
 `summaries(settings, group_by=...)` reads every indexed chunk of the searched collections,
 groups them, and writes (or reuses) the summaries; the API re-exports it.
 """
@@ -38,6 +44,7 @@ from ..errors import NotFound
 from ..records import Hit
 from .extractive import _WORD, STOP_WORDS, score_sentences, select_mmr, split_sentences, stem
 from .prompt import Message, build_prompt
+from .verify import MARKER
 
 if TYPE_CHECKING:
     from ..config.settings import Settings
@@ -88,13 +95,15 @@ class SummariesReport:
     written: int  # summaries written this run (the others came from the cache)
     model_calls: int
     left_out: int  # groups beyond the limit (the smallest)
+    rejected: int = 0  # model replies refused (empty, junk, cut): shown extractive, not cached
 
     def as_json(self) -> dict[str, object]:
         return {
             "group_by": self.group_by,
             "written": self.written,
-            "cached": len(self.groups) - self.written,
+            "cached": sum(g.cached for g in self.groups),
             "model_calls": self.model_calls,
+            "rejected": self.rejected,
             "left_out": self.left_out,
             "groups": [g.as_json() for g in self.groups],
         }
@@ -197,6 +206,28 @@ def extractive_summary(hits: Sequence[Hit], terms: Sequence[str]) -> str:
     return " ".join(s.sentence.text for s in picked)
 
 
+def check_summary(text: str | None, sources: int) -> str | None:
+    """A model's summary with its citations checked against `sources` (numbers naming none
+    removed, the others kept as they are), or None when the reply is not a summary."""
+    if not isinstance(text, str):
+        return None
+
+    def keep(match: re.Match[str]) -> str:
+        kept = [x for x in match.group(1).split(",") if 1 <= int(x) <= sources]
+        if not kept:
+            return ""
+        lead = match.group(0)[0] if match.group(0)[0] in " \t" else ""
+        return f"{lead}[{', '.join(x.strip() for x in kept)}]"
+
+    checked = MARKER.sub(keep, text).strip()
+    bare = MARKER.sub(" ", checked)
+    words = [w for w in bare.split() if sum(c.isalpha() for c in w) >= 2]
+    shown = "".join(bare.split())
+    if len(words) < 2 or sum(c.isalpha() for c in shown) < 0.5 * len(shown):
+        return None
+    return checked
+
+
 def cache_key(mode: str, hits: Sequence[Hit]) -> str:
     """How the summary is written and the set of the group's chunk hashes."""
     hashes = sorted(str(h.metadata.get("chunk_hash") or h.id) for h in hits)
@@ -243,7 +274,7 @@ def summarize_groups(
     chosen = order[:limit]
     terms = distinctive_terms(groups)
     out = []
-    written = calls = 0
+    written = calls = rejected = 0
     for name in chosen:
         hits = groups[name]
         top_terms = terms.get(name, [])
@@ -252,10 +283,12 @@ def summarize_groups(
         key = cache_key(mode, hits)
         entry = cache.get(name)
         cached = isinstance(entry, dict) and entry.get("key") == key
+        shown_mode = mode
         if cached and isinstance(entry, dict):
             summary = str(entry.get("summary", ""))
             sources = tuple(str(s) for s in entry.get("sources", ()))
         else:
+            checked: str | None = None
             if client is not None:
                 question = (
                     f"What are these documents (the group where {group_by} is {name!r}) "
@@ -263,15 +296,19 @@ def summarize_groups(
                 )
                 prompt = build_prompt(question, ranked, system=SUMMARY_SYSTEM)
                 messages: list[Message] = list(prompt.messages)
-                summary = client.complete(messages).text.strip()
+                reply = client.complete(messages)
                 calls += 1
-            else:
-                summary = extractive_summary(ranked, [t for t, _ in top_terms])
+                checked = None if reply.truncated else check_summary(reply.text, len(ranked))
+                if checked is None:
+                    rejected += 1
+                    shown_mode = "extractive"
+            summary = checked or extractive_summary(ranked, [t for t, _ in top_terms])
             sources = tuple(h.citation for h in ranked)
-            cache[name] = {"key": key, "mode": mode, "summary": summary, "sources": sources}
-            written += 1
-            if on_written:
-                on_written(name)
+            if shown_mode == mode:
+                cache[name] = {"key": key, "mode": mode, "summary": summary, "sources": sources}
+                written += 1
+                if on_written:
+                    on_written(name)
         out.append(
             GroupSummary(
                 group=name,
@@ -279,7 +316,7 @@ def summarize_groups(
                 terms=shown,
                 chunks=len(hits),
                 files=len({(h.source, h.path) for h in hits}),
-                mode=mode,
+                mode=shown_mode,
                 cached=cached,
                 sources=sources,
             )
@@ -293,6 +330,7 @@ def summarize_groups(
         written=written,
         model_calls=calls,
         left_out=len(order) - len(chosen),
+        rejected=rejected,
     )
 
 
@@ -343,6 +381,7 @@ __all__ = [
     "GroupSummary",
     "SummariesReport",
     "cache_key",
+    "check_summary",
     "distinctive_terms",
     "extractive_summary",
     "is_prose",

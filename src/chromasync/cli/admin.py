@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
+from ..config.file import load_sources_file
 from .common import (
     print_table,
     reported_errors,
@@ -41,8 +42,10 @@ def config_show(as_json: bool, **flags: Any) -> None:
     with reported_errors():
         settings = settings_from_flags(**flags)
         entries = api.configured_entries(settings)
+        listed = settings.config_file.sources_file if settings.config_file else None
+        about = load_sources_file(listed).about if listed is not None else ()
     if as_json:
-        data = {
+        data: dict[str, Any] = {
             "settings": [{"name": n, "value": v, "from": o} for n, v, o in settings.shown()],
             "sources": [
                 {
@@ -58,6 +61,8 @@ def config_show(as_json: bool, **flags: Any) -> None:
                 for e in entries
             ],
         }
+        if listed is not None:
+            data["sources_file"] = {"path": str(listed), "about": dict(about)}
         click.echo(json.dumps(data, indent=2))
         return
     table = Table(title="chromasync config")
@@ -67,6 +72,10 @@ def config_show(as_json: bool, **flags: Any) -> None:
         table.add_row(name, escape(safe(value)), escape(safe(origin)))
     console = Console(highlight=False)
     print_table(console, table)
+    if listed is not None:
+        console.print(f"sources file: {escape(safe(str(listed)))}")
+        for key, value in about:
+            console.print(f"  {key}: {escape(safe(value))}")
     if entries:
         _print_entries(console, settings, entries)
 
@@ -170,6 +179,11 @@ def sources_remove(label: str, keep_entry: bool, wait: bool, **flags: Any) -> No
     click.echo(
         f"removed source {safe(removed.label)!r}: {removed.records_deleted} records from "
         f"{where}; declaration {'removed' if removed.declaration_removed else 'kept'}"
+        + (
+            f"; dropped the emptied collection(s) {', '.join(removed.collections_dropped)}"
+            if removed.collections_dropped
+            else ""
+        )
     )
 
 

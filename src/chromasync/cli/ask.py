@@ -20,6 +20,7 @@ from rich.markup import escape
 from .. import api
 from ..answer.ask import check_question
 from ..answer.records import (
+    FLAG_INCOMPLETE,
     FLAG_LLM_UNREACHABLE,
     FLAG_NO_CITATIONS,
     FLAG_REMOVED_CITATIONS,
@@ -44,6 +45,8 @@ _NOTES = {
     FLAG_LLM_UNREACHABLE: "the chat model was unreachable: this is the extractive answer",
     FLAG_NO_CITATIONS: "the answer cites no source: check it against the sources below",
     FLAG_TRUNCATED: "the model's answer was cut at the size limit",
+    FLAG_INCOMPLETE: "the model's answer stopped before its end (the stream was cut off or "
+    "passed llm_timeout): it is incomplete",
 }
 
 
@@ -77,7 +80,8 @@ def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **f
 
     Takes every filter of `search`. With a chat model (--llm-url, --llm-model) the answer
     streams in as it is written; without one it is extractive: the retrieved chunks'
-    sentences that best answer the question, each with its citation.
+    sentences that best answer the question, each with its citation. Exits 1 when the
+    model's answer stopped before its end (flag `incomplete`), after printing it.
     """
     streamed: list[str] = []
 
@@ -111,8 +115,10 @@ def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **f
         err.print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
         click.echo(json.dumps(answer.as_json(), indent=2, ensure_ascii=False))
-        return
-    _print_answer(answer, "".join(streamed))
+    else:
+        _print_answer(answer, "".join(streamed))
+    if FLAG_INCOMPLETE in answer.flags:
+        sys.exit(1)  # the answer is printed, but it is not whole
 
 
 def _print_answer(answer: Answer, streamed: str) -> None:

@@ -36,6 +36,7 @@ from ..errors import (
 )
 from ..owner.dial import DAEMON_NOTICE
 from ..records import IngestSummary
+from ..retrieve.options import BY_NAME, OPTIONS, Option
 from ..sync.summary import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -174,150 +175,72 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
     return apply(func) if func is not None else apply
 
 
-_MODES = click.Choice(["hybrid", "dense", "keyword"])
-
 #: `search` and `ask` run through the warm daemon unless told not to (`owner.daemon`).
 no_daemon_option = click.option(
     "--no-daemon",
     is_flag=True,
     help="Run in this process; do not start or use the search daemon [env CHROMASYNC_NO_DAEMON=1].",
 )
-#: The parameters `search_options` adds; `search_args` takes them out of a command's kwargs.
+#: The parameters `search_options` adds; `search_args` takes them out of a command's kwargs
+#: (`--collection` is a store option: `store_options`).
 SEARCH_PARAMS = (
-    "all_collections",
-    "mode",
-    "k",
-    "sources",
-    "where",
-    "where_json",
-    "tags",
-    "tags_all",
-    "after",
-    "before",
-    "date_fields",
-    "paths",
-    "phrases",
-    "matches",
-    "links_to",
-    "per_doc",
-    "sort",
-    "group_by",
+    *(option.name for option in OPTIONS if option.name not in ("collections", "rerank")),
     "no_rerank",
-    "min_score",
 )
 
 
+def _click_option(option: Option) -> Callable[[F], F]:
+    """The click option of a declared search option (`retrieve.options`)."""
+    if option.kind == "bool":
+        if option.flag is None:  # true by default, the flag turns it off (--no-rerank)
+            assert option.negative is not None
+            return click.option(option.negative, is_flag=True, help=option.help)
+        if option.negative:
+            return click.option(
+                f"{option.flag}/{option.negative}",
+                option.name,
+                default=option.default,
+                show_default=True,
+                help=option.help,
+            )
+        return click.option(option.flag, option.name, is_flag=True, help=option.help)
+    assert option.flag is not None
+    kind: Any = None
+    if option.kind == "choice":
+        kind = click.Choice(list(option.choices))
+    elif option.kind == "int":
+        kind = click.IntRange(
+            None if option.low is None else int(option.low),
+            None if option.high is None else int(option.high),
+        )
+    elif option.kind == "float":
+        kind = click.FloatRange(option.low, option.high)
+    shown = option.default is not None and not option.many
+    return click.option(
+        option.flag,
+        option.name,
+        type=kind,
+        multiple=option.many,
+        default=option.default if shown else None,
+        show_default=shown,
+        metavar=option.metavar,
+        help=option.help,
+    )
+
+
 def search_options(func: F) -> F:
-    """The retrieval options `search` and `ask` share: filters, ranking, grouping."""
-    decorators = [
-        click.option(
-            "--all-collections", is_flag=True, help="Search every collection of the store."
-        ),
-        click.option(
-            "--mode",
-            type=_MODES,
-            default="hybrid",
-            show_default=True,
-            help="Dense (meaning), keyword (BM25) or both fused.",
-        ),
-        click.option(
-            "--k",
-            "k",
-            default=10,
-            show_default=True,
-            type=click.IntRange(1, 1000),
-            help="Number of hits.",
-        ),
-        click.option(
-            "--source", "sources", multiple=True, help="Only this source (repeatable: any)."
-        ),
-        click.option(
-            "--where",
-            "where",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Metadata equality, typed like YAML (repeatable: all). Quote to force text.",
-        ),
-        click.option(
-            "--where-json",
-            metavar="JSON",
-            help='A Chroma where filter, e.g. \'{"year": {"$gte": 2020}}\'.',
-        ),
-        click.option("--tag", "tags", multiple=True, help="Front-matter tag (repeatable)."),
-        click.option(
-            "--tags-all/--tags-any",
-            default=False,
-            show_default=True,
-            help="Whether every --tag or any of them must be present.",
-        ),
-        click.option("--after", metavar="DATE", help="Front-matter date on or after DATE."),
-        click.option("--before", metavar="DATE", help="Front-matter date before DATE."),
-        click.option(
-            "--date-field",
-            "date_fields",
-            multiple=True,
-            help="Front-matter date key(s) for --after/--before/--sort date "
-            "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
-        ),
-        click.option(
-            "--path",
-            "paths",
-            multiple=True,
-            metavar="GLOB",
-            help="Only paths matching this git-wildmatch pattern (repeatable: any).",
-        ),
-        click.option(
-            "--phrase",
-            "phrases",
-            multiple=True,
-            help="Only chunks containing these words in this order (case-blind).",
-        ),
-        click.option(
-            "--match",
-            "matches",
-            multiple=True,
-            metavar="FIELD=SUBSTRING",
-            help="Only chunks whose metadata FIELD contains SUBSTRING (case-blind).",
-        ),
-        click.option(
-            "--links-to",
-            "links_to",
-            multiple=True,
-            metavar="TARGET",
-            help="Only chunks linking to this URL (or under it), path or note title "
-            "(repeatable: all).",
-        ),
-        click.option(
-            "--per-doc", is_flag=True, help="Best chunk per document; the rest collapsed."
-        ),
-        click.option(
-            "--min-score",
-            type=click.FloatRange(0, 1),
-            metavar="X",
-            help="Only hits whose relevance (0-1, shown with each hit) is at least X.",
-        ),
-        click.option(
-            "--sort",
-            type=click.Choice(["rank", "date"]),
-            default="rank",
-            show_default=True,
-            help="Order of the top k: by rank, or newest first.",
-        ),
-        click.option(
-            "--group-by",
-            metavar="FIELD",
-            help="Group the hits by a metadata field.",
-        ),
+    """The retrieval options `search` and `ask` share: filters, ranking, grouping, each made
+    from its declaration (`retrieve.options.OPTIONS`); `--rerank FOLDER` is the setting."""
+    decorators = [_click_option(o) for o in OPTIONS if o.name not in ("collections", "rerank")]
+    decorators.append(
         click.option(
             "--rerank",
             "rerank_model",
             metavar="FOLDER",
             help="Rerank with this local cross-encoder [env CHROMASYNC_RERANK_MODEL].",
-        ),
-        click.option(
-            "--no-rerank", is_flag=True, help="Do not rerank even if a model is configured."
-        ),
-    ]
+        )
+    )
+    decorators.append(_click_option(BY_NAME["rerank"]))
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
@@ -351,6 +274,7 @@ SETTING_FLAGS = frozenset(
         "rerank_model",
         "llm_url",
         "llm_model",
+        "nats_url",
     }
 )
 #: What `settings_from_flags` reads besides `SETTING_FLAGS`.

@@ -151,7 +151,6 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
     started this daemon from its own command line passes that line's key (this process's
     settings come from the same options, folder and environment, which are what it hashes).
     """
-    import uvicorn
 
     from ..owner.service import Service
     from .daemon_routes import add_daemon_routes
@@ -168,13 +167,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
         for known in keys:
             ring.add(known)
         add_daemon_routes(app, service, ring, key)
-        config = uvicorn.Config(
-            _Touch(app, activity),
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=5,
-        )
+        config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
         server = rest.make_server(config)
         threading.Thread(target=_warm, args=(service,), daemon=True).start()
         watch = threading.Thread(

@@ -51,6 +51,19 @@ from .common import (
 @click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
 @click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option(
+    "--include-hidden", is_flag=True, help="Walk dotfiles and dot-folders too (never .git)."
+)
+@click.option(
+    "--encoding",
+    help="How to read text that is not UTF-8: detect (a high-confidence charset) or a "
+    "codec such as cp1252 [default: a counted undecodable skip].",
+)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="One pass, then exit: the default mode, named for cron lines (see `watch`).",
+)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N files of each source.")
 @click.option("--gc-only", is_flag=True, help="Only delete records of files gone from disk.")
 @click.option("--no-gc", is_flag=True, help="Do not delete records of files gone from disk.")
@@ -71,7 +84,12 @@ from .common import (
 @click.option("--reembed", is_flag=True, help="Regenerate every vector for a new model.")
 @click.option("--allow-mass-delete", is_flag=True, help="Allow deleting most of a source.")
 @click.option("--wait", is_flag=True, help="Wait for another ingest of the data dir to finish.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the summary as JSON: a list, a row per source.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: Sequence[str],
@@ -80,6 +98,9 @@ def ingest(
     include: Sequence[str],
     exclude: Sequence[str],
     no_gitignore: bool,
+    include_hidden: bool,
+    encoding: str | None,
+    once: bool,
     limit: int | None,
     gc_only: bool,
     no_gc: bool,
@@ -110,12 +131,18 @@ def ingest(
         raise click.UsageError("--include-text needs --output-manifest")
     if reset and (dry_run or gc_only):
         raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
-    if not paths and (kind or include or exclude or no_gitignore):
+    if not paths and (kind or include or exclude or no_gitignore or include_hidden or encoding):
         raise click.UsageError(
-            "--kind, --include, --exclude and --no-gitignore apply to a PATH; "
-            "set them per source in the config file"
+            "--kind, --include, --exclude, --no-gitignore, --include-hidden and --encoding "
+            "apply to a PATH; set them per source in the config file"
         )
     with reported_errors():
+        if encoding is not None:
+            from ..config.file import encoding_problem  # pydantic loads only when needed
+
+            problem = encoding_problem(encoding)
+            if problem is not None:
+                raise ConfigError(f"--encoding: {problem}")
         settings = settings_from_flags(**flags)
         recorder = _recorder(settings, flags.get("config_path"))
         options = api.default_options(
@@ -131,7 +158,9 @@ def ingest(
         specs = []
         if paths:
             label = labels[0] if labels else None
-            fields = {"kind": kind} if kind else {}
+            fields: dict[str, Any] = {"kind": kind} if kind else {}
+            if encoding:
+                fields["encoding"] = encoding
             specs = [
                 api.source_for(
                     p,
@@ -139,6 +168,7 @@ def ingest(
                     include=tuple(include),
                     exclude=tuple(exclude),
                     use_gitignore=not no_gitignore,
+                    include_hidden=include_hidden,
                     allow_root=bool(flags.get("allow_root_slash")),
                     **fields,
                 )
@@ -222,7 +252,7 @@ def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | Non
 
 
 def _summary_json(rows: list[dict[str, object]]) -> str:
-    return json.dumps(rows[0] if len(rows) == 1 else rows, indent=2) + "\n"
+    return json.dumps(rows, indent=2) + "\n"  # one shape: a list, one row per source
 
 
 def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:

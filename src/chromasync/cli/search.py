@@ -365,8 +365,10 @@ def eval_command(
 ) -> None:
     """Measure retrieval on QUERIES.jsonl: {"query": ..., "relevant": [path or id, ...]}.
 
-    Prints nDCG@k, recall@k, recall@100 and MRR for each mode side by side. Documents
-    match a judged entry by path, by file stem or by document_id.
+    Prints nDCG@k, recall@k, recall@100 and MRR for each mode side by side, graded
+    nDCG@k too when lines carry "grades": {entry: gain}, and hybrid's per-query wins and
+    losses against each single mode. Documents match a judged entry by path, by file
+    stem or by document_id.
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
@@ -387,16 +389,25 @@ def eval_command(
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
         return
+    graded = report.graded
     table = Table(title=f"chromasync eval: {report.queries} queries")
     table.add_column("mode")
-    for column in (f"nDCG@{k}", f"recall@{k}", "recall@100", "MRR"):
+    columns = [("ndcg", f"nDCG@{k}")]
+    if graded:
+        columns.append(("ndcg_graded", f"graded nDCG@{k}"))
+    columns += [("recall", f"recall@{k}"), ("recall@100", "recall@100"), ("mrr", "MRR")]
+    for _, column in columns:
         table.add_column(column, justify="right")
     for mode, figures in report.modes.items():
-        table.add_row(
-            mode,
-            *(f"{figures[m]:.3f}" for m in ("ndcg", "recall", "recall@100", "mrr")),
+        table.add_row(mode, *(f"{figures[m]:.3f}" for m, _ in columns))
+    console = Console(highlight=False)
+    print_table(console, table)
+    measure = f"graded nDCG@{k}" if graded else f"nDCG@{k}"
+    for pair, counts in report.versus().items():
+        console.print(
+            f"{pair} ({measure}, per query): {counts['wins']} wins, "
+            f"{counts['losses']} losses, {counts['ties']} ties"
         )
-    print_table(Console(highlight=False), table)
 
 
 __all__ = ["eval_command", "search", "similar"]

@@ -143,6 +143,8 @@ _URL_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]+@")
 def _secret_env(path: Sequence[str | int]) -> str:
     name = str(path[-1])
     lowered = name.lower()
+    if path and path[0] == "nats":
+        return SECRET_ENV["nats_password" if "pass" in lowered else "nats_token"]
     if (path and path[0] == "answer") or lowered.startswith("llm"):
         return SECRET_ENV["llm_api_key"]
     if "token" in lowered or lowered in {"bearer", "authorization"}:

@@ -24,14 +24,15 @@ never echoed. A source whose path is `/` is refused unless the caller allows it.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..errors import ConfigError
 from .check import (
@@ -46,7 +47,7 @@ from .check import (
 )
 from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
-from .settings import ConfigFile, FileValue
+from .settings import SETTINGS, ConfigFile, FileValue, Setting
 
 Scalar = str | int | float | bool
 
@@ -55,48 +56,6 @@ __all__ = ["LineMap", "dotted", "find_secrets", "line_of", "parse_toml", "parse_
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StoreModel(_Model):
-    data_dir: str | None = None
-    url: str | None = None
-    tenant: str | None = None
-    database: str | None = None
-    collection: str | None = None
-    collections: Literal["per-kind", "shared"] | None = None
-
-
-class EmbeddingModel(_Model):
-    provider: str | None = None
-    model: str | None = None
-    options: dict[str, Scalar | list[Scalar]] = Field(default_factory=dict)
-
-
-class ChunkingModel(_Model):
-    max_tokens: int | None = Field(default=None, gt=8)
-    plan_ahead: Literal["auto", "on", "off"] | None = None  # read and chunk in a 2nd process
-
-
-class SearchModel(_Model):
-    """The `search:` section: retrieval settings."""
-
-    date_fields: list[str] | None = None
-    rerank_model: str | None = None
-    duplicate_threshold: float | None = Field(default=None, ge=0, le=1)
-    keyword_refresh_s: int | None = Field(default=None, ge=0)
-    editor_uri: str | None = Field(default=None, max_length=2048)
-
-
-class AnswerModel(_Model):
-    """The `answer:` section: the chat model behind `chromasync ask` (its key: environment
-    only, `CHROMASYNC_LLM_API_KEY` or `OPENAI_API_KEY`)."""
-
-    llm_url: str | None = Field(default=None, max_length=2048)
-    llm_model: str | None = Field(default=None, max_length=512)
-    context_tokens: int | None = Field(default=None, ge=64, le=2_000_000)
-    timeout: float | None = Field(default=None, gt=0, le=3600)
-    retries: int | None = Field(default=None, ge=1, le=20)
-    fallback: Literal["none", "extractive"] | None = None
 
 
 class SourceModel(_Model):
@@ -117,25 +76,8 @@ class SourceModel(_Model):
     use_gitignore: bool = True
     note: str | None = None
     context: str | None = Field(default=None, min_length=1, max_length=2000)
-
-
-class CompactModel(_Model):
-    """The `[chromasync]` table: one source at `root`, plus a few settings."""
-
-    root: str | None = None
-    label: str | None = None
-    kind: str = "notes"
-    collection: str | None = None
-    data_dir: str | None = None
-    subdirs: list[str] = Field(default_factory=list)
-    include_patterns: list[str] = Field(default_factory=list)
-    exclude_patterns: list[str] = Field(default_factory=list)
-    include_extensions: list[str] | None = None
-    exclude_extensions: list[str] = Field(default_factory=list)
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
-    identity_key: str | None = None
-    embedding: EmbeddingModel | None = None
-    chunking: ChunkingModel | None = None
+    encoding: str | None = Field(default=None, max_length=64)  # "detect" or a codec
+    include_hidden: bool = False
 
 
 class ServeModel(_Model):
@@ -144,19 +86,29 @@ class ServeModel(_Model):
     allow_roots: list[str] = Field(default_factory=list)
 
 
-class ConfigModel(_Model):
+class _CompactBase(_Model):
+    """The `[chromasync]` table: one source at `root`; its settings are added from the
+    declaration (`collection`, `data_dir`, `embedding`, `chunking`)."""
+
+    root: str | None = None
+    label: str | None = None
+    kind: str = "notes"
+    subdirs: list[str] = Field(default_factory=list)
+    include_patterns: list[str] = Field(default_factory=list)
+    exclude_patterns: list[str] = Field(default_factory=list)
+    include_extensions: list[str] | None = None
+    exclude_extensions: list[str] = Field(default_factory=list)
+    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    identity_key: str | None = None
+
+
+class _ConfigBase(_Model):
+    """The file's keys that are not settings; the settings' sections (`store`, `server`,
+    `embedding`, `chunking`, `search`, `answer`, ...) are added from the declaration."""
+
     version: int = CONFIG_VERSION
-    store: StoreModel | None = None
-    server: StoreModel | None = None
-    embedding: EmbeddingModel | None = None
-    chunking: ChunkingModel | None = None
-    search: SearchModel | None = None
-    answer: AnswerModel | None = None
     sources: list[SourceModel] = Field(default_factory=list)
     sources_file: str | None = None
-    skip_paths: list[str] = Field(default_factory=list)
-    privacy_keys: list[str] = Field(default_factory=list)
-    chromasync: CompactModel | None = None
     serve: ServeModel | None = None
     #: A description per source label or `label/path/prefix`, returned with every hit there.
     context: dict[str, Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
@@ -164,13 +116,60 @@ class ConfigModel(_Model):
     )
 
 
+#: The descriptive keys a sources file's front matter may carry besides `content_sources`
+#: (the sources map as sketched); `config show` prints them, nothing else reads them.
+ABOUT_KEYS = ("title", "description", "version", "schema_version", "date_created", "date_modified")
+
+
 class SourcesFileModel(_Model):
-    """The front matter of a `content-sources.md` file."""
+    """The front matter of a `content-sources.md` file: its sources and a few descriptive
+    keys (`ABOUT_KEYS`); any other key is an error, as everywhere in the config."""
 
     content_sources: list[SourceModel] | None = Field(default_factory=list)
-    title: str | None = None
-    description: str | None = None
+    title: str | None = Field(default=None, max_length=2000)
+    description: str | None = Field(default=None, max_length=2000)
     version: int | None = None
+    schema_version: int | float | Annotated[str, Field(max_length=64)] | None = None
+    date_created: dt.datetime | dt.date | Annotated[str, Field(max_length=64)] | None = None
+    date_modified: dt.datetime | dt.date | Annotated[str, Field(max_length=64)] | None = None
+
+
+def _schema_type(spec: Setting) -> Any:
+    """What the file's schema accepts for a setting: its shape; `spec.check` checks the value
+    itself, after precedence, as it checks the environment's."""
+    if spec.kind == "strings":
+        return list[str] | None
+    if spec.kind == "options":
+        return dict[str, Scalar | list[Scalar]] | None
+    return Any
+
+
+def _schema(specs: Sequence[Setting]) -> type[BaseModel]:
+    """The config file's model: `_ConfigBase` plus a section per declared file key."""
+    tree: dict[str, Any] = {}
+    for spec in specs:
+        for key in spec.file:
+            *sections, name = key.split(".")
+            node = tree
+            for section in sections:
+                node = node.setdefault(section, {})
+            node[name] = spec
+    bases: dict[tuple[str, ...], type[BaseModel]] = {(): _ConfigBase, ("chromasync",): _CompactBase}
+
+    def build(path: tuple[str, ...], node: dict[str, Any]) -> type[BaseModel]:
+        made: dict[str, Any] = {}
+        for key, item in node.items():
+            if isinstance(item, Setting):
+                made[key] = (_schema_type(item), None)
+            else:
+                made[key] = (build((*path, key), item) | None, None)
+        name = "".join(p.title() for p in path) + "Model" if path else "ConfigModel"
+        return create_model(name, __base__=bases.get(path, _Model), **made)
+
+    return build((), tree)
+
+
+ConfigModel = _schema(SETTINGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +194,8 @@ class SourceEntry:
     use_gitignore: bool = True
     note: str | None = None
     context: str | None = None
+    encoding: str = "utf-8"
+    include_hidden: bool = False
     raw_path: str = ""
     form: str = "list"  # "list" (sources:/content_sources:) or "compact" ([chromasync] root)
 
@@ -218,7 +219,7 @@ def load_config_file(
         data, lines = parse_yaml(text, where)
     if data is None:
         data = {}
-    model: ConfigModel = validate(ConfigModel, data, lines, where)
+    model: Any = validate(ConfigModel, data, lines, where)
     base = path.parent.resolve()
     settings = _file_settings(model, lines, base)
     entries: list[SourceEntry] = []
@@ -274,66 +275,23 @@ def load_config_file(
     )
 
 
-def _file_settings(model: ConfigModel, lines: LineMap, base: Path) -> dict[str, FileValue]:
+def _file_settings(model: BaseModel, lines: LineMap, base: Path) -> dict[str, FileValue]:
+    """Each declared setting the file gives, from the first of its keys that is present."""
     out: dict[str, FileValue] = {}
-
-    def put(name: str, value: Any, path: tuple[str, ...]) -> None:
-        if value is not None and not (isinstance(value, list | tuple | dict) and not value):
-            out[name] = FileValue(value, line_of(lines, path))
-
-    compact = model.chromasync
-    if compact is not None:
-        put("collection", compact.collection, ("chromasync", "collection"))
-        if compact.data_dir:
-            put("data_dir", str(_resolve(compact.data_dir, base)), ("chromasync", "data_dir"))
-        _embedding_settings(compact.embedding, ("chromasync", "embedding"), put)
-        if compact.chunking is not None:
-            put("chunk_max_tokens", compact.chunking.max_tokens, ("chromasync", "chunking"))
-            put("plan_ahead", compact.chunking.plan_ahead, ("chromasync", "chunking"))
-    for section in ("server", "store"):
-        store: StoreModel | None = getattr(model, section)
-        if store is None:
-            continue
-        if store.data_dir:
-            put("data_dir", str(_resolve(store.data_dir, base)), (section, "data_dir"))
-        put("chroma_url", store.url, (section, "url"))
-        put("tenant", store.tenant, (section, "tenant"))
-        put("database", store.database, (section, "database"))
-        put("collection", store.collection, (section, "collection"))
-        put("collections", store.collections, (section, "collections"))
-    _embedding_settings(model.embedding, ("embedding",), put)
-    if model.chunking is not None:
-        put("chunk_max_tokens", model.chunking.max_tokens, ("chunking", "max_tokens"))
-        put("plan_ahead", model.chunking.plan_ahead, ("chunking", "plan_ahead"))
-    if model.search is not None:
-        search = model.search
-        if search.date_fields:
-            put("date_fields", ",".join(search.date_fields), ("search", "date_fields"))
-        if search.rerank_model:
-            folder = str(_resolve(search.rerank_model, base))
-            put("rerank_model", folder, ("search", "rerank_model"))
-        put("duplicate_threshold", search.duplicate_threshold, ("search", "duplicate_threshold"))
-        put("keyword_refresh_s", search.keyword_refresh_s, ("search", "keyword_refresh_s"))
-        put("editor_uri", search.editor_uri, ("search", "editor_uri"))
-    if model.answer is not None:
-        answer = model.answer
-        put("llm_url", answer.llm_url, ("answer", "llm_url"))
-        put("llm_model", answer.llm_model, ("answer", "llm_model"))
-        put("answer_context_tokens", answer.context_tokens, ("answer", "context_tokens"))
-        put("llm_timeout", answer.timeout, ("answer", "timeout"))
-        put("llm_retries", answer.retries, ("answer", "retries"))
-        put("answer_fallback", answer.fallback, ("answer", "fallback"))
-    put("skip_paths", tuple(model.skip_paths), ("skip_paths",))
-    put("privacy_keys", tuple(k.strip().lower() for k in model.privacy_keys), ("privacy_keys",))
+    for spec in SETTINGS:
+        for key in spec.file:
+            value: Any = model
+            for part in key.split("."):
+                value = getattr(value, part, None)
+            if value is None or (isinstance(value, list | tuple | dict | str) and not value):
+                continue
+            if (spec.kind == "path" or spec.relative) and isinstance(value, str):
+                value = str(_resolve(value, base))
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[spec.name] = FileValue(value, line_of(lines, tuple(key.split("."))), key)
+            break
     return out
-
-
-def _embedding_settings(embedding: EmbeddingModel | None, path: tuple[str, ...], put: Any) -> None:
-    if embedding is None:
-        return
-    put("provider", embedding.provider, (*path, "provider"))
-    put("model", embedding.model, (*path, "model"))
-    put("provider_options", dict(embedding.options), (*path, "options"))
 
 
 def _resolve(raw: str, base: Path) -> Path:
@@ -342,7 +300,10 @@ def _resolve(raw: str, base: Path) -> Path:
 
 
 def normalise_extension(ext: str) -> str:
+    """`.MD` -> `.md`, `md` -> `.md`; `""`, `.` or `(none)`: extensionless files (`README`)."""
     ext = ext.strip().lower()
+    if ext in ("", ".", "(none)"):
+        return ""
     return ext if ext.startswith(".") else f".{ext}"
 
 
@@ -369,10 +330,14 @@ def source_entry(
         allowed = (
             [normalise_extension(e) for e in model.include_extensions]
             if model.include_extensions is not None
-            else list(DEFAULT_EXTENSIONS)
+            else [*DEFAULT_EXTENSIONS, ""]
         )
         dropped = {normalise_extension(e) for e in model.exclude_extensions}
         extensions = tuple(e for e in allowed if e not in dropped)
+    encoding = model.encoding or "utf-8"
+    problem = encoding_problem(encoding)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
     label = model.label or default_label(model.path, repo, model.branch)
     problem = label_problem(label)
     if problem is not None:
@@ -396,8 +361,26 @@ def source_entry(
         use_gitignore=model.use_gitignore,
         note=model.note,
         context=model.context,
+        encoding=encoding,
+        include_hidden=model.include_hidden,
         raw_path=model.path or model.repo or "",
     )
+
+
+def encoding_problem(encoding: str) -> str | None:
+    """What is wrong with a source's `encoding` (`utf-8`, `detect` or a codec), or None."""
+    if encoding in ("utf-8", "detect"):
+        return None
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return (
+            f"encoding {encoding!r} is not a known codec; use `detect` or a codec name "
+            "such as cp1252, latin-1 or shift_jis"
+        )
+    return None
 
 
 def repo_namespace(repo: str, branch: str | None) -> str:
@@ -442,6 +425,8 @@ class SourcesFile:
     path: Path
     entries: tuple[SourceEntry, ...]
     inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of the file as read
+    #: (key, value as text) of the descriptive keys its front matter sets (`ABOUT_KEYS`).
+    about: tuple[tuple[str, str], ...] = ()
 
 
 def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
@@ -471,4 +456,7 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
         source_entry(m, path, line_of(lines, ("content_sources", i)) + offset, base, allow_root)
         for i, m in enumerate(model.content_sources or [])
     )
-    return SourcesFile(path, entries, inputs)
+    about = tuple(
+        (key, str(getattr(model, key))) for key in ABOUT_KEYS if getattr(model, key) is not None
+    )
+    return SourcesFile(path, entries, inputs, about)

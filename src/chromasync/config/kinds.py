@@ -6,11 +6,16 @@ a `BINARY_EXTENSIONS` suffix are skipped as `binary`, any other as `unsupported-
 Documents (`corpus.documents`) are read into text: `.pdf` and `.docx` by default; `.pptx`,
 `.html`, `.htm` and `.xhtml` only when a source lists them in `include_extensions` (HTML in
 a notes or code tree is mostly generated output: site builds, templates, coverage reports).
+
+A file without an extension is read as plain text when its name (case-blind) is one of
+`TEXT_FILE_NAMES` (`README`, `LICENSE`...), by default and whenever a source's extension list
+holds `""` (the `(none)` group of `chunk-report`); any other extensionless file is an
+`unsupported-extension` skip, as before.
 """
 
 from __future__ import annotations
 
-MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx"}
+MARKDOWN_EXTENSIONS = {".md", ".markdown", ".mdx", ".mdown", ".mkd"}
 TEXT_EXTENSIONS = {".txt", ".rst", ".adoc", ".org", ".text"}
 CODE_LANGUAGES = {
     ".py": "python",
@@ -41,6 +46,29 @@ CODE_LANGUAGES = {
     ".yml": "yaml",
     ".toml": "toml",
 }
+#: Extensionless files read as text (compared case-blind: `Readme`, `LICENSE`, `copying`).
+TEXT_FILE_NAMES = frozenset(
+    {
+        "readme",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "authors",
+        "contributors",
+        "contributing",
+        "changelog",
+        "changes",
+        "history",
+        "news",
+        "install",
+        "todo",
+        "thanks",
+        "credits",
+        "maintainers",
+        "patents",
+    }
+)
 #: Documents read by default, and those a source opts into (`include_extensions`).
 DOCUMENT_EXTENSIONS = {".pdf", ".docx"}
 OPT_IN_DOCUMENT_EXTENSIONS = {".pptx", ".html", ".htm", ".xhtml"}

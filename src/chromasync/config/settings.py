@@ -30,80 +30,51 @@ from typing import Any
 
 from ..datadir import CHROMA_DIR
 from ..errors import ConfigError
+from .editor import EDITOR_PLACEHOLDERS as EDITOR_PLACEHOLDERS
+from .editor import EDITOR_URI_MAX, editor_uri_problem
+from .editor import check_editor_uri as check_editor_uri
+from .spec import Setting as Setting
+from .spec import check, declared, setting
 
 DEFAULT_DATA_DIR = ".chromasync"
 DEFAULT_COLLECTION = "chromasync"
+_DATA_DIR = Path(DEFAULT_DATA_DIR)
 CONFIG_FILE_NAME = "chromasync.yaml"
 CONFIG_ENV = "CHROMASYNC_CONFIG"
-SECRET_FIELDS = frozenset(
-    {"chroma_token", "api_key", "embedding_api_key", "api_token", "llm_api_key"}
-)
 FALLBACKS = ("none", "extractive")
 COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
+_NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
+_NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
 CLOUD_KEY_ENV = "CHROMA_API_KEY"
 
-#: field -> (environment variable(s), the first one set wins; default)
-_FIELDS: dict[str, tuple[str | tuple[str, ...], Any]] = {
-    "data_dir": ("CHROMASYNC_DATA_DIR", DEFAULT_DATA_DIR),
-    "collection": ("CHROMASYNC_COLLECTION", DEFAULT_COLLECTION),
-    "collections": ("CHROMASYNC_COLLECTIONS", "per-kind"),
-    "provider": ("CHROMASYNC_EMBEDDING_PROVIDER", "local"),
-    "model": ("CHROMASYNC_EMBEDDING_MODEL", None),
-    "chroma_url": ("CHROMASYNC_CHROMA_URL", None),
-    "chroma_token": ("CHROMASYNC_CHROMA_TOKEN", None),
-    "tenant": ("CHROMASYNC_CHROMA_TENANT", None),
-    "database": ("CHROMASYNC_CHROMA_DATABASE", None),
-    "chroma_timeout": ("CHROMASYNC_CHROMA_TIMEOUT", 60.0),
-    "chroma_retries": ("CHROMASYNC_CHROMA_RETRIES", 6),
-    "embedding_url": ("CHROMASYNC_EMBEDDING_URL", None),
-    "embedding_api_key": (
-        ("CHROMASYNC_EMBEDDING_API_KEY", "CHROMASYNC_OPENAI_API_KEY", "OPENAI_API_KEY"),
-        None,
-    ),
-    "embedding_dimension": ("CHROMASYNC_EMBEDDING_DIMENSION", None),
-    "max_file_bytes": ("CHROMASYNC_MAX_FILE_BYTES", 8 * 1024 * 1024),
-    "cache_max_entries": ("CHROMASYNC_CACHE_MAX_ENTRIES", 500_000),
-    "cache_dir": ("CHROMASYNC_CACHE_DIR", None),
-    "chunk_max_tokens": ("CHROMASYNC_CHUNK_MAX_TOKENS", None),
-    "plan_ahead": ("CHROMASYNC_PLAN_AHEAD", "auto"),
-    "date_fields": ("CHROMASYNC_DATE_FIELDS", "date,published_at"),
-    "rerank_model": ("CHROMASYNC_RERANK_MODEL", None),
-    "duplicate_threshold": ("CHROMASYNC_DUPLICATE_THRESHOLD", 0.95),
-    "keyword_refresh_s": ("CHROMASYNC_KEYWORD_REFRESH_S", 300),
-    "editor_uri": ("CHROMASYNC_EDITOR_URI", None),
-    # The token clients of `serve`/`mcp`/an owner send (Bearer); environment or flag only.
-    "api_token": ("CHROMASYNC_API_TOKEN", None),
-    "llm_url": ("CHROMASYNC_LLM_URL", None),
-    "llm_model": ("CHROMASYNC_LLM_MODEL", None),
-    "llm_api_key": (("CHROMASYNC_LLM_API_KEY", "OPENAI_API_KEY"), None),
-    "llm_timeout": ("CHROMASYNC_LLM_TIMEOUT", 120.0),
-    "llm_retries": ("CHROMASYNC_LLM_RETRIES", 4),
-    "answer_context_tokens": ("CHROMASYNC_ANSWER_CONTEXT_TOKENS", 3000),
-    "answer_fallback": ("CHROMASYNC_ANSWER_FALLBACK", "none"),
-}
-_INTS = {
-    "max_file_bytes",
-    "cache_max_entries",
-    "chunk_max_tokens",
-    "embedding_dimension",
-    "chroma_retries",
-    "keyword_refresh_s",
-    "llm_retries",
-    "answer_context_tokens",
-}
-_FLOATS = {"chroma_timeout", "duplicate_threshold", "llm_timeout"}
-#: Settings that only the config file (or a flag, for Python callers) can set.
-_FILE_ONLY = ("provider_options", "skip_paths", "privacy_keys")
 #: Where a secret setting comes from instead of the config file.
 SECRET_ENV = {
     "chroma_token": "CHROMASYNC_CHROMA_TOKEN",
     "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
     "api_token": "CHROMASYNC_API_TOKEN",
     "llm_api_key": "CHROMASYNC_LLM_API_KEY",
+    "nats_token": "CHROMASYNC_NATS_TOKEN",
+    "nats_password": "CHROMASYNC_NATS_PASSWORD",
 }
+
+
+def _subjects_problem(text: str) -> str | None:
+    """Why `text` is not a comma-separated list of NATS subjects (no wildcards), or None."""
+    for subject in (s.strip() for s in text.split(",")):
+        if not _NATS_SUBJECT.fullmatch(subject):
+            return f"holds {subject!r}, not a NATS subject (tokens joined by dots, no wildcards)"
+    return None
+
+
+def _name_problem(text: str) -> str | None:
+    if not _NATS_NAME.fullmatch(text):
+        return "must be 1-64 letters, digits, '_' or '-'"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +83,7 @@ class FileValue:
 
     value: Any
     line: int
+    key: str = ""  # the dotted key it was read from (`search.duplicate_threshold`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,41 +123,340 @@ class ConfigFile:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    data_dir: Path = Path(DEFAULT_DATA_DIR)
-    collection: str = DEFAULT_COLLECTION
-    collections: str = "per-kind"
-    provider: str = "local"
-    model: str | None = None
-    chroma_url: str | None = None
-    chroma_token: str | None = field(default=None, repr=False)
-    tenant: str | None = None
-    database: str | None = None
-    chroma_timeout: float = 60.0
-    chroma_retries: int = 6  # attempts per request, first included
-    embedding_url: str | None = None
-    embedding_api_key: str | None = field(default=None, repr=False)
-    api_token: str | None = field(default=None, repr=False)
-    embedding_dimension: int | None = None
-    max_file_bytes: int = 8 * 1024 * 1024
-    cache_max_entries: int = 500_000
-    cache_dir: str | None = None
-    chunk_max_tokens: int | None = None
-    plan_ahead: str = "auto"  # read and chunk many files in a second process (sync/ahead.py)
-    date_fields: str = "date,published_at"  # front-matter dates for --after/--before/--sort
-    rerank_model: str | None = None  # a local cross-encoder folder; None: no reranking
-    duplicate_threshold: float = 0.95  # `similar` flags documents at or above this score
-    keyword_refresh_s: int = 300  # max age of the keyword mirror of a shared collection
-    editor_uri: str | None = None  # a hit's "open in editor" link, see `check_editor_uri`
-    llm_url: str | None = None  # an OpenAI-compatible chat endpoint; None: extractive answers
-    llm_model: str | None = None
-    llm_api_key: str | None = field(default=None, repr=False)  # environment only
-    llm_timeout: float = 120.0
-    llm_retries: int = 4  # attempts per chat request, first included
-    answer_context_tokens: int = 3000  # the prompt's budget for sources
-    answer_fallback: str = "none"  # "extractive": answer anyway when the model is unreachable
-    provider_options: Mapping[str, Any] = field(default_factory=dict)
-    skip_paths: tuple[str, ...] = ()
-    privacy_keys: tuple[str, ...] = DEFAULT_PRIVACY_KEYS
+    """Every setting; each field is its one declaration (`spec.setting`, `SETTINGS`)."""
+
+    data_dir: Path = setting(
+        _DATA_DIR,
+        "State and embedded store folder",
+        env="CHROMASYNC_DATA_DIR",
+        file=("store.data_dir", "server.data_dir", "chromasync.data_dir"),
+    )
+    collection: str = setting(
+        DEFAULT_COLLECTION,
+        "Chroma collection (the prefix of per-kind collections)",
+        env="CHROMASYNC_COLLECTION",
+        file=("store.collection", "server.collection", "chromasync.collection"),
+    )
+    collections: str = setting(
+        "per-kind",
+        "One collection per source kind, or one shared collection",
+        env="CHROMASYNC_COLLECTIONS",
+        file=("store.collections", "server.collections"),
+        choices=COLLECTION_MODES,
+    )
+    provider: str = setting(
+        "local",
+        "Embedding provider",
+        env="CHROMASYNC_EMBEDDING_PROVIDER",
+        file=("embedding.provider", "chromasync.embedding.provider"),
+    )
+    model: str | None = setting(
+        None,
+        "Embedding model (the provider's default when not set)",
+        env="CHROMASYNC_EMBEDDING_MODEL",
+        file=("embedding.model", "chromasync.embedding.model"),
+    )
+    chroma_url: str | None = setting(
+        None,
+        "A Chroma server (http(s)://, chroma-cloud://); not set: the embedded store",
+        env="CHROMASYNC_CHROMA_URL",
+        file=("store.url", "server.url"),
+    )
+    chroma_token: str | None = setting(
+        None, "The Chroma server's token", env="CHROMASYNC_CHROMA_TOKEN", secret=True
+    )
+    tenant: str | None = setting(
+        None,
+        "Chroma tenant",
+        env="CHROMASYNC_CHROMA_TENANT",
+        file=("store.tenant", "server.tenant"),
+    )
+    database: str | None = setting(
+        None,
+        "Chroma database",
+        env="CHROMASYNC_CHROMA_DATABASE",
+        file=("store.database", "server.database"),
+    )
+    chroma_timeout: float = setting(
+        60.0,
+        "Seconds per Chroma request",
+        env="CHROMASYNC_CHROMA_TIMEOUT",
+        low=0,
+        above=True,
+        high=3600,
+    )
+    chroma_retries: int = setting(
+        6,
+        "Attempts per Chroma request, the first included",
+        env="CHROMASYNC_CHROMA_RETRIES",
+        low=1,
+        high=20,
+    )
+    embedding_url: str | None = setting(
+        None, "An embedding server's URL (openai, server providers)", env="CHROMASYNC_EMBEDDING_URL"
+    )
+    embedding_api_key: str | None = setting(
+        None,
+        "The embedding endpoint's key",
+        env=("CHROMASYNC_EMBEDDING_API_KEY", "CHROMASYNC_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        secret=True,
+    )
+    embedding_dimension: int | None = setting(
+        None,
+        "Ask the embedding endpoint for vectors of this size",
+        env="CHROMASYNC_EMBEDDING_DIMENSION",
+        low=1,
+    )
+    max_file_bytes: int = setting(
+        8 * 1024 * 1024,
+        "Files larger than this are skipped (counted)",
+        env="CHROMASYNC_MAX_FILE_BYTES",
+        low=1,
+    )
+    cache_max_entries: int = setting(
+        500_000,
+        "Vectors the embedding cache keeps",
+        env="CHROMASYNC_CACHE_MAX_ENTRIES",
+        low=0,
+    )
+    cache_dir: str | None = setting(
+        None, "Where the local model's files are kept", env="CHROMASYNC_CACHE_DIR"
+    )
+    chunk_max_tokens: int | None = setting(
+        None,
+        "Tokens per chunk (the provider's budget when not set)",
+        env="CHROMASYNC_CHUNK_MAX_TOKENS",
+        file=("chunking.max_tokens", "chromasync.chunking.max_tokens"),
+        low=9,
+    )
+    plan_ahead: str = setting(
+        "auto",
+        "Read and chunk many files in a second process (sync/ahead.py)",
+        env="CHROMASYNC_PLAN_AHEAD",
+        file=("chunking.plan_ahead", "chromasync.chunking.plan_ahead"),
+        choices=PLAN_AHEAD_MODES,
+    )
+    date_fields: str = setting(
+        "date,published_at",
+        "Front-matter dates for --after, --before and --sort date",
+        env="CHROMASYNC_DATE_FIELDS",
+        file="search.date_fields",
+        csv=True,
+    )
+    rerank_model: str | None = setting(
+        None,
+        "A local cross-encoder folder; not set: no reranking",
+        env="CHROMASYNC_RERANK_MODEL",
+        file="search.rerank_model",
+        relative=True,
+    )
+    duplicate_threshold: float = setting(
+        0.95,
+        "`similar` flags documents at or above this score",
+        env="CHROMASYNC_DUPLICATE_THRESHOLD",
+        file="search.duplicate_threshold",
+        low=0,
+        high=1,
+    )
+    keyword_refresh_s: int = setting(
+        300,
+        "Max age in seconds of the keyword mirror of a shared collection",
+        env="CHROMASYNC_KEYWORD_REFRESH_S",
+        file="search.keyword_refresh_s",
+        low=0,
+    )
+    editor_uri: str | None = setting(
+        None,
+        "A hit's open-in-editor link, e.g. vscode://file{path}:{line}",
+        env="CHROMASYNC_EDITOR_URI",
+        file="search.editor_uri",
+        max_length=EDITOR_URI_MAX,
+        test=lambda text: editor_uri_problem(text),
+    )
+    api_token: str | None = setting(
+        None,
+        "The token clients of serve, mcp and an owner send (Bearer)",
+        env="CHROMASYNC_API_TOKEN",
+        secret=True,
+    )
+    llm_url: str | None = setting(
+        None,
+        "An OpenAI-compatible chat endpoint; not set: extractive answers",
+        env="CHROMASYNC_LLM_URL",
+        file="answer.llm_url",
+        max_length=2048,
+    )
+    llm_model: str | None = setting(
+        None, "Chat model name", env="CHROMASYNC_LLM_MODEL", file="answer.llm_model", max_length=512
+    )
+    llm_api_key: str | None = setting(
+        None,
+        "The chat endpoint's key (environment only)",
+        env=("CHROMASYNC_LLM_API_KEY", "OPENAI_API_KEY"),
+        secret=True,
+    )
+    llm_timeout: float = setting(
+        120.0,
+        "Seconds per chat request",
+        env="CHROMASYNC_LLM_TIMEOUT",
+        file="answer.timeout",
+        low=0,
+        above=True,
+        high=3600,
+    )
+    llm_retries: int = setting(
+        4,
+        "Attempts per chat request, the first included",
+        env="CHROMASYNC_LLM_RETRIES",
+        file="answer.retries",
+        low=1,
+        high=20,
+    )
+    answer_context_tokens: int = setting(
+        3000,
+        "The prompt's budget for sources",
+        env="CHROMASYNC_ANSWER_CONTEXT_TOKENS",
+        file="answer.context_tokens",
+        low=64,
+        high=2_000_000,
+    )
+    answer_fallback: str = setting(
+        "none",
+        "extractive: answer anyway when the chat model is unreachable",
+        env="CHROMASYNC_ANSWER_FALLBACK",
+        file="answer.fallback",
+        choices=FALLBACKS,
+    )
+    provider_options: Mapping[str, Any] = setting(
+        {},
+        "Options for the embedding provider (--embed-option KEY=VALUE)",
+        file=("embedding.options", "chromasync.embedding.options"),
+    )
+    skip_paths: tuple[str, ...] = setting(
+        (), "Path substrings skipped in every source", file="skip_paths"
+    )
+    privacy_keys: tuple[str, ...] = setting(
+        DEFAULT_PRIVACY_KEYS,
+        "Front-matter keys that keep a file out of the index (plus publish: false)",
+        file="privacy_keys",
+    )
+    # `chromasync nats` (docs/nats.md)
+    nats_url: str = setting(
+        DEFAULT_NATS_URL,
+        "The NATS server(s), comma-separated",
+        env="CHROMASYNC_NATS_URL",
+        file="nats.url",
+        max_length=4096,
+    )
+    nats_user: str | None = setting(
+        None, "The NATS user", env="CHROMASYNC_NATS_USER", file="nats.user", max_length=512
+    )
+    nats_password: str | None = setting(
+        None,
+        "The NATS user's password (environment only)",
+        env="CHROMASYNC_NATS_PASSWORD",
+        secret=True,
+    )
+    nats_token: str | None = setting(
+        None, "The NATS server's token (environment only)", env="CHROMASYNC_NATS_TOKEN", secret=True
+    )
+    nats_creds: str | None = setting(
+        None,
+        "A NATS credentials file (JWT and seed)",
+        env="CHROMASYNC_NATS_CREDS",
+        file="nats.creds_file",
+        relative=True,
+    )
+    nats_stream: str = setting(
+        "CORPUS",
+        "The JetStream stream of change events (made when missing)",
+        env="CHROMASYNC_NATS_STREAM",
+        file="nats.stream",
+        test=_name_problem,
+    )
+    nats_durable: str = setting(
+        "chromasync",
+        "The durable consumer's name",
+        env="CHROMASYNC_NATS_DURABLE",
+        file="nats.durable",
+        test=_name_problem,
+    )
+    nats_event_subjects: str = setting(
+        ",".join(NATS_EVENT_SUBJECTS),
+        "Subjects of change events",
+        env="CHROMASYNC_NATS_EVENT_SUBJECTS",
+        file="nats.subjects.events",
+        csv=True,
+        test=_subjects_problem,
+    )
+    nats_retrieve_subject: str = setting(
+        "corpus.retrieve.requested",
+        "Request/reply subject of retrieval",
+        env="CHROMASYNC_NATS_RETRIEVE_SUBJECT",
+        file="nats.subjects.retrieve",
+        test=_subjects_problem,
+    )
+    nats_ask_subject: str = setting(
+        "corpus.ask.requested",
+        "Request/reply subject of cited answers",
+        env="CHROMASYNC_NATS_ASK_SUBJECT",
+        file="nats.subjects.ask",
+        test=_subjects_problem,
+    )
+    nats_queue: str = setting(
+        "chromasync",
+        "The queue group of the request subjects",
+        env="CHROMASYNC_NATS_QUEUE",
+        file="nats.queue",
+        test=_name_problem,
+    )
+    nats_corpus_root: str | None = setting(
+        None,
+        "Events' relative paths and replies' corpus_path are relative to this folder",
+        env="CHROMASYNC_NATS_CORPUS_ROOT",
+        file="nats.corpus_root",
+        relative=True,
+    )
+    nats_batch_s: float = setting(
+        0.5,
+        "Seconds a burst of events gathers before its one sync",
+        env="CHROMASYNC_NATS_BATCH_S",
+        file="nats.batch_s",
+        low=0,
+        high=60,
+    )
+    nats_batch_max: int = setting(
+        256,
+        "Events fetched at once",
+        env="CHROMASYNC_NATS_BATCH_MAX",
+        file="nats.batch_max",
+        low=1,
+        high=10_000,
+    )
+    nats_ack_wait_s: float = setting(
+        60.0,
+        "Seconds the server waits for an event's ack before it delivers it again",
+        env="CHROMASYNC_NATS_ACK_WAIT_S",
+        file="nats.ack_wait_s",
+        low=1,
+        high=3600,
+    )
+    nats_max_message_bytes: int = setting(
+        1024 * 1024,
+        "Larger requests and events are refused (too_large)",
+        env="CHROMASYNC_NATS_MAX_MESSAGE_BYTES",
+        file="nats.max_message_bytes",
+        low=1024,
+        high=64 * 1024 * 1024,
+    )
+    nats_fields: Mapping[str, Any] = setting(
+        {},
+        "Request field -> metadata key (funder_slug, record_uuid, published_at, pack_id, title)",
+        file="nats.fields",
+    )
+    nats_clients: Mapping[str, Any] = setting(
+        {}, "client_id -> the collections it searches ('*': any other)", file="nats.clients"
+    )
     config_file: ConfigFile | None = field(default=None, compare=False, repr=False)
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -225,7 +496,8 @@ class Settings:
     def shown(self) -> list[tuple[str, str, str]]:
         """(name, value, origin) rows for `config show`, secrets masked."""
         rows = []
-        for name in (*_FIELDS, *_FILE_ONLY):
+        for spec in SETTINGS:
+            name = spec.name
             value = getattr(self, name)
             if isinstance(value, tuple):
                 text = ", ".join(value)
@@ -233,7 +505,7 @@ class Settings:
                 text = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
             else:
                 text = "" if value is None else str(value)
-            if name in SECRET_FIELDS and value:
+            if spec.secret and value:
                 text = "****** (set)"
             rows.append((name, text, self.origins.get(name, "default")))
         if self.config_file is not None:
@@ -245,60 +517,6 @@ def kind_slug(kind: str) -> str:
     """A source kind as it appears in a collection name: lower case, [a-z0-9_-]."""
     slug = re.sub(r"[^a-z0-9_-]+", "-", kind.strip().lower()).strip("-_")
     return slug or "default"
-
-
-#: The placeholders of `editor_uri` (rendered by `retrieve.editor.open_url`): `{path}` the
-#: file's absolute path, `{relpath}` its path in its source, both URL-quoted; `{line}` the
-#: hit's first line (1 when unknown); `{source}` the source's label, URL-quoted.
-EDITOR_PLACEHOLDERS = ("path", "line", "source", "relpath")
-#: Schemes an editor link may not use: a link that runs code where it is clicked.
-_REFUSED_SCHEMES = ("javascript", "data", "vbscript")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-EDITOR_URI_MAX = 2048
-
-
-def check_editor_uri(template: object, origin: str = "") -> str:
-    """`template` if it is a usable `editor_uri`, else a `ConfigError` saying why.
-
-    It must start with a URI scheme (`vscode:`, `idea:`, `file:`...; not `javascript:`,
-    `data:` or `vbscript:`), hold no whitespace or control characters, and use
-    only the `EDITOR_PLACEHOLDERS`, without format specs (`{{` and `}}` are literal braces).
-    """
-    import string
-
-    where = f" ({origin})" if origin else ""
-    text = str(template)
-    if len(text) > EDITOR_URI_MAX:
-        raise ConfigError(f"editor_uri is longer than {EDITOR_URI_MAX} characters{where}")
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise ConfigError(
-            f"editor_uri {text!r} holds whitespace or a control character; URL-quote it{where}"
-        )
-    scheme = _SCHEME.match(text)
-    if scheme is None or scheme.group(1).lower() in _REFUSED_SCHEMES:
-        raise ConfigError(
-            f"editor_uri {text!r} must start with an editor's URI scheme such as "
-            f"vscode://file{{path}}:{{line}} (not javascript:, data: or vbscript:){where}"
-        )
-    known = ", ".join("{" + name + "}" for name in EDITOR_PLACEHOLDERS)
-    try:
-        fields = list(string.Formatter().parse(text))
-    except ValueError as exc:
-        raise ConfigError(
-            f"editor_uri {text!r} is not a valid template ({exc}); write a literal brace as "
-            f"{{{{ or }}}}{where}"
-        ) from None
-    for _literal, name, spec, conversion in fields:
-        if name is None:
-            continue
-        if name not in EDITOR_PLACEHOLDERS or spec or conversion:
-            shown = "{" + name + ("!" + conversion if conversion else "")
-            shown += (":" + spec if spec else "") + "}"
-            raise ConfigError(
-                f"editor_uri {text!r} uses the unknown placeholder {shown}; the placeholders "
-                f"are {known}{where}"
-            )
-    return text
 
 
 def find_config_file(flag: str | Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
@@ -324,80 +542,58 @@ def resolve_settings(
     file: ConfigFile | None = None,
 ) -> Settings:
     """Settings from flags (None means not given), then `CHROMASYNC_*`, then the config
-    file, then defaults; each value's origin is recorded."""
+    file, then defaults; each value's origin is recorded.
+
+    Every value is checked once, here, after precedence (`spec.check`); every problem is
+    reported at once, each naming the setting as its origin spells it.
+    """
     flags = flags or {}
     environ = environ or {}
     file_values = file.settings if file is not None else {}
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    unknown = set(flags) - set(_FIELDS) - set(_FILE_ONLY)
+    known = {spec.name for spec in SETTINGS}
+    unknown = set(flags) - known
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    for name, (env_names, default) in _FIELDS.items():
-        names = (env_names,) if isinstance(env_names, str) else env_names
-        env_name = next((n for n in names if environ.get(n)), None)
-        if flags.get(name) is not None:
-            value, origin = flags[name], "flag"
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    problems: list[str] = []
+    for spec in SETTINGS:
+        env_name = next((n for n in spec.env if environ.get(n)), None)
+        if flags.get(spec.name) is not None:
+            raw, origin, spelled, where = flags[spec.name], "flag", spec.name, ("", " (flag)")
         elif env_name is not None:
-            value, origin = environ[env_name], f"env {env_name}"
-        elif name in file_values:
-            value, origin = file_values[name].value, file.origin(file_values[name].line)  # type: ignore[union-attr]
+            raw, origin, spelled = environ[env_name], f"env {env_name}", env_name
+            where = ("", " (environment)")
+        elif file is not None and spec.name in file_values:
+            found = file_values[spec.name]
+            raw, origin, spelled = found.value, file.origin(found.line), f"`{found.key}`"
+            where = (f"{file.path}: line {found.line}: ", "")
         else:
-            value, origin = default, "default"
-        if name in _INTS | _FLOATS and value is not None:
-            kind = int if name in _INTS else float
-            try:
-                value = kind(value)
-            except (TypeError, ValueError):
-                shown = "****" if name in SECRET_FIELDS else repr(value)
-                raise ConfigError(f"{name} must be a number, got {shown} ({origin})") from None
-        values[name] = value
-        origins[name] = origin
+            raw, origin, spelled, where = spec.default, "default", spec.name, ("", " (default)")
+        value, problem = check(spec, raw, spelled)
+        if problem is not None:
+            problems.append(where[0] + problem + where[1])
+        values[spec.name] = value
+        origins[spec.name] = origin
+    if problems:
+        if len(problems) == 1:
+            raise ConfigError(problems[0])
+        raise ConfigError(f"{len(problems)} settings are invalid:\n  " + "\n  ".join(problems))
     url = str(values.get("chroma_url") or "")
     if url.startswith("chroma-cloud") and not values["chroma_token"] and environ.get(CLOUD_KEY_ENV):
         values["chroma_token"] = environ[CLOUD_KEY_ENV]
         origins["chroma_token"] = f"env {CLOUD_KEY_ENV}"
-    for name in _FILE_ONLY:
-        if flags.get(name) is not None:
-            values[name], origins[name] = flags[name], "flag"
-        elif name in file_values:
-            values[name] = file_values[name].value
-            origins[name] = file.origin(file_values[name].line)  # type: ignore[union-attr]
-        else:
-            origins[name] = "default"
-    if values["answer_fallback"] not in FALLBACKS:
-        raise ConfigError(
-            f"answer_fallback must be one of {', '.join(FALLBACKS)}, got "
-            f"{values['answer_fallback']!r} ({origins['answer_fallback']})"
-        )
-    if values["answer_context_tokens"] < 64 or values["llm_timeout"] <= 0:
-        raise ConfigError(
-            "answer_context_tokens must be at least 64 and llm_timeout positive "
-            f"({origins['answer_context_tokens']}; {origins['llm_timeout']})"
-        )
-    if values["llm_retries"] < 1:
-        raise ConfigError(f"llm_retries must be at least 1 ({origins['llm_retries']})")
-    if values["plan_ahead"] not in PLAN_AHEAD_MODES:
-        raise ConfigError(
-            f"plan_ahead must be one of {', '.join(PLAN_AHEAD_MODES)}, got "
-            f"{values['plan_ahead']!r} ({origins['plan_ahead']})"
-        )
-    if values["collections"] not in COLLECTION_MODES:
-        raise ConfigError(
-            f"collections must be one of {', '.join(COLLECTION_MODES)}, got "
-            f"{values['collections']!r} ({origins['collections']})"
-        )
-    if values["editor_uri"]:
-        values["editor_uri"] = check_editor_uri(values["editor_uri"], origins["editor_uri"])
-    else:
-        values["editor_uri"] = None
-    values["data_dir"] = Path(values["data_dir"]).expanduser()
-    values["provider_options"] = dict(values.get("provider_options") or {})
-    values["skip_paths"] = tuple(values.get("skip_paths") or ())
-    keys = values.get("privacy_keys")
+    values["editor_uri"] = values["editor_uri"] or None
+    values["provider_options"] = dict(values["provider_options"] or {})
+    values["skip_paths"] = tuple(values["skip_paths"] or ())
+    keys = values["privacy_keys"]
     values["privacy_keys"] = (
         tuple(k.strip().lower() for k in keys) if keys else DEFAULT_PRIVACY_KEYS
     )
     if file is not None:
         origins["config"] = file.found_by
     return Settings(**values, config_file=file, origins=origins)
+
+
+#: Every setting, as declared by `Settings`'s fields (`spec.py`), in `config show`'s order.
+SETTINGS = declared(Settings, globals())

@@ -44,6 +44,19 @@ def find_entry(entries: Sequence[SourceEntry], label: str) -> SourceEntry:
     raise NotFound(f"no source labelled {label!r}{hint}{known}")
 
 
+def check_labels(labels: Sequence[str], known: Sequence[str]) -> None:
+    """Refuse a label that names no known source (a typo), with the closest known label, as
+    `ingest -s` does (`find_entry`); `known`: the labels configured or indexed."""
+    names = sorted(set(known))
+    for label in dict.fromkeys(labels):
+        if label in names:
+            continue
+        close = difflib.get_close_matches(label, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = f"; known: {', '.join(names)}" if names else "; no source is indexed yet"
+        raise NotFound(f"no source labelled {label!r}{hint}{listed}")
+
+
 def select_entries(entries: Sequence[SourceEntry], labels: Sequence[str] = ()) -> list[SourceEntry]:
     """The `include: true` sources, or exactly those named by `labels` (which must be
     included too: a source marked `include: false` is not indexed by accident)."""
@@ -75,6 +88,8 @@ def spec_for(entry: SourceEntry, settings: Settings, root: Path | None = None) -
         kind=entry.kind,
         static_metadata=dict(entry.metadata),
         identity_key=entry.identity_key,
+        encoding=entry.encoding,
+        include_hidden=entry.include_hidden,
         extensions=entry.extensions,
         subdirs=entry.subdirs,
         skip_substrings=settings.skip_paths,

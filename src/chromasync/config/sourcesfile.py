@@ -43,7 +43,7 @@ class SourcesFileParts:
 def split_sources_file(text: str) -> SourcesFileParts | None:
     """Cut `text` at its front matter, or None when it has none."""
     first, sep, _ = text.partition("\n")
-    if first.rstrip("\r") != "---" or not sep:
+    if first.rstrip(" \t\r") != "---" or not sep:
         return None
     head = first + sep
     offset = len(head)

@@ -1,6 +1,7 @@
 """YAML front matter: parsed safely, failing closed, and flattened into Chroma metadata.
 
-Front matter is YAML between `---` fences at the very start of a Markdown file. Any problem
+Front matter is YAML between `---` fences at the very start of a Markdown file (either fence
+may carry trailing blanks: `---   ` opens a block as `---` does). Any problem
 (syntax, aliases, duplicate keys, unsafe tags, no closing fence, not a mapping) makes the
 file a counted `frontmatter-invalid` skip: a broken block may hide `private: true`.
 """
@@ -49,6 +50,12 @@ MAX_DEPTH = 3
 _TRUE = {"true", "yes", "on", "1", "y"}
 _FALSE = {"false", "no", "off", "0", "n"}
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*$")
+_OPEN = re.compile(r"---[ \t]*(\n|$)")
+#: A string that is an ISO 8601 date or date-time (what JSON and JavaScript writers quote):
+#: `2025-09-15`, `2025-09-15T10:30`, `2025-09-15 10:30:00.5+02:00`, `2025-09-15T10:30:00Z`.
+_ISO_DATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
+)
 
 
 class FrontMatterError(ValueError):
@@ -89,7 +96,7 @@ def _strict_loader() -> Any:
 
 def split_front_matter(text: str) -> FrontMatter | None:
     """Parse the block at the start of `text` (already BOM-free, LF line endings)."""
-    if not (text.startswith("---\n") or text == "---"):
+    if not _OPEN.match(text):
         return None
     lines = text.split("\n")
     for index in range(1, len(lines)):
@@ -171,6 +178,12 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
             strings = [str(i) for i in items]
             out[key] = sorted(strings) if isinstance(value, set) else strings  # (hash order)
             return
+        if isinstance(value, str) and len(value) <= 40:
+            parsed = iso_date(value)
+            if parsed is not None:  # a quoted date is a date: the text as written, and `_ts`
+                out[key] = value.strip()
+                out[f"{key}_ts"] = int(parsed.timestamp())
+                return
         if isinstance(value, dt.datetime | dt.date):
             moment = (
                 value
@@ -191,6 +204,29 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
     for raw_key, raw_value in data.items():
         put(str(raw_key).strip(), raw_value, 0)
     return out, dropped
+
+
+def iso_date(text: str) -> dt.datetime | None:
+    """The moment an ISO 8601 date or date-time string names (UTC when it names no zone),
+    or None when `text` is not one (`2025-09-15`, `2025-09-15T10:30:00Z`...)."""
+    text = text.strip()
+    if not _ISO_DATE.fullmatch(text):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text.replace(",", "."))
+    except ValueError:  # 2025-02-30, 25:00...
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
+def unreadable_dates(metadata: Mapping[str, Any], fields: tuple[str, ...]) -> list[str]:
+    """The date fields of flattened front matter whose value is not a date (no `_ts`): a
+    counted warning at ingest (`date-unreadable`), the file is indexed all the same."""
+    return [
+        name
+        for name in fields
+        if metadata.get(name) not in (None, "") and f"{name}_ts" not in metadata
+    ]
 
 
 def _scalar(value: Any) -> str | int | float | bool | None:

@@ -5,7 +5,10 @@ says `document`) is hashed the same way, then read into text by `documents.read_
 within its budgets and rendered as Markdown-ish text; a document it refuses is a skip with
 its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the
 read must agree with each other, or the read is retried; a file that keeps changing is a
-counted skip. The size
+counted skip. Text that is not UTF-8 (and has no BOM) is an `undecodable` skip, unless its
+source says `encoding: detect` (the charset charset-normalizer detects with high confidence,
+`detect_text`) or names a codec (`decode_text`).
+The size
 limit is enforced by the read itself (never more than `max_bytes + 1` bytes are read), not
 only by the walk that listed the file: a file swapped for a bigger one in between is a
 `too-large` skip.
@@ -57,9 +60,10 @@ def read_file(
     privacy_keys: tuple[str, ...] = ("private",),
     limits: Limits | None = None,
     max_bytes: int | None = None,
+    encoding: str = "utf-8",
 ) -> ReadOutcome:
     """Read, hash and decode one file into a `Document`, or say why it is skipped
-    (`limits`: the budgets of a document's reader).
+    (`limits`: the budgets of a document's reader; `encoding`: see `decode_text`).
 
     With `max_bytes`, a file larger than that (when it is opened, or as it is read) is a
     `too-large` skip and at most `max_bytes + 1` of its bytes are read.
@@ -85,7 +89,9 @@ def read_file(
     if raw is None:
         return ReadOutcome(file, None, skip=Skip(file.rel_path, "changed-during-read"))
     file_hash = hashlib.sha256(raw).hexdigest()
-    return decode_document(current, raw, file_hash, identity_key, privacy_keys, limits)
+    return decode_document(
+        current, raw, file_hash, identity_key, privacy_keys, limits, encoding=encoding
+    )
 
 
 def decode_document(
@@ -95,6 +101,8 @@ def decode_document(
     identity_key: str | None = None,
     privacy_keys: tuple[str, ...] = ("private",),
     limits: Limits | None = None,
+    *,
+    encoding: str = "utf-8",
 ) -> ReadOutcome:
     """Pure part of `read_file`: bytes to a normalised `Document` or a `Skip`."""
 
@@ -104,9 +112,9 @@ def decode_document(
     classified = classify_extension(file.rel_path)
     if classified is not None and classified[0] == "document":
         return _decode_paged(file, raw, file_hash, limits)
-    text = _decode(raw)
+    text = decode_text(raw, encoding)
     if isinstance(text, Skip):
-        return skip(text.reason)
+        return skip(text.reason, text.detail)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     kind, language = classify_extension(file.rel_path) or ("text", None)
     metadata: Mapping[str, MetaValue] = {}
@@ -172,6 +180,28 @@ def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | N
     return ReadOutcome(file, file_hash, document=document)
 
 
+def decode_text(raw: bytes, encoding: str = "utf-8") -> str | Skip:
+    """`raw` as text: UTF-8 (a BOM names UTF-8 or UTF-16); bytes that are not UTF-8 are an
+    `undecodable` skip unless the source says how to read them: `encoding: detect` (the
+    charset detected with high confidence, `detect_text`) or a codec (`cp1252`). UTF-8 is
+    tried first either way."""
+    decoded = _decode(raw)
+    if not (isinstance(decoded, Skip) and decoded.reason == "undecodable"):
+        return decoded
+    if encoding == "detect":
+        detected = detect_text(raw)
+        if detected is None:
+            return Skip("", "undecodable", "no charset detected with confidence")
+        return detected
+    if encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
+        try:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            return Skip("", "undecodable", f"not {encoding} either: {exc}")
+        return text
+    return decoded
+
+
 def _decode(raw: bytes) -> str | Skip:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
@@ -187,6 +217,50 @@ def _decode(raw: bytes) -> str | Skip:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return Skip("", "undecodable")
+
+
+#: The most "chaos" (charset-normalizer's share of odd characters) a detected decoding may
+#: show to be taken: above it, a file that is not UTF-8 stays an `undecodable` skip.
+MAX_CHAOS = 0.1
+#: Fewer bytes than this are too little evidence to tell one code page from another.
+MIN_DETECT_BYTES = 64
+#: Control characters no text file holds (tab, newlines and form feed are fine).
+_CONTROLS = frozenset(chr(c) for c in (*range(0, 9), 11, *range(14, 32), 127))
+
+
+def detect_text(raw: bytes) -> str | None:
+    """`raw` (not UTF-8, no BOM) decoded in the charset charset-normalizer detects with high
+    confidence (Latin-1, cp1252, Shift-JIS...), or None. Refused: UTF-16/32 without a BOM
+    (short Latin-1 texts pass for UTF-16 to a detector), a decoding with more than
+    `MAX_CHAOS` odd characters, one that yields control characters, and a file under
+    `MIN_DETECT_BYTES` (a guess, not a detection)."""
+    if len(raw) < MIN_DETECT_BYTES:
+        return None
+    from charset_normalizer import from_bytes
+
+    matches = [
+        m
+        for m in from_bytes(raw)
+        if m.chaos <= MAX_CHAOS
+        and not m.encoding.lower().replace("-", "_").startswith(("utf_16", "utf_32", "utf_7"))
+    ]
+    if not matches:
+        return None
+    best = min(matches, key=lambda m: m.chaos)
+    # Western text fits several 8-bit code pages about equally; cp1252 (a superset of
+    # Latin-1's printable characters) is by far the commonest of them
+    western = [m for m in matches if m.encoding in _WESTERN and m.chaos <= best.chaos + 0.05]
+    chosen = western[0].encoding if western else best.encoding
+    try:
+        text = raw.decode(chosen)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    if any(ch in _CONTROLS for ch in text):
+        return None
+    return text
+
+
+_WESTERN = ("cp1252", "latin_1", "iso8859_15")
 
 
 class _Unstable(Exception):

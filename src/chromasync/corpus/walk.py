@@ -1,5 +1,7 @@
 """Discovery: walk one source root and list the files to consider, with stat, and the skips.
 
+A folder holding a chromasync data dir's state file (`datadir.STATE_FILE`) is skipped as
+`ignored`: a data dir kept inside its own source never indexes its owner file or summaries.
 The walk never follows a symlink: each one is classified from its resolved target (loop,
 broken, outside the root, or a duplicate of a path that is walked anyway) and counted. It is
 iterative (no recursion limit), reads no file content, and decides "regular file" from
@@ -24,7 +26,9 @@ from ..config.kinds import (
     MARKDOWN_EXTENSIONS,
     OPT_IN_DOCUMENT_EXTENSIONS,
     TEXT_EXTENSIONS,
+    TEXT_FILE_NAMES,
 )
+from ..datadir import STATE_FILE
 from ..errors import SourceError
 from ..records import Discovery, DocKind, FileStat, Skip, SourceSpec
 from .listing import encode_listing, folder_facts, symlink_reason
@@ -51,12 +55,16 @@ REASONS = {
     "symlink-outside-root": "symlink whose target is outside the root",
     "too-large": "over the maximum file size (listed or as read), or a document's budget",
     "too-slow": "chunking ran past the per-file time budget (earlier records are kept)",
-    "undecodable": "not valid UTF-8 and no BOM names another encoding",
+    "undecodable": "not UTF-8, no BOM names another encoding, and no charset is detected "
+    "with confidence",
     "undecodable-filename": "file name is not valid UTF-8",
     "unsupported-extension": "extension not on the text allow-list",
 }
 
-_KNOWN = frozenset(DEFAULT_EXTENSIONS)
+_KNOWN = frozenset((*DEFAULT_EXTENSIONS, ""))
+#: Hidden names skipped even when a source includes hidden files (`include_hidden`): version
+#: control internals and chromasync's own data dir.
+NEVER_WALKED = frozenset({".git", ".hg", ".svn", ".chromasync", ".DS_Store"})
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -65,13 +73,19 @@ def classify_extension(rel_path: str) -> tuple[DocKind, str | None] | None:
     suffix = _suffix(rel_path)
     if suffix in MARKDOWN_EXTENSIONS:
         return "markdown", "markdown"
-    if suffix in TEXT_EXTENSIONS:
+    if suffix in TEXT_EXTENSIONS or (not suffix and is_text_name(rel_path)):
         return "text", None
     if suffix in CODE_LANGUAGES:
         return "code", CODE_LANGUAGES[suffix]
     if suffix in DOCUMENT_EXTENSIONS or suffix in OPT_IN_DOCUMENT_EXTENSIONS:
         return "document", None
     return None
+
+
+def is_text_name(rel_path: str) -> bool:
+    """An extensionless name read as text (`README`, `LICENSE`: `kinds.TEXT_FILE_NAMES`)."""
+    name = rel_path.rstrip().rsplit("/", 1)[-1]
+    return "." not in name and name.lower() in TEXT_FILE_NAMES
 
 
 def _suffix(rel_path: str) -> str:
@@ -138,7 +152,9 @@ def discover_source(
     files: list[FileStat] = []
     skipped: list[Skip] = []
     unreadable: list[str] = []
-    seen = _Seen(real_root, spec.use_gitignore, listing)
+    # a listing records hidden names without their stat: with hidden files walked, no
+    # listing (and no fast path for this source: a hidden file's edit must be seen)
+    seen = _Seen(real_root, spec.use_gitignore, listing and not spec.include_hidden)
     for start in spec.starts:
         for rel, entry_path, entry in _walk(root, start, ignores, spec, skipped, unreadable, seen):
             if _undecodable(rel):
@@ -162,7 +178,9 @@ def discover_source(
                 skipped.append(Skip(rel, "ignored"))
                 continue
             suffix = _suffix(rel)
-            if suffix not in _KNOWN if extensions is None else suffix not in extensions:
+            if (suffix not in _KNOWN if extensions is None else suffix not in extensions) or (
+                not suffix and not is_text_name(rel)
+            ):
                 reason = "binary" if suffix in BINARY_EXTENSIONS else "unsupported-extension"
                 skipped.append(Skip(rel, reason))
                 continue
@@ -242,7 +260,9 @@ def _walk(
         subdirs: list[str] = []
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") and (
+                not spec.include_hidden or entry.name in NEVER_WALKED
+            ):
                 skipped.append(Skip(_printable(rel), "hidden"))
                 continue
             try:
@@ -254,6 +274,10 @@ def _walk(
                     s and s in rel + "/" for s in spec.skip_substrings
                 ):
                     skipped.append(Skip(_printable(rel), "ignored"))
+                    seen.pruned.append(rel)
+                elif os.path.isfile(os.path.join(entry.path, STATE_FILE)):
+                    # A chromasync data dir (its own, or another's): state, not notes.
+                    skipped.append(Skip(_printable(rel), "ignored", "a chromasync data dir"))
                     seen.pruned.append(rel)
                 else:
                     subdirs.append(rel)

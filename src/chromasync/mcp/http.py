@@ -116,8 +116,6 @@ def run_http(
     the first tool call on. `on_listen` gets the endpoint's URL once the port is bound.
     `token`: the one every request needs (the CLI passes the data dir's own when no
     CHROMASYNC_API_TOKEN is set); None: `settings.api_token`."""
-    import uvicorn
-
     from .. import rest
 
     backend = Backend(settings, reload)
@@ -132,13 +130,7 @@ def run_http(
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
         if on_listen is not None:
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=5,
-        )
+        config = rest.server_config(app, lifespan="on", timeout_graceful_shutdown=5)
         with _sigterm_interrupts():
             rest.run_server(app, [tcp], rest.make_server(config))
     finally:

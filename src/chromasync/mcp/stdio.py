@@ -1,16 +1,107 @@
-"""MCP over stdio (`chromasync mcp`): the SDK's loop, answering a line that is no message."""
+"""MCP over stdio (`chromasync mcp`): the SDK's loop, with stdin read here, within bounds.
+
+Lines are read from stdin in pieces and held only up to `MAX_MESSAGE_BYTES`: a longer line
+is dropped as it arrives (never held whole) and answered with JSON-RPC error -32600. A line
+that is not JSON gets -32700, JSON that is no JSON-RPC message -32600, and so does a request
+whose `id` is not a string or an integer (an object, list, bool, float or null: the SDK
+would read it as a notification and never answer). Blank lines are skipped. Every error
+reply has the id null (the message's id is unknown or unusable).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
-from typing import Any
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any, BinaryIO
 
 from ..config.settings import Settings
 from .backend import Backend
 from .tools import build_server
 
 log = logging.getLogger(__name__)
+
+#: The longest message read from stdin (as `mcp --http` bounds a request's body).
+MAX_MESSAGE_BYTES = 1024 * 1024
+_READ = 64 * 1024
+
+
+class TooLong:
+    """A line over `MAX_MESSAGE_BYTES`, dropped while it was read: `size` bytes of it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+async def read_lines(
+    stream: BinaryIO, limit: int = MAX_MESSAGE_BYTES
+) -> AsyncIterator[bytes | TooLong]:
+    """The LF-ended lines of `stream` (read in a worker thread, a piece at a time); a line
+    over `limit` bytes is a `TooLong` once it ends, and at most `limit` bytes of it are held."""
+    import anyio
+
+    pending = bytearray()
+    dropped = 0  # bytes of an over-long line dropped so far (0: not dropping)
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        chunk = await anyio.to_thread.run_sync(read, _READ, abandon_on_cancel=True)
+        if not chunk:
+            break
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if dropped:
+                dropped += len(piece)
+            else:
+                pending += piece
+                if len(pending) > limit:
+                    dropped = len(pending)
+                    pending.clear()
+            if end < 0:
+                break
+            if dropped:
+                yield TooLong(dropped)
+            else:
+                yield bytes(pending)
+            dropped = 0
+            pending.clear()
+            start = end + 1
+    if dropped:
+        yield TooLong(dropped)
+    elif pending:
+        yield bytes(pending)
+
+
+def _invalid(message: str) -> Any:
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    error = ErrorData(code=-32600, message=f"Invalid Request: {message}")
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
+
+def parse_line(line: bytes) -> tuple[Any, Any]:
+    """(the `SessionMessage` of one line, None), or (None, the error reply answering it)."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        return None, error_reply(exc)
+    if isinstance(data, dict) and "id" in data and "method" in data:
+        ident = data["id"]
+        if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            kind = "null" if ident is None else type(ident).__name__
+            return None, _invalid(f"the id must be a string or an integer, not {kind}")
+    try:
+        message = jsonrpc_message_adapter.validate_python(data, by_name=False)
+    except ValidationError as exc:  # JSON, but not a JSON-RPC message
+        return None, error_reply(exc)
+    return SessionMessage(message), None
 
 
 def error_reply(exc: Exception) -> Any:
@@ -20,6 +111,8 @@ def error_reply(exc: Exception) -> Any:
     from mcp_types import ErrorData, JSONRPCError
 
     kinds = {e.get("type") for e in getattr(exc, "errors", lambda: [])()}
+    if isinstance(exc, ValueError) and not hasattr(exc, "errors"):
+        kinds = {"json_invalid"}
     if "json_invalid" in kinds or not kinds:
         error = ErrorData(code=-32700, message="Parse error: the line is not valid JSON")
     else:
@@ -27,24 +120,43 @@ def error_reply(exc: Exception) -> Any:
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
 
 
-async def _serve_stdio(server: Any) -> None:
-    """The SDK's stdio loop, except that a line that is not a message gets an error reply
-    (the SDK drops it silently): the transport's exceptions are answered on its own
-    write stream, messages pass on to the server."""
+class _NoInput:
+    """The SDK's stdin, which it then never reads: `_serve_stdio` reads stdin itself."""
+
+    def __aiter__(self) -> _NoInput:
+        return self
+
+    async def __anext__(self) -> str:
+        raise StopAsyncIteration
+
+
+async def _serve_stdio(server: Any, stdin: BinaryIO | None = None) -> None:
+    """The SDK's stdio loop (its stdout writer), with stdin read by `read_lines`: a line
+    that is not a message gets an error reply on the write stream (the SDK drops some
+    silently), messages pass on to the server."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
+    source = stdin if stdin is not None else sys.stdin.buffer
+    async with stdio_server(stdin=_NoInput()) as (_, write_stream):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[Any](0)
 
         async def pump() -> None:
             async with send:
-                async for item in read_stream:
-                    if isinstance(item, Exception):
-                        log.debug("mcp: unparseable line: %s", item)
-                        await write_stream.send(error_reply(item))
+                async for line in read_lines(source):
+                    if isinstance(line, TooLong):
+                        log.debug("mcp: a line of %d bytes dropped", line.size)
+                        await write_stream.send(
+                            _invalid(f"the message is over {MAX_MESSAGE_BYTES} bytes")
+                        )
+                        continue
+                    if not line.strip():
+                        continue
+                    message, reply = parse_line(line)
+                    if reply is not None:
+                        await write_stream.send(reply)
                     else:
-                        await send.send(item)
+                        await send.send(message)
 
         lowlevel = server._lowlevel_server
         async with anyio.create_task_group() as tasks:

@@ -169,9 +169,14 @@ def _read_as_binary_before(known: FileState) -> bool:
 
 
 def triage(
-    discovery: Discovery, manifest: Mapping[str, FileState], checksum: bool = False
+    discovery: Discovery,
+    manifest: Mapping[str, FileState],
+    checksum: bool = False,
+    reread: frozenset[str] = frozenset(),
 ) -> Triage:
-    """Compare stat with the manifest. `checksum` reads every file (like rsync -c)."""
+    """Compare stat with the manifest. `checksum` reads every file (like rsync -c);
+    `reread`: skip reasons remembered by stat that are read again all the same (an
+    `undecodable` file once its source names an `encoding`)."""
     unchanged: list[str] = []
     skips: dict[str, str] = {}
     to_read: list[FileStat] = []
@@ -184,6 +189,7 @@ def triage(
             == (file.size, file.mtime_ns, file.ctime_ns, file.inode)
             and not is_racy(known)
             and not _read_as_binary_before(known)
+            and known.skip_reason not in reread
         ):
             if known.skip_reason:
                 skips[file.rel_path] = known.skip_reason

@@ -39,13 +39,15 @@ The package's modules: `app` (`create_app`: the routes, the error handlers, the 
 `bodies` (request bodies and the search parameters, each with its bounds: the trust boundary),
 `guard` (the token, the Origin and Content-Type checks, the error -> status table), `render`
 (hits and results as JSON, answers as server-sent events), `page` (the search page and its
-static files), `server` (listening sockets, uvicorn).
+static files), `server` (listening sockets, uvicorn), `connections` (a header deadline and
+a limit per client for every inbound connection).
 """
 
 from __future__ import annotations
 
 from .app import create_app
 from .bodies import search_query
+from .connections import server_config
 from .guard import ERROR_STATUS, PUBLIC_PATHS, authorized, is_public, origin_allowed, status_for
 from .server import BackgroundServer, bind_tcp, bind_unix, make_server, run_server
 
@@ -62,5 +64,6 @@ __all__ = [
     "origin_allowed",
     "run_server",
     "search_query",
+    "server_config",
     "status_for",
 ]

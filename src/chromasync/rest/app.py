@@ -22,7 +22,7 @@ from ..retrieve.editor import open_urls
 from .bodies import AskBody, Label, ReindexBody, SourceBody, search_query
 from .guard import TokenGate, WriteGuard, status_for
 from .page import add_page_routes
-from .render import answer_events, hit_json, result_json
+from .render import AnswerStream, hit_json, result_json
 
 log = logging.getLogger("chromasync.rest")  # the package's logger, as before the split
 
@@ -96,9 +96,7 @@ def create_app(
             return service.answer(body.question, result, on_token, _fallback(body))
 
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return StreamingResponse(
-            answer_events(work), media_type="text/event-stream", headers=headers
-        )
+        return AnswerStream(work, headers)
 
     @app.post("/ask", tags=["search"])
     def ask(body: AskBody, request: Request) -> Any:

@@ -1,14 +1,22 @@
 """What the service answers with: hits and search results as JSON (citations, snippets,
-editor links), and an answer as server-sent events."""
+editor links), and an answer as server-sent events.
+
+An answer streams from a worker thread (`AnswerStream`); a client that goes away (or a
+server that stops) cancels it: the next token the model sends stops the worker, which
+closes the model's stream, so a dropped `/ask/stream` leaves no thread and no model stream
+behind (docs/reliability.md, "Inbound connections")."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
-import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
+
+from fastapi.responses import StreamingResponse
 
 from .. import api
 from ..errors import ChromasyncError
@@ -22,29 +30,76 @@ def _sse(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def answer_events(work: Any) -> Iterator[bytes]:
+class Dropped(Exception):
+    """Raised in the worker by its token callback once the client has gone."""
+
+
+async def answer_events(work: Any, cancel: threading.Event) -> AsyncIterator[bytes]:
     """Server-sent events of `work(on_token) -> Answer`, run on a thread: a `token` event
-    per piece, then `answer` (the answer's JSON), or `error` ({error, detail, status})."""
-    pieces: queue.Queue[tuple[str, Any]] = queue.Queue()
+    per piece, then `answer` (the answer's JSON), or `error` ({error, detail, status}).
+    Setting `cancel` stops the worker at its next token."""
+    loop = asyncio.get_running_loop()
+    pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    def put(event: str, data: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody listens
+            loop.call_soon_threadsafe(pieces.put_nowait, (event, data))
+
+    def on_token(piece: str) -> None:
+        if cancel.is_set():
+            raise Dropped
+        put("token", {"text": piece})
 
     def run() -> None:
         try:
-            found = work(lambda piece: pieces.put(("token", {"text": piece})))
-            pieces.put(("answer", found.as_json()))
+            found = work(on_token)
+            put("answer", found.as_json())
+        except Dropped:
+            log.debug("POST /ask/stream: the client went away; the answer is cancelled")
         except ChromasyncError as exc:
             body = {"error": type(exc).__name__, "detail": str(exc), "status": status_for(exc)}
-            pieces.put(("error", body))
+            put("error", body)
         except Exception:
             log.exception("POST /ask/stream: internal error")
             body = {"error": "InternalError", "detail": "internal error; see the service's log"}
-            pieces.put(("error", body | {"status": 500}))
+            put("error", body | {"status": 500})
 
     threading.Thread(target=run, daemon=True, name="chromasync-ask").start()
-    while True:
-        event, data = pieces.get()
-        yield _sse(event, data)
-        if event != "token":
-            return
+    try:
+        while True:
+            event, data = await pieces.get()
+            yield _sse(event, data)
+            if event != "token":
+                return
+    finally:
+        cancel.set()
+
+
+class AnswerStream(StreamingResponse):
+    """`answer_events` as a response that watches for the client's disconnect while it
+    streams (whatever the server's ASGI version) and cancels the answer when it ends."""
+
+    def __init__(self, work: Any, headers: dict[str, str] | None = None) -> None:
+        self.cancel = threading.Event()
+        events = answer_events(work, self.cancel)
+        super().__init__(events, headers=headers, media_type="text/event-stream")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import anyio
+
+        try:
+            async with anyio.create_task_group() as tasks:
+
+                async def stream() -> None:
+                    with contextlib.suppress(OSError):
+                        await self.stream_response(send)
+                    tasks.cancel_scope.cancel()
+
+                tasks.start_soon(stream)
+                await self.listen_for_disconnect(receive)
+                tasks.cancel_scope.cancel()
+        finally:
+            self.cancel.set()
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Serving the app: listening sockets (TCP, or the owner's Unix socket) and uvicorn, in the
-foreground (`run_server`) or on a daemon thread (`BackgroundServer`)."""
+foreground (`run_server`) or on a daemon thread (`BackgroundServer`), with the connection
+bounds of `connections` (a header deadline, a limit per client)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from .connections import server_config
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:
@@ -62,13 +64,9 @@ def make_server(config: Any) -> Any:
 
 def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
     """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
-    import uvicorn
 
     if server is None:
-        config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=5
-        )
-        server = make_server(config)
+        server = make_server(server_config(app, timeout_graceful_shutdown=5))
     unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
     try:
         server.run(sockets=list(listeners))
@@ -86,8 +84,7 @@ class BackgroundServer:
     def __init__(self, app: Any, listeners: Sequence[socket.socket]) -> None:
         import uvicorn
 
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
+        self._server = uvicorn.Server(server_config(app))
         self._listeners = list(listeners)
         self._thread = threading.Thread(
             target=run_server, args=(app, self._listeners, self._server), daemon=True

@@ -19,9 +19,10 @@ imported without the engine (and its store and model) by the console script's fa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not `typing`'s: the fast path imports `retrieve.options` (no typing)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .engine import MODES, Gathered, Retriever, SearchRequest, SearchResult
     from .filters import Filters
     from .fuse import Fusion

@@ -92,6 +92,11 @@ class KeywordIndex:
         )
         return [r[0] for r in rows]
 
+    def sources(self) -> set[str]:
+        """Every source label the index holds chunks of (any collection)."""
+        rows = self.db.execute("SELECT DISTINCT source FROM chunks")
+        return {str(r[0]) for r in rows}
+
     def candidate_ids(self, collection: str, condition: Condition) -> list[str]:
         rows = self.db.execute(
             f"SELECT c.id FROM chunks AS c WHERE c.collection = ? AND {condition.sql}",

@@ -1,7 +1,7 @@
 """A hit's "open in editor" link, from the `editor_uri` setting (`vscode://file{path}:{line}`).
 
 `open_url(template, hit, root)` is pure: the template was checked when the settings were
-resolved (`config.settings.check_editor_uri`: known placeholders only, a scheme, no
+resolved (`config.editor.check_editor_uri`: known placeholders only, a scheme, no
 whitespace), and the path is joined to the source's root lexically. A hit whose path is
 absolute, climbs out of its root (`..`), or holds a NUL gets no link (None). Every value is
 URL-quoted (`%20` for a space, `%23` for `#`, `%3F` for `?`, UTF-8 for the rest), so a path

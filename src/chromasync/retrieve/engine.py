@@ -158,6 +158,11 @@ class Retriever:
             self._mirror.sync(self.collection(name), now)
         return self._mirror_index
 
+    def known_sources(self) -> set[str]:
+        """The source labels of the local keyword index and of each index searched so far."""
+        indexes = {id(i): i for i in (self.local_index, *self._indexes.values()) if i}
+        return {label for index in indexes.values() for label in index.sources()}
+
     def query_vector(self, query: str) -> list[float] | str:
         """The query's vector; or the text itself when the store embeds (`server` provider)."""
         if self.embeds_in_store:

@@ -1,12 +1,17 @@
 """Retrieval evaluation: queries with judged documents, and the usual metrics. Pure.
 
 A queries file has one JSON object a line: `{"query": "...", "relevant": ["path or id", ...]}`
-(an `id` is optional). A hit's document matches a judged entry by its path, by its file stem
-(`notes/31715818.md` matches `31715818`) or by its `document_id`. Relevance is binary; each
-judged entry counts once, and one document satisfies one entry.
+(an `id` is optional), and optionally graded judgements, `"grades": {"path or id": 2, ...}`
+(a gain from 0 to 100 per judged entry; entries of `relevant` without a grade count 1). A hit's
+document matches a judged entry by its path, by its file stem (`notes/31715818.md` matches
+`31715818`) or by its `document_id`; each judged entry counts once, and one document satisfies
+one entry.
 
-Metrics per query, averaged over queries: nDCG@k, recall@k, recall@100 and MRR (reciprocal
-rank of the first relevant document within the retrieved depth, 100 documents).
+Metrics per query, averaged over queries: nDCG@k (binary: every judged entry gains 1), graded
+nDCG@k (`ndcg_graded`: the grades as linear gains, as trec_eval and BEIR count them; the same
+as nDCG@k when nothing is graded), recall@k, recall@100 and MRR (reciprocal rank of the first
+relevant document within the retrieved depth, 100 documents). `versus` counts, query by query,
+where one mode beats another.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from ..errors import ConfigError
 from ..records import Hit
 
 DEPTH = 100
-METRICS = ("ndcg", "recall", "recall@100", "mrr")
+METRICS = ("ndcg", "ndcg_graded", "recall", "recall@100", "mrr")
+#: The largest grade a queries file may give (graded judgements use small integers).
+MAX_GRADE = 100.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +36,18 @@ class EvalQuery:
     id: str
     query: str
     relevant: tuple[str, ...]
+    #: (judged entry, gain) for graded judgements; empty when relevance is binary.
+    grades: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def graded(self) -> bool:
+        return bool(self.grades)
+
+    def gains(self) -> dict[str, float]:
+        """Each judged entry's gain: its grade, 1 for an entry of `relevant` without one."""
+        out = {entry: 1.0 for entry in self.relevant}
+        out.update(self.grades)
+        return out
 
 
 def parse_queries(lines: Iterable[str], origin: str = "queries") -> list[EvalQuery]:
@@ -48,12 +67,33 @@ def parse_queries(lines: Iterable[str], origin: str = "queries") -> list[EvalQue
             relevant = [relevant]
         if not isinstance(relevant, list) or not relevant:
             raise ConfigError(f"{origin}:{number}: 'relevant' must be a non-empty list")
+        grades = _grades(row.get("grades"), f"{origin}:{number}")
         out.append(
-            EvalQuery(str(row.get("id", number)), row["query"], tuple(str(r) for r in relevant))
+            EvalQuery(
+                str(row.get("id", number)),
+                row["query"],
+                tuple(str(r) for r in relevant),
+                grades,
+            )
         )
     if not out:
         raise ConfigError(f"{origin}: no queries")
     return out
+
+
+def _grades(value: object, where: str) -> tuple[tuple[str, float], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: 'grades' must be an object {{entry: grade}}")
+    out = []
+    for entry, grade in value.items():
+        if isinstance(grade, bool) or not isinstance(grade, int | float):
+            raise ConfigError(f"{where}: grade of {entry!r} must be a number, not {grade!r}")
+        if not 0 <= grade <= MAX_GRADE:
+            raise ConfigError(f"{where}: grade of {entry!r} must be 0 to {MAX_GRADE:g}")
+        out.append((str(entry), float(grade)))
+    return tuple(sorted(out))
 
 
 def doc_names(hit: Hit) -> set[str]:
@@ -92,13 +132,41 @@ def judge(ranked: Sequence[Hit], relevant: Sequence[str]) -> list[bool]:
     return flags
 
 
-def query_metrics(flags: Sequence[bool], n_relevant: int, k: int = 10) -> dict[str, float]:
-    """nDCG@k, recall@k, recall@100 and MRR for one ranked list of relevance flags."""
-    dcg = sum(1.0 / math.log2(i + 2) for i, f in enumerate(flags[:k]) if f)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(n_relevant, k)))
+def judge_gains(ranked: Sequence[Hit], gains: Mapping[str, float]) -> list[float]:
+    """Per ranked document: the gain of the judged entry it matches first (0 for none); an
+    entry counts once, and the highest-gain entry a document matches is the one it takes."""
+    left = dict(gains)
+    out: list[float] = []
+    for hit in ranked:
+        found = sorted(set(left) & doc_names(hit), key=lambda e: (-left[e], e))
+        out.append(left.pop(found[0]) if found else 0.0)
+    return out
+
+
+def ndcg(gains: Sequence[float], judged: Iterable[float], k: int = 10) -> float:
+    """nDCG@k with linear gains: the DCG of `gains` (ranked) over the best order of `judged`."""
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]) if g > 0)
+    best = sorted((g for g in judged if g > 0), reverse=True)[:k]
+    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(best))
+    return dcg / ideal if ideal else 0.0
+
+
+def query_metrics(
+    flags: Sequence[bool],
+    n_relevant: int,
+    k: int = 10,
+    gains: Sequence[float] | None = None,
+    judged: Iterable[float] | None = None,
+) -> dict[str, float]:
+    """nDCG@k, graded nDCG@k, recall@k, recall@100 and MRR for one ranked list of relevance
+    flags; `gains` (per ranked document) and `judged` (every judged entry's gain) make the
+    graded figure, which is the binary one without them."""
+    binary = ndcg([1.0 if f else 0.0 for f in flags], [1.0] * n_relevant, k)
+    graded = binary if gains is None or judged is None else ndcg(gains, judged, k)
     first = next((i for i, f in enumerate(flags[:DEPTH]) if f), None)
     return {
-        "ndcg": dcg / ideal if ideal else 0.0,
+        "ndcg": binary,
+        "ndcg_graded": graded,
         "recall": sum(flags[:k]) / n_relevant if n_relevant else 0.0,
         "recall@100": sum(flags[:DEPTH]) / n_relevant if n_relevant else 0.0,
         "mrr": 1.0 / (first + 1) if first is not None else 0.0,
@@ -109,6 +177,28 @@ def mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     if not rows:
         return {m: 0.0 for m in METRICS}
     return {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+
+
+def score_query(ranked: Sequence[Hit], item: EvalQuery, k: int = 10) -> dict[str, float]:
+    """The metrics of one query's ranked documents (best chunk per document, in order)."""
+    flags = judge(ranked[:DEPTH], item.relevant)
+    gains = judge_gains(ranked[:DEPTH], item.gains()) if item.graded else None
+    judged = item.gains().values() if item.graded else None
+    return query_metrics(flags, len(set(item.relevant)), k, gains, judged)
+
+
+def versus(
+    rows: Sequence[Mapping[str, float]], other: Sequence[Mapping[str, float]], metric: str = "ndcg"
+) -> dict[str, int]:
+    """Query by query (the same queries, in order): how often `rows` beats `other` on
+    `metric` (wins), loses to it (losses) or ties (within 1e-9)."""
+    if len(rows) != len(other):
+        raise ValueError("versus needs the same queries on both sides")
+    out = {"wins": 0, "losses": 0, "ties": 0}
+    for mine, theirs in zip(rows, other, strict=True):
+        gap = mine[metric] - theirs[metric]
+        out["wins" if gap > 1e-9 else "losses" if gap < -1e-9 else "ties"] += 1
+    return out
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -122,13 +212,18 @@ def percentile(values: Sequence[float], share: float) -> float:
 
 __all__ = [
     "DEPTH",
+    "MAX_GRADE",
     "METRICS",
     "EvalQuery",
     "doc_names",
     "documents",
     "judge",
+    "judge_gains",
     "mean_metrics",
+    "ndcg",
     "parse_queries",
     "percentile",
     "query_metrics",
+    "score_query",
+    "versus",
 ]

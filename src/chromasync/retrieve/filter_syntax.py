@@ -20,6 +20,9 @@ from typing import Any, TypeAlias
 
 from ..errors import ConfigError
 from ..records import Scalar
+from .options import MAX_OPTION_VALUES as MAX_OPTION_VALUES  # the bounds of `options`
+from .options import MAX_VALUE_CHARS as MAX_VALUE_CHARS
+from .options import MAX_WHERE_JSON_CHARS as MAX_WHERE_JSON_CHARS
 
 Where: TypeAlias = dict[str, Any]
 
@@ -27,18 +30,12 @@ DEFAULT_DATE_FIELDS = ("date", "published_at")
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 
-#: Characters of a `where_json` text.
-MAX_WHERE_JSON_CHARS = 16_384
 #: `$and`/`$or` nested in one another.
 MAX_WHERE_DEPTH = 8
 #: Clauses of one `$and`/`$or`, and values of one `$in`/`$nin`.
 MAX_WHERE_LIST = 256
 #: Conditions (and `$in` values) in one `where` in all.
 MAX_WHERE_TERMS = 512
-#: Values of each repeatable option: source, where, tag, date field, path, phrase, match.
-MAX_OPTION_VALUES = 64
-#: Characters of one option value (a key, a value, a pattern, a phrase).
-MAX_VALUE_CHARS = 1_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 METHODS = ("rrf", "convex", "zscore")
+#: What a list's scores are normalised over: its chunks, or its documents (best chunk each).
+UNITS = ("chunk", "document")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,48 +42,113 @@ class Fusion:
     method: str = "zscore"
     k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
+    unit: str = "chunk"  # or "document" (see `fuse`)
 
     def weight(self, name: str) -> float:
         return float(self.weights.get(name, 1.0))
 
 
-def fuse(lists: Sequence[Ranked[K]], fusion: Fusion | None = None) -> list[tuple[K, float]]:
-    """One ranking from several; ties keep the order of first appearance."""
+def fuse(
+    lists: Sequence[Ranked[K]],
+    fusion: Fusion | None = None,
+    doc_of: Callable[[K], Hashable] | None = None,
+) -> list[tuple[K, float]]:
+    """One ranking from several; ties keep the order of first appearance.
+
+    With `doc_of` (a key's document) and `fusion.unit == "document"`, each list speaks for
+    documents: a list's evidence for a document is its best chunk's score there, normalised
+    over the list's documents, so a document whose best dense chunk is one passage and best
+    keyword chunk another gets both. Each document's best chunk (by its own fused score)
+    carries the document's fused score; its other chunks keep their own fused score (on
+    the same normalisation), which is never higher. Documents rank exactly as fusing the
+    document-level lists would rank them.
+    """
     fusion = fusion or Fusion()
     if fusion.method not in METHODS:
         raise ValueError(f"unknown fusion method {fusion.method!r}; choose one of {METHODS}")
-    scores: dict[K, float] = {}
+    if fusion.unit not in UNITS:
+        raise ValueError(f"unknown fusion unit {fusion.unit!r}; choose one of {UNITS}")
+    order: dict[K, int] = {}
     for ranked in lists:
         for key, _ in ranked.items:
-            scores.setdefault(key, 0.0)
+            order.setdefault(key, len(order))
+    by_doc = doc_of is not None and fusion.unit == "document"
+    scores = dict.fromkeys(order, 0.0)
+    docs: dict[K, Hashable] = {key: doc_of(key) for key in order} if doc_of and by_doc else {}
+    doc_scores = dict.fromkeys(docs.values(), 0.0)
     for ranked in lists:
         weight = fusion.weight(ranked.name)
         if not ranked.items or weight == 0:
             continue
-        contribution = _contributions(ranked, fusion)
+        if by_doc:
+            parts, doc_parts, floor = _document_parts(ranked, fusion, docs)
+            for doc in doc_scores:
+                doc_scores[doc] += weight * doc_parts.get(doc, floor)
+        else:
+            parts, floor = _parts(ranked, fusion)
         for key in scores:
-            scores[key] += weight * contribution(key)
-    order = {key: i for i, key in enumerate(scores)}
+            scores[key] += weight * parts.get(key, floor)
+    if by_doc:
+        lead: dict[Hashable, K] = {}
+        for key in sorted(scores, key=lambda k: (-scores[k], order[k])):
+            lead.setdefault(docs[key], key)
+        for doc, key in lead.items():
+            scores[key] = doc_scores[doc]
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
-def _contributions(ranked: Ranked[K], fusion: Fusion) -> Callable[[K], float]:
+def _parts(ranked: Ranked[K], fusion: Fusion) -> tuple[dict[K, float], float]:
+    """Each key's contribution from one list, and the contribution of a key it lacks."""
     if fusion.method == "rrf":
-        ranks: dict[K, int] = {}
+        parts: dict[K, float] = {}
         for rank, (key, _) in enumerate(ranked.items, 1):
-            ranks.setdefault(key, rank)
-        return lambda key: 1.0 / (fusion.k + ranks[key]) if key in ranks else 0.0
+            parts.setdefault(key, 1.0 / (fusion.k + rank))
+        return parts, 0.0
+    values = _best(ranked.items)
+    norm, floor = _normaliser(list(values.values()), fusion.method)
+    return {key: norm(v) for key, v in values.items()}, floor
+
+
+def _document_parts(
+    ranked: Ranked[K], fusion: Fusion, docs: Mapping[K, Hashable]
+) -> tuple[dict[K, float], dict[Hashable, float], float]:
+    """One list's contributions normalised over its documents (best chunk each): per key
+    (its own score on that scale), per document, and for what the list lacks."""
+    if fusion.method == "rrf":
+        parts: dict[K, float] = {}
+        doc_parts: dict[Hashable, float] = {}
+        for key, _ in ranked.items:
+            doc = docs[key]
+            if doc not in doc_parts:
+                doc_parts[doc] = 1.0 / (fusion.k + len(doc_parts) + 1)
+            parts.setdefault(key, 1.0 / (fusion.k + len(doc_parts)))
+        return parts, doc_parts, 0.0
+    values = _best(ranked.items)
+    best: dict[Hashable, float] = {}
+    for key, value in values.items():
+        best[docs[key]] = max(value, best.get(docs[key], -math.inf))
+    norm, floor = _normaliser(list(best.values()), fusion.method)
+    own = {key: max(floor, norm(v)) for key, v in values.items()}
+    return own, {doc: norm(v) for doc, v in best.items()}, floor
+
+
+def _best(items: Sequence[tuple[K, float]]) -> dict[K, float]:
+    """Each key's best score in one list (a key listed twice counts once)."""
     values: dict[K, float] = {}
-    for key, score in ranked.items:
+    for key, score in items:
         values[key] = max(score, values.get(key, -math.inf))
-    low, high = min(values.values()), max(values.values())
-    if fusion.method == "convex":
+    return values
+
+
+def _normaliser(values: Sequence[float], method: str) -> tuple[Callable[[float], float], float]:
+    """min-max (`convex`, absent 0) or z-score (absent = the minimum's z) over `values`."""
+    low, high = min(values), max(values)
+    if method == "convex":
         span = high - low
-        return lambda key: ((values[key] - low) / span if span else 1.0) if key in values else 0.0
-    mean = sum(values.values()) / len(values)
-    std = math.sqrt(sum((v - mean) ** 2 for v in values.values()) / len(values)) or 1.0
-    floor = (low - mean) / std
-    return lambda key: (values[key] - mean) / std if key in values else floor
+        return (lambda v: (v - low) / span if span else 1.0), 0.0
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) or 1.0
+    return (lambda v: (v - mean) / std), (low - mean) / std
 
 
 def collapse_per_doc(items: Sequence[T], doc_of: Callable[[T], Hashable]) -> list[tuple[T, int]]:
@@ -117,6 +184,7 @@ def group_by(items: Sequence[T], key_of: Callable[[T], str]) -> list[tuple[str, 
 
 __all__ = [
     "METHODS",
+    "UNITS",
     "Fusion",
     "Ranked",
     "collapse_per_doc",

@@ -10,6 +10,7 @@ touches Chroma, the model or the disk: the console script's keyword fast path
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -133,6 +134,7 @@ def rank_hits(
     keyword_ranks = _ranks(gathered.keyword)
     dense_scores = _scores(gathered.dense)
     keyword_scores = _scores(gathered.keyword)
+    by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
     if mode == "dense":
         chosen: list[tuple[tuple[str, str], float]] = [(_key(h), h.score) for h in gathered.dense]
     elif mode == "keyword":
@@ -144,8 +146,8 @@ def rank_hits(
                 Ranked("keyword", tuple((_key(h), h.score) for h in gathered.keyword)),
             ],
             fusion,
+            document_of,
         )
-    by_key = {_key(h): h for h in (*gathered.keyword, *gathered.dense)}
     best = chosen[0][1] if chosen else 0.0
     out = []
     for key, score in chosen if limit is None else chosen[:limit]:
@@ -281,6 +283,20 @@ def _key(hit: Hit) -> tuple[str, str]:
     return (hit.collection, hit.id)
 
 
+#: A record id as `plan.triage.record_id` makes it: source and document hashes, chunk hash
+#: and occurrence. The first two name the document.
+_RECORD_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{16})-[0-9a-f]{16}-[0-9]+")
+
+
+def document_of(key: tuple[str, str]) -> tuple[str, str]:
+    """The document of a (collection, record id) key, read from the id alone (a lean list
+    has no paths): its source and document hashes; an id of another form is its own
+    document."""
+    collection, rid = key
+    found = _RECORD_ID.fullmatch(rid)
+    return (collection, found.group(1) if found else rid)
+
+
 def _scores(hits: Sequence[Hit]) -> dict[tuple[str, str], float]:
     out: dict[tuple[str, str], float] = {}
     for hit in hits:
@@ -324,6 +340,7 @@ __all__ = [
     "KeywordPlan",
     "SearchRequest",
     "SearchResult",
+    "document_of",
     "explain_text",
     "plain_lines",
     "present",

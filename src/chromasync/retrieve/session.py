@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Settings
-from ..config.sources import configured_entries
+from ..config.sources import check_labels, configured_entries
 from ..embed import Embedder
 from ..errors import ConfigError, NotFound, storage_errors
 from ..records import Hit
@@ -216,7 +216,20 @@ def retrieve(
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
     opened = sessions.retriever() if sessions is not None else open_retriever(settings, embedder)
     with opened as retriever:
-        return with_context(retriever.search(request), settings)
+        result = retriever.search(request)
+        if not result.hits and request.filters.sources:
+            _check_sources(request.filters.sources, retriever, settings)
+        return with_context(result, settings)
+
+
+def _check_sources(labels: Sequence[str], retriever: Retriever, settings: Settings) -> None:
+    """A search restricted to labels that found nothing: a label that names no source the
+    state, the config or the searched keyword indexes know is an error ("did you mean"),
+    not an empty result. (A search with hits is never refused: a shared collection holds
+    labels other machines wrote.)"""
+    known = {e.label for e in configured_entries(settings)} | retriever.known_sources()
+    if known:
+        check_labels(labels, sorted(known))
 
 
 def with_context(result: SearchResult, settings: Settings) -> SearchResult:

@@ -41,12 +41,34 @@ class EvalReport:
     k: int
     modes: Mapping[str, Mapping[str, float]]  # mode -> metric -> mean
     per_query: Mapping[str, Sequence[Mapping[str, float]]]  # mode -> one row per query
+    graded: bool = False  # some query has graded judgements
+
+    @property
+    def headline(self) -> str:
+        """The nDCG the comparisons use: graded when the judgements are."""
+        return "ndcg_graded" if self.graded else "ndcg"
+
+    def versus(self) -> dict[str, dict[str, int]]:
+        """Per-query wins, losses and ties of hybrid against each single mode (nDCG@k,
+        graded when the judgements are), e.g. {"hybrid vs keyword": {"wins": 3, ...}}."""
+        out = {}
+        for mode, rows in self.per_query.items():
+            if (
+                mode == "hybrid"
+                or mode not in ("dense", "keyword")
+                or "hybrid" not in self.per_query
+            ):
+                continue
+            out[f"hybrid vs {mode}"] = ev.versus(self.per_query["hybrid"], rows, self.headline)
+        return out
 
     def as_json(self) -> dict[str, object]:
         return {
             "queries": self.queries,
             "k": self.k,
+            "graded": self.graded,
             "modes": {m: dict(v) for m, v in self.modes.items()},
+            "versus": self.versus(),
         }
 
 
@@ -90,8 +112,7 @@ def run_evaluation(
         if retriever.reranker is not None and "hybrid" in ranked:
             ranked["hybrid+rerank"] = rerank(item.query, ranked["hybrid"], retriever.reranker)
         for name, hits in ranked.items():
-            flags = ev.judge(ev.documents(hits)[: ev.DEPTH], item.relevant)
-            rows.setdefault(name, []).append(ev.query_metrics(flags, len(set(item.relevant)), k))
+            rows.setdefault(name, []).append(ev.score_query(ev.documents(hits), item, k))
         if progress:
             progress("eval", done, len(queries))
     return EvalReport(
@@ -99,6 +120,7 @@ def run_evaluation(
         k=k,
         modes={name: ev.mean_metrics(r) for name, r in rows.items()},
         per_query=rows,
+        graded=any(q.graded for q in queries),
     )
 
 

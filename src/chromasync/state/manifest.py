@@ -85,6 +85,30 @@ def check_identity(state: State, label: str, root: Path) -> list[str]:
     return moved
 
 
+def check_shared_folder(state: State, label: str, root: Path, paths: Iterable[str]) -> None:
+    """Refuse a new label for a folder another label already indexes the same files of.
+
+    The same folder under two labels would return every hit twice. Two labels may share a
+    root when they index different files of it (`subdirs`, patterns, extensions: a
+    monorepo's docs and code); the first of `paths` (the files this run found) that the
+    other label holds too is the proof of a duplicate."""
+    others = [r for r in state.sources() if r.source != label and r.root == str(root)]
+    if not others:
+        return
+    wanted = set(paths)
+    for row in others:
+        held = state.files(row.collection, row.source, with_records=False)
+        shared = sorted(wanted.intersection(held))
+        if shared:
+            raise SourceError(
+                f"folder {root} is already indexed as source {row.source!r} (collection "
+                f"{row.collection!r}; {len(shared)} of its files, e.g. {shared[0]!r}); "
+                f"indexing it again as {label!r} would return every hit twice. Use "
+                f"--source {row.source} (or `label: {row.source}`), or remove the old "
+                f"source first (`chromasync sources remove {row.source}`)"
+            )
+
+
 class State:
     """The SQLite state of one data dir. Not shared between processes (see `lock`)."""
 

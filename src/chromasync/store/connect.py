@@ -68,14 +68,14 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
         except Exception as exc:
             raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
         return Store(client, config)
+    if target.kind == "cloud" and not config.token:  # before dialing anything
+        raise ConfigError(
+            f"Chroma Cloud at {config.describe()} needs an API key, and none is set: set "
+            "CHROMA_API_KEY or CHROMASYNC_CHROMA_TOKEN (or pass --chroma-token)"
+        )
     _probe(target, config)
     try:
         if target.kind == "cloud":
-            if not config.token:
-                raise ConfigError(
-                    f"Chroma Cloud at {config.describe()} needs an API key: set CHROMA_API_KEY "
-                    "or CHROMASYNC_CHROMA_TOKEN"
-                )
             client = chromadb.CloudClient(
                 tenant=config.tenant,
                 database=config.database,

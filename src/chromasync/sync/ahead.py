@@ -218,6 +218,7 @@ def merge_counts(run: Tally, before: Counter[str], planned: Tally) -> None:
     run.files_unchanged = planned.files_unchanged
     run.documents = planned.documents
     run.pages = planned.pages
+    run.warnings = planned.warnings
 
 
 class _Worker:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Settings
-from ..config.sources import configured_entries, spec_for, with_skips
+from ..config.sources import check_labels, configured_entries, spec_for, with_skips
 from ..corpus.walk import discover_source
 from ..embed import Embedder
 from ..errors import NotFound, SourceError
@@ -119,6 +119,11 @@ def check_sources(
             )
             specs[(row.collection, row.source)] = spec
         _check_unknown(settings, state, store, labels, checks, specs)
+        if labels:  # a label no check is about: a typo, not a clean bill of health
+            checked = {c.source for c in checks}
+            missing = [label for label in labels if label not in checked]
+            if missing:
+                check_labels(missing, [r.source for r in state.sources()] + list(configured))
     return checks, specs
 
 

@@ -164,7 +164,9 @@ def build_chunk_report(
     chunk_seconds = measure_seconds = 0.0
     for file in files:
         began = clock()
-        outcome = read_file(file, spec.identity_key, privacy_keys, max_bytes=max_file_bytes)
+        outcome = read_file(
+            file, spec.identity_key, privacy_keys, max_bytes=max_file_bytes, encoding=spec.encoding
+        )
         doc = outcome.document
         if doc is None:
             skipped[outcome.skip.reason if outcome.skip else "unreadable"] += 1

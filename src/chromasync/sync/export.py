@@ -60,7 +60,9 @@ def desired_records(
     )
     budget = Budget(budget_tokens, meter)
     for file in files:
-        outcome = read_file(file, spec.identity_key, privacy_keys, max_bytes=max_file_bytes)
+        outcome = read_file(
+            file, spec.identity_key, privacy_keys, max_bytes=max_file_bytes, encoding=spec.encoding
+        )
         doc = outcome.document
         if doc is None:
             continue

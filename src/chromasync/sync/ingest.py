@@ -40,7 +40,7 @@ from ..records import (
     SourceSpec,
     StoreLimits,
 )
-from ..state.manifest import State, check_identity
+from ..state.manifest import State, check_identity, check_shared_folder
 from . import ahead
 from .planning import (
     FilePlanner,
@@ -82,6 +82,7 @@ class IngestOptions:
     extra_metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     chunk_max_tokens: int | None = None  # lower than the model's limit; None: the model's
     plan_ahead: str = "auto"  # read and chunk in a second process: auto, on, off (`ahead`)
+    date_fields: tuple[str, ...] = ("date", "published_at")  # checked: `date-unreadable`
 
 
 class Ingestor:
@@ -146,6 +147,8 @@ class Ingestor:
         if options.limit:
             discovery = replace(discovery, files=files)
         row = self.state.source(name, label)
+        if row is None:  # a new label: not a second name for an indexed folder
+            check_shared_folder(self.state, label, spec.root, (f.rel_path for f in files))
         if row is not None and not options.reembed:
             follow_stored(self.embedder, row.embedding_model)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
@@ -161,7 +164,8 @@ class Ingestor:
             )
             # records of an older chunker, found by a rebuild: their files are chunked again
             rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
-        sorted_ = triage(discovery, manifest, checksum=options.checksum or rechunk)
+        reread = frozenset({"undecodable"} if spec.encoding != "utf-8" else ())
+        sorted_ = triage(discovery, manifest, options.checksum or rechunk, reread)
         if options.limit:
             sorted_ = replace(sorted_, gone=())
         run.skipped.update(sorted_.remembered_skips.values())
@@ -428,6 +432,7 @@ class Ingestor:
             extra_metadata=options.extra_metadata,
             file_seconds=self.file_seconds,
             rechunk=rechunk,
+            date_fields=options.date_fields,
         )
         return FilePlanner(
             spec,

@@ -42,6 +42,7 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     fields.setdefault("privacy_keys", settings.privacy_keys)
     fields.setdefault("chunk_max_tokens", settings.chunk_max_tokens)
     fields.setdefault("plan_ahead", settings.plan_ahead)
+    fields.setdefault("date_fields", settings.date_field_names)
     return IngestOptions(**fields)
 
 

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from ..chunk import Budget, Deadline, TooSlow, chunk_document
 from ..corpus.documents import document_format
+from ..corpus.frontmatter import unreadable_dates
 from ..corpus.read import TRANSIENT_REASONS
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter
@@ -57,6 +58,7 @@ class PlanSettings:
     extra_metadata: Mapping[str, str | int | float | bool]
     file_seconds: float
     rechunk: bool = False
+    date_fields: tuple[str, ...] = ("date", "published_at")
 
 
 class Planner(Protocol):
@@ -137,6 +139,7 @@ class FilePlanner:
                     spec.identity_key,
                     settings.privacy_keys,
                     max_bytes=settings.max_file_bytes,
+                    encoding=spec.encoding,
                 )
                 path = file.rel_path
                 read.add(path)
@@ -248,6 +251,15 @@ class FilePlanner:
         if doc.kind == "document":
             run.documents[doc.doc_format] += 1
             run.pages += len(doc.pages)
+        unreadable = unreadable_dates(doc.metadata, self.settings.date_fields)
+        if unreadable:  # indexed all the same: a counted warning, not a skip
+            run.warnings["date-unreadable"] += 1
+            log.warning(
+                "%s: date field(s) %s are not dates (YYYY-MM-DD or ISO 8601); --after, "
+                "--before, --sort date and --latest do not see this file",
+                stat.rel_path,
+                ", ".join(unreadable),
+            )
         if (
             previous is not None
             and not rechunk

@@ -282,13 +282,17 @@ class RemovedSource:
     collections: tuple[str, ...]
     records_deleted: int
     declaration_removed: bool
+    #: Collections dropped because the removal left them empty (no record of anyone).
+    collections_dropped: tuple[str, ...] = ()
 
 
 def remove_source(
     settings: Settings, label: str, *, keep_declaration: bool = False, wait: bool = False
 ) -> RemovedSource:
     """Delete one source's records (from its collection) and its state; other sources are
-    untouched. Its declaration is removed from the config too unless `keep_declaration`."""
+    untouched. A collection the removal leaves empty (no other source in the state, no
+    record of any writer left) is dropped too. Its declaration is removed from the config
+    too unless `keep_declaration`."""
     entries = configured_entries(settings)
     entry = next((e for e in entries if e.label == label), None)
     with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
@@ -297,6 +301,7 @@ def remove_source(
         if entry is not None:
             names.add(settings.collection_for(entry.kind, entry.collection))
         deleted = 0
+        dropped: list[str] = []
         try:
             store: Store | None = open_store_for(settings, existing=True)
         except NotFound:
@@ -320,11 +325,15 @@ def remove_source(
                 if ids:
                     collection.delete(sorted(ids))
                 deleted += len(ids)
+                others = any(r.collection == name and r.source != label for r in state.sources())
+                if not others and collection.count() == 0:  # nobody's records left in it
+                    store.delete_collection(name)
+                    dropped.append(name)
             state.drop_source(name, label)
     removed = False
     if entry is not None and not keep_declaration:
         removed = remove_declaration(entry)
-    return RemovedSource(label, tuple(sorted(names)), deleted, removed)
+    return RemovedSource(label, tuple(sorted(names)), deleted, removed, tuple(dropped))
 
 
 def reset_collections(settings: Settings, names: Sequence[str], wait: bool = False) -> list[str]:

@@ -20,12 +20,21 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
         }
         skipped: dict[str, int] = {}
         documents: dict[str, int] = {}
+        warnings: dict[str, int] = {}
         for s in rows:
+            for what, n in (s.get("warnings") or {}).items():
+                warnings[what] = warnings.get(what, 0) + n
             for reason, n in s["files_skipped"].items():
                 skipped[reason] = skipped.get(reason, 0) + n
             for fmt, n in (s.get("documents_read") or {}).items():
                 documents[fmt] = documents.get(fmt, 0) + n
-        total.update(source="total", collection="", files_skipped=skipped, documents_read=documents)
+        total.update(
+            source="total",
+            collection="",
+            files_skipped=skipped,
+            documents_read=documents,
+            warnings=warnings,
+        )
         rows.append(total)
     dry = " (dry run: nothing written)" if rows and rows[0].get("dry_run") else ""
     lines = []
@@ -48,6 +57,9 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
         if s.get("documents_read"):
             formats = ", ".join(f"{f} {n}" for f, n in sorted(s["documents_read"].items()))
             lines.append(f"  read    {formats}: {s.get('pages_read', 0)} pages")
+        if s.get("warnings"):
+            found = ", ".join(f"{w} {n}" for w, n in sorted(s["warnings"].items()))
+            lines.append(f"  warned  {found}")
     return "\n".join(lines) + "\n"
 
 

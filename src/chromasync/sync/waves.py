@@ -61,6 +61,7 @@ class Tally:
     read_ns: int = 0  # when this run began reading files: the racy check's reference
     documents: Counter[str] = field(default_factory=Counter)  # documents read, per format
     pages: int = 0  # their pages
+    warnings: Counter[str] = field(default_factory=Counter)  # e.g. date-unreadable
 
     def summary(self, base: Mapping[str, object], started: int) -> IngestSummary:
         """The run's summary: `base` (what the shell knows) with these tallies; `started`:
@@ -74,6 +75,7 @@ class Tally:
             embed_ms=self.embed_ns // 1_000_000,
             documents_read=dict(self.documents),
             pages_read=self.pages,
+            warnings=dict(self.warnings),
         )
 
 

@@ -1,0 +1,93 @@
+"""`chromasync nats`: own the data dir, apply change events from NATS, answer requests on it.
+
+Like `watch`, it holds the data dir's lock while it runs and serves the REST API on the owner
+socket, so the other commands reach the index through it; every sync runs on the owner's one
+worker. The NATS side (`nats.runner.Bridge`) runs on an event loop of its own thread; Ctrl-C
+(or SIGTERM) stops both. docs/nats.md has the subjects, the payloads and the settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .. import api
+from ..errors import ConfigError
+from .common import reported_errors, settings_from_flags, stderr_console, store_options
+from .service import _import_rest, _report
+
+
+def _import_bridge() -> Any:
+    try:
+        from ..nats import runner
+    except ImportError as exc:  # pragma: no cover - the nats extra is missing
+        raise ConfigError(
+            f"this command needs the NATS client ({exc.name}); install it with: "
+            "pip install 'chromasync[nats]'"
+        ) from exc
+    return runner
+
+
+@click.command("nats")
+@click.argument("paths", nargs=-1, type=click.Path(file_okay=False, exists=True))
+@store_options
+@click.option("--source", "labels", multiple=True, help="Only this known source (repeatable).")
+@click.option(
+    "--url",
+    "nats_url",
+    help="The NATS server(s), comma-separated [env CHROMASYNC_NATS_URL; nats://127.0.0.1:4222].",
+)
+def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> None:
+    """Apply change events from NATS and answer retrieval requests over it, until Ctrl-C.
+
+    Events (corpus.added, corpus.published_at_changed, corpus.removed by default) come
+    through a JetStream durable consumer, so those published while this was not running
+    are applied when it starts; each burst is one delta sync of the sources its files lie
+    in (each PATH is a source; else the sources indexed before). Requests on
+    corpus.retrieve.requested get hits; on corpus.ask.requested, a cited answer. The
+    credentials: CHROMASYNC_NATS_TOKEN, or nats.user with CHROMASYNC_NATS_PASSWORD, or
+    nats.creds_file (docs/nats.md).
+    """
+    from ..owner.service import Service
+
+    with reported_errors():
+        rest = _import_rest()
+        runner = _import_bridge()
+        settings = settings_from_flags(**flags)
+        runner.connect_options(settings)  # a missing credentials file fails now
+        with Service(
+            settings, "nats", on_finish=_report, reload=lambda: settings_from_flags(**flags)
+        ) as service:
+            specs = [api.source_for(p) for p in paths] or service.source_specs(labels)
+            if not specs:
+                raise ConfigError("no sources: give a PATH, or ingest a source first")
+            unix = rest.bind_unix(service.socket)
+            bridge = runner.Bridge(service, specs, say=lambda line: click.echo(line, err=True))
+            loop = asyncio.new_event_loop()
+            stop = asyncio.Event()
+            thread = threading.Thread(
+                target=loop.run_until_complete,
+                args=(bridge.run(stop),),
+                name="chromasync-nats-loop",
+                daemon=True,
+            )
+            thread.start()
+            names = ", ".join(s.label for s in specs)
+            stderr_console().print(f"chromasync nats: syncing {names}; Ctrl-C to stop")
+            try:
+                rest.run_server(rest.create_app(service, token=settings.api_token), [unix])
+            except KeyboardInterrupt:
+                pass
+            finally:
+                loop.call_soon_threadsafe(stop.set)
+                thread.join(timeout=60)
+                counts = ", ".join(f"{k} {v}" for k, v in sorted(bridge.counts.items()))
+                click.echo(f"chromasync nats: {counts or 'no events'}", err=True)
+    stderr_console().print("chromasync nats: stopped")
+
+
+__all__ = ["nats_command"]

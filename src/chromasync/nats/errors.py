@@ -1,0 +1,80 @@
+"""The NATS surface's error table: a chromasync error -> the `kind` of an error reply.
+
+An error reply is `{"error": {"kind": KIND, "message": TEXT}}`. Besides the kinds of the
+error tree below, the surface's own: `malformed_json` (not JSON, or nested too deep),
+`unknown_field`, `invalid_request` (a field of the wrong type or out of its bounds),
+`too_large` (a message over `nats_max_message_bytes`), `unknown_client` (a `client_id`
+that `nats.clients` does not name), `outside_sources` (an event's path in no source) and
+`internal` (a bug: the message says only that; the service's log has the rest).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import (
+    AccessDenied,
+    AnswerError,
+    ChatRefused,
+    ChatUnreachable,
+    ChromasyncError,
+    ConfigError,
+    EmbeddingError,
+    LockError,
+    NotFound,
+    SourceError,
+    StoreError,
+    lookup,
+)
+
+#: Error class -> the kind of error reply (the most specific class wins).
+ERROR_KINDS: dict[type[ChromasyncError], str] = {
+    AnswerError: "failed",
+    ChatRefused: "forbidden",
+    ChatUnreachable: "unavailable",
+    ChromasyncError: "failed",
+    ConfigError: "invalid_request",
+    SourceError: "invalid_request",
+    AccessDenied: "forbidden",
+    EmbeddingError: "unavailable",
+    StoreError: "unavailable",
+    LockError: "busy",
+    NotFound: "not_found",
+}
+
+#: The surface's own kinds (see the module docstring).
+OWN_KINDS = (
+    "malformed_json",
+    "unknown_field",
+    "invalid_request",
+    "too_large",
+    "unknown_client",
+    "outside_sources",
+    "internal",
+)
+
+
+class BadMessage(Exception):
+    """A message this surface refuses: its `kind` and a message that names the fix."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def error_reply(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"kind": kind, "message": message}}
+
+
+def reply_for(exc: BaseException) -> dict[str, Any]:
+    """The error reply of a refused message or a chromasync error; anything else is a bug
+    (`internal`, its text left out: it may hold what the sender must not see)."""
+    if isinstance(exc, BadMessage):
+        return error_reply(exc.kind, exc.message)
+    if isinstance(exc, ChromasyncError):
+        return error_reply(lookup(ERROR_KINDS, exc), str(exc))
+    return error_reply("internal", "internal error; see the service's log")
+
+
+__all__ = ["ERROR_KINDS", "OWN_KINDS", "BadMessage", "error_reply", "reply_for"]

@@ -1,0 +1,82 @@
+"""The answers to requests: parse the message, call the index seam once, render the reply.
+
+`Handlers.retrieve` answers the retrieve subject (`{hits: [...]}`), `Handlers.ask` the ask
+subject (the answer's JSON, as `POST /ask` returns it). Both take the raw message body and
+return a JSON-ready reply, an error reply (`{error: {kind, message}}`) for anything refused;
+they never raise. They run on worker threads (`runner`), and hold no NATS client, so tests
+call them directly as well as over a real server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .. import api
+from ..answer.ask import check_question
+from ..config.settings import Settings
+from ..errors import ChromasyncError
+from ..owner.index import Index
+from .errors import BadMessage, reply_for
+from .payloads import (
+    AskRequest,
+    NatsFields,
+    RetrieveRequest,
+    clients_of,
+    parse,
+    retrieve_reply,
+    search_args,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Handlers:
+    """Requests over one index (`owner.index.Index`: the owner's `Service`)."""
+
+    def __init__(self, index: Index, settings: Settings, roots: Callable[[], Mapping[str, str]]):
+        self.index = index
+        self.settings = settings
+        self.fields = NatsFields.of(settings.nats_fields)
+        self.clients = clients_of(settings.nats_clients)
+        self._roots = roots
+        root = settings.nats_corpus_root
+        self.corpus_root = os.path.realpath(root) if root else None
+
+    def retrieve(self, data: bytes) -> dict[str, Any]:
+        """`corpus.retrieve.requested`: the hits of a hybrid search."""
+        try:
+            request = parse(RetrieveRequest, data, self.settings.nats_max_message_bytes)
+            args = search_args(request, self.fields, self.clients)
+            result = self.index.retrieve(api.search_request(args, self.settings))
+            return retrieve_reply(
+                result.hits,
+                self.fields,
+                include_chunks=request.include_chunks,
+                roots=self._roots(),
+                corpus_root=self.corpus_root,
+            )
+        except (BadMessage, ChromasyncError) as exc:
+            return reply_for(exc)
+        except Exception as exc:  # a request must not take the service down
+            log.exception("nats: a retrieve request failed")
+            return reply_for(exc)
+
+    def ask(self, data: bytes) -> dict[str, Any]:
+        """The ask subject: an answer with its citations (`[n]` in the text)."""
+        try:
+            request = parse(AskRequest, data, self.settings.nats_max_message_bytes)
+            check_question(request.query)
+            args = search_args(request, self.fields, self.clients)
+            fallback = None if request.fallback is None else request.fallback == "extractive"
+            return self.index.ask(api.search_request(args, self.settings), fallback=fallback)
+        except (BadMessage, ChromasyncError) as exc:
+            return reply_for(exc)
+        except Exception as exc:  # a request must not take the service down
+            log.exception("nats: an ask request failed")
+            return reply_for(exc)
+
+
+__all__ = ["Handlers"]

@@ -1,0 +1,117 @@
+"""Inbound connections within bounds: a deadline for a request's head, and a limit on the
+connections one client may hold while they wait for theirs (uvicorn's HTTP/1.1 protocol,
+h11, with both added).
+
+- **Header deadline**: a connection whose request line and headers are not complete
+  `HEADER_TIMEOUT_S` after it opened (or after its previous response) is closed. uvicorn
+  alone closes only idle keep-alive connections, so a client that sends half a header and
+  waits held its socket for ever.
+- **Per client**: one client address may hold at most `MAX_WAITING_PER_CLIENT` connections
+  waiting for their request head. One more closes that client's oldest waiting connection
+  (so a client's new request is still served) when it has waited a second or more; a burst
+  of new connections is let in up to `4 * MAX_WAITING_PER_CLIENT`, past which the oldest
+  goes regardless. Requests whose head has arrived do not count: many concurrent requests
+  from one client (600 searches at once) are untouched. Unix-socket peers have no address
+  and only the deadline applies to them.
+
+`server_config(app, ...)` is the uvicorn `Config` every chromasync server uses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+HEADER_TIMEOUT_S = 10.0
+MAX_WAITING_PER_CLIENT = 32
+#: A waiting connection younger than this is not closed for a newer one (a burst).
+_GRACE_S = 1.0
+
+
+def guarded_protocol(
+    header_timeout_s: float | None = None,
+    per_client: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> type[Any]:
+    """uvicorn's h11 protocol class with the header deadline and the per-client limit (one
+    class per server: its clients' waiting connections are counted together). None: the
+    module's `HEADER_TIMEOUT_S` and `MAX_WAITING_PER_CLIENT` as they are now."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    deadline_s = HEADER_TIMEOUT_S if header_timeout_s is None else header_timeout_s
+    limit = MAX_WAITING_PER_CLIENT if per_client is None else per_client
+    waiting: dict[str, dict[Any, float]] = {}  # client address -> its waiting connections
+
+    class GuardedH11Protocol(H11Protocol):
+        _cs_timer: Any = None
+        _cs_key: str | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._cs_key = self.client[0] if self.client else None
+            self._cs_wait()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._cs_done()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._cs_wait()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cs_done()
+            super().connection_lost(exc)
+
+        def _cs_wait(self) -> None:
+            self._cs_done()
+            self._cs_timer = self.loop.call_later(deadline_s, self._cs_deadline)
+            if self._cs_key is None:
+                return
+            mine = waiting.setdefault(self._cs_key, {})
+            now = clock()
+            while len(mine) >= limit:
+                oldest, since = next(iter(mine.items()))
+                if now - since < _GRACE_S and len(mine) < 4 * limit:
+                    break
+                oldest._cs_close()
+            mine[self] = now
+
+        def _cs_done(self) -> None:
+            if self._cs_timer is not None:
+                self._cs_timer.cancel()
+                self._cs_timer = None
+            if self._cs_key is not None:
+                mine = waiting.get(self._cs_key)
+                if mine is not None:
+                    mine.pop(self, None)
+                    if not mine:
+                        del waiting[self._cs_key]
+
+        def _cs_deadline(self) -> None:
+            self._cs_timer = None
+            if self.conn.their_state is h11.IDLE:
+                self._cs_close()
+
+        def _cs_close(self) -> None:
+            self._cs_done()
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedH11Protocol
+
+
+def server_config(app: Any, **options: Any) -> Any:
+    """A uvicorn `Config` for `app` with the guarded protocol (quiet, no access log)."""
+    import uvicorn
+
+    settings: dict[str, Any] = {"log_level": "warning", "access_log": False, "lifespan": "off"}
+    settings.update(options)
+    return uvicorn.Config(app, http=guarded_protocol(), **settings)
+
+
+__all__ = ["HEADER_TIMEOUT_S", "MAX_WAITING_PER_CLIENT", "guarded_protocol", "server_config"]

@@ -1,0 +1,358 @@
+"""Every search option, declared once: name, type, default, bound, help, and its spellings.
+
+`OPTIONS` is the one list of what a search request (`search` and `ask`) may carry besides
+its query. Each surface is made from it, or checked against it by a test
+(`tests/unit/test_options.py`):
+
+* the CLI's `search_options` (`cli.common`) makes its click options from it;
+* REST's `GET /search` query parameters and the JSON bodies of `POST /search` and
+  `POST /ask` (`rest.bodies`) are made from it;
+* MCP's `search` and `ask` tools (`mcp.tools`) take its options as arguments;
+* the console script's fast paths (`fastpath`, `fastsearch`) parse argv with it;
+* `retrieve.request.SearchArgs` has one field per option, under `Option.name`, and
+  `retrieve.filters` bounds the values with the same numbers.
+
+An `Option` has three spellings, one per kind of caller, and an error names the option in
+the spelling of whoever sent it (`spelled`): the CLI's flag (`--where-json`), REST's query
+parameter (`where_json`, `source`: singular for a repeatable one, as `?source=a&source=b`),
+and the JSON name (`where_json`, `sources`), which REST bodies, MCP arguments and the
+owner's wire use and which is `SearchArgs`' field.
+
+Shape (kept simple so that the fast path can read it): `Option` is a frozen slotted record
+of plain values (no dataclasses, no typing: this module imports nothing, because the
+console script's fast path loads it before anything else). Its `kind` is one of
+`KINDS`; `many` means repeatable (a list); `low`/`high` bound a number; `max_chars` bounds
+each text value; `max_items` bounds how many values a repeatable option takes; `choices`
+lists what a `choice` takes; a `bool` option's CLI flag sets it to true and `negative`
+(when not None) sets it to false; an option whose `flag` is None has no CLI flag of its own.
+
+To add an option: add an `Option` here, a field of the same name to `SearchArgs`, and use
+it in `retrieve`; the surfaces pick it up (the test says what else is missing).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+#: What an option's `kind` may be: text, a whole number, a number, true/false, one of
+#: `choices`, or a JSON object (given as its text on the CLI and in a query string).
+KINDS = ("text", "int", "float", "bool", "choice", "json")
+#: The spellings: the CLI's flag, REST's query parameter, the JSON name (bodies, MCP, wire).
+SPELLINGS = ("cli", "query", "json")
+
+#: Values of each repeatable option (source, where, tag, date field, path, ...).
+MAX_OPTION_VALUES = 64
+#: Characters of one option value (a key, a value, a pattern, a phrase).
+MAX_VALUE_CHARS = 1_000
+#: Characters of a `where_json` text.
+MAX_WHERE_JSON_CHARS = 16_384
+#: Characters of a `links_to` target (a URL may be long).
+MAX_TARGET_CHARS = 2_000
+#: Characters of an `after`/`before` date.
+MAX_DATE_CHARS = 64
+#: Characters of a `group_by` field.
+MAX_FIELD_CHARS = 200
+#: The most hits a request may ask for (`k`), on every surface.
+MAX_K = 1_000
+#: Characters of a search query; of a question (`ask`).
+MAX_QUERY_CHARS = 2_000
+MAX_QUESTION_CHARS = 4_000
+
+
+class Option:
+    """One search option (see the module docstring for each field)."""
+
+    __slots__ = (
+        "choices",
+        "default",
+        "flag",
+        "help",
+        "high",
+        "kind",
+        "low",
+        "many",
+        "max_chars",
+        "max_items",
+        "metavar",
+        "name",
+        "negative",
+        "param",
+    )
+
+    name: str
+    kind: str
+    default: object
+    help: str
+    flag: str | None
+    param: str
+    many: bool
+    low: float | None
+    high: float | None
+    max_chars: int | None
+    max_items: int | None
+    choices: tuple[str, ...]
+    negative: str | None
+    metavar: str | None
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        default: object,
+        help: str,
+        *,
+        flag: str | None,
+        param: str | None = None,
+        many: bool = False,
+        low: float | None = None,
+        high: float | None = None,
+        max_chars: int | None = None,
+        max_items: int | None = None,
+        choices: tuple[str, ...] = (),
+        negative: str | None = None,
+        metavar: str | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"option {name}: unknown kind {kind!r}")
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "kind", kind)
+        set_(self, "default", default)
+        set_(self, "help", help)
+        set_(self, "flag", flag)
+        set_(self, "param", param or name)
+        set_(self, "many", many)
+        set_(self, "low", low)
+        set_(self, "high", high)
+        set_(self, "max_chars", max_chars)
+        if many and max_items is None:
+            max_items = MAX_OPTION_VALUES
+        set_(self, "max_items", max_items)
+        set_(self, "choices", choices)
+        set_(self, "negative", negative)
+        set_(self, "metavar", metavar)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Option is frozen: cannot set {name}")
+
+    def __repr__(self) -> str:
+        return f"Option({self.name!r}, {self.kind!r})"
+
+    def spelled(self, spelling: str) -> str:
+        """The option as a caller of this spelling writes it (`SPELLINGS`)."""
+        if spelling == "cli" and self.flag:
+            return self.flag
+        if spelling == "query":
+            return self.param
+        return self.name
+
+
+def _text(
+    name: str, help: str, flag: str, *, max_chars: int = MAX_VALUE_CHARS, metavar: str | None = None
+) -> Option:
+    return Option(name, "text", None, help, flag=flag, max_chars=max_chars, metavar=metavar)
+
+
+def _many(
+    name: str,
+    help: str,
+    flag: str,
+    param: str,
+    *,
+    max_chars: int = MAX_VALUE_CHARS,
+    metavar: str | None = None,
+) -> Option:
+    return Option(
+        name,
+        "text",
+        (),
+        help,
+        flag=flag,
+        param=param,
+        many=True,
+        max_chars=max_chars,
+        max_items=MAX_OPTION_VALUES,
+        metavar=metavar,
+    )
+
+
+#: Every search option, in the order the CLI's help lists them.
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "all_collections",
+        "bool",
+        False,
+        "Search every collection of the store.",
+        flag="--all-collections",
+    ),
+    Option(
+        "mode",
+        "choice",
+        "hybrid",
+        "Dense (meaning), keyword (BM25) or both fused.",
+        flag="--mode",
+        choices=("hybrid", "dense", "keyword"),
+    ),
+    Option("k", "int", 10, "Number of hits.", flag="--k", low=1, high=MAX_K),
+    _many("sources", "Only this source (repeatable: any).", "--source", "source"),
+    _many(
+        "where",
+        "Metadata equality, typed like YAML (repeatable: all). Quote to force text.",
+        "--where",
+        "where",
+        metavar="KEY=VALUE",
+    ),
+    Option(
+        "where_json",
+        "json",
+        None,
+        'A Chroma where filter, e.g. \'{"year": {"$gte": 2020}}\'.',
+        flag="--where-json",
+        max_chars=MAX_WHERE_JSON_CHARS,
+        metavar="JSON",
+    ),
+    _many("tags", "Front-matter tag (repeatable).", "--tag", "tag"),
+    Option(
+        "tags_all",
+        "bool",
+        False,
+        "Whether every --tag or any of them must be present.",
+        flag="--tags-all",
+        negative="--tags-any",
+    ),
+    _text(
+        "after",
+        "Front-matter date on or after DATE.",
+        "--after",
+        max_chars=MAX_DATE_CHARS,
+        metavar="DATE",
+    ),
+    _text(
+        "before",
+        "Front-matter date before DATE.",
+        "--before",
+        max_chars=MAX_DATE_CHARS,
+        metavar="DATE",
+    ),
+    _many(
+        "date_fields",
+        "Front-matter date key(s) for --after/--before/--sort date "
+        "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
+        "--date-field",
+        "date_field",
+    ),
+    _many(
+        "paths",
+        "Only paths matching this git-wildmatch pattern (repeatable: any).",
+        "--path",
+        "path",
+        metavar="GLOB",
+    ),
+    _many(
+        "phrases",
+        "Only chunks containing these words in this order (case-blind).",
+        "--phrase",
+        "phrase",
+    ),
+    _many(
+        "matches",
+        "Only chunks whose metadata FIELD contains SUBSTRING (case-blind).",
+        "--match",
+        "match",
+        metavar="FIELD=SUBSTRING",
+    ),
+    _many(
+        "links_to",
+        "Only chunks linking to this URL (or under it), path or note title (repeatable: all).",
+        "--links-to",
+        "links_to",
+        max_chars=MAX_TARGET_CHARS,
+        metavar="TARGET",
+    ),
+    # --collection is also the collection setting: `cli.common.store_options` declares it.
+    _many("collections", "Only these collections (repeatable).", "--collection", "collection"),
+    Option(
+        "per_doc",
+        "bool",
+        False,
+        "Best chunk per document; the rest collapsed.",
+        flag="--per-doc",
+    ),
+    Option(
+        "min_score",
+        "float",
+        None,
+        "Only hits whose relevance (0-1, shown with each hit) is at least X.",
+        flag="--min-score",
+        low=0,
+        high=1,
+        metavar="X",
+    ),
+    Option(
+        "sort",
+        "choice",
+        "rank",
+        "Order of the top k: by rank, or newest first.",
+        flag="--sort",
+        choices=("rank", "date"),
+    ),
+    _text(
+        "group_by",
+        "Group the hits by a metadata field.",
+        "--group-by",
+        max_chars=MAX_FIELD_CHARS,
+        metavar="FIELD",
+    ),
+    # true by default: the CLI's flag is the negative one (`--rerank FOLDER` is the setting).
+    Option(
+        "rerank",
+        "bool",
+        True,
+        "Do not rerank even if a model is configured.",
+        flag=None,
+        negative="--no-rerank",
+    ),
+)
+
+#: The options by name (`Option.name`).
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+
+
+def option(name: str) -> Option:
+    """The option of this name (`KeyError` for none)."""
+    return BY_NAME[name]
+
+
+def spelled(name: str, spelling: str) -> str:
+    """How a caller of `spelling` ("cli", "query", "json") writes the option `name`; a name
+    that is no option is returned as it is."""
+    found = BY_NAME.get(name)
+    return found.spelled(spelling) if found is not None else name
+
+
+def cli_flags() -> Iterator[tuple[str, Option, bool]]:
+    """(flag, option, takes a value) of every CLI flag: a bool's flag and its negative take
+    none (the flag means true, the negative false)."""
+    for opt in OPTIONS:
+        if opt.flag:
+            yield opt.flag, opt, opt.kind != "bool"
+        if opt.negative:
+            yield opt.negative, opt, False
+
+
+__all__ = [
+    "BY_NAME",
+    "KINDS",
+    "MAX_K",
+    "MAX_OPTION_VALUES",
+    "MAX_VALUE_CHARS",
+    "MAX_WHERE_JSON_CHARS",
+    "OPTIONS",
+    "SPELLINGS",
+    "Option",
+    "cli_flags",
+    "option",
+    "spelled",
+]

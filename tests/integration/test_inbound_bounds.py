@@ -1,0 +1,132 @@
+"""Inbound connections to a real server (uvicorn on a loopback port, the guarded protocol of
+`rest.connections`): connections that never finish their headers are closed at the header
+deadline while normal requests keep working, and a client that drops `/ask/stream`
+mid-answer cancels the model's stream (docs/reliability.md, "Inbound connections")."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chromasync import api, rest
+from chromasync.config.settings import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.owner.service import Service
+from chromasync.rest import connections
+from tests.chat_server import ChatServer, Reply
+from tests.integration.test_ask import QUESTION, with_llm
+
+
+@pytest.fixture
+def service(notes: Path, settings: Settings, embedder: HashEmbedder) -> Iterator[Service]:
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    with Service(settings, "serve", embedder=embedder) as svc:
+        yield svc
+
+
+@pytest.fixture
+def served(service: Service, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """The REST app on a loopback port, with a 1 s header deadline."""
+    monkeypatch.setattr(connections, "HEADER_TIMEOUT_S", 1.0)
+    listener = rest.bind_tcp("127.0.0.1", 0)
+    port = int(listener.getsockname()[1])
+    server = rest.BackgroundServer(rest.create_app(service), [listener])
+    server.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    yield port
+    server.stop()
+
+
+def _closed(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return True
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_connections_that_never_finish_their_headers_are_closed(served: int) -> None:
+    """300 connections send half a request head and wait: normal requests are answered
+    meanwhile, and every one of the 300 is closed by the deadline (none was, before)."""
+    slow = []
+    for _ in range(300):
+        sock = socket.create_connection(("127.0.0.1", served))
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        slow.append(sock)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
+            for _ in range(5):
+                assert client.get("/health").status_code == 200
+        started = time.monotonic()
+        closed = sum(_closed(sock, max(0.1, 4.0 - (time.monotonic() - started))) for sock in slow)
+        assert closed == 300
+        with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
+            assert client.get("/health").status_code == 200
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_many_concurrent_requests_from_one_client_all_succeed(served: int) -> None:
+    """The per-client limit counts only connections waiting for their head: 200 requests
+    at once from one address are all answered."""
+    results: list[int] = []
+
+    def one() -> None:
+        with httpx.Client(timeout=30) as client:
+            results.append(client.get(f"http://127.0.0.1:{served}/health").status_code)
+
+    threads = [threading.Thread(target=one) for _ in range(200)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == [200] * 200
+
+
+def test_a_dropped_ask_stream_cancels_the_model_stream(served: int, service: Service) -> None:
+    """24 clients each read the first token of `/ask/stream` and hang up: every model
+    stream is closed soon after (each ran its whole 20 s course before), and no thread is
+    left behind."""
+    with ChatServer() as chat:
+        with_llm(service, chat)
+        chat.default = Reply(" ".join(["word"] * 400), chunk_delay=0.05)
+        body = json.dumps({"question": QUESTION, "k": 3}).encode()
+        head = (
+            "POST /ask/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        threads_before = threading.active_count()
+        for _ in range(24):
+            with socket.create_connection(("127.0.0.1", served), timeout=30) as sock:
+                sock.sendall(head + body)
+                seen = b""
+                while b"event: token" not in seen:
+                    data = sock.recv(65536)
+                    assert data, seen
+                    seen += data
+        deadline = time.monotonic() + 10
+        while chat.streaming and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert chat.streaming == 0
+        assert len(chat.requests) == 24
+        time.sleep(0.3)
+        assert threading.active_count() <= threads_before + 2

@@ -1,0 +1,248 @@
+"""Issue 29, "their files" and "their labels": the seeds' files as they are written.
+
+A sources map with its own front matter, quoted ISO dates, a fence with trailing blanks,
+Latin-1 text, `.mdown`/`.mkd`, an extensionless README, the same folder under two labels,
+and a mistyped `--source`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from chromasync import api
+from chromasync.cli.main import main
+from chromasync.config.settings import Settings
+from chromasync.errors import ConfigError, NotFound, SourceError
+
+from ..conftest import age_tree
+
+LATIN1 = (
+    "Le café de la gare était fermé ce matin; nous avons pris le thé à côté, près de "
+    "l'église. Ça coûte très cher à Noël, dit-elle, mais la qualité est là.\n"
+)
+
+
+def _paths(settings: Settings) -> dict[str, dict[str, object]]:
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    return {str(r.metadata["path"]): dict(r.metadata) for r in collection.iter_records()}
+
+
+def test_sources_map_front_matter_is_accepted_and_shown(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nhello\n")
+    sources = tmp_path / "content-sources.md"
+    sources.write_text(
+        "---   \n"  # a fence with trailing blanks opens the block too
+        "title: Content sources\n"
+        "date_created: 2025-01-10\n"
+        'date_modified: "2025-09-15T10:00:00Z"\n'
+        "schema_version: 1.2\n"
+        "content_sources:\n"
+        "  - label: notes\n"
+        "    path: notes\n"
+        "---\n# Curation notes\n"
+    )
+    runner = CliRunner()
+    flags = ["config", "show", "--sources-file", str(sources), "--data-dir", str(tmp_path / "d")]
+    result = runner.invoke(main, [*flags, "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["sources_file"]["about"] == {
+        "title": "Content sources",
+        "schema_version": "1.2",
+        "date_created": "2025-01-10",
+        "date_modified": "2025-09-15T10:00:00Z",  # as written
+    }
+    assert [s["label"] for s in shown["sources"]] == ["notes"]
+    plain = runner.invoke(main, flags)
+    assert plain.exit_code == 0 and "date_created: 2025-01-10" in plain.stdout
+    # an unknown key there stays an error, naming the key
+    sources.write_text("---\ndate_creatd: 2025-01-10\ncontent_sources: []\n---\n")
+    with pytest.raises(ConfigError, match="date_creatd"):
+        api.configure({}, {}, tmp_path, sources_file=sources)
+
+
+def _corpus(root: Path) -> None:
+    root.mkdir()
+    (root / "quoted.md").write_text(
+        '---\ntitle: Quoted\npublished_at: "2025-09-15"\n---\n# Quoted\n\nkestrel release\n'
+    )
+    (root / "stamped.md").write_text(
+        '---\ntitle: Stamped\ndate: "2024-03-01T08:30:00Z"\n---\n# Stamped\n\nkestrel memo\n'
+    )
+    (root / "old.md").write_text("---\ndate: 2023-01-01\n---\n# Old\n\nkestrel archive\n")
+    (root / "vague.md").write_text('---\ndate: "last tuesday"\n---\n# Vague\n\nkestrel note\n')
+    (root / "spaced.md").write_text("---  \t\nowner: ops\n---\n# Spaced\n\nkestrel fence\n")
+    (root / "latin.txt").write_bytes(LATIN1.encode("latin-1"))
+    (root / "notes.mdown").write_text("# Mdown\n\nkestrel mdown\n")
+    (root / "notes.mkd").write_text("# Mkd\n\nkestrel mkd\n")
+    (root / "README").write_text("Kestrel project readme\n")
+    (root / "LICENSE").write_text("MIT License, kestrel\n")
+    (root / "Makefile").write_text("all:\n\techo kestrel\n")  # not a text name: still skipped
+    age_tree(root)
+
+
+def test_their_files_are_read(tmp_path: Path, settings: Settings) -> None:
+    root = tmp_path / "seed"
+    _corpus(root)
+    # by default a file that is not UTF-8 is a counted skip (the nasty corpus's promise: no
+    # guessed text); a source that says `encoding: detect` reads it in the detected charset
+    [plain] = api.ingest([api.source_for(root, "seed")], settings)
+    assert plain.files_skipped == {"undecodable": 1, "unsupported-extension": 1}
+    assert "latin.txt" not in _paths(settings)
+    [summary] = api.ingest([api.source_for(root, "seed", encoding="detect")], settings)
+    assert summary.files_new == 1  # the remembered `undecodable` skip is read again
+    stored = _paths(settings)
+    assert set(stored) == {
+        "quoted.md",
+        "stamped.md",
+        "old.md",
+        "vague.md",
+        "spaced.md",
+        "latin.txt",
+        "notes.mdown",
+        "notes.mkd",
+        "README",
+        "LICENSE",
+    }
+    assert summary.files_skipped == {"unsupported-extension": 1}  # Makefile
+    # quoted ISO dates are dates, as unquoted ones are
+    assert stored["quoted.md"]["published_at"] == "2025-09-15"
+    assert stored["quoted.md"]["published_at_ts"] == 1757894400
+    assert stored["stamped.md"]["date_ts"] == 1709281800
+    # an unreadable date field: indexed all the same, one counted warning
+    assert "date_ts" not in stored["vague.md"]
+    assert plain.warnings == {"date-unreadable": 1}  # counted on the run that reads it
+    assert plain.as_json()["warnings"] == {"date-unreadable": 1}
+    # a fence with trailing blanks is front matter, not text
+    assert stored["spaced.md"]["owner"] == "ops"
+    assert stored["notes.mdown"]["heading"] == "Mdown"
+    assert stored["notes.mkd"]["heading"] == "Mkd"
+    assert stored["README"]["source_kind"] == "notes"
+    hits = api.search("église Noël", settings, k=3, mode="keyword")
+    assert hits and hits[0].path == "latin.txt" and "église" in hits[0].text
+    # --after and --sort date see the quoted dates
+    after = api.retrieve(
+        api.SearchRequest(
+            "kestrel",
+            mode="keyword",
+            k=10,
+            filters=api.Filters(after=1704067200, date_fields=("date", "published_at")),
+        ),
+        settings,
+    )
+    assert {h.path for h in after.hits} == {"quoted.md", "stamped.md"}
+    dated = api.retrieve(
+        api.SearchRequest(
+            "kestrel",
+            mode="keyword",
+            k=10,
+            sort="date",
+            filters=api.Filters(date_fields=("date", "published_at")),
+        ),
+        settings,
+    )
+    assert [h.path for h in dated.hits][:3] == ["quoted.md", "stamped.md", "old.md"]
+
+
+RUSSIAN = "Привет, как дела? Это текст на русском языке.\n"
+JAPANESE = "これは日本語のテキストです。シフトJISでエンコードされています。東京は晴れです。\n"
+
+
+@pytest.mark.parametrize(
+    ("raw", "encoding", "text"),
+    [
+        (LATIN1.encode("latin-1"), "detect", LATIN1),
+        (RUSSIAN.encode("cp1251"), "cp1251", RUSSIAN),
+        (JAPANESE.encode("shift_jis"), "detect", JAPANESE),
+    ],
+)
+def test_a_source_encoding_reads_legacy_text(raw: bytes, encoding: str, text: str) -> None:
+    from chromasync.corpus.read import decode_text
+
+    refused = decode_text(raw)
+    assert not isinstance(refused, str) and refused.reason == "undecodable"
+    assert decode_text(raw, encoding) == text
+
+
+def test_detection_refuses_what_it_cannot_tell() -> None:
+    from chromasync.corpus.read import decode_text
+
+    for raw in (bytes(range(128, 256)) * 8, "x é\n".encode("latin-1")):
+        skip = decode_text(raw, "detect")
+        assert not isinstance(skip, str) and skip.reason == "undecodable", raw
+
+
+def test_unreadable_date_warning_in_cli_json(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    root = tmp_path / "seed"
+    _corpus(root)
+    result = CliRunner().invoke(main, ["ingest", str(root), "--json"], env=cli_env)
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert row["warnings"] == {"date-unreadable": 1}
+    plain = CliRunner().invoke(main, ["ingest", str(root), "--checksum"], env=cli_env)
+    assert "warned  date-unreadable 1" in plain.stdout
+
+
+def test_same_folder_under_a_second_label_is_refused(tmp_path: Path, settings: Settings) -> None:
+    root = tmp_path / "seed"
+    _corpus(root)
+    api.ingest([api.source_for(root, "reach")], settings)
+    with pytest.raises(SourceError, match="already indexed as source 'reach'"):
+        api.ingest([api.source_for(root, "reach-again")], settings)
+    # two labels over different files of one folder (a monorepo's parts) stay fine
+    mono = tmp_path / "mono"
+    (mono / "docs").mkdir(parents=True)
+    (mono / "src").mkdir()
+    (mono / "docs" / "a.md").write_text("# Docs\n\nhello\n")
+    (mono / "src" / "b.py").write_text("def b():\n    return 1\n")
+    age_tree(mono)
+    api.ingest([api.source_for(mono, "mono-docs", include=("docs/",))], settings)
+    api.ingest([api.source_for(mono, "mono-src", include=("src/",))], settings)
+
+
+def test_unknown_source_label_is_an_error(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    root = tmp_path / "reachedu"
+    _corpus(root)
+    runner = CliRunner()
+    assert runner.invoke(main, ["ingest", str(root)], env=cli_env).exit_code == 0
+    for command in (
+        ["search", "kestrel", "--source", "reachdeu", "--no-daemon"],
+        ["verify", "--source", "reachdeu"],
+    ):
+        result = runner.invoke(main, command, env=cli_env)
+        assert result.exit_code == 1, (command, result.output)
+        assert "did you mean 'reachedu'" in result.stderr, command
+    ok = runner.invoke(
+        main, ["search", "kestrel", "--source", "reachedu", "--no-daemon"], env=cli_env
+    )
+    assert ok.exit_code == 0 and "kestrel" in ok.stdout
+    with pytest.raises(NotFound, match="did you mean"):
+        settings = api.configure({"provider": "hash"}, cli_env)
+        api.retrieve(
+            api.SearchRequest("kestrel", filters=api.Filters(sources=("reachdeu",))), settings
+        )
+
+
+def test_ingest_once_hidden_and_encoding_flags(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    root = tmp_path / "flags"
+    (root / ".github").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / ".github" / "guide.md").write_text("# Guide\n\nhidden kestrel\n")
+    (root / ".git" / "HEAD.md").write_text("# never\n")
+    (root / "latin.txt").write_bytes(LATIN1.encode("latin-1"))
+    age_tree(root)
+    runner = CliRunner()
+    once = runner.invoke(main, ["ingest", "--once", str(root), "--json"], env=cli_env)
+    assert once.exit_code == 0, once.output  # the cron line's flag: one pass, the default
+    [row] = json.loads(once.stdout)
+    assert row["files_new"] == 0 and row["files_skipped"]["undecodable"] == 1
+    flags = ["ingest", str(root), "--include-hidden", "--encoding", "detect", "--json"]
+    [row] = json.loads(runner.invoke(main, flags, env=cli_env).stdout)
+    assert row["files_new"] == 2 and row["files_skipped"] == {"hidden": 1}
+    bad = runner.invoke(main, ["ingest", str(root), "--encoding", "klingon"], env=cli_env)
+    assert bad.exit_code == 2 and "not a known codec" in bad.stderr

@@ -1,0 +1,139 @@
+"""Extractive answers keep the block a sentence leads into, and never quote non-prose."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from chromasync.answer.blocks import Block, Prose, inline_text, segment
+from chromasync.answer.extractive import answer_extractive, split_sentences
+from chromasync.records import Hit
+
+FORMAT_PAGE = """---
+title: Format
+description: Returns a textual representation of the time.Time value.
+---
+
+Use the `time.Format` function with `time.Time` values:
+
+```go-html-template
+{{ $t := time.AsTime "2023-01-27" }}
+{{ $t.Format "2 Jan 2006" }} → 27 Jan 2023
+```
+
+> [!NOTE]
+> To [localize](g) the return value, use the [`time.Format`][] function instead.
+
+{{% include "/_common/time-layout-string.md" %}}
+
+https://pkg.go.dev/time#pkg-constants
+
+Format string|Result
+:--|:--
+`Monday, January 2, 2006`|`Friday, January 27, 2023`
+
+Read the [Go documentation][] for the layout string of a date.
+
+[Go documentation]: https://pkg.go.dev/time#pkg-constants
+[`time.Format`]: /functions/time/format/
+"""
+
+
+def hit(text: str, rid: str = "format", start: int = 1, path: str = "time/Format.md") -> Hit:
+    end = start + text.count("\n")
+    return Hit(rid, path, "docs", "Format", start, end, 0.9, text, "c", {})
+
+
+def test_segment_kinds_and_what_is_never_prose() -> None:
+    parts = segment(FORMAT_PAGE)
+    kinds = [p.kind if isinstance(p, Block) else "prose" for p in parts]
+    assert kinds == ["prose", "code", "prose", "table", "prose"]
+    code = parts[1]
+    assert isinstance(code, Block) and code.lang == "go-html-template"
+    assert code.text.startswith("{{ $t := time.AsTime")
+    prose = " ".join(p.text for p in parts if isinstance(p, Prose))
+    for never in ("title:", "[!NOTE]", "{{%", "https://", "[Go documentation]:", "/functions/"):
+        assert never not in prose
+
+
+def test_code_shortcode_is_code_and_hugo_tables_are_tables() -> None:
+    text = (
+        "Given this front matter:\n\n{{< code-toggle fm=true >}}\ntitle = 'About'\n"
+        '{{< /code-toggle >}}\n\nOr in Go:\n\n{{< code lang="go" >}}\nx := 1\n{{< /code >}}\n'
+    )
+    blocks = [p for p in segment(text) if isinstance(p, Block)]
+    assert [(b.kind, b.lang, b.text) for b in blocks] == [
+        ("code", "toml", "title = 'About'"),
+        ("code", "go", "x := 1"),
+    ]
+
+
+def test_inline_links_become_their_words() -> None:
+    assert inline_text("Use [`humanize`][] or [the docs](https://x.org/a) and [term](g).") == (
+        "Use `humanize` or the docs and term."
+    )
+
+
+def test_the_answer_keeps_the_code_a_sentence_leads_into() -> None:
+    answer = answer_extractive("how do I format a date in a template?", [hit(FORMAT_PAGE)])
+    kinds = [p.kind for p in answer.parts]
+    assert "code" in kinds
+    [code] = [p for p in answer.parts if p.kind == "code"]
+    assert code.lang == "go-html-template" and code.n == 1
+    assert "```go-html-template\n{{ $t := time.AsTime" in answer.text
+    lead = answer.text.split("```")[0]
+    assert lead.rstrip().endswith("values: [1]")
+    # the citation covers the sentence and its code (lines 6 to 11 of the file)
+    [citation] = answer.citations
+    assert (citation.start_line, citation.end_line)[0] <= 6 and citation.end_line >= 11
+    for never in ("[Go documentation]:", "https://", "{{%", "[!NOTE]", "title:"):
+        assert never not in answer.text
+    assert answer.as_json()["parts"][1]["kind"] == "code"  # type: ignore[index]
+
+
+def test_a_colon_with_nothing_after_it_is_not_a_sentence() -> None:
+    text = "Place this in your baseof.html template:\n\n{{< new-in 0.1 >}}\n\nThe site has a home."
+    sentences = [s.text for s in split_sentences(hit(text), 0)]
+    assert sentences == ["The site has a home."]
+
+
+def test_a_carried_list_is_quoted_once() -> None:
+    text = "Escapes five characters with entities:\n\n- `&` becomes `&amp;`\n- `<` becomes `&lt;`\n"
+    answer = answer_extractive("escape characters entities", [hit(text)])
+    assert [p.kind for p in answer.parts] == ["prose", "list"]
+    assert answer.text.count("&amp;") == 1
+
+
+def test_example_shown_first_on_a_reference_page() -> None:
+    text = (
+        "```go-template\n{{ math.Sqrt 81 }} → 9\n```\n\n"
+        "The math.Sqrt function returns the square root of the given number."
+    )
+    answer = answer_extractive("square root of a number", [hit(text, path="math/Sqrt.md")])
+    assert [p.kind for p in answer.parts] == ["prose", "code"]
+    assert "{{ math.Sqrt 81 }}" in answer.text
+
+
+def test_unrelated_code_after_prose_is_not_an_example() -> None:
+    text = (
+        "Hugo ships as one binary for every platform.\n\n```sh\nsudo mv hugo /usr/local/bin/\n```"
+        "\n\nYou can also install Hugo with Snap."
+    )
+    answer = answer_extractive("Snap package", [hit(text)])
+    assert [p.kind for p in answer.parts] == ["prose"]
+
+
+@pytest.mark.parametrize("unit", [FORMAT_PAGE, "A sentence of prose here.\n\n```\ncode\n```\n"])
+def test_segment_is_linear(unit: str) -> None:
+    def run(n: int) -> float:
+        text = unit * n
+        began = time.perf_counter()
+        segment(text)
+        return time.perf_counter() - began
+
+    base = 200_000 // len(unit)  # about 200 KB of text, then twice that
+    run(base // 8)
+    small = min(run(base) for _ in range(5))
+    large = min(run(2 * base) for _ in range(5))
+    assert large / small < 3.5

@@ -1,0 +1,74 @@
+"""Every citation supports its sentence: the check after generation (answer/support.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from chromasync.answer.support import check_support
+from chromasync.records import Hit
+
+
+def hit(rid: str, text: str) -> Hit:
+    return Hit(rid, f"docs/{rid}.md", "docs", rid, 1, 1, 1.0, text, "c", {})
+
+
+SOURCES = [
+    hit("bridge", "The Old Mill bridge was built in 1923 from local granite by the Ward family."),
+    hit("river", "The river floods in spring; the mill's wheel turned until the 1960s."),
+    hit("museum", "The museum opened in the old granary and shows the Ward family's tools."),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "dropped"),
+    [
+        # right source: kept
+        ("The bridge was built in 1923 from local granite [1].", "[1]", []),
+        # the year is not in source 2 (a swapped citation on the same topic): dropped
+        ("The bridge was built in 1923 from local granite [2].", "granite.", [2]),
+        # the claim's words are in source 3, not in source 1
+        ("The museum in the old granary shows the family's tools [1].", "tools.", [1]),
+        # a figure the cited source lacks caps its support
+        ("The Old Mill bridge was built in 1931 from local granite [1].", "granite.", [1]),
+        # one marker naming two sources: the unsupported one goes, the other stays
+        ("The museum opened in the old granary [1, 3].", "granary [3].", [1]),
+        # too short to judge: left as cited
+        ("Done [2].", "Done [2].", []),
+        # a number naming no source is left to check_citations
+        ("The bridge was built in 1923 from granite [9].", "[9]", []),
+    ],
+)
+def test_planted_and_correct_citations(text: str, kept: str, dropped: list[int]) -> None:
+    checked = check_support(text, SOURCES)
+    assert kept in checked.text
+    assert [d.n for d in checked.unsupported] == dropped
+
+
+def test_clause_level_claims() -> None:
+    text = (
+        "The bridge was built in 1923 from local granite [1], and the museum shows "
+        "the Ward family's old tools [3]."
+    )
+    checked = check_support(text, SOURCES)
+    assert checked.unsupported == () and checked.text == text
+
+
+def test_no_sources_or_no_markers_change_nothing() -> None:
+    assert check_support("Plain text.", SOURCES).text == "Plain text."
+    assert check_support("Cited [1].", []).unsupported == ()
+
+
+def test_linear_in_the_answer() -> None:
+    sentence = "The bridge was built in 1923 from local granite [1]. "
+
+    def run(n: int) -> float:
+        began = time.perf_counter()
+        check_support(sentence * n, SOURCES)
+        return time.perf_counter() - began
+
+    run(20)
+    small = min(run(200) for _ in range(5))
+    large = min(run(400) for _ in range(5))
+    assert large / small < 3.5
