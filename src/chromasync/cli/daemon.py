@@ -8,6 +8,7 @@ Besides the REST API it serves two routes of its own on its socket (`daemon_rout
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -158,7 +159,11 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
 
     rest = _import_rest()
     key = daemons.settings_key(settings)
-    with Service(settings, daemons.ROLE, reader=True, key=key) as service:
+    with (
+        rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too
+        contextlib.suppress(KeyboardInterrupt),
+        Service(settings, daemons.ROLE, reader=True, key=key) as service,
+    ):
         assert service.socket is not None
         unix = rest.bind_unix(service.socket)
         activity = daemons.Activity()

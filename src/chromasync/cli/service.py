@@ -188,6 +188,8 @@ def serve(
         )
     with reported_errors():
         rest = _import_rest()
+    # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
+    with reported_errors(), rest.sigterm_interrupts(), contextlib.suppress(KeyboardInterrupt):
         owner = find_owner(settings.data_dir)
         if owner is not None and owner.role != DAEMON_ROLE:  # the daemon makes way (lock)
             raise LockError(

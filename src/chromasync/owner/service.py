@@ -112,6 +112,7 @@ class Service:
         self.sessions.close()
         if self.info is not None:
             clear_owner(self.settings.data_dir, self.info)
+            _remove_socket(self.info.socket)  # also when stopped before it served
             self.info = None
         self._lock.release()
 
@@ -389,6 +390,18 @@ def _iso(ns: int | None) -> str | None:
     if ns is None:
         return None
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="seconds")
+
+
+def _remove_socket(path: str) -> None:
+    """Remove this owner's Unix socket (it held the lock: nobody else's is there)."""
+    import os
+    import stat
+
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass  # gone already (the server removed it)
 
 
 __all__ = ["Service"]
