@@ -27,14 +27,18 @@ from typing import Any
 
 from bench_corpus import markdown_files
 
+from chromasync.embed import Embedder
+
 COLLECTION = "bench"
 CHUNK_TOKENS = 254  # MiniLM's 256 positions less [CLS] and [SEP]; chromasync's budget too
 TOOLS = ("chromasync", "naive", "langchain", "langchain-full", "llamaindex")
 PEERS = ("langchain", "langchain-full", "llamaindex")
 
 
-class Counting:
+class Counting(Embedder):
     """A chromasync `Embedder` around another one, counting texts and timing the model."""
+
+    model_id: str = ""  # the wrapped one's
 
     def __init__(self, inner: Any) -> None:
         from chromasync.embed.tokens import default_token_meter
@@ -44,8 +48,6 @@ class Counting:
         self.model_id = inner.model_id
         self.max_tokens = inner.max_tokens
         self.batch_size = inner.batch_size
-        #: a model on this machine's cores: chromasync then plans in one process (`ahead`)
-        self.uses_local_cores = bool(getattr(inner, "uses_local_cores", False))
         self.texts = 0
         self.tokens = 0  # word pieces the model sees: [CLS] + text + [SEP], cut at 256
         self.calls = 0
@@ -61,6 +63,11 @@ class Counting:
     def tokenizer_path(self) -> str | None:
         path = self.inner.tokenizer_path
         return str(path) if path else None
+
+    @property
+    def uses_local_cores(self) -> bool:
+        """A model on this machine's cores: chromasync then plans in one process (`ahead`)."""
+        return bool(self.inner.uses_local_cores)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from chromasync import api  # noqa: E402
 from chromasync.answer.ask import answer_question  # noqa: E402
-from chromasync.answer.blocks import Block, segment  # noqa: E402
+from chromasync.chunk.blocks import Block, segment  # noqa: E402
 
 FOLDERS = ("functions", "methods")
 VERBS = {"Returns": "get", "Reports": "check", "Use": "use", "Is": "check if it is"}

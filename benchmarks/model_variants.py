@@ -19,12 +19,13 @@ import os
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from chromasync import api
+from chromasync.embed import Embedder
 from chromasync.embed.local import LocalEmbedder
 
 SCIFACT = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "scifact"
@@ -119,10 +120,13 @@ def int8_variant(work: Path, name: str, **kwargs: Any) -> LocalEmbedder:
     return _session(model, target)
 
 
-class SentenceTransformers:
+class SentenceTransformers(Embedder):
     """sentence-transformers, torch fp32, batch 32: the peers' way to run the model."""
 
     name = "st"
+    model_id: str = ""  # the wrapped model's, set below
+    dimension: int = 0
+    tokenizer_path: str | None = None
 
     def __init__(self) -> None:
         self.inner = LocalEmbedder(backend="torch", variant="fp32")
@@ -132,7 +136,7 @@ class SentenceTransformers:
         self.dimension = self.inner.dimension
         self.tokenizer_path = self.inner.tokenizer_path
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         model = self.inner._load_torch("cpu")
         vectors = model.encode(list(texts), batch_size=32, normalize_embeddings=True)
         return [v.tolist() for v in vectors]
@@ -157,7 +161,7 @@ class TorchInt8(SentenceTransformers):
             model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
         )
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self.quantized.encode(list(texts), batch_size=32, normalize_embeddings=True)
         return [v.tolist() for v in vectors]
 
@@ -188,8 +192,8 @@ class TracedBf16(SentenceTransformers):
             out = self.traced(*(torch.from_numpy(a) for a in (ids, mask, types)))
         return out.float().numpy()
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.tokens._embed_batched(texts, self._run)
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.tokens._embed_batched(list(texts), self._run)
 
 
 CANDIDATES = [

@@ -312,7 +312,7 @@ class NatsServer:
     same across `stop()` and `start()`, so a client can reconnect to it, and so does the
     JetStream store (what was published survives a restart)."""
 
-    def __init__(self, folder: Path, conf: str = "") -> None:
+    def __init__(self, folder: Path, conf: str = "", jetstream: bool = True) -> None:
         binary = nats_server_bin()
         if binary is None:
             raise RuntimeError("nats-server is not installed (apt-get install nats-server)")
@@ -324,15 +324,15 @@ class NatsServer:
         self.log = folder / f"nats-{self.port}.log"
         self.config = folder / "nats.conf"
         store = json.dumps(str(folder / "js"))
-        self.config.write_text(
-            f"listen: 127.0.0.1:{self.port}\njetstream {{ store_dir: {store} }}\n{conf}\n"
-        )
+        js = f"jetstream {{ store_dir: {store} }}\n" if jetstream else ""
+        self.config.write_text(f"listen: 127.0.0.1:{self.port}\n{js}{conf}\n")
+        self.jetstream = jetstream
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30.0) -> NatsServer:
         with self.log.open("ab") as log:
             self._proc = subprocess.Popen(
-                [self.binary, "-js", "-c", str(self.config)],
+                [self.binary, *(["-js"] if self.jetstream else []), "-c", str(self.config)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

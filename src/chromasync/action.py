@@ -7,10 +7,17 @@ Identity comes from the workflow: the namespace (source label) is
 `indexed_commit_sha=$GITHUB_SHA`. The tree is `$GITHUB_WORKSPACE` (or `INPUT_PATH` below
 it). The action's inputs arrive as `INPUT_*` variables: `INPUT_PATH`, `INPUT_KIND`,
 `INPUT_COLLECTION`, `INPUT_CHROMA_URL`, `INPUT_TENANT`, `INPUT_DATABASE`,
-`INPUT_PROVIDER`, `INPUT_MODEL`, `INPUT_EXCLUDE` (patterns, one per line); the token comes
-from `CHROMASYNC_CHROMA_TOKEN` only. The run's figures are written to `$GITHUB_OUTPUT`
-(`files_seen`, `files_new`, ..., `chunks_embedded`, `embed_ms`) and a table to
-`$GITHUB_STEP_SUMMARY`.
+`INPUT_PROVIDER`, `INPUT_MODEL`, `INPUT_EXCLUDE` and `INPUT_INCLUDE_PATHS` (patterns, one
+per line), `INPUT_CONFIG_FILE` (a chromasync.yaml for the settings, relative to the
+workspace), `INPUT_INCLUDE_EXTENSIONS` / `INPUT_EXCLUDE_EXTENSIONS` (comma- or
+line-separated), `INPUT_CHUNK_SIZE`, `INPUT_CHUNK_OVERLAP` (only 0: chromasync overlaps
+chunks only inside a subdivided unit), `INPUT_BATCH_SIZE`, `INPUT_DRY_RUN`,
+`INPUT_EMBEDDING_API_URL` and `INPUT_EMBEDDING_MODEL` (the `openai` provider unless
+`INPUT_PROVIDER` names another); the tokens come from `CHROMASYNC_CHROMA_TOKEN` and
+`CHROMASYNC_EMBEDDING_API_KEY` only. The run's figures are written to `$GITHUB_OUTPUT`
+(`files_seen`, `files_new`, ..., `chunks_embedded`, `embed_ms`; `namespace_id`,
+`files_eligible`, `binary_skipped`, `chunks_unchanged`, `dry_run`, and `summary_json`,
+the run's `ingest --json` row on one line) and a table to `$GITHUB_STEP_SUMMARY`.
 
 A runner starts with no local state: the first ingest of a run rebuilds its manifest from
 the collection (no embedding), then reads every file once and embeds only what changed.
@@ -22,6 +29,7 @@ Exit codes: 0 done, 1 the sync failed, 2 the workflow is misconfigured.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -36,6 +44,27 @@ from .records import SUMMARY_COUNTS, IngestSummary, SourceSpec
 def _input(environ: Mapping[str, str], name: str) -> str | None:
     value = environ.get(f"INPUT_{name.upper().replace('-', '_')}", "").strip()
     return value or None
+
+
+def _number(environ: Mapping[str, str], name: str, low: int) -> int | None:
+    text = _input(environ, name)
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) < low:
+        raise ConfigError(f"input {name}: {text!r} is not a whole number of at least {low}")
+    return int(text)
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    text = (_input(environ, name) or "false").lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"input {name}: {text!r} is neither true nor false")
+    return text == "true"
+
+
+def _items(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
+    text = (_input(environ, name) or "").replace(",", "\n")
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
 def action_settings(environ: Mapping[str, str]) -> tuple[api.Settings, SourceSpec, str]:
@@ -58,34 +87,69 @@ def action_settings(environ: Mapping[str, str]) -> tuple[api.Settings, SourceSpe
         )
     workspace = Path(environ.get("GITHUB_WORKSPACE") or os.getcwd())
     root = workspace / (_input(environ, "path") or ".")
+    overlap = _number(environ, "chunk-overlap", 0)
+    if overlap:
+        raise ConfigError(
+            f"input chunk-overlap: {overlap}: chromasync does not overlap chunks (only the "
+            "pieces of one oversized unit overlap, see docs/how-it-works.md); leave it empty"
+        )
+    api_url = _input(environ, "embedding-api-url")
     flags = {
         "collection": _input(environ, "collection"),
         "chroma_url": _input(environ, "chroma-url"),
         "tenant": _input(environ, "tenant"),
         "database": _input(environ, "database"),
-        "provider": _input(environ, "provider"),
-        "model": _input(environ, "model"),
+        "provider": _input(environ, "provider") or ("openai" if api_url else None),
+        "model": _input(environ, "embedding-model") or _input(environ, "model"),
+        "embedding_url": api_url,
         "collections": "shared" if _input(environ, "collection") else None,
+        "chunk_max_tokens": _number(environ, "chunk-size", 9),
+        "batch_size": _number(environ, "batch-size", 1),
     }
-    settings = api.resolve_settings(flags, environ)
-    exclude = tuple(
-        line.strip() for line in (_input(environ, "exclude") or "").splitlines() if line.strip()
+    flags = {k: v for k, v in flags.items() if v is not None}
+    config = _input(environ, "config-file")
+    settings = api.configure(
+        flags, environ, workspace, config=workspace / config if config else None
+    )
+    from .cli.fileflags import file_fields
+
+    fields = file_fields(
+        {
+            "include": _items(environ, "include-paths"),
+            "exclude": tuple(
+                line.strip()
+                for line in (_input(environ, "exclude") or "").splitlines()
+                if line.strip()
+            ),
+            "include_extensions": _items(environ, "include-extensions"),
+            "exclude_extensions": _items(environ, "exclude-extensions"),
+        }
     )
     spec = api.source_for(
-        root,
-        f"{repository}@{branch}",
-        kind=_input(environ, "kind") or "repo",
-        exclude=exclude,
+        root, f"{repository}@{branch}", kind=_input(environ, "kind") or "repo", **fields
     )
     return settings, spec, sha
 
 
 def outputs(summary: IngestSummary) -> dict[str, str]:
+    """The step's outputs: every figure of the summary, and the repository indexer's names
+    for a few (`namespace_id`: the source; `files_eligible`: files seen and not skipped;
+    `binary_skipped`; `chunks_unchanged`: chunks this run did not write), the dry-run
+    flag, and the summary itself as one line of JSON (`summary_json`, the row that
+    `ingest --json` prints)."""
     figures = summary.as_json()
     out = {name: str(figures[name]) for name in SUMMARY_COUNTS}
-    out["files_skipped"] = str(sum(summary.files_skipped.values()))
+    skipped = sum(summary.files_skipped.values())
+    out["files_skipped"] = str(skipped)
     out["source"] = summary.source
+    out["namespace_id"] = summary.source
     out["collection"] = summary.collection
+    out["files_eligible"] = str(max(summary.files_seen - skipped, 0))
+    out["binary_skipped"] = str(summary.files_skipped.get("binary", 0))
+    written = summary.chunks_embedded + summary.chunks_reused
+    out["chunks_unchanged"] = str(max(summary.chunks_total - written, 0))
+    out["dry_run"] = "true" if summary.dry_run else "false"
+    out["summary_json"] = json.dumps(figures, sort_keys=True, separators=(",", ":"))
     return out
 
 
@@ -99,7 +163,11 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     try:
         settings, spec, sha = action_settings(environ)
-        options = api.default_options(settings, extra_metadata={"indexed_commit_sha": sha})
+        options = api.default_options(
+            settings,
+            extra_metadata={"indexed_commit_sha": sha},
+            dry_run=_flag(environ, "dry-run"),
+        )
         [summary] = api.ingest([spec], settings, options, environ=environ, wait=True)
     except ChromasyncError as exc:
         print(f"::error title=chromasync::{exc}", file=sys.stderr)

@@ -31,6 +31,7 @@ from .config.sources import (
 )
 from .datadir import CACHE_FILE as CACHE_FILE
 from .embed import Embedder as Embedder
+from .embed import embedder_for as make_embedder_for
 from .records import Hit as Hit
 from .records import IngestSummary as IngestSummary
 from .records import SourceSpec as SourceSpec
@@ -45,7 +46,6 @@ from .retrieve.access import (
     get_json,
     multi_get_json,
     read_indexed_file,
-    select_known,
 )
 from .retrieve.evaluate import EvalQuery
 from .retrieve.links import LinksReport
@@ -66,15 +66,16 @@ from .retrieve.session import (
 from .retrieve.session import open_retriever as open_retriever
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from .store.target import open_store_for as open_store
 from .sync.checks import verify
 from .sync.ingest import IngestOptions
 from .sync.ingest import Progress as Progress
 from .sync.jobs import (
+    ConfiguredSources,
+    KnownSources,
     configured_jobs,
     default_options,
     ingest,
-    ingest_configured,
-    ingest_known,
     known_specs,
 )
 from .sync.registry import (
@@ -89,10 +90,9 @@ from .sync.registry import (
     list_sources,
     remove_source,
     reset_collections,
+    select_known,
     status,
 )
-from .sync.registry import embedder_for as make_embedder_for
-from .sync.registry import open_store_for as open_store
 from .sync.verify import SourceCheck as SourceCheck
 
 if TYPE_CHECKING:
@@ -149,6 +149,7 @@ def snippet(
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MODES",
+    "ConfiguredSources",
     "DiscoverResult",
     "EvalQuery",
     "EvalReport",
@@ -157,6 +158,7 @@ __all__ = [
     "Filters",
     "Fusion",
     "IngestOptions",
+    "KnownSources",
     "LinksReport",
     "RemovedSource",
     "SearchArgs",
@@ -192,8 +194,6 @@ __all__ = [
     "health",
     "highlight",
     "ingest",
-    "ingest_configured",
-    "ingest_known",
     "known_specs",
     "links",
     "list_sources",

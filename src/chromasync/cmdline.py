@@ -107,6 +107,15 @@ INGEST: dict[str, Option] = _table(
                 "--chroma-url",
                 "--tenant",
                 "--database",
+                # the repository indexer's flags (issue 29): settings of the walk and writes
+                "--include-extension",
+                "--exclude-extension",
+                "--encoding",
+                "--chunk-size",
+                "--batch-size",
+                "--retry-attempts",
+                "--identity",
+                "--commit-sha",
             )
         ),
         _settings(True, "--source", "-s"),
@@ -119,9 +128,15 @@ INGEST: dict[str, Option] = _table(
 )
 
 
-#: Search options the keyword fast path's snapshot cannot answer (by `retrieve.options`
-#: name): the daemon or the CLI does.
-_NOT_KEYWORD = frozenset({"links_to", "min_score", "group_by"})
+#: Search options the keyword fast path's snapshot answers (by `retrieve.options` name: what
+#: `retrieve.quick` records); any other, and any option added later, the daemon or the CLI.
+_KEYWORD = frozenset(
+    {
+        *("all_collections", "mode", "k", "sources", "where", "where_json", "tags"),
+        *("tags_all", "after", "before", "date_fields", "paths", "phrases", "matches"),
+        *("collections", "per_doc", "sort", "rerank"),
+    }
+)
 
 
 def _requests() -> list[Option]:
@@ -132,7 +147,7 @@ def _requests() -> list[Option]:
 
     out = []
     for flag, declared, takes_value in cli_flags():
-        keyword = declared.name not in _NOT_KEYWORD
+        keyword = declared.name in _KEYWORD
         if takes_value:
             out.append(Option((flag,), True, REQUEST, declared.param, keyword))
         else:

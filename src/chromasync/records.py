@@ -7,7 +7,7 @@ stage boundary. Records that are persisted (manifest rows, chunk metadata) carry
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -21,6 +21,8 @@ Scalar: TypeAlias = str | int | float | bool
 #: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.
 MetaValue: TypeAlias = Scalar | list[str]
 Metadata: TypeAlias = Mapping[str, MetaValue]
+#: A long task's progress callback: (phase, done, total).
+Progress: TypeAlias = Callable[[str, int, int], None]
 
 #: `document`: a PDF, DOCX, PPTX or HTML file read into pages (`corpus.documents`); its
 #: `text` is the rendered Markdown-ish text, chunked as Markdown.

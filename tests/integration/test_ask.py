@@ -87,9 +87,12 @@ def test_cli_takes_the_search_filters(indexed: dict[str, str]) -> None:
 
 
 def test_cli_no_match_is_a_clear_answer(indexed: dict[str, str]) -> None:
-    code, out, err = run(["ask", QUESTION, "--source", "nowhere"], indexed)
+    code, out, err = run(["ask", QUESTION, "--where", "rating=99"], indexed)
     assert code == 0, err
     assert out.strip() == "No sources matched these filters."
+    # a label no source has is a typo, not an empty answer (issue 29)
+    code, out, err = run(["ask", QUESTION, "--source", "nots"], indexed)
+    assert code == 1 and "did you mean 'notes'" in err and out == ""
     code, out, _ = run(["ask", QUESTION, "--tag", "no-such-tag", "--json"], indexed)
     data = json.loads(out)
     assert code == 0 and data["flags"] == ["no-sources"] and data["citations"] == []

@@ -77,7 +77,9 @@ def test_search_group_by_and_sort(indexed: tuple[Path, dict[str, str]]) -> None:
     code, out, err = _run(["search", "the", "--per-doc", "--group-by", "source", "--k", "5"], env)
     assert code == 0, err
     assert "source: notes" in out
-    code, out, _ = _run(["search", "the", "--per-doc", "--sort", "date", "--json"], env)
+    code, out, _ = _run(
+        ["search", "the", "--per-doc", "--sort", "date", "--min-score", "0", "--json"], env
+    )
     paths = [h["path"] for h in json.loads(out)["hits"]]
     assert paths[0] == "journal/2026-05-01.md" and paths[-1] == "ideas.txt"
 

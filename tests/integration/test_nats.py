@@ -28,7 +28,7 @@ import pytest
 
 from chromasync.config.settings import Settings
 
-from ..conftest import REPO, oracle, snapshot
+from ..conftest import REPO, oracle, run_cli, snapshot
 from ..servers import NatsServer, nats_server_bin
 
 nats = pytest.importorskip("nats", reason="the nats extra is not installed (pip install nats-py)")
@@ -43,12 +43,13 @@ TIMEOUT = 60.0
 
 
 class NatsProcess:
-    """A `chromasync nats` subprocess whose stderr lines are collected as they come."""
+    """A `chromasync nats` (or another command's) subprocess whose stderr lines are
+    collected as they come."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], command: str = "nats") -> None:
         full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chromasync", "nats", *args],
+            [sys.executable, "-m", "chromasync", command, *args],
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
@@ -109,7 +110,7 @@ def server(tmp_path: Path) -> Iterator[NatsServer]:
 def start_nats(cli_env: dict[str, str]) -> Iterator[Callable[..., NatsProcess]]:
     started: list[NatsProcess] = []
 
-    def start(url: str, *args: str, **env: str) -> NatsProcess:
+    def start(url: str, *args: str, command: str = "nats", **env: str) -> NatsProcess:
         full = {
             **cli_env,
             "CHROMASYNC_API_TOKEN": "",
@@ -118,7 +119,7 @@ def start_nats(cli_env: dict[str, str]) -> Iterator[Callable[..., NatsProcess]]:
             "CHROMASYNC_NATS_ACK_WAIT_S": "3",
             **env,
         }
-        proc = NatsProcess(list(args), full)
+        proc = NatsProcess(list(args), full, command)
         started.append(proc)
         return proc
 
@@ -199,6 +200,7 @@ def test_events_make_the_collection_equal_the_files_on_disk(
     server: NatsServer,
     start_nats: Callable[..., NatsProcess],
     settings: Settings,
+    cli_env: dict[str, str],
 ) -> None:
     bridge = start_nats(server.url, str(notes))
     bridge.expect("connected to")
@@ -227,6 +229,14 @@ def test_events_make_the_collection_equal_the_files_on_disk(
     hits = request(server.url, {"client_id": "t", "query": "wombatquartz gasket", "top_k": 3})
     assert hits["hits"][0]["corpus_path"] == str(install)
     assert "wombatquartz" in hits["hits"][0]["chunk_text"]
+
+    # the lock rules of serve and watch: a second owner is refused, naming this one, and
+    # the other commands go through it
+    refused = run_cli(["watch", str(notes)], env=cli_env)
+    assert refused.returncode == 1 and "`chromasync nats` (pid" in refused.stderr
+    found = run_cli(["search", "wombatquartz gasket", "--json", "--k", "1"], env=cli_env)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["hits"][0]["path"] == "guides/install.md"
 
     # the same events again (a redelivery): nothing changes, nothing is embedded
     publish(server.url, added(fresh), ("corpus.removed", {"corpus_path": str(gone)}))
@@ -414,3 +424,55 @@ def test_credentials_come_from_settings_and_never_show(
         assert not any(secret in line for line in allowed.seen)
     finally:
         guarded.stop()
+
+
+@pytest.mark.slow
+def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
+    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess], cli_env: dict[str, str]
+) -> None:
+    first = run_cli(["ingest", str(notes)], env=cli_env)
+    assert first.returncode == 0, first.stderr
+    serving = start_nats(server.url, "--port", "0", "--nats", command="serve")
+    serving.expect("connected to")
+    serving.expect("chromasync serve: http://127.0.0.1:")
+    serving.expect("on NATS")  # the line goes on (wrapped at the console's width)
+    (notes / "served.md").write_text("# Served\n\nboth surfaces: servedword\n")
+    publish(server.url, added(notes / "served.md"))
+    serving.expect("synced notes")
+    hits = request(server.url, {"client_id": "t", "query": "servedword", "top_k": 1})
+    assert hits["hits"][0]["corpus_path"] == str(notes / "served.md")
+    found = run_cli(["search", "servedword", "--json", "--k", "1"], env=cli_env)
+    assert json.loads(found.stdout)["hits"][0]["path"] == "served.md"
+    assert serving.interrupt() == 0
+    assert any("chromasync nats: events_applied 1" in line for line in serving.seen)
+
+
+def test_a_server_without_jetstream_is_named_and_retried(
+    notes: Path, tmp_path: Path, start_nats: Callable[..., NatsProcess]
+) -> None:
+    bare = NatsServer(tmp_path / "bare", jetstream=False).start()
+    try:
+        bridge = start_nats(bare.url, str(notes))
+        line = bridge.expect("(attempt 2)")
+        assert "is JetStream on (nats-server -js)?" in line and "retrying in" in line
+        assert bridge.interrupt() == 0
+    finally:
+        bare.stop()
+
+
+def test_a_stream_that_holds_the_request_subjects_is_warned_of(
+    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess]
+) -> None:
+    async def wide_stream() -> None:
+        nc = await nats.connect(server.url)
+        try:
+            await nc.jetstream().add_stream(name="CORPUS", subjects=["corpus.>"])
+        finally:
+            await nc.close()
+
+    run(wide_stream())
+    bridge = start_nats(server.url, str(notes))
+    line = bridge.expect("warning: stream CORPUS also stores")
+    assert "corpus.retrieve.requested" in line and "corpus.ask.requested" in line
+    bridge.expect("connected to")
+    assert bridge.interrupt() == 0

@@ -153,9 +153,18 @@ FILTER_CASES: list[tuple[dict[str, Any], set[str]]] = [
     ({"phrases": ["pay for performance"]}, {"guides/grinder.md"}),
     ({"matches": ["url=EXAMPLE.ORG/grinders"]}, {"guides/grinder.md"}),
     ({"sources": ["notes"], "tags": ["baking"]}, {"guides/sourdough.md"}),
-    ({"sources": ["elsewhere"]}, set()),
     ({"paths": ["nowhere/*"]}, set()),
 ]
+
+
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_an_unknown_source_label_is_an_error(
+    shared: tuple[Path, Settings], embedder: HashEmbedder, mode: str
+) -> None:
+    """Not an empty result: a typo says so, with the closest label (issue 29)."""
+    _, settings = shared
+    with pytest.raises(NotFound, match=r"no source labelled 'elsewhere'.*known: notes"):
+        _search(settings, embedder, "espresso", mode=mode, k=50, sources=["elsewhere"])
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
@@ -253,7 +262,10 @@ def test_per_doc_sort_and_group(shared: tuple[Path, Settings], embedder: HashEmb
     for hit in result.hits:  # k covers every chunk: the others of each file are folded in
         assert hit.collapsed == int(hit.metadata["chunk_count"]) - 1
 
-    by_date = _search(settings, embedder, "the", mode="dense", k=10, per_doc=True, sort="date")
+    # date order covers the relevant candidates: with a floor of 0, every one of them
+    by_date = _search(
+        settings, embedder, "the", mode="dense", k=10, per_doc=True, sort="date", min_score=0.0
+    )
     assert [h.path for h in by_date.hits][:4] == [
         "journal/2026-05-01.md",
         "guides/grinder.md",  # published_at 2026-03-14

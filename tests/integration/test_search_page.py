@@ -178,3 +178,146 @@ def test_editor_links_on_the_page(
             assert viewer_link.get_attribute("href") == hrefs[0]
         finally:
             server.stop()
+
+
+DOCS = {
+    "time/format.md": """---
+title: Format
+---
+
+# time.Format
+
+Use the `time.Format` function with `time.Time` values:
+
+```go-html-template
+{{ $t := time.AsTime "2023-01-27" }}
+{{ $t.Format "2 Jan 2006" }} → 27 Jan 2023
+```
+
+Layout tokens for a date:
+
+- `2006` the year
+- `Jan` the month
+
+Read the [Go documentation](https://pkg.go.dev/time) or the [layout string][].
+
+Token|Result
+:--|:--
+`:date_medium`|`Jan 27, 2023`
+
+[layout string]: /functions/time/layout/
+""",
+    "notes/evil.md": """# A hostile note about date format
+
+<script>window.__pwned = 1</script>
+<img src="x" onerror="window.__pwned = 2">
+[click](javascript:window.__pwned=3) to format a date.
+""",
+    "notes/weather.md": (
+        "# Weather\n\nRain on Tuesday; the format of the forecast changed.\n\n"
+        "**Bold** and *light* notes.\n\n#### Outlook\n\nSun by Friday, in any format.\n"
+    ),
+    "notes/garden.md": "# Garden\n\nTomatoes, basil and beans grow by the wall in summer.\n",
+}
+
+
+@pytest.fixture
+def docs_url(tmp_path: Path, settings: Settings, embedder: HashEmbedder) -> Iterator[str]:
+    root = tmp_path / "docs"
+    for rel, text in DOCS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    api.ingest([api.source_for(root)], settings, embedder=embedder)
+    with Service(settings, "serve", embedder=embedder) as service:
+        listener = bind_tcp("127.0.0.1", 0)
+        port = listener.getsockname()[1]
+        server = BackgroundServer(create_app(service, token=TOKEN), [listener])
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            server.stop()
+
+
+def _search_json(url: str, query: str) -> dict[str, object]:
+    import httpx
+
+    reply = httpx.get(
+        url + "search",
+        params={"q": query, "k": "20"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
+    assert reply.status_code == 200, reply.text
+    return reply.json()  # type: ignore[no-any-return]
+
+
+def test_hits_and_answers_render_markdown_safely(
+    docs_url: str, page: object, tmp_path: Path
+) -> None:
+    """Hits show headings, code (monospace, with its language), lists, tables and links as
+    such; raw HTML from a note is text that never runs; the answer shows the quoted code;
+    the weaker-matches divider stands where the service's scale puts it."""
+    expect = sync_api.expect
+    page.goto(docs_url)  # type: ignore[attr-defined]
+    page.fill("#token", TOKEN)  # type: ignore[attr-defined]
+    page.press("#token", "Enter")  # type: ignore[attr-defined]
+    query = "format a date"
+    page.fill("#q", query)  # type: ignore[attr-defined]
+    page.press("#q", "Enter")  # type: ignore[attr-defined]
+    expect(page.locator(".hit").first).to_be_visible()  # type: ignore[attr-defined]
+    format_hit = page.locator(".hit", has_text="time.Format").first  # type: ignore[attr-defined]
+    code = format_hit.locator("figure.md-code pre code").first
+    expect(code).to_contain_text('{{ $t.Format "2 Jan 2006" }}')
+    expect(format_hit.locator("figure.md-code figcaption").first).to_have_text("go-html-template")
+    family = code.evaluate("node => getComputedStyle(node).fontFamily")
+    assert "mono" in family.lower() or "menlo" in family.lower() or "consolas" in family.lower()
+    assert format_hit.locator("ul.md-list li").count() == 2
+    assert format_hit.locator("table.md-table td").count() == 2
+    link = format_hit.locator("a[href='https://pkg.go.dev/time']")
+    expect(link).to_have_text("Go documentation")
+    # the hit's own heading is shown once, above its text; a heading inside it renders as one
+    expect(format_hit.locator(".heading")).to_have_text("time.Format")
+    assert "# time.Format" not in format_hit.inner_text()
+    weather = page.locator(".hit", has_text="Rain on Tuesday").first  # type: ignore[attr-defined]
+    expect(weather.locator(".md-h")).to_have_text("Outlook")
+    expect(weather.locator("strong")).to_have_text("Bold")
+    expect(weather.locator("em")).to_have_text("light")
+    # the reference-style link has no page here to open: its words, no link
+    expect(format_hit.locator(".md-link", has_text="layout string")).to_have_count(1)
+    assert "title: Format" not in format_hit.inner_text()
+
+    # hostile HTML: shown as text, nothing runs, no javascript: link
+    evil = page.locator(".hit", has_text="hostile note").first  # type: ignore[attr-defined]
+    expect(evil).to_contain_text("<script>window.__pwned = 1</script>")
+    expect(evil).to_contain_text('onerror="window.__pwned = 2"')
+    assert evil.locator("script, img, a[href^='javascript']").count() == 0
+    page.wait_for_timeout(300)  # type: ignore[attr-defined]
+    assert page.evaluate("() => window.__pwned") is None  # type: ignore[attr-defined]
+
+    # the divider: where the service's weaker_from says, or nowhere
+    weaker = _search_json(docs_url, query)["weaker_from"]
+    items = page.locator("#results > li")  # type: ignore[attr-defined]
+    classes = [items.nth(i).get_attribute("class") for i in range(items.count())]
+    if weaker is None:
+        assert "weaker" not in classes
+    else:
+        assert classes.index("weaker") == weaker
+    page.screenshot(path=str(tmp_path / "markdown-hits.png"), full_page=True)  # type: ignore[attr-defined]
+
+    # answer mode: the extractive answer quotes the code, rendered as code, with its source
+    page.check("#mode-answer")  # type: ignore[attr-defined]
+    page.fill("#q", "how do I format a date in a template?")  # type: ignore[attr-defined]
+    page.press("#q", "Enter")  # type: ignore[attr-defined]
+    answer = page.locator("#answer-text")  # type: ignore[attr-defined]
+    expect(answer.locator("figure.md-code pre code")).to_contain_text("$t.Format")
+    expect(answer.locator("figure.md-code figcaption")).to_have_text("go-html-template")
+    expect(answer.locator(".quoted-from .cite")).to_have_count(1)
+    assert answer.locator("a.cite").count() >= 2  # the sentence's marker and the code's source
+    assert "```" not in answer.inner_text()
+    page.screenshot(path=str(tmp_path / "markdown-answer.png"), full_page=True)  # type: ignore[attr-defined]
+    if os.environ.get("CHROMASYNC_SCREENSHOTS"):
+        out = Path(os.environ["CHROMASYNC_SCREENSHOTS"])
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("markdown-hits.png", "markdown-answer.png"):
+            shutil.copy(tmp_path / name, out / name)

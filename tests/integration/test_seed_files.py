@@ -18,7 +18,7 @@ from chromasync.cli.main import main
 from chromasync.config.settings import Settings
 from chromasync.errors import ConfigError, NotFound, SourceError
 
-from ..conftest import age_tree
+from ..conftest import age_tree, run_cli
 
 LATIN1 = (
     "Le café de la gare était fermé ce matin; nous avons pris le thé à côté, près de "
@@ -246,3 +246,120 @@ def test_ingest_once_hidden_and_encoding_flags(tmp_path: Path, cli_env: dict[str
     assert row["files_new"] == 2 and row["files_skipped"] == {"hidden": 1}
     bad = runner.invoke(main, ["ingest", str(root), "--encoding", "klingon"], env=cli_env)
     assert bad.exit_code == 2 and "not a known codec" in bad.stderr
+
+
+def test_chunk_report_takes_ingest_s_flags_and_sources(
+    tmp_path: Path, cli_env: dict[str, str], settings: Settings
+) -> None:
+    """No PATH: the current folder; `(none)` for README; token totals, largest first; the
+    file and chunk flags of ingest; a configured source's `subdirs` (issue 29)."""
+    root = tmp_path / "site"
+    (root / "content").mkdir(parents=True)
+    (root / "drafts").mkdir()
+    (root / "content" / "big.md").write_text("# Big\n\n" + "lorem ipsum dolor. " * 400)
+    (root / "content" / "small.py").write_text("def f():\n    return 1\n")
+    (root / "README").write_text("Site readme\n")
+    (root / "drafts" / "draft.md").write_text("# Draft\n\nnot yet\n")
+    age_tree(root)
+    runner = CliRunner()
+
+    def report(*args: str, cwd: Path = root) -> dict[str, object]:
+        result = run_cli(["chunk-report", *args, "--json"], env=cli_env, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        data: dict[str, object] = json.loads(result.stdout)
+        return data
+
+    here = report()
+    assert here["root"] == str(root) and here["schema"] == 2
+    rows = here["extensions"]
+    assert isinstance(rows, list)
+    assert rows[0]["extension"] == ".md"  # the largest token total first
+    totals = [r["tokens"]["total"] for r in rows]
+    assert totals == sorted(totals, reverse=True) and "(none)" in [r["extension"] for r in rows]
+    only_md = report("--include-extension", "md", "--chunk-size", "64")
+    assert {r["extension"] for r in only_md["extensions"]} == {".md"}  # type: ignore[union-attr]
+    assert only_md["max_tokens"] == 64 and only_md["chunks"] > here["chunks"]  # type: ignore[operator]
+    no_py = report("--exclude-extension", ".py")
+    assert ".py" not in {r["extension"] for r in no_py["extensions"]}  # type: ignore[union-attr]
+
+    # a configured source's subdirs: the report counts what ingest writes
+    config = tmp_path / "chromasync.yaml"
+    config.write_text("version: 1\nsources:\n  - {label: site, path: site, subdirs: [content]}\n")
+    env = {**cli_env, "CHROMASYNC_CONFIG": str(config)}
+    declared = run_cli(["chunk-report", str(root), "--json"], env=env)
+    by_label = run_cli(["chunk-report", "--source", "site", "--json"], env=env)
+    assert declared.returncode == 0 and by_label.returncode == 0, declared.stderr
+    data = json.loads(declared.stdout)
+    assert json.loads(by_label.stdout)["files"] == data["files"] == 2
+    ingested = runner.invoke(main, ["ingest", "-s", "site", "--json"], env=env)
+    [row] = json.loads(ingested.stdout)
+    assert (row["files_new"], row["chunks_total"]) == (data["files"], data["chunks"])
+
+
+def test_ingest_takes_the_repository_indexer_s_flags(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    root = tmp_path / "checkout"
+    root.mkdir()
+    for i in range(7):
+        (root / f"n{i}.md").write_text(f"# Note {i}\n\nkestrel {i}\n")
+    (root / "main.py").write_text("def main():\n    return 0\n")
+    age_tree(root)
+    runner = CliRunner()
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    args = [
+        "ingest",
+        str(root),
+        "--identity",
+        "acme/handbook@main",
+        "--commit-sha",
+        sha,
+        "--batch-size",
+        "2",
+        "--retry-attempts",
+        "3",
+        "--exclude-extension",
+        "py",
+        "--json",
+    ]
+    result = runner.invoke(main, args, env=cli_env)
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert row["source"] == "acme/handbook@main" and row["files_new"] == 7
+    settings = api.configure({"provider": "hash"}, cli_env)
+    stored = _paths(settings)
+    assert set(stored) == {f"n{i}.md" for i in range(7)}
+    meta = stored["n0.md"]
+    assert meta["indexed_commit_sha"] == sha and meta["repository"] == "acme/handbook"
+    assert meta["branch"] == "main" and meta["source"] == "acme/handbook@main"
+    for bad, words in (
+        (["--identity", "just-a-name"], "ORGANIZATION/REPOSITORY"),
+        (["--commit-sha", "xyz"], "not a commit id"),
+        (["--batch-size", "0"], "0"),
+    ):
+        refused = runner.invoke(main, ["ingest", str(root), *bad], env=cli_env)
+        assert refused.exit_code == 2 and words in refused.stderr, bad
+    # the store takes writes in requests of at most --batch-size records
+    from chromasync.store.target import StoreConfig
+
+    limited = api.configure({"provider": "hash", "batch_size": 2}, cli_env)
+    assert limited.batch_size == 2
+    assert StoreConfig(tmp_path, batch_size=2).batch_size == 2
+    store = api.open_store(limited)
+    assert store.limits.max_batch == 2 and store.max_batch == 2
+
+
+def test_the_cron_line_s_rerun_takes_the_fast_path(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """`ingest --once` (and the indexer's flags) keep an unchanged re-run on the fast path."""
+    root = tmp_path / "cron"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nkestrel\n")
+    age_tree(root)
+    args = ["ingest", "--once", str(root), "--exclude-extension", "py", "--json", "--quiet"]
+    env = {**cli_env, "PYTHONPROFILEIMPORTTIME": "1"}
+    runs = [run_cli(args, env=env) for _ in range(3)]  # new, the no-op that records, fast
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in runs[-1].stderr.splitlines()}
+    assert "chromasync.fastpath" in imported and "click" not in imported
+    [row] = json.loads(runs[-1].stdout)
+    assert row["files_unchanged"] == 1

@@ -70,7 +70,7 @@ def configured(project: Path) -> Settings:
 
 def test_ingest_configured_per_kind(project: Path, embedder: HashEmbedder) -> None:
     settings = configured(project)
-    summaries = api.ingest_configured(settings, embedder=embedder)
+    summaries = api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     assert [(s.source, s.collection) for s in summaries] == [
         ("alpha", "chromasync-notes"),
         ("docs", "chromasync-docs"),
@@ -83,7 +83,7 @@ def test_ingest_configured_per_kind(project: Path, embedder: HashEmbedder) -> No
     hits = api.search("topic", settings, k=20, embedder=embedder)
     assert {h.collection for h in hits} == {"chromasync-docs", "chromasync-notes"}
 
-    only = api.ingest_configured(settings, ["docs"], embedder=embedder)
+    only = api.ingest(api.ConfiguredSources(("docs",)), settings, embedder=embedder)
     assert [s.source for s in only] == ["docs"] and only[0].files_unchanged == 4
     with pytest.raises(ConfigError, match="include: false"):
         api.selected_sources(settings, ["beta"])
@@ -95,7 +95,7 @@ def test_remove_source_leaves_others(project: Path, embedder: HashEmbedder) -> N
     text = (project / "chromasync.yaml").read_text()
     (project / "chromasync.yaml").write_text(text.replace("    include: false\n", ""))
     settings = configured(project)
-    api.ingest_configured(settings, embedder=embedder)
+    api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     before = by_source(settings, "chromasync-notes")
     assert set(before) == {"alpha", "beta"}
     docs_before = stored(settings, "chromasync-docs")
@@ -127,7 +127,7 @@ def test_add_and_list_sources(project: Path, embedder: HashEmbedder) -> None:
     with pytest.raises(ConfigError, match="already exists"):
         api.add_source(configured(project), project / "gamma")
     settings = configured(project)
-    api.ingest_configured(settings, ["gamma"], embedder=embedder)
+    api.ingest(api.ConfiguredSources(("gamma",)), settings, embedder=embedder)
     rows = {r.label: r for r in api.list_sources(settings)}
     assert rows["gamma"].collection == "chromasync-journal" and rows["gamma"].chunks > 0
     assert rows["beta"].files == 0 and not rows["beta"].include
@@ -146,13 +146,13 @@ def test_identity_key_keeps_ids_across_rename(tmp_path: Path, embedder: HashEmbe
         f"  - path: {root}\n    identity_key: record_uuid\n"
     )
     settings = api.configure({}, {}, tmp_path)
-    api.ingest_configured(settings, embedder=embedder)
+    api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     first = {i: m for i, m in stored(settings, "chromasync-notes").items() if m["path"] == "one.md"}
     assert first and all(m["document_id"] == "1234-abcd" for m in first.values())
     (root / "moved").mkdir()
     note.rename(root / "moved" / "renamed.md")
     calls = embedder.calls
-    [summary] = api.ingest_configured(settings, embedder=embedder)
+    [summary] = api.ingest(api.ConfiguredSources(), settings, embedder=embedder)
     assert summary.files_deleted == 1 and summary.files_new == 1
     assert summary.chunks_embedded == 0 and embedder.calls == calls
     after = stored(settings, "chromasync-notes")
@@ -264,10 +264,14 @@ def test_chunking_max_tokens_from_config(tmp_path: Path, embedder: HashEmbedder)
     base = f"store: {{data_dir: {tmp_path / 'd'}}}\nsources: [{{path: {root}}}]\n"
     cfg.write_text(base)
     dry = api.default_options(api.configure({}, {}, tmp_path), dry_run=True)
-    [wide] = api.ingest_configured(api.configure({}, {}, tmp_path), options=dry, embedder=embedder)
+    [wide] = api.ingest(
+        api.ConfiguredSources(), api.configure({}, {}, tmp_path), dry, embedder=embedder
+    )
     cfg.write_text(base + "chunking: {max_tokens: 40}\n")
     narrow_settings = api.configure({}, {}, tmp_path)
     assert narrow_settings.chunk_max_tokens == 40
     narrow_options = api.default_options(narrow_settings, dry_run=True)
-    [narrow] = api.ingest_configured(narrow_settings, options=narrow_options, embedder=embedder)
+    [narrow] = api.ingest(
+        api.ConfiguredSources(), narrow_settings, narrow_options, embedder=embedder
+    )
     assert narrow.chunks_total > wide.chunks_total

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from chromasync.answer.blocks import Block, Prose, inline_text, segment
 from chromasync.answer.extractive import answer_extractive, split_sentences
+from chromasync.chunk.blocks import Block, Prose, inline_text, segment
 from chromasync.records import Hit
 
 FORMAT_PAGE = """---
@@ -137,3 +137,15 @@ def test_segment_is_linear(unit: str) -> None:
     small = min(run(base) for _ in range(5))
     large = min(run(2 * base) for _ in range(5))
     assert large / small < 3.5
+
+
+def test_reading_view_keeps_code_apart_from_prose() -> None:
+    from chromasync.chunk.blocks import code_lines, reading_view
+
+    prose, code = reading_view(FORMAT_PAGE)
+    assert "{{ $t" not in prose and "Use the `time.Format` function" in prose
+    assert "\n" not in prose and "[Go documentation]:" not in prose
+    assert code is not None and code.lang == "go-html-template"
+    assert code_lines(code) == code.text.splitlines()
+    long = Block("code", "\n".join(str(i) for i in range(20)), "", 0, 1, 0, 19)
+    assert code_lines(long, 3) == ["0", "1", "2", "…"]

@@ -48,7 +48,6 @@ LEFT_TO_THE_CLI = {
         "--allow-mass-delete",
         "--wait",
         "--include-hidden",  # the snapshot's walk does not list what it adds
-        "--encoding",
     },
     "search": {"--rerank"},  # a reranker model: the CLI loads it
 }
@@ -117,12 +116,27 @@ def test_the_daemon_takes_every_settings_option_the_client_passes_it() -> None:
             assert fast.value == _takes_value(options[spelling]), spelling
 
 
+#: Search options `/search` (and so the daemon's `/daemon/search`) does not take yet: the
+#: daemon refuses the parameter and the client leaves the command line to the CLI.
+NOT_ON_REST_YET = {"--latest"}
+
+
 def test_every_request_option_is_a_parameter_of_search() -> None:
     params = set(inspect.signature(search_query).parameters)
     for spelling, fast in SEARCH.items():
-        if fast.part == REQUEST:
+        if fast.part == REQUEST and spelling not in NOT_ON_REST_YET:
             name = fast.param[0] if isinstance(fast.param, tuple) else fast.param
             assert name in params, f"{spelling} -> {name}: /search has no such parameter"
+    for spelling in NOT_ON_REST_YET:
+        fast = SEARCH[spelling]
+        assert fast.param not in params, f"{spelling} is on /search now: drop it here"
+        assert not fast.keyword  # nor does the keyword snapshot record it
+
+
+def test_the_keyword_snapshot_takes_only_what_it_records() -> None:
+    keyword = {s for s, o in SEARCH.items() if o.part == REQUEST and o.keyword}
+    assert "--latest" not in keyword and "--group-by" not in keyword
+    assert {"--mode", "--k", "--tag", "--tags-any", "--no-rerank", "--path"} <= keyword
 
 
 def test_one_key_scheme_no_secret_in_it() -> None:

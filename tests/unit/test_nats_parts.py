@@ -218,14 +218,17 @@ def test_events_are_placed_in_their_sources(tmp_path: Path) -> None:
 def test_placing_is_linear() -> None:
     roots = {f"s{i}": f"/corpus/s{i}" for i in range(20)}
 
-    def took(n: int) -> float:
+    def took(n: int) -> float:  # the best of three: a busy machine only slows a run down
         paths = [f"/corpus/s{i % 20}/f{i}.md" for i in range(n)]
-        began = time.perf_counter()
-        place(paths, roots, None, lambda p: p)
-        return time.perf_counter() - began
+        best = float("inf")
+        for _ in range(3):
+            began = time.perf_counter()
+            place(paths, roots, None, lambda p: p)
+            best = min(best, time.perf_counter() - began)
+        return best
 
-    took(2000)
-    assert took(40_000) / took(20_000) < 3.0
+    took(1000)
+    assert took(20_000) / took(10_000) < 3.0
 
 
 def test_waits_double_and_are_capped() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from chromasync.embed import Embedder, follow_stored
+from chromasync.embed import Embedder
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.querycache import DEFAULT_MAX_ENTRIES, QueryCache
 
@@ -51,7 +51,7 @@ def test_another_model_id_never_shares_entries() -> None:
     inner = Counting()
     cache = QueryCache(inner)
     cache.embed_query("espresso")
-    assert follow_stored(cache, "hash-64@other")  # delegated to the provider
+    assert cache.follow("hash-64@other")  # delegated to the provider
     assert cache.model_id == "hash-64@other"
     cache.embed_query("espresso")
     assert inner.queries == ["espresso", "espresso"]
@@ -113,5 +113,5 @@ def test_it_is_the_embedder_it_wraps() -> None:
     assert (cache.max_tokens, cache.batch_size) == (inner.max_tokens, inner.batch_size)
     assert cache.embed_documents(["a b"]) == inner.embed_documents(["a b"])
     assert cache.texts_embedded == inner.texts_embedded == 2  # other attributes: delegated
-    assert not getattr(cache, "embeds_in_store", False)
+    assert not cache.embeds_in_store and not cache.uses_local_cores
     assert inner.queries == []  # documents are not queries

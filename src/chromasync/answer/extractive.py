@@ -30,8 +30,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ..chunk.blocks import Block, Prose, Segment, inline_text, segment
 from ..records import Hit
-from .blocks import Block, Prose, Segment, inline_text, segment
 from .records import Answer, Citation, Group, Part, citation_for
 
 MAX_HITS = 50
@@ -422,17 +422,21 @@ def _compose(
         if sentence.rank not in ranks:
             ranks.append(sentence.rank)
         run.append(f"{text} [{n}]")
-        if block is None and example is not None and example[0] == sentence.rank:
-            last_of_hit = i + 1 == len(chosen) or chosen[i + 1].sentence.rank != sentence.rank
-            if last_of_hit:
-                _, rank, block = example
-                n = numbering.cite(_block_sentence(rank, block, ranked))
-                if rank not in ranks:
-                    ranks.append(rank)
         if block is not None:
             flush()
             parts.append(Part(block.kind, block.text, n, block.lang))
             blocks += 1
+        last_of_hit = i + 1 == len(chosen) or chosen[i + 1].sentence.rank != sentence.rank
+        if example is not None and example[0] == sentence.rank and last_of_hit:
+            if blocks < max_blocks:
+                _, rank, code = example
+                n = numbering.cite(_block_sentence(rank, code, ranked))
+                if rank not in ranks:
+                    ranks.append(rank)
+                flush()
+                parts.append(Part(code.kind, code.text, n, code.lang))
+                blocks += 1
+            example = None
     flush()
     return render_parts(parts), ranks, parts
 

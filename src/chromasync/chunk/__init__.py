@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..plugins import Registry
 from ..records import Chunk, Document
 from .meter import TokenMeter
 
@@ -91,23 +92,53 @@ class Budget:
         return self.max_chars or self.max_tokens * CHARS_PER_TOKEN
 
 
-def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
-    """Split one document by its kind: Markdown sections, code declarations, or text.
+#: A chunker: one document to chunks within the budget, keeping the invariants above.
+Chunker = Callable[[Document, Budget], list[Chunk]]
 
-    Raises `TooSlow` when `budget.deadline` passes before the chunks are done.
-    """
-    budget.tick()
-    if doc.kind in ("markdown", "document"):
-        from .markdown import chunk_markdown
 
-        return chunk_markdown(doc, budget)
-    if doc.kind == "code":
-        from .code import chunk_code
+def _markdown(doc: Document, budget: Budget) -> list[Chunk]:
+    from .markdown import chunk_markdown
 
-        return chunk_code(doc, budget)
+    return chunk_markdown(doc, budget)
+
+
+def _code(doc: Document, budget: Budget) -> list[Chunk]:
+    from .code import chunk_code
+
+    return chunk_code(doc, budget)
+
+
+def _text(doc: Document, budget: Budget) -> list[Chunk]:
     from .text import chunk_text
 
     return chunk_text(doc, budget)
 
 
-__all__ = ["CHARS_PER_TOKEN", "Budget", "Deadline", "TooSlow", "chunk_document"]
+#: Chunkers by document kind (`plugins.Registry`; entry point group `chromasync.chunkers`).
+#: A kind no chunker is registered for is chunked as text.
+CHUNKERS: Registry[Chunker] = Registry(
+    "chunker",
+    "chromasync.chunkers",
+    {"markdown": _markdown, "document": _markdown, "code": _code, "text": _text},
+)
+
+
+def chunk_document(doc: Document, budget: Budget) -> list[Chunk]:
+    """Split one document by its kind's chunker (`CHUNKERS`): Markdown sections, code
+    declarations, or text.
+
+    Raises `TooSlow` when `budget.deadline` passes before the chunks are done.
+    """
+    budget.tick()
+    return (CHUNKERS.find(doc.kind) or _text)(doc, budget)
+
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CHUNKERS",
+    "Budget",
+    "Chunker",
+    "Deadline",
+    "TooSlow",
+    "chunk_document",
+]

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..corpus.listing import printable
 from ..errors import (
     AccessDenied,
     AnswerError,
@@ -37,7 +38,6 @@ from ..errors import (
 from ..owner.dial import DAEMON_NOTICE
 from ..records import IngestSummary
 from ..retrieve.options import BY_NAME, OPTIONS, Option
-from ..sync.summary import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -275,6 +275,10 @@ SETTING_FLAGS = frozenset(
         "llm_url",
         "llm_model",
         "nats_url",
+        # set by `ingest` and `chunk-report` flags (`cli.fileflags`, `--retry-attempts`...)
+        "chunk_max_tokens",
+        "chroma_retries",
+        "batch_size",
     }
 )
 #: What `settings_from_flags` reads besides `SETTING_FLAGS`.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from .common import (
     summaries_from_job,
     when,
 )
+from .fileflags import file_fields, file_options, given, setting_values, take_file_flags
 
 
 @click.command()
@@ -48,16 +50,27 @@ from .common import (
     "With one PATH: that source's label.",
 )
 @click.option("--kind", help="With PATH: the source kind (default notes).")
-@click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
-@click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
-@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@file_options
 @click.option(
-    "--include-hidden", is_flag=True, help="Walk dotfiles and dot-folders too (never .git)."
+    "--identity",
+    metavar="ORG/REPO[@BRANCH]",
+    help="With PATH: index it as this repository (label ORG/REPO@BRANCH, records carry "
+    "repository and branch), as the repository indexer names a local checkout.",
 )
 @click.option(
-    "--encoding",
-    help="How to read text that is not UTF-8: detect (a high-confidence charset) or a "
-    "codec such as cp1252 [default: a counted undecodable skip].",
+    "--commit-sha",
+    metavar="SHA",
+    help="Records written by this run carry indexed_commit_sha=SHA.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 100_000),
+    help="Records per write request to Chroma [env CHROMASYNC_BATCH_SIZE].",
+)
+@click.option(
+    "--retry-attempts",
+    type=click.IntRange(1, 20),
+    help="Attempts per Chroma request [env CHROMASYNC_CHROMA_RETRIES; 6].",
 )
 @click.option(
     "--once",
@@ -95,11 +108,10 @@ def ingest(
     paths: Sequence[str],
     labels: Sequence[str],
     kind: str | None,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    no_gitignore: bool,
-    include_hidden: bool,
-    encoding: str | None,
+    identity: str | None,
+    commit_sha: str | None,
+    batch_size: int | None,
+    retry_attempts: int | None,
     once: bool,
     limit: int | None,
     gc_only: bool,
@@ -131,18 +143,25 @@ def ingest(
         raise click.UsageError("--include-text needs --output-manifest")
     if reset and (dry_run or gc_only):
         raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
-    if not paths and (kind or include or exclude or no_gitignore or include_hidden or encoding):
+    file_flags = take_file_flags(flags)
+    per_path = [*(["--kind"] if kind else []), *given(file_flags)]
+    if identity:
+        per_path.append("--identity")
+    if not paths and per_path:
         raise click.UsageError(
-            "--kind, --include, --exclude, --no-gitignore, --include-hidden and --encoding "
-            "apply to a PATH; set them per source in the config file"
+            f"{', '.join(per_path)} apply to a PATH; set them per source in the config file"
         )
+    if identity and (labels or len(paths) > 1):
+        raise click.UsageError("--identity names one PATH's source; give one PATH, no --source")
+    if commit_sha is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_sha):
+        raise click.UsageError(f"--commit-sha {commit_sha!r} is not a commit id (7-64 hex digits)")
+    flags.update(setting_values(file_flags))
+    if batch_size is not None:
+        flags["batch_size"] = batch_size
+    if retry_attempts is not None:
+        flags["chroma_retries"] = retry_attempts
     with reported_errors():
-        if encoding is not None:
-            from ..config.file import encoding_problem  # pydantic loads only when needed
-
-            problem = encoding_problem(encoding)
-            if problem is not None:
-                raise ConfigError(f"--encoding: {problem}")
+        fields = file_fields(file_flags) if paths else {}
         settings = settings_from_flags(**flags)
         recorder = _recorder(settings, flags.get("config_path"))
         options = api.default_options(
@@ -155,23 +174,18 @@ def ingest(
             gc_only=gc_only,
             limit=limit,
         )
+        if commit_sha is not None:
+            extra = {**options.extra_metadata, "indexed_commit_sha": commit_sha.lower()}
+            options = dataclasses.replace(options, extra_metadata=extra)
         specs = []
         if paths:
             label = labels[0] if labels else None
-            fields: dict[str, Any] = {"kind": kind} if kind else {}
-            if encoding:
-                fields["encoding"] = encoding
+            if kind:
+                fields["kind"] = kind
+            if identity:
+                label, fields["static_metadata"] = identity_label(identity)
             specs = [
-                api.source_for(
-                    p,
-                    label,
-                    include=tuple(include),
-                    exclude=tuple(exclude),
-                    use_gitignore=not no_gitignore,
-                    include_hidden=include_hidden,
-                    allow_root=bool(flags.get("allow_root_slash")),
-                    **fields,
-                )
+                api.source_for(p, label, allow_root=bool(flags.get("allow_root_slash")), **fields)
                 for p in paths
             ]
             collections = [api.collection_of(s, settings) for s in specs]
@@ -226,15 +240,28 @@ def ingest(
             )
         show = not quiet and not as_json and sys.stderr.isatty()
         with progress_bar(show) as progress:
-            if specs:
-                summaries = api.ingest(
-                    specs, settings, options, progress=progress, wait=wait, recorder=recorder
-                )
-            else:
-                summaries = api.ingest_configured(
-                    settings, labels, options, progress=progress, wait=wait, recorder=recorder
-                )
+            sources = specs or api.ConfiguredSources(tuple(labels))
+            summaries = api.ingest(
+                sources, settings, options, progress=progress, wait=wait, recorder=recorder
+            )
     _print_ingest(summaries, as_json)
+
+
+def identity_label(identity: str) -> tuple[str, dict[str, str]]:
+    """`ORG/REPO[@BRANCH]` as a source label (`org/repo@branch`, as a `repo` source is
+    labelled; branch `HEAD` when not given) and the metadata its records carry."""
+    name, _, branch = identity.strip().partition("@")
+    parts = [p for p in name.strip("/").split("/") if p]
+    if len(parts) != 2 or not all(re.fullmatch(r"[A-Za-z0-9_.-]+", p) for p in parts):
+        raise ConfigError(
+            f"--identity {identity!r}: give ORGANIZATION/REPOSITORY[@BRANCH], e.g. "
+            "acme/handbook@main"
+        )
+    if branch and not re.fullmatch(r"[A-Za-z0-9_./-]{1,200}", branch):
+        raise ConfigError(f"--identity {identity!r}: {branch!r} is not a branch name")
+    repository = "/".join(parts)
+    branch = branch or "HEAD"
+    return f"{repository}@{branch}", {"repository": repository, "branch": branch}
 
 
 def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | None:

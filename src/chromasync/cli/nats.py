@@ -32,6 +32,31 @@ def _import_bridge() -> Any:
     return runner
 
 
+class BridgeThread:
+    """The NATS side of an owner (`chromasync nats`, `serve --nats`): `nats.runner.Bridge`
+    on an event loop of its own thread, started at once; `stop` waits for it."""
+
+    def __init__(self, service: Any, specs: Sequence[Any]) -> None:
+        runner = _import_bridge()
+        self.bridge = runner.Bridge(service, specs, say=lambda line: click.echo(line, err=True))
+        self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete,
+            args=(self.bridge.run(self._stop),),
+            name="chromasync-nats-loop",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop, then print what was done (the counts of events, requests and skips)."""
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=60)
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.bridge.counts.items()))
+        click.echo(f"chromasync nats: {counts or 'no events'}", err=True)
+
+
 @click.command("nats")
 @click.argument("paths", nargs=-1, type=click.Path(file_okay=False, exists=True))
 @store_options
@@ -56,9 +81,8 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
 
     with reported_errors():
         rest = _import_rest()
-        runner = _import_bridge()
         settings = settings_from_flags(**flags)
-        runner.connect_options(settings)  # a missing credentials file fails now
+        _import_bridge().connect_options(settings)  # a missing credentials file fails now
         with Service(
             settings, "nats", on_finish=_report, reload=lambda: settings_from_flags(**flags)
         ) as service:
@@ -66,16 +90,7 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
             if not specs:
                 raise ConfigError("no sources: give a PATH, or ingest a source first")
             unix = rest.bind_unix(service.socket)
-            bridge = runner.Bridge(service, specs, say=lambda line: click.echo(line, err=True))
-            loop = asyncio.new_event_loop()
-            stop = asyncio.Event()
-            thread = threading.Thread(
-                target=loop.run_until_complete,
-                args=(bridge.run(stop),),
-                name="chromasync-nats-loop",
-                daemon=True,
-            )
-            thread.start()
+            bridge = BridgeThread(service, specs)
             names = ", ".join(s.label for s in specs)
             stderr_console().print(f"chromasync nats: syncing {names}; Ctrl-C to stop")
             try:
@@ -83,11 +98,8 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
             except KeyboardInterrupt:
                 pass
             finally:
-                loop.call_soon_threadsafe(stop.set)
-                thread.join(timeout=60)
-                counts = ", ".join(f"{k} {v}" for k, v in sorted(bridge.counts.items()))
-                click.echo(f"chromasync nats: {counts or 'no events'}", err=True)
+                bridge.stop()
     stderr_console().print("chromasync nats: stopped")
 
 
-__all__ = ["nats_command"]
+__all__ = ["BridgeThread", "nats_command"]

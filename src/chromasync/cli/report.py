@@ -8,7 +8,6 @@ messages on stderr, errors mapped by `cli.EXIT_CODES`). The report itself is bui
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -19,38 +18,52 @@ from rich.table import Table
 from .. import api
 from ..sync.chunkreport import ChunkReport, TokenStats
 from .common import print_table, reported_errors, safe, settings_from_flags, store_options
+from .fileflags import file_fields, file_options, given, setting_values, take_file_flags
 
 
 @click.command("chunk-report")
-@click.argument("path", type=click.Path())
+@click.argument("path", type=click.Path(), required=False)
 @store_options
-@click.option("--include", multiple=True, help="Only paths matching this git-wildmatch pattern.")
-@click.option("--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern.")
-@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option(
+    "--source",
+    "-s",
+    "label",
+    help="A configured source, reported as ingest runs it (its subdirs, patterns...).",
+)
+@file_options
 @click.option("--limit", type=click.IntRange(1), help="Only the first N files.")
 @click.option("--verbose", "-v", is_flag=True, help="Add a per-file breakdown.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def chunk_report(
-    path: str,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    no_gitignore: bool,
+    path: str | None,
+    label: str | None,
     limit: int | None,
     verbose: bool,
     as_json: bool,
     **flags: Any,
 ) -> None:
-    """Chunk the files under PATH exactly as ingest would and report chunk counts and sizes
-    (in the model's word pieces, context prefix included) per extension; nothing is
-    embedded or stored."""
+    """Chunk the files under PATH (default: the current folder) exactly as ingest would and
+    report chunk counts and sizes (in the model's word pieces, context prefix included) per
+    extension, the largest token total first; files without an extension are `(none)`. A
+    PATH that is a configured source's folder (or --source LABEL) is chunked as that source
+    is ingested (its subdirs, patterns, extensions). Nothing is embedded or stored."""
+    file_flags = take_file_flags(flags)
+    if label is not None and (path is not None or given(file_flags)):
+        raise click.UsageError(
+            "--source reports a configured source as declared: no PATH or file flags"
+        )
+    flags.update(setting_values(file_flags))
     with reported_errors():
+        fields = file_fields(file_flags)
         report = api.chunk_report(
             path,
             settings_from_flags(**flags),
-            include=include,
-            exclude=exclude,
-            use_gitignore=not no_gitignore,
+            include=fields.pop("include"),
+            exclude=fields.pop("exclude"),
+            use_gitignore=fields.pop("use_gitignore"),
             limit=limit,
+            source=label,
+            fields={k: v for k, v in fields.items() if v},
         )
     if as_json:
         click.echo(json.dumps(report.as_json(verbose), indent=2, ensure_ascii=False))
@@ -70,13 +83,15 @@ def _print_report(report: ChunkReport, verbose: bool) -> None:
         title=f"chromasync chunk-report: {escape(safe(report.source))} "
         f"(budget {report.max_tokens} word pieces, {escape(report.model)})"
     )
-    for column in ("extension", "files", "chunks", "min", "median", "max", "over budget"):
+    columns = ("extension", "files", "chunks", "tokens", "min", "median", "max", "over budget")
+    for column in columns:
         table.add_column(column, justify="left" if column == "extension" else "right")
     for ext in report.extensions:
         table.add_row(
             escape(safe(ext.extension or "(none)")),
             str(ext.files),
             str(ext.tokens.count),
+            str(ext.tokens.total),
             *_sizes(ext.tokens),
             str(ext.over_budget),
         )
@@ -84,6 +99,7 @@ def _print_report(report: ChunkReport, verbose: bool) -> None:
         "[bold]total[/]",
         str(report.files),
         str(report.tokens.count),
+        str(report.tokens.total),
         *_sizes(report.tokens),
         str(report.over_budget),
         end_section=True,

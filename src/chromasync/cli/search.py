@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..chunk.blocks import code_lines, reading_view
 from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import LockError
 from ..owner.index import LocalIndex, open_index, owner_client
@@ -249,13 +250,18 @@ def _print_hit(
         console.print(Text("   " + safe(hit.heading), style="green"))
     if hit.context:
         console.print(Text("   context: " + safe(hit.context), style="dim"))
-    flat = safe(" ".join(hit.text.split()))
+    prose, code = reading_view(hit.text)
+    flat = safe(prose)
     spans = api.highlight(flat, result.query, result.filters.phrases)
     window, shifted = api.snippet(flat, spans)
     text = Text("   " + window)
     for start, end in shifted:
         text.stylize("bold yellow", start + 3, end + 3)
     console.print(text)
+    if code is not None:  # code kept apart from the prose, as it stands in the file
+        console.print(Text("   ┌ " + (safe(code.lang) or "code"), style="dim"))
+        for row in code_lines(code):
+            console.print(Text("   │ " + safe(row), style="cyan"))
     if explain:
         console.print(Text("   " + explain_text(hit, result.mode), style="dim"))
 

@@ -149,6 +149,12 @@ max_delay_option = click.option(
 @debounce_option
 @max_delay_option
 @click.option(
+    "--nats",
+    "nats_bridge",
+    is_flag=True,
+    help="Also apply change events from NATS and answer requests there, as `chromasync nats`.",
+)
+@click.option(
     "--allow-no-token",
     is_flag=True,
     help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
@@ -166,6 +172,7 @@ def serve(
     watch_sources: bool,
     debounce: float,
     max_delay: float,
+    nats_bridge: bool,
     allow_no_token: bool,
     no_auth: bool,
     **flags: Any,
@@ -181,6 +188,10 @@ def serve(
     with reported_errors():
         settings = settings_from_flags(**flags)
         token, made = _service_token(settings, no_auth)
+        if nats_bridge:
+            from .nats import _import_bridge
+
+            _import_bridge().connect_options(settings)  # a missing credentials file fails now
     if not _loopback(host) and not settings.api_token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
@@ -204,15 +215,20 @@ def serve(
             roots += list(settings.config_file.allow_roots)
         with Service(settings, "serve", url=url, allow_roots=roots, on_finish=_report) as service:
             unix = rest.bind_unix(service.socket)
-            watcher = None
+            watcher = bridge = None
             if watch_sources:
                 watcher = _start_watcher(service, service.source_specs(), debounce, max_delay)
+            if nats_bridge:
+                from .nats import BridgeThread
+
+                bridge = BridgeThread(service, service.source_specs())
             app = rest.create_app(service, token=token, allowed_hosts=_allowed_hosts(host))
             page = f"{url}/#token={token}" if made else url
             stderr_console().print(
                 f"chromasync serve: {page} (search page at /, API docs at /docs); "
                 f"owns {settings.data_dir}; {_token_words(token, made, settings)}"
-                + ("; watching sources" if watcher else ""),
+                + ("; watching sources" if watcher else "")
+                + ("; on NATS" if bridge else ""),
                 soft_wrap=True,
             )
             try:
@@ -222,6 +238,8 @@ def serve(
             finally:
                 if watcher is not None:
                     watcher.stop()
+                if bridge is not None:
+                    bridge.stop()
     stderr_console().print("chromasync serve: stopped")
 
 

@@ -192,6 +192,14 @@ class Settings:
         low=1,
         high=20,
     )
+    batch_size: int | None = setting(
+        None,
+        "Records per write request to Chroma (never more than the store takes)",
+        env="CHROMASYNC_BATCH_SIZE",
+        file=("store.batch_size", "server.batch_size"),
+        low=1,
+        high=100_000,
+    )
     embedding_url: str | None = setting(
         None, "An embedding server's URL (openai, server providers)", env="CHROMASYNC_EMBEDDING_URL"
     )

@@ -90,3 +90,8 @@ def tree_listing(
             subdirs = [f"{rel_dir}/{n}" if rel_dir else n for n in names]
             stack.extend(reversed([d for d in subdirs if d not in pruned]))
     return encode_listing(folders)
+
+
+def printable(text: str) -> str:
+    """Control characters escaped, so that a file name cannot drive the terminal."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)

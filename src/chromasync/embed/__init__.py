@@ -2,20 +2,30 @@
 
 A provider declares its `name`, `model_id` (recorded in the collection, so a model change
 fails loudly), `dimension`, `max_tokens` and `batch_size`, and embeds documents and queries
-separately. Providers are registered by name; third-party ones through the entry point group
+separately; its optional abilities (`embeds_in_store`, `uses_local_cores`, `prefetch`,
+`follow`) are on the protocol with their defaults, which a provider class inherits by
+subclassing `Embedder`. Providers are registered by name (`PROVIDERS`, the registry that
+serves rerankers and chunkers too); third-party ones through the entry point group
 `chromasync.providers`. Construction must be cheap: the model loads on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
+from ..plugins import Registry
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
 
 
 @runtime_checkable
 class Embedder(Protocol):
+    """An embedding provider. A provider class subclasses it (the optional abilities below
+    then have their defaults) and overrides what it has."""
+
     name: str
     max_tokens: int
     batch_size: int
@@ -37,6 +47,29 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]: ...
 
     def embed_query(self, text: str) -> list[float]: ...
+
+    # -- optional abilities, with their defaults ----------------------------------------------
+
+    @property
+    def embeds_in_store(self) -> bool:
+        """The store embeds texts itself (`server`): ingest writes documents without
+        vectors, and a search sends the query's text."""
+        return False
+
+    @property
+    def uses_local_cores(self) -> bool:
+        """The model runs on this machine's cores (then ingest plans in one process,
+        `sync.ahead`)."""
+        return False
+
+    def prefetch(self) -> None:
+        """Start loading the model in the background (a first run, while the store opens)."""
+        return None
+
+    def follow(self, stored_model_id: str | None) -> bool:
+        """Take the numeric variant of vectors already stored, for a provider with several
+        variants of one model (the local one, `variant=auto`); True when it switched."""
+        return False
 
 
 ProviderFactory = Callable[[Mapping[str, Any]], Embedder]
@@ -66,49 +99,68 @@ def _server(options: Mapping[str, Any]) -> Embedder:
     return ServerEmbedder.from_options(options)
 
 
-_BUILTIN: dict[str, ProviderFactory] = {
-    "local": _local,
-    "hash": _hash,
-    "openai": _openai,
-    "server": _server,
-}
-
-
-def follow_stored(embedder: Embedder, stored_model_id: str | None) -> bool:
-    """Let a provider with several numeric variants of one model (the local one, with
-    `variant=auto`) take the variant of vectors already stored; True when it switched."""
-    follow = getattr(embedder, "follow", None)
-    return bool(follow(stored_model_id)) if callable(follow) else False
+#: Embedding providers by name (`plugins.Registry`; entry point group `chromasync.providers`).
+PROVIDERS: Registry[ProviderFactory] = Registry(
+    "embedding provider",
+    "chromasync.providers",
+    {"local": _local, "hash": _hash, "openai": _openai, "server": _server},
+)
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:
     """Make a provider available by name (plugins call this, or use the entry point)."""
-    _BUILTIN[name] = factory
+    PROVIDERS.register(name, factory)
 
 
 def provider_names() -> list[str]:
-    return sorted(set(_BUILTIN) | set(_entry_points()))
-
-
-def _entry_points() -> dict[str, Any]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group="chromasync.providers")}
+    return PROVIDERS.names()
 
 
 def make_embedder(name: str, options: Mapping[str, Any] | None = None) -> Embedder:
-    """Build the provider `name` with its options; unknown names are a `ConfigError`."""
-    options = options or {}
-    factory = _BUILTIN.get(name)
-    if factory is None:
-        plugin = _entry_points().get(name)
-        if plugin is None:
-            raise ConfigError(
-                f"unknown embedding provider {name!r}; choose one of: "
-                + ", ".join(provider_names())
-            )
-        factory = plugin.load()
-    return factory(options)
+    """Build the provider `name` with its options; unknown names are a `ConfigError`, and so
+    is a provider that lacks part of the `Embedder` protocol (subclass it)."""
+    embedder = PROVIDERS.get(name)(options or {})
+    missing = [m for m in _MEMBERS if not _has(embedder, m)]
+    if missing:
+        raise ConfigError(
+            f"embedding provider {name!r} lacks {', '.join(missing)}; its class should "
+            "subclass chromasync.embed.Embedder, which gives the optional abilities defaults"
+        )
+    return embedder
 
 
-__all__ = ["Embedder", "follow_stored", "make_embedder", "provider_names", "register_provider"]
+def _has(embedder: object, member: str) -> bool:
+    """Whether `embedder` has `member`, looked up without running a property (a provider's
+    `dimension` may ask its server)."""
+    return hasattr(type(embedder), member) or member in getattr(embedder, "__dict__", {})
+
+
+_MEMBERS = (
+    "name",
+    "max_tokens",
+    "batch_size",
+    "model_id",
+    "dimension",
+    "tokenizer_path",
+    "embed_documents",
+    "embed_query",
+    "embeds_in_store",
+    "uses_local_cores",
+    "prefetch",
+    "follow",
+)
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedding provider the settings name (constructed cheaply: loads on first use)."""
+    return make_embedder(settings.provider, settings.embedding_options())
+
+
+__all__ = [
+    "PROVIDERS",
+    "Embedder",
+    "embedder_for",
+    "make_embedder",
+    "provider_names",
+    "register_provider",
+]

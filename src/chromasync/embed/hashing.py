@@ -12,13 +12,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import Embedder
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class HashEmbedder:
+class HashEmbedder(Embedder):
     name = "hash"
     max_tokens = 254
     batch_size = 256
+    model_id: str = "hash-64"  # set per dimension
 
     def __init__(self, dimension: int = 64, tokenizer_path: str | None = None) -> None:
         self._dimension = dimension

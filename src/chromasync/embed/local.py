@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
-from . import runtime
+from . import Embedder, runtime
 from .making import check_agreement, export_onnx, quantize
 from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
 from .tokens import bundled_model_dir
@@ -75,7 +75,7 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "chromasync"
 
 
-class LocalEmbedder:
+class LocalEmbedder(Embedder):
     name = "local"
 
     def __init__(

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import EmbeddingError
 from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
+from . import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,9 @@ DEFAULT_MODEL = "text-embedding-3-small"
 _PROBE = "chromasync dimension probe"
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Embedder):
     name = "openai"
+    model_id: str = "openai"  # set per model
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ A long-running process (the owner `Service` behind `serve`, `watch` and `mcp`) i
 same queries again and again: the search page re-runs a query as filters change, agents
 repeat themselves. `QueryCache` wraps the process's embedder and remembers the vectors of
 the last `max_entries` distinct queries, keyed by (the embedder's `model_id` at the time,
-the exact query text): a model or numeric variant that changes (`follow_stored`) never
+the exact query text): a model or numeric variant that changes (`Embedder.follow`) never
 reads another's vectors. Documents are never cached here (ingest has the persistent,
 content-keyed `EmbeddingCache`); every other attribute is the wrapped embedder's.
 """
@@ -23,7 +23,7 @@ from . import Embedder
 DEFAULT_MAX_ENTRIES = 256
 
 
-class QueryCache:
+class QueryCache(Embedder):
     """`inner` with `embed_query` answered from an LRU of its last answers."""
 
     def __init__(self, inner: Embedder, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
@@ -77,6 +77,20 @@ class QueryCache:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         return self.inner.embed_documents(texts)
 
+    @property
+    def embeds_in_store(self) -> bool:
+        return self.inner.embeds_in_store
+
+    @property
+    def uses_local_cores(self) -> bool:
+        return self.inner.uses_local_cores
+
+    def prefetch(self) -> None:
+        self.inner.prefetch()
+
+    def follow(self, stored_model_id: str | None) -> bool:
+        return self.inner.follow(stored_model_id)
+
     def embed_query(self, text: str) -> list[float]:
         key = (self.inner.model_id, text)
         with self._lock:
@@ -105,8 +119,8 @@ class QueryCache:
             self._entries.clear()
 
     def __getattr__(self, attr: str) -> Any:
-        # Only called for attributes this class lacks: `follow`, `embeds_in_store`,
-        # `prefetch`... of the wrapped provider (AttributeError when it lacks them too).
+        # Only called for attributes neither this class nor `Embedder` has (a provider's
+        # own, such as the local one's `variant`).
         if attr == "inner":  # not set yet (copy, unpickling): no recursion
             raise AttributeError(attr)
         return getattr(self.inner, attr)

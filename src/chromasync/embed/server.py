@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import EmbeddingError
+from . import Embedder
 
 
-class ServerEmbedder:
+class ServerEmbedder(Embedder):
     name = "server"
     model_id = "server"
     embeds_in_store = True  # the store writes documents without vectors (see `ingest`)

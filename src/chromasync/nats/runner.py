@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+import nats.js.errors
 from nats.errors import MaxPayloadError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType
@@ -88,6 +89,10 @@ def connect_options(settings: Settings) -> dict[str, Any]:
             )
         options["user_credentials"] = str(creds)
     return options
+
+
+class JetStreamMissing(Exception):
+    """The server answers, but not with JetStream (off, or the stream refused)."""
 
 
 class Bridge:
@@ -147,12 +152,13 @@ class Bridge:
             while not stop.is_set():
                 try:
                     await self._session(stop, connected)
-                except (TimeoutError, OSError, nats.errors.Error) as exc:
+                except (TimeoutError, OSError, nats.errors.Error, JetStreamMissing) as exc:
                     attempt += 1
                     wait = reconnect_delay(attempt, self._rand())
                     self.counts["reconnects"] += 1
+                    why = str(exc) if isinstance(exc, JetStreamMissing) else _what(exc)
                     self._say(
-                        f"chromasync nats: no connection to {url} ({_what(exc)}); "
+                        f"chromasync nats: no session with {url} ({why}); "
                         f"retrying in {wait:.2f} s (attempt {attempt})"
                     )
                     with contextlib.suppress(TimeoutError):
@@ -190,10 +196,16 @@ class Bridge:
         )
         try:
             js = nc.jetstream(timeout=5)
-            await self._ensure_consumer(js)
-            pull = await js.pull_subscribe_bind(
-                durable=self.settings.nats_durable, stream=self.settings.nats_stream
-            )
+            try:
+                await self._ensure_consumer(js)
+                pull = await js.pull_subscribe_bind(
+                    durable=self.settings.nats_durable, stream=self.settings.nats_stream
+                )
+            except nats.js.errors.Error as exc:
+                raise JetStreamMissing(
+                    f"JetStream refused the stream {self.settings.nats_stream} or its consumer: "
+                    f"{_what(exc)}; is JetStream on (nats-server -js)?"
+                ) from exc
             queue = self.settings.nats_queue
             for subject, handler in (
                 (self.settings.nats_retrieve_subject, self.handlers.retrieve),
@@ -229,6 +241,14 @@ class Bridge:
                     "nats: stream %s does not hold %s; events there are not seen",
                     stream,
                     ", ".join(missing),
+                )
+            asked = (self.settings.nats_retrieve_subject, self.settings.nats_ask_subject)
+            captured = [s for s in asked if any(subject_matches(p, s) for p in taken)]
+            if captured:  # JetStream would answer each request with its PubAck, first
+                self._say(
+                    f"chromasync nats: warning: stream {stream} also stores "
+                    f"{', '.join(captured)}; its acknowledgements would answer requests "
+                    "before chromasync does: give the stream only the event subjects"
                 )
         try:
             await js.consumer_info(stream, durable)
@@ -363,4 +383,4 @@ def _what(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-__all__ = ["Bridge", "connect_options", "shown_url"]
+__all__ = ["Bridge", "JetStreamMissing", "connect_options", "shown_url"]

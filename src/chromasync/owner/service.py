@@ -285,9 +285,9 @@ class Service:
         options = options or self.default_options()
 
         def work(progress: Progress) -> list[dict[str, Any]]:
-            summaries = api.ingest_known(
+            summaries = api.ingest(
+                api.KnownSources(labels),
                 self.settings,
-                labels,
                 options,
                 embedder=self.embedder,
                 environ=self._environ,

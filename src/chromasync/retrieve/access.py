@@ -3,8 +3,6 @@
 The REST service, the MCP server and the search page read one document's chunks
 (`get_document`, from the local state), one indexed file's current text
 (`read_indexed_file`, only files the index holds, only inside their source's root).
-`select_known` (which sources a service can reindex or watch) lives in `sync.registry`
-and is re-exported here.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from ..corpus.paths import check_path_text, relative_path, resolve_in_root, show
 from ..errors import AccessDenied, NotFound, SourceError
 from ..records import Hit
 from ..state.manifest import State, stored_root
-from ..sync.registry import select_known
 
 
 def get_document(settings: Settings, path: str, source: str | None = None) -> list[Hit]:
@@ -270,5 +267,4 @@ __all__ = [
     "multi_get_json",
     "parse_location",
     "read_indexed_file",
-    "select_known",
 ]

@@ -97,6 +97,35 @@ class KeywordIndex:
         rows = self.db.execute("SELECT DISTINCT source FROM chunks")
         return {str(r[0]) for r in rows}
 
+    def newest(
+        self, collection: str, condition: Condition, date_fields: Sequence[str], n: int
+    ) -> list[tuple[float, str, str]]:
+        """(date, source, path) of the `n` newest documents of `collection` with a chunk
+        meeting `condition`; a document's date is its first date field's `<field>_ts`
+        (an undated document is left out). One pass over the collection's rows."""
+        if not date_fields or n <= 0:
+            return []
+        dates = ", ".join("json_extract(c.metadata, ?)" for _ in date_fields)
+        date = f"COALESCE({dates}, NULL)" if len(date_fields) > 1 else dates
+        rows = self.db.execute(
+            f"SELECT MAX({date}) AS ts, c.source, c.path FROM chunks AS c "
+            f"WHERE c.collection = ? AND {condition.sql} GROUP BY c.source, c.path "
+            "HAVING ts IS NOT NULL ORDER BY ts DESC, c.source, c.path LIMIT ?",
+            (*(f'$."{f}_ts"' for f in date_fields), collection, *condition.params, n),
+        )
+        return [(float(ts), str(source), str(path)) for ts, source, path in rows]
+
+    def document_ids(
+        self, collection: str, source: str, path: str, condition: Condition
+    ) -> list[str]:
+        """The ids of one document's chunks that meet `condition`."""
+        rows = self.db.execute(
+            "SELECT c.id FROM chunks AS c WHERE c.collection = ? AND c.source = ? AND "
+            f"c.path = ? AND {condition.sql}",
+            (collection, source, path, *condition.params),
+        )
+        return [str(r[0]) for r in rows]
+
     def candidate_ids(self, collection: str, condition: Condition) -> list[str]:
         rows = self.db.execute(
             f"SELECT c.id FROM chunks AS c WHERE c.collection = ? AND {condition.sql}",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..errors import EmbeddingError, NotFound
 from ..records import Hit
 from .bm25 import Condition, KeywordIndex
@@ -173,7 +173,7 @@ class Retriever:
 
     @property
     def embeds_in_store(self) -> bool:
-        return bool(getattr(self.embedder(), "embeds_in_store", False))
+        return self.embedder().embeds_in_store
 
     def dense_collection(self, name: str) -> Collection:
         """The collection to query by meaning (opened with its own function for `server`)."""
@@ -193,7 +193,8 @@ class Retriever:
             raise ValueError(f"mode must be one of {MODES}")
         reranker = self.reranker if request.rerank else None
         lean = not full_fetch and reranker is None and not _reads_candidates(request)
-        gathered = self.gather(request, (request.mode,), fields=not lean)
+        only = self.latest_ids(request) if request.latest is not None else None
+        gathered = self.gather(request, (request.mode,), fields=not lean, only=only)
         # a lean search shows a prefix of the ranking: its first k (the relevance floor
         # keeps a prefix too), so only those become hits
         hits = self.rank(gathered, request.mode, request.fusion, request.k if lean else None)
@@ -255,10 +256,40 @@ class Retriever:
             )
         return tuple(out)
 
-    def gather(self, request: SearchRequest, modes: Sequence[str], fields: bool = True) -> Gathered:
+    def latest_ids(self, request: SearchRequest) -> dict[str, list[str]]:
+        """Per collection, the chunk ids of the `request.latest` newest documents that pass
+        its filters, by their date field (the first of `date_fields` a document has; an
+        undated document is never among them), across all its collections."""
+        assert request.latest is not None
+        found: list[tuple[float, str, str, str]] = []
+        conditions: dict[str, Condition] = {}
+        for name in self.collection_names(request):
+            where, condition, ids = self._restrict(name, request.filters)
+            if where is _NOTHING:
+                continue
+            if ids is not None:
+                condition = condition.and_(_id_condition(ids))
+            conditions[name] = condition
+            index = self.keyword_index(name)
+            newest = index.newest(name, condition, request.filters.date_fields, request.latest)
+            found += [(-ts, name, source, path) for ts, source, path in newest]
+        out: dict[str, list[str]] = {}
+        for _, name, source, path in sorted(found)[: request.latest]:
+            ids = self.keyword_index(name).document_ids(name, source, path, conditions[name])
+            out.setdefault(name, []).extend(ids)
+        return out
+
+    def gather(
+        self,
+        request: SearchRequest,
+        modes: Sequence[str],
+        fields: bool = True,
+        only: dict[str, list[str]] | None = None,
+    ) -> Gathered:
         """Dense and keyword lists for `request` across its collections, filters applied.
 
         `fields` False: the hits carry ids and scores only (see `Retriever.search`).
+        `only`: the chunk ids each collection may return (`latest_ids`), none elsewhere.
         """
         names = self.collection_names(request)
         want_dense = any(m in ("dense", "hybrid") for m in modes)
@@ -272,6 +303,16 @@ class Retriever:
         for name in names:
             collection = self.collection(name)
             where, condition, ids = self._restrict(name, request.filters)
+            if only is not None and where is not _NOTHING:
+                allowed = only.get(name, [])
+                if ids is not None:
+                    kept = set(ids)
+                    allowed = [i for i in allowed if i in kept]
+                ids = allowed
+                if not ids:
+                    where = _NOTHING
+                else:
+                    condition = condition.and_(_id_condition(ids))
             if where is _NOTHING:
                 plan.append((name, "none", condition.sql, condition.params))
                 continue
@@ -309,7 +350,7 @@ class Retriever:
     def _check_model(self, collection: Collection) -> None:
         embedder = self.embedder()
         if not self.embeds_in_store:  # `server`: the store checks its own function
-            if follow_stored(embedder, collection.model_id):
+            if embedder.follow(collection.model_id):
                 self._vectors.clear()  # query vectors of the variant before
             collection.check_model(embedder.model_id, embedder.dimension)
 
@@ -359,10 +400,20 @@ class Retriever:
 _NOTHING: Any = object()
 
 
+def _id_condition(ids: Sequence[str]) -> Condition:
+    """`c.id IN (...)` for the keyword index (`latest`: at most MAX_LATEST documents)."""
+    return Condition(f"c.id IN ({', '.join('?' * len(ids))})", tuple(ids))
+
+
 def _reads_candidates(request: SearchRequest) -> bool:
     """Whether presenting `request` reads the ranked hits' text or metadata (per-document
     collapse by path, date order, groups): then every candidate is fetched whole."""
-    return request.per_doc or request.sort == "date" or bool(request.group_by)
+    return (
+        request.per_doc
+        or request.sort == "date"
+        or bool(request.group_by)
+        or request.latest is not None
+    )
 
 
 __all__ = [

@@ -56,6 +56,8 @@ MAX_DATE_CHARS = 64
 MAX_FIELD_CHARS = 200
 #: The most hits a request may ask for (`k`), on every surface.
 MAX_K = 1_000
+#: The most documents `latest` may ask for.
+MAX_LATEST = 100
 #: Characters of a search query; of a question (`ask`).
 MAX_QUERY_CHARS = 2_000
 MAX_QUESTION_CHARS = 4_000
@@ -294,9 +296,21 @@ OPTIONS: tuple[Option, ...] = (
         "sort",
         "choice",
         "rank",
-        "Order of the top k: by rank, or newest first.",
+        "Order of the hits: by rank, or the relevant ones (above --min-score, else above "
+        "half the best's relevance) newest first.",
         flag="--sort",
         choices=("rank", "date"),
+    ),
+    Option(
+        "latest",
+        "int",
+        None,
+        "Only the N newest documents that pass the filters (by --date-field), whatever their "
+        "rank: each one's best chunk, newest first, then their next-best up to --k.",
+        flag="--latest",
+        low=1,
+        high=MAX_LATEST,
+        metavar="N",
     ),
     _text(
         "group_by",

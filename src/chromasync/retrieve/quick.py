@@ -88,12 +88,14 @@ def _identity(path: str) -> tuple[int, ...]:
 
 def recordable(result: SearchResult, request: SearchRequest) -> bool:
     """Whether the fast path could give this result: keyword mode, no reranker, no groups,
-    every collection served by the state's own index."""
+    no `latest` (its documents are chosen anew at each search), every collection served by
+    the state's own index."""
     return (
         result.mode == "keyword"
         and not result.reranked
         and not result.warnings
         and not request.group_by
+        and request.latest is None
         and bool(result.keyword_plan)
         and all(made in ("state", "none") for _, made, _, _ in result.keyword_plan)
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .filters import Filters, filters_from_options
+from .options import MAX_LATEST
 from .results import SearchRequest
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class SearchArgs:
     group_by: str | None = None
     rerank: bool = True
     min_score: float | None = None  # a relevance floor, 0-1
+    latest: int | None = None  # only the N newest documents passing the filters
 
     @classmethod
     def of(cls, query: str, **given: Any) -> SearchArgs:
@@ -68,6 +70,8 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         raise ConfigError("the query is empty")
     if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
         raise ConfigError(f"min_score must be between 0 and 1 (relevance), not {args.min_score}")
+    if args.latest is not None and not 1 <= args.latest <= MAX_LATEST:
+        raise ConfigError(f"latest must be between 1 and {MAX_LATEST}, not {args.latest}")
     filters = filters_from_options(
         sources=args.sources,
         where=args.where,
@@ -94,6 +98,7 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         group_by=args.group_by,
         rerank=args.rerank,
         min_score=args.min_score,
+        latest=args.latest,
     )
 
 

@@ -2,9 +2,10 @@
 
 A `Reranker` scores (query, text) pairs; the top `depth` hits are reordered by that score
 and the rest keep their order below them. With no reranker configured nothing happens.
-Rerankers are registered by name like providers: `cross-encoder` is built in (a Hugging Face
-sequence-classification folder, e.g. an ms-marco MiniLM cross-encoder copied to disk) and
-plugins use the entry point group `chromasync.rerankers`.
+Rerankers are registered by name in the registry providers and chunkers use (`RERANKERS`):
+`cross-encoder` is built in (a Hugging Face sequence-classification folder, e.g. an ms-marco
+MiniLM cross-encoder copied to disk) and plugins use the entry point group
+`chromasync.rerankers`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError, EmbeddingError
+from ..plugins import Registry
 from ..records import Hit
 
 log = logging.getLogger(__name__)
@@ -93,22 +95,17 @@ def _cross_encoder(options: Mapping[str, Any]) -> Reranker:
     return CrossEncoderReranker(Path(str(folder)).expanduser())
 
 
-_BUILTIN: dict[str, RerankerFactory] = {"cross-encoder": _cross_encoder}
+#: Rerankers by name (`plugins.Registry`; entry point group `chromasync.rerankers`).
+RERANKERS: Registry[RerankerFactory] = Registry(
+    "reranker", "chromasync.rerankers", {"cross-encoder": _cross_encoder}
+)
 
 
 def make_reranker(model: str | None, name: str = "cross-encoder") -> Reranker | None:
     """The configured reranker, or None when no model is configured (reranking is off)."""
     if not model:
         return None
-    factory = _BUILTIN.get(name)
-    if factory is None:
-        from importlib.metadata import entry_points
-
-        plugins = {ep.name: ep for ep in entry_points(group="chromasync.rerankers")}
-        if name not in plugins:
-            raise ConfigError(f"unknown reranker {name!r}; choose one of: {sorted(_BUILTIN)}")
-        factory = plugins[name].load()
-    return factory({"model": model})
+    return RERANKERS.get(name)({"model": model})
 
 
 def rerank(
@@ -127,4 +124,4 @@ def rerank(
     return reranked + tail
 
 
-__all__ = ["CrossEncoderReranker", "Reranker", "make_reranker", "rerank"]
+__all__ = ["RERANKERS", "CrossEncoderReranker", "Reranker", "make_reranker", "rerank"]

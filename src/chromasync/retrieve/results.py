@@ -46,6 +46,9 @@ class SearchRequest:
     fusion: Fusion | None = None
     rerank: bool = True  # when a reranker is configured
     min_score: float | None = None  # drop hits whose relevance is below (0-1)
+    #: Only the chunks of the N newest documents passing the filters (by date field),
+    #: whatever their rank: each one's best chunk first, newest first (see `present`).
+    latest: int | None = None
 
     @property
     def depth(self) -> int:
@@ -88,6 +91,8 @@ class SearchResult:
             "filters": self.filters.as_json(),
             "reranked": self.reranked,
             "hits": [h.as_json() for h in self.hits],
+            # where the "weaker matches" separator goes (null: none), as the terminal draws it
+            "weaker_from": weaker_from(self.hits),
         }
         if self.group_field:
             out["group_by"] = self.group_field
@@ -167,18 +172,40 @@ def rank_hits(
 def present(
     request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
 ) -> SearchResult:
-    """The relevance floor, per-doc collapse, the top k, then date order and groups."""
+    """The relevance floor, per-doc collapse, the top k, then date order and groups.
+
+    `sort="date"` orders the relevant candidates, not only the top k: those at or above
+    `min_score`, or without one those not "weaker matches" (`weaker_from`: relevance at
+    least half the best's), newest first; then the first k of them. `latest`: the hits
+    come from the chunks of the N newest documents only (the engine restricts the lists);
+    each document's best chunk comes first, newest document first, then the others' next
+    best in rank order, up to max(k, N)."""
+
+    def doc(h: Hit) -> tuple[str, str, str]:
+        return (h.collection, h.source, h.path)
+
     if request.min_score is not None:
         floor = request.min_score
         hits = [h for h in hits if h.relevance is None or h.relevance >= floor]
     if request.per_doc:
-        hits = [
-            replace(hit, collapsed=n)
-            for hit, n in collapse_per_doc(hits, lambda h: (h.collection, h.source, h.path))
-        ]
-    top = list(hits[: request.k])
-    if request.sort == "date":
-        top = sort_by_date(top, lambda h: _date_of(h, request.filters.date_fields))
+        hits = [replace(hit, collapsed=n) for hit, n in collapse_per_doc(hits, doc)]
+    date_of = lambda h: _date_of(h, request.filters.date_fields)  # noqa: E731
+    if request.latest is not None:
+        best = [hit for hit, _ in collapse_per_doc(hits, doc)]
+        firsts = sort_by_date(best, date_of)
+        chosen = {id(h) for h in firsts}
+        rest = [h for h in hits if id(h) not in chosen]
+        top = [*firsts, *rest][: max(request.k, len(firsts))]
+    elif request.sort == "date":
+        relevant = list(hits)
+        if request.min_score is None:
+            weaker = weaker_from(relevant)
+            relevant = relevant if weaker is None else relevant[:weaker]
+        top = sort_by_date(relevant, date_of)[: request.k]
+    else:
+        top = list(hits[: request.k])
+    if request.sort == "date" and request.latest is not None:
+        top = sort_by_date(top, date_of)
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if request.group_by:
         field_name = request.group_by
@@ -250,7 +277,8 @@ def plain_lines(result: SearchResult) -> str:
     (`rank. path:start-end score (ranks)`), the heading and the snippet below it, unwrapped
     and without styles. Results grouped with `--group-by` are drawn by the terminal renderer.
     """
-    from ..sync.summary import printable
+    from ..chunk.blocks import code_lines, reading_view
+    from ..corpus.listing import printable
     from .highlight import match_spans, snippet
 
     if not result.hits:
@@ -273,9 +301,14 @@ def plain_lines(result: SearchResult) -> str:
             lines.append("   " + printable(hit.heading))
         if hit.context:
             lines.append("   context: " + printable(hit.context))
-        flat = printable(" ".join(hit.text.split()))
+        prose, code = reading_view(hit.text)
+        flat = printable(prose)
         window, _ = snippet(flat, match_spans(flat, result.query, result.filters.phrases))
         lines.append("   " + window)
+        if code is not None:  # code kept apart from the prose
+            lines.append("   ```" + printable(code.lang))
+            lines.extend("   " + printable(line) for line in code_lines(code))
+            lines.append("   ```")
     return "\n".join(lines) + "\n"
 
 

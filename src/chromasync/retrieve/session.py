@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.settings import Settings
 from ..config.sources import check_labels, configured_entries
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..errors import ConfigError, NotFound, storage_errors
-from ..records import Hit
+from ..records import Hit, Progress
 from ..state.manifest import State
-from ..sync.ingest import Progress
-from ..sync.registry import embedder_for, open_store_for
+from ..store.target import open_store_for
 from .access import indexed_file_location
 from .engine import MODES, Retriever
 from .evaluate import EvalQuery

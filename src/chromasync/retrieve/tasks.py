@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ..chunk import Budget, chunk_document
 from ..corpus.read import read_file
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..embed.tokens import default_token_meter, load_token_meter
 from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
-from ..records import FileStat, Hit
+from ..records import FileStat, Hit, Progress
 from . import evaluate as ev
 from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
 from .filters import Filters
@@ -31,8 +31,6 @@ from .rerank import rerank
 from .similar import SimilarDoc, aggregate, nearest_sources
 from .suggest import DEPTH as SUGGEST_DEPTH
 from .suggest import GroupSuggestion, group_key, suggest_groups
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +196,7 @@ def _file_neighbours(
         collection = retriever.collection(name)
         try:
             if not retriever.embeds_in_store:
-                follow_stored(embedder, collection.model_id)
+                embedder.follow(collection.model_id)
                 collection.check_model(embedder.model_id, embedder.dimension)
             searched = retriever.dense_collection(name)
         except ChromasyncError:

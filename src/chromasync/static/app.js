@@ -158,30 +158,150 @@ function highlighted(text, query) {
   return fragment;
 }
 
-// The service's own matches (stemmed words, phrases): [start, end) spans of `text`.
-function marked(text, spans) {
-  const fragment = document.createDocumentFragment();
-  const flat = (part) => part.replace(/\s+/g, " ");
-  let last = 0;
-  for (const [start, end] of spans) {
-    if (start < last) continue;
-    fragment.append(flat(text.slice(last, start)), el("mark", { text: text.slice(start, end) }));
-    last = end;
-  }
-  fragment.append(flat(text.slice(last)));
-  return fragment;
+// -- Markdown, rendered safely --------------------------------------------------------------
+// Headings, fenced code (with its language), lists, tables, quotes, links, inline code and
+// emphasis become elements; every piece of text goes in with textContent, so raw HTML in a
+// note shows as text and never runs. Links open only http(s) and mailto targets; shortcodes,
+// link definitions and front matter are not shown.
+
+const MD_FENCE = /^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
+const MD_CODE_SHORTCODE = /^\s*\{\{[<%]\s*(code-toggle|code|highlight)\b([^}]*)[%>]\}\}\s*$/;
+const MD_SHORTCODE = /^\s*\{\{[<%].*[%>]\}\}\s*$/;
+const MD_LINK_DEF = /^\s{0,3}\[([^\]]+)\]:\s*(\S+)/;
+const MD_HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const MD_LIST_ITEM = /^(\s{0,6})([-*+]|\d{1,3}[.)])\s+(.*)$/;
+const MD_TABLE_RULE = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)+\|?\s*$/;
+const MD_INLINE = /(`+)([^`]+?)\1|\*\*([^*\n]+)\*\*|(?<![\w*])\*([^*\s][^*\n]*)\*(?![\w*])|(!?)\[([^\]\n]{1,200})\](?:\(([^)\s]{0,500})(?:\s+"[^"]*")?\)|\[([^\]\n]{0,200})\])|\[(\d{1,3})\]/g;
+
+function safeHref(url) {
+  try {
+    const parsed = new URL(url);
+    return ["http:", "https:", "mailto:"].includes(parsed.protocol) ? parsed.href : null;
+  } catch { return null; }  // relative to the note's own site: no page here to open it in
 }
 
-function snippet(text, query, size = 420) {
-  const flat = text.replace(/\s+/g, " ").trim();
-  if (flat.length <= size) return flat;
-  const words = terms(query);
-  let at = 0;
-  if (words.length) {
-    const found = flat.search(wordPattern(words));
-    if (found > size / 3) at = found - Math.floor(size / 3);
+// `cite(n)` turns an answer's [n] markers into citation links (search hits pass none).
+function mdInline(text, query, refs, cite, depth = 0) {
+  const out = document.createDocumentFragment();
+  let last = 0;
+  for (const m of text.matchAll(MD_INLINE)) {
+    out.append(highlighted(text.slice(last, m.index), query));
+    last = m.index + m[0].length;
+    if (m[2] !== undefined) out.append(el("code", { text: m[2] }));
+    else if (m[3] !== undefined) out.append(el("strong", {}, mdInline(m[3], query, refs, cite, depth + 1)));
+    else if (m[4] !== undefined) out.append(el("em", {}, mdInline(m[4], query, refs, cite, depth + 1)));
+    else if (m[6] !== undefined) {
+      const target = m[7] !== undefined ? m[7] : refs.get((m[8] || m[6]).toLowerCase());
+      const href = m[5] || !target ? null : safeHref(target);
+      const words = depth < 2 ? mdInline(m[6], query, refs, null, depth + 1) : m[6];
+      out.append(href ? el("a", { href, target: "_blank", rel: "noopener noreferrer" }, words)
+        : el("span", { class: "md-link" }, words));
+    } else if (m[9] !== undefined) out.append(cite ? cite(Number(m[9])) || m[0] : m[0]);
   }
-  return (at ? "…" : "") + flat.slice(at, at + size) + (at + size < flat.length ? "…" : "");
+  out.append(highlighted(text.slice(last), query));
+  return out;
+}
+
+function codeBlock(text, lang) {
+  return el("figure", { class: "md-code", "data-lang": lang || "" },
+    lang ? el("figcaption", { text: lang }) : null,
+    el("pre", {}, el("code", { text })));
+}
+
+function renderMarkdown(source, query, cite = null) {
+  const lines = source.replace(/\r\n?/g, "\n").split("\n");
+  const refs = new Map();
+  for (const line of lines) {
+    const m = line.match(MD_LINK_DEF);
+    if (m) refs.set(m[1].toLowerCase(), m[2]);
+  }
+  const out = document.createDocumentFragment();
+  let para = [];
+  const flush = () => {
+    if (para.length) out.append(el("p", {}, mdInline(para.join(" "), query, refs, cite)));
+    para = [];
+  };
+  let i = 0;
+  if (/^(---|\+\+\+)\s*$/.test(lines[0] || "")) {  // front matter
+    const end = lines.findIndex((line, n) => n > 0 && line.trim() === lines[0].trim());
+    if (end > 0) i = end + 1;
+  }
+  while (i < lines.length) {
+    const line = lines[i];
+    let m;
+    if ((m = line.match(MD_FENCE))) {
+      flush();
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(m[1]); i++) body.push(lines[i]);
+      out.append(codeBlock(body.join("\n"), m[2]));
+      i++;
+    } else if ((m = line.match(MD_CODE_SHORTCODE))) {
+      flush();
+      const close = new RegExp(`^\\s*\\{\\{[<%]\\s*/${m[1]}\\s*[%>]\\}\\}\\s*$`);
+      const body = [];
+      for (i++; i < lines.length && !close.test(lines[i]); i++) body.push(lines[i]);
+      const lang = (m[2].match(/\blang\s*=\s*["']?([\w+#.-]+)/) || [])[1] || (m[1] === "code-toggle" ? "toml" : "");
+      out.append(codeBlock(body.join("\n"), lang));
+      i++;
+    } else if (MD_SHORTCODE.test(line) || MD_LINK_DEF.test(line)) {
+      flush();
+      i++;
+    } else if ((m = line.match(MD_HEADING))) {
+      flush();
+      out.append(el(`h${Math.min(6, m[1].length + 2)}`, { class: "md-h" }, mdInline(m[2], query, refs, cite)));
+      i++;
+    } else if (line.includes("|") && i + 1 < lines.length && MD_TABLE_RULE.test(lines[i + 1])) {
+      flush();
+      const cells = (row) => row.trim().replace(/^\||\|$/g, "").split("|").map((c) => c.trim());
+      const head = el("tr", {}, ...cells(line).map((c) => el("th", {}, mdInline(c, query, refs, cite))));
+      const rows = [];
+      for (i += 2; i < lines.length && lines[i].includes("|") && lines[i].trim(); i++) {
+        rows.push(el("tr", {}, ...cells(lines[i]).map((c) => el("td", {}, mdInline(c, query, refs, cite)))));
+      }
+      out.append(el("table", { class: "md-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
+    } else if ((m = line.match(MD_LIST_ITEM))) {
+      flush();
+      const ordered = /\d/.test(m[2]);
+      const items = [];
+      while (i < lines.length && (m = lines[i].match(MD_LIST_ITEM))) {
+        let text = m[3];
+        for (i++; i < lines.length && /^\s{2,}\S/.test(lines[i]) && !MD_LIST_ITEM.test(lines[i]); i++) text += " " + lines[i].trim();
+        items.push(el("li", {}, mdInline(text, query, refs, cite)));
+      }
+      out.append(el(ordered ? "ol" : "ul", { class: "md-list" }, ...items));
+    } else if (/^\s*>/.test(line)) {
+      flush();
+      const quoted = [];
+      for (; i < lines.length && /^\s*>/.test(lines[i]); i++) quoted.push(lines[i].replace(/^\s*>\s?/, ""));
+      const kind = (quoted[0] || "").match(/^\[!(\w+)\]\s*$/);
+      if (kind) quoted.shift();
+      out.append(el("blockquote", { class: "md-quote" }, kind ? el("strong", { text: kind[1].toLowerCase() + ": " }) : null,
+        mdInline(quoted.join(" "), query, refs, cite)));
+    } else if (!line.trim()) {
+      flush();
+      i++;
+    } else {
+      para.push(line.trim());
+      i++;
+    }
+  }
+  flush();
+  return out;
+}
+
+// The chunk's own first heading line, when the hit's heading (shown above it) ends with it.
+function withoutHeading(text, heading) {
+  const m = text.match(/^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*(\n|$)/);
+  return m && heading && heading.endsWith(m[1]) ? text.slice(m[0].length) : text;
+}
+
+// A hit's text, cut at a line near `size` characters (the block it cuts is closed).
+function hitExcerpt(text, size = 1600) {
+  if (text.length <= size) return text;
+  const cut = text.lastIndexOf("\n", size);
+  let head = text.slice(0, cut > size / 2 ? cut : size);
+  if (((head.match(/^\s{0,3}(`{3,}|~{3,})/gm) || []).length) % 2) head += "\n```";
+  return head + "\n\n…";
 }
 
 function runSearch(delay = 0) {
@@ -219,7 +339,12 @@ async function doSearch() {
   $("message").textContent = body.hits.length
     ? `${body.hits.length} hit${body.hits.length === 1 ? "" : "s"} for “${query}”`
     : `No hits for “${query}” with these filters.`;
-  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, query)));
+  const items = body.hits.map((hit) => renderHit(hit, query));
+  if (body.weaker_from != null && body.weaker_from > 0 && body.weaker_from < items.length) {
+    items.splice(body.weaker_from, 0, el("li", { class: "weaker", role: "separator",
+      text: "weaker matches (relevance under half the best's)" }));
+  }
+  $("results").replaceChildren(...items);
 }
 
 function renderHit(hit, query) {
@@ -239,8 +364,7 @@ function renderHit(hit, query) {
         text: hit.relevance == null ? hit.score.toFixed(3) : hit.relevance.toFixed(2) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
-    el("p", { class: "snippet" }, hit.snippet ? marked(hit.snippet.text, hit.snippet.spans)
-      : highlighted(snippet(hit.text, query), query)),
+    el("div", { class: "snippet md" }, renderMarkdown(hitExcerpt(withoutHeading(hit.text, hit.heading)), query)),
     tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
       el("button", { type: "button", class: "chip small tag", title: "filter by this tag",
         onclick: () => addTag(tag) }, `#${tag}`))) : null);
@@ -281,16 +405,17 @@ function citationLink(citation) {
 
 function renderAnswer(answer) {
   const byN = new Map(answer.citations.map((c) => [c.n, c]));
+  const cite = (n) => (byN.has(n) ? citationLink(byN.get(n)) : null);
   const text = $("answer-text");
   text.replaceChildren();
-  let last = 0;
-  for (const match of answer.answer.matchAll(/\[(\d{1,3})\]/g)) {
-    const citation = byN.get(Number(match[1]));
-    if (!citation) continue;
-    text.append(answer.answer.slice(last, match.index), citationLink(citation));
-    last = match.index + match[0].length;
+  const parts = answer.parts && answer.parts.length ? answer.parts : [{ kind: "prose", text: answer.answer }];
+  for (const part of parts) {
+    if (part.kind === "code") {
+      const block = codeBlock(part.text, part.lang);
+      if (byN.has(part.source)) block.append(el("div", { class: "quoted-from" }, "quoted from ", cite(part.source)));
+      text.append(block);
+    } else text.append(renderMarkdown(part.text, "", cite));
   }
-  text.append(answer.answer.slice(last));
   const notes = [];
   if (answer.mode === "llm" && answer.model) notes.push(`written by ${answer.model}`);
   if (answer.mode === "extractive") notes.push("extractive answer: the sources' own sentences");

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
@@ -85,7 +85,11 @@ class Store:
             base = CLOUD_LIMITS
         else:
             base = StoreLimits(name=f"Chroma at {self.describe()}")
-        return combine_limits(self.advertised_batch, base)
+        limits = combine_limits(self.advertised_batch, base)
+        cap = self.config.batch_size
+        if cap is not None and (limits.max_batch is None or cap < limits.max_batch):
+            limits = replace(limits, max_batch=cap)  # the user's batch size, when smaller
+        return limits
 
     @property
     def max_batch(self) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..datadir import CHROMA_DIR
@@ -18,6 +19,10 @@ from ..errors import ConfigError
 from ..plan.limits import DEFAULT_BATCH
 from ..records import StoreLimits
 from ..retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
+    from .chroma import Store
 
 CLOUD_HOST = "api.trychroma.com"
 
@@ -35,6 +40,7 @@ class StoreConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: StoreLimits | None = None  # override what the target advertises
     limits_batch_default: int = DEFAULT_BATCH  # records per write when none is advertised
+    batch_size: int | None = None  # records per write request at most (`batch_size` setting)
 
     def describe(self) -> str:
         if not self.url:
@@ -94,3 +100,22 @@ def parse_target(url: str) -> Target:
         f"chroma_url scheme {parts.scheme!r} is not supported; use http://, https:// or "
         "chroma-cloud://"
     )
+
+
+def open_store_for(settings: Settings, existing: bool = False, reading: bool = False) -> Store:
+    """The configured store: embedded under the data dir, or a Chroma server (`reading`:
+    for a search, which may open a read-only store from a copy). `connect` (and chromadb)
+    is imported only now."""
+    from .connect import open_store
+
+    config = StoreConfig(
+        data_dir=settings.data_dir,
+        url=settings.chroma_url,
+        tenant=settings.tenant,
+        database=settings.database,
+        token=settings.chroma_token,
+        timeout_s=settings.chroma_timeout,
+        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
+        batch_size=settings.batch_size,
+    )
+    return open_store(config, existing, reading)

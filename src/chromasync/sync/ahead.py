@@ -43,9 +43,9 @@ from ..corpus.read import read_file
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import SourceError
 from ..plan.triage import Triage
-from ..records import Discovery, FileChange, FileState, SourceSpec
+from ..records import Discovery, FileChange, FileState, Progress, SourceSpec
 from .planning import FilePlanner, PlanSettings
-from .waves import Progress, Tally
+from .waves import Tally
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from ..errors import NotFound, SourceError
 from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
+from ..store.target import open_store_for
 from .jobs import ingest
-from .registry import open_store_for
 from .verify import SourceCheck, compare_source
 
 if TYPE_CHECKING:

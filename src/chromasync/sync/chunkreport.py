@@ -14,22 +14,26 @@ import os
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..chunk import Budget, chunk_document
 from ..config.settings import Settings
-from ..config.sources import source_for, with_skips
+from ..config.sources import configured_entries, find_entry, source_for, spec_for, with_skips
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..embed.tokens import count_all, default_token_meter, load_token_meter
 from ..records import SourceSpec
 from .jobs import default_options
-from .registry import embedder_for
 
-CHUNK_REPORT_SCHEMA = 1
+CHUNK_REPORT_SCHEMA = 2  # 2: "(none)" for no extension, token totals, largest first
+
+
+#: How the report names the extension of files that have none (`README`, `LICENSE`).
+NO_EXTENSION = "(none)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +44,16 @@ class TokenStats:
     min: int = 0
     median: float = 0.0
     max: int = 0
+    total: int = 0
 
     @classmethod
     def of(cls, sizes: Sequence[int]) -> TokenStats:
         if not sizes:
             return cls()
-        return cls(len(sizes), min(sizes), float(statistics.median(sizes)), max(sizes))
+        return cls(len(sizes), min(sizes), float(statistics.median(sizes)), max(sizes), sum(sizes))
 
     def as_json(self) -> dict[str, object]:
-        return {"min": self.min, "median": self.median, "max": self.max}
+        return {"min": self.min, "median": self.median, "max": self.max, "total": self.total}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +92,7 @@ class FileChunks:
 
 @dataclass(frozen=True, slots=True)
 class ExtensionChunks:
-    """Totals over the files of one extension ("" for none)."""
+    """Totals over the files of one extension (`NO_EXTENSION` for none)."""
 
     extension: str
     files: int
@@ -183,7 +188,7 @@ def build_chunk_report(
         per_file.append(
             FileChunks(
                 path=doc.rel_path,
-                extension=os.path.splitext(doc.rel_path)[1].lower(),
+                extension=os.path.splitext(doc.rel_path)[1].lower() or NO_EXTENSION,
                 kind=doc.kind,
                 language=doc.language,
                 sizes=tuple(sizes),
@@ -208,6 +213,33 @@ def build_chunk_report(
     )
 
 
+def _report_spec(
+    path: str | Path | None,
+    settings: Settings,
+    source: str | None,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    use_gitignore: bool,
+    fields: Mapping[str, Any],
+) -> SourceSpec:
+    """The source a chunk report describes (see `chunk_report`)."""
+    entries = configured_entries(settings)
+    if source is not None:
+        return spec_for(find_entry(entries, source), settings)
+    folder = Path(path if path is not None else ".").expanduser().resolve()
+    plain = not (include or exclude or fields) and use_gitignore
+    matching = [e for e in entries if e.path is not None and e.path.resolve() == folder]
+    if plain and len(matching) == 1:
+        return spec_for(matching[0], settings)
+    return source_for(
+        folder,
+        include=tuple(include),
+        exclude=tuple(exclude),
+        use_gitignore=use_gitignore,
+        **fields,
+    )
+
+
 def _all_sizes(files: Iterable[FileChunks]) -> list[int]:
     return [s for f in files for s in f.sizes]
 
@@ -216,19 +248,20 @@ def _by_extension(files: list[FileChunks]) -> list[ExtensionChunks]:
     groups: dict[str, list[FileChunks]] = {}
     for entry in files:
         groups.setdefault(entry.extension, []).append(entry)
-    return [
+    rows = [
         ExtensionChunks(
             extension=extension,
             files=len(members),
             tokens=TokenStats.of(_all_sizes(members)),
             over_budget=sum(f.over_budget for f in members),
         )
-        for extension, members in sorted(groups.items())
+        for extension, members in groups.items()
     ]
+    return sorted(rows, key=lambda e: (-e.tokens.total, e.extension))  # largest first
 
 
 def chunk_report(
-    path: str | Path,
+    path: str | Path | None,
     settings: Settings,
     *,
     include: Sequence[str] = (),
@@ -236,16 +269,20 @@ def chunk_report(
     use_gitignore: bool = True,
     limit: int | None = None,
     embedder: Embedder | None = None,
+    source: str | None = None,
+    fields: Mapping[str, Any] | None = None,
 ) -> ChunkReport:
     """What ingest would cut the files under `path` into, summed up (see `build_chunk_report`).
 
     Discovery, reading and chunking are ingest's own, with its budget (the model's limit,
     or `chunk_max_tokens`) and tokenizer; the embedder is built for those and never run.
-    Nothing is embedded, no store or state is opened, nothing is written.
+    Nothing is embedded, no store or state is opened, nothing is written. `source`: a
+    configured source's label, reported as ingest runs it (its `subdirs`, patterns,
+    extensions...); a `path` that is exactly one configured source's folder, with no file
+    option given, is reported as that source too. `fields`: more `SourceSpec` fields (the
+    CLI's file flags). `path` None: the current folder.
     """
-    spec = source_for(
-        path, include=tuple(include), exclude=tuple(exclude), use_gitignore=use_gitignore
-    )
+    spec = _report_spec(path, settings, source, include, exclude, use_gitignore, fields or {})
     spec = with_skips(spec, settings)
     options = default_options(settings, limit=limit)
     embedder = embedder or embedder_for(settings)

@@ -22,13 +22,12 @@ from ..config.settings import Settings
 from ..config.sources import collection_of, with_skips
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..plan.triage import RecordContext, build_records
 from ..records import FileState, Scalar, SourceSpec
 from ..state.manifest import STATE_FILE, State
 from .ingest import IngestOptions
-from .registry import embedder_for
 
 MANIFEST_EXPORT_SCHEMA = 1
 

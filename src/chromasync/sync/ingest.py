@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..corpus import read as corpus_read
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, triage
@@ -36,6 +35,7 @@ from ..records import (
     FileChange,
     FileState,
     IngestSummary,
+    Progress,
     SettledSource,
     SourceSpec,
     StoreLimits,
@@ -47,6 +47,7 @@ from .planning import (
     FittedStream,
     Planner,
     PlanSettings,
+    ReadFile,
     chunks_total,
     count_uncached,
     deletions,
@@ -54,7 +55,7 @@ from .planning import (
 )
 from .resources import Resources
 from .settled import noop_summary, settled
-from .waves import WAVE_RECORDS, CrashPoints, Progress, Tally, WaveWriter
+from .waves import WAVE_RECORDS, CrashPoints, Tally, WaveWriter
 
 if TYPE_CHECKING:
     from ..store.chroma import Store
@@ -85,8 +86,47 @@ class IngestOptions:
     date_fields: tuple[str, ...] = ("date", "published_at")  # checked: `date-unreadable`
 
 
+@dataclass(frozen=True, slots=True)
+class IngestRun:
+    """One source's run, once its files are sorted: what every later step of it reads."""
+
+    spec: SourceSpec
+    options: IngestOptions
+    discovery: Discovery
+    triage: Triage
+    manifest: Mapping[str, FileState]  # the source's manifest rows before this run
+    tally: Tally  # what the run counts as it goes (skips, embedded, reused...)
+    rechunk: bool  # unchanged files are chunked again (records of an older chunker)
+    must_heal: bool  # the manifest was rebuilt from the collection first
+    adopting: bool  # the source's old relative root is being resolved to this one
+    started: int  # `perf_counter_ns` when the run began
+
+    @property
+    def gone(self) -> tuple[str, ...]:
+        """The manifest's files the walk no longer finds, when this run collects them."""
+        return tuple(self.triage.gone) if self.options.gc or self.options.gc_only else ()
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a run's writes came to, whichever path planned them: its summary's figures."""
+
+    new: int
+    updated: int
+    touched: Sequence[FileState]  # unchanged content, re-stat only
+    newly_skipped: Mapping[str, FileState]  # remembered skips found by this run
+    delete_ids: Sequence[str]
+    chunks_total: int
+
+
 class Ingestor:
-    """Runs ingests against one data dir's state and store; the caller holds the lock."""
+    """Runs ingests against one data dir's state and store; the caller holds the lock.
+
+    `read` and `clock` are where a run reads files and times them (tests count reads, or
+    put a fake clock); a planner ahead (`ahead`) reads in its own process with
+    `corpus.read.read_file` and the monotonic clock, so a caller that injects either one
+    plans in this process (`plan_ahead: off`).
+    """
 
     def __init__(
         self,
@@ -99,11 +139,13 @@ class Ingestor:
         progress: Progress | None = None,
         on_settled: Callable[[SettledSource], None] | None = None,
         clock: Callable[[], float] | None = None,
+        read: ReadFile | None = None,
     ) -> None:
         self.state = state
         #: Each file's time budget (read and chunk); past it, a `too-slow` skip.
         self.file_seconds = FILE_SECONDS
         self.clock = clock or FILE_CLOCK
+        self.read = read or read_file
         self.collection_name = collection_name
         self.embedder = embedder
         self.resources = Resources(state, collection_name, embedder, open_store, cache)
@@ -138,11 +180,11 @@ class Ingestor:
         self.resources.labels.append(spec.label)
         started = time.perf_counter_ns()
         name, label = self.collection_name, spec.label
-        run = Tally()
+        tally = Tally()
         discovery = discover_source(
             spec, options.max_file_bytes, listing=self._on_settled is not None
         )
-        run.skipped.update(s.reason for s in discovery.skipped)
+        tally.skipped.update(s.reason for s in discovery.skipped)
         files = discovery.files[: options.limit] if options.limit else discovery.files
         if options.limit:
             discovery = replace(discovery, files=files)
@@ -150,7 +192,7 @@ class Ingestor:
         if row is None:  # a new label: not a second name for an indexed folder
             check_shared_folder(self.state, label, spec.root, (f.rel_path for f in files))
         if row is not None and not options.reembed:
-            follow_stored(self.embedder, row.embedding_model)
+            self.embedder.follow(row.embedding_model)
         model_changed = row is not None and row.embedding_model != self.embedder.model_id
         must_heal = row is None or row.status != "clean" or options.reembed or model_changed
         rechunk = row is not None and row.chunking_version != CHUNKING_VERSION
@@ -168,8 +210,8 @@ class Ingestor:
         sorted_ = triage(discovery, manifest, options.checksum or rechunk, reread)
         if options.limit:
             sorted_ = replace(sorted_, gone=())
-        run.skipped.update(sorted_.remembered_skips.values())
-        run.files_unchanged = len(sorted_.unchanged)
+        tally.skipped.update(sorted_.remembered_skips.values())
+        tally.files_unchanged = len(sorted_.unchanged)
         if not (must_heal or sorted_.to_read or sorted_.gone):
             summary = noop_summary(
                 self.state, name, spec, discovery, sorted_, started, options.dry_run
@@ -180,23 +222,37 @@ class Ingestor:
             return summary
         if not must_heal:
             manifest = self.state.files(name, label)
-
+        run = IngestRun(
+            spec,
+            options,
+            discovery,
+            sorted_,
+            manifest,
+            tally,
+            rechunk,
+            must_heal,
+            adopting,
+            started,
+        )
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
             self.resources.prefetch_model()  # new files embed: load while they are read and chunked
-        if self._can_stream(spec, discovery, sorted_, manifest, options, adopting):
-            return self._stream(
-                spec, discovery, sorted_, manifest, options, run, rechunk, must_heal, started
-            )
-        # every change at once: a dry run, `--gc-only`, a run that may delete most of a source
-        planner = self._planner(spec, discovery, sorted_, manifest, options, run, rechunk)
+        if self._can_stream(run):
+            return self._stream(run)
+        return self._whole(run)
+
+    def _whole(self, run: IngestRun) -> IngestSummary:
+        """Every change at once: a dry run, `--gc-only`, a run that may delete most of a
+        source (moves are known only once every file was read)."""
+        options, manifest = run.options, run.manifest
+        planner = self._planner(run)
         changes = list(planner.changes())
         touched, newly_skipped = planner.touched, planner.skipped
         if options.gc_only:
             changes, newly_skipped = [], {}
         if changes:
             limits = self.limits(options)
-            changes = preflight(changes, limits, run, newly_skipped, self.collection_name)
-        gone = sorted_.gone if (options.gc or options.gc_only) else ()
+            changes = preflight(changes, limits, run.tally, newly_skipped, self.collection_name)
+        gone = run.gone
         # a file whose content reappears at a new path moved: that is not a deletion
         arrived = {c.file_hash for c in changes if c.is_new}
         moved = sum(1 for p in gone if manifest[p].file_hash in arrived)
@@ -204,44 +260,95 @@ class Ingestor:
             len(manifest),
             len(gone) - moved,
             options.allow_mass_delete,
-            label,
-            found_files=0 if adopting else len(discovery.files),
+            run.spec.label,
+            found_files=0 if run.adopting else len(run.discovery.files),
         )
-
         wanted = {r.id for c in changes for r in c.records}  # a rename keeps its record IDs
         deleted = (i for c in changes for i in c.to_delete)
-        delete_ids = deletions(deleted, gone, newly_skipped, manifest, wanted)
-        summary_base = dict(
-            collection=name,
-            source=label,
-            files_seen=len(discovery.files) + len(discovery.skipped),
-            files_new=sum(c.is_new for c in changes),
-            files_updated=sum(not c.is_new for c in changes),
-            files_unchanged=run.files_unchanged + len(touched),
-            files_deleted=len(gone)
-            + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
+        written = Written(
+            new=sum(c.is_new for c in changes),
+            updated=sum(not c.is_new for c in changes),
+            touched=touched,
+            newly_skipped=newly_skipped,
+            delete_ids=deletions(deleted, gone, newly_skipped, manifest, wanted),
             chunks_total=chunks_total(manifest, changes, gone, newly_skipped),
-            chunks_deleted=len(delete_ids),
-            dry_run=options.dry_run,
-            metadata_keys_dropped=run.keys_dropped,
         )
         if options.dry_run:
-            run.chunks_embedded = count_uncached(
+            tally = run.tally
+            tally.chunks_embedded = count_uncached(
                 changes, self.embedder.model_id, self.resources.cache, self.resources.store_embeds
             )
-            run.chunks_reused = sum(len(c.records) for c in changes) - run.chunks_embedded
-            return run.summary(summary_base, started)
-
-        if not (changes or touched or newly_skipped or gone or must_heal):
-            return self._noop(spec, discovery, options, summary_base, run, started)
-
-        self._begin(spec)
+            tally.chunks_reused = sum(len(c.records) for c in changes) - tally.chunks_embedded
+            return tally.summary(self._summary_base(run, written), run.started)
+        if not (changes or touched or newly_skipped or gone or run.must_heal):
+            return self._noop(run, written)
+        self._begin(run.spec)
         if touched:
-            self.state.touch_files(name, label, touched)
+            self.state.touch_files(self.collection_name, run.spec.label, touched)
         if changes:
-            self._write(label, changes, run, options)
-        return self._conclude(
-            spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
+            self._write(run, changes)
+        return self._conclude(run, written)
+
+    def _stream(self, run: IngestRun) -> IngestSummary:
+        """Read, plan and write wave by wave: a wave's records (texts, metadata, vectors)
+        are dropped once its manifest rows are committed, so memory is bounded by a wave,
+        not by the tree. Same effects, in the same order, as the run planned whole: the
+        source is marked `running` before the first write; re-stats, deletions and
+        remembered skips follow the last wave."""
+        manifest, gone = run.manifest, run.gone
+        planner = self._stream_planner(self._planner(run), run.options)
+        # the store opens with the first change
+        fitted = FittedStream(planner, lambda: self.limits(run.options), WAVE_RECORDS)
+        begun = False
+
+        def begun_first() -> Iterator[FileChange]:
+            nonlocal begun
+            for change in fitted.changes():
+                if not begun:
+                    self._begin(run.spec)
+                    begun = True
+                yield change
+
+        self._write(run, begun_first(), files=len(run.triage.to_read))
+        fitted.finish(self.collection_name)
+        newly_skipped = planner.skipped
+        total = fitted.chunks_total
+        for path in (*gone, *newly_skipped):
+            if path in manifest:
+                total -= len(manifest[path].records)
+        written = Written(
+            new=fitted.new,
+            updated=fitted.updated,
+            touched=planner.touched,
+            newly_skipped=newly_skipped,
+            delete_ids=deletions(fitted.delete_ids, gone, newly_skipped, manifest, fitted.wanted),
+            chunks_total=total,
+        )
+        if not (begun or planner.touched or newly_skipped or gone or run.must_heal):
+            return self._noop(run, written)
+        if not begun:
+            self._begin(run.spec)
+        if planner.touched:
+            self.state.touch_files(self.collection_name, run.spec.label, planner.touched)
+        return self._conclude(run, written)
+
+    def _summary_base(self, run: IngestRun, written: Written) -> dict[str, object]:
+        """The run's summary figures (the tally adds its counts and times): one place for
+        the whole-plan and the streamed path alike."""
+        manifest, gone, skipped = run.manifest, run.gone, written.newly_skipped
+        return dict(
+            collection=self.collection_name,
+            source=run.spec.label,
+            files_seen=len(run.discovery.files) + len(run.discovery.skipped),
+            files_new=written.new,
+            files_updated=written.updated,
+            files_unchanged=run.tally.files_unchanged + len(written.touched),
+            files_deleted=len(gone)
+            + sum(1 for p in skipped if p in manifest and manifest[p].records),
+            chunks_total=written.chunks_total,
+            chunks_deleted=len(written.delete_ids),
+            dry_run=run.options.dry_run,
+            metadata_keys_dropped=run.tally.keys_dropped,
         )
 
     def _begin(self, spec: SourceSpec) -> None:
@@ -255,140 +362,47 @@ class Ingestor:
             CHUNKING_VERSION,
         )
 
-    def _noop(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        options: IngestOptions,
-        summary_base: Mapping[str, object],
-        run: Tally,
-        started: int,
-    ) -> IngestSummary:
+    def _noop(self, run: IngestRun, written: Written) -> IngestSummary:
         """A run that changes nothing: recorded as such, and settled for the fast path."""
-        summary = run.summary(summary_base, started)
-        self.state.record_noop_run(self.collection_name, spec.label, summary.as_json())
-        self._settle(spec, discovery, options)
+        summary = run.tally.summary(self._summary_base(run, written), run.started)
+        self.state.record_noop_run(self.collection_name, run.spec.label, summary.as_json())
+        self._settle(run.spec, run.discovery, run.options)
         return summary
 
-    def _conclude(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        options: IngestOptions,
-        summary_base: Mapping[str, object],
-        run: Tally,
-        started: int,
-        delete_ids: Sequence[str],
-        gone: Sequence[str],
-        newly_skipped: Mapping[str, FileState],
-    ) -> IngestSummary:
+    def _conclude(self, run: IngestRun, written: Written) -> IngestSummary:
         """After every write succeeded: the deletions, the gone and newly skipped files, the
         run's summary (both the whole-plan and the streamed path end here)."""
-        name, label = self.collection_name, spec.label
-        if delete_ids:
-            self.resources.collection().delete(list(delete_ids))
+        name, label = self.collection_name, run.spec.label
+        if written.delete_ids:
+            self.resources.collection().delete(list(written.delete_ids))
             self._crash.hit("after-delete")
-        self.state.remove_files(name, label, gone)
-        if newly_skipped:
-            self.state.commit_files(name, label, list(newly_skipped.values()), {})
-        summary = run.summary(summary_base, started)
+        self.state.remove_files(name, label, run.gone)
+        if written.newly_skipped:
+            self.state.commit_files(name, label, list(written.newly_skipped.values()), {})
+        summary = run.tally.summary(self._summary_base(run, written), run.started)
         self.state.finish_run(name, label, "ok", summary.as_json())
-        self._settle(spec, discovery, options)
+        self._settle(run.spec, run.discovery, run.options)
         return summary
 
-    def _can_stream(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-        adopting: bool,
-    ) -> bool:
+    def _can_stream(self, run: IngestRun) -> bool:
         """Whether the run can write each wave as soon as it is planned (`_stream`): not a
         dry run or `--gc-only`, and its deletions are allowed even if none of the gone files
         moved (a refusal must come before anything is written, and moves are known only
         once every file was read)."""
+        options = run.options
         if options.dry_run or options.gc_only:
             return False
-        gone = sorted_.gone if options.gc else ()
         try:
             check_deletions(
-                len(manifest),
-                len(gone),
+                len(run.manifest),
+                len(run.gone),
                 options.allow_mass_delete,
-                spec.label,
-                found_files=0 if adopting else len(discovery.files),
+                run.spec.label,
+                found_files=0 if run.adopting else len(run.discovery.files),
             )
         except SourceError:
             return False
         return True
-
-    def _stream(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-        rechunk: bool,
-        must_heal: bool,
-        started: int,
-    ) -> IngestSummary:
-        """Read, plan and write wave by wave: a wave's records (texts, metadata, vectors)
-        are dropped once its manifest rows are committed, so memory is bounded by a wave,
-        not by the tree. Same effects, in the same order, as the run planned whole: the
-        source is marked `running` before the first write; re-stats, deletions and
-        remembered skips follow the last wave."""
-        name, label = self.collection_name, spec.label
-        gone = sorted_.gone if options.gc else ()
-        planner = self._stream_planner(
-            self._planner(spec, discovery, sorted_, manifest, options, run, rechunk), options
-        )
-        # the store opens with the first change
-        fitted = FittedStream(planner, lambda: self.limits(options), WAVE_RECORDS)
-        begun = False
-
-        def begun_first() -> Iterator[FileChange]:
-            nonlocal begun
-            for change in fitted.changes():
-                if not begun:
-                    self._begin(spec)
-                    begun = True
-                yield change
-
-        self._write(label, begun_first(), run, options, files=len(sorted_.to_read))
-        fitted.finish(name)
-        newly_skipped = planner.skipped
-        delete_ids = deletions(fitted.delete_ids, gone, newly_skipped, manifest, fitted.wanted)
-        total = fitted.chunks_total
-        for path in (*gone, *newly_skipped):
-            if path in manifest:
-                total -= len(manifest[path].records)
-        summary_base = dict(
-            collection=name,
-            source=label,
-            files_seen=len(discovery.files) + len(discovery.skipped),
-            files_new=fitted.new,
-            files_updated=fitted.updated,
-            files_unchanged=run.files_unchanged + len(planner.touched),
-            files_deleted=len(gone)
-            + sum(1 for p in newly_skipped if p in manifest and manifest[p].records),
-            chunks_total=total,
-            chunks_deleted=len(delete_ids),
-            dry_run=False,
-            metadata_keys_dropped=run.keys_dropped,
-        )
-        if not (begun or planner.touched or newly_skipped or gone or must_heal):
-            return self._noop(spec, discovery, options, summary_base, run, started)
-        if not begun:
-            self._begin(spec)
-        if planner.touched:
-            self.state.touch_files(name, label, planner.touched)
-        return self._conclude(
-            spec, discovery, options, summary_base, run, started, delete_ids, gone, newly_skipped
-        )
 
     def _settle(
         self,
@@ -411,18 +425,10 @@ class Ingestor:
 
     # -- stages of a run -----------------------------------------------------------------
 
-    def _planner(
-        self,
-        spec: SourceSpec,
-        discovery: Discovery,
-        sorted_: Triage,
-        manifest: Mapping[str, FileState],
-        options: IngestOptions,
-        run: Tally,
-        rechunk: bool,
-    ) -> FilePlanner:
-        """The planner of one run's file writes, reading through this module's `read_file`
-        (the edge where tests count reads)."""
+    def _planner(self, run: IngestRun) -> FilePlanner:
+        """The planner of one run's file writes, reading through `self.read` (the edge where
+        tests count reads)."""
+        options = run.options
         limit = self.embedder.max_tokens
         settings = PlanSettings(
             model_id=self.embedder.model_id,
@@ -431,51 +437,45 @@ class Ingestor:
             max_file_bytes=options.max_file_bytes,
             extra_metadata=options.extra_metadata,
             file_seconds=self.file_seconds,
-            rechunk=rechunk,
+            rechunk=run.rechunk,
             date_fields=options.date_fields,
         )
         return FilePlanner(
-            spec,
-            discovery,
-            sorted_,
-            manifest,
-            run,
+            run.spec,
+            run.discovery,
+            run.triage,
+            run.manifest,
+            run.tally,
             settings,
             meter=self.resources.meter,
-            read=read_file,
+            read=self.read,
             clock=self.clock,
             progress=self._progress,
         )
 
     def _stream_planner(self, planner: FilePlanner, options: IngestOptions) -> Planner:
-        """A streamed run's planner: in a second process when `ahead.use` says so (and no
-        test clock or reader stands in), else `planner` itself."""
-        stand_in = self.clock is not FILE_CLOCK or read_file is not corpus_read.read_file
-        cores = bool(getattr(self.embedder, "uses_local_cores", False))
+        """A streamed run's planner: in a second process when `ahead.use` says so, else
+        `planner` itself."""
+        cores = self.embedder.uses_local_cores
         files = len(planner.sorted_.to_read)
-        if stand_in or not ahead.use(options.plan_ahead, files, model_on_cores=cores):
+        if not ahead.use(options.plan_ahead, files, model_on_cores=cores):
             return planner
         nice = ahead.NICE if cores else 0
         return ahead.AheadPlanner(planner, self.embedder.tokenizer_path, self._progress, nice)
 
     def _write(
-        self,
-        label: str,
-        changes: Iterable[FileChange],
-        run: Tally,
-        options: IngestOptions,
-        files: int | None = None,
+        self, run: IngestRun, changes: Iterable[FileChange], files: int | None = None
     ) -> None:
         writer = WaveWriter(
             self.state,
             self.collection_name,
             self.embedder,
             cache=self.resources.cache,
-            collection=lambda: self.resources.collection(options.reembed),
+            collection=lambda: self.resources.collection(run.options.reembed),
             crash=self._crash,
             progress=self._progress,
         )
-        writer.write(label, changes, run, files=files)
+        writer.write(run.spec.label, changes, run.tally, files=files)
 
 
-__all__ = ["IngestOptions", "Ingestor", "Progress", "StoreError"]
+__all__ = ["IngestOptions", "IngestRun", "Ingestor", "Progress", "StoreError", "Written"]

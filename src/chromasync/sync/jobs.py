@@ -1,18 +1,18 @@
 """Ingest jobs: which sources a run ingests, with which options, under one lock.
 
-A job is a (spec, options) pair. `ingest` runs the given specs, `ingest_configured` the
-config's `include: true` sources (repositories fetched into the cache first, see
-`configured_jobs`), and `ingest_known` those a long-running owner knows (`select_known`).
-Each runs its jobs in one `Ingestor` per collection, under the data dir's lock, with one
-state file; the API (`chromasync.api`) re-exports these.
+A job is a (spec, options) pair. `ingest` is the one entry point: it runs the given specs,
+the config's sources (`ConfiguredSources`: `include: true` ones, repositories fetched into
+the cache first, see `configured_jobs`), or those a long-running owner knows
+(`KnownSources`, see `select_known`), in one `Ingestor` per collection, under the data
+dir's lock, with one state file; the API (`chromasync.api`) re-exports these.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..config.settings import Settings
 from ..config.sources import (
@@ -23,14 +23,15 @@ from ..config.sources import (
     with_skips,
 )
 from ..datadir import CACHE_FILE
-from ..embed import Embedder
+from ..embed import Embedder, embedder_for
 from ..embed.cache import EmbeddingCache
 from ..errors import ConfigError, storage_errors
 from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import STATE_FILE, State
+from ..store.target import open_store_for
 from .ingest import IngestOptions, Ingestor, Progress
-from .registry import embedder_for, open_store_for, select_known
+from .registry import select_known
 
 if TYPE_CHECKING:
     from ..state.snapshots import Recorder
@@ -46,8 +47,30 @@ def default_options(settings: Settings, **fields: Any) -> IngestOptions:
     return IngestOptions(**fields)
 
 
+@dataclass(frozen=True, slots=True)
+class ConfiguredSources:
+    """The config's `include: true` sources, or exactly those `labels` name; repositories
+    are fetched into the data dir's cache first (under the lock), and their records carry
+    `indexed_commit_sha` (see `configured_jobs`)."""
+
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class KnownSources:
+    """The sources a long-running owner knows (`registry.select_known`), by label or all:
+    configured ones as `ConfiguredSources`, undeclared indexed ones from their recorded
+    root. An unknown label fails before the lock is taken."""
+
+    labels: tuple[str, ...] = ()
+
+
+#: What an ingest runs: the given specs, the configured sources, or the known ones.
+Sources: TypeAlias = Sequence[SourceSpec] | ConfiguredSources | KnownSources
+
+
 def ingest(
-    sources: Sequence[SourceSpec],
+    sources: Sources,
     settings: Settings,
     options: IngestOptions | None = None,
     *,
@@ -60,47 +83,64 @@ def ingest(
     """Bring each source's records in its collection in line with its files on disk.
 
     Each source goes to `collection_of(spec, settings)`; the settings' `skip_paths` apply
-    to every source. A `recorder` (the CLI's) is told what an unchanged re-run would
+    to every source. Jobs run in one `Ingestor` per collection, under the data dir's lock,
+    with one state file. A `recorder` (the CLI's) is told what an unchanged re-run would
     report, and writes it down for the fast path (`fastpath`, `snapshots`).
     """
     run_options = options or default_options(settings)
-    return _ingest_jobs(
-        settings,
-        lambda: [(spec, run_options) for spec in sources],
-        embedder=embedder,
-        environ=environ,
-        progress=progress,
-        wait=wait,
-        recorder=recorder,
-    )
+    if isinstance(sources, KnownSources):
+        select_known(settings, sources.labels)  # unknown labels fail before the lock is taken
+    environ = os.environ if environ is None else environ
+    embedder = embedder or embedder_for(settings)
+    summaries: list[IngestSummary] = []
+    with storage_errors(settings.data_dir), StoreLock(settings.data_dir, wait=wait):
+        state = State.open(settings.data_dir)
+        ingestors: dict[str, Ingestor] = {}
+        try:
+            for spec, job_options in _jobs(sources, settings, run_options, environ):
+                spec = with_skips(spec, settings)
+                name = collection_of(spec, settings)
+                if name not in ingestors:
+                    ingestors[name] = Ingestor(
+                        state,
+                        name,
+                        embedder,
+                        open_store=lambda existing=False: open_store_for(settings, existing),
+                        cache=lambda: EmbeddingCache(
+                            settings.data_dir / CACHE_FILE, settings.cache_max_entries
+                        ),
+                        environ=environ,
+                        progress=progress,
+                        on_settled=recorder.add if recorder is not None else None,
+                    )
+                summaries.append(ingestors[name].ingest(spec, job_options))
+        finally:
+            for ingestor in ingestors.values():
+                ingestor.close()
+            state.close()
+        if recorder is not None:  # still under the lock, after the state file is closed
+            recorder.commit(
+                str(settings.data_dir),
+                str(settings.data_dir / STATE_FILE),
+                [(s.collection, s.source) for s in summaries],
+            )
+    return summaries
 
 
-def ingest_configured(
-    settings: Settings,
-    labels: Sequence[str] = (),
-    options: IngestOptions | None = None,
-    *,
-    embedder: Embedder | None = None,
-    environ: Mapping[str, str] | None = None,
-    progress: Progress | None = None,
-    wait: bool = False,
-    recorder: Recorder | None = None,
-) -> list[IngestSummary]:
-    """Ingest the config's `include: true` sources (or those named by `labels`).
-
-    Repository sources are fetched into the data dir's cache first (under the lock), and
-    their records carry `indexed_commit_sha`.
-    """
-    run_options = options or default_options(settings)
-    return _ingest_jobs(
-        settings,
-        lambda: configured_jobs(settings, labels, run_options, environ=environ),
-        embedder=embedder,
-        environ=environ,
-        progress=progress,
-        wait=wait,
-        recorder=recorder,
-    )
+def _jobs(
+    sources: Sources, settings: Settings, options: IngestOptions, environ: Mapping[str, str]
+) -> list[tuple[SourceSpec, IngestOptions]]:
+    """(spec, options) for each source a run ingests (under the lock: it may fetch)."""
+    if isinstance(sources, ConfiguredSources):
+        return configured_jobs(settings, sources.labels, options, environ=environ)
+    if isinstance(sources, KnownSources):
+        entries, others = select_known(settings, sources.labels)
+        out = [(s, options) for s in others]
+        if entries:
+            chosen = [e.label for e in entries]
+            out[:0] = configured_jobs(settings, chosen, options, environ=environ)
+        return out
+    return [(spec, options) for spec in sources]
 
 
 def configured_jobs(
@@ -134,53 +174,6 @@ def configured_jobs(
     return out
 
 
-def _ingest_jobs(
-    settings: Settings,
-    jobs: Callable[[], Sequence[tuple[SourceSpec, IngestOptions]]],
-    *,
-    embedder: Embedder | None,
-    environ: Mapping[str, str] | None,
-    progress: Progress | None,
-    wait: bool,
-    recorder: Recorder | None = None,
-) -> list[IngestSummary]:
-    embedder = embedder or embedder_for(settings)
-    environ = os.environ if environ is None else environ
-    summaries: list[IngestSummary] = []
-    with storage_errors(settings.data_dir), StoreLock(settings.data_dir, wait=wait):
-        state = State.open(settings.data_dir)
-        ingestors: dict[str, Ingestor] = {}
-        try:
-            for spec, options in jobs():
-                spec = with_skips(spec, settings)
-                name = collection_of(spec, settings)
-                if name not in ingestors:
-                    ingestors[name] = Ingestor(
-                        state,
-                        name,
-                        embedder,
-                        open_store=lambda existing=False: open_store_for(settings, existing),
-                        cache=lambda: EmbeddingCache(
-                            settings.data_dir / CACHE_FILE, settings.cache_max_entries
-                        ),
-                        environ=environ,
-                        progress=progress,
-                        on_settled=recorder.add if recorder is not None else None,
-                    )
-                summaries.append(ingestors[name].ingest(spec, options))
-        finally:
-            for ingestor in ingestors.values():
-                ingestor.close()
-            state.close()
-        if recorder is not None:  # still under the lock, after the state file is closed
-            recorder.commit(
-                str(settings.data_dir),
-                str(settings.data_dir / STATE_FILE),
-                [(s.collection, s.source) for s in summaries],
-            )
-    return summaries
-
-
 # -- for long-running owners (serve, watch, mcp) ---------------------------------------------
 
 
@@ -189,31 +182,3 @@ def known_specs(settings: Settings, labels: Sequence[str] = ()) -> list[SourceSp
     repository sources are left out (their work tree is synced at ingest time)."""
     entries, others = select_known(settings, labels)
     return [spec_for(e, settings) for e in entries if e.path is not None] + others
-
-
-def ingest_known(
-    settings: Settings,
-    labels: Sequence[str] = (),
-    options: IngestOptions | None = None,
-    *,
-    embedder: Embedder | None = None,
-    environ: Mapping[str, str] | None = None,
-    progress: Progress | None = None,
-    wait: bool = False,
-) -> list[IngestSummary]:
-    """Ingest known sources by label (all when none): configured ones as `ingest_configured`
-    does (repositories fetched first), undeclared indexed ones from their recorded root."""
-    run_options = options or default_options(settings)
-    select_known(settings, labels)  # unknown labels fail before the lock is taken
-
-    def jobs() -> list[tuple[SourceSpec, IngestOptions]]:
-        entries, others = select_known(settings, labels)
-        out = [(s, run_options) for s in others]
-        if entries:
-            chosen = [e.label for e in entries]
-            out[:0] = configured_jobs(settings, chosen, run_options, environ=environ)
-        return out
-
-    return _ingest_jobs(
-        settings, jobs, embedder=embedder, environ=environ, progress=progress, wait=wait
-    )

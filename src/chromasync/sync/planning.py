@@ -30,12 +30,13 @@ from ..records import (
     FileChange,
     FileStat,
     FileState,
+    Progress,
     ReadOutcome,
     Skip,
     SourceSpec,
     StoreLimits,
 )
-from .waves import Progress, Tally, waves
+from .waves import Tally, waves
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@
 state rows, nothing else); `reset_collections` drops whole collections; `status` and
 `health` read the state without writing it; `select_known` names the sources a service can
 reindex or watch: the config's `include: true` sources, and sources indexed before by
-`chromasync ingest PATH` that the config does not declare. `open_store_for` and
-`embedder_for` open the store and the embedding provider the settings name. Surfaces reach
-these through `api`.
+`chromasync ingest PATH` that the config does not declare. Surfaces reach these through
+`api`; the store and the embedding provider the settings name are opened by
+`store.target.open_store_for` and `embed.embedder_for`, which the read path uses too.
 """
 
 from __future__ import annotations
@@ -29,40 +29,16 @@ from ..config.sources import (
     remove_declaration,
     select_entries,
 )
-from ..embed import Embedder, make_embedder
 from ..errors import ConfigError, NotFound, SourceError
 from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
 from ..state.snapshots import recent_runs
+from ..store.target import open_store_for
 
 if TYPE_CHECKING:
     from ..config.file import SourceEntry
     from ..store.chroma import Store
-
-
-def open_store_for(settings: Settings, existing: bool = False, reading: bool = False) -> Store:
-    """The configured store: embedded under the data dir, or a Chroma server (`reading`:
-    for a search, which may open a read-only store from a copy)."""
-    from ..retry import RetryPolicy
-    from ..store.connect import open_store
-    from ..store.target import StoreConfig
-
-    config = StoreConfig(
-        data_dir=settings.data_dir,
-        url=settings.chroma_url,
-        tenant=settings.tenant,
-        database=settings.database,
-        token=settings.chroma_token,
-        timeout_s=settings.chroma_timeout,
-        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
-    )
-    return open_store(config, existing, reading)
-
-
-def embedder_for(settings: Settings) -> Embedder:
-    """The embedding provider the settings name."""
-    return make_embedder(settings.provider, settings.embedding_options())
 
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@ the token meter, each opened on first use (an unchanged re-run opens none of the
 reads of the store a run makes before it writes: the store's limits, and the records a lost
 manifest is rebuilt from (`heal`).
 
-Opening the collection follows the model it was written with (`follow_stored`); with
+Opening the collection follows the model it was written with (`Embedder.follow`); with
 `--reembed` and a new model it is recreated, unless it holds records of a source this data
 dir did not write.
 """
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..embed import Embedder, follow_stored
+from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
@@ -53,7 +53,7 @@ class Resources:
     @property
     def store_embeds(self) -> bool:
         """True when the collection's own embedding function embeds (`server` provider)."""
-        return bool(getattr(self.embedder, "embeds_in_store", False))
+        return self.embedder.embeds_in_store
 
     def collection(self, reembed: bool = False) -> Collection:
         if self._collection is None:
@@ -66,7 +66,7 @@ class Resources:
                 except NotFound:
                     pass
                 else:
-                    follow_stored(self.embedder, existing.model_id)
+                    self.embedder.follow(existing.model_id)
             self._collection = self._store.collection(
                 self.collection_name,
                 self.embedder.model_id,
@@ -76,9 +76,7 @@ class Resources:
         return self._collection
 
     def prefetch_model(self) -> None:
-        prefetch = getattr(self.embedder, "prefetch", None)
-        if callable(prefetch):
-            prefetch()
+        self.embedder.prefetch()
 
     def limits(self, dry_run: bool, reembed: bool) -> StoreLimits:
         """The target's limits; a dry run opens no store that does not exist yet."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..corpus.listing import printable
+
 
 def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
     """Ingest summaries (`IngestSummary.as_json()`) as lines, a block per source and one for
@@ -61,8 +63,3 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
             found = ", ".join(f"{w} {n}" for w, n in sorted(s["warnings"].items()))
             lines.append(f"  warned  {found}")
     return "\n".join(lines) + "\n"
-
-
-def printable(text: str) -> str:
-    """Control characters escaped, so that a file name cannot drive the terminal."""
-    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)

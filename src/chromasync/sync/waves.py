@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING
 
 from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
-from ..records import ChunkRecord, FileChange, FileState, IngestSummary, RecordRef
+from ..records import ChunkRecord, FileChange, FileState, IngestSummary, Progress, RecordRef
 from ..state.manifest import State
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection
 
-Progress = Callable[[str, int, int], None]
 WAVE_RECORDS = 256
 
 
@@ -100,7 +99,7 @@ class WaveWriter:
         self.collection = collection
         self.crash = crash
         self.progress = progress
-        self.store_embeds = bool(getattr(embedder, "embeds_in_store", False))
+        self.store_embeds = embedder.embeds_in_store
 
     def write(
         self, label: str, changes: Iterable[FileChange], run: Tally, files: int | None = None

@@ -1,4 +1,7 @@
-"""A chunk's text as the extractive answer reads it: prose paragraphs and the blocks between.
+"""A chunk's text as a reader reads it: prose paragraphs and the blocks between.
+
+The extractive answer (answer/extractive.py) quotes sentences and the blocks they lead into;
+the terminal's hit view (`reading_view`) shows the prose flattened and code apart.
 
 Documentation and notes answer with code, commands and tables as often as with prose, so
 `segment` keeps both, in order, each with its character offset in the text:
@@ -69,6 +72,31 @@ class Block:
 
 
 Segment = Prose | Block
+
+
+#: Lines of a code block the terminal shows under a hit's prose.
+VIEW_CODE_LINES = 8
+
+
+def reading_view(text: str) -> tuple[str, Block | None]:
+    """A hit as the terminal shows it: its prose (headings' words included) on one line,
+    links as their words, and its first code block kept apart (None when it has none)."""
+    prose: list[str] = []
+    code: Block | None = None
+    for part in segment(text):
+        if isinstance(part, Prose):
+            prose.append(inline_text(" ".join(part.text.split())))
+        elif part.kind == "code":
+            code = code or part
+        else:
+            prose.append(inline_text(" ".join(part.text.split())))
+    return " ".join(prose), code
+
+
+def code_lines(block: Block, limit: int = VIEW_CODE_LINES) -> list[str]:
+    """The block's first `limit` lines (a last ``…`` when there are more)."""
+    lines = block.text.splitlines()
+    return lines[:limit] + (["…"] if len(lines) > limit else [])
 
 
 def inline_text(text: str) -> str:
@@ -198,4 +226,13 @@ def segment(text: str) -> list[Segment]:
     return out
 
 
-__all__ = ["Block", "BlockKind", "Prose", "Segment", "inline_text", "segment"]
+__all__ = [
+    "Block",
+    "BlockKind",
+    "Prose",
+    "Segment",
+    "code_lines",
+    "inline_text",
+    "reading_view",
+    "segment",
+]

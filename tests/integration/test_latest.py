@@ -1,0 +1,139 @@
+"""Issue 29, "their questions": the newest documents whatever their rank (`--latest N`), and
+`--sort date` over the relevant candidates, not only the top k.
+
+"Summarize Kellogg's grantmaking priorities from their last three press releases" is one
+command: `chromasync ask ... --latest 3 --source press`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from chromasync import api
+from chromasync.cli.main import main
+from chromasync.config.settings import Settings
+from chromasync.errors import ConfigError
+
+from ..conftest import age_tree
+
+#: (file, published_at, title, body). The old releases say "grantmaking priorities" over and
+#: over, so they rank first; the three newest say it once, in a longer text.
+RELEASES = (
+    (
+        "2019-early-childhood.md",
+        "2019-03-04",
+        "Early childhood grants",
+        "Kellogg grantmaking priorities: grantmaking priorities for early childhood. Our "
+        "grantmaking priorities are early childhood, grantmaking priorities again.",
+    ),
+    (
+        "2020-food-systems.md",
+        "2020-06-11",
+        "Food systems grants",
+        "Kellogg grantmaking priorities for food systems. Grantmaking priorities, grantmaking "
+        "priorities, and more grantmaking priorities for healthy food.",
+    ),
+    (
+        "2021-racial-equity.md",
+        "2021-01-20",
+        "Racial equity grants",
+        "Kellogg grantmaking priorities in racial equity: grantmaking priorities and grantmaking "
+        "priorities for community healing.",
+    ),
+    (
+        "2022-water.md",
+        "2022-09-01",
+        "Water access",
+        "Kellogg announced grants for clean water "
+        "in rural towns, part of its grantmaking priorities this year.",
+    ),
+    (
+        "2023-education.md",
+        "2023-05-15",
+        "Education equity",
+        "The W.K. Kellogg Foundation "
+        "named education equity and teacher pipelines among its grantmaking priorities.",
+    ),
+    (
+        "2024-families.md",
+        "2024-11-02",
+        "Thriving families",
+        "Kellogg's 2025 grantmaking "
+        "priorities put thriving families, economic security and civic engagement first.",
+    ),
+    ("undated-note.md", None, "A note", "Kellogg grantmaking priorities, undated."),
+)
+NEWEST = ["2024-families.md", "2023-education.md", "2022-water.md"]
+
+
+def _corpus(root: Path) -> Path:
+    press = root / "press"
+    press.mkdir(parents=True)
+    for name, date, title, body in RELEASES:
+        front = f'title: "{title}"\n' + (f'published_at: "{date}"\n' if date else "")
+        filler = " ".join(f"Paragraph {i} of the release." for i in range(3))
+        (press / name).write_text(f"---\n{front}---\n# {title}\n\n{body}\n\n{filler}\n")
+    age_tree(root)
+    return press
+
+
+@pytest.fixture
+def press(tmp_path: Path, settings: Settings) -> Path:
+    folder = _corpus(tmp_path)
+    api.ingest([api.source_for(folder, "press")], settings)
+    return folder
+
+
+def _request(**fields: object) -> api.SearchRequest:
+    args = api.SearchArgs.of("Kellogg grantmaking priorities", **fields)  # type: ignore[arg-type]
+    return api.build_request(args, ("date", "published_at"))
+
+
+def test_latest_returns_the_newest_documents_whatever_their_rank(
+    press: Path, settings: Settings
+) -> None:
+    ranked = api.retrieve(_request(k=3, mode="keyword"), settings)
+    assert not {h.path for h in ranked.hits} & set(NEWEST)  # the old ones rank first
+    latest = api.retrieve(_request(k=3, latest=3), settings)
+    assert [h.path for h in latest.hits] == NEWEST
+    more = api.retrieve(_request(k=10, latest=2, mode="keyword"), settings)
+    assert [h.path for h in more.hits][:2] == NEWEST[:2]
+    assert {h.path for h in more.hits} == set(NEWEST[:2])  # only those documents' chunks
+    # the filters apply first: the newest documents among those passing them
+    older = api.retrieve(_request(k=5, latest=2, before="2023-01-01"), settings)
+    assert [h.path for h in older.hits][:2] == ["2022-water.md", "2021-racial-equity.md"]
+    with pytest.raises(ConfigError, match="latest"):
+        _request(latest=0)
+
+
+def test_sort_date_orders_the_relevant_candidates(press: Path, settings: Settings) -> None:
+    top = api.retrieve(_request(k=3, sort="date", mode="keyword"), settings)
+    # not the three best sorted by date: the newest relevant releases
+    assert [h.path for h in top.hits] == NEWEST
+    floor = api.retrieve(_request(k=3, sort="date", mode="keyword", min_score=0.9), settings)
+    assert [h.path for h in floor.hits] and all(h.path not in NEWEST for h in floor.hits)
+
+
+def test_the_question_is_one_command(press: Path, cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "CHROMASYNC_LLM_URL": "", "CHROMASYNC_LLM_API_KEY": "", "OPENAI_API_KEY": ""}
+    question = "Summarize Kellogg's grantmaking priorities from their last three press releases"
+    runner = CliRunner()
+    asked = runner.invoke(
+        main,
+        ["ask", question, "--latest", "3", "--source", "press", "--json", "--no-daemon"],
+        env=env,
+    )
+    assert asked.exit_code == 0, asked.output
+    cited = {c["path"] for c in json.loads(asked.stdout)["citations"]}
+    assert cited and cited <= set(NEWEST)
+    found = runner.invoke(
+        main,
+        ["search", "Kellogg grantmaking priorities", "--latest", "3", "--json", "--no-daemon"],
+        env=env,
+    )
+    assert found.exit_code == 0, found.output
+    assert [h["path"] for h in json.loads(found.stdout)["hits"]][:3] == NEWEST
