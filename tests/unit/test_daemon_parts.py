@@ -37,6 +37,8 @@ def test_idle_time_counts_from_the_last_request_and_not_while_one_runs() -> None
     activity.end()
     clock.now += 2
     assert activity.idle_for() == 2
+    activity.restart()  # once it listens
+    assert activity.idle_for() == 0
 
 
 def test_the_key_ring_is_bounded_and_keeps_the_newest() -> None:

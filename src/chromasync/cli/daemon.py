@@ -213,6 +213,9 @@ def _exit_when_idle(
     """Leave after `timeout` idle seconds, or as soon as someone waits for the lock (a
     writer: `state.lock.someone_waits`), after the requests in flight."""
     step = min(0.05, max(timeout / 10, 0.01))
+    while not server.should_exit and not server.started:
+        time.sleep(step)  # a slow start is no idleness: the clock starts once it listens
+    activity.restart()
     while not server.should_exit:
         if activity.idle_for() >= timeout or someone_waits(data_dir):
             server.should_exit = True

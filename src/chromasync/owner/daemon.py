@@ -112,6 +112,11 @@ class Activity:
         self._active = 0
         self._last = clock()
 
+    def restart(self) -> None:
+        """Count idleness from now (the daemon starts its clock once it listens)."""
+        with self._lock:
+            self._last = self._clock()
+
     def begin(self) -> None:
         with self._lock:
             self._active += 1
