@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from chromasync.retrieve import evaluate as ev  # noqa: E402
 from chromasync.retrieve.fuse import Fusion, Ranked, fuse  # noqa: E402
+from chromasync.retrieve.results import DEFAULT_FUSION  # noqa: E402
 
 CORPORA = {
     "scifact": ("train_queries.jsonl", 5183),
@@ -106,6 +107,46 @@ def dump(work: Path, name: str) -> Path:
     return out
 
 
+#: Rocchio feedback on the query vector: (documents fed back, their weight).
+PRF = ((3, 0.5), (3, 1.0), (5, 1.0))
+
+
+def dump_prf(work: Path, name: str) -> Path:
+    """Dense pseudo-relevance feedback (Rocchio): the query vector plus `beta` times the mean
+    of the vectors of the lead chunks of the `m` best documents of the fused ranking (document
+    z-score), normalised, sent to Chroma again (200 chunks). Stored beside the dump."""
+    from chromasync import api
+
+    settings = api.resolve_settings(
+        {"data_dir": str(work / f"{name}-data"), "collections": "shared"}, {}
+    )
+    path = work / f"{name}-lists.json"
+    rows = json.loads(path.read_text())
+    embedder = api.make_embedder_for(settings)
+    base = fused(Fusion("zscore", unit="document"), per_doc=True, leads=True)  # as measured
+    began = time.perf_counter()
+    with api.open_retriever(settings, embedder) as retriever:
+        [collection_name] = retriever.store.list_collections()
+        collection = retriever.collection(collection_name)
+        for number, row in enumerate(rows, 1):
+            query = [float(x) for x in embedder.embed_query(row["query"])]
+            leads = [rid for rid, _ in base(row)[: max(m for m, _ in PRF)]]
+            vectors = collection.embeddings(leads)
+            for m, beta in PRF:
+                fed = [vectors[r] for r in leads[:m] if r in vectors]
+                mean = [sum(col) / len(fed) for col in zip(*fed, strict=True)] if fed else []
+                moved = [q + beta * v for q, v in zip(query, mean, strict=True)] or query
+                norm = math.sqrt(sum(x * x for x in moved)) or 1.0
+                hits = collection.query([x / norm for x in moved], DEPTH, fields=True)
+                row[f"dense_prf_m{m}_b{beta:g}"] = [
+                    [h.id, Path(h.path).stem, round(h.score, 6)] for h in hits
+                ]
+            if number % 100 == 0:
+                print(f"{name}: prf {number}/{len(rows)} {time.perf_counter() - began:.0f} s")
+    path.write_text(json.dumps(rows))
+    return path
+
+
 # -- explore: pure Python over the dumps ---------------------------------------------------
 
 Row = dict[str, Any]
@@ -145,17 +186,37 @@ def single(name: str) -> Candidate:
     return lambda row: [(d, s) for _, d, s in by_doc(listed(row, name))]
 
 
-def fused(fusion: Fusion, *, per_doc: bool, keyword: str = "keyword") -> Candidate:
+def fused(
+    fusion: Fusion,
+    *,
+    per_doc: bool,
+    keyword: str = "keyword",
+    dense: str = "dense",
+    leads: bool = False,
+) -> Candidate:
+    """Fuse a row's lists; `per_doc` with `unit="document"`: the chunk lists as search fuses
+    them (`fuse` with the document of each chunk); `per_doc` with `unit="chunk"`: the lists
+    reduced to documents first. `leads`: (lead chunk id, score) instead of documents."""
+
     def run(row: Row) -> list[tuple[str, float]]:
-        dense, kw = listed(row, "dense"), listed(row, keyword)
-        if per_doc:
-            dense, kw = by_doc(dense), by_doc(kw)
-        doc_of = {rid: doc for rid, doc, _ in (*dense, *kw)}
+        d_list, k_list = listed(row, dense), listed(row, keyword)
+        if per_doc and fusion.unit == "chunk":
+            d_list, k_list = by_doc(d_list), by_doc(k_list)
+        doc_of = {rid: doc for rid, doc, _ in (*d_list, *k_list)}
         lists = [
-            Ranked("dense", tuple((r, s) for r, _, s in dense)),
-            Ranked("keyword", tuple((r, s) for r, _, s in kw)),
+            Ranked("dense", tuple((r, s) for r, _, s in d_list)),
+            Ranked("keyword", tuple((r, s) for r, _, s in k_list)),
         ]
-        return first_per_doc(fuse(lists, fusion), doc_of)
+        ranking = fuse(lists, fusion, doc_of.__getitem__)
+        if leads:
+            seen: set[str] = set()
+            out = []
+            for key, score in ranking:
+                if doc_of[key] not in seen:
+                    seen.add(doc_of[key])
+                    out.append((key, score))
+            return out
+        return first_per_doc(ranking, doc_of)
 
     return run
 
@@ -186,7 +247,34 @@ def sign_flip_p(a: Sequence[float], b: Sequence[float], rounds: int = 2000) -> f
     return (hits + 1) / (rounds + 1)
 
 
-def candidates() -> dict[str, Candidate]:
+def truncated(candidate: Candidate, depth: int) -> Candidate:
+    """The candidate over each list's first `depth` chunks (a shallower normalisation)."""
+
+    def run(row: Row) -> list[tuple[str, float]]:
+        short = {
+            k: v[:depth] if isinstance(v, list) and k.startswith(("dense", "keyword")) else v
+            for k, v in row.items()
+        }
+        return candidate(short)
+
+    return run
+
+
+def floored(candidate: Candidate) -> Candidate:
+    """Min-max with each list's minimum taken as 0 (cosine and BM25 are >= 0 here): the
+    score over the list's best, the theoretical min-max of Bruch, Gai and Ingber (2023)."""
+
+    def run(row: Row) -> list[tuple[str, float]]:
+        zeroed = {
+            k: [*v, ["\0floor", "\0floor", 0.0]] if k.startswith(("dense", "keyword")) else v
+            for k, v in row.items()
+        }
+        return [(d, s) for d, s in candidate(zeroed) if d != "\0floor"]
+
+    return run
+
+
+def candidates(keys: Sequence[str] = ()) -> dict[str, Candidate]:
     out: dict[str, Candidate] = {"keyword": single("keyword"), "dense": single("dense")}
     for per_doc, tag in ((False, "chunk"), (True, "doc")):
         for k in (10, 30, 60, 100):
@@ -198,6 +286,28 @@ def candidates() -> dict[str, Candidate]:
             )
             out[f"{tag} zscore a={a:.1f}"] = fused(
                 Fusion("zscore", weights=weights), per_doc=per_doc
+            )
+    out["doc minmax a=0.45 (chosen)"] = fused(DEFAULT_FUSION, per_doc=True)
+    for depth in (50, 100):
+        out[f"doc zscore a=0.5, top {depth}"] = truncated(
+            fused(Fusion("zscore", unit="document"), per_doc=True), depth
+        )
+        out[f"doc minmax a=0.5, top {depth}"] = truncated(
+            fused(Fusion("convex", unit="document"), per_doc=True), depth
+        )
+    for a in (0.4, 0.5, 0.6):
+        weights = {"dense": a, "keyword": 1 - a}
+        out[f"doc max-norm a={a:.1f}"] = floored(
+            fused(Fusion("convex", weights=weights, unit="document"), per_doc=True)
+        )
+    for m, beta in PRF:
+        prf = f"dense_prf_m{m}_b{beta:g}"
+        if prf not in keys:
+            continue
+        out[f"dense PRF m={m} b={beta:g}"] = single(prf)
+        for method in ("zscore", "convex", "rrf"):
+            out[f"doc {method} + dense PRF m={m} b={beta:g}"] = fused(
+                Fusion(method, unit="document"), per_doc=True, dense=prf
             )
     for weight in HEADING_WEIGHTS:
         name = f"keyword_h{weight:g}"
@@ -212,8 +322,6 @@ def candidates() -> dict[str, Candidate]:
 
 
 # -- the relevance scale ---------------------------------------------------------------------
-
-Features = Callable[[Sequence[float], int], list[float]]  # (fused scores best first, i)
 
 
 def logistic(x: float) -> float:
@@ -254,34 +362,57 @@ def solve(a: list[list[float]], b: list[float]) -> list[float]:
     return [m[i][n] / m[i][i] if m[i][i] else 0.0 for i in range(n)]
 
 
-def scale_rows(
-    rows_by_corpus: Mapping[str, Sequence[Row]], candidate: Candidate, depth: int = 10
-) -> dict[str, list[tuple[list[float], list[bool]]]]:
-    """Per corpus, per query: the fused scores of its top documents and their judgements."""
-    out: dict[str, list[tuple[list[float], list[bool]]]] = {}
+def chunk_ranking(row: Row, mode: str, fusion: Fusion) -> Listed:
+    """Every candidate chunk of a row, ranked as search ranks them in `mode`."""
+    d_list, k_list = listed(row, "dense"), listed(row, "keyword")
+    if mode == "dense":
+        return d_list
+    if mode == "keyword":
+        return k_list
+    doc_of = {rid: doc for rid, doc, _ in (*d_list, *k_list)}
+    lists = [
+        Ranked("dense", tuple((r, s) for r, _, s in d_list)),
+        Ranked("keyword", tuple((r, s) for r, _, s in k_list)),
+    ]
+    return [(key, doc_of[key], score) for key, score in fuse(lists, fusion, doc_of.__getitem__)]
+
+
+ScaleData = dict[str, list[tuple[list[float], list[bool]]]]
+
+
+def scale_rows(rows_by_corpus: Mapping[str, Sequence[Row]], mode: str, fusion: Fusion) -> ScaleData:
+    """Per corpus, per query: each candidate's z on the relevance scale's standardisation
+    (best first) and, for each, is its document judged relevant (a grade of 1 or more)."""
+    from chromasync.retrieve.relevance import calibration_for, standardised
+
+    pad = calibration_for(mode, fusion.method).pad_zero
+    out: ScaleData = {}
     for name, rows in rows_by_corpus.items():
         for row in rows:
-            ranked = candidate(row)[:depth]
+            ranked = chunk_ranking(row, mode, fusion)
             gains = judged(row)
-            out.setdefault(name, []).append(
-                ([s for _, s in ranked], [d in gains for d, _ in ranked])
-            )
+            z = standardised([s for _, _, s in ranked], DEPTH, pad)
+            out.setdefault(name, []).append((z, [gains.get(d, 0.0) > 0 for _, d, _ in ranked]))
     return out
 
 
 def scale_report(
     data: Mapping[str, Sequence[tuple[list[float], list[bool]]]],
-    value: Callable[[Sequence[float], int], float],
+    value: Callable[[Sequence[float]], list[float]],
 ) -> dict[str, dict[str, float]]:
-    """Per corpus: precision and share of top-10 hits at or above 0.8, 0.5, 0.2, and how
-    the top five spread (the mean of relevance@1 - relevance@5)."""
+    """Per corpus: precision and share of the first 10 hits at or above 0.8, 0.5 and 0.2,
+    the mean relevance of the first and fifth hits, and how often the weaker-matches line
+    falls within the first 10 hits."""
+    from chromasync.retrieve.relevance import weaker_index
+
     out = {}
     for name, queries in data.items():
         above = {t: [0, 0] for t in (0.8, 0.5, 0.2)}
-        spread = []
+        first, fifth, weaker = [], [], []
         total = 0
-        for scores, labels in queries:
-            values = [value(scores, i) for i in range(len(scores))]
+        for z, all_labels in queries:
+            values = value(z[:10])
+            labels = all_labels[:10]
             total += len(values)
             for t in above:
                 for v, y in zip(values, labels, strict=True):
@@ -289,14 +420,90 @@ def scale_report(
                         above[t][0] += 1
                         above[t][1] += y
             if len(values) >= 5:
-                spread.append(values[0] - values[4])
+                first.append(values[0])
+                fifth.append(values[4])
+            weaker.append(weaker_index(values) is not None)
         figures: dict[str, float] = {}
         for t, (n, good) in above.items():
             figures[f"P>={t}"] = good / n if n else float("nan")
             figures[f"share>={t}"] = n / total if total else 0.0
-        figures["top5 spread"] = sum(spread) / len(spread) if spread else 0.0
+        figures["rel@1"] = sum(first) / len(first) if first else 0.0
+        figures["rel@5"] = sum(fifth) / len(fifth) if fifth else 0.0
+        figures["weaker in top 10"] = sum(weaker) / len(weaker) if weaker else 0.0
         out[name] = figures
     return out
+
+
+def fit_scale(data: ScaleData, names: Sequence[str]) -> list[float]:
+    """The logistic (slope, intercept) fitted on the first 10 hits of the named corpora,
+    each corpus weighing the same in all."""
+    xs: list[list[float]] = []
+    ys: list[bool] = []
+    ws: list[float] = []
+    for name in names:
+        queries = data[name]
+        n = sum(min(10, len(z)) for z, _ in queries)
+        for z, labels in queries:
+            xs += [[v] for v in z[:10]]
+            ys += labels[:10]
+            ws += [1.0 / n] * min(10, len(z))
+    return fit_logistic(xs, ys, ws)
+
+
+def fitted(beta: Sequence[float]) -> Callable[[Sequence[float]], list[float]]:
+    from chromasync.retrieve.relevance import Calibration
+
+    calibration = Calibration(beta[0], beta[1])
+    return lambda z: [calibration.value(v) for v in z]
+
+
+SCALE_MODES = {
+    "hybrid": DEFAULT_FUSION,
+    "hybrid/zscore": Fusion("zscore", unit="document"),
+    "hybrid/rrf": Fusion("rrf", unit="document"),
+    "dense": Fusion(),
+    "keyword": Fusion(),
+}
+
+
+def explore_scale(work: Path, names: Sequence[str]) -> None:
+    """Fit the scale of each mode; for hybrid, also fit on each corpus alone and compare
+    with the former scale (a logistic of the fused z-sum minus 1)."""
+    from chromasync.retrieve.relevance import calibration_for
+
+    rows = {n: json.loads((work / f"{n}-lists.json").read_text()) for n in names}
+    for label, fusion in SCALE_MODES.items():
+        mode = label.split("/")[0]
+        data = scale_rows(rows, mode, fusion)
+        fits: dict[str, list[float]] = {"+".join(names): fit_scale(data, names)}
+        if label == "hybrid":
+            fits.update({n: fit_scale(data, [n]) for n in names})
+        scales: dict[str, Callable[[Sequence[float]], list[float]]] = {}
+        for on, beta in fits.items():
+            scales[f"fit on {on} ({beta[0]:.3f}, {beta[1]:.3f})"] = fitted(beta)
+        now = calibration_for(mode, fusion.method)
+        scales[f"shipped ({now.slope}, {now.intercept})"] = fitted([now.slope, now.intercept])
+        if label == "hybrid":
+            former = Fusion("zscore")
+            old = scale_rows(rows, "hybrid", former)
+            raw = {
+                n: [
+                    ([s for _, _, s in chunk_ranking(r, "hybrid", former)], labels)
+                    for r, (_, labels) in zip(rows[n], old[n], strict=True)
+                ]
+                for n in names
+            }
+            report = scale_report(raw, lambda ss: [logistic(x - 1.0) for x in ss])
+            show(f"{label}: former scale, logistic(z-sum - 1)", report)
+        for tag, value in scales.items():
+            show(f"{label}: {tag}", scale_report(data, value))
+
+
+def show(label: str, report: Mapping[str, Mapping[str, float]]) -> None:
+    for name, figures in report.items():
+        cells = ", ".join(f"{k} {v:.3f}" for k, v in figures.items() if not k.startswith("share"))
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in figures.items() if k.startswith("share"))
+        print(f"| {label} | {name} | {cells} | {shares} |")
 
 
 def explore(work: Path, names: Sequence[str], *, markdown: bool) -> None:
@@ -304,7 +511,7 @@ def explore(work: Path, names: Sequence[str], *, markdown: bool) -> None:
     per_query: dict[str, dict[str, list[dict[str, float]]]] = {}
     for name in names:
         rows = json.loads((work / f"{name}-lists.json").read_text())
-        for label, candidate in candidates().items():
+        for label, candidate in candidates(list(rows[0])).items():
             scored = [metrics(row, [d for d, _ in candidate(row)]) for row in rows]
             per_query.setdefault(name, {})[label] = scored
             table.setdefault(label, {})[name] = ev.mean_metrics(scored)
@@ -327,12 +534,7 @@ def explore(work: Path, names: Sequence[str], *, markdown: bool) -> None:
     for name in names:
         metric = headline[name]
         base = per_query[name]
-        for chosen in (
-            "chunk zscore a=0.5",
-            "doc zscore a=0.5",
-            "doc rrf k=60",
-            "doc minmax a=0.5",
-        ):
+        for chosen in ("doc minmax a=0.45 (chosen)", "doc zscore a=0.5"):
             mine = [r[metric] for r in base[chosen]]
             parts = []
             for other in (
@@ -345,14 +547,19 @@ def explore(work: Path, names: Sequence[str], *, markdown: bool) -> None:
                 if other == chosen:
                     continue
                 counts = ev.versus(base[chosen], base[other], metric)
-                p = sign_flip_p(mine, [r[metric] for r in base[other]])
-                parts.append(f"vs {other} {counts['wins']}/{counts['losses']} p={p:.3f}")
-            print(f"{name} {chosen} ({metric}): " + "; ".join(parts))
+                theirs = [r[metric] for r in base[other]]
+                gap = (sum(mine) - sum(theirs)) / len(mine)
+                p = sign_flip_p(mine, theirs)
+                parts.append(
+                    f"vs {other} {gap:+.4f} ({counts['wins']} wins, {counts['losses']} losses,"
+                    f" p={p:.3f})"
+                )
+            print(f"| {name} | {chosen} ({metric}) | " + " | ".join(parts) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("step", choices=("dump", "explore"))
+    parser.add_argument("step", choices=("dump", "prf", "explore", "scale"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/chromasync-bench-fusion"))
     parser.add_argument("--corpus", choices=tuple(CORPORA), action="append")
     parser.add_argument("--markdown", action="store_true")
@@ -362,6 +569,11 @@ def main() -> None:
     if args.step == "dump":
         for name in names:
             dump(args.work, name)
+    elif args.step == "prf":
+        for name in names:
+            dump_prf(args.work, name)
+    elif args.step == "scale":
+        explore_scale(args.work, names)
     else:
         explore(args.work, names, markdown=args.markdown)
 

@@ -17,6 +17,15 @@ from .versions import CHUNKING_VERSION as CHUNKING_VERSION
 #: Schema of the SQLite state (manifest, keyword index).
 MANIFEST_SCHEMA = 3  # 2: ctime_ns and inode in `files`; 3: asset, asset_issue (sidecars)
 
+#: The ownership marker: every record chromasync writes carries the label of the source
+#: that wrote it under this key. A record without it belongs to another tool, and nothing
+#: chromasync does (heal, verify --repair, sources remove, --reset) deletes or adopts it.
+OWNER_KEY = "chromasync_source"
+#: What was embedded besides the stored document: the chunk's context prefix (its heading
+#: path, a file's title), when it has one. The embedding input is `normalise(context +
+#: document)` (trailing spaces stripped), so a peer that re-embeds a record can rebuild it.
+CONTEXT_KEY = "chromasync_context"
+
 Scalar: TypeAlias = str | int | float | bool
 #: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.
 MetaValue: TypeAlias = Scalar | list[str]
@@ -332,6 +341,12 @@ class Hit:
     scores: Mapping[str, float] = field(default_factory=dict)
     #: The config's description of the place this hit comes from (`context:`), if any.
     context: str | None = None
+    #: Other files holding the same chunk text ("also at"), folded into this hit: each
+    #: `path`, or `source:path` when another source holds it.
+    also_at: tuple[str, ...] = ()
+    #: A document's chunk: the pages of the lines the query matched (`retrieve.highlight.
+    #: matched_pages`); () when unknown: the chunk's own pages are cited.
+    pages: tuple[int, ...] = ()
 
     @classmethod
     def from_metadata(
@@ -373,22 +388,28 @@ class Hit:
             relevance=None if data.get("relevance") is None else float(data["relevance"]),
             scores={str(k): float(v) for k, v in (data.get("scores") or {}).items()},
             context=None if data.get("context") is None else str(data["context"]),
+            also_at=tuple(str(p) for p in (data.get("also_at") or ())),
+            pages=tuple(int(p) for p in (data.get("pages") or ())),
         )
 
     @property
     def page(self) -> int | None:
-        """The first page of a document's chunk (None for a text file)."""
+        """The first page of a document's chunk that the hit cites (None for a text file):
+        of the lines the query matched (`pages`) when known, else the chunk's first."""
         value = self.metadata.get("page")
-        return value if self.metadata.get("doc_format") and type(value) is int else None
+        if not (self.metadata.get("doc_format") and type(value) is int):
+            return None
+        return min(self.pages) if self.pages else value
 
     @property
     def citation(self) -> str:
         """The one citation format: `path:start-end`, or `path p. N` (`p. N-M`) for a
-        chunk of a document (PDF, DOCX...), whose lines are not lines of the file."""
+        chunk of a document (PDF, DOCX...), whose lines are not lines of the file: the
+        pages of the lines the query matched, when known (`pages`), else the chunk's."""
         first = self.page
         if first is None:
             return f"{self.path}:{self.start_line}-{self.end_line}"
-        last = self.metadata.get("page_end")
+        last = max(self.pages) if self.pages else self.metadata.get("page_end")
         if type(last) is int and last > first:
             return f"{self.path} p. {first}-{last}"
         return f"{self.path} p. {first}"
@@ -410,6 +431,8 @@ class Hit:
             "relevance": self.relevance,
             "scores": dict(self.scores),
             "context": self.context,
+            "also_at": list(self.also_at),
+            "pages": list(self.pages),
         }
 
 

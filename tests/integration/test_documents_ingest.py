@@ -214,3 +214,29 @@ def test_dry_run_and_chunk_report_count_documents_pages_and_skips(
     assert real.documents_read == plan.documents_read and real.pages_read == plan.pages_read
     [again] = api.ingest([spec], settings, embedder=embedder)
     assert again.documents_read == {} and again.pages_read == 0  # nothing read again
+
+
+def test_a_chunk_over_two_pages_cites_the_page_of_the_matched_lines(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """file_pdfjs_test.pdf has a chunk over pages 4-5: a hit on its page-5 lines cites
+    p. 5, one on its page-4 lines p. 4, on every surface's citation (issue 29)."""
+    if not PDFS.is_dir():
+        pytest.skip("../shared/corpora/pdf-samples is not present")
+    root = tmp_path / "pdf"
+    root.mkdir()
+    shutil.copyfile(PDFS / "text" / "file_pdfjs_test.pdf", root / "guide.pdf")
+    age_tree(root)
+    api.ingest([api.source_for(root, "docs")], settings, embedder=embedder)
+
+    def spanning(query: str) -> api.Hit:
+        """The hit of the chunk over pages 4-5."""
+        hits = api.search(query, settings, k=20, mode="keyword", embedder=embedder)
+        spans = {h.id: (h.metadata["page"], h.metadata["page_end"]) for h in hits}
+        return next(h for h in hits if spans[h.id] == (4, 5))
+
+    hit = spanning("Peptest responsiveness Talos Reftest")
+    assert hit.citation == "guide.pdf p. 5" and hit.page == 5
+    assert spanning("crashtest isolate problem xpcshell").citation == "guide.pdf p. 4"
+    assert hit.as_json()["pages"] == [5]
+    assert api.Hit.from_json(hit.as_json()).citation == "guide.pdf p. 5"  # the owner's wire

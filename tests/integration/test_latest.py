@@ -114,7 +114,9 @@ def test_sort_date_orders_the_relevant_candidates(press: Path, settings: Setting
     top = api.retrieve(_request(k=3, sort="date", mode="keyword"), settings)
     # not the three best sorted by date: the newest relevant releases
     assert [h.path for h in top.hits] == NEWEST
-    floor = api.retrieve(_request(k=3, sort="date", mode="keyword", min_score=0.9), settings)
+    # a floor above the newest releases' relevance (0.35 on the calibrated scale, where the
+    # releases repeating the words read 0.55 to 0.58) leaves only the older ones
+    floor = api.retrieve(_request(k=3, sort="date", mode="keyword", min_score=0.5), settings)
     assert [h.path for h in floor.hits] and all(h.path not in NEWEST for h in floor.hits)
 
 

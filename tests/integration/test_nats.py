@@ -476,3 +476,18 @@ def test_a_stream_that_holds_the_request_subjects_is_warned_of(
     assert "corpus.retrieve.requested" in line and "corpus.ask.requested" in line
     bridge.expect("connected to")
     assert bridge.interrupt() == 0
+
+
+def test_a_ctrl_c_at_start_stops_it(
+    notes: Path, tmp_path: Path, start_nats: Callable[..., NatsProcess]
+) -> None:
+    """A SIGINT before uvicorn's handlers are in is not lost (it was, now and then: a
+    KeyboardInterrupt raised in a finalizer is dropped, and the process kept running)."""
+    from ..servers import free_port
+
+    for delay in (0.0, 0.05, 0.1):
+        bridge = start_nats(f"nats://127.0.0.1:{free_port()}", str(notes))
+        bridge.expect("(attempt 1)")
+        time.sleep(delay)
+        assert bridge.interrupt() == 0
+        assert "chromasync nats: stopped" in bridge.seen[-1]

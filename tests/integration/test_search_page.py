@@ -87,6 +87,14 @@ def test_search_page_in_chromium(url: str, page: object, tmp_path: Path) -> None
     assert all(re.fullmatch(r"\S+:\d+-\d+", c) for c in cites), cites
     assert any(c.startswith("guides/install.md:") for c in cites)
     assert page.locator(".hit mark").count() > 0  # type: ignore[attr-defined]
+    # the "weaker matches" line sits where the server's relevance scale puts it
+    body = page.evaluate("async () => await api('/search?q=espresso%20grinder&k=20')")  # type: ignore[attr-defined]
+    weaker = body["weaker_from"]
+    assert isinstance(weaker, int) and 0 < weaker < len(body["hits"]), body["weaker_from"]
+    rows = page.locator("#results > li").evaluate_all("els => els.map(e => e.className)")  # type: ignore[attr-defined]
+    assert rows.index("weaker") == weaker and rows.count("weaker") == 1, rows
+    relevance = [h["relevance"] for h in body["hits"]]
+    assert relevance[weaker] < relevance[0] / 2 <= relevance[weaker - 1]
     page.screenshot(path=str(tmp_path / "results.png"), full_page=True)  # type: ignore[attr-defined]
 
     # a tag filter: only the baking note is left

@@ -363,3 +363,32 @@ def test_the_cron_line_s_rerun_takes_the_fast_path(tmp_path: Path, cli_env: dict
     assert "chromasync.fastpath" in imported and "click" not in imported
     [row] = json.loads(runs[-1].stdout)
     assert row["files_unchanged"] == 1
+
+
+def test_identical_files_are_one_hit_also_at_the_others(
+    tmp_path: Path, settings: Settings, cli_env: dict[str, str]
+) -> None:
+    """Two files with the same text: one hit, naming the other path, on every surface
+    (the API and REST/MCP's JSON through `Hit.as_json`, the CLI's lines) (issue 29)."""
+    root = tmp_path / "copies"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    text = "# Ospreys\n\nOspreys dive feet first for fish near the estuary.\n"
+    (root / "a" / "osprey.md").write_text(text)
+    (root / "b" / "osprey-copy.md").write_text(text)
+    (root / "other.md").write_text("# Gulls\n\nGulls steal chips on the pier.\n")
+    age_tree(root)
+    api.ingest([api.source_for(root, "copies")], settings)
+    for mode in ("hybrid", "dense", "keyword"):
+        hits = api.search("ospreys dive for fish", settings, k=3, mode=mode)
+        copies = [h for h in hits if "osprey" in h.path]
+        assert len(copies) == 1, (mode, [h.path for h in hits])
+        assert {copies[0].path, *copies[0].also_at} == {"a/osprey.md", "b/osprey-copy.md"}
+        assert copies[0].as_json()["also_at"] == list(copies[0].also_at)
+    env = {**cli_env, "CHROMASYNC_NO_DAEMON": "1"}
+    plain = CliRunner().invoke(main, ["search", "ospreys dive", "--k", "3"], env=env)
+    assert plain.exit_code == 0 and "also at: " in plain.stdout
+    data = json.loads(
+        CliRunner().invoke(main, ["search", "ospreys dive", "--json"], env=env).stdout
+    )
+    assert sum("osprey" in h["path"] for h in data["hits"]) == 1

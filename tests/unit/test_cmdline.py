@@ -118,7 +118,7 @@ def test_the_daemon_takes_every_settings_option_the_client_passes_it() -> None:
 
 #: Search options `/search` (and so the daemon's `/daemon/search`) does not take yet: the
 #: daemon refuses the parameter and the client leaves the command line to the CLI.
-NOT_ON_REST_YET = {"--latest"}
+NOT_ON_REST_YET: set[str] = set()
 
 
 def test_every_request_option_is_a_parameter_of_search() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from chromasync.retrieve.fuse import (
@@ -178,9 +180,32 @@ def test_a_records_document_is_read_from_its_id() -> None:
     from chromasync.plan.triage import record_id
     from chromasync.retrieve.results import document_of
 
-    first = record_id("notes", "a.md", "ab" * 32, 0)
+    first = record_id("notes", "a.md", "ab" * 32, 0)  # chunk hashes are hex
     second = record_id("notes", "a.md", "cd" * 32, 1)
     other = record_id("notes", "b.md", "ab" * 32, 0)
     assert document_of(("c", first)) == document_of(("c", second)) != document_of(("c", other))
     assert document_of(("c", first)) != document_of(("d", first))
     assert document_of(("c", "custom-id")) == ("c", "custom-id")
+
+
+def test_hybrid_search_fuses_documents_by_default() -> None:
+    from chromasync.plan.triage import record_id
+    from chromasync.records import Hit
+    from chromasync.retrieve.results import DEFAULT_FUSION, Gathered, rank_hits
+
+    def hit(key: str, score: float) -> Hit:
+        rid = record_id("notes", f"{key[0]}.md", hashlib.sha256(key.encode()).hexdigest(), 0)
+        return Hit(rid, f"{key[0]}.md", "notes", "", 1, 2, score, key, "c")
+
+    dense = tuple(hit(k, s) for k, s in CHUNK_DENSE.items)
+    keyword = tuple(hit(k, s) for k, s in CHUNK_KEYWORD.items)
+    gathered = Gathered(dense=dense, keyword=keyword, collections=("c",))
+    assert DEFAULT_FUSION.unit == "document" and DEFAULT_FUSION.method == "convex"
+    # document x holds the best dense chunk (x1) and the best keyword chunk (x2): it leads
+    # (with x2, its chunk of the higher own score: 0.55 keyword against 0.45 dense), before
+    # y1 (second in both lists: 0.45 * 2/3 + 0.55 * 5/6); over chunks, y1 would lead
+    ranked = rank_hits(gathered, "hybrid")
+    assert [h.text for h in ranked] == ["x2", "y1", "x1", "z1", "z2"]
+    assert ranked[0].score == pytest.approx(1.0) and ranked[2].score == pytest.approx(0.45)
+    chunked = Fusion("convex", weights=dict(DEFAULT_FUSION.weights))
+    assert rank_hits(gathered, "hybrid", chunked)[0].text == "y1"

@@ -37,6 +37,7 @@ STAGES: list[set[str]] = [
 APART: list[set[str]] = [{"store", "state"}, {"sync", "retrieve"}, {"sync", "answer"}]
 #: Surfaces, in the order they may import each other (a later one may import an earlier one).
 SURFACES = [
+    "adapters",
     "watch",
     "rest",
     "mcp",

@@ -59,7 +59,7 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
         unknown = sorted(set(request.query_params) - known)
         if unknown:
             raise ConfigError(f"the daemon does not take {', '.join(unknown)}: the CLI runs it")
-        result = service.retrieve(api.search_request(args, service.settings))
+        result = service.search(args)
         out = io.StringIO()
         settings = service.settings
         render_search(

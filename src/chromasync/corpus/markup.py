@@ -4,19 +4,24 @@ Block elements (p, div, li, tr, br, ...) end a line; whitespace inside a line co
 one space except inside <pre>. A table row is its cells joined by " | ". The contents of
 script, style, template, noscript and svg, and <title> (the title) are left
 out. The bytes are decoded as UTF-8 (a BOM, UTF-16 BOMs honoured), else as the charset a
-<meta> tag names in the first 4 KiB, else as Windows-1252. The parser is fed 64 KiB at a
-time, with the time budget checked between feeds.
+<meta> tag names in the first 4 KiB, else as Windows-1252. The bytes are decoded and fed
+to the parser 64 KiB at a time (the whole text is never decoded at once), with the time
+budget checked between feeds; text counts against the character budget as it arrives,
+before it ends a line (a megabyte-long line, or a long `<title>`, is refused or cut while
+it is read, not once it is whole). The title keeps at most `MAX_TITLE` characters.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterator
 from html.parser import HTMLParser
 
-from .pages import Block, Heading, Meter, Page, PagedDocument, clean_text, one_line
+from .pages import Block, Heading, Meter, Page, PagedDocument, Refused, clean_text, one_line
 
 _FEED = 64 * 1024
+MAX_TITLE = 1000
 _HIDDEN = frozenset({"script", "style", "template", "noscript", "svg", "title"})
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
@@ -46,6 +51,8 @@ class _Collector(HTMLParser):
         self.in_title = False
         self.heading = 0  # level of the open heading
         self.pre = 0
+        self.pending = 0  # characters in `line` and `cells`, not yet taken
+        self.title_chars = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
@@ -79,6 +86,7 @@ class _Collector(HTMLParser):
         if tag in _HEADING and self.heading:
             text = one_line("".join(self.line))
             self.line = []
+            self.pending = 0
             if text:
                 self._flush_body()
                 self.blocks.append(Block(self.heading, self.meter.take(text)))
@@ -93,10 +101,14 @@ class _Collector(HTMLParser):
             self.pre = max(self.pre - 1, 0)
 
     def handle_data(self, data: str) -> None:
-        if self.in_title:
-            self.title.append(data)
+        if self.in_title and self.title_chars < MAX_TITLE:
+            self.title.append(data[: MAX_TITLE - self.title_chars])
+            self.title_chars += len(self.title[-1])
         if self.hidden:
             return
+        self.pending += len(data)
+        if self.meter.chars + self.pending > self.meter.limits.max_chars:
+            raise Refused("too-large", f"over {self.meter.limits.max_chars} characters of text")
         if self.pre:
             lines = data.split("\n")
             for piece in lines[:-1]:
@@ -115,6 +127,7 @@ class _Collector(HTMLParser):
         if self.cells is None:
             return
         self._end_cell()
+        self.pending = 0
         if any(self.cells):
             self.lines.append(self.meter.take(" | ".join(self.cells)))
         self.cells = None
@@ -125,6 +138,7 @@ class _Collector(HTMLParser):
             return
         raw = "".join(self.line)
         self.line = []
+        self.pending = 0
         text = clean_text(raw).rstrip() if keep else one_line(raw)
         if text or keep:
             self.lines.append(self.meter.take(text))
@@ -144,30 +158,45 @@ class _Collector(HTMLParser):
         return tuple(self.blocks)
 
 
-def decode_html(data: bytes) -> str:
+def html_encoding(data: bytes) -> str:
+    """The encoding to decode `data` with: a BOM's, UTF-8 when all of it is valid UTF-8,
+    else the charset a <meta> tag names in the first 4 KiB, else Windows-1252."""
     for bom, encoding in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
                           (codecs.BOM_UTF16_BE, "utf-16")):  # fmt: skip
         if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
+            return encoding
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        return data.decode("utf-8")
+        view = memoryview(data)
+        for start in range(0, len(data), _FEED):
+            decoder.decode(view[start : start + _FEED], final=start + _FEED >= len(data))
+        return "utf-8"
     except UnicodeDecodeError:
         pass
     match = _CHARSET.search(data[:4096])
     if match:
         try:
-            return data.decode(match[1].decode("ascii"), errors="replace")
+            return codecs.lookup(match[1].decode("ascii")).name
         except LookupError:
             pass
-    return data.decode("cp1252", errors="replace")
+    return "cp1252"
+
+
+def decode_pieces(data: bytes) -> Iterator[str]:
+    """The text of `data` (see `html_encoding`), decoded 64 KiB at a time."""
+    decoder = codecs.getincrementaldecoder(html_encoding(data))(errors="replace")
+    view = memoryview(data)
+    for start in range(0, len(data), _FEED):
+        yield decoder.decode(view[start : start + _FEED], final=start + _FEED >= len(data))
+    if not data:
+        yield decoder.decode(b"", final=True)
 
 
 def read_html(data: bytes, meter: Meter) -> PagedDocument:
-    text = decode_html(data)
     collector = _Collector(meter)
-    for start in range(0, len(text), _FEED):
+    for piece in decode_pieces(data):
         meter.tick()
-        collector.feed(text[start : start + _FEED])
+        collector.feed(piece)
     blocks = collector.finish()
     outline = tuple(Heading(b.level, b.text, 1) for b in blocks if b.level)
     title = one_line("".join(collector.title))

@@ -23,6 +23,13 @@ class Limits:
     max_chars: int = 5_000_000  # extracted text, all pages together
     max_zip_members: int = 10_000  # DOCX / PPTX parts
     max_uncompressed: int = 256 * 1024 * 1024  # declared size of all zip members
+    max_inflated: int = 512 * 1024 * 1024  # bytes inflated while reading (zip, PDF streams)
+    max_stream: int = 32 * 1024 * 1024  # one PDF stream inflated (each filter's output)
+    max_image: int = 256 * 1024 * 1024  # one PDF stream labelled an image, inflated
+    max_page_chars: int = 500_000  # characters one PDF stream shows (PDFium's text page)
+    max_page_ops: int = 500_000  # operators of one PDF stream that PDFium builds objects of
+    max_part: int = 4 * 1024 * 1024  # one XML part of a PPTX (python-pptx parses it whole)
+    max_xml: int = 32 * 1024 * 1024  # the XML parts of a PPTX, together
     max_outline: int = 10_000  # PDF bookmarks read
     max_depth: int = 32  # nested groups (PPTX), nested tables (DOCX)
     seconds: float = 60.0  # wall time, checked between pages and blocks
@@ -108,13 +115,29 @@ class Refused(Exception):
 class Meter:
     """The running budget of one read: characters so far and the time used (mutable)."""
 
-    __slots__ = ("_clock", "_start", "chars", "limits")
+    __slots__ = ("_clock", "_start", "chars", "inflated", "limits", "shown")
 
     def __init__(self, limits: Limits, clock: Clock) -> None:
         self.limits = limits
         self._clock = clock
         self._start = clock()
         self.chars = 0
+        self.inflated = 0
+        self.shown = 0
+
+    def show(self, n: int) -> None:
+        """Count `n` characters a PDF stream shows against `max_chars` (before PDFium)."""
+        self.shown += n
+        if self.shown > self.limits.max_chars:
+            raise Refused("too-large", f"shows over {self.limits.max_chars} characters of text")
+
+    def inflate(self, n: int) -> None:
+        """Count `n` bytes inflated (a zip member, a PDF stream) against `max_inflated`."""
+        self.inflated += n
+        if self.inflated > self.limits.max_inflated:
+            raise Refused(
+                "too-large", f"inflates past {self.limits.max_inflated} bytes (the limit)"
+            )
 
     def tick(self) -> None:
         """Refuse the file when the time budget is spent."""

@@ -4,6 +4,10 @@ A bookmark becomes a heading at the start of the page it points to (its level is
 depth in the outline, 1-6). Body text is PDFium's text of the page, cleaned
 (`documents.clean_text`); nothing else is added.
 
+Before PDFium opens the file, `pdfscan.measure_streams` inflates every stream within the
+budgets (`Limits.max_stream`, `max_inflated`): PDFium inflates a stream whole and cannot be
+interrupted, so a bomb is refused before it starts.
+
 PDFium reports a file it cannot parse (a Brotli-compressed cross-reference stream, for one)
 with the same "incorrect password" code as an encrypted one, so a password error counts as
 `encrypted` only when the file declares an `/Encrypt` dictionary (which the PDF standard
@@ -28,9 +32,11 @@ from .pages import (
     normalise_title,
     one_line,
 )
+from .pdfscan import measure_streams
 
 
 def read_pdf(data: bytes, meter: Meter) -> PagedDocument:
+    measure_streams(data, meter)  # a decompression bomb never reaches PDFium
     try:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:

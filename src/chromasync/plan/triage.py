@@ -15,8 +15,10 @@ Nothing here touches the disk, the clock or the environment: the caller passes `
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +29,8 @@ from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..records import (
     CHUNKING_VERSION,
+    CONTEXT_KEY,
+    OWNER_KEY,
     Chunk,
     ChunkRecord,
     Discovery,
@@ -58,8 +62,32 @@ def normalise_for_hash(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 
+def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> list[str]:
+    """`LINE:PAGE` for each page that starts inside lines (start_line, end_line] of a
+    document's text: what a hit needs to cite the page of the lines it matched."""
+    first = bisect.bisect_right(paged.page_starts, start_line)
+    last = bisect.bisect_right(paged.page_starts, end_line)
+    return [f"{paged.page_starts[i]}:{paged.pages[i]}" for i in range(first, last)]
+
+
 def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
     return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
+
+
+_ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{16}-[0-9]{1,9}")
+
+
+def written_by(source: str, rid: str, metadata: Mapping[str, object]) -> bool:
+    """Whether a record without the ownership marker (`OWNER_KEY`: an index written before
+    it existed) was written by chromasync for `source`: its id is `record_id`'s for that
+    source and it holds the hashes chromasync records. (Used once, to add the marker.)"""
+    return (
+        _ID_SHAPE.fullmatch(rid) is not None
+        and rid.startswith(_sha(source)[:8] + "-")
+        and metadata.get("source") == source
+        and isinstance(metadata.get("record_hash"), str)
+        and isinstance(metadata.get("chunk_hash"), str)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +147,10 @@ def build_records(
             metadata["doc_format"] = doc.doc_format
             metadata["page"] = page_at_line(paged, chunk.start_line)
             metadata["page_end"] = page_at_line(paged, chunk.end_line)
+            if metadata["page_end"] != metadata["page"]:  # where each later page starts
+                metadata["page_starts"] = page_starts_within(
+                    paged, chunk.start_line, chunk.end_line
+                )
         # outgoing links: metadata only (a changed link is a rewrite, never an embedding);
         # the overlap with the chunk before is left to that chunk
         found = extract_links(
@@ -135,6 +167,13 @@ def build_records(
             + chunk.text
         )
         metadata["record_hash"] = record_hash
+        # after the hash: adding these to an older index rewrote no record
+        metadata[OWNER_KEY] = ctx.source
+        # the document a record belongs to, by the keys LlamaIndex deletes and groups by
+        metadata.setdefault("document_id", key)
+        metadata["ref_doc_id"] = key
+        if chunk.context:
+            metadata[CONTEXT_KEY] = chunk.context
         records.append(
             ChunkRecord(
                 id=record_id(ctx.source, key, chunk_hash, occurrence),

@@ -43,6 +43,7 @@ from .results import (
     Gathered,
     SearchRequest,
     SearchResult,
+    lean_window,
     present,
     rank_hits,
 )
@@ -196,19 +197,20 @@ class Retriever:
         only = self.latest_ids(request) if request.latest is not None else None
         gathered = self.gather(request, (request.mode,), fields=not lean, only=only)
         # a lean search shows a prefix of the ranking: its first k (the relevance floor
-        # keeps a prefix too), so only those become hits
-        hits = self.rank(gathered, request.mode, request.fusion, request.k if lean else None)
+        # keeps a prefix too), so only those become hits; twice k are read, so that copies
+        # of one text in several files (`collapse_copies`) still leave k hits
+        limit = lean_window(request.k) if lean else None
+        hits = self.rank(gathered, request.mode, request.fusion, limit)
         reranked = False
         if reranker is not None:
             hits = rerank(request.query, hits, reranker, max(DEFAULT_DEPTH, request.k))
             reranked = True
-        result = self.present(request, gathered, hits, reranked)
-        if not lean:
-            return result
-        filled = self._fill(result.hits, gathered.keyword_versions)
-        if filled is None:  # a chunk went or changed between the query and the read: again
-            return self.search(request, full_fetch=True)
-        return replace(result, hits=filled)
+        if lean:
+            filled = self._fill(hits, gathered.keyword_versions)
+            if filled is None:  # a chunk went or changed between the query and the read
+                return self.search(request, full_fetch=True)
+            hits = list(filled)
+        return self.present(request, gathered, hits, reranked)
 
     def _fill(
         self, hits: Sequence[Hit], versions: Sequence[tuple[str, int]]

@@ -61,6 +61,46 @@ def match_spans(text: str, query: str, phrases: Sequence[str] = ()) -> list[tupl
     return merged
 
 
+def matched_pages(
+    text: str,
+    start_line: int,
+    page: int,
+    page_starts: Sequence[str],
+    query: str,
+    phrases: Sequence[str] = (),
+) -> tuple[int, ...]:
+    """The pages of the lines of a document's chunk that match the query best: the lines
+    holding the most matched words, each mapped to its page (`page`: the chunk's first
+    page; `page_starts`: `LINE:PAGE` of each later page, as stored at ingest). () when
+    nothing matches (the chunk's own pages are cited then)."""
+    spans = match_spans(text, query, phrases)
+    if not spans:
+        return ()
+    per_line: dict[int, int] = {}
+    line, at = start_line, 0
+    for start, _ in spans:  # spans are sorted: count newlines once, left to right
+        line += text.count("\n", at, start)
+        at = start
+        per_line[line] = per_line.get(line, 0) + 1
+    best = max(per_line.values())
+    starts: list[tuple[int, int]] = []
+    for item in page_starts:
+        where, _, which = str(item).partition(":")
+        if where.isdigit() and which.isdigit():
+            starts.append((int(where), int(which)))
+    starts.sort()
+    pages = set()
+    for matched_line, count in per_line.items():
+        if count == best:
+            found = page
+            for first_line, number in starts:
+                if first_line > matched_line:
+                    break
+                found = number
+            pages.add(found)
+    return tuple(sorted(pages))
+
+
 def snippet(
     text: str, spans: Sequence[tuple[int, int]], width: int = 240
 ) -> tuple[str, list[tuple[int, int]]]:

@@ -216,7 +216,7 @@ def run_snapshot(data_dir: str, snapshot: SearchSnapshot, query: str) -> SearchR
     from .bm25 import Condition, KeywordIndex
     from .dense import merge_by_score
     from .filters import Filters
-    from .results import Gathered, SearchRequest, present, rank_hits
+    from .results import Gathered, SearchRequest, lean_window, present, rank_hits
 
     fields = dict(snapshot.request)
     request = SearchRequest(query, filters=Filters(**snapshot.filters), **fields)
@@ -239,9 +239,9 @@ def run_snapshot(data_dir: str, snapshot: SearchSnapshot, query: str) -> SearchR
         collections=names,
         keyword_plan=tuple(snapshot.plan),
     )
-    # what is shown is a prefix of the ranking (date order and groups reorder the top k
-    # only); a per-document collapse reads further down
-    limit = None if request.per_doc else request.k
+    # what is shown is a prefix of the ranking (groups reorder the top k only); a
+    # per-document collapse and date order read further down, as the engine does
+    limit = None if request.per_doc or request.sort == "date" else lean_window(request.k)
     return present(request, gathered, rank_hits(gathered, "keyword", limit=limit), False)
 
 

@@ -9,7 +9,6 @@ touches Chroma, the model or the disk: the console script's keyword fast path
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -18,11 +17,14 @@ from typing import Any
 from ..records import Hit
 from .filters import Filters
 from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
+from .relevance import WEAKER_SHARE, relevance_scale, weaker_index
 
-#: Fusion chosen on SciFact's 809 training claims (benchmarks/retrieval.py --sweep): the sum
-#: of z-normalised scores, equal weights, nDCG@10 0.735, against 0.716 for RRF (k = 60),
-#: 0.732 for min-max, 0.688 for keyword and 0.670 for dense alone.
-DEFAULT_FUSION = Fusion("zscore")
+#: Fusion chosen on two corpora, SciFact's 809 training claims and NFCorpus's 324 dev
+#: questions (benchmarks/fusion.py, docs/retrieval.md): each list normalised over its
+#: documents (min-max of each document's best chunk), dense 0.45 and keyword 0.55. nDCG@10
+#: 0.737 on SciFact, graded 0.336 on NFCorpus, against 0.736 and 0.326 for the former
+#: z-score sum over chunks, 0.719 and 0.326 for RRF (k = 60), 0.733 and 0.330 for min-max.
+DEFAULT_FUSION = Fusion("convex", weights={"dense": 0.45, "keyword": 0.55}, unit="document")
 #: Depth of each ranked list; the same as `eval` uses, so it measures what search returns.
 MIN_CANDIDATES = 200
 
@@ -91,7 +93,7 @@ class SearchResult:
             "filters": self.filters.as_json(),
             "reranked": self.reranked,
             "hits": [h.as_json() for h in self.hits],
-            # where the "weaker matches" separator goes (null: none), as the terminal draws it
+            # where the "weaker matches" line goes (the terminal, the pipe and the page)
             "weaker_from": weaker_from(self.hits),
         }
         if self.group_field:
@@ -100,33 +102,6 @@ class SearchResult:
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
-
-
-#: A hit whose relevance is below this share of the best hit's is a "weaker match": the
-#: terminal sets such hits apart under a separator (docs/how-it-works.md#relevance).
-WEAKER_SHARE = 0.5
-#: The fused z-sum at which hybrid relevance is 0.5 (see `relevance`).
-ZSCORE_MIDPOINT = 1.0
-
-
-def relevance(score: float, best: float, mode: str, fusion: Fusion = DEFAULT_FUSION) -> float:
-    """A hit's score on the 0-1 scale people read (docs/how-it-works.md#relevance).
-
-    Hybrid with z-score fusion: the logistic of the fused z-sum shifted by `ZSCORE_MIDPOINT`
-    (0.5 for a hit one standard deviation above the candidates' mean in all, 0.27 for an
-    average candidate, 0.95 at four: absolute, so a weak best hit stays weak); min-max
-    fusion: the score over the weights' sum. Keyword, dense and RRF: the score relative to
-    the best hit's (BM25 and RRF scores have no absolute scale; the best hit is 1).
-    """
-    if mode == "hybrid" and fusion.method == "zscore":
-        shifted = min(max(score - ZSCORE_MIDPOINT, -50.0), 50.0)
-        value = 1.0 / (1.0 + math.exp(-shifted))
-    elif mode == "hybrid" and fusion.method == "convex":
-        total = fusion.weight("dense") + fusion.weight("keyword")
-        value = score / total if total > 0 else 0.0
-    else:
-        value = score / best if best > 0 else 0.0
-    return round(min(1.0, max(0.0, value)), 4)
 
 
 def rank_hits(
@@ -153,9 +128,10 @@ def rank_hits(
             fusion,
             document_of,
         )
-    best = chosen[0][1] if chosen else 0.0
+    values = relevance_scale([s for _, s in chosen], mode, fusion.method, MIN_CANDIDATES)
+    shown = chosen if limit is None else chosen[:limit]
     out = []
-    for key, score in chosen if limit is None else chosen[:limit]:
+    for (key, score), value in zip(shown, values[: len(shown)], strict=True):
         ranks = {}
         scores = {}
         if key in dense_ranks:
@@ -164,7 +140,6 @@ def rank_hits(
         if key in keyword_ranks:
             ranks["keyword"] = keyword_ranks[key]
             scores["keyword"] = keyword_scores[key]
-        value = relevance(score, best, mode, fusion)
         out.append(replace(by_key[key], score=score, ranks=ranks, scores=scores, relevance=value))
     return out
 
@@ -187,6 +162,7 @@ def present(
     if request.min_score is not None:
         floor = request.min_score
         hits = [h for h in hits if h.relevance is None or h.relevance >= floor]
+    hits = collapse_copies(hits)
     if request.per_doc:
         hits = [replace(hit, collapsed=n) for hit, n in collapse_per_doc(hits, doc)]
     date_of = lambda h: _date_of(h, request.filters.date_fields)  # noqa: E731
@@ -206,6 +182,7 @@ def present(
         top = list(hits[: request.k])
     if request.sort == "date" and request.latest is not None:
         top = sort_by_date(top, date_of)
+    top = [_with_pages(h, request) for h in top]
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if request.group_by:
         field_name = request.group_by
@@ -230,6 +207,40 @@ def present(
         warnings=gathered.warnings,
         keyword_plan=gathered.keyword_plan,
     )
+
+
+def lean_window(k: int) -> int:
+    """How many of the ranking's first hits a search that shows a prefix of the ranking
+    reads for its top k: twice k, so that copies folded by `collapse_copies` still leave
+    k hits (the engine's lean path and the keyword fast path read the same window)."""
+    return 2 * k
+
+
+def collapse_copies(hits: Sequence[Hit]) -> list[Hit]:
+    """One hit per chunk text: a later hit whose `chunk_hash` (the embedded text) equals an
+    earlier hit's from another file is folded into it, its place named in the earlier
+    hit's `also_at` (two files with identical text: one hit, "also at" the other). Chunks
+    repeated within one file stay apart; hits without a `chunk_hash` pass through."""
+    out: list[Hit] = []
+    first: dict[str, int] = {}
+    for hit in hits:
+        key = hit.metadata.get("chunk_hash")
+        if not isinstance(key, str) or not key:
+            out.append(hit)
+            continue
+        index = first.get(key)
+        if index is None:
+            first[key] = len(out)
+            out.append(hit)
+            continue
+        kept = out[index]
+        if (kept.source, kept.path) == (hit.source, hit.path):
+            out.append(hit)
+            continue
+        where = hit.path if hit.source == kept.source else f"{hit.source}:{hit.path}"
+        if where not in kept.also_at:
+            out[index] = replace(kept, also_at=(*kept.also_at, where))
+    return out
 
 
 WEAKER_LINE = "-- weaker matches (relevance under half the best's) --"
@@ -261,15 +272,9 @@ def explain_text(hit: Hit, mode: str) -> str:
 
 def weaker_from(hits: Sequence[Hit]) -> int | None:
     """The index of the first hit far below the best (relevance under `WEAKER_SHARE` of the
-    best's), where the terminal draws its "weaker matches" separator; None if none is."""
-    values = [h.relevance for h in hits]
-    if not values or values[0] is None:
-        return None
-    floor = values[0] * WEAKER_SHARE
-    for index, value in enumerate(values):
-        if value is not None and value < floor:
-            return index
-    return None
+    best's), where the terminal, the pipe and the page draw their "weaker matches" line;
+    None if none is (`relevance.weaker_index`)."""
+    return weaker_index([h.relevance for h in hits])
 
 
 def plain_lines(result: SearchResult) -> str:
@@ -297,6 +302,8 @@ def plain_lines(result: SearchResult) -> str:
         if hit.collapsed:
             head += f" +{hit.collapsed} more in this file"
         lines.append(head)
+        if hit.also_at:
+            lines.append("   also at: " + printable(", ".join(hit.also_at)))
         if hit.heading:
             lines.append("   " + printable(hit.heading))
         if hit.context:
@@ -310,6 +317,20 @@ def plain_lines(result: SearchResult) -> str:
             lines.extend("   " + printable(line) for line in code_lines(code))
             lines.append("   ```")
     return "\n".join(lines) + "\n"
+
+
+def _with_pages(hit: Hit, request: SearchRequest) -> Hit:
+    """A document's hit spanning pages, with the pages of the lines the query matched."""
+    starts = hit.metadata.get("page_starts")
+    page = hit.metadata.get("page")
+    if not (hit.metadata.get("doc_format") and isinstance(starts, list) and type(page) is int):
+        return hit
+    from .highlight import matched_pages
+
+    found = matched_pages(
+        hit.text, hit.start_line, page, starts, request.query, request.filters.phrases
+    )
+    return replace(hit, pages=found) if found else hit
 
 
 def _key(hit: Hit) -> tuple[str, str]:
@@ -368,17 +389,17 @@ __all__ = [
     "MIN_CANDIDATES",
     "WEAKER_LINE",
     "WEAKER_SHARE",
-    "ZSCORE_MIDPOINT",
     "Gathered",
     "KeywordPlan",
     "SearchRequest",
     "SearchResult",
+    "collapse_copies",
     "document_of",
     "explain_text",
+    "lean_window",
     "plain_lines",
     "present",
     "rank_hits",
-    "relevance",
     "score_text",
     "weaker_from",
 ]

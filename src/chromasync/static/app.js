@@ -340,7 +340,8 @@ async function doSearch() {
     ? `${body.hits.length} hit${body.hits.length === 1 ? "" : "s"} for “${query}”`
     : `No hits for “${query}” with these filters.`;
   const items = body.hits.map((hit) => renderHit(hit, query));
-  if (body.weaker_from != null && body.weaker_from > 0 && body.weaker_from < items.length) {
+  // the "weaker matches" line, where the server's relevance scale puts it (`weaker_from`)
+  if (Number.isInteger(body.weaker_from) && body.weaker_from > 0 && body.weaker_from < items.length) {
     items.splice(body.weaker_from, 0, el("li", { class: "weaker", role: "separator",
       text: "weaker matches (relevance under half the best's)" }));
   }
@@ -364,6 +365,7 @@ function renderHit(hit, query) {
         text: hit.relevance == null ? hit.score.toFixed(3) : hit.relevance.toFixed(2) }),
       editor),
     hit.heading ? el("div", { class: "heading" }, highlighted(hit.heading, query)) : null,
+    (hit.also_at || []).length ? el("div", { class: "also-at", text: `also at: ${hit.also_at.join(", ")}` }) : null,
     el("div", { class: "snippet md" }, renderMarkdown(hitExcerpt(withoutHeading(hit.text, hit.heading)), query)),
     tags.length ? el("div", { class: "hit-tags" }, ...tags.map((tag) =>
       el("button", { type: "button", class: "chip small tag", title: "filter by this tag",

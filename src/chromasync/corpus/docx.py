@@ -1,0 +1,224 @@
+"""DOCX, read as a stream: the main document part parsed piece by piece (lxml's pull
+parser), each paragraph or table dropped once its text is taken.
+
+One page (Word's page layout is not in the file). Paragraphs styled `Title` or
+`Heading 1`..`Heading 9` are headings (levels above 6 become 6); other paragraphs are body
+lines; a table is one line per row, its cells joined by " | " (a cell continuing a vertical
+merge is empty, a merged-across cell is one cell); content controls (`w:sdt`) are opened.
+A paragraph's text is what python-docx gives: its runs and hyperlinks' runs, with tabs,
+breaks and no-break hyphens.
+
+Bounds, all checked while reading (`Limits`): the zip (`zipparts`), the document part's
+inflated bytes (`max_inflated`), the text of every `w:t` as it is parsed (`max_chars`: a
+document of 240 MB of paragraphs stops there, it no longer builds a tree of them), the
+elements of one unfinished paragraph or table (`MAX_HELD`), content controls nested at most
+`max_depth`, and the time budget between items. Memory is the current item and the text
+taken, not the document.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from .pages import (
+    Block,
+    Heading,
+    Meter,
+    Page,
+    PagedDocument,
+    Refused,
+    clean_text,
+    normalise_title,
+    one_line,
+)
+from .zipparts import member_pieces, open_package, read_member, relationships
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+_HEADING_STYLE = re.compile(r"^heading ([1-9])$", re.IGNORECASE)
+_P, _TBL, _BODY = _W + "p", _W + "tbl", _W + "body"
+_SDT, _SDT_CONTENT = _W + "sdt", _W + "sdtContent"
+_RUN_TEXT = {_W + "tab": "\t", _W + "ptab": "\t", _W + "cr": "\n", _W + "noBreakHyphen": "-"}
+#: Elements of one paragraph or table held before it ends (its subtree is in memory).
+MAX_HELD = 200_000
+#: The most bytes of `styles.xml` and `docProps/core.xml` (parsed whole).
+MAX_SMALL_PART = 16 * 1024 * 1024
+
+
+def read_docx(data: bytes, meter: Meter) -> PagedDocument:
+    from lxml import etree
+
+    archive = open_package(data, meter)
+    try:
+        parts = relationships(archive, "", meter, MAX_SMALL_PART)
+        main = parts.get("officeDocument", "word/document.xml")
+        levels, default = _styles(archive, main, meter)
+        blocks = list(_blocks(archive, main, meter, levels, default))
+        title = _title(archive, parts.get("core-properties", "docProps/core.xml"), meter)
+    except KeyError as exc:
+        raise Refused("corrupt", f"a part is missing: {exc}") from exc
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
+        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
+    except NotImplementedError as exc:  # an unsupported zip compression method
+        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        archive.close()
+    outline = tuple(Heading(b.level, b.text, 1) for b in blocks if b.level)
+    return PagedDocument("docx", (Page(1, _merge_body(blocks)),), title, outline)
+
+
+def _parser() -> Any:
+    from lxml import etree
+
+    return etree.XMLPullParser(
+        events=("end",), resolve_entities=False, no_network=True, huge_tree=False
+    )
+
+
+def _parse_small(archive: zipfile.ZipFile, name: str, meter: Meter) -> Any:
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
+    return etree.fromstring(read_member(archive, name, meter, MAX_SMALL_PART), parser)
+
+
+def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str, int], int]:
+    """Heading level (0: body) by paragraph style id, and the default paragraph style's."""
+    name = relationships(archive, main, meter, MAX_SMALL_PART).get("styles", "word/styles.xml")
+    try:
+        root = _parse_small(archive, name, meter)
+    except KeyError:
+        return {}, 0
+    levels: dict[str, int] = {}
+    default = 0
+    for style in root.iterchildren(_W + "style"):
+        if style.get(_W + "type") != "paragraph":
+            continue
+        label = style.find(_W + "name")
+        text = (label.get(_W + "val") or "") if label is not None else ""
+        match = _HEADING_STYLE.match(text)
+        level = 1 if text.lower() == "title" else min(int(match[1]), 6) if match else 0
+        ident = style.get(_W + "styleId")
+        if ident is not None:
+            levels.setdefault(ident, level)
+        if style.get(_W + "default") in ("1", "true", "on"):
+            default = level
+    return levels, default
+
+
+def _title(archive: zipfile.ZipFile, name: str, meter: Meter) -> str:
+    try:
+        root = _parse_small(archive, name, meter)
+    except KeyError:
+        return ""
+    found = root.find(_DC_TITLE)
+    return normalise_title(found.text if found is not None else None)
+
+
+def _blocks(
+    archive: zipfile.ZipFile, main: str, meter: Meter, levels: dict[str, int], default: int
+) -> Iterator[Block]:
+    parser = _parser()
+    held = items = 0
+    limits = meter.limits
+    for piece in member_pieces(archive, main, meter, limits.max_inflated):
+        parser.feed(piece)
+        for _, element in parser.read_events():
+            held += 1
+            tag = element.tag
+            if tag == _W + "t":
+                meter.take(element.text or "")  # the text budget, as it is parsed
+            if held > MAX_HELD:
+                raise Refused("too-large", f"a paragraph or table of over {MAX_HELD} elements")
+            parent = element.getparent()
+            if parent is None or not _at_body(parent, limits.max_depth):
+                continue
+            held = 0
+            items += 1
+            if items % 256 == 0:
+                meter.tick()
+            if tag == _P:
+                block = _paragraph(element, levels, default)
+                if block is not None:
+                    yield block
+            elif tag == _TBL:
+                rows = [_row(tr) for tr in element.iterchildren(_W + "tr")]
+                if any(r.strip(" |") for r in rows):
+                    yield Block(0, "\n".join(rows))
+            parent.remove(element)  # done with it: memory is the current item only
+    parser.close()
+
+
+def _at_body(parent: Any, depth: int) -> bool:
+    """Whether an element with this parent is a body item (content controls opened)."""
+    for _ in range(2 * depth + 2):
+        tag = parent.tag
+        if tag == _BODY:
+            return True
+        if tag not in (_SDT, _SDT_CONTENT):
+            return False
+        parent = parent.getparent()
+        if parent is None:
+            return False
+    raise Refused("too-large", "content controls nested too deeply")
+
+
+def _paragraph(p: Any, levels: dict[str, int], default: int) -> Block | None:
+    style = p.find(f"{_W}pPr/{_W}pStyle")
+    ident = style.get(_W + "val") if style is not None else None
+    level = levels.get(ident, default) if ident is not None else default
+    raw = _paragraph_text(p)
+    text = one_line(raw) if level else clean_text(raw)
+    return Block(level, text) if text.strip() else None
+
+
+def _paragraph_text(p: Any) -> str:
+    parts: list[str] = []
+    for child in p.iterchildren(_W + "r", _W + "hyperlink"):
+        runs = child.iterchildren(_W + "r") if child.tag == _W + "hyperlink" else (child,)
+        for run in runs:
+            for item in run.iterchildren():
+                tag = item.tag
+                if tag == _W + "t":
+                    parts.append(item.text or "")
+                elif tag == _W + "br":
+                    kind = item.get(_W + "type", "textWrapping")
+                    parts.append("\n" if kind == "textWrapping" else "")
+                elif tag in _RUN_TEXT:
+                    parts.append(_RUN_TEXT[tag])
+    return "".join(parts)
+
+
+def _row(tr: Any) -> str:
+    cells: list[str] = []
+    for tc in tr.iterchildren(_W + "tc"):
+        # A cell continuing a vertical merge holds nothing; its text is in the row above.
+        merge = tc.find(f"{_W}tcPr/{_W}vMerge")
+        if merge is not None and merge.get(_W + "val", "continue") == "continue":
+            cells.append("")
+            continue
+        cells.append(one_line(" ".join(_paragraph_text(p) for p in tc.iter(_P))))
+    return " | ".join(cells)
+
+
+def _merge_body(blocks: list[Block]) -> tuple[Block, ...]:
+    """Adjacent body blocks joined into one (a paragraph per line); headings kept apart."""
+    merged: list[Block] = []
+    body: list[str] = []
+    for block in blocks:
+        if block.level:
+            if body:
+                merged.append(Block(0, "\n".join(body)))
+                body = []
+            merged.append(block)
+        else:
+            body.append(block.text)
+    if body:
+        merged.append(Block(0, "\n".join(body)))
+    return tuple(merged)
+
+
+__all__ = ["MAX_HELD", "read_docx"]

@@ -1,0 +1,155 @@
+"""Decompression bombs built at test time, quickly: a deflate stream of one block repeated
+(each copy after a full flush compresses to the same bytes), wrapped as a PDF's content
+stream or as a zip member of a real DOCX or PPTX, with its checksums computed over what it
+inflates to. A member may declare a size other than its real one (the lie of issue 30)."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Deflated:
+    raw: bytes  # raw deflate data (no zlib header)
+    size: int  # bytes it inflates to
+    crc32: int
+    adler32: int
+
+
+def deflate_repeat(head: bytes, block: bytes, repeat: int, tail: bytes) -> Deflated:
+    """`head + block * repeat + tail`, deflated without ever holding it whole."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
+    copy = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    last = packer.compress(tail) + packer.flush()
+    crc = zlib.crc32(head)
+    adler = zlib.adler32(head)
+    for _ in range(repeat):
+        crc = zlib.crc32(block, crc)
+        adler = zlib.adler32(block, adler)
+    crc = zlib.crc32(tail, crc)
+    adler = zlib.adler32(tail, adler)
+    size = len(head) + len(block) * repeat + len(tail)
+    return Deflated(first + copy * repeat + last, size, crc, adler)
+
+
+def pdf_bomb(mib: int, text: bool = False) -> bytes:
+    """A one-page PDF whose content stream inflates to `mib` MiB: spaces, or text-showing
+    operators (one text object per line: what PDFium keeps objects for)."""
+    if text:
+        line = b"(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa) Tj\n"
+        head, tail = b"BT /F1 12 Tf 72 720 Td\n", b"ET\n"
+    else:
+        line, head, tail = b" " * 64, b"", b""
+    block = line * ((1 << 20) // len(line))
+    deflated = deflate_repeat(head, block, mib, tail)
+    stream = b"\x78\xda" + deflated.raw + struct.pack(">I", deflated.adler32)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def write_zip(members: list[tuple[str, bytes | Deflated, int | None]]) -> bytes:
+    """A zip of (name, content or a prepared deflate stream, declared size or None)."""
+    out = bytearray()
+    central = bytearray()
+    for name, content, declared in members:
+        if isinstance(content, Deflated):
+            raw, size, crc = content.raw, content.size, content.crc32
+        else:
+            packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+            raw = packer.compress(content) + packer.flush()
+            size, crc = len(content), zlib.crc32(content)
+        size = size if declared is None else declared
+        encoded = name.encode()
+        offset = len(out)
+        fields = (20, 0, 8, 0, 0x21, crc, len(raw), size, len(encoded), 0)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + encoded + raw
+        central += (
+            struct.pack("<IH", 0x02014B50, 20)
+            + struct.pack("<HHHHHIIIHHHHHII", *fields[:-1], 0, 0, 0, 0, 0, offset)
+            + encoded
+        )
+    start = len(out)
+    count = len(members)
+    out += central
+    out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central), start, 0)
+    return bytes(out)
+
+
+def replace_member(
+    package: bytes, name: str, content: bytes | Deflated, declared: int | None = None
+) -> bytes:
+    """`package` (a zip) with member `name` replaced (or added)."""
+    with zipfile.ZipFile(io.BytesIO(package)) as source:
+        members: list[tuple[str, bytes | Deflated, int | None]] = [
+            (info.filename, source.read(info), None)
+            for info in source.infolist()
+            if info.filename != name
+        ]
+    members.append((name, content, declared))
+    return write_zip(members)
+
+
+_W_NS = b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def docx_paragraphs(base: bytes, mib: int) -> bytes:
+    """A DOCX whose `word/document.xml` holds `mib` MiB of short paragraphs."""
+    paragraph = b"<w:p><w:r><w:t>word word word</w:t></w:r></w:p>"
+    block = paragraph * ((1 << 20) // len(paragraph))
+    head = b'<?xml version="1.0"?><w:document ' + _W_NS + b"><w:body>"
+    tail = b"</w:body></w:document>"
+    return replace_member(base, "word/document.xml", deflate_repeat(head, block, mib, tail))
+
+
+def member_bomb(base: bytes, name: str, mib: int, declared: int | None = None) -> bytes:
+    """`base` with member `name` inflating to `mib` MiB of one repeated XML comment-free
+    element (declaring `declared` bytes when given: a lie)."""
+    element = b"<w:p/>" if name.startswith("word/") else b"<a:p/>"
+    block = element * ((1 << 20) // len(element))
+    ns = _W_NS if name.startswith("word/") else b'xmlns:a="urn:a"'
+    head = b'<?xml version="1.0"?><w:document ' + ns + b"><w:body>"
+    tail = b"</w:body></w:document>"
+    return replace_member(base, name, deflate_repeat(head, block, mib, tail), declared)
+
+
+def html_text(mib: int) -> bytes:
+    """`mib` MiB of HTML: a title, then text in one long line (no tag ends it)."""
+    words = b"lorem ipsum dolor sit amet " * 40
+    return b"<html><head><title>t</title></head><body><p>" + words * ((mib << 20) // len(words))
+
+
+__all__ = [
+    "Deflated",
+    "deflate_repeat",
+    "docx_paragraphs",
+    "html_text",
+    "member_bomb",
+    "pdf_bomb",
+    "replace_member",
+    "write_zip",
+]
