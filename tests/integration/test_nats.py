@@ -491,3 +491,15 @@ def test_a_ctrl_c_at_start_stops_it(
         time.sleep(delay)
         assert bridge.interrupt() == 0
         assert "chromasync nats: stopped" in bridge.seen[-1]
+
+
+def test_bad_settings_are_usage_errors_before_anything_starts(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    nothing = run_cli(["nats"], env=cli_env)
+    assert nothing.returncode == 2 and "no sources: give a PATH" in nothing.stderr
+    creds = tmp_path / "missing.creds"
+    missing = run_cli(["nats", str(tmp_path)], env={**cli_env, "CHROMASYNC_NATS_CREDS": str(creds)})
+    assert missing.returncode == 2 and "missing.creds" in missing.stderr
+    bad = run_cli(["nats", str(tmp_path)], env={**cli_env, "CHROMASYNC_NATS_BATCH_MAX": "0"})
+    assert bad.returncode == 2 and "CHROMASYNC_NATS_BATCH_MAX must be between 1" in bad.stderr
