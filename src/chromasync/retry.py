@@ -16,7 +16,8 @@ longer than `max_retry_after_s`, or a wait that would take the total past `deadl
 gives up at once. `RetryingTransport` injects `sleep`, `clock` and `random`, so tests run
 the real loop without waiting.
 
-A transport may also hold a total deadline (`deadline`, a time on its `monotonic` clock):
+A transport may also hold a total deadline (`deadline`, a time on its `monotonic` clock,
+or `total_s` from the start of each request):
 each attempt's timeouts are cut to the time left, a wait that would end past the deadline
 gives up, and so does an attempt that would start after it. A server that accepts and holds
 the connection then costs at most the deadline in all, not one timeout per attempt. The
@@ -29,12 +30,15 @@ failed may still have been applied).
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import random as _random
+import socket
 import ssl
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import httpx
@@ -176,11 +180,13 @@ class RetryingTransport(httpx.BaseTransport):
         refuse: frozenset[int] = frozenset({401, 403}),
         deadline: float | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        total_s: float | None = None,
     ) -> None:
         self.inner = inner
         self.policy = policy
         self.refuse = refuse
         self.deadline = deadline
+        self.total_s = total_s
         self._monotonic = monotonic
         self._sleep = sleep
         self._clock = clock
@@ -190,11 +196,15 @@ class RetryingTransport(httpx.BaseTransport):
         request.read()  # the body must be replayable
         waited = 0.0
         attempt = 0
+        deadline = self.deadline
+        if self.total_s is not None:
+            mine = self._monotonic() + self.total_s
+            deadline = mine if deadline is None else min(deadline, mine)
         while True:
             attempt += 1
             error: Exception | None = None
-            if self.deadline is not None:
-                left = self.deadline - self._monotonic()
+            if deadline is not None:
+                left = deadline - self._monotonic()
                 if left <= 0:
                     raise GaveUp(
                         request.method, _safe_url(request.url), attempt - 1, waited,
@@ -222,11 +232,7 @@ class RetryingTransport(httpx.BaseTransport):
                 )
                 _drain(response)
             delay = retry_delay(self.policy, attempt, failure, waited, self._random())
-            if (
-                delay is not None
-                and self.deadline is not None
-                and self._monotonic() + delay >= self.deadline
-            ):
+            if delay is not None and deadline is not None and self._monotonic() + delay >= deadline:
                 delay = None
             if delay is None:
                 url = _safe_url(request.url)
@@ -245,6 +251,44 @@ class RetryingTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def read_capped(chunks: Iterable[bytes], cap: int) -> bytes | None:
+    """The bytes of `chunks`, or None as soon as more than `cap` of them were read."""
+    body = bytearray()
+    for chunk in chunks:
+        body += chunk
+        if len(body) > cap:
+            return None
+    return bytes(body)
+
+
+class Watchdog:
+    """Shuts a response's connection down when `seconds` pass, so a read blocked on a
+    server that holds the connection returns; `expired` says whether it fired."""
+
+    def __init__(self, response: httpx.Response, seconds: float) -> None:
+        self.expired = False
+        stream = response.extensions.get("network_stream")
+        self._socket: socket.socket | None = None
+        if stream is not None and hasattr(stream, "get_extra_info"):
+            found = stream.get_extra_info("socket")
+            self._socket = found if isinstance(found, socket.socket) else None
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.expired = True
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
 
 
 def _cut_timeouts(request: httpx.Request, left: float) -> None:
@@ -279,7 +323,9 @@ __all__ = [
     "Refused",
     "RetryPolicy",
     "RetryingTransport",
+    "Watchdog",
     "classify_error",
     "parse_retry_after",
+    "read_capped",
     "retry_delay",
 ]

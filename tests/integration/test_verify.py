@@ -33,7 +33,14 @@ def test_drift_found_and_repaired(notes: Path, settings: Settings, embedder: Has
         "y",
         "stray text",
         "stray text",
-        {"source": "notes", "path": "ghost.md", "chunk_index": 0, "file_hash": "z"},
+        # chromasync's (its ownership marker): an orphan, where another tool's would be kept
+        {
+            "source": "notes",
+            "chromasync_source": "notes",
+            "path": "ghost.md",
+            "chunk_index": 0,
+            "file_hash": "z",
+        },
     )
     collection.upsert([record], [embedder.embed_query("stray text")])  # orphan
     db = sqlite3.connect(settings.data_dir / STATE_FILE)

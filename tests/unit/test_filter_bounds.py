@@ -17,7 +17,7 @@ from chromasync.retrieve.filters import (
     filters_from_options,
     where_to_sql,
 )
-from chromasync.store.chroma import _refused_filter, _shorten
+from chromasync.store.failures import _refused_filter, _shorten
 
 
 def nested_and(depth: int) -> dict[str, Any]:

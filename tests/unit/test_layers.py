@@ -36,7 +36,18 @@ STAGES: list[set[str]] = [
 #: `answer`) depends on nothing of the write shell (`sync`).
 APART: list[set[str]] = [{"store", "state"}, {"sync", "retrieve"}, {"sync", "answer"}]
 #: Surfaces, in the order they may import each other (a later one may import an earlier one).
-SURFACES = ["watch", "rest", "mcp", "nats", "cli", "action", "fastsearch", "fastpath", "__main__"]
+SURFACES = [
+    "adapters",
+    "watch",
+    "rest",
+    "mcp",
+    "nats",
+    "cli",
+    "action",
+    "fastsearch",
+    "fastpath",
+    "__main__",
+]
 
 
 def stage_of(module: str) -> str:

@@ -1,21 +1,19 @@
 """Reading a response within bounds: its lines and its body capped while they are read, and
 a watchdog that ends a call at its deadline.
 
-`read_lines` and `read_capped` take the raw pieces of a body (`httpx.Response.iter_raw`) and
-hold at most their cap (plus one piece) at any time, so a server that sends a gigabyte, or a
-line without an end, costs no more than the cap. `Watchdog` shuts the connection's socket
-down when the deadline passes: a read blocked on a server that holds the connection (or
-drips a byte now and then) returns at once, which a per-read timeout alone cannot do.
+`read_lines` and `read_capped` (from `retry`, which every outbound client shares) take the
+raw pieces of a body (`httpx.Response.iter_raw`) and hold at most their cap (plus one piece)
+at any time, so a server that sends a gigabyte, or a line without an end, costs no more than
+the cap. `Watchdog` (also `retry`'s) shuts the connection's socket down when the deadline
+passes: a read blocked on a server that holds the connection (or drips a byte now and then)
+returns at once, which a per-read timeout alone cannot do.
 """
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 from collections.abc import Iterable, Iterator
 
-import httpx
+from ..retry import Watchdog, read_capped
 
 #: The most bytes of one line of a stream.
 MAX_LINE_BYTES = 1_000_000
@@ -46,44 +44,6 @@ def read_lines(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Itera
             raise ValueError(f"a line of the stream is over {max_line} bytes")
     if pending:
         yield bytes(pending).removesuffix(b"\r").decode("utf-8", errors="replace")
-
-
-def read_capped(chunks: Iterable[bytes], cap: int) -> bytes | None:
-    """The bytes of `chunks`, or None as soon as more than `cap` of them were read."""
-    body = bytearray()
-    for chunk in chunks:
-        body += chunk
-        if len(body) > cap:
-            return None
-    return bytes(body)
-
-
-class Watchdog:
-    """Shuts a response's connection down when `seconds` pass, so a read blocked on a
-    server that holds the connection returns; `expired` says whether it fired."""
-
-    def __init__(self, response: httpx.Response, seconds: float) -> None:
-        self.expired = False
-        stream = response.extensions.get("network_stream")
-        self._socket: socket.socket | None = None
-        if stream is not None and hasattr(stream, "get_extra_info"):
-            found = stream.get_extra_info("socket")
-            self._socket = found if isinstance(found, socket.socket) else None
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-
-    def _fire(self) -> None:
-        self.expired = True
-        if self._socket is not None:
-            with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
-
-    def __enter__(self) -> Watchdog:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
 
 
 __all__ = ["MAX_LINE_BYTES", "Watchdog", "read_capped", "read_lines"]

@@ -1,4 +1,5 @@
-"""The operator's commands: `config show`, `sources list|add|remove`, `discover`.
+"""The operator's commands: `config show`, `sources list|add|remove`, `discover`, `verify`,
+`share`.
 
 Registered on the `chromasync` group by `cli`; same conventions (results on stdout,
 messages on stderr, errors mapped by `cli.EXIT_CODES`).
@@ -18,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
-from ..config.file import load_sources_file
+from ..owner.index import open_index
 from .common import (
     print_table,
     reported_errors,
@@ -43,7 +44,11 @@ def config_show(as_json: bool, **flags: Any) -> None:
         settings = settings_from_flags(**flags)
         entries = api.configured_entries(settings)
         listed = settings.config_file.sources_file if settings.config_file else None
-        about = load_sources_file(listed).about if listed is not None else ()
+        about: tuple[tuple[str, str], ...] = ()
+        if listed is not None:  # pydantic loads only when needed: not at every CLI start
+            from ..config.file import load_sources_file
+
+            about = load_sources_file(listed).about
     if as_json:
         data: dict[str, Any] = {
             "settings": [{"name": n, "value": v, "from": o} for n, v, o in settings.shown()],
@@ -107,8 +112,8 @@ def sources() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def sources_list(as_json: bool, **flags: Any) -> None:
     """Configured sources with their index figures, and indexed ones no longer configured."""
-    with reported_errors():
-        rows = api.list_sources(settings_from_flags(**flags))
+    with reported_errors(), open_index(settings_from_flags(**flags)) as index:
+        rows = index.sources()  # through the data dir's owner when one runs
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
         return
@@ -255,3 +260,32 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
                 )
     if any(not c.ok for c in checks):
         raise SystemExit(1)
+
+
+@click.command()
+@store_options
+@click.option(
+    "--no-model", is_flag=True, help="Only configure the collections; do not place the model."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def share(no_model: bool, as_json: bool, **flags: Any) -> None:
+    """Let other Chroma clients query this data dir's collections by text, offline.
+
+    Records Chroma's default embedding function (the same all-MiniLM-L6-v2 model) in the
+    configuration of every collection of the default model that has none, and puts that
+    model where chromadb reads it (~/.cache/chroma/onnx_models), from the offline weights or
+    else downloaded once. No vector is re-embedded. See docs/peers.md.
+    """
+    with reported_errors():
+        report = api.share(settings_from_flags(**flags), place_model=not no_model)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+        return
+    for name in report.configured:
+        click.echo(f"configured {safe(name)}: Chroma's default embedding function")
+    for name in report.already:
+        click.echo(f"already configured: {safe(name)}")
+    for name in report.other_model:
+        click.echo(f"another model, left as is (peers pass vectors): {safe(name)}")
+    state = "placed now" if report.model_placed else "in place"
+    click.echo(f"Chroma's default model: {safe(report.model_folder)} ({state})")

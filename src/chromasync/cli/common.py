@@ -36,7 +36,6 @@ from ..errors import (
     StoreError,
     lookup,
 )
-from ..records import IngestSummary
 from ..retrieve.options import BY_NAME, OPTIONS, Option
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -366,8 +365,3 @@ def when(ns: int | None) -> str:
     import datetime as dt
 
     return dt.datetime.fromtimestamp(ns / 1e9).isoformat(timespec="seconds")
-
-
-def summaries_from_job(job: dict[str, Any]) -> list[IngestSummary]:
-    fields = set(IngestSummary.__dataclass_fields__)
-    return [IngestSummary(**{k: v for k, v in s.items() if k in fields}) for s in job["summaries"]]

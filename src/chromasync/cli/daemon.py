@@ -196,8 +196,7 @@ def _warm(service: Any) -> None:
     """Load the model, the store and the keyword index before the first request needs them."""
     try:
         service.embedder.embed_query("warm up")
-        request = api.search_request(api.SearchArgs.of("warm up", k=1), service.settings)
-        service.retrieve(request)
+        service.search(api.SearchArgs.of("warm up", k=1))
     except Exception as exc:  # noqa: BLE001 - an empty index, a bad model: a request says so
         stderr_console().print(f"chromasync daemon: warm-up: {exc}")
 

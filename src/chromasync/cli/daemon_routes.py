@@ -47,7 +47,7 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
     ) -> dict[str, Any]:
         if x_chromasync_key not in keys:
             raise ConfigError("unknown command-line key: the full CLI registers it first")
-        result = service.retrieve(api.search_request(args, service.settings))
+        result = service.search(args)
         out = io.StringIO()
         settings = service.settings
         render_search(

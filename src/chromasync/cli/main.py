@@ -34,6 +34,7 @@ for command in (
     admin.sources,
     admin.discover_cmd,
     admin.verify,
+    admin.share,
     service.serve,
     service.watch,
     service.mcp_command,

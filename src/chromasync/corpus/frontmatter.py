@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..records import MetaValue
+from ..records import CONTEXT_KEY, OWNER_KEY, MetaValue
 
 #: Metadata keys chromasync writes itself; front matter cannot override them.
 RESERVED_KEYS = frozenset(
@@ -43,6 +43,9 @@ RESERVED_KEYS = frozenset(
         "links",
         "sidecar",
         "sidecar_mismatch",
+        OWNER_KEY,
+        CONTEXT_KEY,
+        "ref_doc_id",
         "page_starts",
     }
 )
@@ -161,7 +164,7 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
 
     def put(key: str, value: Any, depth: int) -> None:
         nonlocal dropped
-        if not key or key.startswith(("$", "chroma:")) or key in RESERVED_KEYS:
+        if not key or key.startswith(("$", "chroma:", "chromasync_")) or key in RESERVED_KEYS:
             dropped += 1
             return
         if isinstance(value, Mapping):

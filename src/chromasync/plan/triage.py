@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..records import (
     CHUNKING_VERSION,
+    CONTEXT_KEY,
+    OWNER_KEY,
     Chunk,
     ChunkRecord,
     Discovery,
@@ -69,6 +72,22 @@ def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> l
 
 def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
     return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
+
+
+_ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{16}-[0-9]{1,9}")
+
+
+def written_by(source: str, rid: str, metadata: Mapping[str, object]) -> bool:
+    """Whether a record without the ownership marker (`OWNER_KEY`: an index written before
+    it existed) was written by chromasync for `source`: its id is `record_id`'s for that
+    source and it holds the hashes chromasync records. (Used once, to add the marker.)"""
+    return (
+        _ID_SHAPE.fullmatch(rid) is not None
+        and rid.startswith(_sha(source)[:8] + "-")
+        and metadata.get("source") == source
+        and isinstance(metadata.get("record_hash"), str)
+        and isinstance(metadata.get("chunk_hash"), str)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +167,13 @@ def build_records(
             + chunk.text
         )
         metadata["record_hash"] = record_hash
+        # after the hash: adding these to an older index rewrote no record
+        metadata[OWNER_KEY] = ctx.source
+        # the document a record belongs to, by the keys LlamaIndex deletes and groups by
+        metadata.setdefault("document_id", key)
+        metadata["ref_doc_id"] = key
+        if chunk.context:
+            metadata[CONTEXT_KEY] = chunk.context
         records.append(
             ChunkRecord(
                 id=record_id(ctx.source, key, chunk_hash, occurrence),

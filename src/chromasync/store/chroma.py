@@ -26,15 +26,15 @@ dimension; opening it with another model is refused unless the caller re-embeds.
 from __future__ import annotations
 
 import logging
-import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from ..errors import ChromasyncError, ConfigError, EmbeddingError, NotFound, StoreError
+from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
-from ..records import ChunkRecord, Hit, StoreLimits
+from ..records import OWNER_KEY, ChunkRecord, Hit, StoreLimits
 from ..retry import GaveUp, Refused
+from .failures import _ef_name, _find, _refused_filter, store_error
 from .target import StoreConfig, Target
 
 log = logging.getLogger(__name__)
@@ -121,8 +121,13 @@ class Store:
         dimension: int | None = None,
         create: bool = True,
         provider: str | None = None,
+        adopt: bool = False,
     ) -> Collection:
         """Open (or create) `name`; with `model_id`, refuse a collection of another model.
+
+        An existing collection that records no model is adopted (the model written into
+        its metadata) when it is empty, when its own embedding function runs this model,
+        or with `adopt` (`--reembed`: its other records are kept, untouched).
 
         With `provider="server"` the collection must exist and embed documents itself (its
         embedding function): it is opened with that function, never created.
@@ -140,21 +145,26 @@ class Store:
                     "run `chromasync ingest` first"
                 ) from exc
             return Collection(raw, self)
+        from .peers import peer_function
+
         metadata: dict[str, Any] = {"hnsw:space": "cosine", SCHEMA_KEY: 1}
         if model_id is not None:
             metadata[MODEL_KEY] = model_id
             metadata[DIMENSION_KEY] = dimension or 0
             if provider:
                 metadata[PROVIDER_KEY] = provider
+        # a new collection records Chroma's function for this model, so that other
+        # clients embed their text queries as chromasync does (store/peers.py)
+        function = peer_function(model_id, provider)
         raw = self._call(
             f"open collection {name!r}",
             lambda: self._client.get_or_create_collection(
-                name, metadata=metadata, embedding_function=None
+                name, metadata=metadata, embedding_function=function
             ),
         )
         collection = Collection(raw, self)
         if model_id is not None:
-            collection.check_model(model_id, dimension)
+            collection.check_model(model_id, dimension, provider, adopt)
         return collection
 
     def _server_collection(self, name: str) -> Collection:
@@ -196,81 +206,6 @@ class Store:
         self._call(f"delete collection {name!r}", lambda: self._client.delete_collection(name))
 
 
-def store_error(config: StoreConfig, what: str, exc: BaseException) -> StoreError:
-    """A plain `StoreError` for a failed call: credentials, give-up, TLS, or the cause."""
-    where = f"Chroma at {config.describe()}"
-    found = _find(exc, (GaveUp, Refused))
-    if isinstance(found, Refused) or _status_of(exc) in (401, 403):
-        status = found.status if isinstance(found, Refused) else _status_of(exc)
-        return StoreError(
-            f"{where} refused the credentials (HTTP {status}) for {what}; check the token "
-            "(CHROMASYNC_CHROMA_TOKEN or --chroma-token; CHROMA_API_KEY for Chroma Cloud) "
-            "and the tenant and database"
-        )
-    if isinstance(found, GaveUp):
-        return StoreError(
-            f"{where}: {what} failed: {config.redact(str(found))}; the server is "
-            "unreachable or overloaded, re-run when it is back (writes are idempotent)"
-        )
-    text = _shorten(config.redact(f"{type(exc).__name__}: {exc}"))
-    if _find(exc, (ssl.SSLError,)) is not None or "CERTIFICATE_VERIFY_FAILED" in text:
-        return StoreError(
-            f"{where}: {what} failed: TLS: {text}; certificates are verified (for a "
-            "private CA set SSL_CERT_FILE)"
-        )
-    return StoreError(f"{where}: {what} failed: {text}")
-
-
-#: A third-party error message is cut to this many characters (Chroma's echo the whole
-#: `where` clause, which may be as long as a request allows).
-MESSAGE_CHARS = 300
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " …"
-
-
-def _refused_filter(exc: Exception) -> ConfigError | None:
-    """Chroma's refusal of a `where` or `ids` argument (its own validation, client- or
-    server-side) as a usage error: a 4xx, never "retry later"."""
-    name = type(exc).__name__
-    refusal = isinstance(exc, ValueError | TypeError) or name == "InvalidArgumentError"
-    if refusal and "where" in str(exc).lower():
-        return ConfigError(f"Chroma refused the search filter: {_shorten(str(exc))}")
-    return None
-
-
-def _ef_name(function: Any) -> str | None:
-    if function is None:
-        return None
-    try:
-        return str(function.name())
-    except Exception:  # noqa: BLE001 - legacy functions without a name
-        return type(function).__name__
-
-
-def _find(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
-    seen: BaseException | None = exc
-    depth = 0
-    while seen is not None and depth < 20:
-        if isinstance(seen, kinds):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-        depth += 1
-    return None
-
-
-def _status_of(exc: BaseException) -> int | None:
-    code = getattr(exc, "code", None)
-    if callable(code):
-        try:
-            value = code()
-        except Exception:  # noqa: BLE001
-            return None
-        return value if isinstance(value, int) else None
-    return None
-
-
 class Collection:
     def __init__(self, raw: Any, store: Store, embeds: bool = False) -> None:
         self._raw = raw
@@ -280,22 +215,75 @@ class Collection:
         self.embeds = embeds
 
     @property
+    def raw(self) -> Any:
+        """The chromadb collection (for `store/peers.py`)."""
+        return self._raw
+
+    @property
     def metadata(self) -> Mapping[str, Any]:
         return dict(self._raw.metadata or {})
+
+    @property
+    def write_batch(self) -> int:
+        return self._store.max_batch
+
+    def modify_configuration(self, configuration: Mapping[str, Any]) -> None:
+        self._store._call(
+            f"configure {self.name!r}",
+            lambda: self._raw.modify(configuration=dict(configuration)),
+        )
+
+    def add_metadata(self, added: Mapping[str, Mapping[str, Any]]) -> int:
+        """Merge `added` (id -> keys) into those records' metadata; vectors untouched."""
+        ids = list(added)
+        self._store._call(
+            f"rewrite metadata of {self.name!r}",
+            lambda: self._raw.update(ids=ids, metadatas=[dict(added[i]) for i in ids]),
+        )
+        return len(ids)
+
+    def record_model(self, model_id: str, dimension: int | None, provider: str | None) -> None:
+        """Write the model that makes this collection's vectors into its metadata."""
+        wanted: dict[str, Any] = {MODEL_KEY: model_id, DIMENSION_KEY: dimension or 0}
+        if provider:
+            wanted[PROVIDER_KEY] = provider
+        merged = {**self.metadata, **wanted, SCHEMA_KEY: self.metadata.get(SCHEMA_KEY, 1)}
+        merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
+        self._store._call(
+            f"record the model of {self.name!r}", lambda: self._raw.modify(metadata=merged)
+        )
+        from .peers import attach_function
+
+        attach_function(self)
 
     @property
     def model_id(self) -> str | None:
         value = self.metadata.get(MODEL_KEY)
         return str(value) if value else None
 
-    def check_model(self, model_id: str, dimension: int | None) -> None:
+    def check_model(
+        self,
+        model_id: str,
+        dimension: int | None,
+        provider: str | None = None,
+        adopt: bool = False,
+    ) -> None:
         stored = self.model_id
         if stored is None:
-            if self.count() == 0:
+            from .peers import DEFAULT_MODEL_FUNCTIONS, function_name, runs_default_model
+
+            same = runs_default_model(model_id, provider) and (
+                function_name(self) in DEFAULT_MODEL_FUNCTIONS
+            )
+            if adopt or same or self.count() == 0:
+                if model_id != "server":
+                    self.record_model(model_id, dimension, provider)
                 return
             raise EmbeddingError(
-                f"collection {self.name!r} has vectors of an unknown model; "
-                "use another collection, or ingest with --reembed"
+                f"collection {self.name!r} holds {self.count()} record(s) of another tool, "
+                "made with a model chromasync does not know; choose another collection "
+                "(--collection NAME), or, if you know its vectors are of this model, ingest "
+                "with --reembed to adopt it (its records are kept, untouched)"
             )
         if stored != model_id:
             raise EmbeddingError(
@@ -306,14 +294,16 @@ class Collection:
             )
 
     def other_source(self, sources: Sequence[str]) -> str | None:
-        """The label of one record's source that is not in `sources`, or None."""
-        where: dict[str, Any] = {"source": {"$nin": list(sources)}} if sources else {}
-        got = self._store._call(
-            f"read records of {self.name!r}",
-            lambda: self._raw.get(where=where or None, include=["metadatas"], limit=1),
-        )
-        metas = got.get("metadatas") or []
-        return str(metas[0].get("source", "")) if metas else None
+        """The label of one record's source that is not in `sources` (another ingester's),
+        or "" for a record another tool wrote, or None when there is neither."""
+        from .peers import owner_of
+
+        where: dict[str, Any] = {OWNER_KEY: {"$nin": list(sources)}} if sources else {}
+        for record in self.iter_records(where=where or None):
+            owner = owner_of(record)
+            if owner is None or owner not in sources:
+                return owner or ""
+        return None
 
     def count(self) -> int:
         return int(self._store._call(f"count {self.name!r}", self._raw.count))

@@ -19,7 +19,8 @@ from typing import Any
 
 from ..datadir import CHROMA_DIR, make_private_dir
 from ..errors import ChromasyncError, ConfigError, NotFound, StoreError
-from .chroma import Store, store_error
+from .chroma import Store
+from .failures import store_error
 from .target import StoreConfig, Target, parse_target
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,10 @@ from ..config.sources import check_labels, configured_entries, spec_for, with_sk
 from ..corpus.walk import discover_source
 from ..embed import Embedder
 from ..errors import NotFound, SourceError
-from ..records import SourceSpec
+from ..records import OWNER_KEY, SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
+from ..store.peers import owned_records, owner_of
 from ..store.target import open_store_for
 from .jobs import ingest
 from .verify import SourceCheck, compare_source
@@ -47,14 +48,23 @@ def _check_unknown(
     names |= {n for n in store.list_collections() if settings.owns_collection(n)}
     for name in sorted(names):
         ours = sorted(r.source for r in rows if r.collection == name)
-        where = {"source": {"$nin": ours}} if ours else None
+        where = {OWNER_KEY: {"$nin": ours}} if ours else None
+        foreign: list[str] = []
         try:
             found = store.collection(name, create=False).iter_records(where=where)
             by_source: dict[str, list[Any]] = {}
             for record in found:
-                by_source.setdefault(str(record.metadata.get("source", "")), []).append(record)
+                owner = owner_of(record)
+                if owner is None:
+                    foreign.append(record.id)
+                elif owner not in ours:
+                    by_source.setdefault(owner, []).append(record)
         except NotFound:
             continue
+        if foreign and not labels:  # another tool's records: reported, kept, not a problem
+            checks.append(
+                SourceCheck(name, "", 0, 0, foreign=len(foreign), foreign_sample=tuple(foreign[:5]))
+            )
         for source, stored in sorted(by_source.items()):
             if labels and source not in labels:
                 continue
@@ -79,7 +89,7 @@ def _check_unknown(
 def _records_of(store: Store, collection: str, source: str) -> Iterator[StoredRecord]:
     """The source's stored records, page by page; none when the collection is absent."""
     try:
-        yield from store.collection(collection, create=False).iter_records(where={"source": source})
+        yield from owned_records(store.collection(collection, create=False), source)
     except NotFound:
         return
 
@@ -105,7 +115,8 @@ def check_sources(
                 if entry is not None
                 else SourceSpec(label=row.source, root=stored_root(row), kind=row.kind)
             )
-            spec = with_skips(spec, settings)
+            # a repair ingests into the collection the source was ingested into
+            spec = replace(with_skips(spec, settings), collection=row.collection)
             stored = _records_of(store, row.collection, row.source)
             try:
                 found = discover_source(spec, settings.max_file_bytes)

@@ -29,11 +29,12 @@ from ..config.sources import (
     remove_declaration,
     select_entries,
 )
-from ..errors import ConfigError, NotFound, SourceError
+from ..errors import ConfigError, NotFound, SourceError, StoreError
 from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
 from ..state.snapshots import recent_runs
+from ..store.peers import foreign_records, owned_records
 from ..store.target import open_store_for
 
 if TYPE_CHECKING:
@@ -289,7 +290,7 @@ def remove_source(
                     n
                     for n in store.list_collections()
                     if settings.owns_collection(n)
-                    and any(store.collection(n, create=False).iter_records({"source": label}))
+                    and any(owned_records(store.collection(n, create=False), label))
                 }
             if not names:
                 find_entry(entries, label)  # raises NotFound with suggestions
@@ -297,7 +298,7 @@ def remove_source(
             ids = {r.id for f in state.files(name, label).values() for r in f.records}
             if store is not None and name in store.list_collections():
                 collection = store.collection(name, create=False)
-                ids |= {r.id for r in collection.iter_records(where={"source": label})}
+                ids |= {r.id for r in owned_records(collection, label)}
                 if ids:
                     collection.delete(sorted(ids))
                 deleted += len(ids)
@@ -313,7 +314,9 @@ def remove_source(
 
 
 def reset_collections(settings: Settings, names: Sequence[str], wait: bool = False) -> list[str]:
-    """Drop `names` from the store and forget every source's state in them."""
+    """Drop `names` from the store and forget every source's state in them. Refused, naming
+    them, when a collection holds records chromasync did not write (another tool's): a
+    reset would drop them too."""
     dropped: list[str] = []
     with StoreLock(settings.data_dir, wait=wait), State.open(settings.data_dir) as state:
         try:
@@ -321,6 +324,15 @@ def reset_collections(settings: Settings, names: Sequence[str], wait: bool = Fal
         except NotFound:
             store = None
         existing = set(store.list_collections()) if store is not None else set()
+        for name in dict.fromkeys(names):
+            if store is not None and name in existing:
+                foreign = foreign_records(store.collection(name, create=False))
+                if foreign.count:
+                    raise StoreError(
+                        f"collection {name!r} holds {foreign.describe()}; --reset would "
+                        "drop them with it. Ingest into another collection (--collection "
+                        "NAME), or delete those records yourself first"
+                    )
         for name in dict.fromkeys(names):
             if store is not None and name in existing:
                 store.delete_collection(name)

@@ -20,6 +20,7 @@ from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
 from ..records import FileState, StoreLimits
 from ..state.manifest import State
+from ..store.peers import foreign_records, mark_legacy, owned_records
 from .heal import rebuild_manifest
 
 if TYPE_CHECKING:
@@ -72,7 +73,10 @@ class Resources:
                 self.embedder.model_id,
                 0 if self.store_embeds else self.embedder.dimension,
                 provider=self.embedder.name,
+                adopt=reembed,
             )
+            for label in self.labels:  # an index written before the ownership marker
+                mark_legacy(self._collection, label)
         return self._collection
 
     def prefetch_model(self) -> None:
@@ -91,17 +95,29 @@ class Resources:
 
     def _reset_for_reembed(self, store: Store) -> None:
         existing = store.collection(self.collection_name)
-        if existing.model_id not in (None, self.embedder.model_id):
+        # another tool's collection: adopted as it is (store.collection's `adopt`), its
+        # records kept; only a collection of chromasync's own records is recreated
+        if existing.model_id is None and existing.count() and foreign_records(existing).count:
+            log.warning(
+                "--reembed: collection %r holds records of another tool; they are kept "
+                "untouched, and this model is recorded on the collection",
+                self.collection_name,
+            )
+            return
+        if existing.model_id != self.embedder.model_id and existing.count():
             ours = sorted(
                 {r.source for r in self.state.sources() if r.collection == self.collection_name}
                 | set(self.labels)
             )
+            for label in ours:
+                mark_legacy(existing, label)
             other = existing.other_source(ours)
             if other is not None:
+                whose = f"source {other!r}" if other else "another tool"
                 raise StoreError(
-                    f"collection {self.collection_name!r} also holds records of source "
-                    f"{other!r}, which this data dir did not write (another ingester shares "
-                    "the collection); --reembed would delete them. Re-embed into a new "
+                    f"collection {self.collection_name!r} also holds records of {whose}, "
+                    "which this data dir did not write (another ingester shares the "
+                    "collection); --reembed would delete them. Re-embed into a new "
                     "collection (--collection), and move every ingester to it"
                 )
             log.warning(
@@ -147,7 +163,7 @@ class Resources:
                 return manifest, frozenset()
         else:
             collection = self.collection(reembed=reembed)
-        stored = collection.iter_records(where={"source": label}, documents=True)
+        stored = owned_records(collection, label, documents=True)
         rebuilt = rebuild_manifest(stored, manifest)
         if rebuilt.inconsistent:
             log.warning(

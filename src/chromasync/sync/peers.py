@@ -1,0 +1,82 @@
+"""`chromasync share`: make this data dir's collections usable by other Chroma clients.
+
+Two things, neither of which touches a vector: each collection of the default model gets
+Chroma's `default` embedding function in its configuration (`store/peers.py`), and
+Chroma's default model is put where chromadb looks for it (`embed/shared.py`), from the
+offline weights or, failing those, downloaded the way Chroma downloads it. A plain
+chromadb client, `chroma-mcp`, LangChain or LlamaIndex then embed text queries as
+chromasync does, with no network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config.settings import Settings
+from ..embed import Embedder, embedder_for
+from ..embed.shared import model_folder
+from ..state.lock import StoreLock
+from ..state.manifest import State
+from ..store.peers import attach_function, function_name, runs_default_model
+from ..store.target import open_store_for
+
+
+@dataclass(frozen=True, slots=True)
+class ShareReport:
+    """What `share` found and did."""
+
+    model_folder: str  # Chroma's default model (all-MiniLM-L6-v2, ONNX)
+    model_placed: bool  # chromasync put it there in this run
+    configured: tuple[str, ...]  # collections given Chroma's default function now
+    already: tuple[str, ...]  # collections that carried a function already
+    other_model: tuple[str, ...]  # collections of another model: a peer must pass vectors
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "model_folder": self.model_folder,
+            "model_placed": self.model_placed,
+            "configured": list(self.configured),
+            "already": list(self.already),
+            "other_model": list(self.other_model),
+        }
+
+
+def share(
+    settings: Settings, embedder: Embedder | None = None, place_model: bool = True
+) -> ShareReport:
+    """Configure every collection of this data dir, and any other chromasync made in the
+    store, for peers; with `place_model`, also make sure Chroma's default model is on disk
+    where chromadb reads it."""
+    configured: list[str] = []
+    already: list[str] = []
+    other: list[str] = []
+    default_model = False
+    with StoreLock(settings.data_dir), State.open(settings.data_dir, readonly=True) as state:
+        store = open_store_for(settings)
+        known = {r.collection for r in state.sources()}
+        existing = store.list_collections()
+        for name in existing:
+            collection = store.collection(name, create=False)
+            meta = collection.metadata
+            model = meta.get("chromasync_embedding_model")
+            if model is None and name not in known and not settings.owns_collection(name):
+                continue  # another tool's collection
+            provider = str(meta.get("chromasync_embedding_provider", "local"))
+            if not runs_default_model(str(model) if model else None, provider):
+                other.append(name)
+            elif attach_function(collection):
+                configured.append(name)
+                default_model = True
+            else:
+                already.append(name) if function_name(collection) else other.append(name)
+                default_model = True
+    placed = False
+    if place_model and default_model:
+        local = embedder or embedder_for(settings)
+        place = getattr(local, "place_shared_model", None)
+        if callable(place):
+            placed = bool(place())
+    return ShareReport(str(model_folder()), placed, tuple(configured), tuple(already), tuple(other))
+
+
+__all__ = ["ShareReport", "share"]

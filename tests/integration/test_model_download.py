@@ -1,0 +1,150 @@
+"""Without the offline weights (`chromasync[local-weights]`), the default model is fetched
+the way Chroma fetches it: its archive, once, into Chroma's folder, with progress, its
+SHA-256 checked. A real loopback HTTP server stands in for Chroma's bucket, serving an
+archive in Chroma's layout (made from the session's model); the download code is the real
+one. Where neither the weights nor a download work, the error names the extra."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tarfile
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chromasync.embed import local, shared, tokens
+from chromasync.embed.local import LocalEmbedder
+from chromasync.errors import EmbeddingError
+
+TEXTS = ["How do I calibrate the grinder?", "Sourdough starter feeding"]
+
+
+class _Files(SimpleHTTPRequestHandler):
+    paths: list[str]
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.paths.append(self.path)
+        super().do_GET()
+
+
+@pytest.fixture
+def bucket(tmp_path: Path) -> Iterator[tuple[str, list[str], Path]]:
+    """(base URL, requested paths, served folder) of a loopback file server."""
+    served = tmp_path / "bucket"
+    served.mkdir()
+    paths: list[str] = []
+    handler = type("Files", (_Files,), {"paths": paths})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(served)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", paths, served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _without_weights(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A machine without the extra, and an empty Chroma folder; that folder."""
+    monkeypatch.setattr(tokens, "weights_dir", lambda: None)
+    monkeypatch.setattr(local, "weights_dir", lambda: None)
+    root = tmp_path / "home" / ".cache" / "chroma" / "onnx_models"
+    monkeypatch.setenv("CHROMASYNC_CHROMA_MODELS", str(root))
+    return root / shared.MODEL_NAME / "onnx"
+
+
+@pytest.fixture
+def no_weights(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    return _without_weights(monkeypatch, tmp_path)
+
+
+def _archive(served: Path, source: Path) -> str:
+    """Chroma's archive (`onnx/<six files>`) of `source` in `served`; its SHA-256."""
+    path = served / shared.ARCHIVE
+    with tarfile.open(path, "w:gz") as tar:
+        for name in shared.FILES:
+            tar.add(source / name, arcname=f"onnx/{name}")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.model
+def test_the_first_run_downloads_chromas_model_once(
+    bucket: tuple[str, list[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reference = LocalEmbedder(cache_dir=tmp_path / "ref", variant="fp32")  # the session's
+    expected = reference.embed_documents(TEXTS)
+    url, paths, served = bucket
+    sha = _archive(served, reference.onnx_path().parent)
+    folder = _without_weights(monkeypatch, tmp_path)
+    monkeypatch.setenv("CHROMASYNC_MODEL_URL", f"{url}/{shared.ARCHIVE}")
+    monkeypatch.setenv("CHROMASYNC_MODEL_SHA256", sha)
+    caplog.set_level(logging.WARNING)
+
+    fresh = LocalEmbedder(cache_dir=tmp_path / "cache", variant="fp32")
+    assert fresh.max_tokens == 254 and fresh.dimension == 384  # no download for these
+    assert paths == []
+    got = fresh.embed_documents(TEXTS)
+    assert paths == [f"/{shared.ARCHIVE}"]
+    assert shared.is_whole(folder) and (folder.parent / shared.ARCHIVE).is_file()
+    assert got == expected
+    said = caplog.text
+    assert "downloading Chroma's default model" in said and "100%" in said
+    assert "local-weights" in said  # how to stay offline instead
+    again = LocalEmbedder(cache_dir=tmp_path / "cache")  # auto: int8 without torch weights
+    assert again.variant == "int8"
+    assert tokens.default_token_meter().count("grinder") > 0
+    assert paths == [f"/{shared.ARCHIVE}"]  # once
+
+
+def test_a_wrong_archive_installs_nothing(
+    bucket: tuple[str, list[str], Path], no_weights: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _, served = bucket
+    (served / shared.ARCHIVE).write_bytes(b"not Chroma's archive")
+    monkeypatch.setenv("CHROMASYNC_MODEL_URL", f"{url}/{shared.ARCHIVE}")
+    with pytest.raises(EmbeddingError, match="expected SHA-256"):
+        LocalEmbedder().tokenizer_path  # noqa: B018 - the tokenizer needs the model's files
+    assert not no_weights.exists() and not (no_weights.parent / shared.ARCHIVE).exists()
+
+
+def test_no_weights_and_no_download_names_the_extra(
+    bucket: tuple[str, list[str], Path], no_weights: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, paths, _ = bucket
+    monkeypatch.setenv("CHROMASYNC_MODEL_URL", f"{url}/missing/{shared.ARCHIVE}")
+    with pytest.raises(EmbeddingError, match=r"HTTP 404.*chromasync\[local-weights\]"):
+        tokens.default_token_meter()
+    assert paths == [f"/missing/{shared.ARCHIVE}"]
+    assert not no_weights.exists()
+
+
+def test_an_archive_with_a_link_or_a_stray_path_is_refused(
+    bucket: tuple[str, list[str], Path], no_weights: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _, served = bucket
+    path = served / shared.ARCHIVE
+    with tarfile.open(path, "w:gz") as tar:
+        link = tarfile.TarInfo("onnx/model.onnx")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/passwd"
+        tar.addfile(link)
+        stray = tarfile.TarInfo("../outside.txt")
+        tar.addfile(stray)
+    monkeypatch.setenv("CHROMASYNC_MODEL_URL", f"{url}/{shared.ARCHIVE}")
+    monkeypatch.setenv("CHROMASYNC_MODEL_SHA256", hashlib.sha256(path.read_bytes()).hexdigest())
+    with pytest.raises(EmbeddingError, match=r"unsafe onnx/model\.onnx"):
+        tokens.default_token_meter()
+    assert not no_weights.exists()
+    assert not (served.parent / "outside.txt").exists()
