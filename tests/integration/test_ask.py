@@ -315,8 +315,7 @@ def test_owner_client_ask_streams_through_the_owner(
     chat.default = Reply("Zero point first [1].")
     assert service.info is not None
     client = OwnerClient(service.info, http=rest)
-    request = api.search_request(api.SearchArgs(QUESTION, k=3), service.settings)
     tokens: list[str] = []
-    data = client.ask(request, on_token=tokens.append)
-    assert "".join(tokens) == "Zero point first [1]." and data["mode"] == "llm"
-    assert data["citations"][0]["n"] == 1
+    data = client.ask(api.SearchArgs(QUESTION, k=3), on_token=tokens.append)
+    assert "".join(tokens) == "Zero point first [1]." and data.mode == "llm"
+    assert data.citations[0].n == 1

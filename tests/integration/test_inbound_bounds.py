@@ -35,6 +35,17 @@ def service(notes: Path, settings: Settings, embedder: HashEmbedder) -> Iterator
 def served(service: Service, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """The REST app on a loopback port, with a 1 s header deadline."""
     monkeypatch.setattr(connections, "HEADER_TIMEOUT_S", 1.0)
+    yield from _serve(service)
+
+
+@pytest.fixture
+def patient(service: Service, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """The REST app on a loopback port, with a 60 s header deadline."""
+    monkeypatch.setattr(connections, "HEADER_TIMEOUT_S", 60.0)
+    yield from _serve(service)
+
+
+def _serve(service: Service) -> Iterator[int]:
     listener = rest.bind_tcp("127.0.0.1", 0)
     port = int(listener.getsockname()[1])
     server = rest.BackgroundServer(rest.create_app(service), [listener])
@@ -80,6 +91,26 @@ def test_connections_that_never_finish_their_headers_are_closed(served: int) -> 
         assert closed == 300
         with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
             assert client.get("/health").status_code == 200
+    finally:
+        for sock in slow:
+            sock.close()
+
+
+def test_one_client_holds_at_most_its_limit_of_waiting_connections(patient: int) -> None:
+    """With the deadline far off, 100 slow connections from one address are cut to
+    `MAX_WAITING_PER_CLIENT` once they have waited a second; a new request is served."""
+    served = patient
+    slow = []
+    try:
+        for _ in range(100):
+            sock = socket.create_connection(("127.0.0.1", served))
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            slow.append(sock)
+        time.sleep(1.5)
+        with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
+            assert client.get("/health").status_code == 200
+        closed = sum(_closed(sock, 0.5) for sock in slow[:80])
+        assert closed >= 100 - connections.MAX_WAITING_PER_CLIENT - 20
     finally:
         for sock in slow:
             sock.close()

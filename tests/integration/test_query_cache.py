@@ -34,7 +34,7 @@ def test_a_service_embeds_a_repeated_query_once(notes: Path, settings: Settings)
         first = client.get("/search", params={"q": "espresso grinder", "k": 3}).json()
         again = client.get("/search", params={"q": "espresso grinder", "k": 3, "per_doc": 1})
         assert again.status_code == 200 and first["hits"]
-        hits = service.search("espresso grinder", k=3)
+        hits = service.search(api.SearchArgs("espresso grinder", k=3)).hits
         assert [h.id for h in hits] == [h["id"] for h in first["hits"]]
         assert inner.queries == ["espresso grinder"]
         client.get("/search", params={"q": "sourdough", "mode": "dense"})

@@ -138,7 +138,7 @@ def test_watch_follows_edits_exactly(
         latencies["edit"] = until(
             lambda: "wombatquartz" in text_of(client, "guides/install.md"), "the edit"
         )
-        hits = client.search("wombatquartz gasket", k=20)  # from Chroma, not the state
+        hits = client.search(api.SearchArgs("wombatquartz gasket", k=20)).hits  # from Chroma
         assert any(h.path == "guides/install.md" and "wombatquartz" in h.text for h in hits)
         # create
         (notes / "journal" / "new.md").write_text("# New\n\nA narwhalpepper recipe.\n")
@@ -169,7 +169,7 @@ def test_watch_follows_edits_exactly(
         runs = sum("synced notes" in line for line in watcher.drain()) - runs_before
         assert 1 <= runs <= 2, watcher.seen
         status = client.status()
-        assert status["totals"]["files"] == 5
+        assert sum(row.files for row in status.sources) == 5
     print("change -> searchable (s):", {k: round(v, 2) for k, v in latencies.items()})
 
     assert watcher.interrupt() == 0

@@ -112,3 +112,40 @@ def test_the_filters_bound_with_the_declared_numbers() -> None:
     assert filter_syntax.MAX_OPTION_VALUES == options.MAX_OPTION_VALUES
     assert filter_syntax.MAX_VALUE_CHARS == options.MAX_VALUE_CHARS
     assert filter_syntax.MAX_WHERE_JSON_CHARS == options.MAX_WHERE_JSON_CHARS
+
+
+def test_rest_takes_every_option_with_its_bounds(tmp_path: Path) -> None:
+    from chromasync.config.settings import resolve_settings
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    settings = resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    schema = create_app(Service(settings, "serve")).openapi()
+    query = {p["name"]: p for p in schema["paths"]["/search"]["get"]["parameters"]}
+    assert set(query) == {"q"} | {o.param for o in OPTIONS}
+    assert query["k"]["schema"]["maximum"] == BY_NAME["k"].high
+    bodies = schema["components"]["schemas"]
+    for body, first in (("SearchBody", {"query"}), ("AskBody", {"question", "fallback"})):
+        fields = set(bodies[body]["properties"])
+        assert fields == first | {"spelling"} | set(BY_NAME), body
+        assert bodies[body]["properties"]["k"]["maximum"] == BY_NAME["k"].high
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "rest.md").read_text()
+    table = docs.split("### `GET /search`")[1].split("###")[0]
+    for option in OPTIONS:
+        assert f"`{option.param}`" in table, f"docs/rest.md: GET /search lacks {option.param}"
+
+
+def test_the_mcp_tools_take_every_option_with_its_bounds(tmp_path: Path) -> None:
+    import asyncio
+
+    from chromasync.config.settings import resolve_settings
+    from chromasync.mcp import Backend, build_server
+
+    settings = resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    server = build_server(Backend(settings))
+    tools = {t.name: t for t in asyncio.run(server.list_tools())}
+    for tool, first in (("search", {"query"}), ("ask", {"question", "fallback"})):
+        schema = tools[tool].input_schema
+        assert set(schema["properties"]) == first | set(BY_NAME), tool
+        assert schema["properties"]["k"]["maximum"] == BY_NAME["k"].high
+        assert schema["properties"]["mode"]["enum"] == list(BY_NAME["mode"].choices)

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
-from ..config.file import load_sources_file
+from ..owner.index import open_index
 from .common import (
     print_table,
     reported_errors,
@@ -44,7 +44,11 @@ def config_show(as_json: bool, **flags: Any) -> None:
         settings = settings_from_flags(**flags)
         entries = api.configured_entries(settings)
         listed = settings.config_file.sources_file if settings.config_file else None
-        about = load_sources_file(listed).about if listed is not None else ()
+        about: tuple[tuple[str, str], ...] = ()
+        if listed is not None:  # pydantic loads only when needed: not at every CLI start
+            from ..config.file import load_sources_file
+
+            about = load_sources_file(listed).about
     if as_json:
         data: dict[str, Any] = {
             "settings": [{"name": n, "value": v, "from": o} for n, v, o in settings.shown()],
@@ -108,8 +112,8 @@ def sources() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def sources_list(as_json: bool, **flags: Any) -> None:
     """Configured sources with their index figures, and indexed ones no longer configured."""
-    with reported_errors():
-        rows = api.list_sources(settings_from_flags(**flags))
+    with reported_errors(), open_index(settings_from_flags(**flags)) as index:
+        rows = index.sources()  # through the data dir's owner when one runs
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
         return

@@ -21,7 +21,6 @@ from rich.text import Text
 
 from .. import api
 from ..corpus.listing import printable
-from ..datadir import DAEMON_NOTICE
 from ..errors import (
     AccessDenied,
     AnswerError,
@@ -36,7 +35,7 @@ from ..errors import (
     StoreError,
     lookup,
 )
-from ..records import IngestSummary
+from ..owner.dial import DAEMON_NOTICE
 from ..retrieve.options import BY_NAME, OPTIONS, Option
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -366,8 +365,3 @@ def when(ns: int | None) -> str:
     import datetime as dt
 
     return dt.datetime.fromtimestamp(ns / 1e9).isoformat(timespec="seconds")
-
-
-def summaries_from_job(job: dict[str, Any]) -> list[IngestSummary]:
-    fields = set(IngestSummary.__dataclass_fields__)
-    return [IngestSummary(**{k: v for k, v in s.items() if k in fields}) for s in job["summaries"]]

@@ -19,7 +19,7 @@ from rich.table import Table
 from .. import api
 from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import ChromasyncError, ConfigError, LockError
-from ..owner.index import owner_client
+from ..owner.index import open_index, owner_client
 from ..records import IngestSummary, SourceSpec, total_summary
 from ..state.snapshots import Recorder
 from ..sync.ingest import IngestOptions
@@ -32,7 +32,6 @@ from .common import (
     settings_from_flags,
     stderr_console,
     store_options,
-    summaries_from_job,
     when,
 )
 from .fileflags import file_fields, file_options, given, setting_values, take_file_flags
@@ -303,7 +302,7 @@ def _ingest_via_owner(
             f"the data dir is owned by {owner}; --dry-run, --reembed, --limit, --gc-only and "
             "--no-gc cannot go through it: stop it first"
         )
-    known = {s["label"]: s["location"] for s in client.sources()}
+    known = {s.label: s.location for s in client.sources()}
     for spec in specs:
         root = known.get(spec.label)
         if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
@@ -319,10 +318,10 @@ def _ingest_via_owner(
         checksum=options.checksum,
         allow_mass_delete=options.allow_mass_delete,
     )
-    job = client.wait(job["id"])
-    if job["status"] != "done":
-        raise ChromasyncError(f"{owner}: the reindex failed: {job['error']}")
-    return summaries_from_job(job)
+    job = client.wait(job.id)
+    if job.status != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job.error}")
+    return job.ingest_summaries()
 
 
 SUMMARY_COLUMNS = (
@@ -395,24 +394,16 @@ def status(as_json: bool, **flags: Any) -> None:
     location and the state's health."""
     with reported_errors():
         settings = settings_from_flags(**flags)
-        health = api.health(settings)
-        rows = api.status(settings)
-        configured = (
-            {
-                (settings.collection_for(e.kind, e.collection), e.label): e
-                for e in api.selected_sources(settings)
-            }
-            if settings.config_file
-            else {}
-        )
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            found = index.status()
+        health, rows = found.health, found.sources
     if as_json:
         data = {
             "health": dataclasses.asdict(health),
             "sources": [dataclasses.asdict(r) for r in rows],
             "configured_not_indexed": [
                 {"collection": c, "source": label}
-                for (c, label) in configured
-                if not any(r.collection == c and r.source == label for r in rows)
+                for (c, label, _kind) in found.configured_not_indexed
             ],
         }
         click.echo(json.dumps(data, indent=2, default=str))
@@ -447,19 +438,18 @@ def status(as_json: bool, **flags: Any) -> None:
             when(r.last_finished_ns),
             r.last_outcome or "-",
         )
-    for (collection, label), entry in configured.items():
-        if not any(r.collection == collection and r.source == label for r in rows):
-            table.add_row(
-                escape(collection),
-                escape(safe(label)),
-                escape(entry.kind),
-                "0",
-                "0",
-                "-",
-                "not indexed",
-                "never",
-                "-",
-            )
+    for collection, label, kind in found.configured_not_indexed:
+        table.add_row(
+            escape(collection),
+            escape(safe(label)),
+            escape(kind),
+            "0",
+            "0",
+            "-",
+            "not indexed",
+            "never",
+            "-",
+        )
     print_table(console, table)
     if health.interrupted:
         console.print(

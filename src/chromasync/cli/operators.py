@@ -1,6 +1,6 @@
 """The operator's questions beyond search: `get` (indexed files' current lines), `links`
 (reverse links), `suggest` (which group a file belongs to) and `summarize` (one summary per
-group). Parse, call `api` (or the owner), render.
+group). Parse, call the index (`open_index`: here, or through the data dir's owner), render.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from rich.markup import escape
 
 from .. import api
 from ..errors import SourceError
-from ..owner.index import open_index, owner_client
+from ..owner.index import open_index
+from ..owner.queries import CompareQuery, FileSet, LinksQuery, SummariesQuery
 from .common import reported_errors, safe, settings_from_flags, stderr_console, store_options
-from .search import _refuse_if_owned
 
 
 def _shown_text(text: str) -> str:
@@ -84,11 +84,11 @@ def get_command(
         settings = settings_from_flags(**flags)
         try:
             with open_index(settings) as index:
-                data: dict[str, Any]
                 if location is not None:
-                    data = {"files": [index.get(location, source)], "left_out": 0}
+                    found = FileSet((index.get(location, source),))
                 else:
-                    data = index.multi_get(str(pattern), max_bytes, source)
+                    found = index.multi_get(str(pattern), max_bytes, source)
+            data = found.as_json()
         except SourceError as exc:  # a refused path is a usage error, like click's own
             message = f"[bold red]error:[/] {escape(safe(str(exc)))}"
             stderr_console().print(message, soft_wrap=True)
@@ -144,15 +144,17 @@ def links(
         if (target is None) == (from_path is None):
             raise click.UsageError("give a TARGET or --from PATH (one of them)")
         settings = settings_from_flags(**flags)
-        report = api.links(
+        query = LinksQuery(
             target,
-            settings,
             from_path=from_path,
             source=source,
             collections=tuple(flags.get("collection") or ()),
             all_collections=all_collections,
             limit=limit,
+            on_disk=True,
         )
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            report = index.links(query)
     data = report.as_json()
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
@@ -231,16 +233,16 @@ def suggest(
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
-        _refuse_if_owned(settings, "suggest")
-        result = api.suggest(
+        query = CompareQuery(
             path,
-            settings,
             group_by=group_by,
             k=k,
             threshold=threshold,
             collections=tuple(flags.get("collection") or ()),
             all_collections=all_collections,
         )
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            result = index.suggest(query)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
@@ -308,21 +310,9 @@ def summarize(
     collections = tuple(flags.get("collection") or ())
     with reported_errors():
         settings = settings_from_flags(**flags)
-        client = owner_client(settings)
-        if client is not None and all_collections:
-            _refuse_if_owned(settings, "summarize --all-collections")
-        if client is not None:  # the owner holds the store
-            with client:
-                params = {"group_by": group_by, "limit": limit, "collection": list(collections)}
-                data = client.summaries(params)
-        else:
-            data = api.summaries(
-                settings,
-                group_by=group_by,
-                collections=collections,
-                all_collections=all_collections,
-                limit=limit,
-            ).as_json()
+        query = SummariesQuery(group_by, limit, collections, all_collections)
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            data: dict[str, Any] = index.summaries(query).as_json()
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return

@@ -24,11 +24,11 @@ from rich.text import Text
 from .. import api
 from ..chunk.blocks import code_lines, reading_view
 from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
-from ..errors import LockError
-from ..owner.index import LocalIndex, open_index, owner_client
+from ..owner.index import open_index
+from ..owner.queries import CompareQuery, EvalRequest
 from ..records import Hit
 from ..retrieve.editor import open_urls
-from ..retrieve.quick import record_search, recordable, state_identity
+from ..retrieve.quick import record_search, recordable
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
     daemon_flags,
@@ -80,23 +80,21 @@ def search(
             raise click.UsageError("--files prints paths only: not with --json or --explain")
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
-        request = api.search_request(args, settings)
         factory = click.get_current_context().find_root().obj
         line_key = getattr(factory, "daemon_key", None)
+        config_flag = flags.get("config_path")
+
+        def record(request: api.SearchRequest, result: api.SearchResult, before: Any) -> None:
+            _record_keyword_search(settings, config_flag, request, result, before)
+
         with open_index(
             settings,
             start=None if no_daemon else daemon_flags(flags),
             register=line_key(os.environ) if line_key is not None else None,
             on_start=starting_notice,
+            on_local=record,
         ) as index:  # through the data dir's owner when one runs
-            if isinstance(index, LocalIndex):
-                state_before = state_identity(str(settings.data_dir))
-                result = index.retrieve(request)
-                _record_keyword_search(
-                    settings, flags.get("config_path"), request, result, state_before
-                )
-            else:
-                result = index.retrieve(request)
+            result = index.search(args)
     for warning in result.warnings:
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
@@ -186,15 +184,6 @@ def _record_keyword_search(
         request,
         result,
     )
-
-
-def _refuse_if_owned(settings: api.Settings, command: str) -> None:
-    client = owner_client(settings)
-    if client is not None:
-        raise LockError(
-            f"the data dir is owned by {client.owner.describe()}; `chromasync {command}` "
-            "cannot go through it yet: stop it first"
-        )
 
 
 def _print_result(
@@ -293,15 +282,15 @@ def similar(
     """The indexed documents nearest to the file PATH (indexed or not)."""
     with reported_errors():
         settings = settings_from_flags(**flags)
-        _refuse_if_owned(settings, "similar")
-        result = api.similar(
+        query = CompareQuery(
             path,
-            settings,
             k=k,
             threshold=threshold,
             collections=tuple(flags.get("collection") or ()),
             all_collections=all_collections,
         )
+        with open_index(settings) as index:  # through the data dir's owner when one runs
+            result = index.similar(query)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
         return
@@ -380,20 +369,17 @@ def eval_command(
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
-        _refuse_if_owned(settings, "eval")
-        items = api.load_queries(queries)
+        request = EvalRequest(
+            tuple(api.load_queries(queries)),
+            modes=tuple(modes),
+            k=k,
+            sources=tuple(sources),
+            collections=tuple(flags.get("collection") or ()),
+            all_collections=all_collections,
+        )
         show = not quiet and not as_json and sys.stderr.isatty()
-        with progress_bar(show) as progress:
-            report = api.evaluate(
-                items,
-                settings,
-                modes=tuple(modes) or api.MODES,
-                k=k,
-                filters=api.make_filters(settings, sources=sources),
-                collections=tuple(flags.get("collection") or ()),
-                all_collections=all_collections,
-                progress=progress,
-            )
+        with progress_bar(show) as progress, open_index(settings) as index:
+            report = index.evaluate(request, progress=progress)
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
         return

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..config.settings import Settings
-from ..owner.index import owner_client
+from ..owner.index import Index, owner_client
+from ..owner.service import Service
 
 
 class Backend:
@@ -19,14 +20,14 @@ class Backend:
         self.settings = settings
         self._reload = reload
         self._lock = threading.Lock()
-        self._service: Any = None
+        self._service: Service | None = None
         self._server: Any = None
 
     @contextlib.contextmanager
-    def access(self) -> Iterator[Any]:
+    def access(self) -> Iterator[Index]:
         """The index (`owner.index.Index`): this process's service when it owns the data
         dir (it becomes the owner at the first call when none runs), else the owner's
-        client. Both also take `reindex` and `wait`."""
+        client."""
         client = None
         with self._lock:
             if self._service is None:
@@ -35,6 +36,7 @@ class Backend:
                     self._become_owner()
             service = self._service
         if client is None:
+            assert service is not None
             yield service
             return
         with client:
@@ -42,7 +44,6 @@ class Backend:
 
     def _become_owner(self) -> None:
         from .. import rest
-        from ..owner.service import Service
 
         service = Service(self.settings, "mcp", reload=self._reload).open()
         try:

@@ -5,15 +5,21 @@ boundary (the SDK builds a model from the annotations), then its handler calls t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from .. import __version__, api
 from ..config.labels import LABEL_MAX, label_problem
 from ..errors import ChromasyncError
+from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
 from ..records import Hit
+from ..rest.bodies import option_default, option_type
+from ..rest.render import sources_json
+from ..retrieve.options import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, OPTIONS
 from .backend import Backend
 from .errors import error_text
 
@@ -34,6 +40,44 @@ def _hit(hit: Hit) -> dict[str, Any]:
     data = hit.as_json()
     data["citation"] = hit.citation
     return data
+
+
+def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+#: The arguments of the `search` and `ask` tools: the query (or question), then every
+#: search option (`retrieve.options`, typed and bounded as REST's bodies: `option_type`).
+SEARCH_FIRST = _parameter(
+    "query",
+    Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")],
+)
+ASK_FIRST = _parameter(
+    "question",
+    Annotated[
+        str,
+        Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question to answer."),
+    ],
+)
+ASK_LAST = _parameter(
+    "fallback",
+    Annotated[
+        bool | None, Field(description="Answer extractively if the chat model is unreachable.")
+    ],
+    None,
+)
+
+
+def _signature(first: Any, *last: Any) -> inspect.Signature:
+    options = [_parameter(o.name, option_type(o), option_default(o)) for o in OPTIONS]
+    return inspect.Signature([first, *options, *last], return_annotation=dict[str, Any])
+
+
+def _search_args(query: str, arguments: dict[str, Any]) -> api.SearchArgs:
+    """A tool's arguments as the request record (errors spell options as the tool does)."""
+    return api.SearchArgs.of(query, spelling="json", **arguments)
 
 
 def build_server(backend: Backend) -> Any:
@@ -57,156 +101,33 @@ def build_server(backend: Backend) -> Any:
         except ChromasyncError as exc:
             raise ToolError(error_text(exc)) from exc
 
-    @server.tool()
-    def search(
-        query: Annotated[str, Field(min_length=1, max_length=2000, description="The question.")],
-        k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
-        mode: Annotated[
-            Literal["hybrid", "dense", "keyword"], Field(description="Meaning, words, or both.")
-        ] = "hybrid",
-        sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
-        tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
-        after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
-        before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
-        paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
-        phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
-        where: Annotated[
-            list[str] | None, Field(description="Metadata equalities, KEY=VALUE (all).")
-        ] = None,
-        where_json: Annotated[
-            dict[str, Any] | None, Field(description="A Chroma `where` filter on metadata.")
-        ] = None,
-        matches: Annotated[
-            list[str] | None, Field(description="FIELD=SUBSTRING in metadata (all).")
-        ] = None,
-        date_fields: Annotated[
-            list[str] | None, Field(description="Front-matter keys `after`/`before` read.")
-        ] = None,
-        collections: Annotated[
-            list[str] | None, Field(description="Only these collections.")
-        ] = None,
-        links_to: Annotated[
-            list[str] | None,
-            Field(description="Only chunks linking to these URLs, paths or note titles (all)."),
-        ] = None,
-        per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
-        sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
-        min_score: Annotated[
-            float | None,
-            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
-        ] = None,
-    ) -> dict[str, Any]:
+    def search(**arguments: Any) -> dict[str, Any]:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
         with tool_errors(), backend.access() as index:
-            settings = backend.settings
-            args = api.SearchArgs.of(
-                query,
-                mode=mode,
-                k=k,
-                sources=sources,
-                tags=tags,
-                tags_all=tags_all,
-                after=after,
-                before=before,
-                paths=paths,
-                phrases=phrases,
-                where=where,
-                where_json=where_json,
-                matches=matches,
-                date_fields=date_fields,
-                links_to=links_to,
-                collections=collections,
-                per_doc=per_doc,
-                sort=sort,
-                min_score=min_score,
-            )
-            request = api.search_request(args, settings)
-            result = index.retrieve(request)
+            result = index.search(_search_args(arguments.pop("query"), arguments))
             data = result.as_json()
             data["hits"] = [_hit(h) for h in result.hits]
             return data
 
-    @server.tool()
-    def ask(
-        question: Annotated[
-            str, Field(min_length=1, max_length=4000, description="The question to answer.")
-        ],
-        k: Annotated[int, Field(ge=1, le=100, description="Number of hits.")] = 10,
-        mode: Annotated[
-            Literal["hybrid", "dense", "keyword"], Field(description="Meaning, words, or both.")
-        ] = "hybrid",
-        sources: Annotated[list[Label] | None, Field(description="Only these sources.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only chunks with these tags.")] = None,
-        tags_all: Annotated[bool, Field(description="Require every tag (default any).")] = False,
-        after: Annotated[str | None, Field(description="Date on or after, ISO.")] = None,
-        before: Annotated[str | None, Field(description="Date before, ISO.")] = None,
-        paths: Annotated[list[str] | None, Field(description="Path globs (any).")] = None,
-        phrases: Annotated[list[str] | None, Field(description="Exact phrases (all).")] = None,
-        where: Annotated[
-            list[str] | None, Field(description="Metadata equalities, KEY=VALUE (all).")
-        ] = None,
-        where_json: Annotated[
-            dict[str, Any] | None, Field(description="A Chroma `where` filter on metadata.")
-        ] = None,
-        matches: Annotated[
-            list[str] | None, Field(description="FIELD=SUBSTRING in metadata (all).")
-        ] = None,
-        date_fields: Annotated[
-            list[str] | None, Field(description="Front-matter keys `after`/`before` read.")
-        ] = None,
-        collections: Annotated[
-            list[str] | None, Field(description="Only these collections.")
-        ] = None,
-        per_doc: Annotated[bool, Field(description="Best chunk per document.")] = False,
-        sort: Annotated[Literal["rank", "date"], Field(description="Order of the top k.")] = "rank",
-        min_score: Annotated[
-            float | None,
-            Field(ge=0, le=1, description="Only hits whose relevance (0-1) is at least this."),
-        ] = None,
-        group_by: Annotated[
-            str | None, Field(max_length=200, description="Organise the answer per value.")
-        ] = None,
-        fallback: Annotated[
-            bool | None,
-            Field(description="Answer extractively if the chat model is unreachable."),
-        ] = None,
-    ) -> dict[str, Any]:
+    def ask(**arguments: Any) -> dict[str, Any]:
         """Answer a question from the index (the filters of `search`): a few sentences whose
         every claim cites a source `[n]`, listed in `citations` (path, heading, lines)."""
+        fallback = arguments.pop("fallback", None)
         with tool_errors(), backend.access() as index:
-            settings = backend.settings
-            args = api.SearchArgs.of(
-                question,
-                mode=mode,
-                k=k,
-                sources=sources,
-                tags=tags,
-                tags_all=tags_all,
-                after=after,
-                before=before,
-                paths=paths,
-                phrases=phrases,
-                where=where,
-                where_json=where_json,
-                matches=matches,
-                date_fields=date_fields,
-                collections=collections,
-                per_doc=per_doc,
-                sort=sort,
-                min_score=min_score,
-                group_by=group_by,
-            )
-            request = api.search_request(args, settings)
-            answer: dict[str, Any] = index.ask(request, fallback=fallback)
-            return answer
+            args = _search_args(arguments.pop("question"), arguments)
+            return index.ask(args, fallback=fallback).as_json()
+
+    search.__signature__ = _signature(SEARCH_FIRST)  # type: ignore[attr-defined]
+    ask.__signature__ = _signature(ASK_FIRST, ASK_LAST)  # type: ignore[attr-defined]
+    server.tool()(search)
+    server.tool()(ask)
 
     @server.tool()
     def list_sources() -> dict[str, Any]:
         """The indexed sources: label, root folder, files, chunks, model and last run."""
         with tool_errors(), backend.access() as index:
-            return {"sources": index.sources()}
+            return {"sources": sources_json(index.sources())}
 
     @server.tool()
     def get_document(
@@ -228,7 +149,7 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """An indexed file's current lines START..END (1-based; the whole file without)."""
         with tool_errors(), backend.access() as index:
-            return index.get(path, source)
+            return dataclasses.asdict(index.get(path, source))
 
     @server.tool()
     def multi_get(
@@ -242,7 +163,7 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """The current text of every indexed file matching a glob: {files, left_out}."""
         with tool_errors(), backend.access() as index:
-            return index.multi_get(glob, max_bytes, source)
+            return index.multi_get(glob, max_bytes, source).as_json()
 
     @server.tool()
     def links(
@@ -259,9 +180,8 @@ def build_server(backend: Backend) -> Any:
         """Reverse links: every indexed file and chunk linking to `target`, with line and
         link text; or, with `from_path`, that file's links and its broken internal ones."""
         with tool_errors(), backend.access() as index:
-            params = {"target": target, "from": from_path, "source": source}
-            result: dict[str, Any] = index.links({k: v for k, v in params.items() if v})
-            return result
+            query = LinksQuery(target or None, from_path=from_path or None, source=source or None)
+            return index.links(query).as_json()
 
     @server.tool()
     def suggest(
@@ -278,10 +198,7 @@ def build_server(backend: Backend) -> Any:
         whose indexed content is nearest to an indexed file, with scores, confidence bands
         and best chunks, and the file's near-duplicates."""
         with tool_errors(), backend.access() as index:
-            result: dict[str, Any] = index.suggest(
-                {"path": path, "source": source, "group_by": group_by}
-            )
-            return result
+            return index.suggest(CompareQuery(path, source=source, group_by=group_by)).as_json()
 
     @server.tool()
     def summaries(
@@ -294,8 +211,7 @@ def build_server(backend: Backend) -> Any:
         """One short summary per group (each value of `group_by`), with its distinctive
         terms: what each folder, source or field value of the corpus is about."""
         with tool_errors(), backend.access() as index:
-            result: dict[str, Any] = index.summaries({"group_by": group_by, "limit": limit})
-            return result
+            return index.summaries(SummariesQuery(group_by, limit)).as_json()
 
     @server.tool()
     def reindex(
@@ -303,9 +219,13 @@ def build_server(backend: Backend) -> Any:
     ) -> dict[str, Any]:
         """Bring one source's index up to date with its files (a delta run); its summary."""
         with tool_errors(), backend.access() as index:
-            job = index.wait(index.reindex([source])["id"], timeout=RUN_TIMEOUT)
-            if job["status"] == "failed":
-                raise ToolError(f"reindex of {source!r} failed: {job['error']}")
-            return {"job": job["id"], "status": job["status"], "summaries": job["summaries"]}
+            job = index.wait(index.reindex([source]).id, timeout=RUN_TIMEOUT)
+            if job.status == "failed":
+                raise ToolError(f"reindex of {source!r} failed: {job.error}")
+            return {
+                "job": job.id,
+                "status": job.status,
+                "summaries": [dict(s) for s in job.summaries],
+            }
 
     return server

@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import api
 from ..answer.ask import check_question
 from ..config.settings import Settings
 from ..errors import ChromasyncError
@@ -50,7 +49,7 @@ class Handlers:
         try:
             request = parse(RetrieveRequest, data, self.settings.nats_max_message_bytes)
             args = search_args(request, self.fields, self.clients)
-            result = self.index.retrieve(api.search_request(args, self.settings))
+            result = self.index.search(args)
             return retrieve_reply(
                 result.hits,
                 self.fields,
@@ -71,7 +70,7 @@ class Handlers:
             check_question(request.query)
             args = search_args(request, self.fields, self.clients)
             fallback = None if request.fallback is None else request.fallback == "extractive"
-            return self.index.ask(api.search_request(args, self.settings), fallback=fallback)
+            return self.index.ask(args, fallback=fallback).as_json()
         except (BadMessage, ChromasyncError) as exc:
             return reply_for(exc)
         except Exception as exc:  # a request must not take the service down

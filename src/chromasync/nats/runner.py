@@ -333,7 +333,8 @@ class Bridge:
         loop = asyncio.get_running_loop()
         beat = max(1.0, self.settings.nats_ack_wait_s / 3)
         while True:
-            job = await loop.run_in_executor(self._pool, self.service.wait, job_id, beat)
+            state = await loop.run_in_executor(self._pool, self.service.wait, job_id, beat)
+            job = state.as_json()
             if job["status"] in ("done", "failed"):
                 return job
             for msg in msgs:

@@ -8,18 +8,41 @@ set) and maps the service's error responses back to chromasync's exceptions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
+from ..answer.records import Answer
+from ..answer.summaries import SummariesReport
+from ..config.settings import Settings
 from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit
-from ..retrieve import SearchRequest, SearchResult
-from ..retrieve.access import DEFAULT_MAX_BYTES
+from ..retrieve.access import DEFAULT_MAX_BYTES, FileLines
+from ..retrieve.filters import Filters
+from ..retrieve.links import LinksReport
+from ..retrieve.request import SearchArgs
+from ..retrieve.results import SearchResult
+from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..sync.registry import SourceInfo
 from .locate import OwnerInfo
+from .queries import (
+    MAX_COMPARE_BYTES,
+    CompareQuery,
+    EvalRequest,
+    FileSet,
+    IndexStatus,
+    JobState,
+    LinksQuery,
+    SummariesQuery,
+)
+from .wire import from_wire, to_wire
+
+T = TypeVar("T")
 
 
 def read_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -50,9 +73,14 @@ class OwnerClient:
         token: str | None = None,
         timeout: float = 60.0,
         http: httpx.Client | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        """`http`: another client to send through (tests: an ASGI app in process)."""
+        """`http`: another client to send through (tests: an ASGI app in process);
+        `settings`: the caller's (its date fields go with a request that names none; a
+        file it compares is looked up in its data dir's state)."""
         self.owner = owner
+        self.settings = settings
+        self.date_fields = tuple(settings.date_field_names) if settings else ()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = http or httpx.Client(
             transport=httpx.HTTPTransport(uds=owner.socket),
@@ -104,50 +132,18 @@ class OwnerClient:
             cls = SourceError if response.status_code < 500 else StoreError
         raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
 
-    def search(self, query: str, k: int = 10, **filters: Any) -> list[Hit]:
-        params: dict[str, Any] = {"q": query, "k": k}
-        params |= {key: value for key, value in filters.items() if value not in (None, [], ())}
-        body = self._call("GET", "/search", params=params)
-        return [Hit.from_json(h) for h in body["hits"]]
-
-    def retrieve(self, request: SearchRequest) -> SearchResult:
-        """Run a search request through the owner's `/search` (every option of the CLI)."""
-        f = request.filters
-        params: dict[str, Any] = {
-            "q": request.query,
-            "k": request.k,
-            "mode": request.mode,
-            "source": list(f.sources),
-            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
-            "where_json": json.dumps(f.where_json) if f.where_json else None,
-            "tag": list(f.tags),
-            "tags_all": f.tags_all,
-            "after": f.echo.get("after"),
-            "before": f.echo.get("before"),
-            "date_field": list(f.date_fields),
-            "path": list(f.paths),
-            "phrase": list(f.phrases),
-            "match": [f"{key}={value}" for key, value in f.matches],
-            "links_to": list(f.links_to),
-            "collection": list(request.collections),
-            "all_collections": request.all_collections,
-            "per_doc": request.per_doc,
-            "sort": request.sort,
-            "group_by": request.group_by,
-            "rerank": request.rerank,
-            "min_score": request.min_score,
-        }
-        params = {k: v for k, v in params.items() if v not in (None, [], False)}
-        params["rerank"] = request.rerank
-        body = self._call("GET", "/search", params=params)
+    def search(self, args: SearchArgs) -> SearchResult:
+        """Run a search through the owner: the request record as JSON (`POST /search`),
+        parsed once, there; the answer read back into the `SearchResult` of one here."""
+        body = self._call("POST", "/search", json=self._wire(args))
         groups = tuple(
             (str(g["value"]), tuple(int(i) for i in g["hits"])) for g in body.get("groups", [])
         )
         return SearchResult(
-            query=request.query,
-            mode=str(body.get("mode", request.mode)),
+            query=str(body.get("query", args.query)),
+            mode=str(body.get("mode", args.mode)),
             collections=tuple(body.get("collections", ())),
-            filters=f,
+            filters=Filters.from_record(body["filter_record"]),
             hits=tuple(Hit.from_json(h) for h in body["hits"]),
             groups=groups,
             group_field=body.get("group_by"),
@@ -155,39 +151,23 @@ class OwnerClient:
             warnings=tuple(body.get("warnings", ())),
         )
 
+    def _wire(self, args: SearchArgs) -> dict[str, Any]:
+        """The request record as JSON; no date fields means this caller's (as in process)."""
+        if not args.date_fields and self.date_fields:
+            args = dataclasses.replace(args, date_fields=self.date_fields)
+        return dataclasses.asdict(args)
+
     def ask(
         self,
-        request: SearchRequest,
+        args: SearchArgs,
         *,
         fallback: bool | None = None,
         on_token: Callable[[str], None] | None = None,
-    ) -> dict[str, Any]:
-        """Answer `request.query` through the owner's `/ask/stream` (its answer settings):
-        each `token` event goes to `on_token`; returns the final answer's JSON."""
-        f = request.filters
-        body: dict[str, Any] = {
-            "question": request.query,
-            "k": request.k,
-            "mode": request.mode,
-            "sources": list(f.sources),
-            "where": [f"{key}={json.dumps(value)}" for key, value in f.where],
-            "where_json": f.where_json or None,
-            "tags": list(f.tags),
-            "tags_all": f.tags_all,
-            "after": f.echo.get("after"),
-            "before": f.echo.get("before"),
-            "date_fields": list(f.date_fields),
-            "paths": list(f.paths),
-            "phrases": list(f.phrases),
-            "matches": [f"{key}={value}" for key, value in f.matches],
-            "collections": list(request.collections),
-            "all_collections": request.all_collections,
-            "per_doc": request.per_doc,
-            "sort": request.sort,
-            "group_by": request.group_by,
-            "rerank": request.rerank,
-            "min_score": request.min_score,
-        }
+    ) -> Answer:
+        """Answer `args.query` through the owner's `/ask/stream` (its answer settings):
+        each `token` event goes to `on_token`; returns the final answer."""
+        body = self._wire(args)
+        body["question"] = body.pop("query")
         if fallback is not None:
             body["fallback"] = "extractive" if fallback else "none"
         try:
@@ -199,7 +179,7 @@ class OwnerClient:
                     if event == "token" and on_token is not None:
                         on_token(str(data.get("text", "")))
                     elif event == "answer":
-                        return dict(data)
+                        return Answer.from_json(data)
                     elif event == "error":
                         cls = error_class(str(data.get("error"))) or StoreError
                         raise cls(f"{self.owner.describe()}: {data.get('detail')}")
@@ -215,63 +195,111 @@ class OwnerClient:
         `settings_key` is its own; `owner.daemon`)."""
         self._call("POST", "/daemon/keys", json={"key": key, "settings": settings_key})
 
-    def status(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/status")
-        return result
+    def _operation(self, operation: str, kind: type[T], query: object = None) -> T:
+        """An operation of the index seam through `POST /index/{operation}`: the query
+        record as JSON, the owner's result record read back (`owner.wire`)."""
+        body = {} if query is None else to_wire(query)
+        return from_wire(kind, self._call("POST", f"/index/{operation}", json=body))
 
-    def sources(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self._call("GET", "/sources")
-        return result
+    def status(self) -> IndexStatus:
+        return self._operation("status", IndexStatus)
+
+    def sources(self) -> list[SourceInfo]:
+        found: list[SourceInfo] = self._operation("sources", list[SourceInfo])
+        return found
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
         params = {"path": path} | ({"source": source} if source else {})
         body = self._call("GET", "/documents", params=params)
         return [Hit.from_json(h) for h in body["chunks"]]
 
-    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
+    def get(self, spec: str, source: str | None = None) -> FileLines:
         params = {"path": spec} | ({"source": source} if source else {})
         body: dict[str, Any] = self._call("GET", "/get", params=params)
-        return dict(body["files"][0])
+        return from_wire(FileLines, body["files"][0])
 
     def multi_get(
         self, pattern: str, max_bytes: int = DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> dict[str, Any]:
+    ) -> FileSet:
         params: dict[str, Any] = {"glob": pattern, "max_bytes": max_bytes}
         params |= {"source": source} if source else {}
-        body: dict[str, Any] = self._call("GET", "/get", params=params)
-        return body
+        return from_wire(FileSet, self._call("GET", "/get", params=params))
 
-    def links(self, params: dict[str, Any]) -> dict[str, Any]:
-        """`/links` (reverse links, or a file's outgoing links) as JSON."""
-        body: dict[str, Any] = self._call("GET", "/links", params=params)
-        return body
+    def links(self, query: LinksQuery) -> LinksReport:
+        """What a file on this machine links to (`on_disk`) is read here: the owner reads
+        only indexed files, as hits cite them."""
+        if query.on_disk and query.from_path is not None:
+            located = self._indexed(Path(query.from_path).expanduser())
+            if located is not None:
+                source, rel = located
+                query = dataclasses.replace(query, from_path=rel, source=source)
+        return self._operation("links", LinksReport, dataclasses.replace(query, on_disk=False))
 
-    def suggest(self, params: dict[str, Any]) -> dict[str, Any]:
-        """`/suggest` (triage suggestions for an indexed file) as JSON."""
-        body: dict[str, Any] = self._call("GET", "/suggest", params=params)
-        return body
+    def similar(self, query: CompareQuery) -> SimilarResult:
+        return self._operation("similar", SimilarResult, self._comparable(query))
 
-    def summaries(self, params: dict[str, Any]) -> dict[str, Any]:
-        """`/summaries` (one summary per group) as JSON."""
-        body: dict[str, Any] = self._call("GET", "/summaries", params=params)
-        return body
+    def suggest(self, query: CompareQuery) -> SuggestResult:
+        return self._operation("suggest", SuggestResult, self._comparable(query))
 
-    def reindex(self, labels: Sequence[str] = (), **options: bool) -> dict[str, Any]:
-        job: dict[str, Any] = self._call(
-            "POST", "/reindex", json={"sources": list(labels), **options}
-        )
-        return job
+    def _comparable(self, query: CompareQuery) -> CompareQuery:
+        """A file on this machine as the owner may compare it: an indexed file by its
+        source and path, any other by its bytes (the owner reads no path it is given)."""
+        if query.source is not None or query.content is not None:
+            return query
+        file = Path(query.path).expanduser()
+        located = self._indexed(file)
+        if located is not None:
+            return dataclasses.replace(query, source=located[0], path=located[1])
+        try:
+            size = file.stat().st_size
+            if size > MAX_COMPARE_BYTES:
+                raise SourceError(
+                    f"{file} holds {size} bytes; at most {MAX_COMPARE_BYTES} can be compared "
+                    f"through {self.owner.describe()}"
+                )
+            data = file.read_bytes()
+        except OSError as exc:
+            raise SourceError(f"cannot read {file}: {exc.strerror or exc}") from exc
+        return dataclasses.replace(query, content=data.hex())
+
+    def _indexed(self, file: Path) -> tuple[str, str] | None:
+        """(source, path as hits cite it) of a file here that the index holds."""
+        if self.settings is None or not file.is_file():
+            return None
+        from ..retrieve.session import indexed_as
+
+        return indexed_as(file, self.settings)
+
+    def summaries(self, query: SummariesQuery) -> SummariesReport:
+        return self._operation("summaries", SummariesReport, query)
+
+    def evaluate(
+        self, request: EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
+    ) -> EvalReport:
+        """Through the owner (no progress reported meanwhile)."""
+        return self._operation("evaluate", EvalReport, request)
+
+    def reindex(
+        self,
+        labels: Sequence[str] = (),
+        *,
+        checksum: bool = False,
+        allow_mass_delete: bool = False,
+    ) -> JobState:
+        options = {"checksum": checksum, "allow_mass_delete": allow_mass_delete}
+        job = self._call("POST", "/reindex", json={"sources": list(labels), **options})
+        return JobState.of(job)
 
     def job(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/jobs/{job_id}")
         return result
 
-    def wait(self, job_id: str, timeout: float | None = None, poll: float = 0.2) -> dict[str, Any]:
+    def wait(self, job_id: str, timeout: float | None = None, poll: float = 0.2) -> JobState:
         """Poll a job until it has finished (or `timeout` passed)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            job = self.job(job_id)
-            if job["status"] in ("done", "failed"):
+            job = JobState.of(self.job(job_id))
+            if job.status in ("done", "failed"):
                 return job
             if deadline is not None and time.monotonic() > deadline:
                 return job

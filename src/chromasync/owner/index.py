@@ -4,7 +4,8 @@ While `chromasync serve`, `watch` or `mcp` owns a data dir, nothing else may ope
 callers send their requests through the owner's socket instead (see `locate`). `open_index`
 hides that choice: it yields the owner's client when an owner runs, else a `LocalIndex` over
 the API in this process. The owner's own `Service` is an `Index` too, so a surface that may
-itself be the owner (MCP) holds one type either way.
+itself be the owner (MCP) holds one type either way. Commands (CLI, REST, MCP) reach the
+index through `open_index` (or, as the owner, their `Service`) and nothing else.
 """
 
 from __future__ import annotations
@@ -15,84 +16,125 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import api
+from ..answer.records import Answer
+from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..datadir import STATE_FILE
 from ..records import Hit
+from ..retrieve.access import FileLines
+from ..retrieve.links import LinksReport
+from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..sync.registry import SourceInfo
 from . import daemon as daemons
-from .locate import OwnerInfo, find_owner
+from .local import LocalIndex, OnLocalSearch
+from .locate import OwnerInfo, find_owner, service_token
+from .queries import (
+    CompareQuery,
+    EvalRequest,
+    FileSet,
+    IndexStatus,
+    JobState,
+    LinksQuery,
+    SummariesQuery,
+)
 
 if TYPE_CHECKING:
     from .client import OwnerClient
 
 
 class Index(Protocol):
-    """What a surface asks of the index, wherever it runs."""
+    """Every operation a surface asks of the index, wherever it runs: records in and out.
 
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult: ...
+    Implemented by the index in this process (`owner.local.LocalIndex`), by the data dir's
+    owner (`owner.service.Service`) and by the owner's client (`owner.client.OwnerClient`),
+    which sends each call's record as JSON (`owner.wire`) and reads back the record the
+    owner's `Service` returned: the same call gives the same record either way.
+    """
 
-    def status(self) -> dict[str, Any]: ...
-
-    def sources(self) -> list[dict[str, Any]]: ...
-
-    def get_document(self, path: str, source: str | None = None) -> list[Hit]: ...
-
-    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
-        """`PATH[:START[-END]]`'s current lines: `api.FileLines` as JSON."""
+    def search(self, args: api.SearchArgs) -> api.SearchResult:
+        """A search request as the surface received it (`retrieve.request.SearchArgs`),
+        parsed once where it runs: here, or in the owner (its JSON is the owner's wire)."""
         ...
 
-    def multi_get(
-        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> dict[str, Any]:
-        """{files: [FileLines as JSON], left_out} for the indexed files matching a glob."""
+    def ask(
+        self,
+        args: api.SearchArgs,
+        *,
+        fallback: bool | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """Search, then answer `args.query` with the answering side's chat settings."""
         ...
-
-    def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
-        """Retrieve, then answer `request.query`: the answer's JSON."""
-        ...
-
-
-class LocalIndex:
-    """The index in this process, when no owner runs (the data dir's lock rules apply)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
-        return api.retrieve(request, self.settings)
-
-    def status(self) -> dict[str, Any]:
-        import dataclasses
-
-        return {"sources": [dataclasses.asdict(r) for r in api.status(self.settings)]}
-
-    def sources(self) -> list[dict[str, Any]]:
-        import dataclasses
-
-        return [dataclasses.asdict(s) for s in api.list_sources(self.settings)]
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:
-        return api.get_document(self.settings, path, source)
+        """A file's indexed chunks, in line order."""
+        ...
 
-    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
-        return api.get_json(self.settings, spec, source)
+    def get(self, spec: str, source: str | None = None) -> FileLines:
+        """`PATH[:START[-END]]`'s current lines."""
+        ...
 
     def multi_get(
         self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> dict[str, Any]:
-        return api.multi_get_json(self.settings, pattern, max_bytes, source)
+    ) -> FileSet:
+        """The current text of every indexed file matching a glob."""
+        ...
 
-    def ask(self, request: api.SearchRequest, *, fallback: bool | None = None) -> dict[str, Any]:
-        result = api.retrieve(request, self.settings)
-        return api.answer(request.query, result, self.settings, fallback=fallback).as_json()
+    def links(self, query: LinksQuery) -> LinksReport:
+        """Reverse links to a target, or what one file links to."""
+        ...
+
+    def similar(self, query: CompareQuery) -> SimilarResult:
+        """The indexed documents nearest to a file (indexed or not)."""
+        ...
+
+    def suggest(self, query: CompareQuery) -> SuggestResult:
+        """Triage: the groups nearest to a file, and its near-duplicates."""
+        ...
+
+    def summaries(self, query: SummariesQuery) -> SummariesReport:
+        """One summary per group."""
+        ...
+
+    def evaluate(
+        self, request: EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
+    ) -> EvalReport:
+        """nDCG, recall and MRR per mode over judged queries (`progress`: in process)."""
+        ...
+
+    def status(self) -> IndexStatus:
+        """Each source's figures, the state's health, the owner and its jobs."""
+        ...
+
+    def sources(self) -> list[SourceInfo]:
+        """The sources as configured and as indexed."""
+        ...
+
+    def reindex(
+        self,
+        labels: Sequence[str] = (),
+        *,
+        checksum: bool = False,
+        allow_mass_delete: bool = False,
+    ) -> JobState:
+        """A delta ingest of the known sources (those labelled; all without): its job."""
+        ...
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobState:
+        """A job once it has finished (or `timeout` passed)."""
+        ...
 
 
 def owner_client(settings: Settings) -> OwnerClient | None:
     """A client of the process that owns the data dir (serve, watch, mcp), or None.
 
     The search daemon does not count: it only reads, and whoever asks for this (a writer, a
-    long-running surface) takes the lock from it instead (`state.lock.yield_reader`).
+    long-running surface) takes the lock from it instead (`state.lock.ask_reader_to_leave`);
+    a frozen one is ended here (`dial.make_way`), since it would never leave.
     """
     info = find_owner(settings.data_dir)
+    if info is not None and info.role == daemons.ROLE and not daemons.answers(info):
+        daemons.make_way(str(settings.data_dir))
     if info is None or info.role == daemons.ROLE:
         return None
     return _client(info, settings)
@@ -105,7 +147,9 @@ def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
 def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
 
-    return OwnerClient(info, token=settings.api_token)
+    # the owner's token: the one set, else the one `serve` made in the data dir
+    token = settings.api_token or service_token(settings.data_dir)
+    return OwnerClient(info, token=token, settings=settings)
 
 
 @contextmanager
@@ -115,6 +159,7 @@ def open_index(
     start: Mapping[str, Any] | None = None,
     register: str | None = None,
     on_start: Callable[[], None] | None = None,
+    on_local: OnLocalSearch | None = None,
 ) -> Iterator[Index]:
     """The owner's client while an owner runs, else the index in this process.
 
@@ -122,6 +167,7 @@ def open_index(
     search daemon with these settings is started if no owner runs (`daemon.ensure`), unless
     nothing was indexed here yet (a mistyped `--data-dir` gets its error, not a daemon).
     `register`: the command line's key for the console script's daemon client.
+    `on_local`: see `LocalIndex`.
     """
     info: OwnerInfo | None
     indexed = (settings.data_dir / STATE_FILE).exists() or bool(settings.chroma_url)
@@ -130,9 +176,9 @@ def open_index(
     else:
         info = find_owner(settings.data_dir)
         if info is not None and info.role == daemons.ROLE:
-            info = info if _same_settings(info, settings) else None
+            info = info if _same_settings(info, settings) and daemons.answers(info) else None
     if info is None:
-        yield LocalIndex(settings)
+        yield LocalIndex(settings, on_local)
         return
     with _client(info, settings) as client:
         if register and info.role == daemons.ROLE:

@@ -10,13 +10,12 @@ again), and runs every write (ingests, source removals) on one background worker
 
     with Service(settings, role="serve", url="http://127.0.0.1:8765") as service:
         job = service.reindex(["notes"])
-        hits = service.search("grinder", k=5)
+        result = service.search(api.SearchArgs("grinder", k=5))
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -24,25 +23,30 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .. import __version__, api
+from .. import api
 from ..answer.records import Answer
+from ..answer.summaries import SummariesReport
 from ..config.file import load_config_file
 from ..config.settings import Settings
 from ..embed import Embedder
 from ..embed.querycache import QueryCache
 from ..errors import ConfigError, LockError
-from ..records import Hit, SourceSpec
+from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..sync.ingest import IngestOptions, Progress
+from ..sync.registry import SourceInfo
 from .jobs import JobRunner
+from .local import LocalIndex
 from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
+from .queries import IndexStatus, JobState, SummariesQuery
 
 log = logging.getLogger(__name__)
 RUN_TIMEOUT = 3600.0
 
 
-class Service:
-    """This process owns `settings.data_dir` while the service is open."""
+class Service(LocalIndex):
+    """This process owns `settings.data_dir` while the service is open; it is an `Index`
+    (the operations of `LocalIndex`, with its embedder, warm sessions and jobs)."""
 
     def __init__(
         self,
@@ -61,6 +65,8 @@ class Service:
         """`reader`: the search daemon (`owner.daemon`), which holds the data dir without ever
         writing and leaves when a writer needs it; `key`: its settings key, advertised."""
         self.settings = settings
+        self._on_local = None  # `LocalIndex`'s: a service's searches are not recorded
+        self._jobs = {}
         self.role = role
         self.url = url
         self.allow_roots = tuple(Path(r).expanduser().resolve() for r in allow_roots)
@@ -112,6 +118,7 @@ class Service:
         self.sessions.close()
         if self.info is not None:
             clear_owner(self.settings.data_dir, self.info)
+            _remove_socket(self.info.socket)  # also when stopped before it served
             self.info = None
         self._lock.release()
 
@@ -147,68 +154,23 @@ class Service:
             )
         return self.jobs
 
-    # -- reading -------------------------------------------------------------------------------
+    # -- reading: the operations of the index seam (`owner.local.LocalIndex`) ------------------
 
-    def search(self, query: str, **params: Any) -> list[Hit]:
-        return api.search(query, self.settings, embedder=self.embedder, **params)
+    reads_paths = False  # a compared file: an indexed one, or bytes a client sent
 
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
+    def _shared_embedder(self) -> Embedder:
+        return self.embedder
+
+    def _retrieve(self, request: api.SearchRequest) -> api.SearchResult:
         return api.retrieve(request, self.settings, sessions=self.sessions)
 
-    def get_document(self, path: str, source: str | None = None) -> list[Hit]:
-        return api.get_document(self.settings, path, source)
+    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
+        """A parsed request (the warm sessions of this service)."""
+        return self._retrieve(request)
 
-    def links(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Reverse links (`params`: target, or from and source), as `/links` answers."""
-        found = api.links(
-            params.get("target"),
-            self.settings,
-            from_path=params.get("from"),
-            source=params.get("source"),
-            on_disk=False,
-        )
-        return found.as_json()
-
-    def suggest(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Triage suggestions for an indexed file (`params`: path, source, group_by)."""
-        found = api.suggest(
-            str(params["path"]),
-            self.settings,
-            group_by=str(params["group_by"]),
-            source=str(params["source"]),
-            embedder=self.embedder,
-        )
-        return found.as_json()
-
-    def summaries(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Summaries per group (`params`: group_by, limit, collection)."""
+    def summaries(self, query: SummariesQuery) -> SummariesReport:
         with self._summaries_lock:  # one writer of the summaries cache at a time
-            report = api.summaries(
-                self.settings,
-                group_by=str(params["group_by"]),
-                limit=int(params.get("limit") or 100),
-                collections=tuple(params.get("collection") or ()),
-            )
-        return report.as_json()
-
-    def get(self, spec: str, source: str | None = None) -> dict[str, Any]:
-        return api.get_json(self.settings, spec, source)
-
-    def multi_get(
-        self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> dict[str, Any]:
-        return api.multi_get_json(self.settings, pattern, max_bytes, source)
-
-    def ask(
-        self,
-        request: api.SearchRequest,
-        *,
-        fallback: bool | None = None,
-        on_token: Callable[[str], None] | None = None,
-    ) -> dict[str, Any]:
-        """Retrieve, then answer `request.query`: the answer's JSON (as `OwnerClient.ask`)."""
-        result = self.retrieve(request)
-        return self.answer(request.query, result, on_token=on_token, fallback=fallback).as_json()
+            return LocalIndex.summaries(self, query)
 
     def answer(
         self,
@@ -220,43 +182,20 @@ class Service:
         """Answer `question` from a search result with this service's answer settings."""
         return api.answer(question, result, self.settings, on_token=on_token, fallback=fallback)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> IndexStatus:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""
-        rows = api.status(self.settings)
-        sources = []
-        for row in rows:
-            item = dataclasses.asdict(row)
-            item.pop("last_summary", None)
-            item["last_finished"] = _iso(row.last_finished_ns)
-            sources.append(item)
-        finished = [r.last_finished_ns for r in rows if r.last_finished_ns]
         jobs = self.jobs.list() if self.jobs else []
-        return {
-            "version": __version__,
-            "store": self.settings.store_location(),
-            "owner": self.info.as_json() if self.info else None,
-            "totals": {
-                "sources": len(rows),
-                "files": sum(r.files for r in rows),
-                "chunks": sum(r.chunks for r in rows),
-            },
-            "last_run": _iso(max(finished)) if finished else None,
-            "jobs": {
-                "running": sum(j["status"] == "running" for j in jobs),
-                "queued": sum(j["status"] == "queued" for j in jobs),
-            },
-            "sources": sources,
-        }
+        return dataclasses.replace(
+            LocalIndex.status(self),
+            owner=self.info.as_json() if self.info else None,
+            jobs_running=sum(j["status"] == "running" for j in jobs),
+            jobs_queued=sum(j["status"] == "queued" for j in jobs),
+        )
 
-    def sources(self) -> list[dict[str, Any]]:
-        """The sources registry (configured and indexed), as JSON rows (config read again)."""
+    def sources(self) -> list[SourceInfo]:
+        """The sources registry (configured and indexed; the config read again)."""
         self._reload_settings()
-        out = []
-        for info in api.list_sources(self.settings):
-            item = dataclasses.asdict(info)
-            item["last_finished"] = _iso(info.last_finished_ns)
-            out.append(item)
-        return out
+        return api.list_sources(self.settings)
 
     def source_specs(self, labels: Sequence[str] = ()) -> list[SourceSpec]:
         """Specs of the known sources (all, or those labelled) whose folders can be watched."""
@@ -268,6 +207,23 @@ class Service:
         return api.default_options(self.settings)
 
     def reindex(
+        self,
+        labels: Sequence[str] = (),
+        *,
+        checksum: bool = False,
+        allow_mass_delete: bool = False,
+    ) -> JobState:
+        """The seam's reindex: queue a delta ingest of known sources; the job's state."""
+        options = api.default_options(
+            self.settings, checksum=checksum, allow_mass_delete=allow_mass_delete
+        )
+        return JobState.of(self.queue_reindex(labels, options))
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobState:
+        """Block until a job has finished (or `timeout` passed)."""
+        return JobState.of(self._runner().wait(job_id, timeout=timeout))
+
+    def queue_reindex(
         self,
         labels: Sequence[str] = (),
         options: IngestOptions | None = None,
@@ -298,10 +254,6 @@ class Service:
         shown = labels or tuple(s.label for s in self.source_specs())
         job = self._runner().submit(shown, work, key=("known", labels, options), trigger=trigger)
         return self._runner().get(job.id)
-
-    def wait(self, job_id: str, timeout: float | None = None) -> dict[str, Any]:
-        """Block until a job has finished (or `timeout` passed)."""
-        return self._runner().wait(job_id, timeout=timeout)
 
     def submit(self, specs: Sequence[SourceSpec], trigger: str) -> str:
         """Queue a delta ingest of these specs (the watcher's sources); the job id."""
@@ -336,7 +288,7 @@ class Service:
                 self._reload_settings()
                 [spec] = api.known_specs(self.settings, [entry.label])
                 self._claims[spec.label] = spec.root.resolve()
-                job = self.reindex([entry.label], trigger="add-source")
+                job = self.queue_reindex([entry.label], trigger="add-source")
             else:
                 spec = api.source_for(root, label, kind=kind)
                 known = {s.label: s.root.resolve() for s in api.known_specs(self.settings)}
@@ -385,10 +337,16 @@ class Service:
         stale.close()  # the default collections may have changed with the sources
 
 
-def _iso(ns: int | None) -> str | None:
-    if ns is None:
-        return None
-    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="seconds")
+def _remove_socket(path: str) -> None:
+    """Remove this owner's Unix socket (it held the lock: nobody else's is there)."""
+    import os
+    import stat
+
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass  # gone already (the server removed it)
 
 
 __all__ = ["Service"]

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -17,12 +17,14 @@ from .. import __version__, api
 from ..config.labels import LABEL_MAX
 from ..corpus.paths import resolve_in_roots
 from ..errors import ChromasyncError, ConfigError, NotFound
+from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
 from ..owner.service import Service
 from ..retrieve.editor import open_urls
-from .bodies import AskBody, Label, ReindexBody, SourceBody, search_query
+from .bodies import AskBody, Label, ReindexBody, SearchBody, SourceBody, search_query
 from .guard import TokenGate, WriteGuard, status_for
+from .operations import run_operation
 from .page import add_page_routes
-from .render import AnswerStream, hit_json, result_json
+from .render import AnswerStream, hit_json, result_json, sources_json, status_json
 
 log = logging.getLogger("chromasync.rest")  # the package's logger, as before the split
 
@@ -70,15 +72,22 @@ def create_app(
     @app.get("/status", tags=["service"])
     def status() -> dict[str, Any]:
         """Sources, files, chunks and last run of the index; the owning process; jobs."""
-        return service.status()
+        return status_json(service.status())
 
     @app.get("/search", tags=["search"])
     def search(args: Annotated[api.SearchArgs, Depends(search_query)]) -> dict[str, Any]:
         """Search the index (the CLI's parameters); every hit cites path, heading, lines."""
-        request = api.search_request(args, service.settings)
-        result = service.retrieve(request)
+        result = service.search(args)
         links = open_urls(service.settings, result.hits) if service.settings.editor_uri else None
         return result_json(result, links)
+
+    @app.post("/search", tags=["search"])
+    def search_body(body: SearchBody) -> dict[str, Any]:
+        """`/search` with the request as a JSON body (every option under its JSON name, lists
+        as lists): the owner's wire. Also answers `filter_record`, the filters as parsed."""
+        result = service.search(body.search_args())
+        links = open_urls(service.settings, result.hits) if service.settings.editor_uri else None
+        return result_json(result, links) | {"filter_record": result.filters.as_record()}
 
     def _ask(body: AskBody, on_token: Any = None) -> Any:
         return service.answer(body.question, _asked(body), on_token, _fallback(body))
@@ -87,7 +96,7 @@ def create_app(
         from ..answer.ask import check_question
 
         check_question(body.question)
-        return service.retrieve(api.search_request(body.search_args(), service.settings))
+        return service.search(body.search_args())
 
     def _stream(body: AskBody) -> StreamingResponse:
         result = _asked(body)  # bad input and retrieval errors: a plain 4xx/5xx, not a stream
@@ -121,7 +130,7 @@ def create_app(
         options = api.default_options(
             service.settings, checksum=body.checksum, allow_mass_delete=body.allow_mass_delete
         )
-        job = service.reindex(labels, options)
+        job = service.queue_reindex(labels, options)
         return JSONResponse(job, 202, headers={"Location": f"/jobs/{job['id']}"})
 
     @app.get("/jobs", tags=["sync"])
@@ -139,7 +148,7 @@ def create_app(
     @app.get("/sources", tags=["sources"])
     def sources() -> list[dict[str, Any]]:
         """The sources registry: configured and indexed sources with their figures."""
-        return service.sources()
+        return sources_json(service.sources())
 
     @app.post("/sources", status_code=202, tags=["sources"])
     def add_source(body: SourceBody) -> JSONResponse:
@@ -165,7 +174,7 @@ def create_app(
         source: Annotated[Label | None, Query(max_length=LABEL_MAX)] = None,
     ) -> dict[str, Any]:
         """The indexed chunks of one file, in line order."""
-        chunks = api.get_document(service.settings, path, source)
+        chunks = service.get_document(path, source)
         return {"path": chunks[0].path, "chunks": [hit_json(h) for h in chunks]}
 
     @app.get("/file", tags=["search"])
@@ -190,8 +199,8 @@ def create_app(
         if (path is None) == (glob is None):
             raise ConfigError("give path or glob, not both")
         if path is not None:
-            return {"files": [service.get(path, source)], "left_out": 0}
-        return service.multi_get(str(glob), max_bytes, source)
+            return {"files": [dataclasses.asdict(service.get(path, source))], "left_out": 0}
+        return service.multi_get(str(glob), max_bytes, source).as_json()
 
     @app.get("/links", tags=["search"])
     def links(
@@ -210,16 +219,14 @@ def create_app(
         with `from`, the links of one indexed file (path as hits cite it) and the broken ones."""
         if from_ is not None and "\x00" in from_:
             raise ConfigError("from: not a path")
-        found = api.links(
+        query = LinksQuery(
             target,
-            service.settings,
             from_path=None if from_ is None else _indexed_path(from_),
             source=source,
-            collections=collection,
+            collections=tuple(collection),
             limit=limit,
-            on_disk=False,
         )
-        return found.as_json()
+        return service.links(query).as_json()
 
     @app.get("/suggest", tags=["search"])
     def suggest(
@@ -234,15 +241,14 @@ def create_app(
         """Triage: the groups (a metadata field, `source`, `collection` or folder level
         `path:N`) nearest to an indexed file (its own chunks left out), each with a score, a
         confidence band and its two best chunks, and the file's near-duplicates."""
-        found = api.suggest(
+        query = CompareQuery(
             _indexed_path(path),
-            service.settings,
+            source=source,
             group_by=group_by,
             k=k,
-            collections=collection,
-            source=source,
+            collections=tuple(collection),
         )
-        return found.as_json()
+        return service.suggest(query).as_json()
 
     @app.get("/summaries", tags=["search"])
     def summaries(
@@ -254,7 +260,17 @@ def create_app(
     ) -> dict[str, Any]:
         """One short summary per group (by the chat model when configured, else
         extractive), with each group's distinctive terms; cached by the group's chunks."""
-        return service.summaries({"group_by": group_by, "limit": limit, "collection": collection})
+        return service.summaries(SummariesQuery(group_by, limit, tuple(collection))).as_json()
+
+    @app.post("/index/{operation}", tags=["search"])
+    def index_operation(
+        operation: Annotated[str, Path(max_length=32)],
+        body: Annotated[dict[str, Any], Body()],
+    ) -> Any:
+        """The index seam's operations as records (`owner.index.Index`): the body is the
+        operation's query record as JSON (`owner.wire`), the answer its result record. What
+        the owner's client sends; the other routes answer the same in their own shapes."""
+        return run_operation(service, operation, body)
 
     add_page_routes(app)
 

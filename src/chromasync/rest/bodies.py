@@ -1,15 +1,20 @@
 """What a request may carry (the trust boundary): the JSON bodies of the POST routes, strict
-pydantic models with a bound on every field, and the query parameters of `GET /search`."""
+pydantic models with a bound on every field, and the query parameters of `GET /search`.
+
+The search options' types and bounds are made from their declaration (`retrieve.options`),
+here once for REST's query string and bodies and for MCP's tools (`option_type`)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from .. import api
 from ..config.labels import LABEL_MAX, label_problem
+from ..retrieve.options import BY_NAME, MAX_QUERY_CHARS, OPTIONS, Option
 
 
 def _valid_label(value: str) -> str:
@@ -42,97 +47,114 @@ class SourceBody(_Body):
     kind: str = Field(default="notes", pattern=r"^[a-z][a-z0-9_-]{0,31}$")
 
 
-Item = Annotated[str, Field(max_length=2000)]
+# -- the search options (`retrieve.options`): one pydantic type each, for REST and MCP ------
 
 
-class AskBody(_Body):
-    """`POST /ask`: the question and the parameters of `GET /search` (lists as lists).
+def option_type(option: Option, *, query: bool = False) -> Any:
+    """The pydantic type of a declared search option: as a query string parameter (`query`:
+    FastAPI's `Query`), else as a JSON body field or an MCP argument. Pydantic checks the
+    type, a number's bounds and the choices; the lengths and counts are checked once, by
+    the request builder (`retrieve.request`, `retrieve.filters`), whose error names the
+    option as the caller spells it (a 400, an MCP tool error, the CLI's exit 2)."""
+    kind: Any
+    constraint: dict[str, Any] = {"description": option.help}
+    if option.kind == "bool":
+        kind = bool
+    elif option.kind in ("int", "float"):
+        kind = int if option.kind == "int" else float
+        constraint |= {"ge": option.low, "le": option.high}
+        if option.default is None:
+            kind = kind | None
+    elif option.kind == "choice":
+        kind = Literal[option.choices]
+    elif option.many:
+        kind = list[str]
+    elif option.kind == "json":
+        kind = str | None if query else str | dict[str, Any] | None
+    else:
+        kind = str | None
+    return Annotated[kind, Query(**constraint) if query else Field(**constraint)]
+
+
+def option_default(option: Option) -> Any:
+    """An option's default as a parameter's (a list for a repeatable one)."""
+    return [] if option.many else option.default
+
+
+#: Each option's pydantic type as a body field or MCP argument.
+OPTION_FIELDS: dict[str, tuple[Any, Any]] = {
+    o.name: (option_type(o), Field(default_factory=list) if o.many else o.default) for o in OPTIONS
+}
+_SPELLING = Literal["cli", "query", "json"]
+
+_SPELLED: dict[str, Any] = {
+    "spelling": (_SPELLING, Field(default="json", description="How errors spell options."))
+}
+_QUERY: dict[str, Any] = {
+    "query": (str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The query."))
+}
+_QUESTION: dict[str, Any] = {
+    "question": (str, Field(max_length=1_000_000, description="The question.")),
+    "fallback": (Literal["none", "extractive"] | None, None),
+}
+_model: Any = create_model  # fields from a dict: pydantic's overloads cannot type them
+_SearchFields: Any = _model("_SearchFields", __base__=_Body, **_QUERY, **_SPELLED, **OPTION_FIELDS)
+_AskFields: Any = _model("_AskFields", __base__=_Body, **_QUESTION, **_SPELLED, **OPTION_FIELDS)
+
+
+def _args(query: str, fields: dict[str, Any]) -> api.SearchArgs:
+    return api.SearchArgs.of(
+        query, **{k: v for k, v in fields.items() if k in BY_NAME or k == "spelling"}
+    )
+
+
+class SearchBody(_SearchFields):  # type: ignore[misc]
+    """`POST /search`: the query and every search option under its JSON name (lists as
+    lists): the request record (`retrieve.request.SearchArgs`) as JSON, the owner's wire."""
+
+    def search_args(self) -> api.SearchArgs:
+        fields = self.model_dump()
+        return _args(fields.pop("query"), fields)
+
+
+class AskBody(_AskFields):  # type: ignore[misc]
+    """`POST /ask`: the question and the search options of `POST /search`.
 
     The question's own limit (`answer.ask.MAX_QUESTION_CHARS`) is checked by the answer
     layer, so that an over-long question is a 400 that says so."""
 
-    question: str = Field(max_length=1_000_000)
-    k: int = Field(default=10, ge=1, le=1000)
-    mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
-    sources: list[Item] = Field(default_factory=list, max_length=100)
-    where: list[Item] = Field(default_factory=list, max_length=100)
-    where_json: str | dict[str, Any] | None = None
-    tags: list[Item] = Field(default_factory=list, max_length=100)
-    tags_all: bool = False
-    after: str | None = Field(default=None, max_length=64)
-    before: str | None = Field(default=None, max_length=64)
-    date_fields: list[Item] = Field(default_factory=list, max_length=20)
-    paths: list[Item] = Field(default_factory=list, max_length=100)
-    phrases: list[Item] = Field(default_factory=list, max_length=100)
-    matches: list[Item] = Field(default_factory=list, max_length=100)
-    collections: list[Item] = Field(default_factory=list, max_length=100)
-    all_collections: bool = False
-    per_doc: bool = False
-    sort: Literal["rank", "date"] = "rank"
-    group_by: str | None = Field(default=None, max_length=200)
-    rerank: bool = True
-    min_score: float | None = Field(default=None, ge=0, le=1)
-    fallback: Literal["none", "extractive"] | None = None
-
     def search_args(self) -> api.SearchArgs:
-        fields = self.model_dump(exclude={"question", "fallback"})
-        return api.SearchArgs.of(self.question, **fields)
+        fields = self.model_dump()
+        return _args(fields.pop("question"), fields)
 
 
-def search_query(
-    q: Annotated[str, Query(min_length=1, max_length=2000, description="The query.")],
-    k: Annotated[int, Query(ge=1, le=1000, description="Number of hits.")] = 10,
-    mode: Annotated[
-        Literal["hybrid", "dense", "keyword"], Query(description="Meaning, words, or both.")
-    ] = "hybrid",
-    source: Annotated[list[str], Query(description="Only these sources (any).")] = [],  # noqa: B006
-    where: Annotated[list[str], Query(description="KEY=VALUE metadata equality (all).")] = [],  # noqa: B006
-    where_json: Annotated[
-        str | None, Query(max_length=8192, description="A Chroma where filter (JSON).")
-    ] = None,
-    tag: Annotated[list[str], Query(description="Front-matter tags.")] = [],  # noqa: B006
-    tags_all: Annotated[bool, Query(description="Require every tag (default any).")] = False,
-    after: Annotated[str | None, Query(description="Date on or after (ISO).")] = None,
-    before: Annotated[str | None, Query(description="Date before (ISO).")] = None,
-    date_field: Annotated[list[str], Query(description="Front-matter date keys.")] = [],  # noqa: B006
-    path: Annotated[list[str], Query(description="git-wildmatch path patterns (any).")] = [],  # noqa: B006
-    phrase: Annotated[list[str], Query(description="Words in this order (all).")] = [],  # noqa: B006
-    match: Annotated[list[str], Query(description="FIELD=SUBSTRING in metadata.")] = [],  # noqa: B006
-    links_to: Annotated[
-        list[str], Query(description="Linking to this URL, path or note title (all).")
-    ] = [],  # noqa: B006
-    collection: Annotated[list[str], Query(description="Only these collections.")] = [],  # noqa: B006
-    all_collections: Annotated[bool, Query(description="Every collection.")] = False,
-    per_doc: Annotated[bool, Query(description="Best chunk per document.")] = False,
-    sort: Annotated[Literal["rank", "date"], Query(description="Order of the top k.")] = "rank",
-    group_by: Annotated[str | None, Query(max_length=200)] = None,
-    rerank: Annotated[bool, Query(description="Rerank when a model is set.")] = True,
-    min_score: Annotated[
-        float | None, Query(ge=0, le=1, description="Only hits of at least this relevance.")
-    ] = None,
-) -> api.SearchArgs:
-    """The search parameters of `/search` (the CLI's), as one request's arguments."""
-    return api.SearchArgs.of(
-        q,
-        mode=mode,
-        k=k,
-        sources=source,
-        where=where,
-        where_json=where_json,
-        tags=tag,
-        tags_all=tags_all,
-        after=after,
-        before=before,
-        date_fields=date_field,
-        paths=path,
-        phrases=phrase,
-        matches=match,
-        links_to=links_to,
-        collections=collection,
-        all_collections=all_collections,
-        per_doc=per_doc,
-        sort=sort,
-        group_by=group_by,
-        rerank=rerank,
-        min_score=min_score,
-    )
+def _search_query(**given: Any) -> api.SearchArgs:
+    q = given.pop("q")
+    return api.SearchArgs.of(q, spelling="query", **{_BY_PARAM[k]: v for k, v in given.items()})
+
+
+_BY_PARAM = {o.param: o.name for o in OPTIONS}
+_search_query.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter(
+            "q",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[
+                str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="The query.")
+            ],
+        ),
+        *(
+            inspect.Parameter(
+                o.param,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=option_default(o),
+                annotation=option_type(o, query=True),
+            )
+            for o in OPTIONS
+        ),
+    ],
+    return_annotation=api.SearchArgs,
+)
+#: The query parameters of `GET /search` (every search option, by its `param` name; lists
+#: repeated, `?source=a&source=b`), as one request's arguments (a FastAPI dependency).
+search_query = _search_query

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import threading
@@ -18,9 +19,11 @@ from typing import Any
 
 from fastapi.responses import StreamingResponse
 
-from .. import api
+from .. import __version__, api
 from ..errors import ChromasyncError
+from ..owner.queries import IndexStatus
 from ..records import Hit
+from ..sync.registry import SourceInfo
 from .guard import status_for
 
 log = logging.getLogger("chromasync.rest")  # the package's logger, as before the split
@@ -100,6 +103,49 @@ class AnswerStream(StreamingResponse):
                 tasks.cancel_scope.cancel()
         finally:
             self.cancel.set()
+
+
+def iso(ns: int | None) -> str | None:
+    """Nanoseconds since the epoch as ISO 8601 (UTC, seconds); None stays None."""
+    import datetime as dt
+
+    if ns is None:
+        return None
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="seconds")
+
+
+def status_json(status: IndexStatus) -> dict[str, Any]:
+    """`GET /status`: the index, the owner answering, its jobs."""
+    sources = []
+    for row in status.sources:
+        item = dataclasses.asdict(row)
+        item.pop("last_summary", None)
+        item["last_finished"] = iso(row.last_finished_ns)
+        sources.append(item)
+    finished = [r.last_finished_ns for r in status.sources if r.last_finished_ns]
+    return {
+        "version": __version__,
+        "store": status.store,
+        "owner": dict(status.owner) if status.owner is not None else None,
+        "totals": {
+            "sources": len(status.sources),
+            "files": sum(r.files for r in status.sources),
+            "chunks": sum(r.chunks for r in status.sources),
+        },
+        "last_run": iso(max(finished)) if finished else None,
+        "jobs": {"running": status.jobs_running, "queued": status.jobs_queued},
+        "sources": sources,
+    }
+
+
+def sources_json(sources: Sequence[SourceInfo]) -> list[dict[str, Any]]:
+    """`GET /sources`: each source's fields and its last run in ISO 8601."""
+    out = []
+    for info in sources:
+        item = dataclasses.asdict(info)
+        item["last_finished"] = iso(info.last_finished_ns)
+        out.append(item)
+    return out
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:

@@ -124,22 +124,22 @@ def local_sql(filters: Filters, column: str = "c") -> tuple[str, list[Any]]:
     return (" AND ".join(parts) or "1"), params
 
 
-def phrase_query(phrase: str) -> tuple[str, str]:
+def phrase_query(phrase: str, option: str = "--phrase") -> tuple[str, str]:
     """The FTS5 phrase query that finds candidates, and the regex that confirms them."""
     words = _WORD.findall(phrase)
     if not words:
-        raise ConfigError(f"--phrase {phrase!r} has no words to look for")
+        raise ConfigError(f"{option} {phrase!r} has no words to look for")
     fts = '"' + " ".join(w.replace('"', "") for w in words) + '"'
     pattern = r"(?<![^\W_])" + r"[\W_]+".join(re.escape(w) for w in words) + r"(?![^\W_])"
     return fts, pattern
 
 
-def match_paths(paths: Iterable[str], patterns: Sequence[str]) -> list[str]:
+def match_paths(paths: Iterable[str], patterns: Sequence[str], option: str = "--path") -> list[str]:
     """The paths any git-wildmatch pattern matches (the syntax of `ingest --include`)."""
     import pathspec
 
     try:
         spec = pathspec.GitIgnoreSpec.from_lines(patterns)
     except (ValueError, TypeError) as exc:
-        raise ConfigError(f"--path: bad pattern in {list(patterns)!r}: {exc}") from exc
+        raise ConfigError(f"{option}: bad pattern in {list(patterns)!r}: {exc}") from exc
     return [p for p in paths if spec.match_file(p)]

@@ -66,6 +66,39 @@ class Filters:
     def is_empty(self) -> bool:
         return self.as_json() == {}
 
+    def as_record(self) -> dict[str, Any]:
+        """Every field, JSON-ready: what `from_record` reads back equal (the owner's answer
+        carries it, so that a search through the owner returns the `Filters` of one here)."""
+        return {
+            "sources": list(self.sources),
+            "where": [[k, v] for k, v in self.where],
+            "where_json": dict(self.where_json) if self.where_json is not None else None,
+            "tags": list(self.tags),
+            "tags_all": self.tags_all,
+            "after": self.after,
+            "before": self.before,
+            "date_fields": list(self.date_fields),
+            "paths": list(self.paths),
+            "phrases": list(self.phrases),
+            "matches": [[k, v] for k, v in self.matches],
+            "tag_field": self.tag_field,
+            "links_to": list(self.links_to),
+            "echo": dict(self.echo),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Filters:
+        """The `Filters` of an `as_record` (from the owner, which parsed and bounded them)."""
+        pairs = ("where", "matches")
+        fields: dict[str, Any] = {}
+        for name, value in record.items():
+            if name in pairs:
+                value = tuple((str(k), v) for k, v in value)
+            elif isinstance(value, list):
+                value = tuple(value)
+            fields[name] = value
+        return cls(**fields)
+
     def as_json(self) -> dict[str, Any]:
         """The filters as given, for `--json` output (empty fields left out)."""
         out: dict[str, Any] = {}
@@ -224,11 +257,11 @@ def check_where_bounds(where: Any) -> None:
                 raise ConfigError(f"where: more than {MAX_WHERE_TERMS} conditions")
 
 
-def check_options(option: str, values: Sequence[str]) -> None:
+def check_options(option: str, values: Sequence[str], max_chars: int = MAX_VALUE_CHARS) -> None:
     if len(values) > MAX_OPTION_VALUES:
         raise ConfigError(f"{option} is given {len(values)} times; at most {MAX_OPTION_VALUES}")
     for value in values:
         if not isinstance(value, str):
             raise ConfigError(f"{option} takes text, got {type(value).__name__}")
-        if len(value) > MAX_VALUE_CHARS:
-            raise ConfigError(f"{option}: a value is longer than {MAX_VALUE_CHARS} characters")
+        if len(value) > max_chars:
+            raise ConfigError(f"{option}: a value is longer than {max_chars} characters")

@@ -31,22 +31,23 @@ LIST_OPS = {"$in", "$nin"}
 _CONTAINS_OPS = {"$contains", "$not_contains"}
 
 
-def parse_where_json(text: str) -> Where:
+def parse_where_json(text: str, option: str = "--where-json") -> Where:
+    """A where filter's JSON text (`option`: how the caller spells it, for errors)."""
     if len(text) > MAX_WHERE_JSON_CHARS:
         raise ConfigError(
-            f"--where-json is {len(text)} characters long; at most {MAX_WHERE_JSON_CHARS}"
+            f"{option} is {len(text)} characters long; at most {MAX_WHERE_JSON_CHARS}"
         )
     depth = json_depth(text)
     if depth > 2 * MAX_WHERE_DEPTH + 4:
         raise ConfigError(
-            f"--where-json nests {depth} levels deep; $and/$or may nest {MAX_WHERE_DEPTH} deep"
+            f"{option} nests {depth} levels deep; $and/$or may nest {MAX_WHERE_DEPTH} deep"
         )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"--where-json is not valid JSON: {exc}") from exc
+        raise ConfigError(f"{option} is not valid JSON: {exc}") from exc
     if not isinstance(value, dict):
-        raise ConfigError('--where-json must be a JSON object such as {"year": {"$gte": 2020}}')
+        raise ConfigError(f'{option} must be a JSON object such as {{"year": {{"$gte": 2020}}}}')
     check_where_bounds(value)
     return normalise_where(value)
 

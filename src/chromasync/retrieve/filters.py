@@ -66,6 +66,7 @@ from .filter_syntax import parse_when as parse_when
 from .filter_where import build_where as build_where
 from .filter_where import normalise_where as normalise_where
 from .filter_where import parse_where_json as parse_where_json
+from .options import BY_NAME, MAX_DATE_CHARS, MAX_TARGET_CHARS, spelled
 
 
 def filters_from_options(
@@ -82,46 +83,61 @@ def filters_from_options(
     phrases: Sequence[str] = (),
     matches: Sequence[str] = (),
     links_to: Sequence[str] = (),
+    spelling: str = "cli",
 ) -> Filters:
     """`Filters` from the strings a surface receives (CLI flags, REST or MCP arguments),
-    bounded (see the `MAX_*` constants) before anything parses them."""
+    bounded (see the `MAX_*` constants) before anything parses them. An error names the
+    option as the caller spells it (`spelling`: "cli", "query" or "json", as in
+    `retrieve.options`): `--where-json` to the CLI, `where_json` to REST and MCP."""
+
+    def name(option: str) -> str:
+        return spelled(option, spelling)
+
     for option, values in (
-        ("--source", sources),
-        ("--where", where),
-        ("--tag", tags),
-        ("--date-field", date_fields),
-        ("--path", paths),
-        ("--phrase", phrases),
-        ("--match", matches),
+        ("sources", sources),
+        ("where", where),
+        ("tags", tags),
+        ("date_fields", date_fields),
+        ("paths", paths),
+        ("phrases", phrases),
+        ("matches", matches),
+        ("links_to", links_to),
     ):
-        check_options(option, values)
-    for option, value in (("--after", after), ("--before", before)):
-        if value is not None and (not isinstance(value, str) or len(value) > 64):
-            raise ConfigError(f"{option} takes a date like 2024-05-31")
+        check_options(name(option), values, BY_NAME[option].max_chars or MAX_VALUE_CHARS)
+    for option, value in (("after", after), ("before", before)):
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_DATE_CHARS):
+            raise ConfigError(f"{name(option)} takes a date like 2024-05-31")
     pairs = []
     for text in where:
-        key, value = parse_pair(text, "--where")
+        key, value = parse_pair(text, name("where"))
         pairs.append((key, parse_value(value)))
     parsed_json: Where | None = None
     if isinstance(where_json, str) and where_json.strip():
-        parsed_json = parse_where_json(where_json)
+        parsed_json = parse_where_json(where_json, name("where_json"))
     elif isinstance(where_json, Mapping) and where_json:
         check_where_bounds(where_json)
         parsed_json = normalise_where(where_json)
     elif where_json is not None and not isinstance(where_json, str | Mapping):
-        raise ConfigError("--where-json must be a JSON object")
-    fields = tuple(check_key(f, "date field") for f in date_fields if f)
+        raise ConfigError(f"{name('where_json')} must be a JSON object")
+    fields = tuple(check_key(f, name("date_fields")) for f in date_fields if f)
     if (after or before) and not fields:
-        raise ConfigError("--after/--before need at least one date field (date_fields)")
-    low = parse_when(after, "--after") if after else None
-    high = parse_when(before, "--before") if before else None
+        raise ConfigError(
+            f"{name('after')}/{name('before')} need at least one date field ({name('date_fields')})"
+        )
+    low = parse_when(after, name("after")) if after else None
+    high = parse_when(before, name("before")) if before else None
     if low is not None and high is not None and low >= high:
-        raise ConfigError(f"--after {after} is not before --before {before}")
+        raise ConfigError(f"{name('after')} {after} is not before {name('before')} {before}")
     for phrase in phrases:
-        phrase_query(phrase)
+        phrase_query(phrase, name("phrases"))
+    if any(p for p in paths):
+        match_paths((), [p for p in paths if p], name("paths"))  # a bad pattern: said now
     for target in links_to:
-        if not target.strip() or len(target) > 2000:
-            raise ConfigError("--links-to takes a URL, a path or a note title (1-2000 chars)")
+        if not target.strip():
+            raise ConfigError(
+                f"{name('links_to')} takes a URL, a path or a note title "
+                f"(1-{MAX_TARGET_CHARS} chars)"
+            )
     echo = {k: v for k, v in (("after", after), ("before", before)) if v}
     return Filters(
         sources=tuple(s for s in sources if s),
@@ -134,7 +150,7 @@ def filters_from_options(
         date_fields=fields or DEFAULT_DATE_FIELDS,
         paths=tuple(p for p in paths if p),
         phrases=tuple(p for p in phrases if p.strip()),
-        matches=tuple(parse_pair(m, "--match") for m in matches),
+        matches=tuple(parse_pair(m, name("matches")) for m in matches),
         links_to=tuple(dict.fromkeys(t.strip() for t in links_to)),
         echo=echo,
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .filters import Filters, filters_from_options
-from .options import MAX_LATEST
+from .options import OPTIONS, SPELLINGS
 from .results import SearchRequest
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ class SearchArgs:
     rerank: bool = True
     min_score: float | None = None  # a relevance floor, 0-1
     latest: int | None = None  # only the N newest documents passing the filters
+    #: How the caller spells options, for errors: "cli", "query" or "json" (`options`).
+    spelling: str = "cli"
 
     @classmethod
     def of(cls, query: str, **given: Any) -> SearchArgs:
@@ -66,12 +68,9 @@ class SearchArgs:
 def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> SearchRequest:
     """The engine's request: the query checked, the filters parsed (`ConfigError` on bad
     input, which every surface reports as bad usage)."""
-    if not args.query.strip():
+    if not isinstance(args.query, str) or not args.query.strip():
         raise ConfigError("the query is empty")
-    if args.min_score is not None and not 0.0 <= args.min_score <= 1.0:
-        raise ConfigError(f"min_score must be between 0 and 1 (relevance), not {args.min_score}")
-    if args.latest is not None and not 1 <= args.latest <= MAX_LATEST:
-        raise ConfigError(f"latest must be between 1 and {MAX_LATEST}, not {args.latest}")
+    check_values(args)
     filters = filters_from_options(
         sources=args.sources,
         where=args.where,
@@ -85,6 +84,7 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         phrases=args.phrases,
         matches=args.matches,
         links_to=args.links_to,
+        spelling=args.spelling,
     )
     return SearchRequest(
         args.query,
@@ -100,6 +100,36 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         min_score=args.min_score,
         latest=args.latest,
     )
+
+
+def check_values(args: SearchArgs) -> None:
+    """Each single-valued option of `args` against its declaration (`options.OPTIONS`):
+    its type, bound and choices, so that the Python API and the owner's wire keep the bounds
+    the surfaces' parsers keep (the repeatable ones: `filters.filters_from_options`)."""
+    if args.spelling not in SPELLINGS:
+        raise ConfigError(f"spelling must be one of {', '.join(SPELLINGS)}, not {args.spelling!r}")
+    for option in OPTIONS:
+        value = getattr(args, option.name)
+        if option.many or option.kind == "json" or value is None:
+            continue
+        name = option.spelled(args.spelling)
+        if option.kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{name} takes true or false, not {value!r}")
+        elif option.kind in ("int", "float"):
+            whole = option.kind == "int"
+            if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+                raise ConfigError(f"{name} takes a number, not {value!r}")
+            if not option.low <= value <= option.high:  # type: ignore[operator]
+                low, high = option.low, option.high
+                if whole:
+                    low, high = int(low or 0), int(high or 0)
+                raise ConfigError(f"{name} must be between {low} and {high}, not {value}")
+        elif option.kind == "choice":
+            if value not in option.choices:
+                raise ConfigError(f"{name} takes one of {', '.join(option.choices)}, not {value!r}")
+        elif not isinstance(value, str) or len(value) > (option.max_chars or 0):
+            raise ConfigError(f"{name} takes text of at most {option.max_chars} characters")
 
 
 def search_request(args: SearchArgs, settings: Settings) -> SearchRequest:

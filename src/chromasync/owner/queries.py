@@ -1,0 +1,172 @@
+"""The records the index seam takes and returns besides the search's (`owner.index.Index`).
+
+Each operation of the seam takes one of these (or plain values) and returns a record, in
+process or through the data dir's owner, where they travel as JSON (`owner.wire`). What an
+operation returns elsewhere in the code (`retrieve`, `answer`, `sync.registry`) is used as
+it is; the records here are only those the seam adds: the queries of the operations that
+take several options, a `multi_get`'s files, the index's status, and a job's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import IngestSummary
+from ..retrieve.access import FileLines
+from ..retrieve.evaluate import EvalQuery
+from ..sync.registry import SourceStatus, StateHealth
+
+#: The most bytes of a file `similar`/`suggest` send to the owner to compare (a file the
+#: index does not hold: the owner reads no path it is given, only an indexed file's).
+MAX_COMPARE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LinksQuery:
+    """Reverse links to `target`; or, with `from_path`, what that file links to."""
+
+    target: str | None = None
+    from_path: str | None = None
+    source: str | None = None
+    collections: tuple[str, ...] = ()
+    all_collections: bool = False
+    limit: int = 1000
+    #: `from_path` may be a file on disk (the CLI); else only a path as hits cite it.
+    on_disk: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CompareQuery:
+    """A file to compare with the index (`similar`, `suggest`).
+
+    `path` is, with `source`, an indexed file as hits cite it (the owner reads it from its
+    source's root, as `get` does); without `source`, a file's name, and `content` its bytes
+    (hex) when the index does not hold it, so that the owner reads nothing it is not given.
+    """
+
+    path: str
+    source: str | None = None
+    content: str | None = None  # hex of the file's bytes
+    k: int | None = None  # documents (similar: 10) or groups (suggest: 3)
+    threshold: float | None = None
+    collections: tuple[str, ...] = ()
+    all_collections: bool = False
+    group_by: str | None = None  # suggest: required
+
+
+@dataclass(frozen=True, slots=True)
+class SummariesQuery:
+    group_by: str
+    limit: int = 100
+    collections: tuple[str, ...] = ()
+    all_collections: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    """Judged queries to measure retrieval on (`chromasync eval`)."""
+
+    queries: tuple[EvalQuery, ...]
+    modes: tuple[str, ...] = ()  # () = every mode
+    k: int = 10
+    sources: tuple[str, ...] = ()
+    collections: tuple[str, ...] = ()
+    all_collections: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileSet:
+    """`multi_get`: the current text of the indexed files a glob matched."""
+
+    files: tuple[FileLines, ...]
+    left_out: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"files": [asdict(f) for f in self.files], "left_out": self.left_out}
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """The index: each source's figures, the state's health, the owner and its jobs."""
+
+    health: StateHealth
+    sources: tuple[SourceStatus, ...]
+    configured_not_indexed: tuple[tuple[str, str, str], ...] = ()  # (collection, source, kind)
+    store: str = ""
+    owner: Mapping[str, Any] | None = None  # `OwnerInfo.as_json()` of the owner answering
+    jobs_running: int = 0
+    jobs_queued: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """A reindex job as it stands (`owner.jobs.Job`, read under the runner's lock)."""
+
+    id: str
+    status: str  # queued -> running -> done | failed
+    sources: tuple[str, ...]
+    trigger: str
+    created: float
+    started: float | None
+    finished: float | None
+    phase: str
+    done: int
+    total: int
+    summaries: tuple[Mapping[str, Any], ...] = ()
+    error: str | None = None
+
+    @classmethod
+    def of(cls, job: Mapping[str, Any]) -> JobState:
+        """From a job's JSON (`Job.as_json`)."""
+        progress = job.get("progress") or {}
+        return cls(
+            id=str(job["id"]),
+            status=str(job["status"]),
+            sources=tuple(job.get("sources") or ()),
+            trigger=str(job.get("trigger", "")),
+            created=float(job.get("created") or 0.0),
+            started=job.get("started"),
+            finished=job.get("finished"),
+            phase=str(progress.get("phase", "")),
+            done=int(progress.get("done", 0)),
+            total=int(progress.get("total", 0)),
+            summaries=tuple(job.get("summaries") or ()),
+            error=job.get("error"),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """As `Job.as_json` (REST's `/jobs/{id}`)."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "sources": list(self.sources),
+            "trigger": self.trigger,
+            "created": self.created,
+            "started": self.started,
+            "finished": self.finished,
+            "progress": {"phase": self.phase, "done": self.done, "total": self.total},
+            "summaries": [dict(s) for s in self.summaries],
+            "error": self.error,
+        }
+
+    def ingest_summaries(self) -> list[IngestSummary]:
+        fields = set(IngestSummary.__dataclass_fields__)
+        return [
+            IngestSummary(**{k: v for k, v in s.items() if k in fields}) for s in self.summaries
+        ]
+
+
+__all__ = [
+    "MAX_COMPARE_BYTES",
+    "CompareQuery",
+    "EvalRequest",
+    "FileSet",
+    "IndexStatus",
+    "JobState",
+    "LinksQuery",
+    "SummariesQuery",
+]

@@ -1,0 +1,114 @@
+"""Records on the owner's wire: any frozen dataclass as JSON, and back, by its type hints.
+
+The index seam (`owner.index.Index`) takes and returns records; between a process and the
+data dir's owner they travel as JSON (`POST /index/{operation}`). `to_wire` writes a record
+field by field (tuples and lists as lists, nested records as objects, a `Path` as its
+text); `from_wire` reads it back by the record's annotations, so that what the owner's
+client returns equals what the same call returns in process (tested for every operation).
+Pure; the types it knows: str, int, float, bool, None, `Path`, `Any`, unions, `Literal`,
+`tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`/`Mapping`, and dataclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import StoreError
+
+T = TypeVar("T")
+
+
+def to_wire(value: Any) -> Any:
+    """A record (or a value inside one) as JSON-ready data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_wire(v) for v in value]
+    return value
+
+
+def from_wire(kind: type[T], data: Any) -> T:
+    """The record of type `kind` that `to_wire` wrote as `data` (`StoreError` for data of
+    another shape: the owner runs other code)."""
+    try:
+        value: T = _read(kind, data)
+    except (TypeError, ValueError, KeyError) as exc:
+        name = getattr(kind, "__name__", str(kind))
+        raise StoreError(f"a {name} of another shape: {exc}") from exc
+    return value
+
+
+@functools.cache
+def _hints(kind: type) -> dict[str, Any]:
+    module = sys.modules.get(kind.__module__)
+    return typing.get_type_hints(kind, vars(module) if module else None)
+
+
+def _read(kind: Any, data: Any) -> Any:
+    if kind is Any or kind is object:
+        return data
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        if not isinstance(data, Mapping):
+            raise TypeError(f"{kind.__name__}: expected an object, got {type(data).__name__}")
+        hints = _hints(kind)
+        fields = {
+            f.name: _read(hints[f.name], data[f.name])
+            for f in dataclasses.fields(kind)
+            if f.name in data and f.init
+        }
+        return kind(**fields)
+    origin = typing.get_origin(kind)
+    args = typing.get_args(kind)
+    if origin is typing.Union or origin is types.UnionType:
+        if data is None and type(None) in args:
+            return None
+        problems = []
+        for arm in args:
+            if arm is type(None):
+                continue
+            try:
+                return _read(arm, data)
+            except (TypeError, ValueError, KeyError) as exc:
+                problems.append(str(exc))
+        raise TypeError("; ".join(problems) or f"no type of {kind} reads {data!r}")
+    if origin is typing.Literal:
+        if data not in args:
+            raise ValueError(f"{data!r} is none of {args}")
+        return data
+    if origin in (tuple, list, Sequence) or kind in (tuple, list):
+        if not isinstance(data, list | tuple):
+            raise TypeError(f"expected a list, got {type(data).__name__}")
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            items = [_read(a, v) for a, v in zip(args, data, strict=True)]
+        else:
+            item = args[0] if args else Any
+            items = [_read(item, v) for v in data]
+        return items if origin in (list, Sequence) or kind is list else tuple(items)
+    if origin in (dict, Mapping) or kind in (dict, Mapping):
+        if not isinstance(data, Mapping):
+            raise TypeError(f"expected an object, got {type(data).__name__}")
+        value_kind = args[1] if len(args) == 2 else Any
+        return {str(k): _read(value_kind, v) for k, v in data.items()}
+    if kind is Path:
+        return Path(str(data))
+    if kind is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)
+    if isinstance(kind, type):
+        if not isinstance(data, kind) or (kind is int and isinstance(data, bool)):
+            raise TypeError(f"expected {kind.__name__}, got {type(data).__name__}")
+        return data
+    return data
+
+
+__all__ = ["from_wire", "to_wire"]

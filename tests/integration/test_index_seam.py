@@ -1,0 +1,187 @@
+"""The index seam (`owner.index.Index`): every operation returns the same record in this
+process (`LocalIndex`) and through the data dir's owner (`OwnerClient` -> `Service`); the
+CLI's `similar`, `suggest`, `eval`, `links` and `summarize --all-collections`, which refused
+to run while an owner ran, go through it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from chromasync import api
+from chromasync.cli.main import main
+from chromasync.config.settings import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.owner.client import OwnerClient
+from chromasync.owner.index import Index, LocalIndex
+from chromasync.owner.queries import CompareQuery, EvalRequest, LinksQuery, SummariesQuery
+from chromasync.owner.service import Service
+from chromasync.owner.wire import from_wire, to_wire
+from chromasync.rest import create_app
+from chromasync.retrieve.evaluate import EvalQuery
+
+from ..conftest import age_tree
+
+FILES = {
+    "a.md": "---\ntitle: Alpha\ntags: [coffee]\n---\n# Alpha\n\nEspresso grinder burrs. "
+    "See [beta](sub/b.md) and [docs](https://example.org/docs).\n",
+    "sub/b.md": "---\ntitle: Beta\ntags: [coffee, hardware]\n---\n# Beta\n\nThe grinder "
+    "burrs touch at zero. [Missing](nowhere.md).\n",
+    "sub/c.md": "---\ntitle: Gamma\ntags: [baking]\n---\n# Gamma\n\nSourdough bread and a "
+    "starter fed daily with flour.\n",
+}
+INBOX = "# Inbox\n\nA note on espresso grinder burrs, not indexed.\n"
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> tuple[Settings, Path]:
+    root = tmp_path / "notes"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    age_tree(root)
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    api.ingest([api.source_for(root)], settings, embedder=HashEmbedder())
+    (tmp_path / "inbox.md").write_text(INBOX, encoding="utf-8")
+    return settings, root
+
+
+def _calls(root: Path) -> dict[str, Any]:
+    inbox = str(root.parent / "inbox.md")
+    judged = (
+        EvalQuery("q1", "grinder burrs", ("sub/b.md",)),
+        EvalQuery("q2", "sourdough", ("sub/c.md",)),
+    )
+    return {
+        "search": lambda i: i.search(api.SearchArgs("grinder burrs", k=3)),
+        "ask": lambda i: i.ask(api.SearchArgs("grinder burrs", k=3), fallback=True),
+        "get_document": lambda i: i.get_document("sub/b.md"),
+        "get": lambda i: i.get("a.md:1-3"),
+        "multi_get": lambda i: i.multi_get("sub/*"),
+        "links": lambda i: i.links(LinksQuery("https://example.org")),
+        "links_from": lambda i: i.links(LinksQuery(from_path="sub/b.md", source="notes")),
+        "similar": lambda i: i.similar(CompareQuery("sub/b.md", source="notes", k=2)),
+        "similar_inbox": lambda i: i.similar(CompareQuery(inbox, k=2)),
+        "suggest": lambda i: i.suggest(CompareQuery("a.md", source="notes", group_by="path:1")),
+        "suggest_inbox": lambda i: i.suggest(CompareQuery(inbox, group_by="path:1")),
+        "summaries": lambda i: i.summaries(SummariesQuery("path:1")),
+        "evaluate": lambda i: i.evaluate(EvalRequest(judged, k=3)),
+        "sources": lambda i: i.sources(),
+        "status_rows": lambda i: i.status().sources,
+    }
+
+
+@pytest.fixture
+def owned(indexed: tuple[Settings, Path]) -> Iterator[OwnerClient]:
+    settings, _ = indexed
+    with (
+        Service(settings, "serve", embedder=HashEmbedder()) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as http,
+    ):
+        assert service.info is not None
+        yield OwnerClient(service.info, http=http, settings=settings)
+
+
+def test_every_operation_gives_the_same_record_through_the_owner(
+    indexed: tuple[Settings, Path],
+) -> None:
+    settings, root = indexed
+    calls = _calls(root)
+    local: Index = LocalIndex(settings)
+    local.summaries(SummariesQuery("path:1"))  # written once: both calls read the cache
+    here = {name: call(local) for name, call in calls.items()}
+    with (
+        Service(settings, "serve", embedder=HashEmbedder()) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as http,
+    ):
+        assert service.info is not None
+        client: Index = OwnerClient(service.info, http=http, settings=settings)
+        there = {name: call(client) for name, call in calls.items()}
+        for name in calls:
+            assert there[name] == here[name], name
+        job = client.wait(client.reindex(["notes"]).id, timeout=60)
+        assert job.status == "done" and job.ingest_summaries()[0].files_unchanged == 3
+        assert client.status().owner is not None
+    ran = local.reindex(["notes"])  # in process: done when it returns
+    assert ran.status == "done" and local.wait(ran.id) == ran
+    assert ran.ingest_summaries()[0].files_unchanged == 3
+    inbox = here["similar_inbox"]
+    assert inbox.path == str(root.parent / "inbox.md") and inbox.documents
+
+
+def test_records_round_trip_on_the_wire(indexed: tuple[Settings, Path]) -> None:
+    settings, root = indexed
+    local = LocalIndex(settings)
+    for name, call in _calls(root).items():
+        found = call(local)
+        kind = None if isinstance(found, list | tuple) else type(found)
+        if kind is None or name in ("search", "ask"):
+            continue
+        assert from_wire(kind, json.loads(json.dumps(to_wire(found)))) == found, name
+
+
+def test_the_owner_reads_no_path_it_is_given(owned: OwnerClient, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nespresso\n")
+    for operation, body in (
+        ("similar", {"path": str(secret)}),
+        ("suggest", {"path": str(secret), "group_by": "source"}),
+        ("links", {"from_path": str(secret), "on_disk": True}),
+        ("similar", {"path": "../a.md", "source": "notes"}),
+    ):
+        response = owned._http.post(f"/index/{operation}", json=body)
+        assert response.status_code == 400, (operation, response.text)
+    assert owned._http.post("/index/nothing", json={}).status_code == 404
+    assert owned._http.post("/index/similar", json={"path": 3}).status_code == 400
+
+
+def _cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
+    done = CliRunner().invoke(main, list(argv), env=env)
+    return done.exit_code, done.stdout, done.stderr
+
+
+def test_cli_commands_go_through_a_running_owner(indexed: tuple[Settings, Path]) -> None:
+    """`similar`, `suggest` and `eval` refused while an owner ran, `summarize` refused
+    `--all-collections`; now each gives what it gives without an owner."""
+    from chromasync.mcp import Backend
+
+    settings, root = indexed
+    queries = root.parent / "queries.jsonl"
+    queries.write_text(json.dumps({"query": "grinder burrs", "relevant": ["sub/b.md"]}) + "\n")
+    env = {
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_NO_DAEMON": "1",
+    }
+    commands = [
+        ["similar", str(root / "sub/b.md"), "--json"],
+        ["similar", str(root.parent / "inbox.md"), "--json"],
+        ["suggest", str(root / "a.md"), "--group-by", "path:1", "--json"],
+        ["suggest", str(root.parent / "inbox.md"), "--group-by", "path:1", "--json"],
+        ["eval", str(queries), "--json"],
+        ["links", "https://example.org", "--json"],
+        ["links", "--from", str(root / "sub/b.md"), "--json"],
+        ["summarize", "--group-by", "path:1", "--all-collections", "--json"],
+        ["status", "--json"],
+        ["sources", "list", "--json"],
+    ]
+    _cli(env, *commands[7])  # the summaries written once: both runs read the cache
+    alone = [_cli(env, *argv) for argv in commands]
+    for argv, (code, _out, err) in zip(commands, alone, strict=True):
+        assert code == 0, (argv, err)
+    backend = Backend(settings)
+    try:
+        with backend.access():
+            pass  # it becomes the owner
+        for argv, expected in zip(commands, alone, strict=True):
+            code, out, err = _cli(env, *argv)
+            assert code == 0, (argv, err)
+            assert json.loads(out) == json.loads(expected[1]), argv
+    finally:
+        backend.close()
