@@ -109,15 +109,15 @@ def test_one_client_holds_at_most_its_limit_of_waiting_connections(patient: int)
         time.sleep(1.5)
         with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
             assert client.get("/health").status_code == 200
-        closed = sum(_closed(sock, 0.5) for sock in slow[:80])
-        assert closed >= 100 - connections.MAX_WAITING_PER_CLIENT - 20
+        oldest = slow[: 100 - connections.MAX_WAITING_PER_CLIENT - 8]  # the 60 oldest
+        assert sum(_closed(sock, 2.0) for sock in oldest) == len(oldest)
     finally:
         for sock in slow:
             sock.close()
 
 
 def test_many_concurrent_requests_from_one_client_all_succeed(served: int) -> None:
-    """The per-client limit counts only connections waiting for their head: 200 requests
+    """The per-client limit counts only connections waiting for their head: 100 requests
     at once from one address are all answered."""
     results: list[int] = []
 
@@ -125,12 +125,12 @@ def test_many_concurrent_requests_from_one_client_all_succeed(served: int) -> No
         with httpx.Client(timeout=30) as client:
             results.append(client.get(f"http://127.0.0.1:{served}/health").status_code)
 
-    threads = [threading.Thread(target=one) for _ in range(200)]
+    threads = [threading.Thread(target=one) for _ in range(100)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert results == [200] * 200
+    assert results == [200] * 100
 
 
 def test_a_dropped_ask_stream_cancels_the_model_stream(served: int, service: Service) -> None:
