@@ -234,7 +234,7 @@ def startup(tmp: Path, runs: int) -> dict[str, float]:
             wall = time.perf_counter() - began
             if done.returncode != 0:
                 raise SystemExit(done.stderr)
-            assert json.loads(done.stdout)["chunks_embedded"] == 1
+            assert json.loads(done.stdout)[0]["chunks_embedded"] == 1  # one row per source
             if n:
                 out[kind].append(wall)
     return {f"{k}_median_s": round(statistics.median(v), 2) for k, v in out.items()} | {

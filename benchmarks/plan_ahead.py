@@ -55,7 +55,7 @@ def cold(root: Path, data: Path, model: str, mode: str) -> dict[str, float]:
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - began
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    summary = json.loads(done.stdout)
+    [summary] = json.loads(done.stdout)  # one row per source
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {
         "wall_s": wall,

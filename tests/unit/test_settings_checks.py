@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +153,16 @@ def test_secrets_are_never_echoed() -> None:
     with pytest.raises(ConfigError) as info:
         resolve_settings({"chroma_token": ["csk-CANARY"]}, {})
     assert "CANARY" not in str(info.value) and "chroma_token must be text" in str(info.value)
+
+
+def test_the_cli_loads_the_schema_only_for_a_config_file() -> None:
+    """pydantic (the config file's schema) costs a CLI start a few hundred ms on a busy
+    machine: `chromasync ingest` with the fast path off imports it only to read a file."""
+    code = (
+        "import sys\nimport chromasync.cli.main\n"
+        "print(sorted(m for m in ('pydantic', 'chromasync.config.file') if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -19,7 +19,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
-from ..config.file import load_sources_file
 from ..owner.index import open_index
 from .common import (
     print_table,
@@ -45,7 +44,11 @@ def config_show(as_json: bool, **flags: Any) -> None:
         settings = settings_from_flags(**flags)
         entries = api.configured_entries(settings)
         listed = settings.config_file.sources_file if settings.config_file else None
-        about = load_sources_file(listed).about if listed is not None else ()
+        about: tuple[tuple[str, str], ...] = ()
+        if listed is not None:  # pydantic loads only when needed: not at every CLI start
+            from ..config.file import load_sources_file
+
+            about = load_sources_file(listed).about
     if as_json:
         data: dict[str, Any] = {
             "settings": [{"name": n, "value": v, "from": o} for n, v, o in settings.shown()],

@@ -7,12 +7,12 @@ h11, with both added).
   alone closes only idle keep-alive connections, so a client that sends half a header and
   waits held its socket for ever.
 - **Per client**: one client address may hold at most `MAX_WAITING_PER_CLIENT` connections
-  waiting for their request head. One more closes that client's oldest waiting connection
-  (so a client's new request is still served) when it has waited a second or more; a burst
-  of new connections is let in up to `4 * MAX_WAITING_PER_CLIENT`, past which the oldest
-  goes regardless. Requests whose head has arrived do not count: many concurrent requests
-  from one client (600 searches at once) are untouched. Unix-socket peers have no address
-  and only the deadline applies to them.
+  waiting for their request head. Past that, its oldest waiting connections are closed as
+  soon as they have waited a second (at once, or a second later for a burst of new ones):
+  a client's new request is still served, and 300 slow connections from one client hold
+  32 descriptors after a second, not 300 for the whole deadline. Requests whose head has
+  arrived do not count: many concurrent requests from one client (600 searches at once)
+  are untouched. Unix-socket peers have no address and only the deadline applies to them.
 
 `server_config(app, ...)` is the uvicorn `Config` every chromasync server uses.
 """
@@ -44,6 +44,16 @@ def guarded_protocol(
     limit = MAX_WAITING_PER_CLIENT if per_client is None else per_client
     waiting: dict[str, dict[Any, float]] = {}  # client address -> its waiting connections
 
+    def _trim(mine: dict[Any, float]) -> None:
+        """Close a client's oldest waiting connections past the limit, those that have
+        waited `_GRACE_S` or more (a burst's new connections get their head through)."""
+        now = clock()
+        while len(mine) > limit:
+            oldest, since = next(iter(mine.items()))
+            if now - since < _GRACE_S:
+                return
+            oldest._cs_close()
+
     class GuardedH11Protocol(H11Protocol):
         _cs_timer: Any = None
         _cs_key: str | None = None
@@ -73,13 +83,11 @@ def guarded_protocol(
             if self._cs_key is None:
                 return
             mine = waiting.setdefault(self._cs_key, {})
-            now = clock()
-            while len(mine) >= limit:
-                oldest, since = next(iter(mine.items()))
-                if now - since < _GRACE_S and len(mine) < 4 * limit:
-                    break
-                oldest._cs_close()
-            mine[self] = now
+            mine[self] = clock()
+            if len(mine) > limit:
+                _trim(mine)
+                if len(mine) > limit:  # the rest are young: look again once they are not
+                    self.loop.call_later(_GRACE_S, _trim, mine)
 
         def _cs_done(self) -> None:
             if self._cs_timer is not None:
