@@ -2,7 +2,9 @@
 """Fusion and relevance-scale choices measured on two corpora: SciFact and NFCorpus.
 
     nice python benchmarks/fusion.py dump [--work /tmp/chromasync-bench-fusion]
-    python benchmarks/fusion.py explore [--work ...] [--markdown]
+    nice python benchmarks/fusion.py prf [--work ...]
+    python benchmarks/fusion.py explore [--work ...] [--corpus scifact]
+    python benchmarks/fusion.py scale [--work ...]
 
 `dump` materialises each corpus (../shared/tools/materialize_scifact.py), ingests it once
 with the real default model into WORK/<corpus>-data (later runs embed nothing), then, for
@@ -11,10 +13,15 @@ judgements), gathers the dense and keyword lists exactly as a search does (200 c
 keyword also with the title (heading) column weighted 0, 2 and 4) and writes them to
 WORK/<corpus>-lists.json. Nothing is embedded twice.
 
+`prf` adds dense pseudo-relevance feedback lists to the dumps (each query embedded once
+more, the corpus never: Chroma is queried with the moved vector).
+
 `explore` reads the dumps and, in pure Python and with the code search runs
 (`retrieve.fuse`, `retrieve.evaluate`), measures every candidate fusion: nDCG@10 (binary
-and graded), recall@100 and per-query wins and losses, and the relevance scale's precision
-above 0.8, 0.5 and 0.2. The tables in docs/retrieval.md come from `explore --markdown`.
+and graded), recall@100, and the chosen fusion's per-query wins and losses against each
+alternative with a paired randomisation test. `scale` fits the relevance scale of each mode
+(`retrieve.relevance`) and prints its precision above 0.8, 0.5 and 0.2 on each corpus. The
+tables in docs/retrieval.md come from `explore` and `scale`.
 """
 
 from __future__ import annotations
@@ -506,7 +513,7 @@ def show(label: str, report: Mapping[str, Mapping[str, float]]) -> None:
         print(f"| {label} | {name} | {cells} | {shares} |")
 
 
-def explore(work: Path, names: Sequence[str], *, markdown: bool) -> None:
+def explore(work: Path, names: Sequence[str]) -> None:
     table: dict[str, dict[str, dict[str, float]]] = {}
     per_query: dict[str, dict[str, list[dict[str, float]]]] = {}
     for name in names:
@@ -562,7 +569,6 @@ def main() -> None:
     parser.add_argument("step", choices=("dump", "prf", "explore", "scale"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/chromasync-bench-fusion"))
     parser.add_argument("--corpus", choices=tuple(CORPORA), action="append")
-    parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     names = args.corpus or list(CORPORA)
@@ -575,7 +581,7 @@ def main() -> None:
     elif args.step == "scale":
         explore_scale(args.work, names)
     else:
-        explore(args.work, names, markdown=args.markdown)
+        explore(args.work, names)
 
 
 if __name__ == "__main__":

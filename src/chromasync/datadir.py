@@ -6,9 +6,12 @@
       embeddings.sqlite3        vectors cached by content hash (`embed.cache`)
       keyword-mirror.sqlite3    keyword index rebuilt from a shared collection (`retrieve.mirror`)
       lock                      the one-writer kernel lock (`state.lock`)
+      lock.want                 held by writers that wait for a reader to leave (`state.lock`)
       fastpath/                 snapshots of unchanged re-runs (`state.snapshots`)
-      owner.json, owner.sock    the long-lived owner and its socket (`owner.locate`)
-      daemon.log                the search daemon's output (`owner.daemon`)
+      owner.json, owner.sock    the long-lived owner and its socket (`owner.locate`);
+                                `read_owner_file` below is the one reader of owner.json
+      api-token                 the token `serve`, `mcp --http` made at first start (`owner.locate`)
+      daemon.log, daemon.log.1  the search daemon's output, appended, rotated (`owner.dial`)
       repos/                    clones of git sources (`corpus.git`)
       summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
 
@@ -18,9 +21,9 @@ every file with 0600, whatever the umask. Chroma's own files lie in `chroma/`, a
 folder. A data dir that already exists keeps its mode (it may be a folder the user chose);
 files chromasync creates in it are still 0600.
 
-Constants, `guess` (where a command line's data dir most likely is, read without the
-config file's parser) and `split_argv` (a command line's options, read without click).
-The console script's fast paths import this module.
+Constants, `read_owner_file`, `guess` (where a command line's data dir most likely is, read
+without the config file's parser) and `config_bytes` (the config file that guess reads).
+The console script's fast paths import this module: standard library only.
 """
 
 from __future__ import annotations
@@ -29,28 +32,28 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping, Sequence
+    from collections.abc import Mapping
 
 CHROMA_DIR = "chroma"
 STATE_FILE = "state.sqlite3"
 CACHE_FILE = "embeddings.sqlite3"
 MIRROR_FILE = "keyword-mirror.sqlite3"
 LOCK_FILE = "lock"
+WANT_FILE = "lock.want"
 SNAPSHOT_DIR = "fastpath"
 OWNER_FILE = "owner.json"
 SOCKET_FILE = "owner.sock"
+TOKEN_FILE = "api-token"  # noqa: S105 - a file name
 DAEMON_LOG = "daemon.log"
-#: What a command says (on stderr) when it starts the search daemon.
-DAEMON_NOTICE = (
-    "starting the search daemon for this data dir (it keeps the model warm and exits after "
-    "10 minutes idle; `chromasync daemon stop`, CHROMASYNC_NO_DAEMON=1)"
-)
+DAEMON_LOG_OLD = "daemon.log.1"
 REPOS_DIR = "repos"
 SUMMARIES_FILE = "summaries.json"
 
-#: How the search daemon marks the lock file after "pid N: ": it holds the lock as a reader,
-#: which writes nothing (`state.lock.yield_reader`).
+#: How a reader owner (the search daemon) marks the lock file after "pid N: ": it writes
+#: nothing, and leaves when someone waits for the lock (`state.lock.someone_waits`).
 READER_MARK = "[reader] "
+#: How a long-running owner (serve, watch, mcp) marks it, before its name and ": ".
+OWNER_MARK = "[owner] "
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -85,24 +88,73 @@ def create_private_file(path: str | os.PathLike[str]) -> None:
 
 
 def open_private(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = None):  # type: ignore[no-untyped-def]
-    """`open(path, mode)` for writing, creating the file 0600."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    """`open(path, mode)` for writing, creating the file 0600: "w"/"wb" truncate it, "a"/"ab"
+    append to it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+    flags |= os.O_APPEND if "a" in mode else os.O_TRUNC
     fd = os.open(path, flags, FILE_MODE)
     return os.fdopen(fd, mode, encoding=encoding)
+
+
+#: The most `read_owner_file` reads: an advertisement is a few hundred bytes.
+MAX_OWNER_FILE = 64 * 1024
+
+
+def read_owner_file(data_dir: str | os.PathLike[str]) -> dict[str, object] | None:
+    """`owner.json` as a dict with an int `pid` and str `role` and `socket`, or None when it
+    is missing, unreadable or malformed. The one reader of the file (`owner.locate` builds its
+    `OwnerInfo` from it; the stdlib daemon client uses it as it is). A dict, not a record: the
+    console script's fast paths import this module and nothing else of the owner."""
+    import json
+
+    try:
+        with open(os.path.join(data_dir, OWNER_FILE), "rb") as handle:
+            data = json.loads(handle.read(MAX_OWNER_FILE))
+        if not isinstance(data, dict):
+            return None
+        data["pid"], data["role"], data["socket"] = (
+            int(data["pid"]),
+            str(data["role"]),
+            str(data["socket"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    return data
+
+
+def config_path(
+    options: Mapping[str, str], environ: Mapping[str, str], cwd: str
+) -> tuple[str, bool]:
+    """The config file a command line with these `options` reads, and whether it was named
+    (`--config`, `CHROMASYNC_CONFIG`; else `chromasync.yaml` in `cwd`, which may be absent)."""
+    named = options.get("--config") or environ.get("CHROMASYNC_CONFIG")
+    return os.path.join(cwd, os.path.expanduser(named or "chromasync.yaml")), bool(named)
+
+
+def config_bytes(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> bytes | None:
+    """The bytes of the config file a command line reads (`config_path`), None when absent."""
+    try:
+        with open(config_path(options, environ, cwd)[0], "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> str | None:
     """Where the data dir of a command line with these `options` most likely is, without
     parsing the config file (`--data-dir`, `CHROMASYNC_DATA_DIR`, the config's `data_dir`)."""
+    return guess_from(options, environ, cwd, config_bytes(options, environ, cwd))
+
+
+def guess_from(
+    options: Mapping[str, str], environ: Mapping[str, str], cwd: str, text: bytes | None
+) -> str | None:
+    """`guess`, given the config file's bytes (`config_bytes`: None when it is absent)."""
     value = options.get("--data-dir") or environ.get("CHROMASYNC_DATA_DIR")
     if value:
         return os.path.join(cwd, os.path.expanduser(value))
-    named = options.get("--config") or environ.get("CHROMASYNC_CONFIG")
-    config = os.path.join(cwd, os.path.expanduser(named or "chromasync.yaml"))
-    try:
-        with open(config, "rb") as handle:
-            text = handle.read()
-    except OSError:
+    config, named = config_path(options, environ, cwd)
+    if text is None:
         return None if named else os.path.join(cwd, ".chromasync")
     if b"data_dir" not in text:
         return os.path.join(cwd, ".chromasync")
@@ -118,54 +170,31 @@ def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> s
     return None
 
 
-def split_argv(
-    argv: Sequence[str], flags: Collection[str], values: Collection[str]
-) -> list[tuple[int, str, str | None]] | None:
-    """A fast path's command line after its command word, in order: (index, option, value)
-    for each option (value None for one of `flags`) and (index, "", text) for each argument;
-    None when the CLI must run it (an unknown option, a flag given a value, a value missing)."""
-    out: list[tuple[int, str, str | None]] = []
-    index = 1
-    while index < len(argv):
-        arg = argv[index]
-        if arg.startswith("-") and arg != "-":
-            name, eq, value = arg.partition("=")
-            if name in flags and not eq:
-                out.append((index, name, None))
-            elif name in values and name not in flags:
-                if not eq:
-                    index += 1
-                    if index == len(argv):
-                        return None
-                    value = argv[index]
-                out.append((index, name, value))
-            else:
-                return None  # --help, --group-by, --rerank, --, anything unknown
-        else:
-            out.append((index, "", arg))
-        index += 1
-    return out
-
-
 __all__ = [
     "CACHE_FILE",
     "CHROMA_DIR",
     "DAEMON_LOG",
-    "DAEMON_NOTICE",
+    "DAEMON_LOG_OLD",
     "DIR_MODE",
     "FILE_MODE",
     "LOCK_FILE",
     "MIRROR_FILE",
     "OWNER_FILE",
+    "OWNER_MARK",
     "READER_MARK",
     "REPOS_DIR",
     "SNAPSHOT_DIR",
     "SOCKET_FILE",
     "STATE_FILE",
     "SUMMARIES_FILE",
+    "TOKEN_FILE",
+    "WANT_FILE",
+    "config_bytes",
+    "config_path",
     "create_private_file",
     "guess",
+    "guess_from",
     "make_private_dir",
     "open_private",
-    "split_argv",
+    "read_owner_file",
 ]

@@ -6,10 +6,10 @@ looks at a file, so the console script starts here, in a module that imports onl
 standard library's built-in modules (`os`, `marshal`, `fcntl`, `_sha256`):
 
 1. Only `ingest` with settings flags is eligible (paths, `--json`, `--quiet`, `--data-dir`,
-   `--config`, `--source`...); any other command or flag goes straight to the CLI, and so
-   does a run whose human output would go to a terminal (the CLI draws it with rich).
-2. The invocation's key is a digest of its arguments, its folder, the `CHROMASYNC_*`
-   environment (secrets left out) and this code's version and location.
+   `--config`, `--source`...: `cmdline.INGEST`); any other command or flag goes straight to
+   the CLI, and so does a run whose human output would go to a terminal (rich draws it).
+2. The invocation's key is `cmdline.line_key` of its arguments: its folder, the
+   `CHROMASYNC_*` environment, the config file's bytes, this code's version and location.
 3. Under the data dir's lock, taken without waiting (a holder means the CLI must handle
    it), the snapshot that the last full run of the same key recorded is read (`snapshots`):
    the config files that run read, the state file's identity, and per source the listing its
@@ -29,72 +29,19 @@ anything. `CHROMASYNC_NO_FASTPATH` set to anything but empty turns the fast path
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 import time
 
-from . import __version__
+from .cmdline import OFF_ENV, Line, parse
 from .corpus.listing import tree_listing
-from .datadir import guess, split_argv
 from .state.snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
-from .versions import CHUNKING_VERSION
-
-try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - Python 3.12 renamed it
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-OFF_ENV = "CHROMASYNC_NO_FASTPATH"
 CRASH_ENV = "CHROMASYNC_CRASH_AT"
-
-#: `ingest` options that only select settings or output: with these, a re-run of the same
-#: command line over the same tree is a no-op. Anything else (--dry-run, --checksum,
-#: --reembed, --limit, --chroma-token, --embed-option...) goes to the CLI.
-_VALUE_OPTIONS = frozenset(
-    {
-        "--data-dir",
-        "--collection",
-        "--provider",
-        "--model",
-        "--source",
-        "-s",
-        "--kind",
-        "--include",
-        "--exclude",
-        "--config",
-        "--sources-file",
-        "--embedding-url",
-        "--chroma-url",
-        "--tenant",
-        "--database",
-        # the repository indexer's flags (issue 29): settings of the walk and the writes
-        "--include-extension",
-        "--exclude-extension",
-        "--encoding",
-        "--chunk-size",
-        "--batch-size",
-        "--retry-attempts",
-        "--identity",
-        "--commit-sha",
-    }
-)
-#: `--once` names the default mode (the cron line's `ingest --once`): its re-run is fast too.
-_FLAG_OPTIONS = frozenset(
-    {"--json", "--quiet", "-q", "--no-gitignore", "--allow-root-slash", "--once"}
-)
-_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
-
-
-#: The command line the CLI is running as this process's own (set by `main`); a snapshot is
-#: only recorded for it, never for a CLI called from Python with other arguments.
 
 
 def main() -> int | None:
@@ -121,39 +68,34 @@ def main() -> int | None:
 
 
 class Invocation:
-    """An eligible `ingest` command line: its options by name (the last of each wins)."""
+    """An eligible `ingest` command line (`cmdline.parse` with `cmdline.INGEST`)."""
 
-    __slots__ = ("argv", "as_json", "options")
+    __slots__ = ("as_json", "line")
 
-    def __init__(self, argv: Sequence[str], options: dict[str, str], as_json: bool) -> None:
-        self.argv = tuple(argv)
-        self.options = options
-        self.as_json = as_json
+    def __init__(self, line: Line) -> None:
+        self.line = line
+        self.as_json = line.given("--json")
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return self.line.argv
+
+    @property
+    def options(self) -> dict[str, str]:
+        return self.line.options
 
 
 def parse_invocation(argv: Sequence[str], environ: Mapping[str, str]) -> Invocation | None:
     """The command line as an eligible `ingest`, or None when the CLI must run it."""
     if not argv or argv[0] != "ingest" or environ.get(OFF_ENV) or environ.get(CRASH_ENV):
         return None
-    items = split_argv(argv, _FLAG_OPTIONS, _VALUE_OPTIONS)
-    if items is None or any(not name and value == "-" for _index, name, value in items):
-        return None  # `-` is no folder: the CLI says so
-    options = {name: value for _index, name, value in items if name and value is not None}
-    as_json = any(name == "--json" for _index, name, _value in items)
-    return Invocation(argv, options, as_json)
+    line = parse(argv)
+    return None if line is None else Invocation(line)
 
 
 def invocation_key(invocation: Invocation, environ: Mapping[str, str], cwd: str) -> str:
-    """What the outcome of a no-op run depends on, besides files (hex digest, no secrets)."""
-    env = sorted(
-        (name, value)
-        for name, value in environ.items()
-        if ((name.startswith("CHROMASYNC_") and name != OFF_ENV) or name == "HOME")
-        and not any(word in name for word in _SECRET_WORDS)
-    )
-    here = os.path.dirname(os.path.abspath(__file__))
-    material = (__version__, CHUNKING_VERSION, here, invocation.argv, cwd, tuple(env))
-    return str(sha256(marshal.dumps(material, 2)).hexdigest())
+    """What the outcome of a no-op run depends on, besides files (`cmdline.line_key`)."""
+    return invocation.line.key("ingest", invocation.argv, environ, cwd)
 
 
 def guess_data_dir(invocation: Invocation, environ: Mapping[str, str], cwd: str) -> str | None:
@@ -162,7 +104,7 @@ def guess_data_dir(invocation: Invocation, environ: Mapping[str, str], cwd: str)
     A wrong guess is harmless: a snapshot is only used when its key matches, and a full run
     with the same key wrote it into the data dir it resolved.
     """
-    return guess(invocation.options, environ, cwd)
+    return invocation.line.data_dir(environ, cwd)
 
 
 def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
@@ -211,17 +153,15 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
 
 
 def _reader_left(fd: int, data_dir: str) -> bool:
-    """The lock's holder was the search daemon, a reader, and it left when asked."""
+    """The lock's holder was a reader (the search daemon), and it left when asked."""
     from .datadir import READER_MARK
 
     text = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
     if not text.partition(": ")[2].startswith(READER_MARK):
         return False
-    from pathlib import Path
+    from .owner.dial import make_way
 
-    from .state.lock import yield_reader
-
-    return yield_reader(Path(data_dir), text)
+    return make_way(data_dir)
 
 
 def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | None:

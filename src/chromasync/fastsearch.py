@@ -4,9 +4,10 @@ A keyword search needs neither chromadb nor the model, yet the full CLI imports 
 click, rich and pydantic, before it reads the index. `fastpath.main` calls `quick_search`
 first; it answers when:
 
-1. the command line is `search QUERY --mode keyword` with only the options listed below
-   (any other option, `--group-by`, `--rerank`, `--help` or a second argument goes to the
-   CLI), and its output is `--json` or not a terminal (the CLI draws a terminal's with rich);
+1. the command line is `search QUERY --mode keyword` with only the options `cmdline.SEARCH`
+   marks `keyword` (any other option, `--group-by`, `--rerank`, `--help` or a second
+   argument goes to the CLI), and its output is `--json` or not a terminal (the CLI draws a
+   terminal's with rich);
 2. `CHROMASYNC_NO_FASTPATH` is unset or empty;
 3. a full run of the same command line with any query recorded what it resolved
    (`retrieve.quick`), and nothing that depends on changed: no writer took the data dir's
@@ -19,114 +20,60 @@ The output is the full path's: `--json` byte for byte, else `results.plain_lines
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 
-from . import __version__
-from .datadir import guess, split_argv
-
-try:  # the built-in hash: hashlib would load OpenSSL, which costs more than the whole check
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - Python 3.12 renamed it
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
+from .cmdline import DAEMON_OFF_ENV, OFF_ENV, OUTPUT, REQUEST, SETTINGS, Line, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-#: `search` options taking a value that the snapshot's key covers.
-_VALUE_OPTIONS = frozenset(
-    {
-        "--data-dir",
-        "--collection",
-        "--provider",
-        "--model",
-        "--embedding-url",
-        "--chroma-url",
-        "--tenant",
-        "--database",
-        "--config",
-        "--sources-file",
-        "--mode",
-        "--k",
-        "--source",
-        "--where",
-        "--where-json",
-        "--tag",
-        "--after",
-        "--before",
-        "--date-field",
-        "--path",
-        "--phrase",
-        "--match",
-        "--sort",
-    }
-)
-_FLAG_OPTIONS = frozenset(
-    {
-        "--json",
-        "--all-collections",
-        "--tags-all",
-        "--tags-any",
-        "--per-doc",
-        "--no-rerank",
-        "--allow-root-slash",
-        "--no-daemon",  # the snapshot needs no daemon either
-    }
-)
-_SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
-OFF_ENV = "CHROMASYNC_NO_FASTPATH"
 QUERY_MARK = "\0query"
 
 
 class SearchLine:
     """An eligible `search` command line: the query, its position, options by name."""
 
-    __slots__ = ("argv", "as_json", "options", "query", "query_at")
+    __slots__ = ("as_json", "line", "query", "query_at")
 
-    def __init__(
-        self, argv: Sequence[str], query_at: int, options: dict[str, str], as_json: bool
-    ) -> None:
-        self.argv = tuple(argv)
+    def __init__(self, line: Line, query_at: int) -> None:
+        self.line = line
         self.query_at = query_at
-        self.query = argv[query_at]
-        self.options = options
-        self.as_json = as_json
+        self.query = line.argv[query_at]
+        self.as_json = line.given("--json")
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return self.line.argv
+
+    @property
+    def options(self) -> dict[str, str]:
+        return self.line.options
 
 
 def parse_search(argv: Sequence[str], environ: Mapping[str, str]) -> SearchLine | None:
     """The command line as a fast-path `search`, or None when the CLI must run it."""
     if not argv or argv[0] != "search" or environ.get(OFF_ENV):
         return None
-    items = split_argv(argv, _FLAG_OPTIONS, _VALUE_OPTIONS)
-    if items is None:
+    line = parse(argv)
+    if line is None:
         return None
-    arguments = [index for index, name, _value in items if not name]
-    options = {name: value for _index, name, value in items if name and value is not None}
-    if len(arguments) != 1 or options.get("--mode") != "keyword":
+    table = line.table()
+    if not all(table[name].keyword for _index, name, _value in line.items if name):
+        return None  # --group-by, --files, --chroma-token...: the daemon or the CLI
+    arguments = line.arguments
+    if len(arguments) != 1 or line.options.get("--mode") != "keyword":
         return None  # no query, or a second argument: the CLI says what is wrong
-    as_json = any(name == "--json" for _index, name, _value in items)
-    return SearchLine(argv, arguments[0], options, as_json)
+    return SearchLine(line, arguments[0][0])
 
 
 def search_key(line: SearchLine, environ: Mapping[str, str], cwd: str) -> str:
-    """What a keyword search resolves besides its query depends on (hex digest, no secrets):
-    the command line with the query left out, the folder, the environment, this code."""
+    """What a keyword search resolves besides its query depends on (`cmdline.line_key`):
+    the command line with the query left out, the folder, the environment, the config."""
     argv = list(line.argv)
     argv[line.query_at] = QUERY_MARK
-    env = sorted(
-        (name, value)
-        for name, value in environ.items()
-        if ((name.startswith("CHROMASYNC_") and name != OFF_ENV) or name == "HOME")
-        and not any(word in name for word in _SECRET_WORDS)
-    )
-    here = os.path.dirname(os.path.abspath(__file__))
-    material = ("search", __version__, here, tuple(argv), cwd, tuple(env))
-    return str(sha256(marshal.dumps(material, 2)).hexdigest())
+    return line.line.key("search", tuple(argv), environ, cwd)
 
 
 def quick_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
@@ -138,7 +85,7 @@ def quick_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
         cwd = os.getcwd()
     except OSError:
         return None
-    data_dir = guess(line.options, environ, cwd)
+    data_dir = line.line.data_dir(environ, cwd)
     if data_dir is None or not line.query.strip():
         return None
     from .retrieve.quick import read_search_snapshot, run_snapshot
@@ -166,97 +113,50 @@ def quick_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
 
 # -- through the search daemon ---------------------------------------------------------------
 
-#: `search` options the daemon's settings key covers (`owner.daemon`): the store and model.
-_STORE_OPTIONS = frozenset(
-    {
-        "--data-dir",
-        "--provider",
-        "--model",
-        "--embedding-url",
-        "--embed-option",
-        "--chroma-url",
-        "--chroma-token",
-        "--tenant",
-        "--database",
-        "--config",
-        "--sources-file",
-        "--allow-root-slash",
-    }
-)
-#: `search` options sent to the daemon, by the name of `/search`'s parameter.
-_REQUEST_VALUES = {
-    "--collection": "collection",
-    "--mode": "mode",
-    "--k": "k",
-    "--source": "source",
-    "--where": "where",
-    "--where-json": "where_json",
-    "--tag": "tag",
-    "--after": "after",
-    "--before": "before",
-    "--date-field": "date_field",
-    "--path": "path",
-    "--phrase": "phrase",
-    "--match": "match",
-    "--links-to": "links_to",
-    "--min-score": "min_score",
-    "--sort": "sort",
-    "--group-by": "group_by",
-}
-_REQUEST_FLAGS = {
-    "--all-collections": ("all_collections", "true"),
-    "--tags-all": ("tags_all", "true"),
-    "--tags-any": ("tags_all", "false"),
-    "--per-doc": ("per_doc", "true"),
-    "--no-rerank": ("rerank", "false"),
-}
-_OUTPUT_FLAGS = frozenset({"--json", "--files", "--explain", "--no-daemon"})
-DAEMON_OFF_ENV = "CHROMASYNC_NO_DAEMON"
-#: How long the client waits for the daemon it started (then the CLI runs the search).
-START_TIMEOUT = 30.0
-
 
 class DaemonLine:
-    """A `search` command line the daemon can answer: query, store options, request, output."""
+    """A `search` command line the daemon can answer: the query, its settings options (the
+    daemon's key and its own command line), the request's parameters, the output flags."""
 
-    __slots__ = ("options", "output", "params", "query", "store")
+    __slots__ = ("line", "output", "params", "query", "store")
 
-    def __init__(self) -> None:
-        self.query = ""
+    def __init__(self, line: Line, query: str) -> None:
+        self.line = line
+        self.query = query
         self.store: list[tuple[str, str]] = []
         self.params: list[tuple[str, str]] = []
-        self.options: dict[str, str] = {}
         self.output: set[str] = set()
+
+    @property
+    def options(self) -> dict[str, str]:
+        return self.line.options
 
 
 def parse_daemon_search(argv: Sequence[str]) -> DaemonLine | None:
     """The command line as a search for the daemon, or None when the CLI must run it."""
     if not argv or argv[0] != "search":
         return None
-    flags = _OUTPUT_FLAGS | _REQUEST_FLAGS.keys() | {"--allow-root-slash"}
-    items = split_argv(argv, flags, _STORE_OPTIONS | _REQUEST_VALUES.keys())
-    if items is None:
+    parsed = parse(argv)
+    if parsed is None:
         return None
-    line = DaemonLine()
-    arguments = [value for _index, name, value in items if not name]
+    arguments = parsed.arguments
     if len(arguments) != 1:
         return None
-    line.query = str(arguments[0])
-    for _index, name, value in items:
+    line = DaemonLine(parsed, arguments[0][1])
+    table = parsed.table()
+    for _index, name, value in parsed.items:
         if not name:
             continue
-        if name in _REQUEST_FLAGS:
-            line.params.append(_REQUEST_FLAGS[name])
-        elif name in _OUTPUT_FLAGS:
+        option = table[name]
+        param = option.param
+        if option.part == OUTPUT:
             line.output.add(name)
-        elif value is None:
-            line.store.append((name, ""))  # --allow-root-slash
-        else:
-            if name in _STORE_OPTIONS:
-                line.store.append((name, value))
-            else:
-                line.params.append((_REQUEST_VALUES[name], value))
-            line.options[name] = value
+        elif option.part == SETTINGS:
+            line.store.append((name, "" if value is None else value))
+        elif option.part == REQUEST and isinstance(param, tuple):
+            line.params.append(param)
+        elif option.part == REQUEST and isinstance(param, str) and value is not None:
+            line.params.append((param, value))
     if not line.query.strip() or "--no-daemon" in line.output:
         return None
     if "--files" in line.output and line.output & {"--json", "--explain"}:
@@ -264,19 +164,11 @@ def parse_daemon_search(argv: Sequence[str]) -> DaemonLine | None:
     return line
 
 
-def daemon_key(store: Sequence[tuple[str, str]], environ: Mapping[str, str], cwd: str) -> str:
-    """What a search's settings depend on (hex digest): store options, folder, environment
-    (secrets hashed in), this code. The full CLI registers it with a daemon whose settings it
-    checked (`owner.daemon`); this client sends it with each search."""
-    env = sorted(
-        (name, value)
-        for name, value in environ.items()
-        if (name.startswith("CHROMASYNC_") and name not in (OFF_ENV, DAEMON_OFF_ENV))
-        or name == "HOME"
-    )
-    here = os.path.dirname(os.path.abspath(__file__))
-    material = ("daemon", __version__, here, tuple(store), cwd, tuple(env))
-    return str(sha256(marshal.dumps(material, 2)).hexdigest())
+def daemon_key(line: DaemonLine, environ: Mapping[str, str], cwd: str) -> str:
+    """What a search's settings depend on (`cmdline.line_key` of its settings options). The
+    full CLI registers it with a daemon whose settings it checked (`owner.daemon`); this
+    client sends it with each search."""
+    return line.line.key("daemon", tuple(line.store), environ, cwd)
 
 
 def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
@@ -294,15 +186,15 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
         cwd = os.getcwd()
     except OSError:
         return None
-    data_dir = guess(line.options, environ, cwd)
+    data_dir = line.line.data_dir(environ, cwd)
     if data_dir is None:
         return None
-    key = daemon_key(line.store, environ, cwd)
-    from .owner.dial import daemon_socket, get, nobody_owns
+    key = daemon_key(line, environ, cwd)
+    from .owner.dial import daemon_socket, get, nobody_owns, start_daemon
 
     socket_path = daemon_socket(data_dir)
     if socket_path is None and nobody_owns(data_dir):
-        socket_path = _start_daemon(line, data_dir, key, environ)
+        socket_path = start_daemon(data_dir, {"argv": _daemon_argv(line), "keys": [key]}, environ)
     if socket_path is None:
         return None
     tty = sys.stdout.isatty()
@@ -338,45 +230,13 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     return 0
 
 
-def _start_daemon(
-    line: DaemonLine, data_dir: str, key: str, environ: Mapping[str, str]
-) -> str | None:
-    """Start the daemon from this command line's store options, with its key accepted from
-    the start, and wait until it listens: its socket, or None (the CLI then runs the search,
-    and reports whatever kept the daemon from starting)."""
-    import subprocess
-    import time
-
-    from .datadir import DAEMON_LOG, DAEMON_NOTICE, open_private
-    from .owner.dial import daemon_socket, listening
-
-    argv = [sys.executable, "-m", "chromasync", "daemon", "run", "--key", key]
+def _daemon_argv(line: DaemonLine) -> list[str]:
+    """The daemon's own settings options, from this command line's (`daemon run` reads them
+    from its stdin: a `--chroma-token` never shows in `ps`)."""
+    argv: list[str] = []
     for name, value in line.store:
         argv += [name] if name == "--allow-root-slash" else [f"{name}={value}"]
-    sys.stderr.write(DAEMON_NOTICE + "\n")
-    sys.stderr.flush()
-    try:
-        with open_private(os.path.join(data_dir, DAEMON_LOG), "ab") as log:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                env=dict(environ),
-            )
-    except OSError:
-        return None
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        found = daemon_socket(data_dir)
-        if found is not None and listening(found):
-            return found
-        if process.poll() is not None:  # it could not start, or another one won the lock
-            found = daemon_socket(data_dir)
-            return found if found is not None and listening(found) else None
-        time.sleep(0.02)
-    return None
+    return argv
 
 
 def _color_system(environ: Mapping[str, str]) -> str:
@@ -404,7 +264,7 @@ def daemon_recorder_key(argv: Sequence[str], environ: Mapping[str, str]) -> str 
     line = parse_daemon_search(argv)
     if line is None:
         return None
-    return daemon_key(line.store, environ, os.getcwd())
+    return daemon_key(line, environ, os.getcwd())
 
 
 __all__ = [
@@ -416,5 +276,4 @@ __all__ = [
     "quick_search",
     "search_key",
     "search_recorder_key",
-    "sha256",
 ]

@@ -8,6 +8,7 @@ clients at once leave one daemon; `serve` owning the data dir is used, not repla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -322,3 +323,110 @@ def test_no_daemon_starts_for_a_data_dir_with_nothing_indexed(
     done = run_cli(["search", "grinder"], env=empty)
     assert "starting the search daemon" not in done.stderr
     assert _daemon_pid(empty) is None
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie (exited; in a container nobody may reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]
+
+
+def test_a_frozen_daemon_never_holds_up_search_stop_or_ingest(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    """SIGSTOP: its socket accepts and never answers. `search` searches in its own process
+    at once (it used to wait 180 s), `--no-daemon` too (60 s); an ingest ends the frozen
+    reader (it held no work) instead of waiting 40 s and blaming an owner that "runs until
+    stopped"; `daemon stop` says "stopped" only once the process is gone."""
+    _search(env, "grinder")
+    pid = _daemon_pid(env)
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for args in (["grinder", "--json"], ["grinder", "--json", "--no-daemon"]):
+            began = time.monotonic()
+            done = _search(env, *args)
+            assert time.monotonic() - began < 30, args
+            assert json.loads(done.stdout)["hits"], args
+        began = time.monotonic()
+        stop = run_cli(["daemon", "stop"], env=env)
+        assert stop.returncode == 0, stop.stderr
+        assert "stopped" in stop.stdout and "killed" in stop.stdout
+        assert time.monotonic() - began < 30
+        assert _daemon_pid(env) is None and _gone(pid)
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    _search(env, "grinder")
+    second = _daemon_pid(env)
+    assert second is not None
+    os.kill(second, signal.SIGSTOP)
+    try:
+        (indexed / "frozen.md").write_text("# Frozen\n\nA note about descaling.\n")
+        began = time.monotonic()
+        done = run_cli(["ingest", str(indexed), "--json"], env=env)
+        assert done.returncode == 0, done.stderr
+        assert time.monotonic() - began < 30
+        assert "runs until stopped" not in done.stderr
+        assert _daemon_pid(env) is None
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(second, signal.SIGKILL)
+
+
+def test_a_changed_config_file_gets_a_fresh_daemon(
+    indexed: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The daemon answers for the config file it started with: after chromasync.yaml names
+    another collection, the same command line is not answered from the old daemon."""
+    work = tmp_path / "work"
+    work.mkdir()
+    config = work / "chromasync.yaml"
+    config.write_text("version: 1\nstore: {collection: chromasync}\n")  # the default's
+    plain = dict(env)
+    first = run_cli(["search", "grinder", "--json"], env=plain, cwd=work)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["hits"]
+    assert json.loads(run_cli(["search", "grinder", "--json"], env=plain, cwd=work).stdout)["hits"]
+    config.write_text("version: 1\nstore: {collection: empty-one}\n")
+    after = run_cli(["search", "grinder", "--json"], env=plain, cwd=work)
+    body = json.loads(after.stdout) if after.returncode == 0 else {"hits": [], "collections": []}
+    assert not body["hits"], "the old daemon answered for the old config"
+    assert "chromasync" not in body.get("collections", [])
+
+
+def test_sigterm_to_serve_exits_0_and_leaves_no_owner_files(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    data_dir = Path(env["CHROMASYNC_DATA_DIR"])
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "chromasync", "serve", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        info = None
+        while time.monotonic() < deadline:
+            info = read_owner(data_dir)
+            if info is not None and info.role == "serve" and Path(info.socket).exists():
+                break
+            assert serve.poll() is None, serve.stderr.read() if serve.stderr else ""
+            time.sleep(0.1)
+        assert info is not None
+        serve.send_signal(signal.SIGTERM)
+        _out, err = serve.communicate(timeout=60)
+        assert serve.returncode == 0, err
+        assert "Traceback" not in err
+        assert not (data_dir / "owner.json").exists()
+        assert not Path(info.socket).exists()
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.communicate()

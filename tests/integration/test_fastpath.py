@@ -230,6 +230,7 @@ print(json.dumps({"opened": opened, "code": code, "modules": modules}), file=sys
     # (`--json`: the plain-lines renderer `sync.summary` and the search fast path stay out)
     lean = {
         "fastpath",
+        "cmdline",
         "datadir",
         "versions",
         "corpus",

@@ -121,8 +121,9 @@ def test_mcp_http_tools_and_checks(
     env.pop("CHROMASYNC_API_TOKEN", None)
     log = tmp_path / "mcp-http.log"
     seen: dict[str, str] = {}
-    with mcp_http(env, log, ["--allow-origin", "https://App.example/"]) as server:
-        listening = f"chromasync mcp: {server.url} (streamable HTTP); token not set"
+    # no token here (this test is about the other checks; test_service_auth: the token)
+    with mcp_http(env, log, ["--allow-origin", "https://App.example/", "--no-auth"]) as server:
+        listening = f"chromasync mcp: {server.url} (streamable HTTP); no token required (--no-auth)"
         assert _wait_for_line(log, "chromasync mcp:") == [listening]
         # like stdio mode, the server becomes the owner at its first tool call
         assert read_owner(data_dir) is None

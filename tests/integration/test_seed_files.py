@@ -331,7 +331,7 @@ def test_ingest_takes_the_repository_indexer_s_flags(
     assert set(stored) == {f"n{i}.md" for i in range(7)}
     meta = stored["n0.md"]
     assert meta["indexed_commit_sha"] == sha and meta["repository"] == "acme/handbook"
-    assert meta["branch"] == "main" and meta["source"] == "acme/handbook@main"
+    assert meta["branch"] == "main" and meta["chromasync_source"] == "acme/handbook@main"
     for bad, words in (
         (["--identity", "just-a-name"], "ORGANIZATION/REPOSITORY"),
         (["--commit-sha", "xyz"], "not a commit id"),
@@ -385,6 +385,10 @@ def test_identical_files_are_one_hit_also_at_the_others(
         assert len(copies) == 1, (mode, [h.path for h in hits])
         assert {copies[0].path, *copies[0].also_at} == {"a/osprey.md", "b/osprey-copy.md"}
         assert copies[0].as_json()["also_at"] == list(copies[0].also_at)
+        # k hits still: the folded copy takes no place (keyword: only the copies match)
+        two = api.search("ospreys dive for fish", settings, k=2, mode=mode)
+        assert len(two) == (1 if mode == "keyword" else 2), mode
+        assert len({h.path for h in two} & {"b/osprey-copy.md", "a/osprey.md"}) == 1
     env = {**cli_env, "CHROMASYNC_NO_DAEMON": "1"}
     plain = CliRunner().invoke(main, ["search", "ospreys dive", "--k", "3"], env=env)
     assert plain.exit_code == 0 and "also at: " in plain.stdout

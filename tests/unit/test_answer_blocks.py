@@ -145,6 +145,7 @@ def test_reading_view_keeps_code_apart_from_prose() -> None:
     prose, code = reading_view(FORMAT_PAGE)
     assert "{{ $t" not in prose and "Use the `time.Format` function" in prose
     assert "\n" not in prose and "[Go documentation]:" not in prose
+    assert "> To localize the return value" not in prose and "To localize the return" in prose
     assert code is not None and code.lang == "go-html-template"
     assert code_lines(code) == code.text.splitlines()
     long = Block("code", "\n".join(str(i) for i in range(20)), "", 0, 1, 0, 19)

@@ -37,6 +37,8 @@ def test_idle_time_counts_from_the_last_request_and_not_while_one_runs() -> None
     activity.end()
     clock.now += 2
     assert activity.idle_for() == 2
+    activity.restart()  # once it listens
+    assert activity.idle_for() == 0
 
 
 def test_the_key_ring_is_bounded_and_keeps_the_newest() -> None:
@@ -98,11 +100,28 @@ def test_the_client_sends_search_lines_it_can_render_and_leaves_the_rest_to_the_
         assert parse_daemon_search(argv) is None, argv
 
 
-def test_the_line_key_depends_on_store_options_folder_and_environment_only() -> None:
+def test_the_line_key_depends_on_store_options_folder_environment_and_config(
+    tmp_path: Path,
+) -> None:
+    def key(argv: list[str], env: dict[str, str], cwd: str = "/w") -> str:
+        line = parse_daemon_search(["search", "q", *argv])
+        assert line is not None
+        return daemon_key(line, env, cwd)
+
     env = {"CHROMASYNC_DATA_DIR": "d", "HOME": "/h", "PATH": "/bin"}
-    key = daemon_key([("--provider", "hash")], env, "/w")
-    assert daemon_key([("--provider", "hash")], {**env, "PATH": "/usr/bin"}, "/w") == key
-    assert daemon_key([("--provider", "hash")], {**env, "CHROMASYNC_NO_DAEMON": ""}, "/w") == key
-    assert daemon_key([("--provider", "local")], env, "/w") != key
-    assert daemon_key([("--provider", "hash")], env, "/elsewhere") != key
-    assert daemon_key([("--provider", "hash")], {**env, "CHROMASYNC_X": "1"}, "/w") != key
+    base = key(["--provider", "hash"], env)
+    assert key(["--provider", "hash"], {**env, "PATH": "/usr/bin"}) == base
+    assert key(["--provider", "hash"], {**env, "CHROMASYNC_NO_DAEMON": ""}) == base
+    assert key(["--provider", "hash", "--k", "3", "--json"], env) == base  # the request's
+    assert key(["--provider", "local"], env) != base
+    assert key(["--provider", "hash"], env, "/elsewhere") != base
+    assert key(["--provider", "hash"], {**env, "CHROMASYNC_X": "1"}) != base
+    secret = key(["--provider", "hash"], {**env, "CHROMASYNC_CHROMA_TOKEN": "s3cret"})
+    assert secret != base and "s3cret" not in secret
+    # a changed config file (another collection, a moved data dir) is another daemon's key
+    cwd = str(tmp_path)
+    before = key([], {}, cwd)
+    (tmp_path / "chromasync.yaml").write_text("version: 1\nstore: {collection: other}\n")
+    moved = key([], {}, cwd)
+    (tmp_path / "chromasync.yaml").write_text("version: 1\nstore: {data_dir: elsewhere}\n")
+    assert len({before, moved, key([], {}, cwd)}) == 3

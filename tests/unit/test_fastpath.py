@@ -55,7 +55,7 @@ def test_the_switches_that_turn_it_off() -> None:
     assert parse_invocation(argv, {"CHROMASYNC_NO_FASTPATH": ""}) is not None
 
 
-def test_the_key_follows_what_settings_depend_on_and_holds_no_secret() -> None:
+def test_the_key_follows_what_settings_depend_on() -> None:
     invocation = parse_invocation(["ingest", "notes"], {})
     assert invocation is not None
     env = {"CHROMASYNC_COLLECTION": "a", "PATH": "/bin", "HOME": "/root"}
@@ -66,14 +66,41 @@ def test_the_key_follows_what_settings_depend_on_and_holds_no_secret() -> None:
     assert invocation_key(invocation, env, "/elsewhere") != key
     other = parse_invocation(["ingest", "notes", "--json"], {})
     assert other is not None and invocation_key(other, env, "/work") != key
-    # not settings: unrelated variables, secrets (a no-op run contacts nobody), the switch
+    # not settings: unrelated variables, the switches
     for extra in (
         {"PATH": "/usr/bin"},
-        {"CHROMASYNC_CHROMA_TOKEN": "s3cret"},
-        {"CHROMASYNC_EMBEDDING_API_KEY": "s3cret"},
         {"CHROMASYNC_NO_FASTPATH": ""},
+        {"CHROMASYNC_NO_DAEMON": "1"},
     ):
         assert invocation_key(invocation, {**env, **extra}, "/work") == key
+    # a secret counts (one key scheme for every fast path) by its digest only
+    for extra in ({"CHROMASYNC_CHROMA_TOKEN": "s3cret"}, {"CHROMASYNC_EMBEDDING_API_KEY": "k"}):
+        assert invocation_key(invocation, {**env, **extra}, "/work") != key
+
+
+def test_the_key_covers_the_config_file_it_reads(tmp_path: Path) -> None:
+    """An edited chromasync.yaml makes another key (the snapshot of the old file is not
+    even looked at), wherever the file comes from: the folder, --config or the environment."""
+    cwd = str(tmp_path)
+    config = tmp_path / "chromasync.yaml"
+
+    def key(argv: list[str], env: dict[str, str]) -> str:
+        invocation = parse_invocation(argv, env)
+        assert invocation is not None
+        return invocation_key(invocation, env, cwd)
+
+    absent = key(["ingest", "notes"], {})
+    config.write_text("version: 1\nstore: {collection: a}\n")
+    first = key(["ingest", "notes"], {})
+    config.write_text("version: 1\nstore: {collection: b}\n")
+    assert len({absent, first, key(["ingest", "notes"], {})}) == 3
+    named = tmp_path / "other.yaml"
+    named.write_text("version: 1\n")
+    by_flag = key(["ingest", "notes", "--config", str(named)], {})
+    by_env = key(["ingest", "notes"], {"CHROMASYNC_CONFIG": str(named)})
+    named.write_text("version: 1\nstore: {data_dir: elsewhere}\n")
+    assert key(["ingest", "notes", "--config", str(named)], {}) != by_flag
+    assert key(["ingest", "notes"], {"CHROMASYNC_CONFIG": str(named)}) != by_env
 
 
 def test_the_data_dir_guess(tmp_path: Path) -> None:

@@ -209,3 +209,43 @@ def test_hybrid_search_fuses_documents_by_default() -> None:
     assert ranked[0].score == pytest.approx(1.0) and ranked[2].score == pytest.approx(0.45)
     chunked = Fusion("convex", weights=dict(DEFAULT_FUSION.weights))
     assert rank_hits(gathered, "hybrid", chunked)[0].text == "y1"
+
+
+def _lists(n: int) -> list[Ranked[str]]:
+    dense = Ranked("dense", tuple((f"d{i % (n // 2)}-{i}", 1.0 - i / n) for i in range(n)))
+    keyword = Ranked("keyword", tuple((f"d{i % (n // 3)}-{i}", 50.0 - i / n) for i in range(n)))
+    return [dense, keyword]
+
+
+def _fastest(work: object, n: int) -> float:
+    import gc
+    import time
+
+    best = float("inf")
+    for _ in range(3):
+        gc.collect()
+        gc.disable()
+        try:
+            began = time.process_time()
+            work(n)  # type: ignore[operator]
+            best = min(best, time.process_time() - began)
+        finally:
+            gc.enable()
+    return best
+
+
+@pytest.mark.parametrize("method", ["convex", "zscore", "rrf"])
+def test_doubling_the_candidates_at_most_doubles_fusion_and_the_scale(method: str) -> None:
+    from chromasync.retrieve.relevance import relevance_scale
+
+    fusion = Fusion(method, unit="document")
+
+    def work(n: int) -> None:
+        ranked = fuse(_lists(n), fusion, lambda key: key.split("-")[0])
+        relevance_scale([s for _, s in ranked], "hybrid", method, 200)
+
+    n = 1500  # a search fuses about 400
+    ratio = _fastest(work, 2 * n) / _fastest(work, n)
+    if ratio >= 3.0:  # one retry: a burst of load on a shared machine is not a regression
+        ratio = min(ratio, _fastest(work, 2 * n) / _fastest(work, n))
+    assert ratio < 3.0, f"{method}: 2x candidates took {ratio:.2f}x the time"

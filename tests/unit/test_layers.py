@@ -44,6 +44,7 @@ SURFACES = [
     "nats",
     "cli",
     "action",
+    "cmdline",
     "fastsearch",
     "fastpath",
     "__main__",

@@ -42,6 +42,7 @@ _BARE_URL = re.compile(r"^\s*<?(?:https?|ftp)://\S+>?\s*$")
 _ADMONITION = re.compile(r"^\s*>\s*\[![A-Za-z]+\]")
 _SKIP = re.compile(r"^\s*(?:#{1,6}\s|\||<[a-zA-Z/!]|[-=*_]{3,}\s*$)")
 _LIST_ITEM = re.compile(r"^\s{0,6}(?:[-*+]|\d{1,3}[.)])\s+\S")
+_QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)+\|?\s*$")
 #: Inline links: [words](target), [words][ref], [words][] -> words.
 _INLINE_LINK = re.compile(
@@ -85,7 +86,8 @@ def reading_view(text: str) -> tuple[str, Block | None]:
     code: Block | None = None
     for part in segment(text):
         if isinstance(part, Prose):
-            prose.append(inline_text(" ".join(part.text.split())))
+            unquoted = _QUOTE_MARK.sub("", part.text)
+            prose.append(inline_text(" ".join(unquoted.split())))
         elif part.kind == "code":
             code = code or part
         else:

@@ -21,7 +21,6 @@ from rich.text import Text
 
 from .. import api
 from ..corpus.listing import printable
-from ..datadir import DAEMON_NOTICE
 from ..errors import (
     AccessDenied,
     AnswerError,
@@ -36,6 +35,7 @@ from ..errors import (
     StoreError,
     lookup,
 )
+from ..owner.dial import DAEMON_NOTICE
 from ..retrieve.options import BY_NAME, OPTIONS, Option
 
 F = TypeVar("F", bound=Callable[..., Any])

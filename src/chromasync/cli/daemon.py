@@ -8,12 +8,14 @@ Besides the REST API it serves two routes of its own on its socket (`daemon_rout
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -22,6 +24,7 @@ from .. import api
 from ..errors import ConfigError
 from ..owner import daemon as daemons
 from ..owner.locate import find_owner
+from ..state.lock import someone_waits
 from .common import (
     daemon_flags,
     reported_errors,
@@ -30,8 +33,8 @@ from .common import (
     store_options,
 )
 
-#: The most `--flags-on-stdin` reads (a command's flags as JSON).
-_MAX_FLAGS = 1024 * 1024
+#: The most `--from-stdin` reads (a command's settings and keys as JSON, `owner.dial.spawn`).
+_MAX_STDIN = 1024 * 1024
 
 
 @click.group("daemon")
@@ -52,20 +55,36 @@ def daemon_group() -> None:
     type=click.FloatRange(0.2, 7 * 24 * 3600),
     help="Exit after this many seconds without a request [env CHROMASYNC_DAEMON_IDLE; 600].",
 )
-@click.option("--flags-on-stdin", is_flag=True, hidden=True)
-@click.option("--key", "keys", multiple=True, hidden=True)
-def run(
-    idle_timeout: float | None, flags_on_stdin: bool, keys: tuple[str, ...], **flags: Any
-) -> None:
+@click.option("--from-stdin", is_flag=True, hidden=True)
+def run(idle_timeout: float | None, from_stdin: bool, **flags: Any) -> None:
     """Be the daemon, in the foreground (what `search` starts in the background)."""
+    keys: list[str] = []
     with reported_errors():
-        if flags_on_stdin:
-            try:
-                flags = dict(json.loads(sys.stdin.read(_MAX_FLAGS)))
-            except (ValueError, TypeError) as exc:
-                raise ConfigError(f"--flags-on-stdin: not a JSON object of flags: {exc}") from exc
+        if from_stdin:
+            flags, keys = _from_stdin(sys.stdin.read(_MAX_STDIN))
         settings = settings_from_flags(**flags)
         serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ), keys)
+
+
+def _from_stdin(text: str) -> tuple[dict[str, Any], list[str]]:
+    """What `owner.dial.spawn` wrote: the settings as click flags (`flags`) or as options
+    (`argv`, read by this command's own options), and the first keys (`keys`)."""
+    try:
+        payload = json.loads(text)
+        if not isinstance(payload, dict):
+            raise TypeError("not an object")
+        keys = [str(k) for k in payload.get("keys", [])]
+        if "argv" in payload:
+            argv = [str(a) for a in payload["argv"]]
+            with run.make_context("daemon run", argv) as ctx:
+                flags = {
+                    k: v for k, v in ctx.params.items() if k not in ("idle_timeout", "from_stdin")
+                }
+        else:
+            flags = dict(payload.get("flags", {}))
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"--from-stdin: not a JSON object of settings: {exc}") from exc
+    return flags, keys
 
 
 @daemon_group.command("start")
@@ -106,15 +125,21 @@ def stop(data_dir: str | None) -> None:
     """Stop the data dir's daemon (after the requests in flight); not serve/watch/mcp."""
     with reported_errors():
         settings = settings_from_flags(data_dir=data_dir)
-        info = daemons.stop(settings.data_dir)
-    if info is None:
+        done = daemons.stop(settings.data_dir)
+    if done is None:
         owner = find_owner(settings.data_dir)
         click.echo(
             f"no daemon runs for {settings.data_dir}"
             + (f" ({owner.describe()} owns it: stop that one yourself)" if owner else "")
         )
         return
-    click.echo(f"stopped {info.describe()}")
+    if not done.gone:
+        raise click.ClickException(
+            f"{done.info.describe()} is still running after SIGTERM and SIGKILL; "
+            f"see `ps -p {done.info.pid}`"
+        )
+    how = " (killed: it was frozen or did not leave in time)" if done.killed else ""
+    click.echo(f"stopped {done.info.describe()}{how}")
 
 
 # -- the daemon's process ----------------------------------------------------------------------
@@ -127,7 +152,6 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
     started this daemon from its own command line passes that line's key (this process's
     settings come from the same options, folder and environment, which are what it hashes).
     """
-    import uvicorn
 
     from ..owner.service import Service
     from .daemon_routes import add_daemon_routes
@@ -135,7 +159,11 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
 
     rest = _import_rest()
     key = daemons.settings_key(settings)
-    with Service(settings, daemons.ROLE, reader=True, key=key) as service:
+    with (
+        rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too
+        contextlib.suppress(KeyboardInterrupt),
+        Service(settings, daemons.ROLE, reader=True, key=key) as service,
+    ):
         assert service.socket is not None
         unix = rest.bind_unix(service.socket)
         activity = daemons.Activity()
@@ -144,17 +172,13 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
         for known in keys:
             ring.add(known)
         add_daemon_routes(app, service, ring, key)
-        config = uvicorn.Config(
-            _Touch(app, activity),
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=5,
-        )
-        server = uvicorn.Server(config)
+        config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
+        server = rest.make_server(config)
         threading.Thread(target=_warm, args=(service,), daemon=True).start()
         watch = threading.Thread(
-            target=_exit_when_idle, args=(server, activity, idle_timeout), daemon=True
+            target=_exit_when_idle,
+            args=(server, activity, idle_timeout, settings.data_dir),
+            daemon=True,
         )
         watch.start()
         stderr_console().print(
@@ -183,10 +207,17 @@ class _Touch:
             self.activity.end()
 
 
-def _exit_when_idle(server: Any, activity: daemons.Activity, timeout: float) -> None:
-    step = min(1.0, max(timeout / 10, 0.05))
+def _exit_when_idle(
+    server: Any, activity: daemons.Activity, timeout: float, data_dir: Path
+) -> None:
+    """Leave after `timeout` idle seconds, or as soon as someone waits for the lock (a
+    writer: `state.lock.someone_waits`), after the requests in flight."""
+    step = min(0.05, max(timeout / 10, 0.01))
+    while not server.should_exit and not server.started:
+        time.sleep(step)  # a slow start is no idleness: the clock starts once it listens
+    activity.restart()
     while not server.should_exit:
-        if activity.idle_for() >= timeout:
+        if activity.idle_for() >= timeout or someone_waits(data_dir):
             server.should_exit = True
             return
         time.sleep(step)

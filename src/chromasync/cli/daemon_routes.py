@@ -8,10 +8,11 @@ that client: `/search`'s parameters, how to render, and a registered key.
 
 from __future__ import annotations
 
+import inspect
 import io
 from typing import Annotated, Any, Literal
 
-from fastapi import Body, Depends, FastAPI, Header, Query
+from fastapi import Body, Depends, FastAPI, Header, Query, Request
 
 from .. import api
 from ..errors import ConfigError
@@ -20,6 +21,9 @@ from ..owner.service import Service
 from ..rest import search_query
 from ..retrieve.editor import open_urls
 from .search import render_search
+
+#: `/daemon/search`'s own parameters, besides `/search`'s.
+_OWN = frozenset({"render", "explain", "tty", "width", "color"})
 
 
 def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -> None:
@@ -35,8 +39,13 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
         keys.add(client_key)
         return {"ok": True}
 
+    # what `/daemon/search` takes: `/search`'s parameters and its own (a parameter it would
+    # ignore is refused instead, so the client leaves that command line to the CLI)
+    known = set(inspect.signature(search_query).parameters) | _OWN
+
     @app.get("/daemon/search", include_in_schema=False)
     def search(
+        request: Request,
         args: Annotated[api.SearchArgs, Depends(search_query)],
         render: Annotated[Literal["json", "plain", "files", "rich"], Query()] = "plain",
         explain: Annotated[bool, Query()] = False,
@@ -47,6 +56,9 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
     ) -> dict[str, Any]:
         if x_chromasync_key not in keys:
             raise ConfigError("unknown command-line key: the full CLI registers it first")
+        unknown = sorted(set(request.query_params) - known)
+        if unknown:
+            raise ConfigError(f"the daemon does not take {', '.join(unknown)}: the CLI runs it")
         result = service.search(args)
         out = io.StringIO()
         settings = service.settings

@@ -19,9 +19,10 @@ from typing import Any
 import click
 
 from .. import api
+from ..datadir import TOKEN_FILE
 from ..errors import ConfigError, LockError
 from ..owner.daemon import ROLE as DAEMON_ROLE
-from ..owner.locate import find_owner
+from ..owner.locate import find_owner, service_token
 from ..records import SourceSpec
 from .common import (
     reported_errors,
@@ -48,6 +49,24 @@ def _allowed_hosts(host: str) -> list[str] | None:
     if host in ("0.0.0.0", "::", "[::]"):  # noqa: S104 - the user asked for every interface
         return None
     return list(dict.fromkeys([host, "127.0.0.1", "localhost", "::1", "[::1]"]))
+
+
+def _service_token(settings: api.Settings, no_auth: bool) -> tuple[str | None, bool]:
+    """The token a service requires, and whether it is the data dir's own (made or kept in
+    `api-token`) rather than CHROMASYNC_API_TOKEN; (None, False) with --no-auth."""
+    if no_auth:
+        return None, False
+    if settings.api_token:
+        return settings.api_token, False
+    return service_token(settings.data_dir, create=True), True
+
+
+def _token_words(token: str | None, made: bool, settings: api.Settings) -> str:
+    if not token:
+        return "no token required (--no-auth)"
+    if made:
+        return f"token required (in {settings.data_dir / TOKEN_FILE}, which the CLI reads)"
+    return "token required"
 
 
 def _report(job: dict[str, Any]) -> None:
@@ -140,6 +159,12 @@ max_delay_option = click.option(
     is_flag=True,
     help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
 )
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Require no token (any local user may read the index). Without it and without "
+    "CHROMASYNC_API_TOKEN, a token is made on first start and kept in the data dir.",
+)
 def serve(
     host: str,
     port: int,
@@ -149,29 +174,33 @@ def serve(
     max_delay: float,
     nats_bridge: bool,
     allow_no_token: bool,
+    no_auth: bool,
     **flags: Any,
 ) -> None:
     """Serve the REST API and the search page (and own the data dir while running).
 
-    With CHROMASYNC_API_TOKEN set, every route but /health and the page shell needs
-    `Authorization: Bearer <token>`.
+    Every route but /health and the page shell needs `Authorization: Bearer <token>`: the
+    CHROMASYNC_API_TOKEN, else the token made on first start and kept in the data dir's
+    `api-token` (the CLI reads it; the printed page URL carries it), unless --no-auth.
     """
     from ..owner.service import Service
 
     with reported_errors():
         settings = settings_from_flags(**flags)
+        token, made = _service_token(settings, no_auth)
         if nats_bridge:
             from .nats import _import_bridge
 
             _import_bridge().connect_options(settings)  # a missing credentials file fails now
-    token = settings.api_token
-    if not _loopback(host) and not token and not allow_no_token:
+    if not _loopback(host) and not settings.api_token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
             "(or pass --allow-no-token)"
         )
     with reported_errors():
         rest = _import_rest()
+    # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
+    with reported_errors(), rest.sigterm_interrupts(), contextlib.suppress(KeyboardInterrupt):
         owner = find_owner(settings.data_dir)
         if owner is not None and owner.role != DAEMON_ROLE:  # the daemon makes way (lock)
             raise LockError(
@@ -194,11 +223,13 @@ def serve(
 
                 bridge = BridgeThread(service, service.source_specs())
             app = rest.create_app(service, token=token, allowed_hosts=_allowed_hosts(host))
+            page = f"{url}/#token={token}" if made else url
             stderr_console().print(
-                f"chromasync serve: {url} (search page at /, API docs at /docs); "
-                f"owns {settings.data_dir}; token {'required' if token else 'not set'}"
+                f"chromasync serve: {page} (search page at /, API docs at /docs); "
+                f"owns {settings.data_dir}; {_token_words(token, made, settings)}"
                 + ("; watching sources" if watcher else "")
-                + ("; on NATS" if bridge else "")
+                + ("; on NATS" if bridge else ""),
+                soft_wrap=True,
             )
             try:
                 rest.run_server(app, [tcp, unix])
@@ -279,6 +310,12 @@ def watch(
     is_flag=True,
     help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
 )
+@click.option(
+    "--no-auth",
+    is_flag=True,
+    help="Require no token (with --http). Without it and without CHROMASYNC_API_TOKEN, the "
+    "data dir's token is required (made on first start, in its `api-token`).",
+)
 @click.pass_context
 def mcp_command(
     ctx: click.Context,
@@ -288,6 +325,7 @@ def mcp_command(
     port: int,
     allow_origins: Sequence[str],
     allow_no_token: bool,
+    no_auth: bool,
     **flags: Any,
 ) -> None:
     """Serve the Model Context Protocol over stdio, or with --http over streamable HTTP at
@@ -295,10 +333,11 @@ def mcp_command(
     links, suggest, summaries, reindex).
 
     Over HTTP, a request whose Origin is neither a loopback page nor an --allow-origin is
-    refused, as is one whose Host is not HOST or a loopback name; with CHROMASYNC_API_TOKEN
-    set, every request needs `Authorization: Bearer <token>`.
+    refused, as is one whose Host is not HOST or a loopback name, and every request needs
+    `Authorization: Bearer <token>`: CHROMASYNC_API_TOKEN, else the data dir's own token
+    (made on first start, in its `api-token`), unless --no-auth.
     """
-    http_only = ("host", "port", "allow_origins", "allow_no_token")
+    http_only = ("host", "port", "allow_origins", "allow_no_token", "no_auth")
     given = [
         name
         for name in http_only
@@ -309,6 +348,7 @@ def mcp_command(
         raise click.UsageError(f"{option} only applies with --http")
     with reported_errors():
         settings = settings_from_flags(**flags)
+        token, made = _service_token(settings, no_auth) if http else (None, False)
     if http and not _loopback(host) and not settings.api_token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
@@ -325,8 +365,7 @@ def mcp_command(
 
         def listening(url: str) -> None:
             click.echo(
-                f"chromasync mcp: {url} (streamable HTTP); "
-                f"token {'required' if settings.api_token else 'not set'}",
+                f"chromasync mcp: {url} (streamable HTTP); {_token_words(token, made, settings)}",
                 err=True,
             )
 
@@ -339,6 +378,7 @@ def mcp_command(
                 allowed_origins=allow_origins,
                 reload=lambda: settings_from_flags(**flags),
                 on_listen=listening,
+                token=token,
             )
     click.echo("chromasync mcp: stopped", err=True)
 

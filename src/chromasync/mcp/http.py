@@ -109,19 +109,20 @@ def run_http(
     allowed_origins: Sequence[str] = (),
     reload: Callable[[], Settings] | None = None,
     on_listen: Callable[[str], None] | None = None,
+    token: str | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP on host:port until SIGINT/SIGTERM. The tools reach the
     index as in stdio mode (`Backend`): through the data dir's owner, or as the owner from
-    the first tool call on. `on_listen` gets the endpoint's URL once the port is bound."""
-    import uvicorn
-
+    the first tool call on. `on_listen` gets the endpoint's URL once the port is bound.
+    `token`: the one every request needs (the CLI passes the data dir's own when no
+    CHROMASYNC_API_TOKEN is set); None: `settings.api_token`."""
     from .. import rest
 
     backend = Backend(settings, reload)
     try:
         app = http_app(
             build_server(backend),
-            token=settings.api_token,
+            token=token or settings.api_token,
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
         )
@@ -131,7 +132,7 @@ def run_http(
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
         config = rest.server_config(app, lifespan="on", timeout_graceful_shutdown=5)
         with _sigterm_interrupts():
-            rest.run_server(app, [tcp], uvicorn.Server(config))
+            rest.run_server(app, [tcp], rest.make_server(config))
     finally:
         backend.close()
 

@@ -7,8 +7,10 @@ its socket, as they do to `serve` or `watch` (see `locate`):
 
 * It is the data dir's owner while it lives, as a *reader* (`state.lock`): it never writes,
   so it keeps the ingest fast path's snapshots, and whoever needs the lock (an ingest,
-  `verify`, `serve`, `watch`, `mcp`) asks it to leave (SIGTERM), waits for the requests in
-  flight, and takes over. Killing it at any moment loses nothing: it held no work.
+  `verify`, `serve`, `watch`, `mcp`) says so through the lock (`lock.want`); the daemon
+  sees it, finishes the requests in flight and leaves. Killing it at any moment loses
+  nothing: it held no work, so a frozen one (SIGSTOP) is killed when a writer needs the
+  lock (`dial.make_way`) and when `daemon stop` is asked (`stop`).
 * It answers for one set of settings: `settings_key` (every setting, the config files'
   bytes, this code's version; secrets enter only the hash) is advertised in `owner.json`. A
   command with other settings stops it and starts its own.
@@ -20,19 +22,18 @@ its socket, as they do to `serve` or `watch` (see `locate`):
   environment), which the daemon accepts once a full run of that command line with the same
   settings registered it (`OwnerClient.register`).
 
-The daemon's process (`chromasync daemon run`) lives in `cli.daemon`; this module is the
-clients' side: start, find, stop.
+The daemon's process (`chromasync daemon run` and its routes) lives in `cli.daemon`; this
+module and `dial` (its standard-library parts: find, check, spawn, ask) are the clients'.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
-import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -41,17 +42,15 @@ from typing import Any
 
 from .. import __version__
 from ..config.settings import Settings
-from ..datadir import DAEMON_LOG, make_private_dir, open_private
-from ..state.lock import READER_LEAVES_IN, lock_holder
-from .dial import listening
+from ..datadir import DAEMON_LOG
+from ..state.lock import READER_LEAVES_IN
+from .dial import ROLE, START_TIMEOUT, daemon_pid, frozen, listening, make_way, safe_socket
+from .dial import spawn as spawn_process
 from .locate import OwnerInfo, find_owner
 
-ROLE = "daemon"
 OFF_ENV = "CHROMASYNC_NO_DAEMON"
 IDLE_ENV = "CHROMASYNC_DAEMON_IDLE"
 IDLE_TIMEOUT = 600.0
-#: How long a command waits for the daemon it started to listen before it searches itself.
-START_TIMEOUT = 30.0
 LOG_FILE = DAEMON_LOG
 #: Command-line keys a daemon accepts from the stdlib client (oldest dropped first).
 MAX_KEYS = 64
@@ -113,6 +112,11 @@ class Activity:
         self._active = 0
         self._last = clock()
 
+    def restart(self) -> None:
+        """Count idleness from now (the daemon starts its clock once it listens)."""
+        with self._lock:
+            self._last = self._clock()
+
     def begin(self) -> None:
         with self._lock:
             self._active += 1
@@ -154,38 +158,71 @@ def find_daemon(data_dir: Path) -> OwnerInfo | None:
     return info if info is not None and info.role == ROLE else None
 
 
-def stop(data_dir: Path, timeout: float = READER_LEAVES_IN) -> OwnerInfo | None:
-    """Ask the data dir's daemon to leave and wait until it has: the daemon, or None."""
+def answers(info: OwnerInfo) -> bool:
+    """The owner can answer a request: not frozen (SIGSTOP), its socket safe to talk to."""
+    return not frozen(info.pid) and safe_socket(info.socket)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stopped:
+    """What `stop` did: the daemon it found, whether it is gone, and whether it was killed
+    (frozen, or not gone `timeout` seconds after SIGTERM)."""
+
+    info: OwnerInfo
+    gone: bool
+    killed: bool
+
+
+def stop(data_dir: Path, timeout: float = READER_LEAVES_IN) -> Stopped | None:
+    """Ask the data dir's daemon to leave (SIGTERM) and wait until it has; a frozen one, or
+    one still there after `timeout`, is killed. None when no daemon runs."""
     info = find_daemon(data_dir)
     if info is None:
         return None
-    try:
-        os.kill(info.pid, signal.SIGTERM)
-    except OSError:
-        return info
+    killed = frozen(info.pid)  # a stopped process never handles SIGTERM
+    if not killed:
+        _signal(info.pid, signal.SIGTERM)
+        if not _gone(data_dir, info.pid, timeout):
+            killed = True
+    if killed:
+        _signal(info.pid, signal.SIGKILL)
+    return Stopped(info, _gone(data_dir, info.pid, 5.0), killed)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):  # gone already
+        os.kill(pid, sig)
+
+
+def _gone(data_dir: Path, pid: int, timeout: float) -> bool:
+    """The daemon `pid` no longer holds the data dir (and no longer runs) within `timeout`."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and lock_holder(data_dir) is not None:
+    while True:
+        if daemon_pid(str(data_dir)) != pid and not _alive(pid):
+            return True
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.02)
-    return info
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    try:  # a zombie (exited, not yet reaped by its parent) is gone
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read(4096).rpartition(b")")[2].split()[:1] != [b"Z"]
+    except OSError:
+        return True
 
 
 def spawn(settings: Settings, flags: Mapping[str, Any]) -> subprocess.Popen[bytes]:
     """Start `chromasync daemon run` in the background with this command's flags (on its
-    stdin, so a token never shows in `ps`), folder and environment; its log in the data dir."""
-    make_private_dir(settings.data_dir)
-    with open_private(settings.data_dir / LOG_FILE, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "chromasync", "daemon", "run", "--flags-on-stdin"],
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,  # not killed with the terminal's process group
-            close_fds=True,
-        )
-    assert process.stdin is not None
-    process.stdin.write(json.dumps(dict(flags)).encode())
-    process.stdin.close()
-    return process
+    stdin, so a token never shows in `ps`), folder and environment (`dial.spawn`)."""
+    return spawn_process(str(settings.data_dir), {"flags": dict(flags)})
 
 
 def ensure(
@@ -199,6 +236,8 @@ def ensure(
     when it did not come up in `timeout` seconds (the command then runs in its own process)."""
     key = settings_key(settings)
     info = find_owner(settings.data_dir)
+    if info is not None and not answers(info):
+        return None  # frozen, or an unsafe socket: this command runs in its own process
     if info is not None and (info.role != ROLE or info.key == key):
         return info
     if info is not None:
@@ -226,11 +265,14 @@ __all__ = [
     "ROLE",
     "Activity",
     "KeyRing",
+    "Stopped",
+    "answers",
     "daemon_off",
     "ensure",
     "find_daemon",
     "idle_timeout",
     "listening",
+    "make_way",
     "settings_key",
     "spawn",
     "stop",

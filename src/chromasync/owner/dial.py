@@ -1,24 +1,62 @@
-"""The search daemon as the console script's stdlib client reaches it (`fastsearch`).
+"""The search daemon from outside, in the standard library only: find, check, start, ask.
 
-`fastsearch.daemon_search` runs before chromasync's stages are imported, so everything here
-uses the standard library only, imported where it is used, and the base's `datadir`: find
-the data dir's daemon (`owner.json`, trusted only while the daemon holds the lock as a
-reader), check that nothing owns the data dir before starting one, probe its socket, and
-send one GET over it. The daemon itself and the full CLI's side are in `owner.daemon`.
+The console script's client (`fastsearch.daemon_search`) runs before chromasync's stages
+are imported, and the full CLI's side (`owner.daemon`) builds on the same parts, so there
+is one of each, here:
+
+* find: `daemon_pid` (owner.json, read by `datadir.read_owner_file`, names a daemon that
+  holds the data dir's lock as a reader), `daemon_socket` (its socket, when the daemon is not
+  frozen and the socket is safe to talk to), `nobody_owns`;
+* check: `frozen` (stopped by SIGSTOP: it would accept a connection and never answer),
+  `safe_socket` (the socket and its folder are ours and nobody else may replace them:
+  otherwise the token and the query would go to whoever did);
+* start: `spawn`, the one spawner (`chromasync daemon run --from-stdin`: its settings, as
+  flags or as options, and its first keys on its stdin, so a `--chroma-token` never shows
+  in `ps`; its log `daemon.log` appended, rotated at `LOG_LIMIT`), and `start_daemon`, which
+  waits until it listens;
+* ask: `make_way` (a writer needs the lock: a frozen daemon is killed, it held no work; a
+  live one is asked through the lock, `state.lock.ask_reader_to_leave`), `get` (one GET over
+  the socket, with a connect and a reply deadline).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-from ..datadir import STATE_FILE
+from ..datadir import (
+    DAEMON_LOG,
+    DAEMON_LOG_OLD,
+    LOCK_FILE,
+    READER_MARK,
+    STATE_FILE,
+    make_private_dir,
+    open_private,
+    read_owner_file,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import subprocess
+    from collections.abc import Mapping, Sequence
+    from typing import IO
 
+ROLE = "daemon"
+#: What a command says (on stderr) when it starts the search daemon.
+DAEMON_NOTICE = (
+    "starting the search daemon for this data dir (it keeps the model warm and exits after "
+    "10 minutes idle; `chromasync daemon stop`, CHROMASYNC_NO_DAEMON=1)"
+)
 #: The most a daemon's answer may hold (bytes): a search prints far less.
 MAX_REPLY = 64 * 1024 * 1024
+#: Seconds to connect to the daemon's socket, and for its whole answer (then the CLI searches
+#: in its own process).
+CONNECT_TIMEOUT = 2.0
+REPLY_TIMEOUT = 30.0
+#: How long a client waits for the daemon it started to listen (then it searches itself).
+START_TIMEOUT = 30.0
+#: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
+LOG_LIMIT = 1024 * 1024
 
 
 def nobody_owns(data_dir: str) -> bool:
@@ -28,7 +66,7 @@ def nobody_owns(data_dir: str) -> bool:
     if not os.path.exists(os.path.join(data_dir, STATE_FILE)):
         return False  # nothing indexed here (or a server store): the CLI decides
     try:
-        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return False
     try:
@@ -40,11 +78,12 @@ def nobody_owns(data_dir: str) -> bool:
     return True
 
 
-def listening(path: str) -> bool:
+def listening(path: str, timeout: float = CONNECT_TIMEOUT) -> bool:
     """Something accepts connections on the Unix socket `path` (a dead owner's file does not)."""
     import socket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
         try:
             probe.connect(path)
         except OSError:
@@ -52,39 +91,177 @@ def listening(path: str) -> bool:
     return True
 
 
-def daemon_socket(data_dir: str) -> str | None:
-    """The socket of the data dir's daemon, when one advertises itself and holds the lock as
-    a reader (a killed one's leftovers are ignored: its lock is free)."""
-    import fcntl
-    import json
-
+def frozen(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, a debugger): it holds its lock and its socket accepts
+    connections, but it answers nothing until continued. False where /proc cannot tell."""
     try:
-        with open(os.path.join(data_dir, "owner.json"), "rb") as handle:
-            info = json.loads(handle.read(64 * 1024))
-        if info.get("role") != "daemon":
-            return None
-        pid, path = int(info["pid"]), str(info["socket"])
-        fd = os.open(os.path.join(data_dir, "lock"), os.O_RDONLY | os.O_CLOEXEC)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read(4096)
+    except OSError:
+        return False
+    fields = stat.rpartition(b")")[2].split()
+    return bool(fields) and fields[0] in (b"T", b"t")
+
+
+def safe_socket(path: str) -> bool:
+    """The Unix socket at `path` is ours and sits in a folder that is ours and that nobody
+    else may write to (a world-writable folder would let another user replace the socket)."""
+    import stat
+
+    uid = os.geteuid()
+    try:
+        own = os.lstat(path)
+        folder = os.lstat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return False
+    return (
+        stat.S_ISSOCK(own.st_mode)
+        and own.st_uid == uid
+        and stat.S_ISDIR(folder.st_mode)
+        and folder.st_uid == uid
+        and not folder.st_mode & stat.S_IWOTH
+    )
+
+
+def daemon_pid(data_dir: str) -> int | None:
+    """The pid of the data dir's daemon, when owner.json names one and that pid holds the
+    lock as a reader (a killed daemon's leftovers are ignored: its lock is free)."""
+    import fcntl
+
+    info = read_owner_file(data_dir)
+    if info is None or info["role"] != ROLE:
+        return None
+    pid = int(str(info["pid"]))
+    try:
+        fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
         return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:  # held: by the daemon?
             text = os.read(fd, 400).decode("utf-8", "replace")
-            return path if text.startswith(f"pid {pid}: ") else None
+            return pid if text.startswith(f"pid {pid}: {READER_MARK}") else None
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None  # free: nobody runs
     finally:
         os.close(fd)
 
 
+def daemon_socket(data_dir: str) -> str | None:
+    """The socket of the data dir's daemon when it can answer: not frozen, its socket safe."""
+    pid = daemon_pid(data_dir)
+    if pid is None or frozen(pid):
+        return None
+    info = read_owner_file(data_dir)
+    path = None if info is None else str(info["socket"])
+    return path if path is not None and safe_socket(path) else None
+
+
+def make_way(data_dir: str) -> bool:
+    """A writer needs the lock the daemon holds: True when the daemon is gone. A frozen one
+    is killed (a reader holds no work: killing it loses nothing); a live one is asked, and
+    given `state.lock.READER_LEAVES_IN` to finish the requests in flight."""
+    import signal
+    import time
+
+    from ..state.lock import ask_reader_to_leave
+
+    pid = daemon_pid(data_dir)
+    if pid is not None and frozen(pid):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while daemon_pid(data_dir) == pid and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return ask_reader_to_leave(data_dir)
+
+
+def open_log(data_dir: str) -> IO[bytes]:
+    """`daemon.log` for appending (0600), moved to `daemon.log.1` first when it is over
+    `LOG_LIMIT`: starts add to it, and none overwrites another's lines."""
+    path = os.path.join(data_dir, DAEMON_LOG)
+    try:
+        if os.stat(path).st_size > LOG_LIMIT:
+            os.replace(path, os.path.join(data_dir, DAEMON_LOG_OLD))
+    except OSError:
+        pass  # absent, or another start moved it first
+    log: IO[bytes] = open_private(path, "ab")
+    return log
+
+
+def spawn(
+    data_dir: str, payload: Mapping[str, object], environ: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `chromasync daemon run --from-stdin` in the background, in a session of its own
+    (not killed with the terminal's process group), with `payload` on its stdin as JSON:
+    `flags` (a command's settings flags) or `argv` (its settings options), and `keys` (the
+    console script's command-line keys it answers from the start). Nothing of it is in argv."""
+    import json
+    import subprocess
+    import sys
+
+    make_private_dir(data_dir)
+    with open_log(data_dir) as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "chromasync", "daemon", "run", "--from-stdin"],
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            env=None if environ is None else dict(environ),
+        )
+    assert process.stdin is not None
+    try:
+        process.stdin.write(json.dumps(dict(payload)).encode())
+        process.stdin.close()
+    except OSError:
+        pass  # it died at once: its log says why
+    return process
+
+
+def start_daemon(
+    data_dir: str,
+    payload: Mapping[str, object],
+    environ: Mapping[str, str],
+    timeout: float = START_TIMEOUT,
+) -> str | None:
+    """Start the daemon (`spawn`) and wait until it listens: its socket, or None (the CLI then
+    runs the search, and reports whatever kept the daemon from starting)."""
+    import sys
+    import time
+
+    sys.stderr.write(DAEMON_NOTICE + "\n")
+    sys.stderr.flush()
+    try:
+        process = spawn(data_dir, payload, environ)
+    except OSError:
+        return None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = daemon_socket(data_dir)
+        if found is not None and listening(found):
+            return found
+        if process.poll() is not None:  # it could not start, or another one won the lock
+            found = daemon_socket(data_dir)
+            return found if found is not None and listening(found) else None
+        time.sleep(0.02)
+    return None
+
+
 def get(
-    socket_path: str, route: str, params: Sequence[tuple[str, str]], key: str, token: str | None
+    socket_path: str,
+    route: str,
+    params: Sequence[tuple[str, str]],
+    key: str,
+    token: str | None,
+    timeout: float = REPLY_TIMEOUT,
 ) -> bytes | None:
     """GET `route` over the Unix socket (HTTP/1.1, closed after one answer): the body of a
-    200 answer, else None."""
+    200 answer, else None (no answer within `CONNECT_TIMEOUT`, then `timeout` in all)."""
     import socket
+    import time
     from urllib.parse import urlencode
 
     head = [
@@ -98,12 +275,17 @@ def get(
     request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape")
     chunks: list[bytes] = []
     size = 0
+    deadline = time.monotonic() + timeout
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(120.0)
+            conn.settimeout(min(CONNECT_TIMEOUT, timeout))
             conn.connect(socket_path)
             conn.sendall(request)
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                conn.settimeout(left)
                 chunk = conn.recv(1 << 16)
                 if not chunk:
                     break

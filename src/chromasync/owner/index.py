@@ -27,7 +27,7 @@ from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..sync.registry import SourceInfo
 from . import daemon as daemons
 from .local import LocalIndex, OnLocalSearch
-from .locate import OwnerInfo, find_owner
+from .locate import OwnerInfo, find_owner, service_token
 from .queries import (
     CompareQuery,
     EvalRequest,
@@ -129,9 +129,12 @@ def owner_client(settings: Settings) -> OwnerClient | None:
     """A client of the process that owns the data dir (serve, watch, mcp), or None.
 
     The search daemon does not count: it only reads, and whoever asks for this (a writer, a
-    long-running surface) takes the lock from it instead (`state.lock.yield_reader`).
+    long-running surface) takes the lock from it instead (`state.lock.ask_reader_to_leave`);
+    a frozen one is ended here (`dial.make_way`), since it would never leave.
     """
     info = find_owner(settings.data_dir)
+    if info is not None and info.role == daemons.ROLE and not daemons.answers(info):
+        daemons.make_way(str(settings.data_dir))
     if info is None or info.role == daemons.ROLE:
         return None
     return _client(info, settings)
@@ -144,7 +147,9 @@ def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
 def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
 
-    return OwnerClient(info, token=settings.api_token, settings=settings)
+    # the owner's token: the one set, else the one `serve` made in the data dir
+    token = settings.api_token or service_token(settings.data_dir)
+    return OwnerClient(info, token=token, settings=settings)
 
 
 @contextmanager
@@ -171,7 +176,7 @@ def open_index(
     else:
         info = find_owner(settings.data_dir)
         if info is not None and info.role == daemons.ROLE:
-            info = info if _same_settings(info, settings) else None
+            info = info if _same_settings(info, settings) and daemons.answers(info) else None
     if info is None:
         yield LocalIndex(settings, on_local)
         return

@@ -10,10 +10,15 @@ in `<data dir>/owner.json`:
      "socket": "/path/to/data/owner.sock", "started": "2026-05-01T10:00:00+00:00"}
 
 `socket` is a Unix socket (mode 0600) on which the owner serves the REST API to local
-clients; `url` is its TCP address (`serve` only). Other processes find the owner with
-`find_owner` and talk to it through that socket (`client.OwnerClient`): the CLI's `search`
-and `ingest`, and `chromasync mcp`. The file is trusted only while the lock is held, so a
-file left behind by a killed owner is ignored.
+clients; `url` is its TCP address (`serve` only). The socket lies in the data dir, or, when
+that path is too long for a Unix socket, in `chromasync-<uid>` under the temporary
+directory, used only when it is a folder of ours that nobody else may enter (else a fresh
+private folder is made: clients find the socket through `owner.json` either way), and
+clients talk to it only when it is ours in such a folder (`dial.safe_socket`).
+
+Other processes find the owner with `find_owner` and talk to it through that socket
+(`client.OwnerClient`): the CLI's `search` and `ingest`, and `chromasync mcp`. The file is
+trusted only while the lock is held, so a file left behind by a killed owner is ignored.
 """
 
 from __future__ import annotations
@@ -21,15 +26,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import logging
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..datadir import OWNER_FILE as OWNER_FILE
 from ..datadir import SOCKET_FILE as SOCKET_FILE
-from ..datadir import open_private
+from ..datadir import TOKEN_FILE, make_private_dir, open_private, read_owner_file
 from ..state.lock import lock_holder
+
+log = logging.getLogger(__name__)
 
 OWNER_SCHEMA = 1
 #: Unix socket paths longer than this do not fit in `sockaddr_un` (108 bytes with the NUL).
@@ -69,9 +78,71 @@ def socket_path(data_dir: Path) -> Path:
     if len(str(candidate).encode()) <= _MAX_SOCKET_PATH:
         return candidate
     digest = hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"chromasync-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / f"{digest}.sock"
+    return socket_folder() / f"{digest}.sock"
+
+
+def socket_folder(tmp: str | None = None) -> Path:
+    """`chromasync-<uid>` under the temporary directory when it is a private folder of ours
+    (made so when absent); else, when someone else made it, made it world-writable or put a
+    file or a link there, a fresh private folder beside it (never one another user controls)."""
+    base = Path(tmp or tempfile.gettempdir())
+    folder = base / f"chromasync-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:  # an unwritable temporary directory: mkdtemp says so below
+        log.warning("cannot make %s: %s", folder, exc)
+    if private_folder(folder):
+        return folder
+    log.warning("%s is not a private folder of this user; using a fresh one", folder)
+    return Path(tempfile.mkdtemp(prefix=f"chromasync-{os.getuid()}-", dir=base))
+
+
+def private_folder(folder: Path) -> bool:
+    """`folder` is a real folder (not a link), owned by this user, that only it may enter."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+
+
+#: The most `service_token` reads of the token file.
+_MAX_TOKEN = 4096
+
+
+def service_token(data_dir: Path, *, create: bool = False) -> str | None:
+    """The token `serve` and `mcp --http` require when no `CHROMASYNC_API_TOKEN` is set: made
+    on first start (`create`), kept in `<data dir>/api-token` (0600, in the 0700 data dir),
+    read by the CLI and other local clients. None when there is none (or it is unreadable, or
+    not a private file of ours: then it is not trusted, and a new one is not made over it)."""
+    import secrets
+
+    path = data_dir / TOKEN_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        if not create:
+            return None
+        make_private_dir(data_dir)
+        token = secrets.token_urlsafe(32)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:  # another start made it first: use that one
+            return service_token(data_dir)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(token + "\n")
+        return token
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            log.warning("%s is not a private file of this user: not used", path)
+            return None
+        text = handle.read(_MAX_TOKEN).decode("utf-8", "replace").strip()
+    return text or None
 
 
 def new_owner(data_dir: Path, role: str, url: str | None, key: str = "") -> OwnerInfo:
@@ -104,18 +175,19 @@ def clear_owner(data_dir: Path, info: OwnerInfo) -> None:
 
 
 def read_owner(data_dir: Path) -> OwnerInfo | None:
-    try:
-        data = json.loads((data_dir / OWNER_FILE).read_text(encoding="utf-8"))
-        return OwnerInfo(
-            pid=int(data["pid"]),
-            role=str(data["role"]),
-            socket=str(data["socket"]),
-            url=data.get("url"),
-            started=str(data.get("started", "")),
-            key=str(data.get("key", "")),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+    """The advertisement as written (`datadir.read_owner_file`), live or not."""
+    data = read_owner_file(data_dir)
+    if data is None:
         return None
+    url = data.get("url")
+    return OwnerInfo(
+        pid=int(str(data["pid"])),
+        role=str(data["role"]),
+        socket=str(data["socket"]),
+        url=url if isinstance(url, str) else None,
+        started=str(data.get("started", "")),
+        key=str(data.get("key", "")),
+    )
 
 
 def find_owner(data_dir: Path) -> OwnerInfo | None:
@@ -138,7 +210,10 @@ __all__ = [
     "clear_owner",
     "find_owner",
     "new_owner",
+    "private_folder",
     "read_owner",
+    "service_token",
+    "socket_folder",
     "socket_path",
     "write_owner",
 ]

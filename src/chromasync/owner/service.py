@@ -118,6 +118,7 @@ class Service(LocalIndex):
         self.sessions.close()
         if self.info is not None:
             clear_owner(self.settings.data_dir, self.info)
+            _remove_socket(self.info.socket)  # also when stopped before it served
             self.info = None
         self._lock.release()
 
@@ -334,6 +335,18 @@ class Service(LocalIndex):
                 self.settings = dataclasses.replace(self.settings, config_file=fresh)
         stale, self.sessions = self.sessions, api.WarmSessions(self.settings, lambda: self.embedder)
         stale.close()  # the default collections may have changed with the sources
+
+
+def _remove_socket(path: str) -> None:
+    """Remove this owner's Unix socket (it held the lock: nobody else's is there)."""
+    import os
+    import stat
+
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass  # gone already (the server removed it)
 
 
 __all__ = ["Service"]

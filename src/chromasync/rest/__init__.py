@@ -49,7 +49,14 @@ from .app import create_app
 from .bodies import search_query
 from .connections import server_config
 from .guard import ERROR_STATUS, PUBLIC_PATHS, authorized, is_public, origin_allowed, status_for
-from .server import BackgroundServer, bind_tcp, bind_unix, run_server
+from .server import (
+    BackgroundServer,
+    bind_tcp,
+    bind_unix,
+    make_server,
+    run_server,
+    sigterm_interrupts,
+)
 
 __all__ = [
     "ERROR_STATUS",
@@ -60,9 +67,11 @@ __all__ = [
     "bind_unix",
     "create_app",
     "is_public",
+    "make_server",
     "origin_allowed",
     "run_server",
     "search_query",
     "server_config",
+    "sigterm_interrupts",
     "status_for",
 ]

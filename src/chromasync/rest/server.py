@@ -9,7 +9,7 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigError
@@ -42,12 +42,48 @@ def bind_unix(path: str) -> socket.socket:
     return sock
 
 
-def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
-    """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
+def make_server(config: Any) -> Any:
+    """A uvicorn server that, stopped by SIGTERM or SIGINT, returns to its caller (which then
+    removes `owner.json` and the socket, and exits 0) instead of raising the signal again
+    once it has shut down, as uvicorn does (the process died of it: exit 143, files left)."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    captured = getattr(self, "_captured_signals", None)
+                    if isinstance(captured, list):
+                        captured.clear()
+
+    return Server(config)
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt meanwhile (in the main thread), as SIGINT does: a
+    service stopped before uvicorn took over its signals still leaves through its `finally`
+    blocks (removing `owner.json` and the socket) instead of dying of the signal."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
+    """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
+
     if server is None:
-        server = uvicorn.Server(server_config(app, timeout_graceful_shutdown=5))
+        server = make_server(server_config(app, timeout_graceful_shutdown=5))
     unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
     try:
         server.run(sockets=list(listeners))

@@ -43,6 +43,7 @@ from .results import (
     Gathered,
     SearchRequest,
     SearchResult,
+    collapse_copies,
     lean_window,
     present,
     rank_hits,
@@ -197,8 +198,8 @@ class Retriever:
         only = self.latest_ids(request) if request.latest is not None else None
         gathered = self.gather(request, (request.mode,), fields=not lean, only=only)
         # a lean search shows a prefix of the ranking: its first k (the relevance floor
-        # keeps a prefix too), so only those become hits; twice k are read, so that copies
-        # of one text in several files (`collapse_copies`) still leave k hits
+        # keeps a prefix too), so only those become hits; when copies of one text in
+        # several files fold (`collapse_copies`), the window's next hits are read too
         limit = lean_window(request.k) if lean else None
         hits = self.rank(gathered, request.mode, request.fusion, limit)
         reranked = False
@@ -206,7 +207,10 @@ class Retriever:
             hits = rerank(request.query, hits, reranker, max(DEFAULT_DEPTH, request.k))
             reranked = True
         if lean:
-            filled = self._fill(hits, gathered.keyword_versions)
+            filled = self._fill(hits[: request.k], gathered.keyword_versions)
+            copies = filled is not None and len(collapse_copies(filled)) < len(filled)
+            if copies and len(hits) > request.k:  # copies folded: read the whole window
+                filled = self._fill(hits, gathered.keyword_versions)
             if filled is None:  # a chunk went or changed between the query and the read
                 return self.search(request, full_fetch=True)
             hits = list(filled)

@@ -10,18 +10,20 @@ lock, later ones in the same process only take an in-process writer lock, so tha
 long-running owner (`chromasync serve`, `chromasync watch`) can hold the data dir for its
 whole life (`StoreLock(..., owner=True)`) while its own threads run ingests one at a time.
 
-A *reader* owner (the search daemon, `owner.daemon`) holds the lock only so that nobody
-writes under its warm store; it never writes, so taking the lock as a reader keeps the
-snapshots, and whoever needs the lock next asks the reader to leave (SIGTERM) and waits for
-it (`yield_reader`): a reader never stands in a writer's way.
+A *reader* owner holds the lock only so that nobody writes under what it keeps open; it
+never writes, so taking the lock as a reader keeps the snapshots (its line in the lock file
+is marked `datadir.READER_MARK`), and it promises to leave when someone waits for the lock.
+Waiting is said through a second file, `lock.want`: whoever finds a reader holding the lock
+holds `lock.want` shared while it waits (`ask_reader_to_leave`, bounded by
+`READER_LEAVES_IN`), and the reader looks for such a hold (`someone_waits`) and leaves. No
+signal, no pid: a reader never stands in a writer's way, and this module knows nothing of
+who the reader is (the search daemon, `owner.daemon`, which also ends a frozen one).
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from ..datadir import FILE_MODE, READER_MARK, make_private_dir
+from ..datadir import FILE_MODE, OWNER_MARK, READER_MARK, WANT_FILE, make_private_dir
 from ..errors import LockError
 from .snapshots import LOCK_FILE, invalidate
 
@@ -108,15 +110,24 @@ class StoreLock:
 
     def _take_kernel_lock(self, deadline: float | None) -> int:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        asked = 0
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 holder = _read_holder(fd)
-                if not self.reader and yield_reader(self.path.parent, holder):
-                    continue  # the search daemon left: the lock is free (or taken again)
-                owner = _long_running_owner(self.path.parent, holder)
+                if not self.reader and is_reader(holder) and asked < 3:
+                    asked += 1  # a reader started again meanwhile: ask once more, not forever
+                    if ask_reader_to_leave(self.path.parent):
+                        continue  # it left: the lock is free (or taken again)
+                    os.close(fd)
+                    raise LockError(
+                        f"the data dir {str(self.path.parent)!r} is held by a reader "
+                        f"({holder}) that did not leave within {READER_LEAVES_IN:g}s of being "
+                        "asked; if it is the search daemon, `chromasync daemon stop` ends it"
+                    ) from None
+                owner = _long_running_owner(holder)
                 if owner:  # it runs until stopped: waiting would wait forever
                     os.close(fd)
                     raise LockError(
@@ -134,7 +145,12 @@ class StoreLock:
         if not self.reader:
             invalidate(str(self.path.parent))
         os.ftruncate(fd, 0)
-        mark = READER_MARK if self.reader else ""
+        if self.reader:
+            mark = READER_MARK
+        elif self.owner:
+            mark = f"{OWNER_MARK}{self.name}: "
+        else:
+            mark = ""
         text = f"pid {os.getpid()}: {mark}{' '.join(sys.argv)[:300]}\n"
         os.pwrite(fd, text.encode(), 0)  # at 0: reading the holder moved the file offset
         return fd
@@ -194,34 +210,59 @@ def lock_holder(data_dir: Path) -> str | None:
 
 
 #: How long a reader may take to leave once asked (it finishes the requests in flight).
-READER_LEAVES_IN = 20.0
+READER_LEAVES_IN = 10.0
 
 
-def yield_reader(data_dir: Path, holder: str) -> bool:
-    """Ask the reader owner holding the lock (the search daemon) to leave, and wait until it
-    has: True when it is gone, False when the holder is not a reader (or would not leave).
-
-    The lock file names the holder's pid and marks a reader; `owner.json` must name the same
-    pid with the `daemon` role, so a pid reused by another program is never signalled.
-    """
+def is_reader(holder: str) -> bool:
+    """The lock's holder, as `lock_holder` or a refusal names it, is marked as a reader."""
     text = holder.removeprefix("another process (").removesuffix(")")
     head, colon, rest = text.partition(": ")
-    if not colon or not rest.startswith(READER_MARK) or not head.startswith("pid "):
+    return bool(colon) and head.startswith("pid ") and rest.startswith(READER_MARK)
+
+
+_WANT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+
+
+def _want_path(data_dir: Path | str) -> str:
+    return os.path.join(data_dir, WANT_FILE)
+
+
+def ask_reader_to_leave(data_dir: Path | str, timeout: float = READER_LEAVES_IN) -> bool:
+    """Say that someone waits for the lock (hold `lock.want` shared) and wait until the reader
+    holding it has left: True when the lock is free, False when it was not in `timeout`."""
+    try:
+        want = os.open(
+            os.path.join(data_dir, WANT_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+        )
+    except OSError:
         return False
     try:
-        pid = int(head[4:])
-        with open(data_dir / "owner.json", encoding="utf-8") as handle:
-            info = json.load(handle)
-        if int(info["pid"]) != pid or info["role"] != "daemon":
-            return False
-        os.kill(pid, signal.SIGTERM)
-    except (OSError, ValueError, KeyError, TypeError):
+        fcntl.flock(want, fcntl.LOCK_SH)  # a reader only tests it, for an instant
+        deadline = time.monotonic() + timeout
+        while True:
+            if _kernel_lock_free(Path(data_dir) / LOCK_FILE):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+    finally:
+        os.close(want)  # drops the shared hold
+
+
+def someone_waits(data_dir: Path | str) -> bool:
+    """A reader's check: does anyone wait for the lock it holds (`ask_reader_to_leave`)?"""
+    try:
+        fd = os.open(
+            os.path.join(data_dir, WANT_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
+        )
+    except OSError:
         return False
-    deadline = time.monotonic() + READER_LEAVES_IN
-    while time.monotonic() < deadline:
-        if _kernel_lock_free(data_dir / LOCK_FILE):
-            return True
-        time.sleep(0.02)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the exclusive hold taken above
     return False
 
 
@@ -240,17 +281,14 @@ def _kernel_lock_free(path: Path) -> bool:
     return True
 
 
-def _long_running_owner(data_dir: Path, holder: str) -> str | None:
-    """The holder as "`chromasync serve` (pid N) at URL" when it is a long-running owner."""
-    try:
-        with open(data_dir / "owner.json", encoding="utf-8") as handle:
-            info = json.load(handle)
-        pid, role, url = int(info["pid"]), str(info["role"]), info.get("url")
-    except (OSError, ValueError, KeyError, TypeError):
+def _long_running_owner(holder: str) -> str | None:
+    """The holder as "`chromasync serve` (pid N)" when its line marks a long-running owner."""
+    text = holder.removeprefix("another process (").removesuffix(")")
+    head, colon, rest = text.partition(": ")
+    if not colon or not head.startswith("pid ") or not rest.startswith(OWNER_MARK):
         return None
-    if f"pid {pid}:" not in holder:
-        return None
-    return f"`chromasync {role}` (pid {pid})" + (f" at {url}" if url else "")
+    name = rest.removeprefix(OWNER_MARK).partition(": ")[0]
+    return f"`{name}` ({head})"
 
 
 def _read_holder(fd: int) -> str:

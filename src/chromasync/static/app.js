@@ -12,6 +12,16 @@ const answerMode = () => $("mode-answer").checked;
 
 function token() { return sessionStorage.getItem("chromasync-token") || ""; }
 
+// `chromasync serve` prints the page's URL with its token after `#token=` (a fragment never
+// reaches the server or its logs): keep it for this tab, then take it out of the address bar.
+function tokenFromFragment() {
+  const found = /(?:^|&)token=([^&]*)/.exec(location.hash.replace(/^#/, ""));
+  if (!found) return;
+  sessionStorage.setItem("chromasync-token", decodeURIComponent(found[1]));
+  history.replaceState(null, "", location.pathname + location.search);
+}
+tokenFromFragment();
+
 async function api(path) {
   const headers = { Accept: "application/json" };
   if (token()) headers.Authorization = "Bearer " + token();

@@ -1,0 +1,148 @@
+"""The console script's front door (`cmdline`), checked against click's own commands.
+
+The fast paths read argv before click is imported, with `cmdline`'s tables. These tests walk
+click's `ingest`, `search` and `daemon run` and fail when a table disagrees: a spelling
+click lacks, an option click reads as taking a value that the table reads as a flag (or the
+reverse), a new click option nobody placed, a settings option the daemon's own command line
+would refuse, a request option `/search` has no parameter for.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import click
+import pytest
+
+from chromasync.cli.main import main as cli
+from chromasync.cmdline import INGEST, REQUEST, SETTINGS, Option, line_key, parse, table_of
+from chromasync.rest.bodies import search_query
+
+
+def _search() -> dict[str, Option]:
+    table = table_of("search")
+    assert table is not None
+    return table
+
+
+COMMANDS = {"ingest": INGEST, "search": _search()}
+SEARCH = COMMANDS["search"]
+
+#: click options each fast path leaves to the CLI on purpose (a command line with one of
+#: them runs in full): anything new in click must be placed in a table or here.
+LEFT_TO_THE_CLI = {
+    "ingest": {
+        "--embed-option",  # may carry a key
+        "--chroma-token",
+        "--limit",
+        "--gc-only",
+        "--no-gc",
+        "--reset",
+        "--yes",
+        "-y",
+        "--dry-run",
+        "--output-manifest",
+        "--include-text",
+        "--checksum",
+        "--reembed",
+        "--allow-mass-delete",
+        "--wait",
+        "--include-hidden",  # the snapshot's walk does not list what it adds
+    },
+    "search": {"--rerank"},  # a reranker model: the CLI loads it
+}
+
+
+def _click_options(command: click.Command) -> dict[str, click.Option]:
+    out: dict[str, click.Option] = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for spelling in (*param.opts, *param.secondary_opts):
+                out[spelling] = param
+    return out
+
+
+def _takes_value(option: click.Option) -> bool:
+    return not option.is_flag and not option.count
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_fast_option_is_clicks_with_the_same_arity(name: str) -> None:
+    options = _click_options(cli.commands[name])
+    for spelling, fast in COMMANDS[name].items():
+        assert spelling in options, f"{name} {spelling}: click has no such option"
+        assert fast.value == _takes_value(options[spelling]), (
+            f"{name} {spelling}: the fast parser reads it as "
+            f"{'taking a value' if fast.value else 'a flag'}, click does not"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_click_option_is_placed_and_the_rest_go_to_the_cli(name: str) -> None:
+    options = _click_options(cli.commands[name])
+    unplaced = set(options) - set(COMMANDS[name]) - LEFT_TO_THE_CLI[name]
+    assert not unplaced, f"{name}: place {sorted(unplaced)} in cmdline.py or LEFT_TO_THE_CLI"
+    assert not LEFT_TO_THE_CLI[name] - set(options), "LEFT_TO_THE_CLI names a gone option"
+    for spelling in (*LEFT_TO_THE_CLI[name], "--help", "-h", "--", "--no-such-option"):
+        assert parse([name, "x", spelling, "v"]) is None, spelling
+        assert parse([name, "x", f"{spelling}=v"]) is None, spelling
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_parser_reads_what_click_reads(name: str) -> None:
+    """For every option in the table, a command line with it parses to the value click
+    would give it (flags: given; values: the next word or after `=`); a flag given a value
+    and a value left missing go to the CLI, as click would refuse them."""
+    for spelling, fast in COMMANDS[name].items():
+        if fast.value:
+            for argv in ([name, "q", spelling, "v"], [name, "q", f"{spelling}=v"]):
+                line = parse(argv)
+                assert line is not None and line.options[spelling] == "v", argv
+                assert [text for _i, text in line.arguments] == ["q"]
+            assert parse([name, "q", spelling]) is None
+        else:
+            line = parse([name, "q", spelling])
+            assert line is not None and line.given(spelling) and not line.options
+            assert parse([name, "q", f"{spelling}=1"]) is None
+
+
+def test_the_daemon_takes_every_settings_option_the_client_passes_it() -> None:
+    """The client starts `daemon run` with its command line's settings options: each must be
+    one of `daemon run`'s, with the same arity, or the daemon would refuse to start."""
+    options = _click_options(cli.commands["daemon"].commands["run"])  # type: ignore[attr-defined]
+    for spelling, fast in SEARCH.items():
+        if fast.part == SETTINGS:
+            assert spelling in options, spelling
+            assert fast.value == _takes_value(options[spelling]), spelling
+
+
+#: Search options `/search` (and so the daemon's `/daemon/search`) does not take yet: the
+#: daemon refuses the parameter and the client leaves the command line to the CLI.
+NOT_ON_REST_YET: set[str] = set()
+
+
+def test_every_request_option_is_a_parameter_of_search() -> None:
+    params = set(inspect.signature(search_query).parameters)
+    for spelling, fast in SEARCH.items():
+        if fast.part == REQUEST and spelling not in NOT_ON_REST_YET:
+            name = fast.param[0] if isinstance(fast.param, tuple) else fast.param
+            assert name in params, f"{spelling} -> {name}: /search has no such parameter"
+    for spelling in NOT_ON_REST_YET:
+        fast = SEARCH[spelling]
+        assert fast.param not in params, f"{spelling} is on /search now: drop it here"
+        assert not fast.keyword  # nor does the keyword snapshot record it
+
+
+def test_the_keyword_snapshot_takes_only_what_it_records() -> None:
+    keyword = {s for s, o in SEARCH.items() if o.part == REQUEST and o.keyword}
+    assert "--latest" not in keyword and "--group-by" not in keyword
+    assert {"--mode", "--k", "--tag", "--tags-any", "--no-rerank", "--path"} <= keyword
+
+
+def test_one_key_scheme_no_secret_in_it() -> None:
+    env = {"CHROMASYNC_CHROMA_TOKEN": "s3cret", "HOME": "/h"}
+    key = line_key("daemon", ("a",), env, "/w", b"version: 1\n")
+    assert "s3cret" not in key and len(key) == 64
+    assert line_key("search", ("a",), env, "/w", b"version: 1\n") != key  # by purpose
+    assert line_key("daemon", ("a",), env, "/w", b"version: 2\n") != key  # by config
+    assert line_key("daemon", ("a",), env, "/w", None) != key
