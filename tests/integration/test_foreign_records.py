@@ -53,6 +53,8 @@ def test_records_carry_the_ownership_marker(
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     metas = _raw(settings).get(include=["metadatas"])["metadatas"]
     assert metas and all(m[OWNER_KEY] == "notes" for m in metas)
+    # `source` holds the file's path, where LangChain's loaders put it
+    assert all(m["source"] == f"{notes}/{m['path']}" for m in metas)
 
 
 def test_verify_reports_foreign_records_and_passes(
@@ -168,7 +170,7 @@ def test_an_older_index_gets_the_marker_by_a_metadata_rewrite(
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     raw = _raw(settings)
     ours = raw.get(include=["embeddings"])
-    stripped = {OWNER_KEY: None, "ref_doc_id": None, "document_id": None}
+    stripped = {OWNER_KEY: None, "ref_doc_id": None, "document_id": None, "source": "notes"}
     raw.update(ids=ours["ids"], metadatas=[stripped] * len(ours["ids"]))
     assert all(OWNER_KEY not in m for m in raw.get(include=["metadatas"])["metadatas"])
     ids = _add_foreign(settings, embedder, 1)
@@ -177,5 +179,6 @@ def test_an_older_index_gets_the_marker_by_a_metadata_rewrite(
     after = raw.get(ids=ours["ids"], include=["metadatas", "embeddings"])
     assert all(m[OWNER_KEY] == "notes" for m in after["metadatas"])
     assert all(m["ref_doc_id"] == m["document_id"] == m["path"] for m in after["metadatas"])
+    assert all(m["source"] == f"{notes}/{m['path']}" for m in after["metadatas"])
     assert (after["embeddings"] == ours["embeddings"]).all()
     assert _still_there(settings, ids)

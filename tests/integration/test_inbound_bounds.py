@@ -35,6 +35,17 @@ def service(notes: Path, settings: Settings, embedder: HashEmbedder) -> Iterator
 def served(service: Service, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """The REST app on a loopback port, with a 1 s header deadline."""
     monkeypatch.setattr(connections, "HEADER_TIMEOUT_S", 1.0)
+    yield from _serve(service)
+
+
+@pytest.fixture
+def patient(service: Service, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """The REST app on a loopback port, with a 60 s header deadline."""
+    monkeypatch.setattr(connections, "HEADER_TIMEOUT_S", 60.0)
+    yield from _serve(service)
+
+
+def _serve(service: Service) -> Iterator[int]:
     listener = rest.bind_tcp("127.0.0.1", 0)
     port = int(listener.getsockname()[1])
     server = rest.BackgroundServer(rest.create_app(service), [listener])
@@ -85,8 +96,28 @@ def test_connections_that_never_finish_their_headers_are_closed(served: int) -> 
             sock.close()
 
 
+def test_one_client_holds_at_most_its_limit_of_waiting_connections(patient: int) -> None:
+    """With the deadline far off, 100 slow connections from one address are cut to
+    `MAX_WAITING_PER_CLIENT` once they have waited a second; a new request is served."""
+    served = patient
+    slow = []
+    try:
+        for _ in range(100):
+            sock = socket.create_connection(("127.0.0.1", served))
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            slow.append(sock)
+        time.sleep(1.5)
+        with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
+            assert client.get("/health").status_code == 200
+        oldest = slow[: 100 - connections.MAX_WAITING_PER_CLIENT - 8]  # the 60 oldest
+        assert sum(_closed(sock, 2.0) for sock in oldest) == len(oldest)
+    finally:
+        for sock in slow:
+            sock.close()
+
+
 def test_many_concurrent_requests_from_one_client_all_succeed(served: int) -> None:
-    """The per-client limit counts only connections waiting for their head: 200 requests
+    """The per-client limit counts only connections waiting for their head: 100 requests
     at once from one address are all answered."""
     results: list[int] = []
 
@@ -94,12 +125,12 @@ def test_many_concurrent_requests_from_one_client_all_succeed(served: int) -> No
         with httpx.Client(timeout=30) as client:
             results.append(client.get(f"http://127.0.0.1:{served}/health").status_code)
 
-    threads = [threading.Thread(target=one) for _ in range(200)]
+    threads = [threading.Thread(target=one) for _ in range(100)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert results == [200] * 200
+    assert results == [200] * 100
 
 
 def test_a_dropped_ask_stream_cancels_the_model_stream(served: int, service: Service) -> None:
@@ -130,3 +161,25 @@ def test_a_dropped_ask_stream_cancels_the_model_stream(served: int, service: Ser
         assert len(chat.requests) == 24
         time.sleep(0.3)
         assert threading.active_count() <= threads_before + 2
+
+
+def test_a_request_body_over_the_limit_is_refused_while_read(served: int) -> None:
+    """9 MiB to `/search`: declared, a 413 before a byte of it is read; sent chunked with
+    no length, a 413 once the limit has arrived (FastAPI read the whole body first)."""
+    big = b'{"query": "' + b"x" * (9 << 20) + b'"}'
+    headers = {"Content-Type": "application/json"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=30) as client:
+        declared = client.post("/search", content=big, headers=headers)
+        assert declared.status_code == 413 and "request body" in declared.json()["detail"]
+
+        def pieces() -> Iterator[bytes]:
+            for at in range(0, len(big), 1 << 16):
+                yield big[at : at + (1 << 16)]
+
+        try:
+            chunked = client.post("/search", content=pieces(), headers=headers)
+            assert chunked.status_code == 413
+        except httpx.HTTPError:
+            pass  # the server answered 413 and closed while the client still sent
+        small = client.post("/search", json={"query": "grinder"})
+        assert small.status_code == 200, small.text

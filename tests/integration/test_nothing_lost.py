@@ -359,7 +359,9 @@ def test_a_discovered_label_is_reachable_through_rest(
         gone = client.delete("/sources/hugo/content")
         assert gone.status_code == 200, gone.text
         assert gone.json()["records_deleted"] == 2
-    assert snapshot(settings) == {}
+        # the collection it emptied is dropped too (issue 29): nothing of it is left
+        assert gone.json()["collections_dropped"] == [settings.collection]
+    assert settings.collection not in api.open_store(settings).list_collections()
 
 
 # -- verify sees records the state does not know --------------------------------------------

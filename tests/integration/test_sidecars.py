@@ -277,7 +277,7 @@ def test_unchanged_rerun_with_sidecars_reads_nothing(corpus: Path, cli_env: dict
         timeout=120,
     )
     assert probe.returncode == 0, probe.stderr
-    summary = json.loads(probe.stdout)
+    [summary] = json.loads(probe.stdout)  # a list, one row per source
     assert summary["files_unchanged"] == 4 and summary["chunks_embedded"] == 0
     report = json.loads(probe.stderr.strip().splitlines()[-1])
     assert report["opened"] == [] and report["heavy"] == []

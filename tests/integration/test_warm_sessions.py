@@ -14,6 +14,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.errors import NotFound
 from chromasync.retrieve import session as sessions_module
 from chromasync.retrieve.bm25 import Condition, KeywordIndex
 from chromasync.retrieve.session import open_retriever
@@ -112,7 +113,10 @@ def test_the_search_after_a_write_sees_it(tmp_path: Path, monkeypatch: pytest.Mo
         assert api.retrieve(espresso, settings, sessions=warm).hits
         opened_before = opened.count
         api.remove_source(settings, "notes")
-        assert api.retrieve(espresso, settings, sessions=warm).hits == ()
+        # the last source gone, its emptied collection is dropped (issue 29): the store is
+        # as before the first ingest, and the warm session sees that as a fresh one would
+        with pytest.raises(NotFound, match="run `chromasync ingest` first"):
+            api.retrieve(espresso, settings, sessions=warm)
         assert opened.count == opened_before + 1
     finally:
         warm.close()

@@ -189,3 +189,29 @@ def test_versus_counts_per_query(
 def test_versus_needs_the_same_queries() -> None:
     with pytest.raises(ValueError, match="same queries"):
         versus([{"ndcg": 1.0}], [])
+
+
+@pytest.mark.parametrize(
+    ("graded", "expected"),
+    [
+        (False, {"wins": 1, "losses": 1, "ties": 0}),  # binary nDCG: one each way
+        (True, {"wins": 2, "losses": 0, "ties": 0}),  # graded nDCG: hybrid wins both
+    ],
+)
+def test_the_report_compares_hybrid_with_each_single_mode(
+    graded: bool, expected: dict[str, int]
+) -> None:
+    from chromasync.retrieve.tasks import EvalReport
+
+    def row(binary: float, graded_value: float) -> dict[str, float]:
+        return {"ndcg": binary, "ndcg_graded": graded_value}
+
+    per_query = {
+        "hybrid": [row(0.5, 0.9), row(0.2, 0.6)],
+        "keyword": [row(0.4, 0.3), row(0.3, 0.5)],
+        "hybrid variant": [row(1.0, 1.0), row(1.0, 1.0)],
+    }
+    report = EvalReport(2, 10, {}, per_query, graded=graded)
+    assert report.headline == ("ndcg_graded" if graded else "ndcg")
+    assert report.versus() == {"hybrid vs keyword": expected}
+    assert report.as_json()["versus"] == {"hybrid vs keyword": expected}

@@ -134,10 +134,34 @@ async def _serve_stdio(server: Any, stdin: BinaryIO | None = None) -> None:
     """The SDK's stdio loop (its stdout writer), with stdin read by `read_lines`: a line
     that is not a message gets an error reply on the write stream (the SDK drops some
     silently), messages pass on to the server."""
+    release = None
+    if stdin is not None:
+        source = stdin
+    else:
+        source, release = _claim_stdin()
+    try:
+        await _serve_on(server, source)
+    finally:
+        if release is not None:
+            release()
+
+
+def _claim_stdin() -> tuple[BinaryIO, Callable[[], None] | None]:
+    """The wire's stdin, as the SDK claims it (fd 0 then points at the null device, so a
+    child process or a handler reads nothing of the wire); the plain buffer where the
+    SDK's claim is not available."""
+    try:
+        from mcp.server.stdio import _claim_fd, _open_stdin_diversion
+    except ImportError:
+        return sys.stdin.buffer, None
+    stream, release = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
+    return stream, release
+
+
+async def _serve_on(server: Any, source: BinaryIO) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    source = stdin if stdin is not None else sys.stdin.buffer
     async with stdio_server(stdin=_NoInput()) as (_, write_stream):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[Any](0)
 
