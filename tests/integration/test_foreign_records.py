@@ -182,3 +182,15 @@ def test_an_older_index_gets_the_marker_by_a_metadata_rewrite(
     assert all(m["source"] == f"{notes}/{m['path']}" for m in after["metadatas"])
     assert (after["embeddings"] == ours["embeddings"]).all()
     assert _still_there(settings, ids)
+
+
+def test_verify_command_lists_foreign_records_and_exits_0(
+    notes: Path, settings: Settings, embedder: HashEmbedder, cli_env: dict[str, str]
+) -> None:
+    from ..conftest import run_cli
+
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    _add_foreign(settings, embedder)
+    done = run_cli(["verify"], env=cli_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(another tool)" in done.stdout and "foreign-0" in done.stdout
