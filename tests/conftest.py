@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -190,8 +191,14 @@ def invoke_cli(
         stdout, stderr, _ = stack.enter_context(runner.isolation(env=env))
         if cwd is not None:
             stack.enter_context(contextlib.chdir(cwd))
-        saved_argv, sys.argv = sys.argv, ["chromasync", *args]
+        # What `python -m chromasync` has: its argv[0] and its `__main__`, whose package click
+        # reads for the program's name in usage lines ("Usage: python -m chromasync ...").
+        saved_argv, sys.argv = sys.argv, [str(REPO / "src" / "chromasync" / "__main__.py"), *args]
         stack.callback(setattr, sys, "argv", saved_argv)
+        as_main = types.ModuleType("__main__")
+        as_main.__package__ = "chromasync"
+        saved_main, sys.modules["__main__"] = sys.modules["__main__"], as_main
+        stack.callback(sys.modules.__setitem__, "__main__", saved_main)
         try:
             code = fastpath.main() or 0
         except SystemExit as exit_:  # click's standalone mode, or the command's own exit
