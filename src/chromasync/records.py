@@ -69,8 +69,12 @@ class SourceSpec:
 
     @property
     def starts(self) -> tuple[str, ...]:
-        """The folders a walk starts from, relative to the root ("" is the root)."""
-        return tuple(s.strip("/") for s in self.subdirs) or ("",)
+        """The folders a walk starts from, relative to the root ("" is the root); a folder
+        inside another one listed (or the root listed too) is walked once, from the outer."""
+        parts = list(dict.fromkeys(s.strip("/") for s in self.subdirs))
+        if not parts or "" in parts:
+            return ("",)
+        return tuple(p for p in parts if not any(p.startswith(q + "/") for q in parts))
 
 
 @dataclass(frozen=True, slots=True)

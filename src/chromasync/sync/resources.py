@@ -20,7 +20,7 @@ from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
 from ..records import FileState, StoreLimits
 from ..state.manifest import State, stored_root
-from ..store.peers import foreign_records, mark_legacy, owned_records
+from ..store.peers import attach_function, foreign_records, mark_legacy, owned_records
 from .heal import rebuild_manifest
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ class Resources:
             }
             for label in self.labels:  # an index written before the ownership marker
                 mark_legacy(self._collection, label, roots.get(label, ""))
+            # a collection made before it records Chroma's function for peers (no vector)
+            attach_function(self._collection)
         return self._collection
 
     def prefetch_model(self) -> None:
