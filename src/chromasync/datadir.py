@@ -107,11 +107,16 @@ MAX_MODELS_FILE = 256 * 1024
 
 def active_profile(data_dir: str | os.PathLike[str]) -> str | None:
     """The name of the model profile `models.json` makes active in `data_dir`, or None (no
-    file, no active profile, or a file that cannot be read: the data dir's own index)."""
+    file, no active profile, or a file that cannot be read: the data dir's own index).
+    `json` is imported only when the file exists: the fast path of an unchanged re-run
+    stays without it."""
+    path = os.path.join(data_dir, MODELS_FILE)
+    if not os.path.isfile(path):
+        return None
     import json
 
     try:
-        with open(os.path.join(data_dir, MODELS_FILE), "rb") as handle:
+        with open(path, "rb") as handle:
             data = json.loads(handle.read(MAX_MODELS_FILE))
     except (OSError, ValueError, RecursionError):
         return None
