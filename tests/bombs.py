@@ -20,19 +20,21 @@ class Deflated:
     adler32: int
 
 
-def deflate_repeat(head: bytes, block: bytes, repeat: int, tail: bytes) -> Deflated:
-    """`head + block * repeat + tail`, deflated without ever holding it whole."""
+def deflate_repeat(
+    head: bytes, block: bytes, repeat: int, tail: bytes, checksum: str = "crc32"
+) -> Deflated:
+    """`head + block * repeat + tail`, deflated without ever holding it whole, with the one
+    checksum its container needs (`crc32` for a zip, `adler32` for zlib; the other is 0)."""
     packer = zlib.compressobj(9, zlib.DEFLATED, -15)
     first = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
     copy = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
     last = packer.compress(tail) + packer.flush()
-    crc = zlib.crc32(head)
-    adler = zlib.adler32(head)
+    add = zlib.crc32 if checksum == "crc32" else zlib.adler32
+    value = add(head)
     for _ in range(repeat):
-        crc = zlib.crc32(block, crc)
-        adler = zlib.adler32(block, adler)
-    crc = zlib.crc32(tail, crc)
-    adler = zlib.adler32(tail, adler)
+        value = add(block, value)
+    value = add(tail, value)
+    crc, adler = (value, 0) if checksum == "crc32" else (0, value)
     size = len(head) + len(block) * repeat + len(tail)
     return Deflated(first + copy * repeat + last, size, crc, adler)
 
@@ -46,7 +48,7 @@ def pdf_bomb(mib: int, text: bool = False) -> bytes:
     else:
         line, head, tail = b" " * 64, b"", b""
     block = line * ((1 << 20) // len(line))
-    deflated = deflate_repeat(head, block, mib, tail)
+    deflated = deflate_repeat(head, block, mib, tail, checksum="adler32")
     stream = b"\x78\xda" + deflated.raw + struct.pack(">I", deflated.adler32)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",

@@ -26,6 +26,14 @@ OWNER_KEY = "chromasync_source"
 #: document)` (trailing spaces stripped), so a peer that re-embeds a record can rebuild it.
 CONTEXT_KEY = "chromasync_context"
 
+
+def source_label(metadata: Mapping[str, Any]) -> str:
+    """The label of the source a stored record belongs to: its ownership marker, else (an
+    index written before the marker, or another tool's record) its `source` value. A
+    record's `source` holds the file's path, where LangChain's loaders put it."""
+    return str(metadata.get(OWNER_KEY) or metadata.get("source", ""))
+
+
 Scalar: TypeAlias = str | int | float | bool
 #: A value Chroma accepts in metadata: a scalar or a homogeneous list of strings.
 MetaValue: TypeAlias = Scalar | list[str]
@@ -61,8 +69,12 @@ class SourceSpec:
 
     @property
     def starts(self) -> tuple[str, ...]:
-        """The folders a walk starts from, relative to the root ("" is the root)."""
-        return tuple(s.strip("/") for s in self.subdirs) or ("",)
+        """The folders a walk starts from, relative to the root ("" is the root); a folder
+        inside another one listed (or the root listed too) is walked once, from the outer."""
+        parts = list(dict.fromkeys(s.strip("/") for s in self.subdirs))
+        if not parts or "" in parts:
+            return ("",)
+        return tuple(p for p in parts if not any(p.startswith(q + "/") for q in parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +371,7 @@ class Hit:
         return cls(
             id=rid,
             path=str(meta.get("path", "")),
-            source=str(meta.get("source", "")),
+            source=source_label(meta),
             heading=str(meta.get("heading", "")),
             start_line=int(meta.get("start_line", 0) or 0),
             end_line=int(meta.get("end_line", 0) or 0),

@@ -79,12 +79,12 @@ def _measure(path: Path, max_chars: int) -> dict[str, object]:
 MAX_CHARS = 1_000_000
 KINDS: dict[str, tuple[str, Callable[[int], bytes], int, str]] = {
     # name: (suffix, build(MiB), MiB of the smaller bomb, skip reason)
-    "pdf-flate": (".pdf", lambda mib: bombs.pdf_bomb(mib), 128, "too-large"),
-    "pdf-text": (".pdf", lambda mib: bombs.pdf_bomb(mib, text=True), 128, "too-large"),
+    "pdf-flate": (".pdf", lambda mib: bombs.pdf_bomb(mib), 64, "too-large"),
+    "pdf-text": (".pdf", lambda mib: bombs.pdf_bomb(mib, text=True), 64, "too-large"),
     "docx-lying-member": (
         ".docx",
         lambda mib: bombs.member_bomb(_base_docx(), "word/document.xml", mib, declared=1024),
-        256,
+        128,
         "corrupt",
     ),
     "docx-member": (

@@ -19,6 +19,8 @@ from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, StoreError
 from chromasync.records import OWNER_KEY
+from chromasync.store.chroma import Collection
+from chromasync.store.peers import MARKED_PREFIX
 
 from ..conftest import set_mtime
 
@@ -53,6 +55,8 @@ def test_records_carry_the_ownership_marker(
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     metas = _raw(settings).get(include=["metadatas"])["metadatas"]
     assert metas and all(m[OWNER_KEY] == "notes" for m in metas)
+    # `source` holds the file's path, where LangChain's loaders put it
+    assert all(m["source"] == f"{notes}/{m['path']}" for m in metas)
 
 
 def test_verify_reports_foreign_records_and_passes(
@@ -168,14 +172,53 @@ def test_an_older_index_gets_the_marker_by_a_metadata_rewrite(
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     raw = _raw(settings)
     ours = raw.get(include=["embeddings"])
-    stripped = {OWNER_KEY: None, "ref_doc_id": None, "document_id": None}
+    stripped = {OWNER_KEY: None, "ref_doc_id": None, "document_id": None, "source": "notes"}
     raw.update(ids=ours["ids"], metadatas=[stripped] * len(ours["ids"]))
     assert all(OWNER_KEY not in m for m in raw.get(include=["metadatas"])["metadatas"])
+    # ... and without the collection's note that its records were marked
+    older = {k: v for k, v in raw.metadata.items() if not k.startswith(MARKED_PREFIX)}
+    raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
     ids = _add_foreign(settings, embedder, 1)
     checks = api.verify(settings)
     assert all(c.ok for c in checks) and sum(c.foreign for c in checks) == 1
     after = raw.get(ids=ours["ids"], include=["metadatas", "embeddings"])
     assert all(m[OWNER_KEY] == "notes" for m in after["metadatas"])
     assert all(m["ref_doc_id"] == m["document_id"] == m["path"] for m in after["metadatas"])
+    assert all(m["source"] == f"{notes}/{m['path']}" for m in after["metadatas"])
     assert (after["embeddings"] == ours["embeddings"]).all()
     assert _still_there(settings, ids)
+
+
+def test_legacy_records_are_looked_for_once(
+    notes: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass that marks an older index's records runs once per label: a later writing
+    run reads no record for it (it read every record of the source on each run before)."""
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    assert _raw(settings).metadata.get(MARKED_PREFIX + "notes") == 1
+    reads: list[object] = []
+    real = Collection.iter_records
+
+    def counted(self: Collection, where: Any = None, documents: bool = False) -> Any:
+        if where == {"source": "notes"}:
+            reads.append(where)
+        return real(self, where, documents)
+
+    monkeypatch.setattr(Collection, "iter_records", counted)
+    (notes / "ideas.txt").write_text("A changed idea, again.")
+    set_mtime(notes / "ideas.txt", 2_000_000_000)
+    [summary] = api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    assert summary.chunks_embedded >= 1
+    assert reads == []
+
+
+def test_verify_command_lists_foreign_records_and_exits_0(
+    notes: Path, settings: Settings, embedder: HashEmbedder, cli_env: dict[str, str]
+) -> None:
+    from ..conftest import run_cli
+
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    _add_foreign(settings, embedder)
+    done = run_cli(["verify"], env=cli_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(another tool)" in done.stdout and "foreign-0" in done.stdout

@@ -161,3 +161,25 @@ def test_a_dropped_ask_stream_cancels_the_model_stream(served: int, service: Ser
         assert len(chat.requests) == 24
         time.sleep(0.3)
         assert threading.active_count() <= threads_before + 2
+
+
+def test_a_request_body_over_the_limit_is_refused_while_read(served: int) -> None:
+    """9 MiB to `/search`: declared, a 413 before a byte of it is read; sent chunked with
+    no length, a 413 once the limit has arrived (FastAPI read the whole body first)."""
+    big = b'{"query": "' + b"x" * (9 << 20) + b'"}'
+    headers = {"Content-Type": "application/json"}
+    with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=30) as client:
+        declared = client.post("/search", content=big, headers=headers)
+        assert declared.status_code == 413 and "request body" in declared.json()["detail"]
+
+        def pieces() -> Iterator[bytes]:
+            for at in range(0, len(big), 1 << 16):
+                yield big[at : at + (1 << 16)]
+
+        try:
+            chunked = client.post("/search", content=pieces(), headers=headers)
+            assert chunked.status_code == 413
+        except httpx.HTTPError:
+            pass  # the server answered 413 and closed while the client still sent
+        small = client.post("/search", json={"query": "grinder"})
+        assert small.status_code == 200, small.text

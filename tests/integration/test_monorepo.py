@@ -164,7 +164,9 @@ def test_monorepo_workflow(mono: Path, tmp_path: Path, monkeypatch: pytest.Monke
     code, out, err = run(["sources", "remove", "scifact", *common], work)
     assert code == 0, err
     assert "declaration removed" in out
-    assert api.open_store(settings).collection("chromasync-papers", create=False).count() == 0
+    # its collection held nothing else: dropped, not left empty (issue 29)
+    assert "dropped the emptied collection(s) chromasync-papers" in out
+    assert "chromasync-papers" not in api.open_store(settings).list_collections()
     assert paths("chromasync-docs") == before
     after = sources.read_bytes()
     assert after.endswith(BODY.encode()) and b"scifact" not in after

@@ -131,6 +131,20 @@ def test_search_page_in_chromium(url: str, page: object, tmp_path: Path) -> None
             shutil.copy(tmp_path / name, out / name)
 
 
+def test_the_printed_url_with_its_token_opens_the_page(url: str, page: object) -> None:
+    """`serve` prints `http://HOST:PORT/#token=...` (a fragment: never sent to the server):
+    the page keeps the token for its tab, asks for nothing, and drops it from the address."""
+    expect = sync_api.expect
+    page.goto(f"{url}#token={TOKEN}")  # type: ignore[attr-defined]
+    status = page.locator("#status")  # type: ignore[attr-defined]
+    expect(status).to_contain_text("files")
+    expect(page.locator("#auth")).to_be_hidden()  # type: ignore[attr-defined]
+    assert TOKEN not in page.url  # type: ignore[attr-defined]
+    page.fill("#q", "espresso grinder")  # type: ignore[attr-defined]
+    page.press("#q", "Enter")  # type: ignore[attr-defined]
+    expect(page.locator(".hit").first).to_be_visible()  # type: ignore[attr-defined]
+
+
 def test_summaries_on_the_page(url: str, page: object) -> None:
     expect = sync_api.expect
     page.goto(url)  # type: ignore[attr-defined]

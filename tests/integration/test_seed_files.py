@@ -331,7 +331,7 @@ def test_ingest_takes_the_repository_indexer_s_flags(
     assert set(stored) == {f"n{i}.md" for i in range(7)}
     meta = stored["n0.md"]
     assert meta["indexed_commit_sha"] == sha and meta["repository"] == "acme/handbook"
-    assert meta["branch"] == "main" and meta["source"] == "acme/handbook@main"
+    assert meta["branch"] == "main" and meta["chromasync_source"] == "acme/handbook@main"
     for bad, words in (
         (["--identity", "just-a-name"], "ORGANIZATION/REPOSITORY"),
         (["--commit-sha", "xyz"], "not a commit id"),

@@ -103,3 +103,27 @@ def test_records_say_what_was_embedded_and_which_document(notes: Path, settings:
         assert meta["ref_doc_id"] == meta["document_id"] == meta["path"]
         with_context += CONTEXT_KEY in meta
     assert with_context > 0  # the notes' chunks are embedded under their headings
+
+
+def test_an_ingest_configures_an_old_collection_of_the_default_model(
+    notes: Path, settings: Settings
+) -> None:
+    """Writing into a collection made before (the default model's, no function) adds
+    Chroma's function; its vectors stay as they were. (A 384-wide hash stands in for the
+    model's vectors: only the recorded model id matters here.)"""
+    from chromasync.embed.hashing import HashEmbedder
+
+    class Stand(HashEmbedder):
+        name = "local"
+
+    embedder = Stand(384)
+    embedder.model_id = MODEL_ID
+    raw = _old_collection(settings, settings.collection, MODEL_ID)
+    before = raw.get(ids=["a", "b"], include=["embeddings"])["embeddings"]
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    store = api.open_store(settings)
+    assert function_name(store.collection(settings.collection, create=False)) == "default"
+    after = store._client.get_collection(settings.collection).get(
+        ids=["a", "b"], include=["embeddings"]
+    )
+    assert (after["embeddings"] == before).all()

@@ -63,7 +63,7 @@ def _run_together(*procs: subprocess.Popen[str]) -> None:
 
 
 def _of(rows: dict[str, tuple[object, ...]], label: str) -> dict[str, tuple[object, ...]]:
-    return {i: r for i, r in rows.items() if ("source", label) in r[0]}  # type: ignore[operator]
+    return {i: r for i, r in rows.items() if ("chromasync_source", label) in r[0]}  # type: ignore[operator]
 
 
 def test_concurrent_ingesters_share_a_collection(tmp_path: Path, chroma_server: str) -> None:

@@ -30,7 +30,7 @@ def stored(settings: Settings, collection: str) -> dict[str, dict[str, object]]:
 def by_source(settings: Settings, collection: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for meta in stored(settings, collection).values():
-        out.setdefault(str(meta["source"]), set()).add(str(meta["path"]))
+        out.setdefault(str(meta["chromasync_source"]), set()).add(str(meta["path"]))
     return out
 
 

@@ -69,11 +69,21 @@ def test_parse_when_refuses_what_it_cannot_read(text: str) -> None:
     ("filters", "paths", "expected"),
     [
         (Filters(), None, None),
-        (Filters(sources=("notes",)), None, {"source": "notes"}),
+        # the label is the ownership marker's (`source`'s, in an index made before it)
+        (
+            Filters(sources=("notes",)),
+            None,
+            {"$or": [{"chromasync_source": "notes"}, {"source": "notes"}]},
+        ),
         (
             Filters(sources=("a", "b", "a")),
             None,
-            {"source": {"$in": ["a", "b"]}},
+            {
+                "$or": [
+                    {"chromasync_source": {"$in": ["a", "b"]}},
+                    {"source": {"$in": ["a", "b"]}},
+                ]
+            },
         ),
         (
             Filters(where=(("year", 2024), ("draft", False))),
@@ -122,7 +132,7 @@ def test_parse_when_refuses_what_it_cannot_read(text: str) -> None:
             None,
             {
                 "$and": [
-                    {"source": "n"},
+                    {"$or": [{"chromasync_source": "n"}, {"source": "n"}]},
                     {"$and": [{"year": {"$gte": 2020}}, {"kind": "post"}]},
                 ]
             },

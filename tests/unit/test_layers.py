@@ -3,8 +3,9 @@
 Every module's imports are parsed (top-level, lazy ones inside functions, and those under
 `TYPE_CHECKING`), and each import of another chromasync module must go to the same stage, an
 earlier one, or the base. Surfaces may import earlier surfaces in `SURFACES`' order, never a
-later one. `store` and `state` share a rank and never import each other; so do `sync` (the
-write shell) and `retrieve` (the read path), and `answer` never imports `sync` (`APART`).
+later one. `corpus` and `chunk` share a rank and never import each other; so do `store` and
+`state`, and `sync` (the write shell) and `retrieve` (the read path), and `answer` never
+imports `sync` (`APART`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ BASE = {"chromasync", "errors", "records", "versions", "retry", "datadir", "plug
 #: The stages in order; a module may import its own stage and any earlier one.
 STAGES: list[set[str]] = [
     {"config"},
-    {"corpus"},
-    {"chunk"},
+    {"corpus", "chunk"},
     {"plan"},
     {"embed"},
     {"store", "state"},
@@ -32,9 +32,15 @@ STAGES: list[set[str]] = [
     {"api"},
     {"owner"},
 ]
-#: Stages that never import each other, whatever their ranks: the read path (`retrieve`,
-#: `answer`) depends on nothing of the write shell (`sync`).
-APART: list[set[str]] = [{"store", "state"}, {"sync", "retrieve"}, {"sync", "answer"}]
+#: Stages that never import each other, whatever their ranks: `corpus` (files -> documents)
+#: and `chunk` (a document -> chunks) are siblings joined by the shells; the read path
+#: (`retrieve`, `answer`) depends on nothing of the write shell (`sync`).
+APART: list[set[str]] = [
+    {"corpus", "chunk"},
+    {"store", "state"},
+    {"sync", "retrieve"},
+    {"sync", "answer"},
+]
 #: Surfaces, in the order they may import each other (a later one may import an earlier one).
 SURFACES = [
     "adapters",
@@ -177,3 +183,20 @@ def test_the_guard_sees_lazy_and_type_only_imports(
     assert len(found) == len(expected), found
     for text, want in zip(found, expected, strict=True):
         assert want in text
+
+
+def test_the_guard_keeps_corpus_and_chunk_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunker that reads a file itself (chunk importing corpus) is caught, both ways."""
+    fake = tmp_path / "chromasync"
+    for stage in ("corpus", "chunk"):
+        (fake / stage).mkdir(parents=True)
+        (fake / stage / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "chunk" / "text.py").write_text("from ..corpus.read import read_file\n")
+    (fake / "corpus" / "read.py").write_text("def f():\n    from ..chunk.text import chunk_text\n")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    found = violations()
+    assert len(found) == 2, found
+    assert all("never import each other" in text for text in found), found

@@ -113,7 +113,7 @@ def test_links_to_becomes_contains_clauses() -> None:
     )
     assert where == {
         "$and": [
-            {"source": "n"},
+            {"$or": [{"chromasync_source": "n"}, {"source": "n"}]},
             {
                 "$or": [
                     {"links": {"$contains": "https://a.org"}},

@@ -105,3 +105,23 @@ def test_doubling_the_input_at_most_doubles_the_time(case: str) -> None:
     if ratio >= RATIO:  # one retry: a burst of load on a shared machine is not a regression
         ratio = min(ratio, _timed(run, n))
     assert ratio < RATIO, f"{case}: 2x input took {ratio:.2f}x the time"
+
+
+@pytest.mark.parametrize(
+    ("subdirs", "starts"),
+    [
+        ((), ("",)),
+        (("content", ""), ("",)),  # the root too: walked once, from the root
+        (("content", "content/en", "/docs/"), ("content", "docs")),
+        (("a", "a"), ("a",)),
+        (("ab", "a"), ("ab", "a")),  # a prefix of the name is not a parent folder
+    ],
+)
+def test_overlapping_subdirs_are_walked_once(
+    subdirs: tuple[str, ...], starts: tuple[str, ...]
+) -> None:
+    from pathlib import Path
+
+    from chromasync.records import SourceSpec
+
+    assert SourceSpec("s", Path("/tmp"), subdirs=subdirs).starts == starts

@@ -228,7 +228,8 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
     files changed, added or gone since the last ingest. Exits 1 when a difference remains.
     Also lists what is wrong with sidecars (a binary_asset whose sha256 does not match its
     file, without a filename, or naming a path outside the source): one line each, which
-    does not change the exit status.
+    does not change the exit status. Records another tool wrote into a collection (without
+    chromasync's marker) are listed as foreign and kept; they never fail the check.
     """
     with reported_errors():
         checks = api.verify(settings_from_flags(**flags), labels, repair, wait=wait)
@@ -243,11 +244,13 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
             state = "ok" if c.ok else "differs"
             if c.repaired:
                 state += " (repaired)"
+            if c.foreign:  # another tool's records: reported and kept, never a difference
+                found = f"{c.foreign} foreign record(s), kept: " + ", ".join(c.foreign_sample)
             table.add_row(
                 escape(c.collection),
-                escape(safe(c.source)),
+                escape(safe(c.source)) if not c.foreign else "(another tool)",
                 str(c.files),
-                str(c.records),
+                str(c.foreign or c.records),
                 state,
                 escape(found) or "-",
             )

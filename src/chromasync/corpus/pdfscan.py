@@ -47,9 +47,7 @@ _IN_STRING = re.compile(rb"[()\\]")
 _OUTSIDE = re.compile(rb"[(<\[\]'\"T]")  # a T counts when j or J follows
 _IMAGE = re.compile(rb"/Subtype\s*/Image\b")
 #: Content operators that make PDFium build or keep something (paths, states, text, forms).
-_OPS = re.compile(
-    rb"\s(?:m|l|c|v|y|h|re|S|s|f\*?|F|B\*?|b\*?|n|W\*?|cm|Do|q|Q|gs|sh|BI|BT|ET|T[dDmf*])(?=\s)"
-)
+_OPS = re.compile(rb"\s[mlcvyhrSsfFBbnWDqQgBET][a-zA-Z*]?(?=\s)")  # one or two letters
 _ALIASES = {
     b"Fl": b"FlateDecode",
     b"LZW": b"LZWDecode",
@@ -90,7 +88,9 @@ def measure_streams(data: bytes, meter: Meter) -> None:
                 )
 
         shown = Shown(limits.max_page_chars, limits.max_page_ops)
-        for piece in _decode(_pieces(raw), filters, cap, count):
+        for pieces, piece in enumerate(_decode(_pieces(raw), filters, cap, count)):
+            if pieces % 16 == 15:
+                meter.tick()  # the time budget, within a stream too
             shown.feed(piece)
         meter.show(shown.total)
 

@@ -74,6 +74,11 @@ def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) 
     return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
 
 
+def source_path(root: str, rel_path: str) -> str:
+    """The file's path as a record's `source` holds it: the root joined with the path."""
+    return f"{root.rstrip('/')}/{rel_path}" if root else rel_path
+
+
 _ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{16}-[0-9]{1,9}")
 
 
@@ -99,6 +104,7 @@ class RecordContext:
     embedding_model: str
     static_metadata: Mapping[str, Scalar] = field(default_factory=dict)
     extra_metadata: Mapping[str, Scalar] = field(default_factory=dict)  # e.g. commit sha
+    source_root: str = ""  # the source's root: a record's `source` is the file's path in it
 
 
 def build_records(
@@ -169,6 +175,8 @@ def build_records(
         metadata["record_hash"] = record_hash
         # after the hash: adding these to an older index rewrote no record
         metadata[OWNER_KEY] = ctx.source
+        if ctx.source_root:  # where LangChain looks for the file (the hash has the label)
+            metadata["source"] = source_path(ctx.source_root, doc.rel_path)
         # the document a record belongs to, by the keys LlamaIndex deletes and groups by
         metadata.setdefault("document_id", key)
         metadata["ref_doc_id"] = key

@@ -21,6 +21,7 @@ from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
 from ..owner.service import Service
 from ..retrieve.editor import open_urls
 from .bodies import AskBody, Label, ReindexBody, SearchBody, SourceBody, search_query
+from .connections import BodyLimit
 from .guard import TokenGate, WriteGuard, status_for
 from .operations import run_operation
 from .page import add_page_routes
@@ -274,6 +275,7 @@ def create_app(
 
     add_page_routes(app)
 
+    app.add_middleware(BodyLimit)
     app.add_middleware(WriteGuard)
     app.add_middleware(TokenGate, token=token or None)
     if allowed_hosts is not None:

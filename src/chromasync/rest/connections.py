@@ -14,6 +14,11 @@ h11, with both added).
   arrived do not count: many concurrent requests from one client (600 searches at once)
   are untouched. Unix-socket peers have no address and only the deadline applies to them.
 
+- **Request bodies** (`BodyLimit`, on the REST app): at most `MAX_REQUEST_BODY` bytes,
+  counted while they are read: a larger `Content-Length`, or a body that grows past the
+  limit as it arrives, is a 413 before the app parses anything (FastAPI would read a body
+  whole into memory first).
+
 `server_config(app, ...)` is the uvicorn `Config` every chromasync server uses.
 """
 
@@ -24,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 HEADER_TIMEOUT_S = 10.0
+#: The largest request body the REST app takes (its bodies are small JSON objects).
+MAX_REQUEST_BODY = 8 * 1024 * 1024
 MAX_WAITING_PER_CLIENT = 32
 #: A waiting connection younger than this is not closed for a newer one (a burst).
 _GRACE_S = 1.0
@@ -113,6 +120,63 @@ def guarded_protocol(
     return GuardedH11Protocol
 
 
+class BodyLimit:
+    """ASGI middleware: a request body over `MAX_REQUEST_BODY` is refused with 413 while it
+    is read; a body within the limit is passed on whole, then the connection's later
+    messages (a disconnect) as they come."""
+
+    def __init__(self, app: Any, limit: int | None = None) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = MAX_REQUEST_BODY if self.limit is None else self.limit
+        declared = [v for k, v in scope["headers"] if k == b"content-length"]
+        if declared and (not declared[0].isdigit() or int(declared[0]) > limit):
+            await _too_large(limit, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                chunks = []
+                first: dict[str, Any] = message
+                break
+            size += len(message.get("body", b""))
+            if size > limit:
+                await _too_large(limit, send)
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                first = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                break
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return first
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _too_large(limit: int, send: Any) -> None:
+    import json
+
+    body = json.dumps(
+        {"error": "Refused", "detail": f"the request body is over {limit} bytes"}
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def server_config(app: Any, **options: Any) -> Any:
     """A uvicorn `Config` for `app` with the guarded protocol (quiet, no access log)."""
     import uvicorn
@@ -122,4 +186,11 @@ def server_config(app: Any, **options: Any) -> Any:
     return uvicorn.Config(app, http=guarded_protocol(), **settings)
 
 
-__all__ = ["HEADER_TIMEOUT_S", "MAX_WAITING_PER_CLIENT", "guarded_protocol", "server_config"]
+__all__ = [
+    "HEADER_TIMEOUT_S",
+    "MAX_REQUEST_BODY",
+    "MAX_WAITING_PER_CLIENT",
+    "BodyLimit",
+    "guarded_protocol",
+    "server_config",
+]

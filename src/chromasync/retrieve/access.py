@@ -17,7 +17,7 @@ from ..config.settings import Settings
 from ..corpus.documents import DocumentSkip, document_format, read_document, render_markdown
 from ..corpus.paths import check_path_text, relative_path, resolve_in_root, shown
 from ..errors import AccessDenied, NotFound, SourceError
-from ..records import Hit
+from ..records import OWNER_KEY, Hit
 from ..state.manifest import State, stored_root
 
 
@@ -34,7 +34,11 @@ def get_document(settings: Settings, path: str, source: str | None = None) -> li
         raise NotFound(f"no indexed file {shown(path)}{where}; search for it first")
     return [
         Hit.from_metadata(
-            rid, {**meta, "path": rel, "source": src, "heading": heading}, text, 0.0, collection
+            rid,
+            {**meta, "path": rel, OWNER_KEY: src, "heading": heading},
+            text,
+            0.0,
+            collection,
         )
         for collection, src, rid, heading, text, meta in rows
     ]

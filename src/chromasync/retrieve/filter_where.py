@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from ..records import OWNER_KEY
 from .filter_syntax import (
     MAX_WHERE_DEPTH,
     MAX_WHERE_JSON_CHARS,
@@ -112,9 +113,9 @@ def build_where(
     clauses: list[Where] = []
     if filters.sources:
         sources = list(dict.fromkeys(filters.sources))
-        clauses.append(
-            {"source": sources[0]} if len(sources) == 1 else {"source": {"$in": sources}}
-        )
+        # the ownership marker holds the label (`source`, in an index written before it)
+        match: Any = sources[0] if len(sources) == 1 else {"$in": sources}
+        clauses.append({"$or": [{OWNER_KEY: match}, {"source": match}]})
     clauses.extend({key: value} for key, value in filters.where)
     if filters.where_json:
         clauses.append(normalise_where(filters.where_json))

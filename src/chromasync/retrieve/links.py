@@ -35,6 +35,7 @@ from ..corpus.links import (
     note_title,
 )
 from ..errors import ConfigError
+from ..records import source_label
 from .bm25 import KeywordIndex
 
 MAX_TARGETS = 200  # stored targets one lookup may expand to
@@ -147,7 +148,7 @@ def linking_chunks(
         out.append(
             LinkingChunk(
                 collection=collection,
-                source=str(meta.get("source", "")),
+                source=source_label(meta),
                 path=str(meta.get("path", "")),
                 chunk_id=rid,
                 heading=str(meta.get("heading", "")),

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..datadir import MIRROR_FILE as MIRROR_FILE
 from ..datadir import create_private_file, make_private_dir
+from ..records import source_label
 from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class KeywordMirror:
                     (
                         record.id,
                         name,
-                        str(meta.get("source", "")),
+                        source_label(meta),
                         str(meta.get("path", "")),
                         str(meta.get("heading", "")),
                         record.document or "",

@@ -374,7 +374,8 @@ def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:
 
 
 def _group_value(hit: Hit, field_name: str) -> str:
-    value: Any = hit.metadata.get(field_name)
+    # `source` is the hit's label (a record's `source` holds the file's path)
+    value: Any = hit.source if field_name == "source" else hit.metadata.get(field_name)
     if value is None:
         value = getattr(hit, field_name, None) if field_name in ("collection",) else None
     if value is None or value == "":

@@ -246,6 +246,14 @@ class Collection:
         )
         return len(ids)
 
+    def set_metadata(self, wanted: Mapping[str, Any]) -> None:
+        """Merge `wanted` into the collection's own metadata (Chroma's `hnsw:` keys stay)."""
+        merged = {**self.metadata, **wanted}
+        merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
+        self._store._call(
+            f"record metadata of {self.name!r}", lambda: self._raw.modify(metadata=merged)
+        )
+
     def record_model(self, model_id: str, dimension: int | None, provider: str | None) -> None:
         """Write the model that makes this collection's vectors into its metadata."""
         wanted: dict[str, Any] = {

@@ -86,10 +86,12 @@ def _check_unknown(
             checks.append(compare_source(name, source, {}, stored, set(), on_disk))
 
 
-def _records_of(store: Store, collection: str, source: str) -> Iterator[StoredRecord]:
+def _records_of(
+    store: Store, collection: str, source: str, root: str = ""
+) -> Iterator[StoredRecord]:
     """The source's stored records, page by page; none when the collection is absent."""
     try:
-        yield from owned_records(store.collection(collection, create=False), source)
+        yield from owned_records(store.collection(collection, create=False), source, root=root)
     except NotFound:
         return
 
@@ -117,7 +119,7 @@ def check_sources(
             )
             # a repair ingests into the collection the source was ingested into
             spec = replace(with_skips(spec, settings), collection=row.collection)
-            stored = _records_of(store, row.collection, row.source)
+            stored = _records_of(store, row.collection, row.source, str(spec.root))
             try:
                 found = discover_source(spec, settings.max_file_bytes)
                 on_disk = {f.rel_path: f for f in found.files}

@@ -56,6 +56,7 @@ def desired_records(
         embedding_model=model_id,
         static_metadata=spec.static_metadata,
         extra_metadata=extra_metadata or {},
+        source_root=str(spec.root),
     )
     budget = Budget(budget_tokens, meter)
     for file in files:

@@ -108,6 +108,7 @@ class FilePlanner:
             embedding_model=settings.model_id,
             static_metadata=spec.static_metadata,
             extra_metadata=settings.extra_metadata,
+            source_root=str(spec.root),
         )
         self._now = 0
         self.touched: list[FileState] = []

@@ -19,8 +19,8 @@ from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
 from ..records import FileState, StoreLimits
-from ..state.manifest import State
-from ..store.peers import foreign_records, mark_legacy, owned_records
+from ..state.manifest import State, stored_root
+from ..store.peers import attach_function, foreign_records, mark_legacy, owned_records
 from .heal import rebuild_manifest
 
 if TYPE_CHECKING:
@@ -75,8 +75,15 @@ class Resources:
                 provider=self.embedder.name,
                 adopt=reembed,
             )
+            roots = {
+                r.source: str(stored_root(r))
+                for r in self.state.sources()
+                if r.collection == self.collection_name
+            }
             for label in self.labels:  # an index written before the ownership marker
-                mark_legacy(self._collection, label)
+                mark_legacy(self._collection, label, roots.get(label, ""))
+            # a collection made before it records Chroma's function for peers (no vector)
+            attach_function(self._collection)
         return self._collection
 
     def prefetch_model(self) -> None:
