@@ -107,6 +107,8 @@ def _requests_for_every_route(app: Any) -> list[tuple[str, str, dict[str, Any]]]
     known: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {
         ("GET", "/status"): ("GET", "/status", {}),
         ("GET", "/search"): ("GET", "/search", {"params": {"q": "plain"}}),
+        ("POST", "/search"): ("POST", "/search", {"json": {"query": "plain"}}),
+        ("POST", "/index/{operation}"): ("POST", "/index/status", {"json": {}}),
         ("POST", "/ask"): ("POST", "/ask", {"json": {"question": "plain"}}),
         ("POST", "/ask/stream"): ("POST", "/ask/stream", {"json": {"question": "plain"}}),
         ("POST", "/reindex"): ("POST", "/reindex", {"json": {"source": "nasty"}}),

@@ -5,6 +5,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     GET    /health             liveness; public
     GET    /status             sources, files, chunks, last run, the owner, jobs
     GET    /search             the CLI's parameters (q, k, mode, source, tag, after, ...)
+    POST   /search             {"query", every option by its JSON name}: the owner's wire
     POST   /ask                {"question", search parameters...} -> the answer with citations
     POST   /ask/stream         the same as server-sent events: `token`..., then `answer`
                                (or `error`); also POST /ask with Accept: text/event-stream
@@ -19,6 +20,7 @@ Routes (OpenAPI at `/docs` and `/openapi.json`):
     GET    /links              target -> chunks linking to it; from=path -> a file's links
     GET    /suggest            source, path, group_by -> the 3 nearest groups, near-duplicates
     GET    /summaries          group_by -> one cached summary per group (model or extractive)
+    POST   /index/{operation}  the index seam's operations, records in and out (`operations`)
     GET    /                   the search page (with /static/app.js, /static/app.css)
 
 Authentication: with a token configured (`CHROMASYNC_API_TOKEN`), every route except the
