@@ -14,6 +14,9 @@
       daemon.log, daemon.log.1  the search daemon's output, appended, rotated (`owner.dial`)
       repos/                    clones of git sources (`corpus.git`)
       summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
+      models.json               named model profiles and the active one (`config.models`);
+                                `active_dir` below follows it
+      models/<name>/            a profile's side index: a data dir of its own (docs/models.md)
 
 It is private to its user: it holds the indexed text (the keyword index, the embedding
 cache, snapshots), so every folder chromasync creates in it is made with mode 0700 and
@@ -48,6 +51,8 @@ DAEMON_LOG = "daemon.log"
 DAEMON_LOG_OLD = "daemon.log.1"
 REPOS_DIR = "repos"
 SUMMARIES_FILE = "summaries.json"
+MODELS_FILE = "models.json"
+MODELS_DIR = "models"
 
 #: How a reader owner (the search daemon) marks the lock file after "pid N: ": it writes
 #: nothing, and leaves when someone waits for the lock (`state.lock.someone_waits`).
@@ -94,6 +99,41 @@ def open_private(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
     flags |= os.O_APPEND if "a" in mode else os.O_TRUNC
     fd = os.open(path, flags, FILE_MODE)
     return os.fdopen(fd, mode, encoding=encoding)
+
+
+#: The most `active_dir` reads of models.json.
+MAX_MODELS_FILE = 256 * 1024
+
+
+def active_profile(data_dir: str | os.PathLike[str]) -> str | None:
+    """The name of the model profile `models.json` makes active in `data_dir`, or None (no
+    file, no active profile, or a file that cannot be read: the data dir's own index).
+    `json` is imported only when the file exists: the fast path of an unchanged re-run
+    stays without it."""
+    path = os.path.join(data_dir, MODELS_FILE)
+    if not os.path.isfile(path):
+        return None
+    import json
+
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(MAX_MODELS_FILE))
+    except (OSError, ValueError, RecursionError):
+        return None
+    name = data.get("active") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def side_dir(data_dir: str | os.PathLike[str], name: str) -> str:
+    """The folder of profile `name`'s side index (a data dir of its own)."""
+    return os.path.join(data_dir, MODELS_DIR, name)
+
+
+def active_dir(data_dir: str) -> str:
+    """The data dir searches and ingests of `data_dir` use: the active profile's side index
+    when `models.json` names one, else `data_dir` itself."""
+    name = active_profile(data_dir)
+    return side_dir(data_dir, name) if name else data_dir
 
 
 #: The most `read_owner_file` reads: an advertisement is a few hundred bytes.
@@ -149,7 +189,15 @@ def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> s
 def guess_from(
     options: Mapping[str, str], environ: Mapping[str, str], cwd: str, text: bytes | None
 ) -> str | None:
-    """`guess`, given the config file's bytes (`config_bytes`: None when it is absent)."""
+    """`guess`, given the config file's bytes (`config_bytes`: None when it is absent); the
+    active model profile's side index when the data dir has one (`active_dir`)."""
+    home = _guess_home(options, environ, cwd, text)
+    return None if home is None else active_dir(home)
+
+
+def _guess_home(
+    options: Mapping[str, str], environ: Mapping[str, str], cwd: str, text: bytes | None
+) -> str | None:
     value = options.get("--data-dir") or environ.get("CHROMASYNC_DATA_DIR")
     if value:
         return os.path.join(cwd, os.path.expanduser(value))
@@ -178,7 +226,10 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "LOCK_FILE",
+    "MAX_MODELS_FILE",
     "MIRROR_FILE",
+    "MODELS_DIR",
+    "MODELS_FILE",
     "OWNER_FILE",
     "OWNER_MARK",
     "READER_MARK",
@@ -189,6 +240,8 @@ __all__ = [
     "SUMMARIES_FILE",
     "TOKEN_FILE",
     "WANT_FILE",
+    "active_dir",
+    "active_profile",
     "config_bytes",
     "config_path",
     "create_private_file",
@@ -197,4 +250,5 @@ __all__ = [
     "make_private_dir",
     "open_private",
     "read_owner_file",
+    "side_dir",
 ]

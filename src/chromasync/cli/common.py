@@ -286,7 +286,9 @@ _FILE_FLAGS = frozenset({"embed_options", "config_path", "sources_file", "allow_
 _CHAT_FLAGS = frozenset({"llm_url", "llm_model"})
 
 
-def settings_from_flags(**flags: Any) -> api.Settings:
+def settings_from_flags(*, active_model: bool = True, **flags: Any) -> api.Settings:
+    """The settings a command's flags resolve to; with `active_model`, the data dir's
+    active model profile's (`config.models`)."""
     values = {k: v for k, v in flags.items() if k in SETTING_FLAGS}
     if isinstance(values.get("collection"), tuple):  # repeatable --collection: not a setting
         values.pop("collection")
@@ -300,6 +302,7 @@ def settings_from_flags(**flags: Any) -> api.Settings:
         config=flags.get("config_path"),
         sources_file=flags.get("sources_file"),
         allow_root=bool(flags.get("allow_root_slash")),
+        active_model=active_model,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from . import admin, ask, daemon, ingest, nats, operators, report, search, service
+from . import admin, ask, daemon, ingest, models, nats, operators, report, search, service
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,6 +40,7 @@ for command in (
     service.mcp_command,
     nats.nats_command,
     daemon.daemon_group,
+    models.model_group,
 ):
     main.add_command(command)
 

@@ -168,9 +168,11 @@ def configure(
     config: str | Path | None = None,
     sources_file: str | Path | None = None,
     allow_root: bool = False,
+    active_model: bool = True,
 ) -> Settings:
     """Settings from flags, the environment and the config file (found by `config`, else
-    `CHROMASYNC_CONFIG`, else `chromasync.yaml` in `cwd`), then defaults.
+    `CHROMASYNC_CONFIG`, else `chromasync.yaml` in `cwd`), then defaults; with
+    `active_model`, the data dir's active model profile's (`config.models.apply_active`).
 
     `sources_file` adds the sources of a Markdown sources file (`content-sources.md`) to
     those of the config file, or stands in for a config file when there is none.
@@ -203,7 +205,12 @@ def configure(
             file = replace(
                 file, sources=entries, sources_file=md, inputs=file.inputs + listed.inputs
             )
-    return resolve_settings(flags, environ, file)
+    settings = resolve_settings(flags, environ, file)
+    if not active_model:
+        return settings
+    from .models import apply_active
+
+    return apply_active(settings)
 
 
 def source_for(path: str | Path, label: str | None = None, **fields: Any) -> SourceSpec:

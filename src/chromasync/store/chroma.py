@@ -34,6 +34,7 @@ from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import OWNER_KEY, ChunkRecord, Hit, StoreLimits
 from ..retry import GaveUp, Refused
+from ..versions import CHUNKING_VERSION
 from .failures import _ef_name, _find, _refused_filter, store_error
 from .target import StoreConfig, Target
 
@@ -43,6 +44,8 @@ MODEL_KEY = "chromasync_embedding_model"
 PROVIDER_KEY = "chromasync_embedding_provider"
 DIMENSION_KEY = "chromasync_dimension"
 SCHEMA_KEY = "chromasync_schema"
+#: The chunker version (`versions.CHUNKING_VERSION`) of the chunks whose vectors it holds.
+CHUNKING_KEY = "chromasync_chunking_version"
 PAGE = 1000
 CLOUD_HOST = "api.trychroma.com"
 T = TypeVar("T")
@@ -151,6 +154,7 @@ class Store:
         if model_id is not None:
             metadata[MODEL_KEY] = model_id
             metadata[DIMENSION_KEY] = dimension or 0
+            metadata[CHUNKING_KEY] = CHUNKING_VERSION
             if provider:
                 metadata[PROVIDER_KEY] = provider
         # a new collection records Chroma's function for this model, so that other
@@ -252,7 +256,11 @@ class Collection:
 
     def record_model(self, model_id: str, dimension: int | None, provider: str | None) -> None:
         """Write the model that makes this collection's vectors into its metadata."""
-        wanted: dict[str, Any] = {MODEL_KEY: model_id, DIMENSION_KEY: dimension or 0}
+        wanted: dict[str, Any] = {
+            MODEL_KEY: model_id,
+            DIMENSION_KEY: dimension or 0,
+            CHUNKING_KEY: CHUNKING_VERSION,
+        }
         if provider:
             wanted[PROVIDER_KEY] = provider
         merged = {**self.metadata, **wanted, SCHEMA_KEY: self.metadata.get(SCHEMA_KEY, 1)}

@@ -1,0 +1,217 @@
+"""`chromasync model`: build a side index with another model, switch to it, drop it.
+
+A side build is an ordinary ingest (`jobs.ingest`) of the data dir's sources (those the
+config declares and those its manifest knows: `registry.select_known`) with the profile's
+settings (`config.models.with_profile`): its own data dir under `<data dir>/models/<name>/`,
+its own lock, so searches of the data dir's own index go on answering while it builds, and
+a build killed midway resumes where its manifest says it stopped. The chunks are made
+again from the files (the stored documents lack their context prefix), so the new model
+embeds exactly the text the old one did. Switching rewrites `models.json` atomically, after
+a catch-up build; the caller stops the search daemon of the index left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..config.models import (
+    DEFAULT_NAME,
+    ModelProfile,
+    load_models,
+    save_models,
+    with_profile,
+)
+from ..config.settings import Settings
+from ..config.sources import configured_entries
+from ..datadir import side_dir
+from ..errors import ConfigError, NotFound
+from ..records import IngestSummary
+from ..store.chroma import CHUNKING_KEY, MODEL_KEY
+from ..store.target import open_store_for
+from .ingest import Progress
+from .jobs import ConfiguredSources, ingest
+from .registry import select_known
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRow:
+    """One line of `model list`: a profile (or the data dir's own index) and its figures."""
+
+    name: str
+    provider: str
+    model: str
+    active: bool
+    state: str
+    records: int
+    collections: tuple[str, ...]
+    model_id: str | None = None  # as its collections record it (variant included)
+    chunking: int | None = None  # the chunker version its collections record
+
+
+def profile_settings(home: Settings, name: str) -> Settings:
+    """The settings of profile `name` (`default`: the data dir's own), from the data dir's."""
+    if name == DEFAULT_NAME:
+        return home
+    return with_profile(home, load_models(home.data_dir).get(name))
+
+
+def add_profile(home: Settings, profile: ModelProfile, replace_existing: bool = False) -> None:
+    """Record `profile` in `models.json`; an existing name needs `replace_existing` (and is
+    never the active one: its vectors would no longer match its model)."""
+    models = load_models(home.data_dir)
+    if profile.name in models.profiles:
+        if not replace_existing:
+            raise ConfigError(
+                f"model profile {profile.name!r} exists; `chromasync model drop "
+                f"{profile.name}` first, or pass --replace"
+            )
+        if models.active == profile.name:
+            raise ConfigError(
+                f"model profile {profile.name!r} is active; switch away first "
+                "(`chromasync model use default`)"
+            )
+        _remove_side(home, profile.name)
+    save_models(home.data_dir, replace(models, profiles={**models.profiles, profile.name: profile}))
+
+
+def _set_state(home: Settings, name: str, state: str, built_at: int | None = None) -> None:
+    models = load_models(home.data_dir)
+    profile = models.get(name)
+    profile = replace(profile, state=state, built_at=built_at or profile.built_at)
+    save_models(home.data_dir, replace(models, profiles={**models.profiles, name: profile}))
+
+
+def build_profile(
+    home: Settings,
+    name: str,
+    *,
+    progress: Progress | None = None,
+    wait: bool = False,
+    clock: Callable[[], int] = time.time_ns,
+) -> list[IngestSummary]:
+    """Ingest the data dir's sources into profile `name`'s side index (or bring it up to
+    date); the profile reads "building" until the run completes, "built" after."""
+    if name == DEFAULT_NAME:
+        raise ConfigError("`default` is the data dir's own index: build it with `ingest`")
+    side = profile_settings(home, name)
+    entries, others = select_known(home)
+    if home.chroma_url and any(e.collection for e in entries):
+        named = next(e.label for e in entries if e.collection)
+        raise ConfigError(
+            f"source {named!r} names its own collection; with a Chroma server a side index "
+            "would write into it. Remove its `collection:` or use the embedded store"
+        )
+    if not entries and not others:
+        raise NotFound(
+            f"the data dir {home.data_dir} knows no source; ingest one first "
+            "(`chromasync ingest PATH`), then build the model profile"
+        )
+    _set_state(home, name, "building")
+    summaries: list[IngestSummary] = []
+    if entries:
+        labels = tuple(e.label for e in entries)
+        summaries += ingest(ConfiguredSources(labels), side, progress=progress, wait=wait)
+    if others:  # the data dir's own collection names become the profile's
+        own = [s.collection in (None, home.collection_for(s.kind)) for s in others]
+        specs = [replace(s, collection=None) if o else s for s, o in zip(others, own, strict=True)]
+        summaries += ingest(specs, side, progress=progress, wait=wait)
+    _set_state(home, name, "built", built_at=clock())
+    return summaries
+
+
+def use_profile(home: Settings, name: str, *, progress: Progress | None = None) -> Path:
+    """Switch searches and ingests to profile `name` (`default`: the data dir's own index),
+    after a catch-up build; `models.json` is rewritten atomically, so a search reads the old
+    pointer or the new one, never a mix. Returns the data dir of the index left behind
+    (whose search daemon the caller stops: `owner.daemon.stop`)."""
+    models = load_models(home.data_dir)
+    target: str | None = None if name == DEFAULT_NAME else models.get(name).name
+    if target is not None:
+        build_profile(home, target, progress=progress)
+    else:
+        configured = configured_entries(home)
+        if configured:  # catch the data dir's own index up with its sources too
+            ingest(ConfiguredSources(), home, progress=progress)
+    previous = profile_settings(home, models.active or DEFAULT_NAME)
+    models = replace(load_models(home.data_dir), active=target)
+    save_models(home.data_dir, models)
+    return previous.data_dir
+
+
+def drop_profile(home: Settings, name: str) -> None:
+    """Delete profile `name` and its side index; never the active one."""
+    models = load_models(home.data_dir)
+    models.get(name)
+    if models.active == name:
+        raise ConfigError(
+            f"model profile {name!r} is active; switch first (`chromasync model use default` "
+            "or another profile), then drop it"
+        )
+    _remove_side(home, name)
+    profiles = {n: p for n, p in models.profiles.items() if n != name}
+    save_models(home.data_dir, replace(models, profiles=profiles))
+
+
+def _remove_side(home: Settings, name: str) -> None:
+    side = profile_settings(home, name)
+    if home.chroma_url:  # the side collections live on the server: delete them there
+        store = open_store_for(side)
+        for collection in store.list_collections():
+            if side.owns_collection(collection):
+                store.delete_collection(collection)
+    shutil.rmtree(side_dir(home.data_dir, name), ignore_errors=True)
+
+
+def profile_rows(home: Settings) -> list[ProfileRow]:
+    """`model list`: the data dir's own index, then each profile, with their records."""
+    models = load_models(home.data_dir)
+    rows = [_row(home, DEFAULT_NAME, models.active is None, "built")]
+    for name, profile in sorted(models.profiles.items()):
+        side = with_profile(home, profile)
+        rows.append(_row(side, name, models.active == name, profile.state))
+    return rows
+
+
+def _row(side: Settings, name: str, active: bool, state: str) -> ProfileRow:
+    counts: dict[str, int] = {}
+    recorded: dict[str, object] = {}
+    if side.chroma_url or Path(side.store_location()).exists():
+        try:
+            store = open_store_for(side, existing=True, reading=True)
+            for collection in store.list_collections():  # an embedded store is its own
+                if not side.chroma_url or side.owns_collection(collection):
+                    opened = store.collection(collection, create=False)
+                    counts[collection] = opened.count()
+                    recorded = recorded or dict(opened.metadata)
+        except NotFound:
+            counts = {}
+    model = side.model or "(the provider's default)"
+    return ProfileRow(
+        name=name,
+        provider=side.provider,
+        model=model,
+        active=active,
+        state=state,
+        records=sum(counts.values()),
+        collections=tuple(sorted(counts)),
+        model_id=str(recorded[MODEL_KEY]) if recorded.get(MODEL_KEY) else None,
+        chunking=int(str(recorded[CHUNKING_KEY])) if recorded.get(CHUNKING_KEY) else None,
+    )
+
+
+__all__ = [
+    "ProfileRow",
+    "add_profile",
+    "build_profile",
+    "drop_profile",
+    "profile_rows",
+    "profile_settings",
+    "use_profile",
+]
