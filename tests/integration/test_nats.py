@@ -28,7 +28,7 @@ import pytest
 
 from chromasync.config.settings import Settings
 
-from ..conftest import REPO, oracle, run_cli, snapshot
+from ..conftest import REPO, invoke_cli, oracle, snapshot
 from ..servers import NatsServer, nats_server_bin
 
 nats = pytest.importorskip("nats", reason="the nats extra is not installed (pip install nats-py)")
@@ -232,9 +232,9 @@ def test_events_make_the_collection_equal_the_files_on_disk(
 
     # the lock rules of serve and watch: a second owner is refused, naming this one, and
     # the other commands go through it
-    refused = run_cli(["watch", str(notes)], env=cli_env)
+    refused = invoke_cli(["watch", str(notes)], env=cli_env)
     assert refused.returncode == 1 and "`chromasync nats` (pid" in refused.stderr
-    found = run_cli(["search", "wombatquartz gasket", "--json", "--k", "1"], env=cli_env)
+    found = invoke_cli(["search", "wombatquartz gasket", "--json", "--k", "1"], env=cli_env)
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)["hits"][0]["path"] == "guides/install.md"
 
@@ -430,7 +430,7 @@ def test_credentials_come_from_settings_and_never_show(
 def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
     notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess], cli_env: dict[str, str]
 ) -> None:
-    first = run_cli(["ingest", str(notes)], env=cli_env)
+    first = invoke_cli(["ingest", str(notes)], env=cli_env)
     assert first.returncode == 0, first.stderr
     serving = start_nats(server.url, "--port", "0", "--nats", command="serve")
     serving.expect("connected to")
@@ -442,7 +442,7 @@ def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
     serving.expect("synced notes")
     hits = request(server.url, {"client_id": "t", "query": "servedword", "top_k": 1})
     assert hits["hits"][0]["corpus_path"] == str(notes / "served.md")
-    found = run_cli(["search", "servedword", "--json", "--k", "1"], env=cli_env)
+    found = invoke_cli(["search", "servedword", "--json", "--k", "1"], env=cli_env)
     assert json.loads(found.stdout)["hits"][0]["path"] == "served.md"
     assert serving.interrupt() == 0
     assert any("chromasync nats: events_applied 1" in line for line in serving.seen)
@@ -497,10 +497,12 @@ def test_a_ctrl_c_at_start_stops_it(
 def test_bad_settings_are_usage_errors_before_anything_starts(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
-    nothing = run_cli(["nats"], env=cli_env)
+    nothing = invoke_cli(["nats"], env=cli_env)
     assert nothing.returncode == 2 and "no sources: give a PATH" in nothing.stderr
     creds = tmp_path / "missing.creds"
-    missing = run_cli(["nats", str(tmp_path)], env={**cli_env, "CHROMASYNC_NATS_CREDS": str(creds)})
+    missing = invoke_cli(
+        ["nats", str(tmp_path)], env={**cli_env, "CHROMASYNC_NATS_CREDS": str(creds)}
+    )
     assert missing.returncode == 2 and "missing.creds" in missing.stderr
-    bad = run_cli(["nats", str(tmp_path)], env={**cli_env, "CHROMASYNC_NATS_BATCH_MAX": "0"})
+    bad = invoke_cli(["nats", str(tmp_path)], env={**cli_env, "CHROMASYNC_NATS_BATCH_MAX": "0"})
     assert bad.returncode == 2 and "CHROMASYNC_NATS_BATCH_MAX must be between 1" in bad.stderr

@@ -18,7 +18,7 @@ from chromasync.cli.main import main
 from chromasync.config.settings import Settings
 from chromasync.errors import ConfigError, NotFound, SourceError
 
-from ..conftest import age_tree, run_cli
+from ..conftest import age_tree, invoke_cli, run_cli
 
 LATIN1 = (
     "Le café de la gare était fermé ce matin; nous avons pris le thé à côté, près de "
@@ -264,7 +264,7 @@ def test_chunk_report_takes_ingest_s_flags_and_sources(
     runner = CliRunner()
 
     def report(*args: str, cwd: Path = root) -> dict[str, object]:
-        result = run_cli(["chunk-report", *args, "--json"], env=cli_env, cwd=cwd)
+        result = invoke_cli(["chunk-report", *args, "--json"], env=cli_env, cwd=cwd)
         assert result.returncode == 0, result.stderr
         data: dict[str, object] = json.loads(result.stdout)
         return data
@@ -286,8 +286,8 @@ def test_chunk_report_takes_ingest_s_flags_and_sources(
     config = tmp_path / "chromasync.yaml"
     config.write_text("version: 1\nsources:\n  - {label: site, path: site, subdirs: [content]}\n")
     env = {**cli_env, "CHROMASYNC_CONFIG": str(config)}
-    declared = run_cli(["chunk-report", str(root), "--json"], env=env)
-    by_label = run_cli(["chunk-report", "--source", "site", "--json"], env=env)
+    declared = invoke_cli(["chunk-report", str(root), "--json"], env=env)
+    by_label = invoke_cli(["chunk-report", "--source", "site", "--json"], env=env)
     assert declared.returncode == 0 and by_label.returncode == 0, declared.stderr
     data = json.loads(declared.stdout)
     assert json.loads(by_label.stdout)["files"] == data["files"] == 2
@@ -357,6 +357,7 @@ def test_the_cron_line_s_rerun_takes_the_fast_path(tmp_path: Path, cli_env: dict
     age_tree(root)
     args = ["ingest", "--once", str(root), "--exclude-extension", "py", "--json", "--quiet"]
     env = {**cli_env, "PYTHONPROFILEIMPORTTIME": "1"}
+    # children: the test is about what a fresh interpreter imports on the fast path
     runs = [run_cli(args, env=env) for _ in range(3)]  # new, the no-op that records, fast
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in runs[-1].stderr.splitlines()}
