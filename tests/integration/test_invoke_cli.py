@@ -3,6 +3,8 @@ a child: the same exit code, stdout and stderr, and nothing of the test process 
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -36,9 +38,37 @@ def test_in_process_is_the_child_process(args: list[str], tmp_path: Path) -> Non
     )
 
 
+def state() -> tuple[object, ...]:
+    """What a command run in process could leave changed: the environment, the folder, argv,
+    the standard streams, `__main__`, the root logger's handlers and level."""
+    root = logging.getLogger()
+    return (
+        dict(os.environ),
+        os.getcwd(),
+        list(sys.argv),
+        sys.stdout,
+        sys.stderr,
+        main(),
+        list(root.handlers),
+        root.level,
+    )
+
+
 def test_nothing_of_the_test_process_changes(tmp_path: Path) -> None:
-    before = (dict(os.environ), os.getcwd(), list(sys.argv), sys.stdout, sys.stderr, main())
-    done = invoke_cli(["--version"], env={"CHROMASYNC_INVOKE_PROBE": "1"}, cwd=tmp_path)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n\nkestrel\n")
+    env = {
+        "CHROMASYNC_DATA_DIR": str(tmp_path / "data"),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_INVOKE_PROBE": "1",
+    }
+    before = state()
+    done = invoke_cli(["--version"], env=env, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("chromasync, version ")
     assert done.stderr == ""
-    assert (dict(os.environ), os.getcwd(), list(sys.argv), sys.stdout, sys.stderr, main()) == before
+    assert state() == before
+    ingested = invoke_cli(["ingest", "notes", "--json"], env=env, cwd=tmp_path)
+    assert ingested.returncode == 0, ingested.stderr
+    [row] = json.loads(ingested.stdout)
+    assert row["files_new"] == 1
+    assert state() == before
