@@ -156,6 +156,13 @@ def test_side_build_killed_midway_resumes(notes: Path, tmp_path: Path) -> None:
     rows = {r.name: r for r in side.profile_rows(_home(data))}
     assert rows["h32"].records == rows["default"].records
     assert rows["h32"].model_id == "hash-32" and rows["default"].model_id == "hash-64"
+    # the side index shares the data dir's embedding cache: built again, nothing is embedded
+    assert not (data / "models" / "h32" / "embeddings.sqlite3").exists()
+    _cli(["model", "drop", "h32"], env)
+    _cli(["model", "add", "h32", "--provider", "hash", "--embed-option", "dimension=32"], env)
+    again = side.build_profile(_home(data), "h32")
+    assert sum(s.chunks_embedded for s in again) == 0 < sum(s.chunks_total for s in again)
+    assert side.profile_rows(_home(data))[1].records == rows["default"].records
 
 
 def test_profile_names_secrets_and_damage_are_refused(tmp_path: Path) -> None:
