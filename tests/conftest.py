@@ -6,11 +6,13 @@ Tests never write into ../shared: corpora are copied to a temporary folder first
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -165,6 +167,49 @@ def run_cli(
         cwd=cwd,
         timeout=600,
     )
+
+
+def invoke_cli(
+    args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the console script in this process, as `run_cli` runs it in a child: Click's
+    `CliRunner` isolates stdin, stdout, stderr and `env` (restored after), `cwd` is entered
+    and left, and the entry is `fastpath.main` itself (the unchanged re-run's and the keyword
+    search's fast paths, the daemon client, then click, recording this command line's
+    snapshot), so a test asserts the same exit code, stdout and stderr, each on its own.
+
+    Use `run_cli` where the test is about a process: the console script's entry as a
+    program, signals, the daemon, an exit under kill, a fresh interpreter's imports.
+    """
+    from click.testing import CliRunner
+
+    from chromasync import fastpath
+
+    runner = CliRunner()
+    argv = [sys.executable, "-m", "chromasync", *args]
+    with contextlib.ExitStack() as stack:
+        stdout, stderr, _ = stack.enter_context(runner.isolation(env=env))
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        # What `python -m chromasync` has: its argv[0] and its `__main__`, whose package click
+        # reads for the program's name in usage lines ("Usage: python -m chromasync ...").
+        saved_argv, sys.argv = sys.argv, [str(REPO / "src" / "chromasync" / "__main__.py"), *args]
+        stack.callback(setattr, sys, "argv", saved_argv)
+        as_main = types.ModuleType("__main__")
+        as_main.__package__ = "chromasync"
+        saved_main, sys.modules["__main__"] = sys.modules["__main__"], as_main
+        stack.callback(sys.modules.__setitem__, "__main__", saved_main)
+        try:
+            code = fastpath.main() or 0
+        except SystemExit as exit_:  # click's standalone mode, or the command's own exit
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+            if isinstance(exit_.code, str):
+                sys.stderr.write(exit_.code + "\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        out = stdout.getvalue().decode("utf-8", "replace")
+        err = stderr.getvalue().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 @pytest.fixture

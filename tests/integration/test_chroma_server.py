@@ -20,7 +20,7 @@ from chromasync.errors import StoreError
 from chromasync.plan.limits import SKIP_REASON
 from chromasync.sync.ingest import IngestOptions
 
-from ..conftest import age_tree, run_cli, set_mtime, unique_collection
+from ..conftest import age_tree, invoke_cli, set_mtime, unique_collection
 from ..servers import Fault, FaultProxy
 
 pytestmark = pytest.mark.server
@@ -153,7 +153,7 @@ def test_cli_give_up_exits_1_and_never_deletes(
         "CHROMASYNC_CHROMA_RETRIES": "2",
         "CHROMASYNC_COLLECTIONS": "shared",
     }
-    first = run_cli(
+    first = invoke_cli(
         ["ingest", str(notes), "--json"], {**env, "CHROMASYNC_CHROMA_URL": chroma_server}
     )
     assert first.returncode == 0, first.stderr
@@ -162,7 +162,7 @@ def test_cli_give_up_exits_1_and_never_deletes(
     _edit(notes)
     with FaultProxy(chroma_server) as proxy:
         proxy.add(Fault("drop", "/upsert", "POST", times=-1))
-        result = run_cli(["ingest", str(notes)], {**env, "CHROMASYNC_CHROMA_URL": proxy.url})
+        result = invoke_cli(["ingest", str(notes)], {**env, "CHROMASYNC_CHROMA_URL": proxy.url})
         assert proxy.requests("POST", "/delete") == []
     assert result.returncode == 1
     assert "gave up after 2 attempt(s)" in " ".join(result.stderr.split())
@@ -202,8 +202,8 @@ def test_credentials_refused_plainly_and_never_shown(
             "CHROMASYNC_CHROMA_TOKEN": SECRET,
             "CHROMASYNC_COLLECTIONS": "shared",
         }
-        result = run_cli(["ingest", str(notes)], env)
-        shown = run_cli(["config", "show"], env)
+        result = invoke_cli(["ingest", str(notes)], env)
+        shown = invoke_cli(["config", "show"], env)
     message = str(info.value)
     assert "refused the credentials (HTTP 401)" in message
     assert SECRET not in message
@@ -219,7 +219,7 @@ def test_credentials_refused_plainly_and_never_shown(
 def test_flag_token_reaches_the_server(tmp_path: Path, notes: Path, chroma_server: str) -> None:
     """The token travels as a bearer header (seen by the proxy), never in the output."""
     with FaultProxy(chroma_server) as proxy:
-        result = run_cli(
+        result = invoke_cli(
             [
                 "ingest",
                 str(notes),

@@ -17,7 +17,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.runtime import auto_variant, native_bf16
 
-from ..conftest import REPO, age_tree, run_cli
+from ..conftest import REPO, age_tree, invoke_cli
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_report_matches_what_ingest_stores(
 
 
 def test_cli_json_text_and_verbose(mixed: Path, cli_env: dict[str, str], data_dir: Path) -> None:
-    result = run_cli(["chunk-report", str(mixed), "--json"], env=cli_env)
+    result = invoke_cli(["chunk-report", str(mixed), "--json"], env=cli_env)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     data = json.loads(result.stdout)
@@ -68,14 +68,14 @@ def test_cli_json_text_and_verbose(mixed: Path, cli_env: dict[str, str], data_di
     assert sum(e["chunks"] for e in data["extensions"]) == data["chunks"]
 
     verbose = json.loads(
-        run_cli(["chunk-report", str(mixed), "--json", "--verbose"], env=cli_env).stdout
+        invoke_cli(["chunk-report", str(mixed), "--json", "--verbose"], env=cli_env).stdout
     )
     assert [f["path"] for f in verbose["per_file"]] == sorted(
         f["path"] for f in verbose["per_file"]
     )
     assert sum(f["chunks"] for f in verbose["per_file"]) == data["chunks"]
 
-    text = run_cli(["chunk-report", str(mixed), "-v"], env=cli_env)
+    text = invoke_cli(["chunk-report", str(mixed), "-v"], env=cli_env)
     assert text.returncode == 0 and text.stderr == ""
     assert "chunk-report" in text.stdout and "store.py" in text.stdout
     assert "private: 1" in text.stdout
@@ -83,7 +83,7 @@ def test_cli_json_text_and_verbose(mixed: Path, cli_env: dict[str, str], data_di
 
 
 def test_cli_missing_path_is_an_error(tmp_path: Path, cli_env: dict[str, str]) -> None:
-    result = run_cli(["chunk-report", str(tmp_path / "nope")], env=cli_env)
+    result = invoke_cli(["chunk-report", str(tmp_path / "nope")], env=cli_env)
     assert result.returncode == 1
     assert result.stdout == ""
     assert "does not exist" in result.stderr

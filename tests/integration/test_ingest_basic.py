@@ -10,7 +10,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.sync.ingest import IngestOptions
 
-from ..conftest import run_cli, set_mtime
+from ..conftest import invoke_cli, set_mtime
 
 
 def _collection_ids(settings: Settings) -> dict[str, dict[str, object]]:
@@ -106,7 +106,7 @@ def test_dry_run_writes_nothing(notes: Path, settings: Settings, embedder: HashE
 
 
 def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
-    result = run_cli(["ingest", str(notes), "--json"], env=cli_env)
+    result = invoke_cli(["ingest", str(notes), "--json"], env=cli_env)
     assert result.returncode == 0, result.stderr
     [data] = json.loads(result.stdout)  # one shape for one source or many: a list
     assert set(data) == {
@@ -131,7 +131,7 @@ def test_cli_json_summary(notes: Path, cli_env: dict[str, str]) -> None:
         "warnings",
     }
     assert data["files_new"] == 5
-    search = run_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)
+    search = invoke_cli(["search", "grinder calibration", "--json", "--k", "3"], env=cli_env)
     assert search.returncode == 0, search.stderr
     hits = json.loads(search.stdout)["hits"]
     assert hits and {

@@ -13,7 +13,7 @@ from chromasync.config.settings import Settings
 from chromasync.datadir import CACHE_FILE
 from chromasync.embed.hashing import HashEmbedder
 
-from ..conftest import age_tree, run_cli, set_mtime
+from ..conftest import age_tree, invoke_cli, set_mtime
 
 A = """---
 title: A
@@ -143,16 +143,16 @@ def test_changed_link_and_upgrade_embed_nothing(
 
 
 def test_cli_links(linked: Path, cli_env: dict[str, str]) -> None:
-    assert run_cli(["ingest", str(linked), "--source", "n", "-q"], cli_env).returncode == 0
-    done = run_cli(["links", "https://www.weforum.org/reports", "--json"], cli_env)
+    assert invoke_cli(["ingest", str(linked), "--source", "n", "-q"], cli_env).returncode == 0
+    done = invoke_cli(["links", "https://www.weforum.org/reports", "--json"], cli_env)
     assert done.returncode == 0, done.stderr
     assert [f["path"] for f in json.loads(done.stdout)["files"]] == ["a.md", "sub/b.md"]
-    text = run_cli(["links", "--from", str(linked / "a.md")], cli_env)
+    text = invoke_cli(["links", "--from", str(linked / "a.md")], cli_env)
     assert text.returncode == 0, text.stderr
     assert "missing.md" in text.stdout and "1 missing internal target" in text.stdout
-    both = run_cli(["links", "x", "--from", "a.md"], cli_env)
+    both = invoke_cli(["links", "x", "--from", "a.md"], cli_env)
     assert both.returncode == 2 and "one of them" in both.stderr
-    hits = run_cli(["search", "note", "--links-to", "b", "--json"], cli_env)
+    hits = invoke_cli(["search", "note", "--links-to", "b", "--json"], cli_env)
     assert [h["path"] for h in json.loads(hits.stdout)["hits"]] == ["a.md"]
 
 

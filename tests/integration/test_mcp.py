@@ -17,7 +17,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.owner.locate import read_owner
 
-from ..conftest import REPO, run_cli, set_mtime
+from ..conftest import REPO, invoke_cli, set_mtime
 
 
 def _params(env: dict[str, str]) -> StdioServerParameters:
@@ -116,7 +116,7 @@ def test_mcp_tools_over_stdio(
             assert owner is not None and owner.role == "mcp"
             (notes / "ideas.txt").write_text("Plant zanzibarberries by the gate.\n")
             set_mtime(notes / "ideas.txt", 1_700_000_000)
-            cli = run_cli(["ingest", str(notes), "--json"], env=cli_env)
+            cli = invoke_cli(["ingest", str(notes), "--json"], env=cli_env)
             assert cli.returncode == 0, cli.stderr
             assert "reindexing through it" in cli.stderr
             assert json.loads(cli.stdout)[0]["files_updated"] == 1
@@ -134,7 +134,7 @@ def test_mcp_tools_over_stdio(
     anyio.run(session)
     # the server has exited: the data dir is free again
     assert read_owner(data_dir) is None
-    cli = run_cli(["search", "quincefruit", "--json", "--k", "1"], env=cli_env)
+    cli = invoke_cli(["search", "quincefruit", "--json", "--k", "1"], env=cli_env)
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["hits"][0]["path"] == "ideas.txt"
 
@@ -181,7 +181,7 @@ def test_mcp_ask_and_the_cli_ask_through_it(
 
                 # while MCP owns the data dir, `chromasync ask` searches through it
                 assert read_owner(data_dir) is not None
-                cli = run_cli(["ask", question, "--k", "3"], env=env)
+                cli = invoke_cli(["ask", question, "--k", "3"], env=env)
                 assert cli.returncode == 0, cli.stderr
                 assert cli.stdout.startswith("Back off two steps from the zero point [1][5].")
                 assert "checked answer:" in cli.stdout and "[1] guides/install.md:" in cli.stdout

@@ -31,7 +31,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.mcp import DEFAULT_HTTP_PORT, MAX_HTTP_BODY
 from chromasync.owner.locate import read_owner
 
-from ..conftest import REPO, run_cli
+from ..conftest import REPO, invoke_cli
 from ..servers import free_port
 
 INITIALIZE = {
@@ -167,7 +167,7 @@ def test_mcp_http_tools_and_checks(
         owner = read_owner(data_dir)
         assert owner is not None and owner.role == "mcp"
         # the CLI reaches the index through it meanwhile
-        cli = run_cli(["search", "espresso grinder", "--json", "--k", "1"], env=env)
+        cli = invoke_cli(["search", "espresso grinder", "--json", "--k", "1"], env=env)
         assert cli.returncode == 0, cli.stderr
         assert json.loads(cli.stdout)["hits"][0]["path"] == seen["path"]
 

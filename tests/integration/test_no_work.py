@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import REPO, run_cli, set_mtime
+from ..conftest import REPO, invoke_cli, set_mtime
 
 PROBE = r"""
 import json, sys
@@ -37,11 +37,11 @@ def test_unchanged_rerun_does_no_work(
 ) -> None:
     (notes / "secret.md").write_text("---\nprivate: true\n---\nNot for the index.\n")
     set_mtime(notes / "secret.md", 1_600_000_000)  # a remembered skip is not re-read either
-    assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
+    assert invoke_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
     if touched:  # a touch is confirmed by one read; after that the stat fast path holds
         for path in notes.rglob("*.md"):
             set_mtime(path, 1_650_000_000)
-        assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
+        assert invoke_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
     chroma = data_dir / "chroma" / "chroma.sqlite3"
     before = chroma.stat().st_mtime_ns
     env = {**cli_env, "PYTHONPATH": str(REPO / "src")}

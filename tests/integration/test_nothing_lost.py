@@ -22,7 +22,7 @@ from chromasync.state.manifest import STATE_FILE, State
 from chromasync.sync.ingest import IngestOptions
 from chromasync.sync.registry import status
 
-from ..conftest import age_tree, run_cli, snapshot
+from ..conftest import age_tree, invoke_cli, snapshot
 
 
 def _folder(root: Path, files: int, word: str) -> Path:
@@ -142,7 +142,7 @@ def test_data_dir_is_private(tmp_path: Path, data_dir: Path, cli_env: dict[str, 
     old = os.umask(0o022)
     try:
         for _ in range(2):  # the second run is answered by the fast path (a snapshot stamp)
-            done = run_cli(["ingest", str(notes), "-q"], cli_env)
+            done = invoke_cli(["ingest", str(notes), "-q"], cli_env)
             assert done.returncode == 0, done.stderr
         write_owner(data_dir, OwnerInfo(pid=os.getpid(), role="serve", socket="x"))
     finally:
@@ -167,16 +167,16 @@ def test_two_folders_with_one_name_are_refused(
 ) -> None:
     first = _folder(tmp_path / "a" / "notes", 3, "kite")
     second = _folder(tmp_path / "b" / "notes", 2, "boat")
-    done = run_cli(["ingest", "a/notes", "-q"], cli_env, cwd=tmp_path)
+    done = invoke_cli(["ingest", "a/notes", "-q"], cli_env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     before = snapshot(settings)
     assert len(before) == 3
-    clash = run_cli(["ingest", "b/notes", "-q"], cli_env, cwd=tmp_path)
+    clash = invoke_cli(["ingest", "b/notes", "-q"], cli_env, cwd=tmp_path)
     assert clash.returncode == 1
     assert str(first) in clash.stderr and str(second) in clash.stderr
     assert "--source LABEL" in clash.stderr
     assert snapshot(settings) == before  # nothing deleted
-    other = run_cli(["ingest", "b/notes", "--source", "boats", "-q"], cli_env, cwd=tmp_path)
+    other = invoke_cli(["ingest", "b/notes", "--source", "boats", "-q"], cli_env, cwd=tmp_path)
     assert other.returncode == 0, other.stderr
     assert len(snapshot(settings)) == 5
 
@@ -187,7 +187,7 @@ def test_roots_are_stored_absolute_and_old_relative_ones_are_not_guessed(
     from chromasync.errors import SourceError
 
     notes = _folder(tmp_path / "home" / "notes", 3, "kite")
-    done = run_cli(["ingest", "notes", "-q"], cli_env, cwd=notes.parent)
+    done = invoke_cli(["ingest", "notes", "-q"], cli_env, cwd=notes.parent)
     assert done.returncode == 0, done.stderr
     [row] = status(settings)
     assert row.root == str(notes.resolve())

@@ -16,7 +16,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.openai import OpenAIEmbedder
 from chromasync.errors import EmbeddingError
 
-from ..conftest import run_cli, unique_collection
+from ..conftest import invoke_cli, unique_collection
 from ..servers import EmbeddingServer, Fault, FaultProxy
 
 KEY = "sk-test-7d0b6e31a9"
@@ -128,9 +128,9 @@ def test_openai_cli_model_change_refused(notes: Path, tmp_path: Path) -> None:
             "CHROMASYNC_EMBEDDING_URL": server.url,
             "CHROMASYNC_OPENAI_API_KEY": KEY,
         }
-        first = run_cli(["ingest", str(notes), "--provider", "openai", "--model", "m"], env)
+        first = invoke_cli(["ingest", str(notes), "--provider", "openai", "--model", "m"], env)
         assert first.returncode == 0, first.stderr
-        other = run_cli(["search", "kites", "--provider", "hash"], env)
+        other = invoke_cli(["search", "kites", "--provider", "hash"], env)
     assert other.returncode == 1
     assert "openai:m" in " ".join(other.stderr.split())
     assert KEY not in first.stdout + first.stderr + other.stdout + other.stderr

@@ -22,7 +22,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.owner.service import Service
 from chromasync.rest import create_app
 
-from ..conftest import run_cli
+from ..conftest import invoke_cli
 
 
 @pytest.fixture
@@ -87,10 +87,11 @@ def test_repeated_match_echoes_every_value(client: TestClient) -> None:
 
 
 def test_cli_answers_hostile_filters_with_exit_2(settings: Settings, notes: Path) -> None:
-    env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_PROVIDER": "hash"}
-    run_cli(["ingest", str(notes), "--collection", settings.collection], env=env)
+    env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    ingested = invoke_cli(["ingest", str(notes), "--collection", settings.collection], env=env)
+    assert ingested.returncode == 0, ingested.stderr
     for where in (json.dumps(nested_and(100)), '{"a": ' * 1000 + "1" + "}" * 1000):
-        done = run_cli(
+        done = invoke_cli(
             ["search", "espresso", "--mode", "keyword", "--where-json", where,
              "--collection", settings.collection],
             env=env,

@@ -29,7 +29,7 @@ from chromasync.datadir import TOKEN_FILE
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.owner.locate import read_owner
 
-from ..conftest import REPO, run_cli
+from ..conftest import REPO, invoke_cli
 from .test_mcp_http import INITIALIZE, MCP_HEADERS, mcp_http
 
 pytestmark = pytest.mark.skipif(bool(os.environ.get("CHROMASYNC_TEST_CHROMA_URL")), reason="")
@@ -91,7 +91,7 @@ def test_serve_without_a_token_makes_one_and_refuses_requests_without_it(
         )
         assert found.status_code == 200 and found.json()["hits"]
         # the CLI goes through serve with the data dir's token
-        cli = run_cli(["search", "espresso grinder", "--json", "--k", "1"], env=env)
+        cli = invoke_cli(["search", "espresso grinder", "--json", "--k", "1"], env=env)
         assert cli.returncode == 0, cli.stderr
         assert json.loads(cli.stdout)["hits"]
     # the next start keeps the same token

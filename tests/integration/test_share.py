@@ -15,7 +15,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.shared import MODEL_ID
 from chromasync.store.peers import function_name
 
-from ..conftest import run_cli
+from ..conftest import invoke_cli
 
 
 def _vectors(n: int, dim: int = 384) -> list[list[float]]:
@@ -73,12 +73,12 @@ def test_share_configures_old_collections_without_touching_vectors(
 
 def test_share_command(settings: Settings, cli_env: dict[str, str]) -> None:
     _old_collection(settings, settings.collection, MODEL_ID)
-    done = run_cli(["share", "--no-model", "--json"], env=cli_env)
+    done = invoke_cli(["share", "--no-model", "--json"], env=cli_env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["configured"] == [settings.collection]
     assert report["model_folder"].endswith("all-MiniLM-L6-v2/onnx")
-    plain = run_cli(["share", "--no-model"], env=cli_env)
+    plain = invoke_cli(["share", "--no-model"], env=cli_env)
     assert plain.returncode == 0 and f"already configured: {settings.collection}" in plain.stdout
 
 

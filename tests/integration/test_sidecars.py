@@ -22,7 +22,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import Hit, IngestSummary
 
-from ..conftest import REPO, SHARED, age_tree, oracle, run_cli, set_mtime, snapshot
+from ..conftest import REPO, SHARED, age_tree, invoke_cli, oracle, set_mtime, snapshot
 from .test_no_work import PROBE
 
 PDFS = SHARED / "corpora" / "pdf-samples" / "text"
@@ -245,13 +245,13 @@ def test_bad_filenames_are_refused_and_reported(
         "notes/nofile.md: binary_asset has no filename; no document takes its metadata",
         "notes/passwd.md: binary_asset.filename '../../etc/passwd' is outside the source; refused",
     }
-    cli = run_cli(["verify"], env=cli_env)
+    cli = invoke_cli(["verify"], env=cli_env)
     assert cli.returncode == 0, cli.stderr  # problems of the corpus, not of the index
     assert (
         "sidecar (docs): notes/passwd.md: binary_asset.filename '../../etc/passwd' is "
         "outside the source; refused"
     ) in cli.stdout
-    as_json = json.loads(run_cli(["verify", "--json"], env=cli_env).stdout)
+    as_json = json.loads(invoke_cli(["verify", "--json"], env=cli_env).stdout)
     assert len(as_json[0]["sidecar_findings"]) == len(cases)
 
     # the missing file appears: its sidecar is read again and no longer reported
@@ -267,7 +267,7 @@ def test_bad_filenames_are_refused_and_reported(
 
 
 def test_unchanged_rerun_with_sidecars_reads_nothing(corpus: Path, cli_env: dict[str, str]) -> None:
-    assert run_cli(["ingest", str(corpus), "--quiet"], env=cli_env).returncode == 0
+    assert invoke_cli(["ingest", str(corpus), "--quiet"], env=cli_env).returncode == 0
     env = {**os.environ, **cli_env, "PYTHONPATH": str(REPO / "src"), "CHROMASYNC_NO_FASTPATH": "1"}
     probe = subprocess.run(
         [sys.executable, "-c", PROBE, str(corpus)],

@@ -13,7 +13,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import ConfigError
 
-from ..conftest import run_cli
+from ..conftest import invoke_cli
 
 TOPICS = {
     "coffee": [
@@ -121,7 +121,7 @@ def test_cli_suggest_json(indexed: tuple[Path, Settings], tmp_path: Path) -> Non
     capture = tmp_path / "capture.md"
     capture.write_text(CAPTURE)
     env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
-    done = run_cli(["suggest", str(capture), "--group-by", "path:1", "--json"], env)
+    done = invoke_cli(["suggest", str(capture), "--group-by", "path:1", "--json"], env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["groups"][0]["group"] == "coffee"

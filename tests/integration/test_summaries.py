@@ -16,7 +16,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import ConfigError
 from tests.chat_server import ChatServer, Reply
 
-from ..conftest import run_cli
+from ..conftest import invoke_cli
 
 NOTES = {
     "coffee/a.md": "# Espresso\n\nThe espresso grinder needs its burrs calibrated daily.\n\n"
@@ -158,12 +158,12 @@ def _llm(settings: Settings, server: ChatServer) -> dict[str, str]:
 def test_cli_summarize(corpus: tuple[Path, Settings]) -> None:
     _, settings = corpus
     env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
-    done = run_cli(["summarize", "--group-by", "path:1", "--json"], env)
+    done = invoke_cli(["summarize", "--group-by", "path:1", "--json"], env)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [g["group"] for g in data["groups"]] == ["coffee", "cycling", "garden"]
     assert data["written"] == 3
-    text = run_cli(["summarize", "--group-by", "path:1", "--limit", "1"], env)
+    text = invoke_cli(["summarize", "--group-by", "path:1", "--limit", "1"], env)
     assert text.returncode == 0, text.stderr
     assert "coffee" in text.stdout and "garden" not in text.stdout
     assert "2 smaller group(s) left out" in text.stdout

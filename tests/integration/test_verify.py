@@ -12,7 +12,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import ChunkRecord
 from chromasync.state.manifest import STATE_FILE
 
-from ..conftest import run_cli, set_mtime, snapshot
+from ..conftest import invoke_cli, set_mtime, snapshot
 
 
 def test_clean_index_verifies(notes: Path, settings: Settings, embedder: HashEmbedder) -> None:
@@ -65,14 +65,14 @@ def test_drift_found_and_repaired(notes: Path, settings: Settings, embedder: Has
 
 
 def test_cli_verify_exit_codes(notes: Path, cli_env: dict[str, str], data_dir: Path) -> None:
-    assert run_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
-    ok = run_cli(["verify", "--json"], env=cli_env)
+    assert invoke_cli(["ingest", str(notes), "--quiet"], env=cli_env).returncode == 0
+    ok = invoke_cli(["verify", "--json"], env=cli_env)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)[0]["ok"] is True
     (notes / "new.md").write_text("# New\n\nUnindexed so far.\n")
-    differs = run_cli(["verify"], env=cli_env)
+    differs = invoke_cli(["verify"], env=cli_env)
     assert differs.returncode == 1
     assert "unindexed_files: 1" in differs.stdout
-    fixed = run_cli(["verify", "--repair", "--json"], env=cli_env)
+    fixed = invoke_cli(["verify", "--repair", "--json"], env=cli_env)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert json.loads(fixed.stdout)[0]["repaired"] is True

@@ -68,7 +68,7 @@ def test_linear_in_the_answer() -> None:
         check_support(sentence * n, SOURCES)
         return time.perf_counter() - began
 
-    run(20)
-    small = min(run(200) for _ in range(5))
-    large = min(run(400) for _ in range(5))
+    run(50)
+    small = min(run(500) for _ in range(5))
+    large = min(run(1000) for _ in range(5))
     assert large / small < 3.5
