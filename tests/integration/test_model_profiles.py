@@ -198,6 +198,10 @@ def test_switched_index_refuses_a_query_of_another_model(notes: Path, tmp_path: 
     assert switched.collection == "chromasync.h32" and switched.provider_options["dimension"]
     with pytest.raises(EmbeddingError, match="holds vectors of 'hash-32'"):
         api.search("grinder", switched, embedder=HashEmbedder(dimension=64), mode="dense")
+    (notes / "late.md").write_text("# Late\n\nA note about tamping pressure.\n")
+    _cli(["model", "use", "default"], env)  # the data dir's own index catches up first
+    back = api.search("tamping pressure", api.configure({}, env, tmp_path), k=1)
+    assert back and back[0].path == "late.md" and back[0].collection == "chromasync-notes"
 
 
 class _Variants(LocalEmbedder):
