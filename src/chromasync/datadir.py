@@ -16,7 +16,8 @@
       summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
       models.json               named model profiles and the active one (`config.models`);
                                 `active_dir` below follows it
-      models/<name>/            a profile's side index: a data dir of its own (docs/models.md)
+      models/<name>/            a profile's side index: a data dir of its own (docs/models.md),
+                                but for the embedding cache, which it shares (`cache_path`)
 
 It is private to its user: it holds the indexed text (the keyword index, the embedding
 cache, snapshots), so every folder chromasync creates in it is made with mode 0700 and
@@ -127,6 +128,18 @@ def active_profile(data_dir: str | os.PathLike[str]) -> str | None:
 def side_dir(data_dir: str | os.PathLike[str], name: str) -> str:
     """The folder of profile `name`'s side index (a data dir of its own)."""
     return os.path.join(data_dir, MODELS_DIR, name)
+
+
+def cache_path(data_dir: str | os.PathLike[str]) -> str:
+    """The embedding cache a data dir's ingests use: its own `embeddings.sqlite3`, except for
+    a model profile's side index, which shares its data dir's (vectors are keyed by model
+    and variant, so they never mix; a side build reuses what the cache already holds)."""
+    folder = os.path.abspath(data_dir)
+    parent = os.path.dirname(folder)
+    home = os.path.dirname(parent)
+    if os.path.basename(parent) == MODELS_DIR and os.path.isfile(os.path.join(home, MODELS_FILE)):
+        return os.path.join(home, CACHE_FILE)
+    return os.path.join(folder, CACHE_FILE)
 
 
 def active_dir(data_dir: str) -> str:
@@ -242,6 +255,7 @@ __all__ = [
     "WANT_FILE",
     "active_dir",
     "active_profile",
+    "cache_path",
     "config_bytes",
     "config_path",
     "create_private_file",

@@ -22,6 +22,7 @@ from chromasync import api
 from chromasync.cli.main import main
 from chromasync.config.models import load_models
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.embed.local import DEFAULT_MODEL_ID, LocalEmbedder
 from chromasync.errors import ConfigError, EmbeddingError
 from chromasync.sync import models as side
 from chromasync.versions import CHUNKING_VERSION
@@ -156,6 +157,13 @@ def test_side_build_killed_midway_resumes(notes: Path, tmp_path: Path) -> None:
     rows = {r.name: r for r in side.profile_rows(_home(data))}
     assert rows["h32"].records == rows["default"].records
     assert rows["h32"].model_id == "hash-32" and rows["default"].model_id == "hash-64"
+    # the side index shares the data dir's embedding cache: built again, nothing is embedded
+    assert not (data / "models" / "h32" / "embeddings.sqlite3").exists()
+    _cli(["model", "drop", "h32"], env)
+    _cli(["model", "add", "h32", "--provider", "hash", "--embed-option", "dimension=32"], env)
+    again = side.build_profile(_home(data), "h32")
+    assert sum(s.chunks_embedded for s in again) == 0 < sum(s.chunks_total for s in again)
+    assert side.profile_rows(_home(data))[1].records == rows["default"].records
 
 
 def test_profile_names_secrets_and_damage_are_refused(tmp_path: Path) -> None:
@@ -190,3 +198,43 @@ def test_switched_index_refuses_a_query_of_another_model(notes: Path, tmp_path: 
     assert switched.collection == "chromasync.h32" and switched.provider_options["dimension"]
     with pytest.raises(EmbeddingError, match="holds vectors of 'hash-32'"):
         api.search("grinder", switched, embedder=HashEmbedder(dimension=64), mode="dense")
+    (notes / "late.md").write_text("# Late\n\nA note about tamping pressure.\n")
+    _cli(["model", "use", "default"], env)  # the data dir's own index catches up first
+    back = api.search("tamping pressure", api.configure({}, env, tmp_path), k=1)
+    assert back and back[0].path == "late.md" and back[0].collection == "chromasync-notes"
+
+
+class _Variants(LocalEmbedder):
+    """The local provider's ids and variant rules with hash vectors salted by the variant
+    (as tests/integration/test_model_variants.py), so that two variants' vectors differ."""
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return HashEmbedder(self.dimension).embed_documents([f"{self.variant} {t}" for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def test_two_numeric_variants_side_by_side(
+    notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chromasync.embed import PROVIDERS, runtime
+
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)
+    monkeypatch.setitem(
+        PROVIDERS._items, "variants", lambda o: _Variants(variant=o.get("variant", "auto"))
+    )
+    data = tmp_path / "data"
+    env = _env(data, CHROMASYNC_EMBEDDING_PROVIDER="variants")
+    api.ingest([api.source_for(notes)], _home(data, env), embedder=_Variants(variant="fp32"))
+    _cli(["model", "add", "q8", "--provider", "variants", "--variant", "int8"], env)
+    _cli(["model", "build", "q8"], env)
+    rows = {r.name: r for r in side.profile_rows(_home(data, env))}
+    assert rows["q8"].model_id == f"{DEFAULT_MODEL_ID}@int8"
+    assert rows["default"].model_id == DEFAULT_MODEL_ID
+    assert rows["q8"].records == rows["default"].records > 0
+    _cli(["model", "use", "q8"], env)
+    switched = api.configure({}, env, tmp_path)
+    assert switched.provider_options == {"variant": "int8"}
+    hits = api.search("grinder calibration", switched, k=3, mode="dense")
+    assert hits and {h.collection for h in hits} == {"chromasync.q8-notes"}

@@ -15,7 +15,7 @@ from chromasync.config.models import (
     save_models,
 )
 from chromasync.config.settings import resolve_settings
-from chromasync.datadir import MODELS_FILE, active_dir, guess_from
+from chromasync.datadir import CACHE_FILE, MODELS_FILE, active_dir, cache_path, guess_from
 from chromasync.errors import ConfigError
 
 
@@ -59,3 +59,12 @@ def test_damaged_models_file_is_a_config_error(tmp_path: Path, text: str) -> Non
     (tmp_path / MODELS_FILE).write_text(text)
     with pytest.raises(ConfigError, match="damaged"):
         load_models(tmp_path)
+
+
+def test_a_side_index_shares_its_data_dirs_embedding_cache(tmp_path: Path) -> None:
+    home = tmp_path / "data"
+    side = home / "models" / "bge"
+    assert cache_path(side) == str(side / CACHE_FILE)  # no models.json: not a side index
+    save_models(home, ModelsFile())
+    assert cache_path(side) == str(home / CACHE_FILE)
+    assert cache_path(home) == str(home / CACHE_FILE)

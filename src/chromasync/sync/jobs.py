@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..config.settings import Settings
@@ -22,7 +23,7 @@ from ..config.sources import (
     spec_for,
     with_skips,
 )
-from ..datadir import CACHE_FILE
+from ..datadir import cache_path
 from ..embed import Embedder, embedder_for
 from ..embed.cache import EmbeddingCache
 from ..errors import ConfigError, storage_errors
@@ -107,7 +108,7 @@ def ingest(
                         embedder,
                         open_store=lambda existing=False: open_store_for(settings, existing),
                         cache=lambda: EmbeddingCache(
-                            settings.data_dir / CACHE_FILE, settings.cache_max_entries
+                            Path(cache_path(settings.data_dir)), settings.cache_max_entries
                         ),
                         environ=environ,
                         progress=progress,

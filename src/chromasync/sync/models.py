@@ -27,14 +27,13 @@ from ..config.models import (
     with_profile,
 )
 from ..config.settings import Settings
-from ..config.sources import configured_entries
 from ..datadir import side_dir
 from ..errors import ConfigError, NotFound
 from ..records import IngestSummary
 from ..store.chroma import CHUNKING_KEY, MODEL_KEY
 from ..store.target import open_store_for
 from .ingest import Progress
-from .jobs import ConfiguredSources, ingest
+from .jobs import ConfiguredSources, KnownSources, ingest
 from .registry import select_known
 
 log = logging.getLogger(__name__)
@@ -136,9 +135,9 @@ def use_profile(home: Settings, name: str, *, progress: Progress | None = None) 
     if target is not None:
         build_profile(home, target, progress=progress)
     else:
-        configured = configured_entries(home)
-        if configured:  # catch the data dir's own index up with its sources too
-            ingest(ConfiguredSources(), home, progress=progress)
+        entries, others = select_known(home)
+        if entries or others:  # catch the data dir's own index up with its sources too
+            ingest(KnownSources(), home, progress=progress)
     previous = profile_settings(home, models.active or DEFAULT_NAME)
     models = replace(load_models(home.data_dir), active=target)
     save_models(home.data_dir, models)
