@@ -215,10 +215,10 @@ def test_legacy_records_are_looked_for_once(
 def test_verify_command_lists_foreign_records_and_exits_0(
     notes: Path, settings: Settings, embedder: HashEmbedder, cli_env: dict[str, str]
 ) -> None:
-    from ..conftest import run_cli
+    from ..conftest import invoke_cli
 
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
     _add_foreign(settings, embedder)
-    done = run_cli(["verify"], env=cli_env)
+    done = invoke_cli(["verify"], env=cli_env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "(another tool)" in done.stdout and "foreign-0" in done.stdout
