@@ -66,7 +66,7 @@ from .retrieve.session import (
 from .retrieve.session import open_retriever as open_retriever
 from .retrieve.similar import SimilarDoc
 from .retrieve.tasks import EvalReport, SimilarResult, SuggestResult
-from .store.target import open_store_for as open_store
+from .store.connect import open_store_for as open_store
 from .sync.checks import verify
 from .sync.ingest import IngestOptions
 from .sync.ingest import Progress as Progress

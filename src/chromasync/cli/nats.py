@@ -8,9 +8,7 @@ worker. The NATS side (`nats.runner.Bridge`) runs on an event loop of its own th
 
 from __future__ import annotations
 
-import asyncio
 import signal
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,44 +16,9 @@ import click
 
 from .. import api
 from ..errors import ConfigError
+from .bridge import BridgeThread, _import_bridge
 from .common import reported_errors, settings_from_flags, stderr_console, store_options
 from .service import _import_rest, _report
-
-
-def _import_bridge() -> Any:
-    try:
-        from ..nats import runner
-    except ImportError as exc:  # pragma: no cover - the nats extra is missing
-        raise ConfigError(
-            f"this command needs the NATS client ({exc.name}); install it with: "
-            "pip install 'chromasync[nats]'"
-        ) from exc
-    return runner
-
-
-class BridgeThread:
-    """The NATS side of an owner (`chromasync nats`, `serve --nats`): `nats.runner.Bridge`
-    on an event loop of its own thread, started at once; `stop` waits for it."""
-
-    def __init__(self, service: Any, specs: Sequence[Any]) -> None:
-        runner = _import_bridge()
-        self.bridge = runner.Bridge(service, specs, say=lambda line: click.echo(line, err=True))
-        self._loop = asyncio.new_event_loop()
-        self._stop = asyncio.Event()
-        self._thread = threading.Thread(
-            target=self._loop.run_until_complete,
-            args=(self.bridge.run(self._stop),),
-            name="chromasync-nats-loop",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop, then print what was done (the counts of events, requests and skips)."""
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout=60)
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.bridge.counts.items()))
-        click.echo(f"chromasync nats: {counts or 'no events'}", err=True)
 
 
 @click.command("nats")

@@ -189,7 +189,7 @@ def serve(
         settings = settings_from_flags(**flags)
         token, made = _service_token(settings, no_auth)
         if nats_bridge:
-            from .nats import _import_bridge
+            from .bridge import _import_bridge
 
             _import_bridge().connect_options(settings)  # a missing credentials file fails now
     if not _loopback(host) and not settings.api_token and not allow_no_token:
@@ -219,7 +219,7 @@ def serve(
             if watch_sources:
                 watcher = _start_watcher(service, service.source_specs(), debounce, max_delay)
             if nats_bridge:
-                from .nats import BridgeThread
+                from .bridge import BridgeThread
 
                 bridge = BridgeThread(service, service.source_specs())
             app = rest.create_app(service, token=token, allowed_hosts=_allowed_hosts(host))

@@ -22,7 +22,7 @@ from ..embed import Embedder, embedder_for
 from ..errors import ConfigError, NotFound, storage_errors
 from ..records import Hit, Progress
 from ..state.manifest import State
-from ..store.target import open_store_for
+from ..store.connect import open_store_for
 from .access import indexed_file_location
 from .engine import MODES, Retriever
 from .evaluate import EvalQuery

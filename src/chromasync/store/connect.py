@@ -15,13 +15,17 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..datadir import CHROMA_DIR, make_private_dir
 from ..errors import ChromasyncError, ConfigError, NotFound, StoreError
+from ..retry import RetryPolicy
 from .chroma import Store
 from .failures import store_error
 from .target import StoreConfig, Target, parse_target
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings as AppSettings
 
 log = logging.getLogger(__name__)
 #: chromadb shares one system per embedded path between clients, and creating the first one
@@ -170,3 +174,20 @@ def _install_transport(client: Any, config: StoreConfig) -> None:
     )
     server._session = replacement  # type: ignore[union-attr]
     session.close()
+
+
+def open_store_for(settings: AppSettings, existing: bool = False, reading: bool = False) -> Store:
+    """The configured store: embedded under the data dir, or a Chroma server (`reading`:
+    for a search, which may open a read-only store from a copy). chromadb is imported only
+    when the store opens (`open_store`)."""
+    config = StoreConfig(
+        data_dir=settings.data_dir,
+        url=settings.chroma_url,
+        tenant=settings.tenant,
+        database=settings.database,
+        token=settings.chroma_token,
+        timeout_s=settings.chroma_timeout,
+        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
+        batch_size=settings.batch_size,
+    )
+    return open_store(config, existing, reading)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..datadir import CHROMA_DIR
@@ -19,10 +18,6 @@ from ..errors import ConfigError
 from ..plan.limits import DEFAULT_BATCH
 from ..records import StoreLimits
 from ..retry import RetryPolicy
-
-if TYPE_CHECKING:
-    from ..config.settings import Settings
-    from .chroma import Store
 
 CLOUD_HOST = "api.trychroma.com"
 
@@ -100,22 +95,3 @@ def parse_target(url: str) -> Target:
         f"chroma_url scheme {parts.scheme!r} is not supported; use http://, https:// or "
         "chroma-cloud://"
     )
-
-
-def open_store_for(settings: Settings, existing: bool = False, reading: bool = False) -> Store:
-    """The configured store: embedded under the data dir, or a Chroma server (`reading`:
-    for a search, which may open a read-only store from a copy). `connect` (and chromadb)
-    is imported only now."""
-    from .connect import open_store
-
-    config = StoreConfig(
-        data_dir=settings.data_dir,
-        url=settings.chroma_url,
-        tenant=settings.tenant,
-        database=settings.database,
-        token=settings.chroma_token,
-        timeout_s=settings.chroma_timeout,
-        retry=RetryPolicy(attempts=max(1, settings.chroma_retries)),
-        batch_size=settings.batch_size,
-    )
-    return open_store(config, existing, reading)

@@ -19,8 +19,8 @@ from ..errors import NotFound, SourceError
 from ..records import OWNER_KEY, SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
+from ..store.connect import open_store_for
 from ..store.peers import owned_records, owner_of
-from ..store.target import open_store_for
 from .jobs import ingest
 from .verify import SourceCheck, compare_source
 

@@ -30,7 +30,7 @@ from ..errors import ConfigError, storage_errors
 from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import STATE_FILE, State
-from ..store.target import open_store_for
+from ..store.connect import open_store_for
 from .ingest import IngestOptions, Ingestor, Progress
 from .registry import select_known
 

@@ -31,7 +31,7 @@ from ..datadir import side_dir
 from ..errors import ConfigError, NotFound
 from ..records import IngestSummary
 from ..store.chroma import CHUNKING_KEY, MODEL_KEY
-from ..store.target import open_store_for
+from ..store.connect import open_store_for
 from .ingest import Progress
 from .jobs import ConfiguredSources, KnownSources, ingest
 from .registry import select_known

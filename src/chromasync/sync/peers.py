@@ -17,8 +17,8 @@ from ..embed import Embedder, embedder_for
 from ..embed.shared import model_folder
 from ..state.lock import StoreLock
 from ..state.manifest import State
+from ..store.connect import open_store_for
 from ..store.peers import attach_function, function_name, runs_default_model
-from ..store.target import open_store_for
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ state rows, nothing else); `reset_collections` drops whole collections; `status`
 reindex or watch: the config's `include: true` sources, and sources indexed before by
 `chromasync ingest PATH` that the config does not declare. Surfaces reach these through
 `api`; the store and the embedding provider the settings name are opened by
-`store.target.open_store_for` and `embed.embedder_for`, which the read path uses too.
+`store.connect.open_store_for` and `embed.embedder_for`, which the read path uses too.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
 from ..state.snapshots import recent_runs
+from ..store.connect import open_store_for
 from ..store.peers import foreign_records, owned_records
-from ..store.target import open_store_for
 
 if TYPE_CHECKING:
     from ..config.file import SourceEntry
