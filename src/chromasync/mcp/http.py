@@ -3,9 +3,7 @@ Origin check, the API token and a body limit."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..config.settings import Settings
@@ -131,24 +129,9 @@ def run_http(
         if on_listen is not None:
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
         config = rest.server_config(app, lifespan="on", timeout_graceful_shutdown=5)
-        with _sigterm_interrupts():
+        # SIGTERM leaves through `finally` (uvicorn re-raises the signal it caught once it has
+        # shut down; with the default handler the process would die before `backend.close`)
+        with rest.sigterm_interrupts():
             rest.run_server(app, [tcp], rest.make_server(config))
     finally:
         backend.close()
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt meanwhile. uvicorn re-raises the signal it caught
-    once it has shut down; with the default handler the process would die right there,
-    before `Backend.close` releases the data dir."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
