@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ChromasyncError, NotFound
 from ..sync.ingest import Progress
+from .queries import JobState
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +47,25 @@ class Job:
     summaries: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 
+    def state(self) -> JobState:
+        """The job as it stands, as a record (the seam's `JobState`)."""
+        return JobState(
+            id=self.id,
+            status=self.status,
+            sources=self.sources,
+            trigger=self.trigger,
+            created=self.created,
+            started=self.started,
+            finished=self.finished,
+            phase=self.phase,
+            done=self.done,
+            total=self.total,
+            summaries=tuple(self.summaries),
+            error=self.error,
+        )
+
     def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "status": self.status,
-            "sources": list(self.sources),
-            "trigger": self.trigger,
-            "created": self.created,
-            "started": self.started,
-            "finished": self.finished,
-            "progress": {"phase": self.phase, "done": self.done, "total": self.total},
-            "summaries": list(self.summaries),
-            "error": self.error,
-        }
+        return self.state().as_json()
 
 
 class JobRunner:
