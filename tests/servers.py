@@ -7,6 +7,8 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -360,3 +362,62 @@ class NatsServer:
                 self._proc.wait(10)
         if self.log.exists():  # the next start waits for its own "ready" line
             self.log.rename(self.log.with_suffix(f".{time.monotonic_ns()}.log"))
+
+
+class CommandProcess:
+    """A long-running `chromasync COMMAND` subprocess (`watch`, `nats`, `serve`...) whose
+    stderr lines are collected as they come."""
+
+    def __init__(self, command: str, args: Sequence[str], env: dict[str, str]) -> None:
+        repo = Path(__file__).resolve().parents[1]
+        full = {**os.environ, **env, "PYTHONPATH": str(repo / "src")}
+        self.command = command
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "chromasync", command, *args],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=full,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stderr is not None
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                self.lines.put(line.rstrip("\n"))
+
+    def expect(self, text: str, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no {text!r} from chromasync {self.command}; saw: {self.seen}")
+
+    def drain(self) -> list[str]:
+        while True:
+            try:
+                self.seen.append(self.lines.get_nowait())
+            except queue.Empty:
+                return self.seen
+
+    def interrupt(self) -> int:
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=60)
+        time.sleep(0.2)  # the pump takes the last lines
+        self.drain()
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)

