@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..chunk.blocks import Block, Prose, Segment, inline_text, segment
@@ -118,7 +118,9 @@ def _leads_into(segments: Sequence[Segment], i: int, text: str) -> Block | None:
     return after if not gap.strip() else None
 
 
-def split_sentences(hit: Hit, rank: int) -> list[Sentence]:
+def split_sentences(
+    hit: Hit, rank: int, segments: Sequence[Segment] | None = None
+) -> list[Sentence]:
     """The sentences of `hit` (rank `rank`), with their file lines; bounded in count.
 
     A paragraph's last sentence that ends in a colon and is followed by a block (code, a
@@ -127,7 +129,8 @@ def split_sentences(hit: Hit, rank: int) -> list[Sentence]:
     list are not sentences of their own.
     """
     text = hit.text[:MAX_TEXT_CHARS]
-    segments = segment(text)
+    if segments is None:
+        segments = segment(text)
     out: list[Sentence] = []
     carried: list[Block] = []
     for index, item in enumerate(segments):
@@ -313,7 +316,8 @@ def _compose(
     """The answer text for hits `ranked` ((rank, hit) pairs), the ranks it cites and its
     parts: runs of cited sentences, and the blocks (at most `max_blocks`) they lead into,
     or the code example of a cited hit when none leads into code (`_example`)."""
-    sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank)]
+    segmented = {rank: segment(hit.text[:MAX_TEXT_CHARS]) for rank, hit in ranked}
+    sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank, segmented[rank])]
     scored = score_sentences(question, sentences)
     if not scored and sentences:  # nothing shares a word: the best hit's opening sentence
         scored = [Scored(sentences[0], 0.0)]
@@ -332,7 +336,7 @@ def _compose(
             run.clear()
 
     carried = any(i.sentence.block is not None and i.sentence.block.kind == "code" for i in chosen)
-    example = None if carried or max_blocks < 1 else _example(question, ranked, chosen)
+    example = None if carried or max_blocks < 1 else _example(question, ranked, chosen, segmented)
     for i, item in enumerate(chosen):
         sentence = item.sentence
         block = sentence.block if blocks < max_blocks else None
@@ -364,7 +368,10 @@ def _compose(
 
 
 def _example(
-    question: str, ranked: Sequence[tuple[int, Hit]], chosen: Sequence[Scored]
+    question: str,
+    ranked: Sequence[tuple[int, Hit]],
+    chosen: Sequence[Scored],
+    segmented: Mapping[int, Sequence[Segment]],
 ) -> tuple[int, int, Block] | None:
     """The code example an answer shows when none of its sentences leads into code:
     (the cited rank it follows, the rank it is quoted from, the block).
@@ -382,15 +389,15 @@ def _example(
         for other, hit in sorted(ranked, key=lambda pair: pair[0] != rank):
             if hit.path != path:
                 continue
-            block = _code_example(hit, asked)
+            block = _code_example(segmented[other], asked)
             if block is not None:
                 return rank, other, block
     return None
 
 
-def _code_example(hit: Hit, asked: set[str]) -> Block | None:
+def _code_example(segments: Sequence[Segment], asked: set[str]) -> Block | None:
     prose_seen = False
-    for part in segment(hit.text[:MAX_TEXT_CHARS]):
+    for part in segments:
         if isinstance(part, Prose):
             prose_seen = True
         elif part.kind == "code":
