@@ -23,8 +23,8 @@ from ..errors import ConfigError
 from ..owner.daemon import KeyRing
 from ..owner.service import Service
 from ..rest import search_query
-from ..state.snapshots import consulted_unchanged
 from ..retrieve.editor import open_urls
+from ..state.snapshots import consulted_unchanged
 from .search import render_search
 
 #: `/daemon/search`'s own parameters, besides `/search`'s.
