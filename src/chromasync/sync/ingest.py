@@ -316,7 +316,11 @@ class Ingestor:
                     begun = True
                 yield change
 
-        self._write(run, begun_first(), files=len(run.triage.to_read))
+        stream = begun_first()
+        try:
+            self._write(run, stream, files=len(run.triage.to_read))
+        finally:
+            stream.close()  # a failed write ends the planner now (its worker, `ahead`)
         fitted.finish(self.collection_name)
         newly_skipped = planner.skipped
         total = fitted.chunks_total
