@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -308,7 +308,7 @@ class Ingestor:
         fitted = FittedStream(planner, lambda: self.limits(run.options), WAVE_RECORDS)
         begun = False
 
-        def begun_first() -> Iterator[FileChange]:
+        def begun_first() -> Generator[FileChange, None, None]:
             nonlocal begun
             for change in fitted.changes():
                 if not begun:
