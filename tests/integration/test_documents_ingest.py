@@ -5,7 +5,6 @@ skips with their reason. The PDFs are copied from ../shared/corpora/pdf-samples.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import docx
@@ -241,27 +240,3 @@ def test_a_chunk_over_two_pages_cites_the_page_of_the_matched_lines(
     assert spanning("crashtest isolate problem xpcshell").citation == "guide.pdf p. 4"
     assert hit.as_json()["pages"] == [5]
     assert api.Hit.from_json(hit.as_json()).citation == "guide.pdf p. 5"  # the owner's wire
-
-
-def test_pptx_without_its_extra_is_a_counted_skip_read_again_later(
-    tmp_path: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """PPTX's reader is the `pptx` extra (python-pptx brings Pillow, 29 MB): without it an
-    opted-in deck is a `reader-missing` skip naming the extra, the other files are indexed,
-    and once the extra is there the next run reads the deck (the skip is not remembered)."""
-    from ..unit.test_documents import sample_pptx
-
-    root = tmp_path / "slides"
-    root.mkdir()
-    (root / "deck.pptx").write_bytes(sample_pptx())
-    (root / "notes.md").write_text("# Notes\n\nPlain notes beside the deck.\n")
-    age_tree(root)
-    spec = api.source_for(root, "slides", extensions=(".pptx", ".md"))
-    with monkeypatch.context() as patched:
-        patched.setitem(sys.modules, "pptx", None)  # as if python-pptx were not installed
-        [first] = api.ingest([spec], settings, embedder=embedder)
-    assert first.files_new == 1 and first.files_skipped == {"reader-missing": 1}
-    [again] = api.ingest([spec], settings, embedder=embedder)
-    assert again.files_new == 1 and again.files_skipped == {}
-    hits = api.search("revenue went up", settings, k=3, embedder=embedder)
-    assert hits[0].path == "deck.pptx" and hits[0].citation == "deck.pptx p. 1"

@@ -7,7 +7,6 @@ built in tmp_path with python-docx and python-pptx themselves.
 from __future__ import annotations
 
 import io
-import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -420,11 +419,3 @@ def test_render_maps_empty_pages_to_the_next_page() -> None:
     assert [page_at_line(rendered, n) for n in range(1, 8)] == [1, 1, 1, 3, 3, 3, 3]
     assert page_at_offset(rendered, 11) == 1
     assert page_at_offset(rendered, 12) == 3
-
-
-def test_pptx_without_python_pptx_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = sample_pptx()
-    monkeypatch.setitem(sys.modules, "pptx", None)  # as if python-pptx were not installed
-    skip = _skip(read_document(data, "pptx"), "reader-missing")
-    assert "pip install 'chromasync[pptx]'" in skip.detail
-    assert isinstance(read_document(sample_docx(), "docx"), PagedDocument)  # the rest reads

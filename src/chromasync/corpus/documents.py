@@ -26,9 +26,7 @@ Invariants:
 
 Skip reasons (`REASONS`): `encrypted` (a password is needed), `no-text` (no text layer,
 e.g. a scan, or an empty document), `corrupt` (broken, truncated or not the format it
-claims), `too-large` (over a size, count, character or time budget), `reader-missing`
-(the format's reader is an extra that is not installed: PPTX needs `chromasync[pptx]`,
-python-pptx and the Pillow it brings, 29 MB, left out of the default install).
+claims), `too-large` (over a size, count, character or time budget).
 
 Readers are imported lazily (pypdfium2 loads a native library). PDFium is not thread-safe:
 `read_document` reads one PDF at a time in a process (a lock), since a service may read one
@@ -38,9 +36,7 @@ for the search page's viewer while its ingest job reads another.
 from __future__ import annotations
 
 import bisect
-import importlib.util
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -79,9 +75,7 @@ __all__ = [
 ]
 
 #: Skip reason codes, in the order the readers check them.
-REASONS = ("encrypted", "no-text", "corrupt", "too-large", "reader-missing")
-#: Formats whose reader is an optional extra: format -> (module, extra).
-EXTRA_READERS = {"pptx": ("pptx", "pptx")}
+REASONS = ("encrypted", "no-text", "corrupt", "too-large")
 #: File suffix (lower case) to document format.
 FORMATS = {
     ".pdf": "pdf",
@@ -113,12 +107,6 @@ def read_document(
         raise ValueError(f"unknown document format {fmt!r}; expected one of: {known}")
     if len(data) > limits.max_bytes:
         return DocumentSkip("too-large", f"{len(data)} bytes (the limit is {limits.max_bytes})")
-    if fmt in EXTRA_READERS and not _reader_installed(fmt):
-        module, extra = EXTRA_READERS[fmt]
-        return DocumentSkip(
-            "reader-missing",
-            f"reading {fmt.upper()} needs {module!r}: pip install 'chromasync[{extra}]'",
-        )
     meter = Meter(limits, clock)
     try:
         if fmt == "pdf":
@@ -159,13 +147,6 @@ def read_document_file(
     with path.open("rb") as f:
         data = f.read(limits.max_bytes + 1)  # the file may have grown since the stat
     return read_document(data, fmt, limits, clock)
-
-
-def _reader_installed(fmt: str) -> bool:
-    module = EXTRA_READERS[fmt][0]
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    return importlib.util.find_spec(module) is not None
 
 
 def _reader(fmt: str) -> Callable[[bytes, Meter], PagedDocument]:

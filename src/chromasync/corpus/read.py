@@ -36,7 +36,7 @@ from .walk import classify_extension
 
 #: Skip reasons that say nothing about the content: earlier records are kept.
 TRANSIENT_REASONS = frozenset(
-    {"changed-during-read", "permission-denied", "not-regular-file", "too-slow", "reader-missing"}
+    {"changed-during-read", "permission-denied", "not-regular-file", "too-slow"}
 )
 _MAGIC = (
     b"\x89PNG",

@@ -49,8 +49,6 @@ REASONS = {
     "ignored": "matched .gitignore or an exclude pattern",
     "not-regular-file": "FIFO, socket or device",
     "permission-denied": "EACCES on open or scandir",
-    "reader-missing": "a document whose reader is an extra not installed (PPTX: the `pptx` "
-    "extra, pip install 'chromasync[pptx]'); read again on the next run",
     "private": "front matter marks it private (private: true, publish: false)",
     "symlink-duplicate": "symlink to a path inside the root, indexed under its real path",
     "symlink-loop": "symlink that cannot be resolved or points at its own ancestor",
