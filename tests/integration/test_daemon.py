@@ -316,6 +316,51 @@ def test_no_daemon_env_and_flag_keep_the_search_in_process(
     assert stop.returncode == 1 and "no daemon" in stop.stdout
 
 
+CONNECTS = r"""
+import json, sys
+dialed = []
+sys.addaudithook(
+    lambda event, args: dialed.append(str(args[1])) if event == "socket.connect" else None
+)
+sys.argv = ["chromasync", *json.loads(sys.argv[1])]
+from chromasync.cli.main import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "dialed": dialed}), file=sys.stderr)
+"""
+
+
+def test_no_daemon_never_touches_a_healthy_daemon_of_the_same_settings(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    """`--no-daemon` and `CHROMASYNC_NO_DAEMON=1` used to search through a daemon that
+    answered with the same settings; now they never dial its socket, and it serves no one."""
+    _search(env, "grinder")
+    pid = _daemon_pid(env)
+    info = read_owner(Path(env["CHROMASYNC_DATA_DIR"]))
+    assert pid is not None and info is not None
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    for argv, extra in (
+        (["search", "grinder", "--json", "--no-daemon"], {}),
+        (["search", "grinder", "--json"], {"CHROMASYNC_NO_DAEMON": "1"}),
+        (["ask", "grinder", "--json", "--no-daemon"], {}),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", CONNECTS, json.dumps(argv)],
+            capture_output=True,
+            text=True,
+            env={**full, **extra},
+            timeout=120,
+        )
+        report = json.loads(done.stderr.strip().splitlines()[-1])
+        assert report["code"] in (0, None), done.stderr
+        assert info.socket not in report["dialed"], (argv, extra)
+        assert json.loads(done.stdout)
+    assert _daemon_pid(env) == pid  # still there, untouched
+
+
 def test_no_daemon_starts_for_a_data_dir_with_nothing_indexed(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

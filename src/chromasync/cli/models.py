@@ -178,7 +178,11 @@ def model_eval(
         chosen = tuple(modes) or ("dense", "hybrid")
         reports = {
             label: api.evaluate(
-                judged, side.profile_settings(home, label), modes=chosen, k=k, all_collections=True
+                judged,
+                side.profile_settings(home, label),
+                modes=chosen,
+                k=k,
+                all_collections=side.store_is_own(home),
             )
             for label in dict.fromkeys((other, name))
         }

@@ -89,7 +89,8 @@ def search(
 
         with open_index(
             settings,
-            start=None if no_daemon else daemon_flags(flags),
+            start=daemon_flags(flags),
+            daemon=not no_daemon,
             register=line_key(os.environ) if line_key is not None else None,
             on_start=starting_notice,
             on_local=record,

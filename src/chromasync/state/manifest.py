@@ -247,6 +247,21 @@ class State:
                 (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
             )
 
+    def records_version(self, collection: str, source: str) -> int:
+        """The version of the keys the source's records in the store carry, as recorded
+        after `store.peers.upgrade_records` (0: never recorded, an older index)."""
+        row = self._db.execute(
+            "SELECT value FROM meta WHERE key = ?", (_records_key(collection, source),)
+        ).fetchone()
+        return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+    def set_records_version(self, collection: str, source: str, version: int) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                (_records_key(collection, source), str(version)),
+            )
+
     def set_root(self, collection: str, source: str, root: str) -> None:
         with self._db:
             self._db.execute(
@@ -272,6 +287,7 @@ class State:
                     f"DELETE FROM {table} WHERE collection = ? AND source = ?",
                     (collection, source),
                 )
+            self._db.execute("DELETE FROM meta WHERE key = ?", (_records_key(collection, source),))
 
     # -- files -------------------------------------------------------------------------
 
@@ -454,3 +470,7 @@ def _now_ns() -> int:
     import time
 
     return time.time_ns()
+
+
+def _records_key(collection: str, source: str) -> str:
+    return "records_version:" + json.dumps([collection, source])

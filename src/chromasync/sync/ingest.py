@@ -29,6 +29,7 @@ from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, triage
+from ..plan.upgrade import RECORDS_VERSION
 from ..records import (
     CHUNKING_VERSION,
     Discovery,
@@ -206,6 +207,12 @@ class Ingestor:
             )
             # records of an older chunker, found by a rebuild: their files are chunked again
             rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
+        if (
+            row is not None
+            and not (options.dry_run or options.reembed)
+            and self.state.records_version(name, label) < RECORDS_VERSION
+        ):  # an index an older release wrote: its records get today's keys (metadata only)
+            self.resources.upgrade(label)
         reread = frozenset({"undecodable"} if spec.encoding != "utf-8" else ())
         sorted_ = triage(discovery, manifest, options.checksum or rechunk, reread)
         if options.limit:

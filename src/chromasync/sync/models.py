@@ -101,11 +101,20 @@ def build_profile(
         raise ConfigError("`default` is the data dir's own index: build it with `ingest`")
     side = profile_settings(home, name)
     entries, others = select_known(home)
+    own = [s.collection in (None, home.collection_for(s.kind)) for s in others]
     if home.chroma_url and any(e.collection for e in entries):
         named = next(e.label for e in entries if e.collection)
         raise ConfigError(
             f"source {named!r} names its own collection; with a Chroma server a side index "
             "would write into it. Remove its `collection:` or use the embedded store"
+        )
+    if home.chroma_url and not all(own):
+        spec = next(s for s, o in zip(others, own, strict=True) if not o)
+        raise ConfigError(
+            f"source {spec.label!r} is indexed in collection {spec.collection!r}, not one of "
+            f"{home.collection!r}'s; with a Chroma server a side index would write into it. "
+            f"Run `model build` with --collection naming that index, or re-ingest the source "
+            "into this one"
         )
     if not entries and not others:
         raise NotFound(
@@ -118,11 +127,18 @@ def build_profile(
         labels = tuple(e.label for e in entries)
         summaries += ingest(ConfiguredSources(labels), side, progress=progress, wait=wait)
     if others:  # the data dir's own collection names become the profile's
-        own = [s.collection in (None, home.collection_for(s.kind)) for s in others]
         specs = [replace(s, collection=None) if o else s for s, o in zip(others, own, strict=True)]
         summaries += ingest(specs, side, progress=progress, wait=wait)
     _set_state(home, name, "built", built_at=clock())
     return summaries
+
+
+def store_is_own(home: Settings) -> bool:
+    """Whether each index (the data dir's own, each profile's) has a store of its own, so
+    that every collection in it is the index's: the embedded store. A Chroma server is
+    shared with the other indexes and other data dirs; there an index covers only the
+    collections its settings name (`retrieve.session.search_collections`)."""
+    return not home.chroma_url
 
 
 def use_profile(home: Settings, name: str, *, progress: Progress | None = None) -> Path:
@@ -212,5 +228,6 @@ __all__ = [
     "drop_profile",
     "profile_rows",
     "profile_settings",
+    "store_is_own",
     "use_profile",
 ]
