@@ -3,6 +3,7 @@
 
     python benchmarks/code_answers.py [--work /tmp/chromasync-bench-code] [--k 5]
                                       [--provider default|hash] [--mode hybrid|keyword|dense]
+    python benchmarks/code_answers.py --hits-only         # answers from the hits alone
     python benchmarks/code_answers.py --write-questions   # rewrites the question file
 
 The questions (`benchmarks/data/hugo_code_questions.jsonl`) are written from the pages'
@@ -41,6 +42,7 @@ QUESTIONS = REPO / "benchmarks" / "data" / "hugo_code_questions.jsonl"
 sys.path.insert(0, str(REPO / "src"))
 
 from chromasync import api  # noqa: E402
+from chromasync.answer.ask import answer_question  # noqa: E402
 from chromasync.chunk.blocks import Block, segment  # noqa: E402
 
 FOLDERS = ("functions", "methods")
@@ -115,6 +117,9 @@ def main() -> None:
     parser.add_argument("--provider", default="default")
     parser.add_argument("--mode", default="hybrid")
     parser.add_argument("--write-questions", action="store_true")
+    parser.add_argument(
+        "--hits-only", action="store_true", help="answer from the hits alone (no page read)"
+    )
     args = parser.parse_args()
     if args.write_questions:
         write_questions()
@@ -139,7 +144,10 @@ def main() -> None:
         request = api.SearchRequest(row["question"], mode=args.mode, k=args.k)
         result = api.retrieve(request, settings)
         hits = result.hits
-        answer = api.answer(row["question"], result, settings)  # as `chromasync ask` answers
+        if args.hits_only:
+            answer = answer_question(row["question"], hits)
+        else:  # as `chromasync ask` answers
+            answer = api.answer(row["question"], result, settings)
         page_text = (HUGO / expected).read_text(encoding="utf-8")
         retrieved += any(h.path == expected for h in hits)
         first += bool(hits) and hits[0].path == expected
@@ -156,6 +164,7 @@ def main() -> None:
         "provider": args.provider,
         "mode": args.mode,
         "k": args.k,
+        "answer_from": "hits" if args.hits_only else "hits and the best page",
         "holds_example": round(held / n, 3),
         "answer_has_code": round(with_code / n, 3),
         "cites_page": round(cited / n, 3),
