@@ -150,3 +150,59 @@ def test_reading_view_keeps_code_apart_from_prose() -> None:
     assert code_lines(code) == code.text.splitlines()
     long = Block("code", "\n".join(str(i) for i in range(20)), "", 0, 1, 0, 19)
     assert code_lines(long, 3) == ["0", "1", "2", "…"]
+
+
+def test_code_led_into_by_a_colon_is_an_example() -> None:
+    text = (
+        "The `transform.HTMLEscape` function escapes characters.\n\nFor example:\n\n"
+        '```go-html-template\n{{ htmlEscape "Lilo & Stitch" }} → Lilo &amp; Stitch\n```'
+    )
+    answer = answer_extractive("escape special characters", [hit(text, path="HTMLEscape.md")])
+    assert [p.kind for p in answer.parts] == ["prose", "code"]
+    assert answer.parts[1].text.startswith("{{ htmlEscape")
+
+
+def test_the_best_pages_example_is_shown_beside_another_pages_code() -> None:
+    best = "```go-html-template\n{{ $d.Milliseconds }} → 12751500\n```"
+    other = (
+        "The time.Duration function returns a duration value in milliseconds.\n\n"
+        'This template:\n\n```go-html-template\n{{ time.Duration "hour" 24 }}\n```'
+    )
+    hits = [
+        hit(best, "ms", path="duration/Milliseconds.md"),
+        hit(other, "dur", path="time/Duration.md"),
+    ]
+    answer = answer_extractive("duration as a count of milliseconds", hits)
+    code = [p.text for p in answer.parts if p.kind == "code"]
+    assert code[0] == "{{ $d.Milliseconds }} → 12751500"  # the best page's, first
+    [first] = [c for c in answer.citations if c.n == answer.parts[0].n]
+    assert first.path == "duration/Milliseconds.md"
+
+
+def test_the_best_pages_example_from_its_page_is_cited_as_its_chunk() -> None:
+    prose = hit("The address depends on the base URL of the project.", "p", 12, "AbsURL.md")
+    read = hit('With a base:\n\n```go\n{{ absURL "a" }}\n```', "q", 30, "AbsURL.md")
+    answer = answer_extractive("the address and the base", [prose], page=lambda h: [prose, read])
+    assert [p.kind for p in answer.parts] == ["prose", "code"]
+    cited = {c.n: c for c in answer.citations}[answer.parts[1].n]
+    assert (cited.id, cited.start_line, cited.end_line) == ("q", 32, 34)
+    unrelated = hit("Some other words here.\n\n```sh\nls -l\n```", "r", 40, "AbsURL.md")
+    plain = answer_extractive("the address and the base", [prose], page=lambda h: [unrelated])
+    assert [p.kind for p in plain.parts] == ["prose"]
+
+
+@pytest.mark.parametrize(
+    ("words", "same"),
+    [
+        (("string", "strings"), True),
+        (("rune", "runes"), True),
+        (("match", "matches"), True),
+        (("meeting", "meetings", "meet"), True),
+        (("cell", "cells"), True),
+        (("string", "str"), False),
+    ],
+)
+def test_a_word_and_its_plural_share_a_stem(words: tuple[str, ...], same: bool) -> None:
+    from chromasync.answer.terms import stem
+
+    assert (len({stem(w) for w in words}) == 1) is same
