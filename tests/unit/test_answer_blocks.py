@@ -206,3 +206,20 @@ def test_a_word_and_its_plural_share_a_stem(words: tuple[str, ...], same: bool) 
     from chromasync.answer.terms import stem
 
     assert (len({stem(w) for w in words}) == 1) is same
+
+
+def test_a_body_less_pages_front_matter_is_never_a_sentence() -> None:
+    from chromasync.chunk.blocks import reading_view
+
+    index = "title: Hash functions\nlinkTitle: hash\ndescription: Use these functions to hash.\n"
+    index += "categories: []\nmenu:\n  docs:\n    parent: functions"
+    page = hit(index, "index", 2, "hash/_index.md")
+    prose = hit("The hash.FNV32a function returns the hash of a string.", "fnv", 12, "FNV32a.md")
+    answer = answer_extractive("hash functions", [page, prose])
+    assert "title:" not in answer.text and "linkTitle" not in answer.text
+    assert answer.text.startswith("The hash.FNV32a function")
+    assert segment(index) == []
+    # the terminal still shows such a hit's lines, flattened
+    assert reading_view(index)[0].startswith("title: Hash functions linkTitle: hash")
+    # prose that happens to start with "title:" stays prose
+    assert segment("title: a word.\nAnd then a sentence of prose.")[0].text.startswith("title:")
