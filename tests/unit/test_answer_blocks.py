@@ -223,3 +223,61 @@ def test_a_body_less_pages_front_matter_is_never_a_sentence() -> None:
     assert reading_view(index)[0].startswith("title: Hash functions linkTitle: hash")
     # prose that happens to start with "title:" stays prose
     assert segment("title: a word.\nAnd then a sentence of prose.")[0].text.startswith("title:")
+
+
+def test_an_example_that_would_open_the_answer_must_be_about_the_question() -> None:
+    code_only = "```go\n{{ math.Sqrt 81 }} → 9\n```"
+    prose = hit("Deploy the public folder to any static host you like.", "d", 5, "Deploy.md")
+
+    def page(heading: str, description: str) -> Hit:
+        return Hit(
+            "s",
+            "Sqrt.md",
+            "docs",
+            heading,
+            12,
+            14,
+            0.9,
+            code_only,
+            "c",
+            {"description": description},
+        )
+
+    about = page("math.Sqrt", "Returns the square root of the given number.")
+    answer = answer_extractive("square root of a number", [about, prose])
+    assert answer.parts[0].kind == "code"  # its description says what it does
+    unrelated = page("math.Sqrt", "Returns a number.")
+    answer = answer_extractive("deploy to a static host", [unrelated, prose])
+    assert [p.kind for p in answer.parts] == ["prose"]
+
+
+def test_another_chunks_block_must_share_a_word_with_the_question_or_its_heading() -> None:
+    matched = hit("Push to the main branch and the site is deployed to Pages.", "m", 10, "gh.md")
+    cache = Hit(
+        "c",
+        "gh.md",
+        "docs",
+        "Host on GitHub Pages > Settings",
+        40,
+        44,
+        0.5,
+        "```toml\n[caches.images]\ndir = ':cacheDir/images'\n```",
+        "c",
+        {},
+    )
+    workflow = Hit(
+        "w",
+        "gh.md",
+        "docs",
+        "Host on GitHub Pages > Workflow",
+        60,
+        64,
+        0.4,
+        "```yaml\nname: Deploy to GitHub Pages\n```",
+        "c",
+        {},
+    )
+    answer = answer_extractive("deploy the site", [matched, cache])
+    assert [p.kind for p in answer.parts] == ["prose"]  # the cache settings are not it
+    answer = answer_extractive("deploy the site", [matched, cache, workflow])
+    assert [p.text for p in answer.parts if p.kind == "code"] == ["name: Deploy to GitHub Pages"]
