@@ -281,3 +281,13 @@ def test_another_chunks_block_must_share_a_word_with_the_question_or_its_heading
     assert [p.kind for p in answer.parts] == ["prose"]  # the cache settings are not it
     answer = answer_extractive("deploy the site", [matched, cache, workflow])
     assert [p.text for p in answer.parts if p.kind == "code"] == ["name: Deploy to GitHub Pages"]
+
+
+def test_an_example_without_its_own_sentence_carries_its_marker_in_the_text() -> None:
+    code_only = "```go\n{{ math.Sqrt 81 }} → 9\n```"
+    sqrt = Hit("s", "Sqrt.md", "docs", "math.Sqrt", 12, 14, 0.9, code_only, "c", {})
+    answer = answer_extractive("math.Sqrt of a number", [sqrt])
+    assert answer.text == "```go\n{{ math.Sqrt 81 }} → 9\n```\n\n[1]"
+    # a block after its own source's sentence is not marked twice
+    led = answer_extractive("how do I format a date in a template?", [hit(FORMAT_PAGE)])
+    assert "```\n\n[1]" not in led.text
