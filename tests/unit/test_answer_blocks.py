@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from chromasync.answer.extractive import answer_extractive, split_sentences
 from chromasync.chunk.blocks import Block, Prose, inline_text, segment
 from chromasync.records import Hit
+
+from ..doubling import assert_linear
 
 FORMAT_PAGE = """---
 title: Format
@@ -126,17 +126,9 @@ def test_unrelated_code_after_prose_is_not_an_example() -> None:
 
 @pytest.mark.parametrize("unit", [FORMAT_PAGE, "A sentence of prose here.\n\n```\ncode\n```\n"])
 def test_segment_is_linear(unit: str) -> None:
-    def run(n: int) -> float:
-        text = unit * n
-        began = time.perf_counter()
-        segment(text)
-        return time.perf_counter() - began
-
     base = 200_000 // len(unit)  # about 200 KB of text, then twice that
-    run(base // 8)
-    small = min(run(base) for _ in range(5))
-    large = min(run(2 * base) for _ in range(5))
-    assert large / small < 3.5
+    texts = {n: unit * n for n in (base, 2 * base)}
+    assert_linear(lambda n: segment(texts[n]), base, bound=3.5, what="2x text")
 
 
 def test_reading_view_keeps_code_apart_from_prose() -> None:
