@@ -99,7 +99,8 @@ def _make_older(settings: Settings, label: str) -> None:
     ids = raw.get(include=[])["ids"]
     stripped: dict[str, Any] = {key: None for key in NEW_KEYS}
     stripped["source"] = label
-    raw.update(ids=ids, metadatas=[dict(stripped) for _ in ids])
+    for at in range(0, len(ids), 1000):  # within Chroma's batch limit
+        raw.update(ids=ids[at : at + 1000], metadatas=[dict(stripped)] * len(ids[at : at + 1000]))
     older = {k: v for k, v in raw.metadata.items() if not k.startswith(UPGRADED_PREFIX)}
     raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
     metas = raw.get(include=["metadatas"])["metadatas"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -308,7 +308,7 @@ class Ingestor:
         fitted = FittedStream(planner, lambda: self.limits(run.options), WAVE_RECORDS)
         begun = False
 
-        def begun_first() -> Iterator[FileChange]:
+        def begun_first() -> Generator[FileChange, None, None]:
             nonlocal begun
             for change in fitted.changes():
                 if not begun:
@@ -316,7 +316,11 @@ class Ingestor:
                     begun = True
                 yield change
 
-        self._write(run, begun_first(), files=len(run.triage.to_read))
+        stream = begun_first()
+        try:
+            self._write(run, stream, files=len(run.triage.to_read))
+        finally:
+            stream.close()  # a failed write ends the planner now (its worker, `ahead`)
         fitted.finish(self.collection_name)
         newly_skipped = planner.skipped
         total = fitted.chunks_total
