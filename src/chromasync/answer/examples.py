@@ -11,12 +11,18 @@ leads into code, `find_example` looks for that page's example:
    indexed chunks in line order (at most `MAX_PAGE_CHUNKS`, each within
    `MAX_TEXT_CHARS`). Then each cited hit among the first `EXAMPLE_RANKS`, in rank order,
    as in 1 but without reading its page.
-2. A chunk's code blocks are examples when they come before any prose in the chunk (a
-   reference page's example often comes first), are led into by a sentence ending in a
-   colon ("For example:"), or share a word with the question; code after prose that shares
-   none (an install command above a sentence about Snap) is not one.
-3. Of a chunk's examples, the one sharing the most words with the question (its own and
-   its lead-in sentence's) is shown; on a tie, the first.
+2. In the hit itself, a code block is an example when it comes before any prose (a
+   reference page's example often comes first), is led into by a sentence ending in a
+   colon ("For example:"), or shares a word with the question; code after prose that
+   shares none (an install command above a sentence about Snap) is not one. In the page's
+   other chunks, which the question did not match, a block must share a word with the
+   question or with its chunk's heading path (an example of `urls.AbsURL` calls `absURL`).
+   A block's words are its own and those of the sentence leading into it.
+3. An example that would open the answer (none of the page's sentences was chosen) must be
+   about the question: the question shares a word with it, or with the page's heading or
+   front-matter `description` (a code-only reference page says what it does there only).
+4. Of a chunk's examples, the one sharing the most words with the question is shown; on a
+   tie, the first.
 
 Linear in the text searched: each chunk is segmented once by the caller (`segmented`), the
 read chunks once here.
@@ -74,35 +80,66 @@ def find_example(
         same = [r for r, h in ranked if h.path == hit.path and h.source == hit.source]
         if any(r in shows_code for r in same):
             return None
-        for other in sorted(same, key=lambda r: (r != rank, r)):
-            block = code_example(segmented[other], asked)
-            if block is not None:
-                return Example(rank, other, hits[other], block)
-        if rank == best and page is not None:
-            found = _read_example(hit, {hits[r].id for r in same}, asked, page)
-            if found is not None:
-                return Example(rank, None, *found)
+        found = _retrieved_example(rank, same, hits, segmented, asked)
+        if found is None and rank == best and page is not None:
+            found = _read_example(rank, hit, {hits[r].id for r in same}, asked, page)
+        if found is None:
+            continue
+        example, words = found
+        opens = not any(r in cited for r in same)
+        if opens and not asked & (words | _summary_words(hit)):
+            return None  # nothing ties the page to the question: no example at all
+        return example
+    return None
+
+
+def _retrieved_example(
+    rank: int,
+    same: Sequence[int],
+    hits: Mapping[int, Hit],
+    segmented: Mapping[int, Sequence[Segment]],
+    asked: frozenset[str],
+) -> tuple[Example, frozenset[str]] | None:
+    """The example of hit `rank`, else of the first of its page's other hits that has one."""
+    for other in sorted(same, key=lambda r: (r != rank, r)):
+        titled = None if other == rank else frozenset(terms_of(hits[other].heading))
+        found = code_example(segmented[other], asked, titled)
+        if found is not None:
+            return Example(rank, other, hits[other], found[0]), found[1]
     return None
 
 
 def _read_example(
-    hit: Hit, seen: set[str], asked: frozenset[str], page: Page
-) -> tuple[Hit, Block] | None:
+    rank: int, hit: Hit, seen: set[str], asked: frozenset[str], page: Page
+) -> tuple[Example, frozenset[str]] | None:
     """The example of the first of the page's other chunks (line order) that holds one."""
     for chunk in list(page(hit))[:MAX_PAGE_CHUNKS]:
         if chunk.id in seen:
             continue
-        block = code_example(segment(chunk.text[:MAX_TEXT_CHARS]), asked)
-        if block is not None:
-            return chunk, block
+        titled = frozenset(terms_of(chunk.heading))
+        found = code_example(segment(chunk.text[:MAX_TEXT_CHARS]), asked, titled)
+        if found is not None:
+            block, words = found
+            return Example(rank, None, chunk, block), words
     return None
 
 
-def code_example(segments: Sequence[Segment], asked: frozenset[str]) -> Block | None:
-    """The chunk's example: its code block that best shares the question's words (`asked`),
-    among those that are examples (before any prose, led into by a colon, or sharing a word
-    with the question); None when it has none."""
-    best: Block | None = None
+def _summary_words(hit: Hit) -> frozenset[str]:
+    """The words a page says it is about: its heading path and front-matter description."""
+    description = hit.metadata.get("description")
+    text = f"{hit.heading} {description if isinstance(description, str) else ''}"
+    return frozenset(terms_of(text))
+
+
+def code_example(
+    segments: Sequence[Segment], asked: frozenset[str], titled: frozenset[str] | None = None
+) -> tuple[Block, frozenset[str]] | None:
+    """The chunk's example and its words (its own and its lead-in sentence's): the code
+    block that best shares the question's words (`asked`), among those that are examples;
+    None when it has none. `titled` None: the chunk the question matched (before any prose,
+    led into by a colon, or sharing a word with the question); else the words of another
+    chunk's heading path (sharing a word with the question or with them)."""
+    best: tuple[Block, frozenset[str]] | None = None
     best_shared = -1
     prose_seen = False
     for index, part in enumerate(segments):
@@ -111,16 +148,18 @@ def code_example(segments: Sequence[Segment], asked: frozenset[str]) -> Block | 
             continue
         if part.kind != "code":
             continue
-        words = frozenset(terms_of(part.text))
+        own = words = frozenset(terms_of(part.text))
         lead = segments[index - 1] if index else None
         led = isinstance(lead, Prose) and lead.text.rstrip().endswith(":")
         if led and isinstance(lead, Prose):
             words |= frozenset(terms_of(lead.text))
         shared = len(asked & words)
-        if not (shared or led or not prose_seen):
-            continue
-        if shared > best_shared:
-            best, best_shared = part, shared
+        if titled is None:
+            wanted = bool(shared) or led or not prose_seen
+        else:
+            wanted = bool(shared) or bool(own & titled)
+        if wanted and shared > best_shared:
+            best, best_shared = (part, words), shared
     return best
 
 

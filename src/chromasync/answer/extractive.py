@@ -58,6 +58,7 @@ MAX_BLOCKS = 2
 RANK_PRIOR = 0.2
 
 _WORD = re.compile(r"[^\W_]+")
+_LAST_MARKER = re.compile(r"\[(\d+)\]\s*$")
 #: A sentence ends at . ! ? (with closing quotes/brackets) followed by space and a capital,
 #: digit or opening mark; abbreviations like "e.g." and "et al." do not end one.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -387,8 +388,19 @@ def _own_end(sentence: Sentence) -> int:
 
 
 def render_parts(parts: Sequence[Part]) -> str:
-    """The answer's text: prose runs as paragraphs, each block as Markdown between them."""
-    return "\n\n".join(part.markdown() for part in parts)
+    """The answer's text: prose runs as paragraphs, each block as Markdown between them. A
+    block that does not follow a sentence of its own source (the best page's example) is
+    followed by its marker on a line of its own, so the text says where it is quoted from."""
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        out.append(part.markdown())
+        if part.kind == "prose" or part.n <= 0:
+            continue
+        before = parts[i - 1] if i else None
+        last = _LAST_MARKER.search(before.text) if before and before.kind == "prose" else None
+        if last is None or int(last.group(1)) != part.n:
+            out.append(f"[{part.n}]")
+    return "\n\n".join(out)
 
 
 def group_value(hit: Hit, field: str) -> str:
