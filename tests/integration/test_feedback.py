@@ -1,18 +1,16 @@
-"""Hybrid search's second round (pseudo-relevance feedback) against a real Chroma and the
-real keyword index: a document in the best one's words but none of the query's is found by
-keyword, under the same filters; the lean search equals the full fetch; dense and keyword
-modes and the former fusion are unchanged."""
+"""Hybrid search's second round (pseudo-relevance feedback, `FEEDBACK_FUSION`, opt-in)
+against a real Chroma and the real keyword index: a document in the best one's words but
+none of the query's is found by keyword, under the same filters; the lean search equals the
+full fetch; the default hybrid, dense and keyword modes run no second round."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.retrieve.results import DEFAULT_FUSION, HYBRID_FUSION
+from chromasync.retrieve.results import DEFAULT_FUSION, FEEDBACK_FUSION
 from chromasync.retrieve.session import open_retriever
 
 FILES = {
@@ -42,9 +40,9 @@ def _hits(settings: Settings, **kw: object) -> dict[str, api.Hit]:
 
 
 def test_the_second_round_finds_the_best_documents_words(indexed: Settings) -> None:
-    fed = _hits(indexed)  # the default: HYBRID_FUSION, with feedback
-    plain = _hits(indexed, fusion=DEFAULT_FUSION)  # the first round alone
-    assert HYBRID_FUSION.feedback is not None and DEFAULT_FUSION.feedback is None
+    fed = _hits(indexed, fusion=FEEDBACK_FUSION)
+    plain = _hits(indexed)  # the default: DEFAULT_FUSION, the first round alone
+    assert FEEDBACK_FUSION.feedback is not None and DEFAULT_FUSION.feedback is None
     first = next(iter(fed))
     assert first == next(iter(plain)) == "statins.md"
     # "diet" holds no word of the query: only the expanded query ("cholesterol") finds it
@@ -55,35 +53,33 @@ def test_the_second_round_finds_the_best_documents_words(indexed: Settings) -> N
 
 def test_the_second_round_keeps_the_filters(indexed: Settings) -> None:
     filters = api.make_filters(indexed, paths=["statins.md", "roses.md", "bikes.md"])
-    fed = _hits(indexed, filters=filters)
+    fed = _hits(indexed, filters=filters, fusion=FEEDBACK_FUSION)
     assert set(fed) <= {"statins.md", "roses.md", "bikes.md"} and "statins.md" in fed
 
 
 @pytest.mark.parametrize("mode", ["dense", "keyword"])
 def test_single_modes_do_not_feed_back(indexed: Settings, mode: str) -> None:
-    assert [h.id for h in _hits(indexed, mode=mode).values()] == [
-        h.id for h in _hits(indexed, mode=mode, fusion=DEFAULT_FUSION).values()
+    assert [h.id for h in _hits(indexed, mode=mode, fusion=FEEDBACK_FUSION).values()] == [
+        h.id for h in _hits(indexed, mode=mode).values()
     ]
-    assert "diet.md" not in _hits(indexed, mode="keyword")
+    assert "diet.md" not in _hits(indexed, mode="keyword", fusion=FEEDBACK_FUSION)
 
 
 def test_lean_search_equals_the_full_fetch(indexed: Settings) -> None:
-    request = api.SearchRequest("cholesterol statins", k=3)
+    request = api.SearchRequest("cholesterol statins", k=3, fusion=FEEDBACK_FUSION)
     with open_retriever(indexed, HashEmbedder()) as retriever:
         lean = retriever.search(request)
         full = retriever.search(request, full_fetch=True)
     assert lean.hits == full.hits and len(lean.hits) == 3
 
 
-def test_eval_measures_the_fed_ranking_and_the_first_rounds(
-    indexed: Settings, tmp_path: Path
-) -> None:
+def test_eval_measures_the_fed_ranking_beside_the_default(indexed: Settings) -> None:
     queries = [api.EvalQuery("q1", "statins", ("diet.md",))]
     report = api.evaluate(
         queries,
         indexed,
         modes=("hybrid",),
-        fusions={"first": DEFAULT_FUSION},
+        fusions={"fed": FEEDBACK_FUSION},
         embedder=HashEmbedder(),
     )
-    assert report.modes["hybrid"]["mrr"] > report.modes["first"]["mrr"]
+    assert report.modes["fed"]["mrr"] > report.modes["hybrid"]["mrr"]

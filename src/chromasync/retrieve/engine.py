@@ -39,7 +39,7 @@ from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
 from .results import (
     DEFAULT_FUSION,
-    HYBRID_FUSION,
+    FEEDBACK_FUSION,
     MIN_CANDIDATES,
     Gathered,
     SearchRequest,
@@ -351,7 +351,7 @@ class Retriever:
                 asked.append(Asked(name, "keyword", where, ids, condition))
         dense = tuple(merge_by_score(dense_lists, depth * len(names)))
         keyword = tuple(merge_by_score(keyword_lists, depth * len(names)))
-        feedback = (request.fusion or HYBRID_FUSION).feedback
+        feedback = (request.fusion or DEFAULT_FUSION).feedback
         fed = None
         if feedback is not None and "hybrid" in modes and (dense or keyword):
             fed = second_round(self, request, feedback, dense, keyword, asked, fields)
@@ -406,7 +406,7 @@ class Retriever:
     ) -> list[Hit]:
         """The hits of one mode, best first, each with its rank in every list it is in (the
         first `limit` only, when given)."""
-        return rank_hits(gathered, mode, fusion or HYBRID_FUSION, limit)
+        return rank_hits(gathered, mode, fusion or DEFAULT_FUSION, limit)
 
     def present(
         self, request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
@@ -436,7 +436,7 @@ def _reads_candidates(request: SearchRequest) -> bool:
 
 __all__ = [
     "DEFAULT_FUSION",
-    "HYBRID_FUSION",
+    "FEEDBACK_FUSION",
     "MIN_CANDIDATES",
     "MODES",
     "Gathered",

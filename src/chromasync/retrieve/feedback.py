@@ -1,7 +1,7 @@
 """Pseudo-relevance feedback for hybrid search: pure functions, no I/O.
 
-A hybrid search with feedback (`Fusion.feedback`, on in `results.HYBRID_FUSION`) runs in two
-rounds. The first fuses the dense and keyword lists as plain hybrid does; its best
+A hybrid search with feedback (`Fusion.feedback`, as in `results.FEEDBACK_FUSION`; opt-in)
+runs in two rounds. The first fuses the dense and keyword lists as plain hybrid does; its best
 `documents` documents are taken as relevant. The second round asks each list again, moved
 toward them:
 
@@ -13,9 +13,9 @@ toward them:
   BM25 query (`expansion_terms`, `weighted_terms`; FTS5's `bm25()` sums a repeated word's
   score once per repetition, so repetition is its weight).
 
-The two moved lists are fused (`Fusion.weights`) into the ranking shown. Chosen on SciFact
-and NFCorpus together (`benchmarks/fusion.py`, docs/retrieval.md). The corpus is never
-embedded again: one more Chroma query and one more keyword query a search.
+The two moved lists are fused (`Fusion.weights`) into the ranking shown. Measured on SciFact
+and NFCorpus together (`benchmarks/fusion.py feedback`, docs/retrieval.md). The corpus is
+never embedded again: one more Chroma query and one more keyword query a search.
 """
 
 from __future__ import annotations

@@ -26,12 +26,14 @@ from .relevance import WEAKER_SHARE, relevance_scale, weaker_index
 #: 0.737 on SciFact, graded 0.336 on NFCorpus, against 0.736 and 0.326 for the former
 #: z-score sum over chunks, 0.719 and 0.326 for RRF (k = 60), 0.733 and 0.330 for min-max.
 DEFAULT_FUSION = Fusion("convex", weights={"dense": 0.45, "keyword": 0.55}, unit="document")
-#: What hybrid search ranks by: DEFAULT_FUSION's ranking as the first round of
-#: pseudo-relevance feedback (its best 3 documents), then the dense and keyword lists asked
-#: again toward them (`retrieve.feedback`), fused by min-max over documents, dense 0.4 and
-#: keyword 0.6. Chosen on both corpora (docs/retrieval.md): nDCG@10 on SciFact and graded
-#: on NFCorpus above DEFAULT_FUSION's, at one more Chroma and one more keyword query.
-HYBRID_FUSION = Fusion(
+#: Hybrid with pseudo-relevance feedback (opt-in: `SearchRequest(fusion=FEEDBACK_FUSION)`):
+#: DEFAULT_FUSION's ranking as the first round (its best 3 documents), then the dense and
+#: keyword lists asked again toward them (`retrieve.feedback`, `retrieve.rounds`), fused by
+#: min-max over documents, dense 0.4 and keyword 0.6. Measured on both corpora
+#: (docs/retrieval.md): nDCG@10 0.744 on SciFact and graded 0.355 on NFCorpus against
+#: DEFAULT_FUSION's 0.737 and 0.335; not the default because it costs one question of 40 on
+#: the hugo-docs code answers (benchmarks/code_answers.py) and doubles a warm search's time.
+FEEDBACK_FUSION = Fusion(
     "convex", weights={"dense": 0.4, "keyword": 0.6}, unit="document", feedback=Feedback()
 )
 #: Depth of each ranked list; the same as `eval` uses, so it measures what search returns.
@@ -430,7 +432,7 @@ def _group_value(hit: Hit, field_name: str) -> str:
 
 __all__ = [
     "DEFAULT_FUSION",
-    "HYBRID_FUSION",
+    "FEEDBACK_FUSION",
     "MIN_CANDIDATES",
     "WEAKER_LINE",
     "WEAKER_SHARE",
