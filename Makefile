@@ -32,7 +32,7 @@ serve: demo
 # -W ignore::ResourceWarning: only the interpreter's shutdown noise about sockets left to the
 # garbage collector; inside tests pytest's `error` filter still applies.
 test: install chroma-mcp
-	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow"
+	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow" --durations=20
 
 # tests/unit only: the pure stages, no `chroma run` server and no model weights.
 test-unit: install

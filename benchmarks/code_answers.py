@@ -3,6 +3,7 @@
 
     python benchmarks/code_answers.py [--work /tmp/chromasync-bench-code] [--k 5]
                                       [--provider default|hash] [--mode hybrid|keyword|dense]
+    python benchmarks/code_answers.py --hits-only         # answers from the hits alone
     python benchmarks/code_answers.py --write-questions   # rewrites the question file
 
 The questions (`benchmarks/data/hugo_code_questions.jsonl`) are written from the pages'
@@ -13,11 +14,14 @@ pages that hold a fenced code example, taken at an even stride over the sorted p
 
 1. Copies hugo-docs' `functions/` and `methods/` (../shared, read-only) into WORK/docs and
    ingests them into WORK/data-PROVIDER, once.
-2. For each question: the top `k` hits (`--mode`), then the extractive answer (no model).
+2. For each question: the top `k` hits (`--mode`), then the extractive answer (no model),
+   as `chromasync ask` gives it (`api.answer`: the best page's other chunks may be read for
+   its example).
    - holds the example: one of the answer's code parts is a code block of the expected page
      (whitespace folded; a block cut at the budget counts when what is kept is its start);
    - cites the page: the expected page is among the answer's citations;
-   - retrieval hit@k: the expected page is among the hits.
+   - retrieval hit@k: the expected page is among the hits; page first: it is the first;
+   - the median relevance (0-1 scale) of the first hit.
 3. Prints a table and writes WORK/code_answers.json.
 """
 
@@ -113,6 +117,9 @@ def main() -> None:
     parser.add_argument("--provider", default="default")
     parser.add_argument("--mode", default="hybrid")
     parser.add_argument("--write-questions", action="store_true")
+    parser.add_argument(
+        "--hits-only", action="store_true", help="answer from the hits alone (no page read)"
+    )
     args = parser.parse_args()
     if args.write_questions:
         write_questions()
@@ -129,14 +136,22 @@ def main() -> None:
     api.ingest([api.source_for(docs, "hugo")], settings)
     ingest_s = time.perf_counter() - began
     rows = [json.loads(line) for line in QUESTIONS.open(encoding="utf-8")]
-    held = cited = retrieved = with_code = 0
+    held = cited = retrieved = first = with_code = 0
+    tops: list[float] = []
     misses: list[str] = []
     for row in rows:
         expected = row["path"]
-        hits = api.search(row["question"], settings, k=args.k, mode=args.mode)
-        answer = answer_question(row["question"], hits)
+        request = api.SearchRequest(row["question"], mode=args.mode, k=args.k)
+        result = api.retrieve(request, settings)
+        hits = result.hits
+        if args.hits_only:
+            answer = answer_question(row["question"], hits)
+        else:  # as `chromasync ask` answers
+            answer = api.answer(row["question"], result, settings)
         page_text = (HUGO / expected).read_text(encoding="utf-8")
         retrieved += any(h.path == expected for h in hits)
+        first += bool(hits) and hits[0].path == expected
+        tops += [hits[0].relevance or 0.0] if hits else []
         cited += any(c.path == expected for c in answer.citations)
         with_code += any(p.kind == "code" for p in answer.parts)
         if holds_example(answer, page_text):
@@ -149,10 +164,13 @@ def main() -> None:
         "provider": args.provider,
         "mode": args.mode,
         "k": args.k,
+        "answer_from": "hits" if args.hits_only else "hits and the best page",
         "holds_example": round(held / n, 3),
         "answer_has_code": round(with_code / n, 3),
         "cites_page": round(cited / n, 3),
         "retrieval_hit@k": round(retrieved / n, 3),
+        "page_first": round(first / n, 3),
+        "top_relevance_p50": round(sorted(tops)[len(tops) // 2], 2) if tops else 0.0,
         "ingest_s": round(ingest_s, 1),
     }
     for key, value in results.items():

@@ -119,9 +119,9 @@ def replace_member(
 _W_NS = b'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 
 
-def docx_paragraphs(base: bytes, mib: int) -> bytes:
-    """A DOCX whose `word/document.xml` holds `mib` MiB of short paragraphs."""
-    paragraph = b"<w:p><w:r><w:t>word word word</w:t></w:r></w:p>"
+def docx_paragraphs(base: bytes, mib: int, text: bytes = b"word word word") -> bytes:
+    """A DOCX whose `word/document.xml` holds `mib` MiB of short paragraphs of `text`."""
+    paragraph = b"<w:p><w:r><w:t>" + text + b"</w:t></w:r></w:p>"
     block = paragraph * ((1 << 20) // len(paragraph))
     head = b'<?xml version="1.0"?><w:document ' + _W_NS + b"><w:body>"
     tail = b"</w:body></w:document>"
@@ -139,6 +139,33 @@ def member_bomb(base: bytes, name: str, mib: int, declared: int | None = None) -
     return replace_member(base, name, deflate_repeat(head, block, mib, tail), declared)
 
 
+_PPTX_NS = (
+    b'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+    b'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
+)
+_SLIDE_HEAD = b'<?xml version="1.0"?><p:sld ' + _PPTX_NS + b"><p:cSld><p:spTree>"
+_SLIDE_TAIL = b"</p:spTree></p:cSld></p:sld>"
+_SHAPE = b'<p:sp><p:nvSpPr><p:cNvPr id="9" name="b"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr>'
+
+
+def pptx_shapes(base: bytes, mib: int, text: bytes = b"word word word") -> bytes:
+    """A PPTX whose first slide holds `mib` MiB of small text boxes of `text`."""
+    run = b"<a:p><a:r><a:t>" + text + b"</a:t></a:r></a:p>"
+    shape = _SHAPE + b"<p:txBody>" + run + b"</p:txBody></p:sp>"
+    block = shape * ((1 << 20) // len(shape))
+    name = "ppt/slides/slide1.xml"
+    return replace_member(base, name, deflate_repeat(_SLIDE_HEAD, block, mib, _SLIDE_TAIL))
+
+
+def pptx_shape(base: bytes, mib: int) -> bytes:
+    """A PPTX whose first slide holds one shape of `mib` MiB of empty paragraphs."""
+    block = b"<a:p/>" * ((1 << 20) // 6)
+    head = _SLIDE_HEAD + _SHAPE + b"<p:txBody>"
+    tail = b"</p:txBody></p:sp>" + _SLIDE_TAIL
+    name = "ppt/slides/slide1.xml"
+    return replace_member(base, name, deflate_repeat(head, block, mib, tail))
+
+
 def html_text(mib: int) -> bytes:
     """`mib` MiB of HTML: a title, then text in one long line (no tag ends it)."""
     words = b"lorem ipsum dolor sit amet " * 40
@@ -152,6 +179,8 @@ __all__ = [
     "html_text",
     "member_bomb",
     "pdf_bomb",
+    "pptx_shape",
+    "pptx_shapes",
     "replace_member",
     "write_zip",
 ]

@@ -65,7 +65,16 @@ def parse_search(argv: Sequence[str], environ: Mapping[str, str]) -> SearchLine 
     arguments = line.arguments
     if len(arguments) != 1 or line.options.get("--mode") != "keyword":
         return None  # no query, or a second argument: the CLI says what is wrong
+    if _too_long(arguments[0][1]):
+        return None
     return SearchLine(line, arguments[0][0])
+
+
+def _too_long(query: str) -> bool:
+    """Over the query's bound (`retrieve.options.QUERY`): the CLI says so."""
+    from .retrieve.options import QUERY  # loaded already: `cmdline`'s search table reads it
+
+    return len(query) > (QUERY.max_chars or 0)
 
 
 def search_key(line: SearchLine, environ: Mapping[str, str], cwd: str) -> str:
@@ -157,7 +166,7 @@ def parse_daemon_search(argv: Sequence[str]) -> DaemonLine | None:
             line.params.append(param)
         elif option.part == REQUEST and isinstance(param, str) and value is not None:
             line.params.append((param, value))
-    if not line.query.strip() or "--no-daemon" in line.output:
+    if not line.query.strip() or "--no-daemon" in line.output or _too_long(line.query):
         return None
     if "--files" in line.output and line.output & {"--json", "--explain"}:
         return None  # the CLI says why not

@@ -27,6 +27,24 @@ OWNER_KEY = "chromasync_source"
 CONTEXT_KEY = "chromasync_context"
 
 
+def keyword_heading(metadata: Mapping[str, Any]) -> str:
+    """What a record's keyword-index `heading` column holds: its heading path, and the
+    page's front-matter `description` when its context prefix embeds it (a Markdown page's
+    first chunk, `chunk.markdown.page_summary`), so that keyword search weighs what the
+    embedding holds. A description cut to fit the context is indexed as cut."""
+    heading = str(metadata.get("heading", ""))
+    description = metadata.get("description")
+    context = str(metadata.get(CONTEXT_KEY, "")).strip()
+    if not isinstance(description, str) or not context:
+        return heading
+    summary = " ".join(description.split())
+    last = context.rsplit("\n", 1)[-1]
+    held = last == summary or (last.endswith(" …") and summary.startswith(last[:-2]))
+    if not summary or not held:
+        return heading
+    return f"{heading}\n{last}" if heading else last
+
+
 def source_label(metadata: Mapping[str, Any]) -> str:
     """The label of the source a stored record belongs to: its ownership marker, else (an
     index written before the marker, or another tool's record) its `source` value. A

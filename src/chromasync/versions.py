@@ -6,5 +6,6 @@
 #: rewrites metadata (same chunk hashes, same IDs, vectors from the cache or the collection).
 #: 2: a heading takes the first piece of a long line after it; 3: each chunk's outgoing links,
 #: and no heading in the context prefix of a chunk that starts with it; 4: a quoted ISO
-#: date in front matter is a date (`<key>_ts`).
-CHUNKING_VERSION = 4
+#: date in front matter is a date (`<key>_ts`); 5: a Markdown page's first chunk embeds its
+#: front-matter `description` after the heading path (and the keyword index holds it).
+CHUNKING_VERSION = 5

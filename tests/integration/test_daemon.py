@@ -160,9 +160,9 @@ def test_idle_daemon_exits_and_the_next_search_starts_another(
     indexed: Path, env: dict[str, str]
 ) -> None:
     quick = {**env, "CHROMASYNC_DAEMON_IDLE": "0.5"}
-    _search(quick, "grinder")
-    pid = _daemon_pid(quick)
-    assert pid is not None
+    first = _search(quick, "grinder")
+    # started (its pid is not read: under load the half-second idle may already be over)
+    assert "starting the search daemon" in first.stderr
     assert _wait_free(Path(env["CHROMASYNC_DATA_DIR"]), timeout=60)
     assert read_owner(Path(env["CHROMASYNC_DATA_DIR"])) is None  # it cleaned up after itself
     again = _search(quick, "grinder")
@@ -316,6 +316,51 @@ def test_no_daemon_env_and_flag_keep_the_search_in_process(
     assert stop.returncode == 1 and "no daemon" in stop.stdout
 
 
+CONNECTS = r"""
+import json, sys
+dialed = []
+sys.addaudithook(
+    lambda event, args: dialed.append(str(args[1])) if event == "socket.connect" else None
+)
+sys.argv = ["chromasync", *json.loads(sys.argv[1])]
+from chromasync.cli.main import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "dialed": dialed}), file=sys.stderr)
+"""
+
+
+def test_no_daemon_never_touches_a_healthy_daemon_of_the_same_settings(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    """`--no-daemon` and `CHROMASYNC_NO_DAEMON=1` used to search through a daemon that
+    answered with the same settings; now they never dial its socket, and it serves no one."""
+    _search(env, "grinder")
+    pid = _daemon_pid(env)
+    info = read_owner(Path(env["CHROMASYNC_DATA_DIR"]))
+    assert pid is not None and info is not None
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    for argv, extra in (
+        (["search", "grinder", "--json", "--no-daemon"], {}),
+        (["search", "grinder", "--json"], {"CHROMASYNC_NO_DAEMON": "1"}),
+        (["ask", "grinder", "--json", "--no-daemon"], {}),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", CONNECTS, json.dumps(argv)],
+            capture_output=True,
+            text=True,
+            env={**full, **extra},
+            timeout=120,
+        )
+        report = json.loads(done.stderr.strip().splitlines()[-1])
+        assert report["code"] in (0, None), done.stderr
+        assert info.socket not in report["dialed"], (argv, extra)
+        assert json.loads(done.stdout)
+    assert _daemon_pid(env) == pid  # still there, untouched
+
+
 def test_no_daemon_starts_for_a_data_dir_with_nothing_indexed(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -396,6 +441,36 @@ def test_a_changed_config_file_gets_a_fresh_daemon(
     body = json.loads(after.stdout) if after.returncode == 0 else {"hits": [], "collections": []}
     assert not body["hits"], "the old daemon answered for the old config"
     assert "chromasync" not in body.get("collections", [])
+
+
+def test_a_changed_sources_file_gets_a_fresh_daemon(tmp_path: Path, env: dict[str, str]) -> None:
+    """A command line's key names the config file's bytes, not those of the sources file it
+    names; the daemon answered a registered line from the sources it started with (a source
+    added with its own collection was not searched). Now it checks its settings' files."""
+    work = tmp_path / "work"
+    for name in ("a", "b"):
+        (work / name).mkdir(parents=True)
+        (work / name / f"{name}.md").write_text(f"# {name}\n\nThe grinder burrs of {name}.\n")
+    (work / "chromasync.yaml").write_text("version: 1\nsources_file: content-sources.md\n")
+    listed = work / "content-sources.md"
+    entry_a = "  - path: ./a\n    label: a\n    include: true\n"
+    entry_b = "  - path: ./b\n    label: b\n    collection: elsewhere\n    include: true\n"
+    both = f"---\ncontent_sources:\n{entry_a}{entry_b}---\n# notes\n"
+    listed.write_text(both)
+    plain = {**env, "CHROMASYNC_DATA_DIR": str(tmp_path / "own")}
+    try:
+        assert run_cli(["ingest", "-q"], env=plain, cwd=work).returncode == 0
+        listed.write_text(f"---\ncontent_sources:\n{entry_a}---\n# notes\n")
+        for _ in range(2):  # the second through the console script's daemon client
+            done = run_cli(["search", "grinder", "--files"], env=plain, cwd=work)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.split() == ["a.md"]
+        listed.write_text(both)  # `elsewhere` is searched again
+        done = run_cli(["search", "grinder", "--files"], env=plain, cwd=work)
+        assert done.returncode == 0, done.stderr
+        assert sorted(done.stdout.split()) == ["a.md", "b.md"], "the old daemon answered"
+    finally:
+        _stop(plain)
 
 
 def test_sigterm_to_serve_exits_0_and_leaves_no_owner_files(

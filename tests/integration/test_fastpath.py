@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ..conftest import SHARED, run_cli, set_mtime
@@ -132,7 +133,10 @@ def test_every_change_goes_to_the_full_path(notes: Path, cli_env: dict[str, str]
 def test_a_racily_clean_file_is_not_trusted(notes: Path, cli_env: dict[str, str]) -> None:
     _settle(notes, cli_env)
     page = sorted(notes.rglob("*.md"))[0]
-    page.write_text(page.read_text() + "\nMore.\n")  # mtime: now
+    page.write_text(page.read_text() + "\nMore.\n")
+    # An mtime inside the racy window of the read, whatever the load: a minute ahead (a
+    # plain "now" leaves the window when the run starts more than a second later).
+    set_mtime(page, int(time.time()) + 60)
     summary, fast = _ingest(notes, cli_env)
     assert not fast and summary["files_updated"] == 1
     # modified within a second of being read: the next run must hash it again

@@ -18,9 +18,10 @@ from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, StoreError
+from chromasync.plan.upgrade import RECORDS_VERSION
 from chromasync.records import OWNER_KEY
 from chromasync.store.chroma import Collection
-from chromasync.store.peers import MARKED_PREFIX
+from chromasync.store.peers import UPGRADED_PREFIX
 
 from ..conftest import set_mtime
 
@@ -176,7 +177,7 @@ def test_an_older_index_gets_the_marker_by_a_metadata_rewrite(
     raw.update(ids=ours["ids"], metadatas=[stripped] * len(ours["ids"]))
     assert all(OWNER_KEY not in m for m in raw.get(include=["metadatas"])["metadatas"])
     # ... and without the collection's note that its records were marked
-    older = {k: v for k, v in raw.metadata.items() if not k.startswith(MARKED_PREFIX)}
+    older = {k: v for k, v in raw.metadata.items() if not k.startswith(UPGRADED_PREFIX)}
     raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
     ids = _add_foreign(settings, embedder, 1)
     checks = api.verify(settings)
@@ -195,7 +196,7 @@ def test_legacy_records_are_looked_for_once(
     """The pass that marks an older index's records runs once per label: a later writing
     run reads no record for it (it read every record of the source on each run before)."""
     api.ingest([api.source_for(notes)], settings, embedder=embedder)
-    assert _raw(settings).metadata.get(MARKED_PREFIX + "notes") == 1
+    assert _raw(settings).metadata.get(UPGRADED_PREFIX + "notes") == RECORDS_VERSION
     reads: list[object] = []
     real = Collection.iter_records
 

@@ -5,7 +5,9 @@ to run while an owner ran, go through it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +20,24 @@ from chromasync import api
 from chromasync.cli.main import main
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.errors import LockError
 from chromasync.owner.client import OwnerClient
 from chromasync.owner.index import Index, LocalIndex
-from chromasync.owner.queries import CompareQuery, EvalRequest, LinksQuery, SummariesQuery
+from chromasync.owner.locate import read_owner
+from chromasync.owner.queries import (
+    CompareQuery,
+    EvalRequest,
+    IngestRequest,
+    LinksQuery,
+    SummariesQuery,
+)
 from chromasync.owner.service import Service
 from chromasync.owner.wire import from_wire, to_wire
 from chromasync.rest import create_app
 from chromasync.retrieve.evaluate import EvalQuery
 
 from ..conftest import age_tree
+from ..servers import CommandProcess
 
 FILES = {
     "a.md": "---\ntitle: Alpha\ntags: [coffee]\n---\n# Alpha\n\nEspresso grinder burrs. "
@@ -86,6 +97,26 @@ def owned(indexed: tuple[Settings, Path]) -> Iterator[OwnerClient]:
     ):
         assert service.info is not None
         yield OwnerClient(service.info, http=http, settings=settings)
+
+
+@contextlib.contextmanager
+def _serving(settings: Settings, env: dict[str, str]) -> Iterator[None]:
+    """`chromasync serve` owning the data dir, in another process (an owner in this one is
+    not one to go through: `find_owner` skips its own process)."""
+    serve = CommandProcess("serve", ["--port", "0"], env)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            info = read_owner(settings.data_dir)
+            if info is not None and info.role == "serve" and Path(info.socket).exists():
+                break
+            assert serve.proc.poll() is None, serve.drain()
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"serve did not start: {serve.drain()}")
+        yield
+    finally:
+        assert serve.interrupt() == 0, serve.seen
 
 
 def test_every_operation_gives_the_same_record_through_the_owner(
@@ -149,8 +180,6 @@ def _cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
 def test_cli_commands_go_through_a_running_owner(indexed: tuple[Settings, Path]) -> None:
     """`similar`, `suggest` and `eval` refused while an owner ran, `summarize` refused
     `--all-collections`; now each gives what it gives without an owner."""
-    from chromasync.mcp import Backend
-
     settings, root = indexed
     queries = root.parent / "queries.jsonl"
     queries.write_text(json.dumps({"query": "grinder burrs", "relevant": ["sub/b.md"]}) + "\n")
@@ -175,13 +204,54 @@ def test_cli_commands_go_through_a_running_owner(indexed: tuple[Settings, Path])
     alone = [_cli(env, *argv) for argv in commands]
     for argv, (code, _out, err) in zip(commands, alone, strict=True):
         assert code == 0, (argv, err)
-    backend = Backend(settings)
-    try:
-        with backend.access():
-            pass  # it becomes the owner
+    with _serving(settings, env):
         for argv, expected in zip(commands, alone, strict=True):
             code, out, err = _cli(env, *argv)
             assert code == 0, (argv, err)
-            assert json.loads(out) == json.loads(expected[1]), argv
-    finally:
-        backend.close()
+            got, want = json.loads(out), json.loads(expected[1])
+            if argv[0] == "status":  # the owner's own figures: only through it
+                assert got["sources"] == want["sources"], argv
+                continue
+            assert got == want, argv
+
+
+def test_ingest_goes_through_a_running_owner_as_far_as_the_owner_serves(
+    indexed: tuple[Settings, Path],
+) -> None:
+    """The owner's client decides (`owner.routes`): `--checksum` goes through as the owner's
+    reindex; `--dry-run`, `--limit --no-gc` and `--commit-sha` (which an owner used to drop
+    silently) are refused, naming what was asked, and write nothing. The owner's `Service`
+    decides the same."""
+    settings, root = indexed
+    env = {
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_NO_DAEMON": "1",
+    }
+    (root / "sub/c.md").write_text("# Gamma\n\nRye bread, a stiff starter.\n")
+    age_tree(root)
+    with _serving(settings, env):
+        for flags, named in (
+            (["--dry-run"], "--dry-run"),
+            (["--limit", "1", "--no-gc"], "--limit and --no-gc"),
+            (["--commit-sha", "abcdef1"], "--commit-sha"),
+        ):
+            code, out, err = _cli(env, "ingest", str(root), "--json", *flags)
+            assert code == 1 and not out, (flags, err)
+            assert "owned by `chromasync serve` (pid" in err, err
+            assert f"{named} cannot go through it: stop it first" in err, err
+        code, out, err = _cli(env, "ingest", str(root), "--checksum", "--json")
+        assert code == 0, err
+        assert "reindexing through it" in err
+        rows = json.loads(out)
+        assert rows[0]["source"] == "notes" and rows[0]["files_updated"] == 1, rows
+        code, out, err = _cli(env, "search", "rye", "--mode", "keyword", "--json")
+        assert code == 0, err
+        assert [h["path"] for h in json.loads(out)["hits"]][:1] == ["sub/c.md"]
+    with Service(settings, "serve", embedder=HashEmbedder()) as service:
+        known = IngestRequest(specs=(api.source_for(root),), checksum=True)
+        assert service.ingest(known)[0].files_unchanged == 3
+        with pytest.raises(LockError, match="--reset cannot go through it"):
+            service.ingest(IngestRequest(reset=True))
+    rerun = LocalIndex(settings).ingest(IngestRequest(specs=(api.source_for(root),), dry_run=True))
+    assert rerun[0].dry_run and rerun[0].files_unchanged == 3

@@ -23,6 +23,7 @@ from chromasync.embed.hashing import HashEmbedder
 from chromasync.owner.service import Service
 from chromasync.rest import create_app
 from chromasync.retrieve.options import BY_NAME, MAX_K, OPTIONS, Option
+from chromasync.retrieve.options import QUERY as QUERY_TEXT
 
 from ..conftest import age_tree
 
@@ -340,3 +341,36 @@ def test_an_error_names_the_option_as_the_caller_spells_it(
     )
     assert "where_json is not valid JSON" in wrong and "--where" not in wrong
     assert "after 2026-01-01 is not before before 2025-01-01" in late and "--" not in late
+
+
+def test_the_query_has_one_bound_and_one_message_everywhere(
+    indexed: tuple[Settings, dict[str, str]],
+) -> None:
+    """The CLI took a query of any length (REST and MCP stopped at 2,000 characters, each
+    in pydantic's words); now `options.QUERY` bounds it on every surface, and the one
+    message names it as the caller does: `QUERY`, `q`, `query`."""
+    settings, env = indexed
+    at, over = "grinder " * 250, "grinder " * 250 + "x"
+    assert len(at) == QUERY_TEXT.max_chars == 2000
+    said = "takes text of at most 2000 characters"
+    done = CliRunner().invoke(main, ["search", at, "--json"], env=env)
+    assert done.exit_code == 0, done.stderr
+    done = CliRunner().invoke(main, ["search", over, "--json"], env=env)
+    assert done.exit_code == 2 and not done.stdout
+    assert f"QUERY {said}" in done.stderr, done.stderr
+    long_question = "What is the grinder? " * 150  # 3,150: a question's own bound is 4,000
+    asked = CliRunner().invoke(main, ["ask", long_question, "--json"], env=env)
+    assert asked.exit_code == 0, asked.stderr
+    with (
+        Service(settings, "serve", embedder=HashEmbedder()) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        assert client.get("/search", params={"q": at}).status_code == 200
+        got = client.get("/search", params={"q": over})
+        assert got.status_code == 400 and got.json()["detail"] == f"q {said}", got.text
+        got = client.post("/search", json={"query": over})
+        assert got.status_code == 400 and got.json()["detail"] == f"query {said}", got.text
+        assert client.post("/ask", json={"question": long_question}).status_code == 200
+    refused, fine = _mcp(settings, [("search", {"query": over}), ("search", {"query": at})])
+    assert isinstance(refused, str) and f"query {said}" in refused, refused
+    assert isinstance(fine, dict) and fine["hits"]

@@ -9,6 +9,7 @@ import logging
 import os
 import pickle
 import shutil
+import sqlite3
 import subprocess
 import sys
 from dataclasses import replace
@@ -19,7 +20,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.errors import EmbeddingError, SourceError
+from chromasync.errors import EmbeddingError, SourceError, StoreError
 from chromasync.plan.triage import Triage
 from chromasync.records import FileStat, FileState, IngestSummary, StoreLimits
 from chromasync.state.manifest import State
@@ -332,3 +333,65 @@ def test_merge_counts_keeps_the_skips_added_here() -> None:
     ahead.merge_counts(run, before, planned)
     assert run.skipped == {"binary": 1, "too-slow": 1, "too-large-for-store": 1}
     assert (run.files_unchanged, run.pages, dict(run.documents)) == (7, 5, {"pdf": 1})
+
+
+# A run that fails (a full disk) while its worker reads, its planner left in a reference
+# cycle that only the collection at interpreter shutdown ends: `stop` used to run then, and
+# the process aborted (exit 134, "_enter_buffered_busy ... daemon threads").
+FAILS_WHILE_PLANNING = """
+import os, sys
+from chromasync.sync import ahead
+child = "import pickle, sys, time; sys.stdin.buffer.read(); " \\
+    "pickle.dump(('read', 1, 2), sys.stdout.buffer); sys.stdout.flush(); time.sleep(30)"
+ahead.command = lambda: [sys.executable, "-c", child]
+
+def changes():
+    worker = ahead._Worker(None)
+    try:
+        while True:
+            yield worker.next()
+    finally:
+        worker.stop()
+
+def run():
+    planner = changes()
+    print(next(planner), flush=True)
+    try:
+        raise OSError(28, "No space left on device")
+    except OSError as exc:
+        cycle = exc  # this frame holds the error, whose traceback holds this frame
+        raise SystemExit("error: the disk holding the data dir is full") from exc
+
+run()
+"""
+
+
+def test_a_run_failing_while_its_worker_reads_exits_without_aborting(tmp_path: Path) -> None:
+    script = tmp_path / "fails.py"
+    script.write_text(FAILS_WHILE_PLANNING)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "Fatal Python error" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    assert "the data dir is full" in done.stderr and "('read', 1, 2)" in done.stdout
+
+
+def test_a_failed_write_stops_the_worker_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The error (kept here, with its traceback and so the planner's frames) does not keep
+    the worker running: the run closes its planner when a write fails."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for n in range(60):
+        (root / f"f{n:03}.md").write_text(f"# File {n}\n\n" + f"Words of file {n}. " * 60)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(State, "commit_files", full)
+    with pytest.raises(StoreError, match="is full") as info:
+        _run(root, _settings(tmp_path / "data"), "on")
+    assert not list(ahead._LIVE), info.value  # stopped, its process gone

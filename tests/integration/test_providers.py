@@ -319,7 +319,9 @@ def test_local_provider_with_a_model_folder(tmp_path: Path) -> None:
     shutil.copytree(bundled_model_dir(), folder)
     custom = make_embedder("local", {"model": str(folder), "backend": "torch"})
     bundled = make_embedder("local", {"backend": "torch"})
-    assert custom.model_id == "local:my-minilm" != bundled.model_id
+    # The id names the folder, and the numeric variant the backend chose (bf16 on torch).
+    assert custom.base_model_id == "local:my-minilm" != bundled.base_model_id
+    assert custom.model_id == custom.model_id_for(custom.variant) != bundled.model_id
     assert custom.dimension == 384 and custom.tokenizer_path == str(folder / "tokenizer.json")
     texts = ["How do I calibrate the grinder?"]
     [a], [b] = custom.embed_documents(texts), bundled.embed_documents(texts)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from chromasync.answer.extractive import answer_extractive, split_sentences
 from chromasync.chunk.blocks import Block, Prose, inline_text, segment
 from chromasync.records import Hit
+
+from ..doubling import assert_linear
 
 FORMAT_PAGE = """---
 title: Format
@@ -126,17 +126,9 @@ def test_unrelated_code_after_prose_is_not_an_example() -> None:
 
 @pytest.mark.parametrize("unit", [FORMAT_PAGE, "A sentence of prose here.\n\n```\ncode\n```\n"])
 def test_segment_is_linear(unit: str) -> None:
-    def run(n: int) -> float:
-        text = unit * n
-        began = time.perf_counter()
-        segment(text)
-        return time.perf_counter() - began
-
     base = 200_000 // len(unit)  # about 200 KB of text, then twice that
-    run(base // 8)
-    small = min(run(base) for _ in range(5))
-    large = min(run(2 * base) for _ in range(5))
-    assert large / small < 3.5
+    texts = {n: unit * n for n in (base, 2 * base)}
+    assert_linear(lambda n: segment(texts[n]), base, bound=3.5, what="2x text")
 
 
 def test_reading_view_keeps_code_apart_from_prose() -> None:
@@ -150,3 +142,144 @@ def test_reading_view_keeps_code_apart_from_prose() -> None:
     assert code_lines(code) == code.text.splitlines()
     long = Block("code", "\n".join(str(i) for i in range(20)), "", 0, 1, 0, 19)
     assert code_lines(long, 3) == ["0", "1", "2", "…"]
+
+
+def test_code_led_into_by_a_colon_is_an_example() -> None:
+    text = (
+        "The `transform.HTMLEscape` function escapes characters.\n\nFor example:\n\n"
+        '```go-html-template\n{{ htmlEscape "Lilo & Stitch" }} → Lilo &amp; Stitch\n```'
+    )
+    answer = answer_extractive("escape special characters", [hit(text, path="HTMLEscape.md")])
+    assert [p.kind for p in answer.parts] == ["prose", "code"]
+    assert answer.parts[1].text.startswith("{{ htmlEscape")
+
+
+def test_the_best_pages_example_is_shown_beside_another_pages_code() -> None:
+    best = "```go-html-template\n{{ $d.Milliseconds }} → 12751500\n```"
+    other = (
+        "The time.Duration function returns a duration value in milliseconds.\n\n"
+        'This template:\n\n```go-html-template\n{{ time.Duration "hour" 24 }}\n```'
+    )
+    hits = [
+        hit(best, "ms", path="duration/Milliseconds.md"),
+        hit(other, "dur", path="time/Duration.md"),
+    ]
+    answer = answer_extractive("duration as a count of milliseconds", hits)
+    code = [p.text for p in answer.parts if p.kind == "code"]
+    assert code[0] == "{{ $d.Milliseconds }} → 12751500"  # the best page's, first
+    [first] = [c for c in answer.citations if c.n == answer.parts[0].n]
+    assert first.path == "duration/Milliseconds.md"
+
+
+def test_the_best_pages_example_from_its_page_is_cited_as_its_chunk() -> None:
+    prose = hit("The address depends on the base URL of the project.", "p", 12, "AbsURL.md")
+    read = hit('With a base:\n\n```go\n{{ absURL "a" }}\n```', "q", 30, "AbsURL.md")
+    answer = answer_extractive("the address and the base", [prose], page=lambda h: [prose, read])
+    assert [p.kind for p in answer.parts] == ["prose", "code"]
+    cited = {c.n: c for c in answer.citations}[answer.parts[1].n]
+    assert (cited.id, cited.start_line, cited.end_line) == ("q", 32, 34)
+    unrelated = hit("Some other words here.\n\n```sh\nls -l\n```", "r", 40, "AbsURL.md")
+    plain = answer_extractive("the address and the base", [prose], page=lambda h: [unrelated])
+    assert [p.kind for p in plain.parts] == ["prose"]
+
+
+@pytest.mark.parametrize(
+    ("words", "same"),
+    [
+        (("string", "strings"), True),
+        (("rune", "runes"), True),
+        (("match", "matches"), True),
+        (("meeting", "meetings", "meet"), True),
+        (("cell", "cells"), True),
+        (("string", "str"), False),
+    ],
+)
+def test_a_word_and_its_plural_share_a_stem(words: tuple[str, ...], same: bool) -> None:
+    from chromasync.answer.terms import stem
+
+    assert (len({stem(w) for w in words}) == 1) is same
+
+
+def test_a_body_less_pages_front_matter_is_never_a_sentence() -> None:
+    from chromasync.chunk.blocks import reading_view
+
+    index = "title: Hash functions\nlinkTitle: hash\ndescription: Use these functions to hash.\n"
+    index += "categories: []\nmenu:\n  docs:\n    parent: functions"
+    page = hit(index, "index", 2, "hash/_index.md")
+    prose = hit("The hash.FNV32a function returns the hash of a string.", "fnv", 12, "FNV32a.md")
+    answer = answer_extractive("hash functions", [page, prose])
+    assert "title:" not in answer.text and "linkTitle" not in answer.text
+    assert answer.text.startswith("The hash.FNV32a function")
+    assert segment(index) == []
+    # the terminal still shows such a hit's lines, flattened
+    assert reading_view(index)[0].startswith("title: Hash functions linkTitle: hash")
+    # prose that happens to start with "title:" stays prose
+    assert segment("title: a word.\nAnd then a sentence of prose.")[0].text.startswith("title:")
+
+
+def test_an_example_that_would_open_the_answer_must_be_about_the_question() -> None:
+    code_only = "```go\n{{ math.Sqrt 81 }} → 9\n```"
+    prose = hit("Deploy the public folder to any static host you like.", "d", 5, "Deploy.md")
+
+    def page(heading: str, description: str) -> Hit:
+        return Hit(
+            "s",
+            "Sqrt.md",
+            "docs",
+            heading,
+            12,
+            14,
+            0.9,
+            code_only,
+            "c",
+            {"description": description},
+        )
+
+    about = page("math.Sqrt", "Returns the square root of the given number.")
+    answer = answer_extractive("square root of a number", [about, prose])
+    assert answer.parts[0].kind == "code"  # its description says what it does
+    unrelated = page("math.Sqrt", "Returns a number.")
+    answer = answer_extractive("deploy to a static host", [unrelated, prose])
+    assert [p.kind for p in answer.parts] == ["prose"]
+
+
+def test_another_chunks_block_must_share_a_word_with_the_question_or_its_heading() -> None:
+    matched = hit("Push to the main branch and the site is deployed to Pages.", "m", 10, "gh.md")
+    cache = Hit(
+        "c",
+        "gh.md",
+        "docs",
+        "Host on GitHub Pages > Settings",
+        40,
+        44,
+        0.5,
+        "```toml\n[caches.images]\ndir = ':cacheDir/images'\n```",
+        "c",
+        {},
+    )
+    workflow = Hit(
+        "w",
+        "gh.md",
+        "docs",
+        "Host on GitHub Pages > Workflow",
+        60,
+        64,
+        0.4,
+        "```yaml\nname: Deploy to GitHub Pages\n```",
+        "c",
+        {},
+    )
+    answer = answer_extractive("deploy the site", [matched, cache])
+    assert [p.kind for p in answer.parts] == ["prose"]  # the cache settings are not it
+    answer = answer_extractive("deploy the site", [matched, cache, workflow])
+    assert [p.text for p in answer.parts if p.kind == "code"] == ["name: Deploy to GitHub Pages"]
+
+
+def test_an_example_without_its_own_sentence_carries_its_marker_in_the_text() -> None:
+    code_only = "```go\n{{ math.Sqrt 81 }} → 9\n```"
+    sqrt = Hit("s", "Sqrt.md", "docs", "math.Sqrt", 12, 14, 0.9, code_only, "c", {})
+    answer = answer_extractive("math.Sqrt of a number", [sqrt])
+    assert answer.text == "```go\n{{ math.Sqrt 81 }} → 9\n```\n\n[1]"
+    # a block after its own source's sentence is not marked twice
+    led = answer_extractive("how do I format a date in a template?", [hit(FORMAT_PAGE)])
+    assert "```\n\n[1]" not in led.text

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from chromasync.answer.extractive import (
@@ -16,6 +14,8 @@ from chromasync.answer.extractive import (
 )
 from chromasync.answer.records import Answer, render_location
 from chromasync.records import Hit
+
+from ..doubling import assert_linear
 
 INSTALL = """## Install on Linux
 
@@ -246,16 +246,16 @@ def test_json_shape_and_page_rendering() -> None:
 
 @pytest.mark.parametrize("field", [None, "source"])
 def test_time_is_linear_in_the_input(field: str | None) -> None:
-    def run(n: int) -> float:
-        hits = [
+    hits = {
+        n: [
             hit(f"h{i}", f"Topic {i} explains hugo module {i % 7}. " * 40 + INSTALL)
             for i in range(n)
         ]
-        began = time.perf_counter()
-        answer_extractive("hugo module install linux", hits, group_by=field)
-        return time.perf_counter() - began
-
-    run(5)
-    small = min(run(20) for _ in range(3))
-    large = min(run(40) for _ in range(3))
-    assert large / small < 3.5
+        for n in (20, 40)
+    }
+    assert_linear(
+        lambda n: answer_extractive("hugo module install linux", hits[n], group_by=field),
+        20,
+        bound=3.5,
+        what="2x hits",
+    )

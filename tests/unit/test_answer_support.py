@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from chromasync.answer.support import check_support
 from chromasync.records import Hit
+
+from ..doubling import assert_linear
 
 
 def hit(rid: str, text: str) -> Hit:
@@ -63,12 +63,5 @@ def test_no_sources_or_no_markers_change_nothing() -> None:
 def test_linear_in_the_answer() -> None:
     sentence = "The bridge was built in 1923 from local granite [1]. "
 
-    def run(n: int) -> float:
-        began = time.perf_counter()
-        check_support(sentence * n, SOURCES)
-        return time.perf_counter() - began
-
-    run(50)
-    small = min(run(500) for _ in range(5))
-    large = min(run(1000) for _ in range(5))
-    assert large / small < 3.5
+    answers = {n: sentence * n for n in (500, 1000)}
+    assert_linear(lambda n: check_support(answers[n], SOURCES), 500, bound=3.5, what="2x answer")

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
 import pytest
 
 from chromasync.chunk import chunk_document
 from chromasync.chunk.code import parser_for
-from chromasync.chunk.languages import LANGUAGES
+from chromasync.chunk.languages import GRAMMARS, LANGUAGES
+from chromasync.config.kinds import CODE_LANGUAGES
 
 from .chunking import assert_chunks_valid, document, minilm
 
@@ -102,6 +110,62 @@ def test_declarations(name: str) -> None:
 def test_every_language_has_a_bundled_grammar() -> None:
     for spec in LANGUAGES.values():
         assert parser_for(spec.grammar) is not None, spec.grammar
+
+
+def _sample_of(language: str) -> str:
+    for name, (text, _) in SAMPLES.items():
+        if CODE_LANGUAGES["." + name.rsplit(".", 1)[1]] == language:
+            return text
+    raise AssertionError(f"no sample for {language}")
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_each_language_parses_with_its_official_grammar_package(language: str) -> None:
+    """Every language's grammar loads from its own package and parses its sample cleanly."""
+    grammar = LANGUAGES[language].grammar
+    module, function = GRAMMARS[grammar]
+    parser = parser_for(grammar)
+    assert parser is not None, grammar
+    tree = parser.parse(_sample_of(language).encode())
+    assert not tree.root_node.has_error, language
+    assert tree.root_node.named_child_count > 0
+    loaded = importlib.import_module(module)
+    assert callable(getattr(loaded, function))
+    assert sys.modules[module] is loaded
+
+
+def test_grammar_packages_are_declared_dependencies() -> None:
+    """Each grammar's package is a default dependency of the project (no run-time fetch)."""
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    declared = {
+        re.split(r"[<>=!~\[; ]", dep, maxsplit=1)[0].replace("-", "_")
+        for dep in pyproject["project"]["dependencies"]
+    }
+    modules = {module for module, _ in GRAMMARS.values()}
+    assert modules <= declared, sorted(modules - declared)
+    assert "tree_sitter_language_pack" not in declared
+    for module in modules:  # installed as a distribution of that name
+        assert importlib.metadata.version(module.replace("_", "-"))
+
+
+def test_chunking_code_never_imports_the_language_pack() -> None:
+    """Every grammar comes from its own package, never from tree-sitter-language-pack."""
+    script = (
+        "import sys\n"
+        "from chromasync.chunk.code import parser_for\n"
+        "from chromasync.chunk.languages import LANGUAGES\n"
+        "assert all(parser_for(s.grammar) is not None for s in LANGUAGES.values())\n"
+        "print(sorted(m for m in sys.modules if 'language_pack' in m))\n"
+    )
+    src = str(Path(__file__).parents[2] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"},
+    )
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def _big_class(methods: int) -> str:

@@ -1,16 +1,13 @@
 """Every chunker runs in linear (or n log n) time: doubling the input at most ~doubles the time.
 
-A quadratic chunker takes ~4x as long on twice the input; the bound here is 3x. Each input is
-sized so that one run takes a tenth of a second or more (the noise of a shared machine is
-smaller than that), sizes alternate, and the fastest of a few runs of each is compared,
-measured in process CPU time (another process's load does not count). The `Deadline` tests
+A quadratic chunker takes ~4x as long on twice the input; the bound here is 3x, measured as
+every doubling test is (`tests/doubling.py`). Each input is sized so that one run takes a
+tenth of a second or more (the noise of a shared machine is smaller than that). The `Deadline` tests
 use an injected clock, never the real one.
 """
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Callable
 
 import pytest
@@ -18,29 +15,15 @@ import pytest
 from chromasync.chunk import Budget, Deadline, TooSlow, chunk_document
 from chromasync.chunk.code import MAX_INDENT_DEPTH, indent_depth
 
+from ..doubling import assert_linear
 from .chunking import WordMeter, assert_chunks_valid, document, minilm
 
-RATIO = 3.0
-REPEATS = 3
 
-
-def _fastest_pair(make: Callable[[int], str], n: int, name: str, budget: Budget) -> float:
-    """The time ratio of input 2n to input n. The cyclic garbage collector is off while a
-    run is timed: a full collection walks the whole test session's heap, a cost that grows
-    with the suite, not with this input."""
-    docs = [document(make(n), name), document(make(2 * n), name)]
-    best = [float("inf"), float("inf")]
-    for _ in range(REPEATS):
-        for i, doc in enumerate(docs):
-            gc.collect()
-            gc.disable()
-            try:
-                began = time.process_time()
-                chunk_document(doc, budget)
-                best[i] = min(best[i], time.process_time() - began)
-            finally:
-                gc.enable()
-    return best[1] / max(best[0], 1e-6)
+def _assert_linear(
+    make: Callable[[int], str], n: int, name: str, budget: Budget, case: str
+) -> None:
+    docs = {size: document(make(size), name) for size in (n, 2 * n)}
+    assert_linear(lambda size: chunk_document(docs[size], budget), n, what=f"{case}: 2x input")
 
 
 # (input of size n, n, file name): n chosen so that one run takes ~0.1-0.5 s
@@ -103,20 +86,13 @@ CASES: dict[str, tuple[Callable[[int], str], int, str]] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_doubling_the_input_at_most_doubles_the_time(case: str) -> None:
     make, n, name = CASES[case]
-    ratio = _fastest_pair(make, n, name, minilm())
-    if ratio >= RATIO:  # one retry: a burst of load on a shared machine is not a regression
-        ratio = min(ratio, _fastest_pair(make, n, name, minilm()))
-    assert ratio < RATIO, f"{case}: 2x input took {ratio:.2f}x the time"
+    _assert_linear(make, n, name, minilm(), case)
 
 
 @pytest.mark.parametrize("case", ["md-headings", "md-list", "text-paragraphs"])
 def test_linear_with_a_meter_that_is_not_exact(case: str) -> None:
     make, n, name = CASES[case]
-    budget = Budget(254, WordMeter())
-    ratio = _fastest_pair(make, n, name, budget)
-    if ratio >= RATIO:
-        ratio = min(ratio, _fastest_pair(make, n, name, budget))
-    assert ratio < RATIO, f"{case}: 2x input took {ratio:.2f}x the time"
+    _assert_linear(make, n, name, Budget(254, WordMeter()), case)
 
 
 def test_a_run_of_headings_is_still_chunked_correctly() -> None:

@@ -237,3 +237,71 @@ def test_body_less_page_is_indexed_by_title_and_description() -> None:
     chunks = chunk_document(doc, minilm())
     assert [(c.start_line, c.end_line, c.heading) for c in chunks] == [(2, 5, "Functions")]
     assert chunks[0].text == "title: Functions\nweight: 3\ndescription: >\n  All the functions."
+
+
+def test_first_chunk_embeds_the_page_description() -> None:
+    text = (
+        "---\ntitle: math.Sqrt\ndescription: Returns the square root of the given number.\n"
+        f"---\n\n```go-html-template\n{{{{ math.Sqrt 81 }}}} → 9\n```\n\n## More\n\n{words(150)}\n"
+    )
+    doc = document(text, "Sqrt.md")
+    budget = minilm(128)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert len(chunks) >= 2
+    assert chunks[0].context == "math.Sqrt\nReturns the square root of the given number.\n\n"
+    assert chunks[0].heading == "math.Sqrt"  # the heading stays the path
+    assert all("square root" not in c.context for c in chunks[1:])
+    assert "Returns" not in chunks[0].text  # front matter is never chunk text
+
+
+def test_description_without_title_and_a_page_starting_with_its_heading() -> None:
+    untitled = document("---\ndescription: About the river.\n---\n\nA paragraph.\n")
+    assert [c.context for c in chunk_document(untitled, minilm())] == ["About the river.\n\n"]
+    # the heading the text starts with is not embedded twice; the description stays
+    headed = document("---\ndescription: About the river.\n---\n\n# Guide\n\nA paragraph.\n")
+    [chunk] = chunk_document(headed, minilm())
+    assert chunk.heading == "Guide" and chunk.context == "About the river.\n\n"
+
+
+def test_a_long_description_is_cut_to_its_share_of_the_budget() -> None:
+    long = " ".join(f"word{i}" for i in range(300))
+    doc = document(f"---\ntitle: Guide\ndescription: {long}\n---\n\n{words(20)}\n")
+    budget = minilm(64)
+    chunks = chunk_document(doc, budget)
+    assert_chunks_valid(doc, chunks, budget)
+    assert chunks[0].context.startswith("Guide\nword0 word1")
+    assert chunks[0].context.endswith(" …\n\n")
+    assert budget.meter.count(chunks[0].context) <= 64 // 4 + 1
+
+
+def test_a_page_without_description_is_chunked_as_before() -> None:
+    doc = document("---\ntitle: Guide\nsummary: not a description\n---\n\nA paragraph.\n")
+    [chunk] = chunk_document(doc, minilm())
+    assert chunk.context == "Guide\n\n"
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        (
+            {"heading": "Sqrt", "chromasync_context": "Sqrt\nRoots.\n\n", "description": "Roots."},
+            "Sqrt\nRoots.",
+        ),
+        ({"heading": "Sqrt", "chromasync_context": "Sqrt\n\n", "description": "Roots."}, "Sqrt"),
+        ({"heading": "Sqrt", "description": "Roots."}, "Sqrt"),  # a later chunk: no context
+        ({"heading": "", "chromasync_context": "Roots.\n\n", "description": "Roots."}, "Roots."),
+        (
+            {"heading": "G", "chromasync_context": "G\nA long …\n\n", "description": "A long one"},
+            "G\nA long …",
+        ),
+        ({"heading": "", "chromasync_context": "Greeter\n\n", "symbol": "hello"}, ""),  # code
+        ({"heading": "G > I", "chromasync_context": "G\n\n", "description": "x"}, "G > I"),
+    ],
+)
+def test_keyword_heading_holds_the_description_the_context_embeds(
+    meta: dict[str, str], expected: str
+) -> None:
+    from chromasync.records import keyword_heading
+
+    assert keyword_heading(meta) == expected

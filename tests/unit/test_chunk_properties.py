@@ -61,6 +61,10 @@ separator = st.sampled_from(["\n\n", "\n", "\n\n\n", "\n   \n"])
 front_matter = st.one_of(
     st.just(""),
     short_line.map(lambda t: f"---\ntitle: {json.dumps(t)}\ntags: [a, b]\n---\n"),
+    # a description (short, or longer than its share of the context) on the first chunk
+    st.tuples(st.one_of(short_line, st.just("")), line).map(
+        lambda t: f"---\ntitle: {json.dumps(t[0])}\ndescription: {json.dumps(t[1])}\n---\n"
+    ),
 )
 
 

@@ -26,9 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..errors import ChromasyncError, ConfigError
 from ..records import Hit
 from .chat import ChatClient, ChatUnreachable, chat_client
+from .examples import MAX_PAGE_CHUNKS, Page
 from .extractive import answer_extractive, score_sentences, split_sentences
 from .prompt import DEFAULT_CONTEXT_TOKENS, approx_tokens, build_prompt
 from .records import (
@@ -97,14 +98,21 @@ def answer_question(
     max_sentences: int = 4,
     max_chars: int = 600,
     no_sources_text: str = NO_SOURCES_TEXT,
+    page: Page | None = None,
 ) -> Answer:
-    """Answer `question` from `hits` (best first), with checked citations."""
+    """Answer `question` from `hits` (best first), with checked citations; `page` reads a
+    hit's other chunks for the extractive answer's example (`examples.find_example`)."""
     question = check_question(question)
     if not hits:
         return Answer(question, no_sources_text, (), "extractive", flags=(FLAG_NO_SOURCES,))
     if llm is None:
         return answer_extractive(
-            question, hits, group_by=group_by, max_sentences=max_sentences, max_chars=max_chars
+            question,
+            hits,
+            group_by=group_by,
+            max_sentences=max_sentences,
+            max_chars=max_chars,
+            page=page,
         )
     prompt = build_prompt(
         question, hits, context_tokens=context_tokens, count_tokens=count_tokens, group_by=group_by
@@ -116,7 +124,12 @@ def answer_question(
             raise
         log.warning("%s; answering extractively instead", exc)
         extractive = answer_extractive(
-            question, hits, group_by=group_by, max_sentences=max_sentences, max_chars=max_chars
+            question,
+            hits,
+            group_by=group_by,
+            max_sentences=max_sentences,
+            max_chars=max_chars,
+            page=page,
         )
         return replace(extractive, flags=(*extractive.flags, FLAG_LLM_UNREACHABLE))
     supported = check_support(result.text, prompt.sources)
@@ -171,8 +184,28 @@ def answer(
         fallback=fallback,
         stream=stream,
         no_sources_text=NO_SOURCES_TEXT if result.filters.is_empty else NO_MATCH_TEXT,
+        page=page_reader(settings),
     )
     return replace(found, warnings=result.warnings) if result.warnings else found
+
+
+def page_reader(settings: Settings) -> Page:
+    """A hit's page as the local state indexed it: the file's chunks in the hit's collection
+    and source, in line order (at most `MAX_PAGE_CHUNKS`); [] when the state does not hold
+    them (another machine's records on a shared Chroma server, no state yet)."""
+
+    def read(hit: Hit) -> Sequence[Hit]:
+        from ..retrieve.access import get_document
+
+        try:
+            return get_document(
+                settings, hit.path, hit.source, MAX_PAGE_CHUNKS, hit.collection or None
+            )
+        except ChromasyncError as exc:
+            log.debug("no page for %s's example: %s", hit.path, exc)
+            return []
+
+    return read
 
 
 def ask(
@@ -203,4 +236,5 @@ __all__ = [
     "answer_question",
     "ask",
     "check_question",
+    "page_reader",
 ]

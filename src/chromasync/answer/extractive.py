@@ -17,7 +17,12 @@ No language model. The steps, each linear in its input (all inputs bounded first
    of each of several hits first, so the answer cites more than the top hit), then MMR
    fills from any hit.
 4. The chosen sentences are written in source order (hit rank, then position), each
-   followed by ``[n]``; sources are numbered by first use.
+   followed by ``[n]``, and the block (code, list, table) a sentence ending in a colon
+   leads into after it (at most `MAX_BLOCKS`); sources are numbered by first use.
+5. Unless a sentence of the best page already shows its code, that page's code example
+   (`examples.find_example`: from its retrieved chunks, or the page's other chunks read
+   through `page`) follows the page's sentences, or opens the answer when none of them
+   was chosen; it is cited as the chunk it is quoted from.
 
 `answer_extractive` groups the hits by a metadata field (or ``source``/``path``) when asked:
 one part per value, groups ordered by their best hit, numbers shared across the answer.
@@ -27,12 +32,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..chunk.blocks import Block, Prose, Segment, inline_text, segment
 from ..records import Hit
+from .examples import Example, Page, find_example
 from .records import Answer, Citation, Group, Part, citation_for
+from .terms import STOP_WORDS as STOP_WORDS
+from .terms import stem as stem
+from .terms import terms_of
 
 MAX_HITS = 50
 MAX_TEXT_CHARS = 20_000
@@ -45,25 +54,15 @@ QUOTE_CHARS = 240
 MIN_CUT_CHARS = 120
 #: Blocks (code, lists, tables) an answer quotes at most, each within blocks.BLOCK_MAX_CHARS.
 MAX_BLOCKS = 2
-#: A code example is shown from a cited hit among the first this many (see `_example`).
-EXAMPLE_RANKS = 3
 #: The weight of the hit's rank in a sentence's relevance (the rest is its BM25).
 RANK_PRIOR = 0.2
 
 _WORD = re.compile(r"[^\W_]+")
+_LAST_MARKER = re.compile(r"\[(\d+)\]\s*$")
 #: A sentence ends at . ! ? (with closing quotes/brackets) followed by space and a capital,
 #: digit or opening mark; abbreviations like "e.g." and "et al." do not end one.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _NO_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|al|vs|cf|Fig|fig|Dr|Mr|Mrs|Ms|No|approx)|\b[A-Z])\.$")
-#: Words that carry no meaning of their own in a question or a sentence.
-_STOP_TEXT = (
-    "a an and are as at be but by for if in into is it no not of on or such that the "
-    "their then there these they this to was will with what which who whom how when where "
-    "why does do did can could should would may might has have had been being from than "
-    "so its our we you your i me my he she his her them those about over also more most "
-    "other some any each per via"
-)
-STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,21 +82,6 @@ class Sentence:
 class Scored:
     sentence: Sentence
     relevance: float
-
-
-def stem(word: str) -> str:
-    """A light English stemmer: plural and a few verb endings (enough for term overlap)."""
-    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + keep
-    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
-        return word[:-1]
-    return word
-
-
-def terms_of(text: str) -> tuple[str, ...]:
-    """The text's lower-case, stemmed words, stop words dropped, in order."""
-    return tuple(stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in STOP_WORDS)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -279,10 +263,15 @@ class _Numbering:
     """Source numbers by first use, shared by every group of one answer."""
 
     def __init__(self, hits: Sequence[Hit]) -> None:
-        self.hits = hits
+        self.hits = list(hits)  # then the chunks read for an example (`add`)
         self.number: dict[int, int] = {}  # hit rank -> n
         self.lines: dict[int, tuple[int, int]] = {}
         self.quotes: dict[int, str] = {}
+
+    def add(self, hit: Hit) -> int:
+        """A chunk that is not a hit (read from a page for its example): its rank."""
+        self.hits.append(hit)
+        return len(self.hits) - 1
 
     def cite(self, s: Sentence) -> int:
         if s.rank not in self.number:
@@ -312,10 +301,12 @@ def _compose(
     lam: float,
     spread: int = 0,
     max_blocks: int = MAX_BLOCKS,
+    page: Page | None = None,
 ) -> tuple[str, list[int], list[Part]]:
     """The answer text for hits `ranked` ((rank, hit) pairs), the ranks it cites and its
-    parts: runs of cited sentences, and the blocks (at most `max_blocks`) they lead into,
-    or the code example of a cited hit when none leads into code (`_example`)."""
+    parts: runs of cited sentences, the blocks (at most `max_blocks`) they lead into, and
+    the best page's code example (`_example`) after that page's sentences, or first when
+    none of them was chosen (a place among the blocks is kept for it)."""
     segmented = {rank: segment(hit.text[:MAX_TEXT_CHARS]) for rank, hit in ranked}
     sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank, segmented[rank])]
     scored = score_sentences(question, sentences)
@@ -335,11 +326,31 @@ def _compose(
             parts.append(Part("prose", " ".join(run)))
             run.clear()
 
-    carried = any(i.sentence.block is not None and i.sentence.block.kind == "code" for i in chosen)
-    example = None if carried or max_blocks < 1 else _example(question, ranked, chosen, segmented)
+    def place_example(found: Example) -> None:
+        nonlocal blocks
+        rank = numbering.add(found.hit) if found.rank is None else found.rank
+        code = found.block
+        n = numbering.cite(_block_sentence(rank, code, found.hit))
+        if rank not in ranks:
+            ranks.append(rank)
+        flush()
+        parts.append(Part(code.kind, code.text, n, code.lang))
+        blocks += 1
+
+    example = None
+    if max_blocks > 0:
+        cited = {s.sentence.rank for s in chosen}
+        shows_code = {
+            s.sentence.rank for s in chosen if s.sentence.block and s.sentence.block.kind == "code"
+        }
+        example = find_example(question, ranked, segmented, cited, shows_code, page)
+    if example is not None and not any(s.sentence.rank == example.follows for s in chosen):
+        place_example(example)  # the best page has no chosen sentence: its example leads
+        example = None
     for i, item in enumerate(chosen):
         sentence = item.sentence
-        block = sentence.block if blocks < max_blocks else None
+        room = max_blocks - (1 if example is not None else 0)  # the example's place is kept
+        block = sentence.block if blocks < room else None
         text = sentence.text
         if sentence.block is not None and block is None:  # its block is past the budget
             text = text.rstrip(":").rstrip() + "."
@@ -353,63 +364,16 @@ def _compose(
             parts.append(Part(block.kind, block.text, n, block.lang))
             blocks += 1
         last_of_hit = i + 1 == len(chosen) or chosen[i + 1].sentence.rank != sentence.rank
-        if example is not None and example[0] == sentence.rank and last_of_hit:
-            if blocks < max_blocks:
-                _, rank, code = example
-                n = numbering.cite(_block_sentence(rank, code, ranked))
-                if rank not in ranks:
-                    ranks.append(rank)
-                flush()
-                parts.append(Part(code.kind, code.text, n, code.lang))
-                blocks += 1
+        if example is not None and example.follows == sentence.rank and last_of_hit:
+            place_example(example)
             example = None
     flush()
     return render_parts(parts), ranks, parts
 
 
-def _example(
-    question: str,
-    ranked: Sequence[tuple[int, Hit]],
-    chosen: Sequence[Scored],
-    segmented: Mapping[int, Sequence[Segment]],
-) -> tuple[int, int, Block] | None:
-    """The code example an answer shows when none of its sentences leads into code:
-    (the cited rank it follows, the rank it is quoted from, the block).
-
-    From the best-ranked cited hit among the first `EXAMPLE_RANKS` that has one, or another
-    retrieved chunk of the same file: its first code block, when that is the chunk's example
-    (it comes before any prose: documentation often shows the example first) or shares a
-    word with the question. The example is cited as the chunk it is quoted from.
-    """
-    asked = set(terms_of(question))
-    for rank in sorted({item.sentence.rank for item in chosen}):
-        if rank >= EXAMPLE_RANKS:
-            return None
-        path = dict(ranked)[rank].path
-        for other, hit in sorted(ranked, key=lambda pair: pair[0] != rank):
-            if hit.path != path:
-                continue
-            block = _code_example(segmented[other], asked)
-            if block is not None:
-                return rank, other, block
-    return None
-
-
-def _code_example(segments: Sequence[Segment], asked: set[str]) -> Block | None:
-    prose_seen = False
-    for part in segments:
-        if isinstance(part, Prose):
-            prose_seen = True
-        elif part.kind == "code":
-            if not prose_seen or asked & set(terms_of(part.text)):
-                return part
-            return None
-    return None
-
-
-def _block_sentence(rank: int, block: Block, ranked: Sequence[tuple[int, Hit]]) -> Sentence:
-    """`block` of hit `rank` as a citable piece: the lines its citation must cover."""
-    start_line = dict(ranked)[rank].start_line
+def _block_sentence(rank: int, block: Block, hit: Hit) -> Sentence:
+    """`block` of `hit` (rank `rank`) as a citable piece: the lines its citation must cover."""
+    start_line = hit.start_line
     lines = (0, 0)
     if start_line > 0:
         lines = (start_line + block.first_line, start_line + block.last_line)
@@ -424,8 +388,19 @@ def _own_end(sentence: Sentence) -> int:
 
 
 def render_parts(parts: Sequence[Part]) -> str:
-    """The answer's text: prose runs as paragraphs, each block as Markdown between them."""
-    return "\n\n".join(part.markdown() for part in parts)
+    """The answer's text: prose runs as paragraphs, each block as Markdown between them. A
+    block that does not follow a sentence of its own source (the best page's example) is
+    followed by its marker on a line of its own, so the text says where it is quoted from."""
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        out.append(part.markdown())
+        if part.kind == "prose" or part.n <= 0:
+            continue
+        before = parts[i - 1] if i else None
+        last = _LAST_MARKER.search(before.text) if before and before.kind == "prose" else None
+        if last is None or int(last.group(1)) != part.n:
+            out.append(f"[{part.n}]")
+    return "\n\n".join(out)
 
 
 def group_value(hit: Hit, field: str) -> str:
@@ -452,8 +427,12 @@ def answer_extractive(
     lam: float = 0.7,
     value_of: Callable[[Hit, str], str] = group_value,
     spread: int = 3,
+    page: Page | None = None,
 ) -> Answer:
-    """The extractive answer to `question` from `hits` (best first; at most `MAX_HITS`)."""
+    """The extractive answer to `question` from `hits` (best first; at most `MAX_HITS`).
+
+    `page`: reads a hit's other indexed chunks, where the best page's example is looked
+    for when its retrieved chunks hold none (`examples.find_example`)."""
     hits = list(hits[:MAX_HITS])
     numbering = _Numbering(hits)
     if group_by is None:
@@ -465,6 +444,7 @@ def answer_extractive(
             max_chars,
             lam,
             spread,
+            page=page,
         )
         return Answer(question, text, numbering.citations(), "extractive", parts=tuple(parts))
     buckets: dict[str, list[tuple[int, Hit]]] = {}
@@ -476,7 +456,7 @@ def answer_extractive(
     per_group = max(1, min(max_sentences, 3))
     for value, ranked in list(buckets.items())[:MAX_GROUPS]:
         text, ranks, parts = _compose(
-            question, ranked, numbering, per_group, max_chars, lam, spread
+            question, ranked, numbering, per_group, max_chars, lam, spread, page=page
         )
         if not text:
             continue

@@ -11,7 +11,8 @@ Documentation and notes answer with code, commands and tables as often as with p
   code shortcode (``{{< code lang="go" >}} ... {{< /code >}}``, ``{{< code-toggle >}}``, read
   as code), a list, or a table (a row of cells over a ``--|--`` separator line).
 
-Never prose: front matter at the start of the text, headings, HTML lines, rules, link
+Never prose: front matter at the start of the text (fenced, or a body-less page's chunk:
+its `title:`/`description:` lines), headings, HTML lines, rules, link
 reference definitions (``[Go documentation]: https://...``), lines that are only a URL,
 single shortcodes (``{{% include "..." %}}``), admonition markers (``> [!NOTE]``) and lines
 without a letter. `inline_text` turns a sentence's Markdown links into their words.
@@ -37,6 +38,8 @@ _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
 _SHORTCODE = re.compile(r"^\s*\{\{[<%]\s*(/?)([\w-]+)([^}]*)[%>]\}\}\s*$")
 _CODE_SHORTCODES = frozenset({"code", "code-toggle", "highlight"})
 _SHORTCODE_LANG = re.compile(r"""\blang\s*=\s*["']?([\w+#.-]+)""")
+_SUMMARY_LINE = re.compile(r"^(?:title|description|linkTitle)\s*:")
+_YAML_KEY = re.compile(r"^[\w\"'-]+\s*:(?:\s|$)")
 _LINK_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*\S+")
 _BARE_URL = re.compile(r"^\s*<?(?:https?|ftp)://\S+>?\s*$")
 _ADMONITION = re.compile(r"^\s*>\s*\[![A-Za-z]+\]")
@@ -81,7 +84,8 @@ VIEW_CODE_LINES = 8
 
 def reading_view(text: str) -> tuple[str, Block | None]:
     """A hit as the terminal shows it: its prose (headings' words included) on one line,
-    links as their words, and its first code block kept apart (None when it has none)."""
+    links as their words, and its first code block kept apart (None when it has none); a
+    text with neither (a body-less page's front matter) on one line as it is."""
     prose: list[str] = []
     code: Block | None = None
     for part in segment(text):
@@ -92,6 +96,8 @@ def reading_view(text: str) -> tuple[str, Block | None]:
             code = code or part
         else:
             prose.append(inline_text(" ".join(part.text.split())))
+    if not prose and code is None:  # a body-less page's front matter: shown as it is
+        prose.append(" ".join(text.split()))
     return " ".join(prose), code
 
 
@@ -119,7 +125,17 @@ def _cut_block(lines: list[str]) -> str:
 
 
 def _front_matter_end(lines: list[str]) -> int:
-    """The index of the first line after front matter at the very start (0 when none)."""
+    """The index of the first line after front matter at the very start (0 when none): a
+    fenced block, or an excerpt of one (a body-less page's chunk, `chunk.markdown.
+    front_matter_chunks`): a `title:` or `description:` line, then only YAML `key: value`
+    lines and indented continuations, up to a blank line or the end of the text."""
+    if lines and _SUMMARY_LINE.match(lines[0]):
+        end = 1
+        while end < min(len(lines), FRONT_MATTER_MAX_LINES) and lines[end].strip():
+            if not (_YAML_KEY.match(lines[end]) or lines[end][:1] in " \t"):
+                return 0
+            end += 1
+        return end if end >= len(lines) or not lines[end].strip() else 0
     if not lines or lines[0].strip() not in ("---", "+++"):
         return 0
     fence = lines[0].strip()

@@ -1,14 +1,14 @@
 """Source code: one chunk per top-level declaration, found with tree-sitter.
 
-The file is parsed with the grammar bundled in `tree-sitter-language-pack` (nothing is
-downloaded). Its top-level nodes become items: declarations (functions, classes, types...,
-see `languages.py`) with their names, with the comments right above them; everything else
-(imports, constants, statements) is packed together in between, so a file's imports make
-its first chunk. A declaration that fits is one chunk with its name as `symbol`. One that
-does not is split at its members when it is a container (a class's methods become chunks
-with the symbol "Class.method") and otherwise packed by paragraphs and lines, with overlap
-between its pieces. Members and pieces carry their qualified symbol as context prefix
-("Store.open\\n\\n"), derived from the code itself.
+The file is parsed with its language's official tree-sitter grammar package (installed with
+chromasync, `languages.GRAMMARS`; nothing is downloaded). Its top-level nodes become items:
+declarations (functions, classes, types..., see `languages.py`) with their names, with
+the comments right above them; everything else (imports, constants, statements) is packed
+together in between, so a file's imports make its first chunk. A declaration that fits is
+one chunk with its name as `symbol`. One that does not is split at its members when it is
+a container (a class's methods become chunks with the symbol "Class.method") and otherwise
+packed by paragraphs and lines, with overlap between its pieces. Members and pieces carry
+their qualified symbol as context prefix ("Store.open\\n\\n"), derived from the code itself.
 
 A language without a grammar, a grammar that fails to load, or a parse with errors at the
 top level falls back to paragraph splitting: never a failure.
@@ -17,13 +17,23 @@ top level falls back to paragraph splitting: never a failure.
 from __future__ import annotations
 
 import bisect
+import importlib
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..records import Chunk, Document
 from . import Budget
-from .languages import COMMENTS, LANGUAGES, LanguageSpec, Node, declaration_name, members, top_level
+from .languages import (
+    COMMENTS,
+    GRAMMARS,
+    LANGUAGES,
+    LanguageSpec,
+    Node,
+    declaration_name,
+    members,
+    top_level,
+)
 from .layout import CONTEXT_SHARE, Draft, Layout, Span, Unit
 from .text import paragraph_drafts
 
@@ -63,18 +73,26 @@ def chunk_code(doc: Document, budget: Budget) -> list[Chunk]:
 
 
 def parser_for(grammar: str) -> Any | None:
-    """A tree-sitter parser for a bundled grammar, or None when it cannot be loaded."""
+    """A tree-sitter parser for an installed grammar, or None when it cannot be loaded."""
     if grammar not in _PARSERS:
         try:
-            from tree_sitter_language_pack import get_parser
-
-            _PARSERS[grammar] = get_parser(grammar)  # type: ignore[arg-type]
+            _PARSERS[grammar] = _load_parser(grammar)
         except Exception as exc:  # noqa: BLE001 - any loading problem means "no grammar"
             log.warning(
                 "tree-sitter grammar %r is unavailable (%s); splitting by lines", grammar, exc
             )
             _PARSERS[grammar] = None
     return _PARSERS[grammar]
+
+
+def _load_parser(grammar: str) -> Any:
+    if grammar not in GRAMMARS:
+        raise LookupError(f"no grammar package is declared for {grammar!r}")
+    module_name, function = GRAMMARS[grammar]
+    from tree_sitter import Language, Parser
+
+    module = importlib.import_module(module_name)
+    return Parser(Language(getattr(module, function)()))
 
 
 def _declaration_drafts(layout: Layout, spec: LanguageSpec, doc: Document) -> list[Draft] | None:

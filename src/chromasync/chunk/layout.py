@@ -35,6 +35,8 @@ from .meter import JOINS, count_all
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*(\s+)")
 #: A context label may take at most this share of the budget; longer ones are cut.
 CONTEXT_SHARE = 4
+#: A summary is left out of a context when fewer word pieces than this are left for it.
+MIN_SUMMARY_TOKENS = 8
 _ATX_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+([^\n]*?)(?:[ \t]+#+)?[ \t]*(?:\n|$)")
 #: Overlap between pieces of one subdivided unit: at most this share of the budget.
 OVERLAP_SHARE = 8
@@ -70,6 +72,11 @@ class Draft:
     heading: str = ""
     symbol: str | None = None
     language: str | None = None
+
+
+def _clean(text: str) -> str:
+    """Front matter may hold lone surrogates ("\\ud83d" in YAML): pair or replace them."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").strip()
 
 
 class Layout:
@@ -145,18 +152,29 @@ class Layout:
         first, last = self.line_of(a), self.line_of(b - 1)
         return first == last or (a == self.line_start(first) and b == self.line_end(last))
 
-    def label(self, heading: str) -> tuple[str, str]:
-        """(context, heading) for a heading path, cut to a quarter of the budget."""
-        # Front matter may hold lone surrogates ("\\ud83d" in YAML): pair or replace them.
-        heading = heading.encode("utf-16", "surrogatepass").decode("utf-16", "replace").strip()
-        if not heading:
-            return "", ""
+    def label(self, heading: str, summary: str = "") -> tuple[str, str]:
+        """(context, heading) for a heading path, cut to a quarter of the budget.
+
+        `summary` (a page's front-matter description, on its first chunk) follows the path
+        on a line of its own, in what is left of that quarter (cut at a word piece, or left
+        out when under `MIN_SUMMARY_TOKENS` are left): "Guide > Install\\nHow to...\\n\\n".
+        """
+        heading = _clean(heading)
         share = self.budget.max_tokens // CONTEXT_SHARE
-        if len(heading) > share * 4 or self.context_tokens(heading) > share:
+        if heading and (len(heading) > share * 4 or self.context_tokens(heading) > share):
             meter = self.budget.meter
             heading = heading[: self.limit // CONTEXT_SHARE]
             heading = heading[: meter.cut(heading, max(share - 2, 1))].rstrip() + " …"
-        return f"{heading}\n\n", heading
+        summary = " ".join(_clean(summary).split())
+        if summary:
+            lead = f"{heading}\n" if heading else ""
+            room = share - (self.context_tokens(lead) if lead else 0) - 1
+            if self.context_tokens(summary) > room or len(summary) > room * 4:
+                summary = summary[: self.limit // CONTEXT_SHARE]
+                cut = self.budget.meter.cut(summary, room - 2) if room - 2 > 0 else 0
+                summary = summary[:cut].rstrip() + " …" if room >= MIN_SUMMARY_TOKENS else ""
+        label = "\n".join(part for part in (heading, summary) if part)
+        return (f"{label}\n\n" if label else ""), heading
 
     def context_tokens(self, context: str) -> int:
         if context not in self._contexts:
@@ -412,9 +430,11 @@ class Layout:
         """`context` less the headings that `text` itself starts with: a section's first
         chunk ("# Guide\n\n## Install ...") would otherwise embed "Guide > Install" twice.
         The path is trimmed from its end while the chunk's leading heading lines, last
-        first, match it. Only ever shortens the embedding input: the budget still holds."""
-        if not context or context != f"{heading}\n\n":
-            return context  # no prefix, or one cut to fit its share of the budget
+        first, match it; a summary line after the path stays. Only ever shortens the
+        embedding input: the budget still holds."""
+        if not context or not heading or not context.startswith(f"{heading}\n"):
+            return context  # no prefix, or not a heading path's
+        summary = context[len(heading) + 1 :].strip()  # "" or the summary, as cut to fit
         leading: list[str] = []
         at = 0
         while (match := _ATX_HEADING.match(text, at)) is not None:
@@ -428,7 +448,7 @@ class Layout:
             leading.pop()
             path.pop()
             trimmed = True
-        return self.label(" > ".join(path))[0] if trimmed else context
+        return self.label(" > ".join(path), summary)[0] if trimmed else context
 
     def _refit(self, draft: Draft) -> list[Draft]:
         """Halve an over-budget draft at a line boundary (or cut its one line) until it fits."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..records import Chunk, Document
 from . import Budget
@@ -272,9 +272,10 @@ def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
     title = doc.metadata.get("title")
     root = " ".join(title.split()) if isinstance(title, str) else ""
     sections = glue_headings(build_sections(blocks, root))
+    summary = page_summary(doc)
     drafts: list[Draft] = []
-    for group, path in _groups(sections, layout):
-        context, heading = layout.label(" > ".join(path))
+    for number, (group, path) in enumerate(_groups(sections, layout, summary)):
+        context, heading = layout.label(" > ".join(path), "" if number else summary)
         first, last = group[0].blocks[0].first, group[-1].blocks[-1].last
         if len(group) > 1:
             span = layout.lines_span(first, last)
@@ -282,14 +283,26 @@ def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
                 drafts.append(Draft(span.a, span.b, 0, context, heading))
             continue
         units = [u for b in group[0].blocks if (u := _unit(layout, b)) is not None]
-        drafts.extend(layout.pack_drafts(units, context, heading, language=doc.language))
+        packed = layout.pack_drafts(units, context, heading, language=doc.language)
+        if number == 0 and len(packed) > 1:  # the summary is the page's first chunk's only
+            plain = layout.label(" > ".join(path))[0]
+            packed[1:] = [replace(d, context=plain) for d in packed[1:]]
+        drafts.extend(packed)
     return layout.finish(drafts)
 
 
+def page_summary(doc: Document) -> str:
+    """The page's front-matter `description` (a string), which its first chunk embeds
+    after the heading path; "" when it has none."""
+    description = doc.metadata.get("description")
+    return " ".join(description.split()) if isinstance(description, str) else ""
+
+
 def _groups(
-    sections: list[Section], layout: Layout
+    sections: list[Section], layout: Layout, summary: str = ""
 ) -> Iterator[tuple[list[Section], tuple[str, ...]]]:
-    """Runs of adjacent small sections that fit together, with their common path."""
+    """Runs of adjacent small sections that fit together, with their common path (the
+    first run's context also holds `summary`)."""
     soft = layout.budget.max_tokens // MERGE_SHARE
     index = 0
     while index < len(sections):
@@ -297,12 +310,13 @@ def _groups(
         first = sections[index]
         group, path = [first], first.path
         span = _section_span(layout, first)
+        lead = summary if index == 0 else ""
         index += 1
         if span is None:
             yield group, path
             continue
         a, b, tokens = span.a, span.b, span.tokens
-        if layout.fits(tokens, a, b, layout.room(_context(layout, path))):
+        if layout.fits(tokens, a, b, layout.room(_context(layout, path, lead))):
             while index < len(sections) and tokens < soft:
                 following = sections[index]
                 more = _section_span(layout, following)
@@ -311,7 +325,7 @@ def _groups(
                 common = _common(path, following.path)
                 if path and not common:
                     break  # siblings without a common ancestor keep their own headings
-                room = layout.room(_context(layout, common))
+                room = layout.room(_context(layout, common, lead))
                 if not layout.fits(tokens + more.tokens, a, more.b, room):
                     break
                 group.append(following)
@@ -320,8 +334,8 @@ def _groups(
         yield group, path
 
 
-def _context(layout: Layout, path: tuple[str, ...]) -> str:
-    return layout.label(" > ".join(path))[0]
+def _context(layout: Layout, path: tuple[str, ...], summary: str = "") -> str:
+    return layout.label(" > ".join(path), summary)[0]
 
 
 def _section_span(layout: Layout, section: Section) -> Span | None:

@@ -275,9 +275,10 @@ def share(no_model: bool, as_json: bool, **flags: Any) -> None:
     """Let other Chroma clients query this data dir's collections by text, offline.
 
     Records Chroma's default embedding function (the same all-MiniLM-L6-v2 model) in the
-    configuration of every collection of the default model that has none, and puts that
-    model where chromadb reads it (~/.cache/chroma/onnx_models), from the offline weights or
-    else downloaded once. No vector is re-embedded. See docs/peers.md.
+    configuration of every collection of the default model that has none, gives the
+    records of an index an older release wrote the keys peers read (a metadata rewrite),
+    and puts that model where chromadb reads it (~/.cache/chroma/onnx_models), from the
+    offline weights or else downloaded once. No vector is re-embedded. See docs/peers.md.
     """
     with reported_errors():
         report = api.share(settings_from_flags(**flags), place_model=not no_model)
@@ -290,5 +291,7 @@ def share(no_model: bool, as_json: bool, **flags: Any) -> None:
         click.echo(f"already configured: {safe(name)}")
     for name in report.other_model:
         click.echo(f"another model, left as is (peers pass vectors): {safe(name)}")
+    if report.upgraded:
+        click.echo(f"upgraded {report.upgraded} record(s) of an older index (metadata only)")
     state = "placed now" if report.model_placed else "in place"
     click.echo(f"Chroma's default model: {safe(report.model_folder)} ({state})")

@@ -97,8 +97,10 @@ def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **f
         use_fallback = None if fallback is None else fallback == "extractive"
         llm = api.chat_client(settings)
         err = stderr_console()
-        start = None if no_daemon else daemon_flags(flags)
-        with open_index(settings, start=start, on_start=starting_notice) as index:
+        start = daemon_flags(flags)
+        with open_index(
+            settings, start=start, daemon=not no_daemon, on_start=starting_notice
+        ) as index:
             result = index.search(args)
         if llm is not None and result.hits and not as_json:
             err.print(f"[dim]asking {escape(safe(repr(llm)))}...[/]")

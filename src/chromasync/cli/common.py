@@ -336,30 +336,36 @@ def embed_options(pairs: Sequence[str]) -> dict[str, str]:
 
 @contextmanager
 def progress_bar(show: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress callback drawing bars on stderr (None when not `show`); the bars appear at
+    the first report, so that a prompt before it (`ingest --reset`) has the terminal."""
     if not show:
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    with Progress(
+    bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=stderr_console(),
         transient=True,
-    ) as bar:
-        tasks: dict[str, Any] = {}
+    )
+    tasks: dict[str, Any] = {}
 
-        def update(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                label = {"read": "Reading files", "write": "Embedding and writing"}.get(
-                    phase, phase
-                )
-                tasks[phase] = bar.add_task(label, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
+    def update(phase: str, done: int, total: int) -> None:
+        if not tasks:
+            bar.start()
+        if phase not in tasks:
+            label = {"read": "Reading files", "write": "Embedding and writing"}.get(phase, phase)
+            tasks[phase] = bar.add_task(label, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
 
+    try:
         yield update
+    finally:
+        if tasks:
+            bar.stop()
 
 
 def when(ns: int | None) -> str:

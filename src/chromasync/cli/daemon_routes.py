@@ -3,7 +3,11 @@
 `POST /daemon/keys`: the full CLI registers the command-line key of the console script's
 stdlib client (`fastsearch.daemon_search`), after the daemon checked that the CLI's settings
 are its own. `GET /daemon/search`: a search rendered as `chromasync search` prints it, for
-that client: `/search`'s parameters, how to render, and a registered key.
+that client: `/search`'s parameters, how to render, and a registered key. A key names the
+config file's bytes but not those of a sources file it names (finding that one needs the
+YAML parser the client has not loaded), so the daemon checks, as the snapshot fast paths do
+(`state.snapshots.consulted_unchanged`), that every file its settings were read from is
+as it read it; else it refuses, and the CLI, whose settings key differs now, replaces it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ..owner.daemon import KeyRing
 from ..owner.service import Service
 from ..rest import search_query
 from ..retrieve.editor import open_urls
+from ..state.snapshots import consulted_unchanged
 from .search import render_search
 
 #: `/daemon/search`'s own parameters, besides `/search`'s.
@@ -59,9 +64,12 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
         unknown = sorted(set(request.query_params) - known)
         if unknown:
             raise ConfigError(f"the daemon does not take {', '.join(unknown)}: the CLI runs it")
+        settings = service.settings
+        read = settings.config_file.inputs if settings.config_file is not None else ()
+        if not consulted_unchanged(read):
+            raise ConfigError("a file these settings were read from changed: the CLI runs it")
         result = service.search(args)
         out = io.StringIO()
-        settings = service.settings
         render_search(
             result,
             render,

@@ -18,11 +18,11 @@ from rich.table import Table
 
 from .. import api
 from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
-from ..errors import ChromasyncError, ConfigError, LockError
-from ..owner.index import open_index, owner_client
+from ..errors import ConfigError
+from ..owner.index import open_index
+from ..owner.queries import IngestRequest
 from ..records import IngestSummary, SourceSpec, total_summary
 from ..state.snapshots import Recorder
-from ..sync.ingest import IngestOptions
 from ..sync.summary import render_plain
 from .common import (
     print_table,
@@ -162,21 +162,7 @@ def ingest(
     with reported_errors():
         fields = file_fields(file_flags) if paths else {}
         settings = settings_from_flags(**flags)
-        recorder = _recorder(settings, flags.get("config_path"))
-        options = api.default_options(
-            settings,
-            dry_run=dry_run,
-            checksum=checksum,
-            reembed=reembed,
-            allow_mass_delete=allow_mass_delete,
-            gc=not no_gc,
-            gc_only=gc_only,
-            limit=limit,
-        )
-        if commit_sha is not None:
-            extra = {**options.extra_metadata, "indexed_commit_sha": commit_sha.lower()}
-            options = dataclasses.replace(options, extra_metadata=extra)
-        specs = []
+        specs: list[SourceSpec] = []
         if paths:
             label = labels[0] if labels else None
             if kind:
@@ -187,61 +173,39 @@ def ingest(
                 api.source_for(p, label, allow_root=bool(flags.get("allow_root_slash")), **fields)
                 for p in paths
             ]
-            collections = [api.collection_of(s, settings) for s in specs]
-        else:
-            entries = api.selected_sources(settings, labels)
-            if not entries:
-                where = settings.config_file.path if settings.config_file else None
-                raise ConfigError(
-                    "nothing to ingest: give a PATH, or declare sources with `include: true` "
-                    + (
-                        f"in {where}"
-                        if where
-                        else "in chromasync.yaml (see `chromasync sources add`)"
-                    )
-                )
-            collections = [settings.collection_for(e.kind, e.collection) for e in entries]
-            if any(e.repo for e in entries):
-                recorder = None  # a repository is fetched on every run
-        client = owner_client(settings)
-        if client is not None:
-            if reset or output_manifest:
-                raise LockError(
-                    f"the data dir is owned by {client.owner.describe()}; --reset and "
-                    "--output-manifest cannot go through it: stop it first"
-                )
-            with client:
-                summaries = _ingest_via_owner(client, specs, labels, options)
-            _print_ingest(summaries, as_json)
-            return
-        if reset:
-            names = sorted(set(collections))
+        request = IngestRequest(
+            specs=tuple(specs),
+            labels=() if specs else tuple(labels),
+            checksum=checksum,
+            allow_mass_delete=allow_mass_delete,
+            wait=wait,
+            dry_run=dry_run,
+            reembed=reembed,
+            limit=limit,
+            gc_only=gc_only,
+            no_gc=no_gc,
+            commit_sha=commit_sha,
+            reset=reset,
+            output_manifest=output_manifest,
+            include_text=include_text,
+        )
+
+        def confirm(names: Sequence[str]) -> None:
             if not yes:
                 click.confirm(
                     f"Drop collection(s) {', '.join(names)} and re-embed every source in them?",
                     abort=True,
                     err=True,
                 )
-            dropped = api.reset_collections(settings, names, wait=wait)
-            stderr_console().print(
-                f"dropped: {escape(', '.join(dropped) or 'nothing (none existed)')}"
-            )
-        if output_manifest:
-            jobs = (
-                [(s, options) for s in specs]
-                if specs
-                else api.configured_jobs(settings, labels, options)
-            )
-            with open(output_manifest, "w", encoding="utf-8") as handle:
-                count = api.export_manifest(settings, jobs, handle, include_text=include_text)
-            stderr_console().print(
-                f"wrote {count} desired records to {escape(safe(output_manifest))}"
-            )
+
+        def notice(line: str) -> None:
+            stderr_console().print(escape(safe(line)))
+
         show = not quiet and not as_json and sys.stderr.isatty()
-        with progress_bar(show) as progress:
-            sources = specs or api.ConfiguredSources(tuple(labels))
-            summaries = api.ingest(
-                sources, settings, options, progress=progress, wait=wait, recorder=recorder
+        recorder = _recorder(settings, flags.get("config_path"))
+        with progress_bar(show) as progress, open_index(settings, writes=True) as index:
+            summaries = index.ingest(  # through the data dir's owner when one runs
+                request, progress=progress, recorder=recorder, confirm=confirm, notice=notice
             )
     _print_ingest(summaries, as_json)
 
@@ -289,39 +253,6 @@ def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
         click.echo(render_plain(rows), nl=False)
     else:
         _print_summaries(summaries)
-
-
-def _ingest_via_owner(
-    client: Any, specs: Sequence[SourceSpec], labels: Sequence[str], options: IngestOptions
-) -> list[IngestSummary]:
-    """While a service owns the data dir, ask it to reindex the same (known) sources."""
-
-    owner = client.owner.describe()
-    if options.dry_run or options.reembed or options.limit or options.gc_only or not options.gc:
-        raise LockError(
-            f"the data dir is owned by {owner}; --dry-run, --reembed, --limit, --gc-only and "
-            "--no-gc cannot go through it: stop it first"
-        )
-    known = {s.label: s.location for s in client.sources()}
-    for spec in specs:
-        root = known.get(spec.label)
-        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
-            raise LockError(
-                f"the data dir is owned by {owner}, which does not know source "
-                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
-            )
-    stderr_console().print(
-        f"[dim]the data dir is owned by {escape(owner)}; reindexing through it[/]"
-    )
-    job = client.reindex(
-        [s.label for s in specs] or list(labels),
-        checksum=options.checksum,
-        allow_mass_delete=options.allow_mass_delete,
-    )
-    job = client.wait(job.id)
-    if job.status != "done":
-        raise ChromasyncError(f"{owner}: the reindex failed: {job.error}")
-    return job.ingest_summaries()
 
 
 SUMMARY_COLUMNS = (

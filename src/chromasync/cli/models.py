@@ -22,6 +22,8 @@ from .. import api
 from ..config.models import DEFAULT_NAME, ModelProfile, check_name, check_options, load_models
 from ..embed import make_embedder
 from ..errors import ConfigError
+from ..owner.index import open_index
+from ..owner.queries import EvalRequest
 from ..retrieve.evaluate import versus
 from ..sync import models as side
 from .common import (
@@ -176,16 +178,11 @@ def model_eval(
         other = against or load_models(home.data_dir).active or DEFAULT_NAME
         judged = tuple(api.load_queries(queries))
         chosen = tuple(modes) or ("dense", "hybrid")
-        reports = {
-            label: api.evaluate(
-                judged,
-                side.profile_settings(home, label),
-                modes=chosen,
-                k=k,
-                all_collections=side.store_is_own(home),
-            )
-            for label in dict.fromkeys((other, name))
-        }
+        request = EvalRequest(judged, modes=chosen, k=k, all_collections=side.store_is_own(home))
+        reports = {}
+        for label in dict.fromkeys((other, name)):
+            with open_index(side.profile_settings(home, label)) as index:  # or its owner
+                reports[label] = index.evaluate(request)
     base, new = reports[other], reports[name]
     metric = new.headline
     wins = {m: versus(new.per_query[m], base.per_query[m], metric) for m in chosen}

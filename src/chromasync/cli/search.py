@@ -29,6 +29,7 @@ from ..owner.queries import CompareQuery, EvalRequest
 from ..records import Hit
 from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable
+from ..retrieve.request import check_query
 from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
 from .common import (
     daemon_flags,
@@ -78,6 +79,7 @@ def search(
     with reported_errors():
         if files_only and (as_json or explain):
             raise click.UsageError("--files prints paths only: not with --json or --explain")
+        check_query(query, "cli")
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
         factory = click.get_current_context().find_root().obj
@@ -89,7 +91,8 @@ def search(
 
         with open_index(
             settings,
-            start=None if no_daemon else daemon_flags(flags),
+            start=daemon_flags(flags),
+            daemon=not no_daemon,
             register=line_key(os.environ) if line_key is not None else None,
             on_start=starting_notice,
             on_local=record,

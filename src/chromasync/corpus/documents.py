@@ -16,13 +16,14 @@ Invariants:
   HTML h1-h6, PDF bookmarks). No heading is invented (no "Page N" lines).
 * Text is normalised: LF line ends, no control characters other than tab and LF.
 * Every input is bounded before and while it is parsed (`Limits`): file size, pages,
-  zip members and declared uncompressed size, the bytes actually inflated (zip members and
-  PDF streams, counted in pieces as they inflate: `max_inflated`, `max_stream`,
-  `max_part`, `max_xml`), extracted characters (counted as they are parsed), outline
-  entries and a time budget checked between pages (or paragraphs, shapes, parser feeds)
-  with an injected clock. PDFium cannot be interrupted inside a page, so a PDF's streams
-  are inflated and measured before it opens the file (`pdfscan`). Memory follows the
-  budgets, not what a file claims: docs/reliability.md, "Document bombs".
+  zip members and declared uncompressed size, the bytes actually inflated (zip members
+  and PDF streams, counted in pieces as they inflate: `max_inflated`, `max_stream`), the
+  elements of one unfinished DOCX paragraph or PPTX shape, extracted characters (counted
+  as they are parsed), outline entries and a time budget checked between pages (or
+  paragraphs, shapes, parser feeds) with an injected clock. PDFium cannot be interrupted
+  inside a page, so a PDF's streams are inflated and measured before it opens the file
+  (`pdfscan`). Memory follows the budgets, not what a file claims: docs/reliability.md,
+  "Document bombs".
 
 Skip reasons (`REASONS`): `encrypted` (a password is needed), `no-text` (no text layer,
 e.g. a scan, or an empty document), `corrupt` (broken, truncated or not the format it
@@ -159,7 +160,7 @@ def _reader(fmt: str) -> Callable[[bytes, Meter], PagedDocument]:
 
         return read_docx
     if fmt == "pptx":
-        from .office import read_pptx
+        from .slides import read_pptx
 
         return read_pptx
     from .markup import read_html

@@ -26,18 +26,17 @@ from typing import Any
 from .pages import (
     Block,
     Heading,
+    Lines,
     Meter,
     Page,
     PagedDocument,
     Refused,
     clean_text,
-    normalise_title,
     one_line,
 )
-from .zipparts import member_pieces, open_package, read_member, relationships
+from .zipparts import core_title, member_pieces, open_package, parse_small, relationships
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _HEADING_STYLE = re.compile(r"^heading ([1-9])$", re.IGNORECASE)
 _P, _TBL, _BODY = _W + "p", _W + "tbl", _W + "body"
 _SDT, _SDT_CONTENT = _W + "sdt", _W + "sdtContent"
@@ -56,8 +55,9 @@ def read_docx(data: bytes, meter: Meter) -> PagedDocument:
         parts = relationships(archive, "", meter, MAX_SMALL_PART)
         main = parts.get("officeDocument", "word/document.xml")
         levels, default = _styles(archive, main, meter)
-        blocks = list(_blocks(archive, main, meter, levels, default))
-        title = _title(archive, parts.get("core-properties", "docProps/core.xml"), meter)
+        blocks = _merge_body(_blocks(archive, main, meter, levels, default), meter)
+        core = parts.get("core-properties", "docProps/core.xml")
+        title = core_title(archive, core, meter, MAX_SMALL_PART)
     except KeyError as exc:
         raise Refused("corrupt", f"a part is missing: {exc}") from exc
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
@@ -67,7 +67,7 @@ def read_docx(data: bytes, meter: Meter) -> PagedDocument:
     finally:
         archive.close()
     outline = tuple(Heading(b.level, b.text, 1) for b in blocks if b.level)
-    return PagedDocument("docx", (Page(1, _merge_body(blocks)),), title, outline)
+    return PagedDocument("docx", (Page(1, blocks),), title, outline)
 
 
 def _parser() -> Any:
@@ -78,18 +78,11 @@ def _parser() -> Any:
     )
 
 
-def _parse_small(archive: zipfile.ZipFile, name: str, meter: Meter) -> Any:
-    from lxml import etree
-
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
-    return etree.fromstring(read_member(archive, name, meter, MAX_SMALL_PART), parser)
-
-
 def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str, int], int]:
     """Heading level (0: body) by paragraph style id, and the default paragraph style's."""
     name = relationships(archive, main, meter, MAX_SMALL_PART).get("styles", "word/styles.xml")
     try:
-        root = _parse_small(archive, name, meter)
+        root = parse_small(archive, name, meter, MAX_SMALL_PART)
     except KeyError:
         return {}, 0
     levels: dict[str, int] = {}
@@ -107,15 +100,6 @@ def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str
         if style.get(_W + "default") in ("1", "true", "on"):
             default = level
     return levels, default
-
-
-def _title(archive: zipfile.ZipFile, name: str, meter: Meter) -> str:
-    try:
-        root = _parse_small(archive, name, meter)
-    except KeyError:
-        return ""
-    found = root.find(_DC_TITLE)
-    return normalise_title(found.text if found is not None else None)
 
 
 def _blocks(
@@ -204,20 +188,26 @@ def _row(tr: Any) -> str:
     return " | ".join(cells)
 
 
-def _merge_body(blocks: list[Block]) -> tuple[Block, ...]:
-    """Adjacent body blocks joined into one (a paragraph per line); headings kept apart."""
+def _merge_body(blocks: Iterator[Block], meter: Meter) -> tuple[Block, ...]:
+    """Adjacent body blocks joined into one (a paragraph per line) as they come, headings
+    kept apart; past `max_outline` headings, a heading paragraph is a body line (a
+    document of a million one-letter headings holds its text, not a million blocks)."""
     merged: list[Block] = []
-    body: list[str] = []
+    body = Lines()
+    headings = 0
     for block in blocks:
-        if block.level:
-            if body:
-                merged.append(Block(0, "\n".join(body)))
-                body = []
+        if block.level and headings < meter.limits.max_outline:
+            headings += 1
+            text = body.text()
+            if text:
+                merged.append(Block(0, text))
+                body = Lines()
             merged.append(block)
         else:
-            body.append(block.text)
-    if body:
-        merged.append(Block(0, "\n".join(body)))
+            body.add(block.text)
+    text = body.text()
+    if text:
+        merged.append(Block(0, text))
     return tuple(merged)
 
 

@@ -1,7 +1,7 @@
 """The records of a paged document, and the text hygiene every reader shares.
 
-`documents` reads a file into these; `pdf`, `office` and `markup` are its readers. Kept apart
-so that the readers and `documents` import this module, never each other.
+`documents` reads a file into these; `pdf`, `docx`, `slides` and `markup` are its readers.
+Kept apart so that the readers and `documents` import this module, never each other.
 """
 
 from __future__ import annotations
@@ -28,9 +28,7 @@ class Limits:
     max_image: int = 256 * 1024 * 1024  # one PDF stream labelled an image, inflated
     max_page_chars: int = 500_000  # characters one PDF stream shows (PDFium's text page)
     max_page_ops: int = 500_000  # operators of one PDF stream that PDFium builds objects of
-    max_part: int = 4 * 1024 * 1024  # one XML part of a PPTX (python-pptx parses it whole)
-    max_xml: int = 32 * 1024 * 1024  # the XML parts of a PPTX, together
-    max_outline: int = 10_000  # PDF bookmarks read
+    max_outline: int = 10_000  # PDF bookmarks read; DOCX headings (then body lines)
     max_depth: int = 32  # nested groups (PPTX), nested tables (DOCX)
     seconds: float = 60.0  # wall time, checked between pages and blocks
 
@@ -154,6 +152,29 @@ class Meter:
     def pages(self, count: int) -> None:
         if count > self.limits.max_pages:
             raise Refused("too-large", f"{count} pages (the limit is {self.limits.max_pages})")
+
+
+class Lines:
+    """Lines joined by LF as they come (blank ones left out), held as a few long strings
+    rather than one object a line: a slide of a million one-letter boxes (or a document of a million
+    one-letter paragraphs) costs its text, not a million objects."""
+
+    __slots__ = ("_done", "_open")
+
+    def __init__(self) -> None:
+        self._done: list[str] = []
+        self._open: list[str] = []
+
+    def add(self, line: str) -> None:
+        if not line.strip():
+            return
+        self._open.append(line)
+        if len(self._open) >= 1024:
+            self._done.append("\n".join(self._open))
+            self._open.clear()
+
+    def text(self) -> str:
+        return "\n".join([*self._done, *self._open])
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffe\uffff]")

@@ -21,12 +21,14 @@ import posixpath
 import re
 import zipfile
 from collections.abc import Iterator
+from typing import Any
 
-from .pages import Meter, Refused
+from .pages import Meter, Refused, normalise_title
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _PIECE = 64 * 1024
 _TARGET = re.compile(rb"<Relationship\b[^>]*>")
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _ATTR = re.compile(rb"""(\w+)\s*=\s*["']([^"']*)["']""")
 
 
@@ -79,23 +81,62 @@ def read_member(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> 
 def relationships(archive: zipfile.ZipFile, part: str, meter: Meter, cap: int) -> dict[str, str]:
     """The relationship type (its last path segment) -> target part name of `part`
     (`""` for the package), from its `_rels/*.rels` member; {} when it has none."""
+    found: dict[str, str] = {}
+    for kind, target in relationship_ids(archive, part, meter, cap).values():
+        found.setdefault(kind, target)
+    return found
+
+
+def relationship_ids(
+    archive: zipfile.ZipFile, part: str, meter: Meter, cap: int
+) -> dict[str, tuple[str, str]]:
+    """Relationship id -> (type, its last path segment; target part name) of `part`'s
+    internal relationships, in the order of its `_rels/*.rels` member; {} when it has none."""
     folder, base = posixpath.split(part)
     rels = posixpath.join(folder, "_rels", base + ".rels")
     try:
         data = read_member(archive, rels, meter, cap)
     except KeyError:
         return {}
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str]] = {}
     for tag in _TARGET.findall(data):
         attrs = {k.decode(): v.decode("utf-8", "replace") for k, v in _ATTR.findall(tag)}
         kind = attrs.get("Type", "").rsplit("/", 1)[-1]
         target = attrs.get("Target", "")
-        if kind and target and attrs.get("TargetMode") != "External" and kind not in found:
+        ident = attrs.get("Id", "")
+        if kind and target and attrs.get("TargetMode") != "External" and ident not in found:
             if target.startswith("/"):
-                found[kind] = posixpath.normpath(target.lstrip("/"))
+                name = posixpath.normpath(target.lstrip("/"))
             else:
-                found[kind] = posixpath.normpath(posixpath.join(folder, target))
+                name = posixpath.normpath(posixpath.join(folder, target))
+            found[ident] = (kind, name)
     return found
 
 
-__all__ = ["member_pieces", "open_package", "read_member", "relationships"]
+def parse_small(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> Any:
+    """Member `name` (at most `cap` bytes) parsed whole by lxml: no entities, no network."""
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
+    return etree.fromstring(read_member(archive, name, meter, cap), parser)
+
+
+def core_title(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> str:
+    """The `dc:title` of the core properties part `name`; "" when there is none."""
+    try:
+        root = parse_small(archive, name, meter, cap)
+    except KeyError:
+        return ""
+    found = root.find(_DC_TITLE)
+    return normalise_title(found.text if found is not None else None)
+
+
+__all__ = [
+    "core_title",
+    "member_pieces",
+    "open_package",
+    "parse_small",
+    "read_member",
+    "relationship_ids",
+    "relationships",
+]

@@ -19,7 +19,8 @@ from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
 from ..records import Hit
 from ..rest.bodies import option_default, option_type
 from ..rest.render import sources_json
-from ..retrieve.options import MAX_QUERY_CHARS, MAX_QUESTION_CHARS, OPTIONS
+from ..retrieve.options import MAX_QUESTION_CHARS, OPTIONS
+from ..retrieve.request import check_query
 from .backend import Backend
 from .errors import error_text
 
@@ -50,9 +51,8 @@ def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empt
 
 #: The arguments of the `search` and `ask` tools: the query (or question), then every
 #: search option (`retrieve.options`, typed and bounded as REST's bodies: `option_type`).
-SEARCH_FIRST = _parameter(
-    "query",
-    Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")],
+SEARCH_FIRST = _parameter(  # its length: `retrieve.options.QUERY`, by `check_query`
+    "query", Annotated[str, Field(min_length=1, description="The query.")]
 )
 ASK_FIRST = _parameter(
     "question",
@@ -105,7 +105,8 @@ def build_server(backend: Backend) -> Any:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
         with tool_errors(), backend.access() as index:
-            result = index.search(_search_args(arguments.pop("query"), arguments))
+            query = check_query(arguments.pop("query"), "json")
+            result = index.search(_search_args(query, arguments))
             data = result.as_json()
             data["hits"] = [_hit(h) for h in result.hits]
             return data

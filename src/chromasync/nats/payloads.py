@@ -30,10 +30,9 @@ from ..answer.ask import MAX_QUESTION_CHARS
 from ..errors import ConfigError
 from ..records import Hit
 from ..retrieve.filter_syntax import MAX_OPTION_VALUES, MAX_VALUE_CHARS, parse_value
+from ..retrieve.options import MAX_QUERY_CHARS  # the query's bound on every surface
 from .errors import BadMessage
 
-#: Characters of a retrieval query (REST's `q`, MCP's `query`).
-MAX_QUERY_CHARS = 2000
 #: Hits per request (MCP's `k`); the design's default is 8.
 MAX_TOP_K = 100
 DEFAULT_TOP_K = 8

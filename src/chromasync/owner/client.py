@@ -21,13 +21,14 @@ from ..answer.records import Answer
 from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..errors import ConfigError, SourceError, StoreError, error_class
-from ..records import Hit
+from ..records import Hit, IngestSummary
 from ..retrieve.access import DEFAULT_MAX_BYTES, FileLines
 from ..retrieve.filters import Filters
 from ..retrieve.links import LinksReport
 from ..retrieve.request import SearchArgs
 from ..retrieve.results import SearchResult
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..state.snapshots import Recorder
 from ..sync.registry import SourceInfo
 from .locate import OwnerInfo
 from .queries import (
@@ -36,10 +37,12 @@ from .queries import (
     EvalRequest,
     FileSet,
     IndexStatus,
+    IngestRequest,
     JobState,
     LinksQuery,
     SummariesQuery,
 )
+from .routes import ingest_through_owner
 from .wire import from_wire, to_wire
 
 T = TypeVar("T")
@@ -289,6 +292,20 @@ class OwnerClient:
         options = {"checksum": checksum, "allow_mass_delete": allow_mass_delete}
         job = self._call("POST", "/reindex", json={"sources": list(labels), **options})
         return JobState.of(job)
+
+    def ingest(
+        self,
+        request: IngestRequest,
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        recorder: Recorder | None = None,
+        confirm: Callable[[Sequence[str]], None] | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> list[IngestSummary]:
+        """The owner's reindex of the same known sources, when the request asks nothing
+        else (`owner.routes`); else `LockError` naming what it asked. The hooks of an
+        in-process run are not called (the owner reports no progress meanwhile)."""
+        return ingest_through_owner(self, request, self.owner.describe(), self.settings, notice)
 
     def job(self, job_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/jobs/{job_id}")

@@ -20,10 +20,11 @@ from ..answer.records import Answer
 from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..datadir import STATE_FILE
-from ..records import Hit
+from ..records import Hit, IngestSummary
 from ..retrieve.access import FileLines
 from ..retrieve.links import LinksReport
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..state.snapshots import Recorder
 from ..sync.registry import SourceInfo
 from . import daemon as daemons
 from .local import LocalIndex, OnLocalSearch
@@ -33,6 +34,7 @@ from .queries import (
     EvalRequest,
     FileSet,
     IndexStatus,
+    IngestRequest,
     JobState,
     LinksQuery,
     SummariesQuery,
@@ -124,9 +126,31 @@ class Index(Protocol):
         """A job once it has finished (or `timeout` passed)."""
         ...
 
+    def ingest(
+        self,
+        request: IngestRequest,
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        recorder: Recorder | None = None,
+        confirm: Callable[[Sequence[str]], None] | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> list[IngestSummary]:
+        """An ingest as asked (`chromasync ingest`): in process, all of it; through the
+        owner, the part it serves (`owner.routes`: the rest is refused, named). Hooks, in
+        process: `progress`; `recorder`, the fast path's; `confirm`, told the collections a
+        reset is about to drop (it raises to stop it); `notice`, a line for the user."""
+        ...
+
 
 def owner_client(settings: Settings) -> OwnerClient | None:
-    """A client of the process that owns the data dir (serve, watch, mcp), or None.
+    """A client of the process that owns the data dir (serve, watch, mcp), or None (what a
+    surface that may become the owner asks: `mcp.backend`)."""
+    info = _writers_owner(settings)
+    return None if info is None else _client(info, settings)
+
+
+def _writers_owner(settings: Settings) -> OwnerInfo | None:
+    """The owner a writer goes through (serve, watch, mcp), or None.
 
     The search daemon does not count: it only reads, and whoever asks for this (a writer, a
     long-running surface) takes the lock from it instead (`state.lock.ask_reader_to_leave`);
@@ -137,7 +161,7 @@ def owner_client(settings: Settings) -> OwnerClient | None:
         daemons.make_way(str(settings.data_dir))
     if info is None or info.role == daemons.ROLE:
         return None
-    return _client(info, settings)
+    return info
 
 
 def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
@@ -157,26 +181,36 @@ def open_index(
     settings: Settings,
     *,
     start: Mapping[str, Any] | None = None,
+    daemon: bool = True,
+    writes: bool = False,
     register: str | None = None,
     on_start: Callable[[], None] | None = None,
     on_local: OnLocalSearch | None = None,
 ) -> Iterator[Index]:
     """The owner's client while an owner runs, else the index in this process.
 
-    `start`: the command's flags; when given (and `CHROMASYNC_NO_DAEMON` is not set), a
-    search daemon with these settings is started if no owner runs (`daemon.ensure`), unless
-    nothing was indexed here yet (a mistyped `--data-dir` gets its error, not a daemon).
+    `start`: the command's flags; when given, a search daemon with these settings is
+    started if no owner runs (`daemon.ensure`), unless nothing was indexed here yet (a
+    mistyped `--data-dir` gets its error, not a daemon).
+    `daemon`: False (`--no-daemon`; `CHROMASYNC_NO_DAEMON` set) keeps the search daemon out
+    of it: none is started, asked or used; an owner (serve, watch, mcp) still is.
+    `writes`: the command writes (`ingest`): never through the search daemon, which only
+    reads (the writer takes the lock from it; a frozen one is ended: `owner_client`).
     `register`: the command line's key for the console script's daemon client.
     `on_local`: see `LocalIndex`.
     """
     info: OwnerInfo | None
     indexed = (settings.data_dir / STATE_FILE).exists() or bool(settings.chroma_url)
-    if start is not None and indexed and not daemons.daemon_off(os.environ):
+    daemon = daemon and not daemons.daemon_off(os.environ)
+    if writes:
+        info = _writers_owner(settings)
+    elif start is not None and daemon and indexed:
         info = daemons.ensure(settings, start, on_start=on_start)
     else:
         info = find_owner(settings.data_dir)
         if info is not None and info.role == daemons.ROLE:
-            info = info if _same_settings(info, settings) and daemons.answers(info) else None
+            usable = daemon and _same_settings(info, settings) and daemons.answers(info)
+            info = info if usable else None
     if info is None:
         yield LocalIndex(settings, on_local)
         return

@@ -21,16 +21,18 @@ from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..embed import Embedder
 from ..errors import ConfigError
-from ..records import Hit
+from ..records import Hit, IngestSummary
 from ..retrieve.access import FileLines, get_file, get_files, indexed_file_location
 from ..retrieve.links import LinksReport
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..state.snapshots import Recorder
 from ..sync.registry import SourceInfo
 from .queries import (
     CompareQuery,
     EvalRequest,
     FileSet,
     IndexStatus,
+    IngestRequest,
     JobState,
     LinksQuery,
     SummariesQuery,
@@ -257,6 +259,64 @@ class LocalIndex:
         )
         self._jobs[job.id] = job
         return job
+
+    def ingest(
+        self,
+        request: IngestRequest,
+        *,
+        progress: Progress | None = None,
+        recorder: Recorder | None = None,
+        confirm: Callable[[Sequence[str]], None] | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> list[IngestSummary]:
+        """Every field of the request, in this process (the data dir's lock rules apply)."""
+        from .routes import configured_sources
+
+        settings = self.settings
+        options = api.default_options(
+            settings,
+            dry_run=request.dry_run,
+            checksum=request.checksum,
+            reembed=request.reembed,
+            allow_mass_delete=request.allow_mass_delete,
+            gc=not request.no_gc,
+            gc_only=request.gc_only,
+            limit=request.limit,
+        )
+        if request.commit_sha is not None:
+            extra = {**options.extra_metadata, "indexed_commit_sha": request.commit_sha.lower()}
+            options = dataclasses.replace(options, extra_metadata=extra)
+        specs = list(request.specs)
+        if specs:
+            collections = [api.collection_of(s, settings) for s in specs]
+        else:
+            entries = configured_sources(request, settings)
+            collections = [settings.collection_for(e.kind, e.collection) for e in entries]
+            if any(e.repo for e in entries):
+                recorder = None  # a repository is fetched on every run
+        if request.reset:
+            names = sorted(set(collections))
+            if confirm is not None:
+                confirm(names)
+            dropped = api.reset_collections(settings, names, wait=request.wait)
+            if notice is not None:
+                notice(f"dropped: {', '.join(dropped) or 'nothing (none existed)'}")
+        if request.output_manifest:
+            jobs = (
+                [(s, options) for s in specs]
+                if specs
+                else api.configured_jobs(settings, request.labels, options)
+            )
+            with open(request.output_manifest, "w", encoding="utf-8") as handle:
+                count = api.export_manifest(
+                    settings, jobs, handle, include_text=request.include_text
+                )
+            if notice is not None:
+                notice(f"wrote {count} desired records to {request.output_manifest}")
+        sources = specs or api.ConfiguredSources(tuple(request.labels))
+        return api.ingest(
+            sources, settings, options, progress=progress, wait=request.wait, recorder=recorder
+        )
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobState:
         from ..errors import NotFound

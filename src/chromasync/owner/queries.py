@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import IngestSummary
+from ..records import IngestSummary, SourceSpec
 from ..retrieve.access import FileLines
 from ..retrieve.evaluate import EvalQuery
 from ..sync.registry import SourceStatus, StateHealth
@@ -74,6 +74,30 @@ class EvalRequest:
     sources: tuple[str, ...] = ()
     collections: tuple[str, ...] = ()
     all_collections: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IngestRequest:
+    """An ingest as its caller asked for it (`chromasync ingest`'s flags, by their names):
+    which sources, and how. In process every field applies (`LocalIndex.ingest`); through
+    the data dir's owner only those `owner.routes.OWNER_INGESTS` names (the owner reindexes
+    the sources it knows; the rest needs the store to itself), and a request asking more is
+    refused, naming what it asked."""
+
+    specs: tuple[SourceSpec, ...] = ()  # sources by PATH; none: the configured ones
+    labels: tuple[str, ...] = ()  # without specs: only these configured sources
+    checksum: bool = False
+    allow_mass_delete: bool = False
+    wait: bool = False  # wait for another writer (an owner queues the run anyway)
+    dry_run: bool = False
+    reembed: bool = False
+    limit: int | None = None
+    gc_only: bool = False
+    no_gc: bool = False
+    commit_sha: str | None = None  # records written carry indexed_commit_sha
+    reset: bool = False  # drop and recreate the sources' collections first
+    output_manifest: str | None = None  # with dry_run: the desired records, as JSON Lines
+    include_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +190,7 @@ __all__ = [
     "EvalRequest",
     "FileSet",
     "IndexStatus",
+    "IngestRequest",
     "JobState",
     "LinksQuery",
     "SummariesQuery",

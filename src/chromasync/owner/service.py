@@ -31,14 +31,16 @@ from ..config.settings import Settings
 from ..embed import Embedder
 from ..embed.querycache import QueryCache
 from ..errors import ConfigError, LockError
-from ..records import SourceSpec
+from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
+from ..state.snapshots import Recorder
 from ..sync.ingest import IngestOptions, Progress
 from ..sync.registry import SourceInfo
 from .jobs import JobRunner
 from .local import LocalIndex
 from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
-from .queries import IndexStatus, JobState, SummariesQuery
+from .queries import IndexStatus, IngestRequest, JobState, SummariesQuery
+from .routes import ingest_through_owner
 
 log = logging.getLogger(__name__)
 RUN_TIMEOUT = 3600.0
@@ -222,6 +224,20 @@ class Service(LocalIndex):
     def wait(self, job_id: str, timeout: float | None = None) -> JobState:
         """Block until a job has finished (or `timeout` passed)."""
         return JobState.of(self._runner().wait(job_id, timeout=timeout))
+
+    def ingest(
+        self,
+        request: IngestRequest,
+        *,
+        progress: Progress | None = None,
+        recorder: Recorder | None = None,
+        confirm: Callable[[Sequence[str]], None] | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> list[IngestSummary]:
+        """As through this owner's client: a reindex job of the known sources, when the
+        request asks nothing else (`owner.routes`), waited for."""
+        owner = self.info.describe() if self.info else f"chromasync {self.role}"
+        return ingest_through_owner(self, request, owner, self.settings, notice)
 
     def queue_reindex(
         self,

@@ -14,7 +14,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from .. import api
 from ..config.labels import LABEL_MAX, label_problem
-from ..retrieve.options import BY_NAME, MAX_QUERY_CHARS, OPTIONS, Option
+from ..retrieve.options import BY_NAME, OPTIONS, Option
+from ..retrieve.request import check_query
 
 
 def _valid_label(value: str) -> str:
@@ -90,8 +91,8 @@ _SPELLING = Literal["cli", "query", "json"]
 _SPELLED: dict[str, Any] = {
     "spelling": (_SPELLING, Field(default="json", description="How errors spell options."))
 }
-_QUERY: dict[str, Any] = {
-    "query": (str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The query."))
+_QUERY: dict[str, Any] = {  # its length: `retrieve.options.QUERY`, checked by `check_query`
+    "query": (str, Field(min_length=1, description="The query."))
 }
 _QUESTION: dict[str, Any] = {
     "question": (str, Field(max_length=1_000_000, description="The question.")),
@@ -114,7 +115,7 @@ class SearchBody(_SearchFields):  # type: ignore[misc]
 
     def search_args(self) -> api.SearchArgs:
         fields = self.model_dump()
-        return _args(fields.pop("query"), fields)
+        return _args(check_query(fields.pop("query"), fields["spelling"]), fields)
 
 
 class AskBody(_AskFields):  # type: ignore[misc]
@@ -129,7 +130,7 @@ class AskBody(_AskFields):  # type: ignore[misc]
 
 
 def _search_query(**given: Any) -> api.SearchArgs:
-    q = given.pop("q")
+    q = check_query(given.pop("q"), "query")
     return api.SearchArgs.of(q, spelling="query", **{_BY_PARAM[k]: v for k, v in given.items()})
 
 
@@ -139,9 +140,7 @@ _search_query.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         inspect.Parameter(
             "q",
             inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[
-                str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="The query.")
-            ],
+            annotation=Annotated[str, Query(min_length=1, description="The query.")],
         ),
         *(
             inspect.Parameter(

@@ -21,14 +21,21 @@ from ..records import OWNER_KEY, Hit
 from ..state.manifest import State, stored_root
 
 
-def get_document(settings: Settings, path: str, source: str | None = None) -> list[Hit]:
+def get_document(
+    settings: Settings,
+    path: str,
+    source: str | None = None,
+    limit: int | None = None,
+    collection: str | None = None,
+) -> list[Hit]:
     """The indexed chunks of one file, in line order (from the local state; no store, no disk).
 
-    `path` is relative to its source root, as hits cite it; `source` narrows to one source.
+    `path` is relative to its source root, as hits cite it; `source` narrows to one source,
+    `collection` to one collection; `limit` keeps the first chunks only.
     """
     rel = relative_path(path)
     with State.open(settings.data_dir, readonly=True) as state:
-        rows = state.document_chunks(rel, source)
+        rows = state.document_chunks(rel, source, limit, collection)
     if not rows:
         where = f" in source {source!r}" if source else ""
         raise NotFound(f"no indexed file {shown(path)}{where}; search for it first")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..datadir import MIRROR_FILE as MIRROR_FILE
 from ..datadir import create_private_file, make_private_dir
-from ..records import source_label
+from ..records import keyword_heading, source_label
 from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ class KeywordMirror:
                         name,
                         source_label(meta),
                         str(meta.get("path", "")),
-                        str(meta.get("heading", "")),
+                        keyword_heading(meta),
                         record.document or "",
                         json.dumps(meta, ensure_ascii=False),
                         _record_hash(meta),

@@ -334,6 +334,22 @@ OPTIONS: tuple[Option, ...] = (
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
 
 
+#: The query itself: no option (every request has one), but declared and bounded alike on
+#: every surface; spelled as the CLI's argument (`QUERY`, in `flag`), REST's `q`, the JSON
+#: `query`. Each surface checks it with `text_problem` before anything reads it.
+QUERY = Option(
+    "query", "text", None, "The query.", flag="QUERY", param="q", max_chars=MAX_QUERY_CHARS
+)
+
+
+def text_problem(option: Option, value: str, spelling: str) -> str | None:
+    """What is wrong with a text value of `option` (over its `max_chars`), as a caller of
+    `spelling` names it; None when nothing is: the one message of every text bound."""
+    if option.max_chars is not None and len(value) > option.max_chars:
+        return f"{option.spelled(spelling)} takes text of at most {option.max_chars} characters"
+    return None
+
+
 def option(name: str) -> Option:
     """The option of this name (`KeyError` for none)."""
     return BY_NAME[name]
@@ -361,12 +377,16 @@ __all__ = [
     "KINDS",
     "MAX_K",
     "MAX_OPTION_VALUES",
+    "MAX_QUERY_CHARS",
+    "MAX_QUESTION_CHARS",
     "MAX_VALUE_CHARS",
     "MAX_WHERE_JSON_CHARS",
     "OPTIONS",
+    "QUERY",
     "SPELLINGS",
     "Option",
     "cli_flags",
     "option",
     "spelled",
+    "text_problem",
 ]

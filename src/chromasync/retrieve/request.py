@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .filters import Filters, filters_from_options
-from .options import OPTIONS, SPELLINGS
+from .options import OPTIONS, QUERY, SPELLINGS, text_problem
 from .results import SearchRequest
 
 if TYPE_CHECKING:
@@ -133,6 +133,16 @@ def check_values(args: SearchArgs) -> None:
                 raise ConfigError(f"{name} takes one of {', '.join(option.choices)}, not {value!r}")
         elif not isinstance(value, str) or len(value) > (option.max_chars or 0):
             raise ConfigError(f"{name} takes text of at most {option.max_chars} characters")
+
+
+def check_query(query: str, spelling: str) -> str:
+    """A search's query within its bound (`options.QUERY`), or `ConfigError` naming it as
+    the caller spells it (`QUERY`, `q`, `query`). Every surface's search calls this on what
+    it was given; an `ask`'s question has its own, longer bound (`answer.ask`)."""
+    problem = text_problem(QUERY, query, spelling)
+    if problem is not None:
+        raise ConfigError(problem)
+    return query
 
 
 def search_request(args: SearchArgs, settings: Settings) -> SearchRequest:

@@ -37,7 +37,7 @@ from typing import Any
 from ..datadir import FILE_MODE, create_private_file, make_private_dir
 from ..datadir import STATE_FILE as STATE_FILE
 from ..errors import SourceError, StoreError
-from ..records import ChunkRecord, FileState
+from ..records import ChunkRecord, FileState, keyword_heading
 from .rows import SourceRow as SourceRow
 from .rows import file_row, file_state, source_row
 from .rows import stored_root as stored_root
@@ -247,6 +247,21 @@ class State:
                 (_now_ns(), _now_ns(), json.dumps(summary), collection, source),
             )
 
+    def records_version(self, collection: str, source: str) -> int:
+        """The version of the keys the source's records in the store carry, as recorded
+        after `store.peers.upgrade_records` (0: never recorded, an older index)."""
+        row = self._db.execute(
+            "SELECT value FROM meta WHERE key = ?", (_records_key(collection, source),)
+        ).fetchone()
+        return int(row[0]) if row is not None and str(row[0]).isdigit() else 0
+
+    def set_records_version(self, collection: str, source: str, version: int) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                (_records_key(collection, source), str(version)),
+            )
+
     def set_root(self, collection: str, source: str, root: str) -> None:
         with self._db:
             self._db.execute(
@@ -272,6 +287,7 @@ class State:
                     f"DELETE FROM {table} WHERE collection = ? AND source = ?",
                     (collection, source),
                 )
+            self._db.execute("DELETE FROM meta WHERE key = ?", (_records_key(collection, source),))
 
     # -- files -------------------------------------------------------------------------
 
@@ -397,7 +413,7 @@ class State:
                     collection,
                     source,
                     path,
-                    str(r.metadata.get("heading", "")),
+                    keyword_heading(r.metadata),
                     r.document,
                     json.dumps(dict(r.metadata), ensure_ascii=False),
                 )
@@ -417,22 +433,32 @@ class State:
         return {r[0] for r in rows}
 
     def document_chunks(
-        self, path: str, source: str | None = None
+        self,
+        path: str,
+        source: str | None = None,
+        limit: int | None = None,
+        collection: str | None = None,
     ) -> list[tuple[str, str, str, str, str, dict[str, Any]]]:
         """(collection, source, id, heading, text, metadata) of every chunk of `path`, in
-        line order, from every collection."""
-        sql = "SELECT collection, source, id, heading, text, metadata FROM chunks WHERE path = ? "
-        args: list[str] = [path]
+        line order, from every collection or from `collection` (the heading path, not the
+        keyword column's `records.keyword_heading`); the first `limit` only, when given."""
+        sql = "SELECT collection, source, id, text, metadata FROM chunks WHERE path = ? "
+        args: list[str | int] = [path]
         if source is not None:
             sql += "AND source = ? "
             args.append(source)
+        if collection is not None:
+            sql += "AND collection = ? "
+            args.append(collection)
         sql += (
             "ORDER BY collection, source, "
             "CAST(json_extract(metadata, '$.start_line') AS INTEGER), id"
         )
-        return [
-            (r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in self._db.execute(sql, args)
-        ]
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(max(limit, 0))
+        rows = [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in self._db.execute(sql, args)]
+        return [(c, s, i, str(meta.get("heading", "")), t, meta) for c, s, i, t, meta in rows]
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -444,3 +470,7 @@ def _now_ns() -> int:
     import time
 
     return time.time_ns()
+
+
+def _records_key(collection: str, source: str) -> str:
+    return "records_version:" + json.dumps([collection, source])

@@ -9,20 +9,21 @@
 * Ownership (`owner_of`): every record chromasync writes carries `OWNER_KEY` (its source's
   label). A record without it was written by another tool: chromasync reports it and never
   deletes, adopts or rewrites it. Records of an index written before the marker existed
-  are recognised by `plan.triage.written_by` and marked once (`mark_legacy`: a metadata
-  rewrite, nothing re-embedded).
+  are recognised by `plan.triage.written_by`, and every record of an older index gets the
+  keys records carry now once (`upgrade_records`: a metadata rewrite, nothing re-embedded).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..embed.shared import MODEL_ID
-from ..plan.triage import source_path, written_by
-from ..records import OWNER_KEY
+from ..plan.triage import written_by
+from ..plan.upgrade import RECORDS_VERSION, embedded_context, may_have_context, missing_keys
+from ..records import CONTEXT_KEY, OWNER_KEY
 
 if TYPE_CHECKING:
     from .chroma import Collection, StoredRecord
@@ -34,8 +35,11 @@ PEER_FUNCTION = "default"
 #: Chroma's names of functions that run the default model (`ONNXMiniLM_L6_V2`).
 DEFAULT_MODEL_FUNCTIONS = frozenset({"default", "onnx_mini_lm_l6_v2"})
 SAMPLE = 5
-#: Collection metadata key (+ the source label): that label's legacy records are marked.
-MARKED_PREFIX = "chromasync_marked."
+#: Records whose documents the upgrade reads at once (chroma.py's page).
+READ_PAGE = 1000
+#: Collection metadata key (+ the source label): that label's records carry every key of
+#: `RECORDS_VERSION` (an index upgraded by an earlier release recorded `chromasync_marked.`).
+UPGRADED_PREFIX = "chromasync_upgraded."
 
 
 def runs_default_model(model_id: str | None, provider: str | None) -> bool:
@@ -95,48 +99,110 @@ def owner_of(record: StoredRecord) -> str | None:
     return None
 
 
-def mark_legacy(collection: Collection, label: str, root: str = "") -> int:
-    """Upgrade `label`'s records written before the ownership marker existed, by a metadata
-    update (no vector is read or written): the marker, and the document keys LlamaIndex
-    reads (`document_id`, `ref_doc_id`), and with the source's `root` the file's path in
-    `source`; how many were upgraded. Once per label: the collection's metadata then records
-    `MARKED_PREFIX + label`, and later runs read nothing (a pass over 11,247 SciFact records
-    took 7 s of every writing run before)."""
-    done = MARKED_PREFIX + label
-    if collection.metadata.get(done):  # marked before: no record is read again
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """What the upgrade keeps of one record while it reads the label's records."""
+
+    path: str
+    index: int
+    symbol: str
+    added: dict[str, Any]
+    context: dict[str, Any]  # the keys `embedded_context` reads; empty: none to look for
+
+
+def upgrade_records(
+    collection: Collection, label: str, root: str = "", contexts: bool = True
+) -> int:
+    """Give `label`'s records written by an older chromasync the keys records carry now,
+    by a metadata rewrite (no vector is read or written, nothing is embedded, no file is
+    read): the ownership marker (records written before it are recognised by
+    `plan.triage.written_by`), `source` as the file's path in `root`, `document_id` and
+    `ref_doc_id`, and `chromasync_context`, found from each record's own heading or symbol
+    and checked against its `chunk_hash` (`plan.upgrade`); how many records were upgraded.
+
+    Once per label: the collection's metadata then records `UPGRADED_PREFIX + label` =
+    `RECORDS_VERSION`, and later runs read nothing (a pass over 11,247 SciFact records took
+    7 s of every writing run before). `contexts=False` (a collection about to be replaced)
+    gives only the marker and the document keys, and records nothing."""
+    done = UPGRADED_PREFIX + label
+    if collection.metadata.get(done) == RECORDS_VERSION:  # upgraded before: nothing is read
         return 0
-    marked = 0
-    pending: dict[str, dict[str, Any]] = {}
+    rows: dict[str, _Row] = {}
+    for record in collection.iter_records(where={OWNER_KEY: label}):
+        rows[record.id] = _row(label, record.metadata, root, contexts)
     for record in collection.iter_records(where={"source": label}):
         meta = record.metadata
         if OWNER_KEY in meta or not written_by(label, record.id, meta):
             continue
-        document = str(meta.get("document_id") or meta.get("path", ""))
-        added = {OWNER_KEY: label, "document_id": document, "ref_doc_id": document}
-        if root:
-            added["source"] = source_path(root, str(meta.get("path", "")))
-        pending[record.id] = added
-        if len(pending) >= collection.write_batch:
-            marked += collection.add_metadata(pending)
-            pending = {}
-    if pending:
-        marked += collection.add_metadata(pending)
-    collection.set_metadata({done: 1})
-    if marked:
+        rows[record.id] = _row(label, meta, root, contexts)
+    unknown = _find_contexts(collection, rows) if contexts else 0
+    pending = {rid: row.added for rid, row in rows.items() if row.added}
+    ids = list(pending)
+    upgraded = 0
+    for at in range(0, len(ids), collection.write_batch):  # after every read: the `where`
+        batch = ids[at : at + collection.write_batch]  # of a page never shifts under it
+        upgraded += collection.add_metadata({rid: pending[rid] for rid in batch})
+    if contexts:
+        collection.set_metadata({done: RECORDS_VERSION})
+    if upgraded:
         log.info(
-            "collection %r: marked %d record(s) of %r as chromasync's",
+            "collection %r: upgraded %d record(s) of %r by a metadata rewrite",
             collection.name,
-            marked,
+            upgraded,
             label,
         )
-    return marked
+    if unknown:
+        log.warning(
+            "collection %r: %d record(s) of %r were embedded with a context prefix that "
+            "their metadata does not give; they get `%s` when their file next changes",
+            collection.name,
+            unknown,
+            label,
+            CONTEXT_KEY,
+        )
+    return upgraded
+
+
+def _row(label: str, meta: Mapping[str, Any], root: str, contexts: bool) -> _Row:
+    keys = ("chunk_hash", "chunk_index", "heading", "symbol", "description", CONTEXT_KEY)
+    index = meta.get("chunk_index")
+    return _Row(
+        str(meta.get("path", "")),
+        index if isinstance(index, int) else -1,
+        str(meta.get("symbol") or ""),
+        missing_keys(label, meta, root),
+        {k: meta[k] for k in keys if k in meta} if contexts else {},
+    )
+
+
+def _find_contexts(collection: Collection, rows: dict[str, _Row]) -> int:
+    """Add `chromasync_context` to the rows whose document was embedded with one; how
+    many rows' context no candidate reproduced. Only the documents of rows that could
+    have one are read, a page at a time."""
+    symbols = {(row.path, row.index): row.symbol for row in rows.values()}
+    wanted: dict[str, str] = {}  # id -> the next chunk's symbol
+    for rid, row in rows.items():
+        after = symbols.get((row.path, row.index + 1), "")
+        if row.context and may_have_context(row.context, after):
+            wanted[rid] = after
+    unknown = 0
+    ids = list(wanted)
+    for at in range(0, len(ids), READ_PAGE):
+        for record in collection.get(ids[at : at + READ_PAGE]):
+            row = rows[record.id]
+            context = embedded_context(record.document or "", row.context, wanted[record.id])
+            if context is None:
+                unknown += 1
+            elif context:
+                row.added[CONTEXT_KEY] = context
+    return unknown
 
 
 def owned_records(
     collection: Collection, label: str, documents: bool = False, root: str = ""
 ) -> Iterator[StoredRecord]:
-    """The records chromasync wrote for `label` (after upgrading legacy ones)."""
-    mark_legacy(collection, label, root)
+    """The records chromasync wrote for `label` (after upgrading older ones)."""
+    upgrade_records(collection, label, root)
     yield from collection.iter_records(where={OWNER_KEY: label}, documents=documents)
 
 
@@ -173,9 +239,9 @@ __all__ = [
     "attach_function",
     "foreign_records",
     "function_name",
-    "mark_legacy",
     "owned_records",
     "owner_of",
     "peer_function",
     "runs_default_model",
+    "upgrade_records",
 ]

@@ -22,6 +22,7 @@ worker's next write ends it; a worker that dies is an error here, never a short 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -221,6 +223,25 @@ def merge_counts(run: Tally, before: Counter[str], planned: Tally) -> None:
     run.warnings = planned.warnings
 
 
+#: Workers not stopped yet: `_stop_all` stops them before the interpreter shuts down.
+_LIVE: weakref.WeakSet[_Worker] = weakref.WeakSet()
+
+
+def _stop_all() -> None:
+    """At exit, every worker still running is stopped while threads can still run.
+
+    A run that fails (a full disk) may leave its planner's generator in a reference cycle
+    that only the last garbage collection ends, at interpreter shutdown: `stop` then ran
+    while the reading thread, back from its read, could no longer take the interpreter and
+    so held the pipe's lock for good, and closing the pipe aborted the process (exit 134,
+    "_enter_buffered_busy ... daemon threads")."""
+    for worker in list(_LIVE):
+        worker.stop()
+
+
+atexit.register(_stop_all)
+
+
 class _Worker:
     """The process, and the thread that reads its frames into a bounded queue."""
 
@@ -236,6 +257,7 @@ class _Worker:
             target=self._read, args=(self.proc.stdout,), name="chromasync-plan-ahead", daemon=True
         )
         self._thread.start()
+        _LIVE.add(self)
         try:
             with self.proc.stdin as stdin:
                 pickle.dump(job, stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -253,12 +275,15 @@ class _Worker:
         return f"exit code {code}"
 
     def stop(self) -> None:
+        _LIVE.discard(self)
         self._stopping.set()
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
         self._thread.join(timeout=5)
-        if self.proc.stdout is not None:
+        # A thread still reading holds the pipe's lock: closing it then would abort the
+        # interpreter at shutdown; the pipe goes with the process instead.
+        if self.proc.stdout is not None and not self._thread.is_alive():
             self.proc.stdout.close()
 
     def _read(self, stream: IO[bytes]) -> None:

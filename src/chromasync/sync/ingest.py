@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,7 @@ from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, triage
+from ..plan.upgrade import RECORDS_VERSION
 from ..records import (
     CHUNKING_VERSION,
     Discovery,
@@ -206,6 +207,12 @@ class Ingestor:
             )
             # records of an older chunker, found by a rebuild: their files are chunked again
             rechunk = rechunk or any(v != CHUNKING_VERSION for v in chunked_by)
+        if (
+            row is not None
+            and not (options.dry_run or options.reembed)
+            and self.state.records_version(name, label) < RECORDS_VERSION
+        ):  # an index an older release wrote: its records get today's keys (metadata only)
+            self.resources.upgrade(label)
         reread = frozenset({"undecodable"} if spec.encoding != "utf-8" else ())
         sorted_ = triage(discovery, manifest, options.checksum or rechunk, reread)
         if options.limit:
@@ -301,7 +308,7 @@ class Ingestor:
         fitted = FittedStream(planner, lambda: self.limits(run.options), WAVE_RECORDS)
         begun = False
 
-        def begun_first() -> Iterator[FileChange]:
+        def begun_first() -> Generator[FileChange, None, None]:
             nonlocal begun
             for change in fitted.changes():
                 if not begun:
@@ -309,7 +316,11 @@ class Ingestor:
                     begun = True
                 yield change
 
-        self._write(run, begun_first(), files=len(run.triage.to_read))
+        stream = begun_first()
+        try:
+            self._write(run, stream, files=len(run.triage.to_read))
+        finally:
+            stream.close()  # a failed write ends the planner now (its worker, `ahead`)
         fitted.finish(self.collection_name)
         newly_skipped = planner.skipped
         total = fitted.chunks_total

@@ -1,9 +1,11 @@
 """`chromasync share`: make this data dir's collections usable by other Chroma clients.
 
-Two things, neither of which touches a vector: each collection of the default model gets
-Chroma's `default` embedding function in its configuration (`store/peers.py`), and
-Chroma's default model is put where chromadb looks for it (`embed/shared.py`), from the
-offline weights or, failing those, downloaded the way Chroma downloads it. A plain
+Three things, none of which touches a vector: each collection of the default model gets
+Chroma's `default` embedding function in its configuration (`store/peers.py`), the
+records of an index an older release wrote get the keys peers read (`upgrade_records`:
+a metadata rewrite), and Chroma's default model is put where chromadb looks for it
+(`embed/shared.py`), from the offline weights or, failing those, downloaded the way
+Chroma downloads it. A plain
 chromadb client, `chroma-mcp`, LangChain or LlamaIndex then embed text queries as
 chromasync does, with no network.
 """
@@ -11,14 +13,20 @@ chromasync does, with no network.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config.settings import Settings
 from ..embed import Embedder, embedder_for
 from ..embed.shared import model_folder
+from ..errors import SourceError
 from ..state.lock import StoreLock
 from ..state.manifest import State
+from ..state.rows import SourceRow, stored_root
 from ..store.connect import open_store_for
-from ..store.peers import attach_function, function_name, runs_default_model
+from ..store.peers import attach_function, function_name, runs_default_model, upgrade_records
+
+if TYPE_CHECKING:
+    from ..store.chroma import Collection
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +38,7 @@ class ShareReport:
     configured: tuple[str, ...]  # collections given Chroma's default function now
     already: tuple[str, ...]  # collections that carried a function already
     other_model: tuple[str, ...]  # collections of another model: a peer must pass vectors
+    upgraded: int = 0  # records of an older index given today's keys (metadata only)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -38,7 +47,16 @@ class ShareReport:
             "configured": list(self.configured),
             "already": list(self.already),
             "other_model": list(self.other_model),
+            "upgraded": self.upgraded,
         }
+
+
+def _upgrade(collection: Collection, row: SourceRow) -> int:
+    try:
+        root = str(stored_root(row))
+    except SourceError:  # a root recorded relative: the next ingest, which names it, does it
+        return 0
+    return upgrade_records(collection, row.source, root)
 
 
 def share(
@@ -51,9 +69,11 @@ def share(
     already: list[str] = []
     other: list[str] = []
     default_model = False
+    upgraded = 0
     with StoreLock(settings.data_dir), State.open(settings.data_dir, readonly=True) as state:
         store = open_store_for(settings)
-        known = {r.collection for r in state.sources()}
+        rows = state.sources()
+        known = {r.collection for r in rows}
         existing = store.list_collections()
         for name in existing:
             collection = store.collection(name, create=False)
@@ -61,6 +81,9 @@ def share(
             model = meta.get("chromasync_embedding_model")
             if model is None and name not in known and not settings.owns_collection(name):
                 continue  # another tool's collection
+            for row in rows:  # an index an older release wrote: today's keys, no vector
+                if row.collection == name:
+                    upgraded += _upgrade(collection, row)
             provider = str(meta.get("chromasync_embedding_provider", "local"))
             if not runs_default_model(str(model) if model else None, provider):
                 other.append(name)
@@ -76,7 +99,9 @@ def share(
         place = getattr(local, "place_shared_model", None)
         if callable(place):
             placed = bool(place())
-    return ShareReport(str(model_folder()), placed, tuple(configured), tuple(already), tuple(other))
+    return ShareReport(
+        str(model_folder()), placed, tuple(configured), tuple(already), tuple(other), upgraded
+    )
 
 
 __all__ = ["ShareReport", "share"]

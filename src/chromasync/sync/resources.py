@@ -18,9 +18,10 @@ from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
+from ..plan.upgrade import RECORDS_VERSION
 from ..records import FileState, StoreLimits
 from ..state.manifest import State, stored_root
-from ..store.peers import attach_function, foreign_records, mark_legacy, owned_records
+from ..store.peers import attach_function, foreign_records, owned_records, upgrade_records
 from .heal import rebuild_manifest
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class Resources:
         self._cache: EmbeddingCache | None = None
         self._meter: TokenMeter | None = None
         self.labels: list[str] = []  # the sources the ingestor has been asked to ingest
+        self._upgraded: set[str] = set()
 
     @property
     def store_embeds(self) -> bool:
@@ -75,16 +77,24 @@ class Resources:
                 provider=self.embedder.name,
                 adopt=reembed,
             )
-            roots = {
-                r.source: str(stored_root(r))
-                for r in self.state.sources()
-                if r.collection == self.collection_name
-            }
-            for label in self.labels:  # an index written before the ownership marker
-                mark_legacy(self._collection, label, roots.get(label, ""))
+            for label in self.labels:  # an index written by an older release: its records
+                self._upgrade(self._collection, label)
             # a collection made before it records Chroma's function for peers (no vector)
             attach_function(self._collection)
         return self._collection
+
+    def upgrade(self, label: str) -> None:
+        """Give `label`'s records in the store the keys records carry now, by a metadata
+        rewrite (`store.peers.upgrade_records`), once: the state then records it."""
+        collection = self.collection()
+        if label not in self._upgraded:
+            self._upgrade(collection, label)
+
+    def _upgrade(self, collection: Collection, label: str) -> None:
+        row = self.state.source(self.collection_name, label)
+        upgrade_records(collection, label, str(stored_root(row)) if row is not None else "")
+        self.state.set_records_version(self.collection_name, label, RECORDS_VERSION)
+        self._upgraded.add(label)
 
     def prefetch_model(self) -> None:
         self.embedder.prefetch()
@@ -117,7 +127,7 @@ class Resources:
                 | set(self.labels)
             )
             for label in ours:
-                mark_legacy(existing, label)
+                upgrade_records(existing, label, contexts=False)
             other = existing.other_source(ours)
             if other is not None:
                 whose = f"source {other!r}" if other else "another tool"

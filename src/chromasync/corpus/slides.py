@@ -1,0 +1,262 @@
+"""PPTX, read as a stream: the presentation's slide list, then each slide's XML and its
+notes', parsed piece by piece (lxml's pull parser), each shape dropped once its text is taken.
+
+One page per slide, in the presentation's order (`p:sldIdLst`). The title is what
+python-pptx calls it: the first top-level placeholder of index 0 (a level-1 heading); then
+the text of the other shapes in order (groups walked, a table one line per row, its cells
+joined by " | ", a cell a merge spans left out), then the speaker notes (the notes slide's
+body placeholder). A shape's text is python-pptx's: its paragraphs joined by LF, a
+paragraph its runs' and fields' text, a line break a vertical tab (a space once cleaned).
+
+Bounds, all checked while reading (`Limits`): the zip (`zipparts`), each part's inflated
+bytes (`max_inflated`, and all parts together), the slides listed (`max_pages`, counted as
+they are parsed), the text of every `a:t` as it is parsed (`max_chars`), the elements of one
+unfinished shape (`MAX_HELD`), groups nested at most `max_depth`, and the time budget between
+shapes. Memory is the current shape and the text taken, not the deck: a slide of a gigabyte
+of shapes stops at the character budget, one shape of a gigabyte of elements at `MAX_HELD`.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .pages import (
+    Block,
+    Heading,
+    Lines,
+    Meter,
+    Page,
+    PagedDocument,
+    Refused,
+    clean_text,
+    one_line,
+)
+from .zipparts import core_title, member_pieces, open_package, relationship_ids, relationships
+
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+#: python-pptx's shape elements (`CT_GroupShape.iter_shape_elms`), groups aside.
+_SHAPES = frozenset(_P + tag for tag in ("sp", "graphicFrame", "cxnSp", "pic", "contentPart"))
+_GROUP, _TREE = _P + "grpSp", _P + "spTree"
+#: Where a finished child is dropped: the part's root and the folders shapes sit in.
+_SPINE = frozenset({_P + "sld", _P + "notes", _P + "cSld", _TREE, _GROUP})
+_ROOTS = {"slide": _P + "sld", "notes": _P + "notes"}
+_LINE_BREAK = "\v"
+#: Elements of one unfinished shape (or of anything outside a shape) held before it ends.
+MAX_HELD = 200_000
+#: The most bytes of a `.rels` part and of `docProps/core.xml` (parsed whole).
+MAX_SMALL_PART = 16 * 1024 * 1024
+_TRUE = ("1", "true", "on")
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """One shape's text, as its slide needs it."""
+
+    ident: str  # `p:cNvPr/@id`
+    title: bool  # a top-level placeholder of index 0 (python-pptx's title)
+    placeholder: str  # its placeholder type ("" when none, "obj" when unnamed)
+    lines: tuple[str, ...]
+    text: str  # a text frame's text ("" for a table or a picture)
+
+
+def read_pptx(data: bytes, meter: Meter) -> PagedDocument:
+    from lxml import etree
+
+    archive = open_package(data, meter)
+    try:
+        package = relationships(archive, "", meter, MAX_SMALL_PART)
+        main = package.get("officeDocument", "ppt/presentation.xml")
+        pages = tuple(_pages(archive, main, meter))
+        core = package.get("core-properties", "docProps/core.xml")
+        title = core_title(archive, core, meter, MAX_SMALL_PART)
+    except KeyError as exc:
+        raise Refused("corrupt", f"a part is missing: {exc}") from exc
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
+        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
+    except NotImplementedError as exc:  # an unsupported zip compression method
+        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        archive.close()
+    outline = tuple(Heading(1, b.text, p.number) for p in pages for b in p.blocks if b.level)
+    return PagedDocument("pptx", pages, title, outline)
+
+
+def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[Page]:
+    rels = relationship_ids(archive, main, meter, MAX_SMALL_PART)
+    slides = []
+    for ident in _slide_ids(archive, main, meter):
+        kind, name = rels.get(ident, ("", ""))
+        if kind != "slide":
+            raise Refused("corrupt", f"{main}: slide {ident!r} has no slide part")
+        slides.append(name)
+    for number, name in enumerate(slides, start=1):
+        meter.tick()
+        yield Page(number, _slide(archive, name, meter))
+
+
+def _slide_ids(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[str]:
+    """The relationship ids of `p:sldIdLst`, in order, counted against `max_pages`; every
+    element is dropped once it ends (nothing else of the part is needed)."""
+    parser = _parser()
+    count = items = 0
+    for piece in member_pieces(archive, main, meter, meter.limits.max_inflated):
+        parser.feed(piece)
+        for _, element in parser.read_events():
+            if items == 0:
+                _check_root(element, _P + "presentation", main)
+            items += 1
+            if items % 4096 == 0:
+                meter.tick()
+            if element.tag == _P + "sldId":
+                count += 1
+                meter.pages(count)
+                yield element.get(_R_ID, "")
+            parent = element.getparent()
+            if parent is not None:
+                parent.remove(element)
+    parser.close()
+
+
+def _check_root(element: Any, expected: str, name: str) -> None:
+    root = element.getroottree().getroot()
+    if root.tag != expected:
+        raise Refused("corrupt", f"{name}: its root is {root.tag}, not {expected}")
+
+
+def _slide(archive: zipfile.ZipFile, name: str, meter: Meter) -> tuple[Block, ...]:
+    """A slide's blocks: its title, then its other shapes' text and its notes."""
+    title: _Shape | None = None
+    body = Lines()
+    for shape in _shapes(archive, name, "slide", meter):
+        if shape.title and title is None:
+            title = shape  # python-pptx's `shapes.title`: left out of the body
+            continue
+        for line in shape.lines:
+            body.add(line)
+    notes = relationships(archive, name, meter, MAX_SMALL_PART).get("notesSlide")
+    if notes is not None:
+        found = next((s for s in _shapes(archive, notes, "notes", meter) if _body(s)), None)
+        if found is not None:
+            body.add(clean_text(found.text))
+    blocks: list[Block] = []
+    if title is not None and one_line(title.text):
+        blocks.append(Block(1, one_line(title.text)))
+    text = body.text()
+    if text:
+        blocks.append(Block(0, text))
+    return tuple(blocks)
+
+
+def _body(shape: _Shape) -> bool:
+    return shape.placeholder == "body"
+
+
+def _parser() -> Any:
+    from lxml import etree
+
+    return etree.XMLPullParser(
+        events=("end",), resolve_entities=False, no_network=True, huge_tree=False
+    )
+
+
+def _shapes(archive: zipfile.ZipFile, name: str, kind: str, meter: Meter) -> Iterator[_Shape]:
+    """The shapes of a slide or notes part, in order, groups opened: each taken when it
+    ends and dropped (as is everything else beside them once it ends)."""
+    parser = _parser()
+    held = items = 0
+    started = False
+    for piece in member_pieces(archive, name, meter, meter.limits.max_inflated):
+        parser.feed(piece)
+        for _, element in parser.read_events():
+            if not started:
+                _check_root(element, _ROOTS[kind], name)
+                started = True
+            tag = element.tag
+            held += 1
+            if tag == _A + "t":
+                meter.take(element.text or "")  # the text budget, as it is parsed
+            if held > MAX_HELD:
+                raise Refused("too-large", f"{name}: a shape of over {MAX_HELD} elements")
+            parent = element.getparent()
+            if parent is None or parent.tag not in _SPINE:
+                continue  # inside a shape: held until the shape ends
+            held = 0
+            items += 1
+            if items % 256 == 0:
+                meter.tick()
+            if tag in _SHAPES and parent.tag in (_TREE, _GROUP):
+                top = parent.tag == _TREE
+                if not top:
+                    _check_depth(parent, meter.limits.max_depth)
+                yield _shape(element, top)
+            parent.remove(element)  # done with it: memory is the current shape only
+    parser.close()
+
+
+def _check_depth(group: Any, depth: int) -> None:
+    for _ in range(depth + 1):
+        if group is None or group.tag != _GROUP:
+            return
+        group = group.getparent()
+    raise Refused("too-large", "shape groups nested too deeply")
+
+
+def _shape(element: Any, top: bool) -> _Shape:
+    props = next((c for c in element.iterchildren() if str(c.tag).startswith(_P + "nv")), None)
+    ident, placeholder, index = "", "", -1
+    if props is not None:
+        names = props.find(_P + "cNvPr")
+        ident = names.get("id", "") if names is not None else ""
+        ph = props.find(f"{_P}nvPr/{_P}ph")
+        if ph is not None:
+            placeholder = ph.get("type", "obj")
+            index = _int(ph.get("idx", "0"))
+    title = top and index == 0
+    if element.tag == _P + "sp":
+        text = _frame_text(element.find(_P + "txBody"))
+        return _Shape(ident, title, placeholder, (clean_text(text),), text)
+    table = element.find(f"{_A}graphic/{_A}graphicData/{_A}tbl")
+    if element.tag == _P + "graphicFrame" and table is not None:
+        rows = []
+        for tr in table.iterchildren(_A + "tr"):
+            cells = [
+                one_line(_frame_text(tc.find(_A + "txBody")))
+                for tc in tr.iterchildren(_A + "tc")
+                if tc.get("hMerge") not in _TRUE and tc.get("vMerge") not in _TRUE
+            ]
+            rows.append(" | ".join(cells))
+        return _Shape(ident, title, placeholder, tuple(rows), "")
+    return _Shape(ident, title, placeholder, (), "")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return -1
+
+
+def _frame_text(body: Any) -> str:
+    """A text frame's text: its paragraphs joined by LF (python-pptx's `TextFrame.text`)."""
+    if body is None:
+        return ""
+    return "\n".join(_paragraph_text(p) for p in body.iterchildren(_A + "p"))
+
+
+def _paragraph_text(p: Any) -> str:
+    parts: list[str] = []
+    for child in p.iterchildren(_A + "r", _A + "fld", _A + "br"):
+        if child.tag == _A + "br":
+            parts.append(_LINE_BREAK)
+        else:
+            t = child.find(_A + "t")
+            parts.append((t.text or "") if t is not None else "")
+    return "".join(parts)
+
+
+__all__ = ["MAX_HELD", "read_pptx"]

@@ -1,0 +1,109 @@
+"""What can go where: the parts of a request the data dir's owner serves, in one table.
+
+While an owner (`serve`, `watch`, `mcp`) holds the data dir, every operation of the index
+seam goes through it: to its `Service` (in the owner) or through its client (elsewhere).
+Reads go through whole, since the owner runs the same `LocalIndex` operations. An ingest
+is the one operation of which only part can: the owner reindexes the sources it knows, as
+a job on its one worker, with `checksum` and `allow_mass_delete` (`OWNER_INGESTS`); what
+else an `IngestRequest` asks (a dry run, a reset, a manifest, a limit, a commit id...)
+needs the store to itself, so such a request is refused, naming what it asked as the
+command line spells it (`--dry-run`), and the caller stops the owner or drops the flag.
+
+This is the only place that says which; `LocalIndex.ingest` runs every field in process,
+and `OwnerClient.ingest` and `Service.ingest` both call `ingest_through_owner`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..config.settings import Settings
+from ..config.sources import selected_sources
+from ..errors import ChromasyncError, ConfigError, LockError
+from ..records import IngestSummary
+from .queries import IngestRequest
+
+if TYPE_CHECKING:
+    from ..config.file import SourceEntry
+    from .index import Index
+
+#: The fields of an `IngestRequest` the data dir's owner serves: which sources, and the two
+#: options of its `reindex`. `wait` holds too: the owner queues the run behind any other.
+OWNER_INGESTS = frozenset({"specs", "labels", "checksum", "allow_mass_delete", "wait"})
+
+
+def spelled(field: str) -> str:
+    """An `IngestRequest` field as `chromasync ingest` spells it (`no_gc` -> `--no-gc`)."""
+    return "--" + field.replace("_", "-")
+
+
+def refused_by_owner(request: IngestRequest) -> list[str]:
+    """What `request` asks that the owner cannot serve (fields not at their default), in
+    the command line's spelling."""
+    return [
+        spelled(f.name)
+        for f in dataclasses.fields(request)
+        if f.name not in OWNER_INGESTS and getattr(request, f.name) != f.default
+    ]
+
+
+def configured_sources(request: IngestRequest, settings: Settings) -> list[SourceEntry]:
+    """The configured sources a request without specs ingests (`ConfigError` for none)."""
+    entries = selected_sources(settings, request.labels)
+    if not entries:
+        where = settings.config_file.path if settings.config_file else None
+        raise ConfigError(
+            "nothing to ingest: give a PATH, or declare sources with `include: true` "
+            + (f"in {where}" if where else "in chromasync.yaml (see `chromasync sources add`)")
+        )
+    return entries
+
+
+def ingest_through_owner(
+    index: Index,
+    request: IngestRequest,
+    owner: str,
+    settings: Settings | None,
+    notice: Callable[[str], None] | None = None,
+) -> list[IngestSummary]:
+    """Run `request` as the owner's reindex of the same (known) sources, and wait for it;
+    `LockError` naming what the owner cannot serve, or a source it does not know.
+    `settings`: the caller's (a request without specs needs a configured source there)."""
+    refused = refused_by_owner(request)
+    if refused:
+        names = ", ".join(refused[:-1]) + " and " + refused[-1] if len(refused) > 1 else refused[0]
+        raise LockError(
+            f"the data dir is owned by {owner}; {names} cannot go through it: stop it first"
+        )
+    if not request.specs and settings is not None:
+        configured_sources(request, settings)
+    known = {s.label: s.location for s in index.sources()}
+    for spec in request.specs:
+        root = known.get(spec.label)
+        if root is None or os.path.realpath(root) != os.path.realpath(spec.root):
+            raise LockError(
+                f"the data dir is owned by {owner}, which does not know source "
+                f"{spec.label!r} at {str(spec.root)!r}; add it there (POST /sources) or stop it"
+            )
+    if notice is not None:
+        notice(f"the data dir is owned by {owner}; reindexing through it")
+    labels: Sequence[str] = [s.label for s in request.specs] or list(request.labels)
+    job = index.reindex(
+        labels, checksum=request.checksum, allow_mass_delete=request.allow_mass_delete
+    )
+    job = index.wait(job.id)
+    if job.status != "done":
+        raise ChromasyncError(f"{owner}: the reindex failed: {job.error}")
+    return job.ingest_summaries()
+
+
+__all__ = [
+    "OWNER_INGESTS",
+    "configured_sources",
+    "ingest_through_owner",
+    "refused_by_owner",
+    "spelled",
+]

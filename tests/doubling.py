@@ -1,0 +1,44 @@
+"""Doubling tests: does twice the input take at most ~twice the time?
+
+One way to measure it, shared by every such test, made for a noisy shared machine: the two
+sizes alternate, the fastest of a few runs of each is compared, time is the process's own CPU
+time (another process's load does not count), and the cyclic garbage collector is off while a
+run is timed (a full collection walks the whole test session's heap, a cost that grows with
+the suite, not with the input). A quadratic stage takes ~4x on twice the input; the bound is
+3x unless a test says otherwise, and a ratio over it is measured once more before it fails (a
+burst of load is not a regression). Build the inputs before: `run(size)` should only do the
+work being timed.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+
+REPEATS = 3
+
+
+def doubling_ratio(run: Callable[[int], object], n: int, repeats: int = REPEATS) -> float:
+    """The time of `run(2 * n)` over the time of `run(n)`, each the fastest of `repeats`."""
+    best = {n: float("inf"), 2 * n: float("inf")}
+    for _ in range(repeats):
+        for size in best:
+            gc.collect()
+            gc.disable()
+            try:
+                began = time.process_time()
+                run(size)
+                best[size] = min(best[size], time.process_time() - began)
+            finally:
+                gc.enable()
+    return best[2 * n] / max(best[n], 1e-6)
+
+
+def assert_linear(
+    run: Callable[[int], object], n: int, *, bound: float = 3.0, what: str = "2x input"
+) -> None:
+    ratio = doubling_ratio(run, n)
+    if ratio >= bound:
+        ratio = min(ratio, doubling_ratio(run, n))
+    assert ratio < bound, f"{what} took {ratio:.2f}x the time"

@@ -1,0 +1,196 @@
+"""An index an older chromasync wrote is upgraded by rewriting metadata, never re-embedding.
+
+Its records lack the keys records carry now (the ownership marker, `source` as the file's
+path, `document_id`/`ref_doc_id`, `chromasync_context`). The next ingest, or `chromasync
+share`, gives every record those keys, with no file changed: no embedding call, no vector
+written, and afterwards each record equals what a fresh ingest of the same files writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chromasync import api
+from chromasync.config.settings import Settings
+from chromasync.embed.hashing import HashEmbedder
+from chromasync.plan.upgrade import RECORDS_VERSION
+from chromasync.records import CONTEXT_KEY, OWNER_KEY
+from chromasync.state.manifest import State
+from chromasync.store.peers import UPGRADED_PREFIX
+
+from ..conftest import REPO, age_tree, invoke_cli
+
+#: The keys the release before wrote none of (the marker and `source` as a path came with
+#: the ownership marker; the document keys and the context a little later).
+NEW_KEYS = (OWNER_KEY, "document_id", "ref_doc_id", CONTEXT_KEY)
+GUIDE = """# Guide
+
+Some words about the guide as a whole.
+
+## Install
+
+How to install it, in a few words.
+
+### Linux
+
+{linux}
+
+## Use
+
+{use}
+"""
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """Markdown with a heading path (trimmed where a chunk starts with its headings, long
+    sections split), pages whose first chunk embeds their front-matter description (one
+    cut to fit), and real code whose large classes are chunked member by member."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    linux = "\n\n".join(f"Step {i}: run the installer with option {i} and wait." for i in range(60))
+    use = "\n\n".join(f"Use case {i}: the tool does thing {i} for you." for i in range(40))
+    (root / "guide.md").write_text(GUIDE.format(linux=linux, use=use))
+    (root / "plain.txt").write_text("A plain note without any heading.\n")
+    long = " ".join(f"clause {i} of a description that runs on" for i in range(40))
+    (root / "bare.md").write_text("---\ndescription: A page of no heading.\n---\n\nJust text.\n")
+    for name, description in (("short", "How to brew."), ("long", long)):  # the long one cut
+        body = "\n\n".join(f"Paragraph {i} about brewing, step by step." for i in range(30))
+        (root / f"{name}.md").write_text(
+            f"---\ntitle: Brewing {name}\ndescription: {description}\n---\n\n"
+            f"# Brewing\n\n## Kettle\n\n{body}\n"
+        )
+    for name in ("store/chroma.py", "chunk/layout.py", "sync/planning.py"):
+        shutil.copy(REPO / "src" / "chromasync" / name, root / name.replace("/", "_"))
+    age_tree(root)
+    return root
+
+
+def _raw(settings: Settings) -> Any:
+    return api.open_store(settings)._client.get_collection(settings.collection)
+
+
+def _snapshot(settings: Settings) -> dict[str, tuple[dict[str, Any], str, list[float]]]:
+    got = _raw(settings).get(include=["metadatas", "documents", "embeddings"])
+    return {
+        rid: (dict(meta), doc, [float(x) for x in vector])
+        for rid, meta, doc, vector in zip(
+            got["ids"], got["metadatas"], got["documents"], got["embeddings"], strict=True
+        )
+    }
+
+
+def _differences(after: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
+    """id -> {key: (after, fresh)} for each metadata key that differs (a readable failure)."""
+    out: dict[str, Any] = {}
+    for rid, (meta, _, _) in fresh.items():
+        got = after.get(rid, ({}, None, None))[0]
+        keys = {k for k in set(meta) | set(got) if meta.get(k) != got.get(k)}
+        if keys:
+            out[rid] = {k: (got.get(k), meta.get(k)) for k in sorted(keys)}
+    return out
+
+
+def _forget_upgrade(settings: Settings) -> None:
+    with State.open(settings.data_dir) as state, state.db:
+        state.db.execute("DELETE FROM meta WHERE key LIKE 'records_version:%'")
+
+
+def _make_older(settings: Settings, label: str) -> None:
+    """Turn the collection into what the release before wrote: no new keys, `source` the
+    label, and no note, in the store or the state, that its records were upgraded."""
+    _forget_upgrade(settings)
+    raw = _raw(settings)
+    ids = raw.get(include=[])["ids"]
+    stripped: dict[str, Any] = {key: None for key in NEW_KEYS}
+    stripped["source"] = label
+    for at in range(0, len(ids), 1000):  # within Chroma's batch limit
+        raw.update(ids=ids[at : at + 1000], metadatas=[dict(stripped)] * len(ids[at : at + 1000]))
+    older = {k: v for k, v in raw.metadata.items() if not k.startswith(UPGRADED_PREFIX)}
+    raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
+    metas = raw.get(include=["metadatas"])["metadatas"]
+    assert all(not set(NEW_KEYS) & set(m) and m["source"] == label for m in metas)
+
+
+def test_next_ingest_upgrades_every_record_by_metadata_only(
+    corpus: Path, settings: Settings
+) -> None:
+    first = HashEmbedder()
+    api.ingest([api.source_for(corpus)], settings, embedder=first)
+    fresh = _snapshot(settings)
+    contexts = [meta[CONTEXT_KEY] for meta, _, _ in fresh.values() if CONTEXT_KEY in meta]
+    # the corpus has both kinds of context: heading paths and qualified code symbols
+    assert any(" > " in c for c in contexts) and any("." in c for c in contexts), contexts
+    assert any("How to brew." in c for c in contexts) and any("runs on …" in c for c in contexts)
+    assert "A page of no heading.\n\n" in contexts
+    assert len(contexts) >= 20
+    _make_older(settings, "corpus")
+
+    again = HashEmbedder()
+    [summary] = api.ingest([api.source_for(corpus)], settings, embedder=again)
+    assert again.calls == 0 and again.texts_embedded == 0
+    assert summary.chunks_embedded == 0
+    after = _snapshot(settings)
+    assert not _differences(after, fresh)
+    assert after == fresh  # every key back, documents and vectors untouched
+    assert _raw(settings).metadata[UPGRADED_PREFIX + "corpus"] == RECORDS_VERSION
+
+
+def test_an_index_upgraded_by_the_release_before_gets_its_contexts(
+    corpus: Path, settings: Settings
+) -> None:
+    """The release before marked its index once (`chromasync_marked.`) but gave no record
+    its context: the new note makes the next run look again, once."""
+    api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+    fresh = _snapshot(settings)
+    raw = _raw(settings)
+    raw.update(ids=list(fresh), metadatas=[{CONTEXT_KEY: None} for _ in fresh])
+    older = {k: v for k, v in raw.metadata.items() if not k.startswith(UPGRADED_PREFIX)}
+    older["chromasync_marked.corpus"] = 1
+    _forget_upgrade(settings)
+    raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
+    again = HashEmbedder()
+    api.ingest([api.source_for(corpus)], settings, embedder=again)
+    assert again.calls == 0
+    assert _snapshot(settings) == fresh
+
+
+def test_share_upgrades_an_older_index_without_embedding(
+    corpus: Path, settings: Settings, cli_env: dict[str, str]
+) -> None:
+    """`chromasync share` (the command that configures collections for peers) upgrades the
+    records too, before any ingest; it embeds nothing (it has no embedder to call)."""
+    api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+    fresh = _snapshot(settings)
+    _make_older(settings, "corpus")
+    done = invoke_cli(["share", "--no-model", "--json"], env=cli_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f'"upgraded": {len(fresh)}' in done.stdout
+    assert _snapshot(settings) == fresh
+    again = invoke_cli(["share", "--no-model", "--json"], env=cli_env)  # once only
+    assert '"upgraded": 0' in again.stdout
+
+
+def test_a_context_the_metadata_cannot_give_is_left_out_and_counted(
+    corpus: Path, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Nothing is guessed: a record whose stored text no candidate prefix reproduces (its
+    chunk_hash) gets the other keys and no context, and the run says how many."""
+    api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+    fresh = _snapshot(settings)
+    rid = next(r for r, (meta, _, _) in fresh.items() if " > " in meta.get(CONTEXT_KEY, ""))
+    _make_older(settings, "corpus")
+    _raw(settings).update(ids=[rid], metadatas=[{"heading": "Somewhere else"}])
+    again = HashEmbedder()
+    with caplog.at_level("WARNING", logger="chromasync.store.peers"):
+        api.ingest([api.source_for(corpus)], settings, embedder=again)
+    assert again.calls == 0
+    after = _snapshot(settings)
+    assert CONTEXT_KEY not in after[rid][0] and after[rid][0][OWNER_KEY] == "corpus"
+    assert "1 record(s)" in caplog.text
+    others = {r: v for r, v in after.items() if r != rid}
+    assert others == {r: v for r, v in fresh.items() if r != rid}
