@@ -48,13 +48,22 @@ How to install it, in a few words.
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
     """Markdown with a heading path (trimmed where a chunk starts with its headings, long
-    sections split) and real code whose large classes are chunked member by member."""
+    sections split), pages whose first chunk embeds their front-matter description (one
+    cut to fit), and real code whose large classes are chunked member by member."""
     root = tmp_path / "corpus"
     root.mkdir()
     linux = "\n\n".join(f"Step {i}: run the installer with option {i} and wait." for i in range(60))
     use = "\n\n".join(f"Use case {i}: the tool does thing {i} for you." for i in range(40))
     (root / "guide.md").write_text(GUIDE.format(linux=linux, use=use))
     (root / "plain.txt").write_text("A plain note without any heading.\n")
+    long = " ".join(f"clause {i} of a description that runs on" for i in range(40))
+    (root / "bare.md").write_text("---\ndescription: A page of no heading.\n---\n\nJust text.\n")
+    for name, description in (("short", "How to brew."), ("long", long)):  # the long one cut
+        body = "\n\n".join(f"Paragraph {i} about brewing, step by step." for i in range(30))
+        (root / f"{name}.md").write_text(
+            f"---\ntitle: Brewing {name}\ndescription: {description}\n---\n\n"
+            f"# Brewing\n\n## Kettle\n\n{body}\n"
+        )
     for name in ("store/chroma.py", "chunk/layout.py", "sync/planning.py"):
         shutil.copy(REPO / "src" / "chromasync" / name, root / name.replace("/", "_"))
     age_tree(root)
@@ -116,6 +125,8 @@ def test_next_ingest_upgrades_every_record_by_metadata_only(
     contexts = [meta[CONTEXT_KEY] for meta, _, _ in fresh.values() if CONTEXT_KEY in meta]
     # the corpus has both kinds of context: heading paths and qualified code symbols
     assert any(" > " in c for c in contexts) and any("." in c for c in contexts), contexts
+    assert any("How to brew." in c for c in contexts) and any("runs on …" in c for c in contexts)
+    assert "A page of no heading.\n\n" in contexts
     assert len(contexts) >= 20
     _make_older(settings, "corpus")
 

@@ -45,7 +45,16 @@ from .. import __version__
 from ..config.settings import Settings
 from ..datadir import DAEMON_LOG
 from ..state.lock import READER_LEAVES_IN
-from .dial import ROLE, START_TIMEOUT, daemon_pid, frozen, listening, make_way, safe_socket
+from .dial import (
+    ROLE,
+    START_TIMEOUT,
+    daemon_pid,
+    frozen,
+    listening,
+    make_way,
+    safe_socket,
+    starting,
+)
 from .dial import spawn as spawn_process
 from .locate import OwnerInfo, find_owner
 
@@ -243,9 +252,11 @@ def ensure(
         return info
     if info is not None:
         stop(settings.data_dir)  # another command's settings: make way for ours
-    if on_start is not None:
-        on_start()
-    process = spawn(settings, flags)
+    process = starting(str(settings.data_dir))  # started by the console script, still coming up
+    if process is None:
+        if on_start is not None:
+            on_start()
+        process = spawn(settings, flags)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = find_owner(settings.data_dir)

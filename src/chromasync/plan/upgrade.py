@@ -7,7 +7,8 @@ gets them by a metadata rewrite, never by re-embedding and without reading a fil
 `missing_keys` gives every key but the context from the record's own metadata, and
 `embedded_context` finds the context among the few prefixes the chunkers make from a
 chunk's `heading` and `symbol` (the heading path and its leading parts, the qualified
-symbol, cut as `Layout.label` cuts a long one), each checked against the record's
+symbol, a page's first chunk's front-matter `description` after the path, each cut as
+`Layout.label` cuts a long one), each checked against the record's
 `chunk_hash`, the SHA-256 of the normalised embedding input. Nothing is guessed: a context
 no candidate reproduces is None (the record gets it when its file next changes).
 """
@@ -50,11 +51,12 @@ def missing_keys(label: str, metadata: Mapping[str, Any], root: str = "") -> dic
 
 def may_have_context(metadata: Mapping[str, Any], next_symbol: str = "") -> bool:
     """True when the record lacks `chromasync_context` and a chunker could have embedded
-    one (it has a heading or a symbol, or the next chunk has a symbol): only these need
-    their document read."""
+    one (it has a heading or a symbol, the next chunk has a symbol, or it is a page's
+    first chunk with a description): only these need their document read."""
     if CONTEXT_KEY in metadata:
         return False
-    return bool(metadata.get("heading") or metadata.get("symbol") or next_symbol)
+    first_of_page = metadata.get("chunk_index") == 0 and bool(metadata.get("description"))
+    return bool(metadata.get("heading") or metadata.get("symbol") or next_symbol) or first_of_page
 
 
 def embedded_context(
@@ -69,21 +71,34 @@ def embedded_context(
     heading = str(metadata.get("heading") or "")
     symbol = str(metadata.get("symbol") or "")
     names = [n for n in dict.fromkeys((_clean(symbol), _clean(next_symbol))) if n]
-    for context in _candidates(heading, names):
+    description = metadata.get("description")  # a page's first chunk embeds it too
+    summary = ""
+    if metadata.get("chunk_index") == 0 and isinstance(description, str):
+        summary = " ".join(_clean(description).split())
+    for context in _candidates(heading, names, summary):
         if _sha(normalise_for_hash(context + document)) == chunk_hash:
             return context
     return None
 
 
-def _candidates(heading: str, names: list[str]) -> Iterator[str]:
+def _candidates(heading: str, names: list[str], summary: str = "") -> Iterator[str]:
     yield ""
     parts = heading.split(" > ") if heading else []
-    for end in range(len(parts), 0, -1):  # the path, then trimmed from its end
-        yield f"{' > '.join(parts[:end])}\n\n"
+    paths = [" > ".join(parts[:end]) for end in range(len(parts), 0, -1)]  # then trimmed
+    for path in paths:
+        yield f"{path}\n\n"
     for name in names:
         yield f"{name}\n\n"
+    if summary:  # the path (or none), then the page's description on a line of its own
+        for path in [*paths, ""]:
+            yield f"{path}\n{summary}\n\n" if path else f"{summary}\n\n"
     for name in names:  # a long name cut to its share of the budget
         yield from (f"{cut}{ELLIPSIS}\n\n" for cut in _cuts(name))
+    if summary:  # a description cut to what the path left of that share (a trimmed path
+        for cut in _cuts(summary):  # labels the cut one again, which may add a second mark)
+            for mark in (ELLIPSIS, ELLIPSIS * 2):
+                for path in [*paths, ""]:
+                    yield f"{path}\n{cut}{mark}\n\n" if path else f"{cut}{mark}\n\n"
 
 
 def _cuts(name: str) -> Iterable[str]:

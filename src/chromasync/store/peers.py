@@ -164,7 +164,7 @@ def upgrade_records(
 
 
 def _row(label: str, meta: Mapping[str, Any], root: str, contexts: bool) -> _Row:
-    keys = ("chunk_hash", "heading", "symbol", CONTEXT_KEY)
+    keys = ("chunk_hash", "chunk_index", "heading", "symbol", "description", CONTEXT_KEY)
     index = meta.get("chunk_index")
     return _Row(
         str(meta.get("path", "")),
