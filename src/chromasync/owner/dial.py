@@ -57,6 +57,11 @@ START_TIMEOUT = 30.0
 #: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
 LOG_LIMIT = 1024 * 1024
 
+#: The daemons this process started, by data dir: the console script's start and the full
+#: CLI's run in one process, and a start that outlasted the first's wait is waited for by
+#: the second, never doubled (`starting`).
+_STARTED: dict[str, subprocess.Popen[bytes]] = {}
+
 
 def nobody_owns(data_dir: str) -> bool:
     """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
@@ -213,6 +218,7 @@ def spawn(
             close_fds=True,
             env=None if environ is None else dict(environ),
         )
+    _STARTED[os.path.abspath(data_dir)] = process
     assert process.stdin is not None
     try:
         process.stdin.write(json.dumps(dict(payload)).encode())
@@ -220,6 +226,13 @@ def spawn(
     except OSError:
         pass  # it died at once: its log says why
     return process
+
+
+def starting(data_dir: str) -> subprocess.Popen[bytes] | None:
+    """The daemon this process started for `data_dir` while it still runs (listening or
+    still coming up), else None."""
+    process = _STARTED.get(os.path.abspath(data_dir))
+    return process if process is not None and process.poll() is None else None
 
 
 def start_daemon(
