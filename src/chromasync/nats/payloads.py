@@ -2,8 +2,9 @@
 
 Requests (`corpus.retrieve.requested`, the ask subject) are strict: JSON objects of known
 fields, each typed and bounded as the other surfaces bound theirs (a query of at most
-`MAX_QUERY_CHARS`, as REST's `q` and MCP's `query`; `top_k` at most `MAX_TOP_K`, as MCP's
-`k`; a question of at most `answer.ask.MAX_QUESTION_CHARS`). A message over
+`MAX_QUERY_CHARS`, as REST's `q` and MCP's `query`; `top_k` at most `MAX_TOP_K`, the
+design's own bound, under the other surfaces' `k` (`retrieve.options.MAX_K`); a question of
+at most `answer.ask.MAX_QUESTION_CHARS`). A message over
 `nats_max_message_bytes` is refused before it is parsed. Change events are lenient about
 fields they do not need (a producer may add its own), strict about the path they name.
 
