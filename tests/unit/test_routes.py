@@ -82,7 +82,8 @@ def test_cli_commands_reach_the_index_through_open_index_only(path: Path) -> Non
     for module, names in _imports(path):
         assert module not in FORBIDDEN_MODULES, f"{path.name} imports {module}"
         assert not names & FORBIDDEN_NAMES, f"{path.name} imports {names & FORBIDDEN_NAMES}"
-        assert not names & INDEX_FUNCTIONS, f"{path.name} imports {names & INDEX_FUNCTIONS}"
+        if not module.startswith("chromasync.cli"):  # its own modules: `from . import ingest`
+            assert not names & INDEX_FUNCTIONS, f"{path.name} imports {names & INDEX_FUNCTIONS}"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     called = {
         node.attr
