@@ -1,7 +1,8 @@
 """The index seam (`owner.index.Index`): every operation returns the same record in this
 process (`LocalIndex`) and through the data dir's owner (`OwnerClient` -> `Service`); the
-CLI's `similar`, `suggest`, `eval`, `links` and `summarize --all-collections`, which refused
-to run while an owner ran, go through it."""
+CLI's `similar`, `suggest`, `eval`, `links`, `summarize --all-collections`, `verify` and
+`sources remove`, which refused to run while an owner ran, go through it (`verify --repair`
+and `share` are refused, named)."""
 
 from __future__ import annotations
 
