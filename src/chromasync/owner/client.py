@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -39,7 +40,9 @@ from ..retrieve.results import SearchResult
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..retry import Deadline, read_capped
 from ..state.snapshots import Recorder
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from .locate import OwnerInfo
 from .queries import (
     MAX_COMPARE_BYTES,
@@ -50,9 +53,12 @@ from .queries import (
     IngestRequest,
     JobState,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
-from .routes import ingest_through_owner
+from .routes import check_owner_serves, ingest_through_owner
 from .wire import from_wire, to_wire
 
 T = TypeVar("T")
@@ -347,6 +353,24 @@ class OwnerClient:
     ) -> EvalReport:
         """Through the owner (no progress reported meanwhile)."""
         return self._operation("evaluate", EvalReport, request, SLOW_CALL_S)
+
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+        """The owner's `DELETE /sources/{label}` (it waits for its running job itself)."""
+        check_owner_serves(request, self.owner.describe())
+        params = {"keep_declaration": "true" if request.keep_declaration else "false"}
+        path = "/sources/" + quote(request.label, safe="")
+        return from_wire(RemovedSource, self._call("DELETE", path, params=params))
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        """The owner's report (`repair`: refused here, `owner.routes`)."""
+        check_owner_serves(request, self.owner.describe())
+        checks: list[SourceCheck] = self._operation("verify", list[SourceCheck], request)
+        return checks
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        """Refused (`owner.routes`): it rewrites every collection the owner holds."""
+        check_owner_serves(request, self.owner.describe())
+        raise AssertionError("unreachable: `owner.routes` refuses share")
 
     def reindex(
         self,
