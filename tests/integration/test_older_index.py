@@ -28,6 +28,7 @@ from chromasync.records import (
     LEGACY_NAMES,
     OWNER_KEY,
 )
+from chromasync.retrieve.mirror import KeywordMirror
 from chromasync.state.manifest import State
 from chromasync.store.peers import UPGRADED_PREFIX
 
@@ -224,6 +225,28 @@ def test_records_version_2_gets_the_bookkeeping_names_by_metadata_only(
             where = {key: some[FILE_HASH_KEY]}
             hits = api.search("the", settings, 50, where, mode=mode, embedder=HashEmbedder())
             assert hits and {h.path for h in hits} == {"guide.md"}, (key, mode)
+
+
+def test_the_keyword_mirror_follows_the_rename(
+    corpus: Path, settings: Settings, tmp_path: Path
+) -> None:
+    """The mirror (keyword search over a collection the state does not cover) fetches
+    the renamed records again although their record hash did not change."""
+    api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+    _older_names(_raw(settings))
+    _forget_upgrade(settings)
+    _forget_collection_note(_raw(settings))
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    mirror = KeywordMirror.open(tmp_path / "mirror")
+    try:
+        total = mirror.sync(collection, 1).total
+        api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+        assert mirror.sync(collection, 2).updated == total
+        rows = mirror.db.execute("SELECT metadata FROM chunks").fetchall()
+        assert all(set(LEGACY_NAMES) <= set(json.loads(meta)) for (meta,) in rows)
+        assert mirror.sync(collection, 3).updated == 0
+    finally:
+        mirror.close()
 
 
 def test_an_index_upgraded_by_the_release_before_gets_its_contexts(
