@@ -3,6 +3,7 @@
 
     python benchmarks/answer_bench.py [--work /tmp/chromasync-bench-answer] [--k 5]
                                       [--limit N]
+    python benchmarks/answer_bench.py --data-dir DIR --mode hybrid   # what a user gets
 
 1. Materialises SciFact as Markdown (../shared/tools/materialize_scifact.py) into
    WORK/scifact, once (never into ../shared).
@@ -15,6 +16,10 @@
    length in characters (markers included) and the answer time per claim.
 4. Time to first token: `ChatClient.stream` against the loopback test server
    (tests/chat_server.py), 20 requests; median and p95.
+
+`--data-dir DIR --mode hybrid`: steps 3 and 4 only, on a data dir that already holds SciFact
+indexed with the default model (e.g. `benchmarks/fusion.py dump`'s WORK/scifact-data) and
+searched as `chromasync ask` searches by default (hybrid): the support a user gets.
 
 Prints a table and writes WORK/answer_results.json.
 """
@@ -55,7 +60,9 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def answer_quality(settings: api.Settings, k: int, limit: int | None) -> dict[str, object]:
+def answer_quality(
+    settings: api.Settings, k: int, limit: int | None, mode: str = "keyword"
+) -> dict[str, object]:
     claims = [
         json.loads(line) for line in (SHARED / "corpora" / "scifact" / "train_queries.jsonl").open()
     ][:limit]
@@ -65,7 +72,7 @@ def answer_quality(settings: api.Settings, k: int, limit: int | None) -> dict[st
     cited_counts: list[int] = []
     for claim in claims:
         relevant = set(claim["relevant"])
-        hits = api.search(claim["query"], settings, k=k, mode="keyword")
+        hits = api.search(claim["query"], settings, k=k, mode=mode)
         if any(Path(h.path).stem in relevant for h in hits[:3]):
             retrieved += 1
         began = time.perf_counter()
@@ -80,6 +87,7 @@ def answer_quality(settings: api.Settings, k: int, limit: int | None) -> dict[st
     return {
         "claims": n,
         "k": k,
+        "mode": mode,
         "support@3": round(supported / n, 4),
         "retrieval_hit@3": round(retrieved / n, 4),
         "median_answer_chars": statistics.median(lengths),
@@ -110,8 +118,19 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/chromasync-bench-answer"))
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--data-dir", type=Path, default=None, help="SciFact, default model")
+    parser.add_argument("--mode", choices=("keyword", "hybrid", "dense"), default="keyword")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.data_dir is not None:
+        indexed = api.resolve_settings(
+            {"data_dir": str(args.data_dir)}, {"CHROMASYNC_COLLECTIONS": "shared"}
+        )
+        quality = answer_quality(indexed, args.k, args.limit, args.mode)
+        for key, value in quality.items():
+            print(f"  {key:22} {value}")
+        (args.work / f"answer_results_{args.mode}.json").write_text(json.dumps(quality, indent=2))
+        return
     corpus = materialise(args.work)
     settings = api.resolve_settings(
         {"data_dir": str(args.work / "data"), "provider": "hash"},
@@ -122,7 +141,7 @@ def main() -> None:
     ingest_s = round(time.perf_counter() - began, 1)
     results: dict[str, object] = {
         "ingest": {"wall_s": ingest_s, "chunks": summary.chunks_total},
-        "extractive": answer_quality(settings, args.k, args.limit),
+        "extractive": answer_quality(settings, args.k, args.limit, args.mode),
         "time_to_first_token": first_token(),
     }
     for section, figures in results.items():

@@ -5,6 +5,7 @@
     nice python benchmarks/fusion.py prf [--work ...]
     python benchmarks/fusion.py explore [--work ...] [--corpus scifact]
     python benchmarks/fusion.py scale [--work ...]
+    nice python benchmarks/fusion.py feedback [--work ...]
 
 `dump` materialises each corpus (../shared/tools/materialize_scifact.py), ingests it once
 with the real default model into WORK/<corpus>-data (later runs embed nothing), then, for
@@ -22,6 +23,12 @@ and graded), recall@100, and the chosen fusion's per-query wins and losses again
 alternative with a paired randomisation test. `scale` fits the relevance scale of each mode
 (`retrieve.relevance`) and prints its precision above 0.8, 0.5 and 0.2 on each corpus. The
 tables in docs/retrieval.md come from `explore` and `scale`.
+
+`feedback` measures hybrid search with pseudo-relevance feedback (`FEEDBACK_FUSION`: a second
+round asks Chroma and the keyword index again, `retrieve/rounds.py`, so it cannot run from
+the dumps): `eval` on each data dir, it and the default hybrid (`DEFAULT_FUSION`, its first
+round) ranked from one gather, with per-query wins and losses and the paired test against
+the default and each single mode. Each query is embedded once; the corpus never again.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from chromasync.retrieve import evaluate as ev  # noqa: E402
 from chromasync.retrieve.fuse import Fusion, Ranked, fuse  # noqa: E402
-from chromasync.retrieve.results import DEFAULT_FUSION  # noqa: E402
+from chromasync.retrieve.results import DEFAULT_FUSION, FEEDBACK_FUSION  # noqa: E402
 
 CORPORA = {
     "scifact": ("train_queries.jsonl", 5183),
@@ -564,9 +571,45 @@ def explore(work: Path, names: Sequence[str]) -> None:
             print(f"| {name} | {chosen} ({metric}) | " + " | ".join(parts) + " |")
 
 
+def feedback(work: Path, names: Sequence[str]) -> None:
+    from chromasync import api
+
+    for name in names:
+        settings = api.resolve_settings(
+            {"data_dir": str(work / f"{name}-data"), "collections": "shared"}, {}
+        )
+        queries = api.load_queries(SHARED / "corpora" / name / CORPORA[name][0])
+        began = time.perf_counter()
+        report = api.evaluate(
+            queries,
+            settings,
+            modes=("hybrid", "dense", "keyword"),
+            fusions={"feedback": FEEDBACK_FUSION},
+        )
+        took = time.perf_counter() - began
+        print(f"{name}: {len(queries)} queries in {took:.0f} s")
+        for mode, figures in report.modes.items():
+            graded = f" graded {figures['ndcg_graded']:.4f}" if report.graded else ""
+            print(
+                f"| {mode} | nDCG@10 {figures['ndcg']:.4f}{graded} | "
+                f"R@100 {figures['recall@100']:.3f} |"
+            )
+        metrics = ("ndcg_graded", "ndcg") if report.graded else ("ndcg",)
+        for metric in metrics:
+            mine = [r[metric] for r in report.per_query["feedback"]]
+            for other in ("hybrid", "dense", "keyword"):
+                theirs = [r[metric] for r in report.per_query[other]]
+                counts = ev.versus(report.per_query["feedback"], report.per_query[other], metric)
+                gap = (sum(mine) - sum(theirs)) / len(mine)
+                print(
+                    f"| {name} {metric} | feedback vs {other} | {gap:+.4f}: {counts['wins']} wins,"
+                    f" {counts['losses']} losses (p = {sign_flip_p(mine, theirs):.3f}) |"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("step", choices=("dump", "prf", "explore", "scale"))
+    parser.add_argument("step", choices=("dump", "prf", "explore", "scale", "feedback"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/chromasync-bench-fusion"))
     parser.add_argument("--corpus", choices=tuple(CORPORA), action="append")
     args = parser.parse_args()
@@ -580,6 +623,8 @@ def main() -> None:
             dump_prf(args.work, name)
     elif args.step == "scale":
         explore_scale(args.work, names)
+    elif args.step == "feedback":
+        feedback(args.work, names)
     else:
         explore(args.work, names)
 

@@ -19,6 +19,10 @@ script's entry):
 * the same, opening the store and the state for each query (`api.retrieve` alone: the code
   before warm sessions).
 
+`--feedback` measures only the cost of hybrid search's opt-in second round
+(pseudo-relevance feedback, `results.FEEDBACK_FUSION`, `retrieve/rounds.py`) against the
+default hybrid (`results.DEFAULT_FUSION`), in one warm process, alternating query by query.
+
 Prints p50/p95/p99 in milliseconds and each p50 as a multiple of `python -c pass`; writes
 the figures as JSON (--out). Never run two benchmarks at once on a small machine.
 """
@@ -80,7 +84,11 @@ def main() -> None:
     parser.add_argument("--boots", type=int, default=3, help="daemon starts to time")
     parser.add_argument("--floor", type=int, default=30, help="`python -c pass` runs")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--feedback", action="store_true", help="only the feedback's cost")
     args = parser.parse_args()
+    if args.feedback:
+        feedback_cost(args)
+        return
 
     queries = claims(args.queries)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CHROMASYNC_DATA_DIR": str(args.data_dir)}
@@ -146,6 +154,47 @@ def main() -> None:
         print(
             f"| {name:<52} | {row['n']:>4} | {row['p50_ms']:>7.1f} | {row['p95_ms']:>7.1f} "
             f"| {row['p99_ms']:>7.1f} | {row['p50_ms'] / floor:>6.1f} |"
+        )
+    if args.out:
+        args.out.write_text(json.dumps({"rows": rows, "load": load}, indent=2))
+
+
+def feedback_cost(args: argparse.Namespace) -> None:
+    """Hybrid with the second round against the default hybrid, in one warm process."""
+    from dataclasses import replace
+
+    from chromasync.embed.querycache import QueryCache
+    from chromasync.retrieve.results import FEEDBACK_FUSION
+
+    queries = claims(args.queries)
+    load = {"start": os.getloadavg()[0]}
+    settings = api.resolve_settings({"data_dir": str(args.data_dir)}, os.environ)
+    embedder = QueryCache(api.make_embedder_for(settings), len(queries) + 1)
+    sessions = api.WarmSessions(settings, lambda: embedder)
+    api.retrieve(
+        api.search_request(api.SearchArgs.of(queries[0]), settings), settings, sessions=sessions
+    )
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i, q in enumerate(queries):
+        request = api.search_request(api.SearchArgs.of(q), settings)
+        embedder.embed_query(q)  # cached (as the daemon's): both rows time the search alone
+        for fed in (True, False) if i % 2 else (False, True):
+            asked = replace(request, fusion=FEEDBACK_FUSION) if fed else request
+            began = time.perf_counter()
+            api.retrieve(asked, settings, sessions=sessions)
+            times[fed].append(time.perf_counter() - began)
+    sessions.close()
+    load["end"] = os.getloadavg()[0]
+    rows = {
+        "hybrid, warm, with feedback (FEEDBACK_FUSION)": figures(times[True]),
+        "hybrid, warm, default (DEFAULT_FUSION)": figures(times[False]),
+    }
+    before = rows["hybrid, warm, default (DEFAULT_FUSION)"]["p50_ms"]
+    print(f"\n{len(queries)} SciFact claims; load average {load['start']:.2f} -> {load['end']:.2f}")
+    for name, row in rows.items():
+        print(
+            f"| {name:<42} | {row['n']:>4} | {row['p50_ms']:>7.1f} | {row['p95_ms']:>7.1f} "
+            f"| {row['p99_ms']:>7.1f} | {row['p50_ms'] / before:>5.2f}x |"
         )
     if args.out:
         args.out.write_text(json.dumps({"rows": rows, "load": load}, indent=2))

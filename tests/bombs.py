@@ -166,6 +166,27 @@ def pptx_shape(base: bytes, mib: int) -> bytes:
     return replace_member(base, name, deflate_repeat(head, block, mib, tail))
 
 
+def docx_styles(base: bytes, mib: int) -> bytes:
+    """A DOCX whose `word/styles.xml` holds `mib` MiB of paragraph styles."""
+    style = b'<w:style w:type="paragraph" w:styleId="s"><w:name w:val="x"/></w:style>'
+    block = style * ((1 << 20) // len(style))
+    head = b'<?xml version="1.0"?><w:styles ' + _W_NS + b">"
+    return replace_member(base, "word/styles.xml", deflate_repeat(head, block, mib, b"</w:styles>"))
+
+
+def core_properties(base: bytes, mib: int) -> bytes:
+    """A DOCX or PPTX whose `docProps/core.xml` holds `mib` MiB of elements."""
+    element = b"<dc:subject>aaaaaaaaaa</dc:subject>"
+    block = element * ((1 << 20) // len(element))
+    head = (
+        b'<?xml version="1.0"?><cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/'
+        b'package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        b"<dc:title>The title</dc:title>"
+    )
+    tail = b"</cp:coreProperties>"
+    return replace_member(base, "docProps/core.xml", deflate_repeat(head, block, mib, tail))
+
+
 def html_text(mib: int) -> bytes:
     """`mib` MiB of HTML: a title, then text in one long line (no tag ends it)."""
     words = b"lorem ipsum dolor sit amet " * 40
@@ -174,8 +195,10 @@ def html_text(mib: int) -> bytes:
 
 __all__ = [
     "Deflated",
+    "core_properties",
     "deflate_repeat",
     "docx_paragraphs",
+    "docx_styles",
     "html_text",
     "member_bomb",
     "pdf_bomb",

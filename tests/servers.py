@@ -421,3 +421,117 @@ class CommandProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
+
+
+class StallingServer:
+    """A raw HTTP server (TCP on loopback, or a Unix socket at `path`) that misbehaves on
+    every request, as `behaviour` says:
+
+    * `hold`: reads the request and never answers;
+    * `drip-head`: sends its status line and headers a byte every `every` seconds;
+    * `drip-body`: sends a head declaring `size` bytes, then a byte every `every` seconds;
+    * `flood`: sends a head declaring `size` bytes, then all of them (zeros);
+    * `events`: an SSE head, then a `token` event every `every` seconds, without end.
+
+    A request for a path in `answers` gets that JSON body instead, properly.
+    """
+
+    def __init__(
+        self,
+        behaviour: str,
+        *,
+        path: str | None = None,
+        every: float = 0.1,
+        size: int = 1000,
+        answers: dict[str, str] | None = None,
+    ) -> None:
+        self.behaviour, self.every, self.size = behaviour, every, size
+        self.answers = answers or {}
+        if path is None:
+            self._listener = socket.socket()
+            self._listener.bind(("127.0.0.1", 0))
+            self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        else:
+            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listener.bind(path)
+            self.url = "http://localhost"
+        self._listener.listen(16)
+        self._listener.settimeout(0.1)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.connections = 0
+
+    def __enter__(self) -> StallingServer:
+        thread = threading.Thread(target=self._accept, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(5)
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn = self._listener.accept()[0]
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(0.2)
+            try:
+                request = conn.recv(65536)  # the request (small ones only)
+                target = request.split(b" ", 2)[1].decode() if request.count(b" ") >= 2 else ""
+                body = self.answers.get(target.split("?")[0])
+                if body is not None:
+                    data = body.encode()
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+                    )
+                    while conn.recv(65536):  # the next request on this connection
+                        pass
+                    return
+                self._answer(conn)
+            except OSError:
+                return  # the client went away
+
+    def _answer(self, conn: socket.socket) -> None:
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {self.size}\r\n\r\n"
+        )
+        if self.behaviour == "flood":
+            conn.sendall(head.encode())
+            piece = b"0" * 65536
+            sent = 0
+            while sent < self.size and not self._stop.is_set():
+                conn.sendall(piece[: self.size - sent])
+                sent += len(piece)
+            return
+        if self.behaviour == "events":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+            drip = [b'event: token\ndata: {"text": "x"}\n\n']
+        elif self.behaviour == "drip-head":
+            drip = [bytes([b]) for b in head.encode()]
+        elif self.behaviour == "drip-body":
+            conn.sendall(head.encode())
+            drip = [b"0"] * self.size
+        else:  # hold
+            drip = []
+        endless = self.behaviour == "events"
+        sent = 0
+        while (endless or sent < len(drip)) and not self._stop.wait(self.every):
+            conn.sendall(drip[0] if endless else drip[sent])
+            sent += 1
+        self._stop.wait()

@@ -127,6 +127,8 @@ def storage_error(exc: BaseException, data_dir: Path | str) -> StoreError | None
         elif code in _DENIED:  # by errno only: SQLite's "unable to open" has other causes
             kind = "denied"
         current = current.__cause__ or current.__context__
+    if not kind and isinstance(exc, StoreError) and disk_full(data_dir):
+        kind = "full"  # Chroma's own words for it: "Error in compaction: Failed to apply logs"
     if kind == "full":
         return StoreError(
             f"the disk holding the data dir {data_dir} is full; nothing was deleted: free some "
@@ -144,6 +146,25 @@ def storage_error(exc: BaseException, data_dir: Path | str) -> StoreError | None
             "user who owns it, or fix its permissions"
         )
     return None
+
+
+#: Bytes free on a disk below which a failed store write is put down to a full disk.
+FULL_BELOW = 1024 * 1024
+
+
+def disk_full(data_dir: Path | str) -> bool:
+    """The file system holding `data_dir` (or its nearest existing parent) has less than
+    `FULL_BELOW` bytes free for this user."""
+    import os
+
+    path = os.path.abspath(data_dir)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        found = os.statvfs(path)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        return False
+    return found.f_bavail * found.f_frsize < FULL_BELOW
 
 
 @contextmanager
@@ -165,6 +186,7 @@ def storage_errors(data_dir: Path | str) -> Iterator[None]:
 
 
 __all__ = [
+    "FULL_BELOW",
     "AccessDenied",
     "AnswerError",
     "ChatRefused",
@@ -176,6 +198,7 @@ __all__ = [
     "NotFound",
     "SourceError",
     "StoreError",
+    "disk_full",
     "error_class",
     "error_classes",
     "lookup",

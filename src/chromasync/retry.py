@@ -291,6 +291,126 @@ class Watchdog:
         self._timer.cancel()
 
 
+class Deadline:
+    """One call's total deadline, whatever the call waits on: connecting, the answer's
+    head or its body. Started with the call (`with`), it learns the call's connection as it
+    opens (httpcore's `trace` extension, `extensions`) or from the answer (`watch`); when
+    `seconds` pass, that connection is shut down, so a read blocked on a server that holds
+    it, or drips a byte now and then, returns at once (`expired` then says why)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._clock = clock
+        self._at = clock() + seconds
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+
+    def left(self) -> float:
+        return max(0.0, self._at - self._clock())
+
+    @property
+    def extensions(self) -> dict[str, object]:
+        """What a request carries so that its connection is known as soon as it opens."""
+        return {"trace": self._trace}
+
+    def _trace(self, name: str, info: dict[str, object]) -> None:
+        if name.startswith("connection.connect_") and name.endswith(".complete"):
+            self._add(info.get("return_value"))
+
+    def watch(self, response: httpx.Response) -> None:
+        """Cover `response`'s connection too (one reused from a pool opened no new one)."""
+        self._add(response.extensions.get("network_stream"))
+
+    def _add(self, stream: object) -> None:
+        get = getattr(stream, "get_extra_info", None)
+        found = get("socket") if callable(get) else None
+        if not isinstance(found, socket.socket):
+            return
+        with self._lock:
+            self._sockets.append(found)
+            late = self.expired
+        if late:
+            _shut(found)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for found in sockets:
+            _shut(found)
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+def _shut(found: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        found.shutdown(socket.SHUT_RDWR)
+
+
+class AnswerTooLarge(httpx.TransportError):
+    """An answer over its size cap: final (retrying brings the same answer)."""
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """Wraps another transport: each request ends within `seconds`, its answer read whole
+    (at most `max_bytes`: `AnswerTooLarge` past them) before it is returned. Past the
+    deadline, what the request was waiting on raises `httpx.ReadTimeout` (transient: a
+    `RetryingTransport` around this one tries again while its own deadline allows)."""
+
+    def __init__(self, inner: httpx.BaseTransport, seconds: float, max_bytes: int) -> None:
+        self.inner = inner
+        self.seconds = seconds
+        self.max_bytes = max_bytes
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with Deadline(self.seconds) as deadline:
+            request.extensions = {**request.extensions, **deadline.extensions}
+            _cut_timeouts(request, max(deadline.left(), 0.001))
+            response: httpx.Response | None = None
+            try:
+                response = self.inner.handle_request(request)
+                deadline.watch(response)
+                stream = response.stream
+                if not isinstance(stream, httpx.SyncByteStream):  # pragma: no cover
+                    raise TypeError("DeadlineTransport wraps synchronous transports only")
+                body = read_capped(stream, self.max_bytes)
+                if deadline.expired:  # an answer read until its connection was shut
+                    raise httpx.ReadError("shut at the deadline", request=request)
+            except httpx.TransportError as exc:
+                if deadline.expired and not isinstance(exc, AnswerTooLarge):
+                    raise httpx.ReadTimeout(
+                        f"no complete answer within {self.seconds:g} s", request=request
+                    ) from exc
+                raise
+            finally:
+                if response is not None:
+                    response.close()
+        if body is None:
+            raise AnswerTooLarge(
+                f"{request.method} {_safe_url(request.url)}: the answer is over "
+                f"{self.max_bytes} bytes",
+                request=request,
+            )
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=httpx.ByteStream(body),
+            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
+            request=request,
+        )
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def _cut_timeouts(request: httpx.Request, left: float) -> None:
     """Every timeout of `request` at most `left` seconds (httpx reads them per request)."""
     timeouts = dict(request.extensions.get("timeout") or {})
@@ -318,6 +438,9 @@ __all__ = [
     "DRAIN_BYTES",
     "NO_RETRY",
     "TRANSIENT_STATUSES",
+    "AnswerTooLarge",
+    "Deadline",
+    "DeadlineTransport",
     "Failure",
     "GaveUp",
     "Refused",

@@ -252,6 +252,30 @@ def _daemons_of(env: dict[str, str]) -> list[int]:
     return sorted(found)
 
 
+def test_a_slow_start_is_waited_for_not_doubled(
+    indexed: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script gave up waiting for the daemon it started (a slow start under
+    load: here a wait of 0 s); the full CLI, in the same process, waits for that daemon
+    instead of announcing and starting a second one."""
+    from chromasync.config.settings import resolve_settings
+    from chromasync.owner import daemon, dial
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    full = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    data_dir = env["CHROMASYNC_DATA_DIR"]
+    assert dial.start_daemon(data_dir, {"flags": {}}, full, timeout=0) is None
+    first = dial.starting(data_dir)
+    assert first is not None
+    notices: list[str] = []
+    info = daemon.ensure(
+        resolve_settings(environ=os.environ), {}, on_start=lambda: notices.append("x")
+    )
+    assert info is not None and info.pid == first.pid
+    assert notices == [] and _daemons_of(env) == [first.pid]
+
+
 def test_a_writer_makes_the_daemon_leave_and_keeps_the_fast_path(
     indexed: Path, env: dict[str, str]
 ) -> None:

@@ -104,6 +104,9 @@ KINDS: dict[str, tuple[str, Callable[[int], bytes], int, str | None]] = {
     "pptx-shape": (".pptx", lambda mib: bombs.pptx_shape(_base_pptx(), mib), 64, "too-large"),
     "pptx-shapes": (".pptx", lambda mib: bombs.pptx_shapes(_base_pptx(), mib), 32, "too-large"),
     "html": (".html", bombs.html_text, 8, "too-large"),
+    # parts that were parsed whole (within a 16 MiB cap: 109 MB at 8 MiB), now streamed
+    "docx-styles": (".docx", lambda mib: bombs.docx_styles(_base_docx(), mib), 6, None),
+    "pptx-core": (".pptx", lambda mib: bombs.core_properties(_base_pptx(), mib), 6, None),
 }
 
 

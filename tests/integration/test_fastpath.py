@@ -200,6 +200,44 @@ def test_config_files_and_writers_void_the_snapshot(
     assert not fast and summary["files_updated"] == 1
 
 
+def test_an_edited_sources_file_voids_the_snapshot(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """The key names the config file's bytes, not those of the sources file it names (or
+    `--sources-file` names); the snapshot checks the files the settings were read from, so
+    a source added there is ingested, by either way of naming the file."""
+    project = tmp_path / "project"
+    for name in ("a", "b"):
+        (project / name).mkdir(parents=True)
+        page = project / name / f"{name}.md"
+        page.write_text(f"# {name}\n\nA page of {name}.\n")
+        set_mtime(page, 1_600_000_000)
+    listed = project / "content-sources.md"
+    entry = "  - {{path: ./{0}, label: {0}, include: true}}\n"
+    one = "---\ncontent_sources:\n" + entry.format("a") + "---\n"
+    both = "---\ncontent_sources:\n" + entry.format("a") + entry.format("b") + "---\n"
+    env = {k: v for k, v in cli_env.items() if k != "CHROMASYNC_DATA_DIR"}
+    env["CHROMASYNC_CONFIG"] = ""
+
+    def ingest(*extra: str) -> tuple[list[str], bool]:
+        done = run_cli(
+            ["ingest", "--json", *extra], env={**env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=project
+        )
+        assert done.returncode == 0, done.stderr
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+        return sorted(r["source"] for r in json.loads(done.stdout)), "click" not in imported
+
+    named = (("sources_file: content-sources.md\n", ()), (None, ("--sources-file", str(listed))))
+    for config, extra in named:
+        shutil.rmtree(project / ".chromasync", ignore_errors=True)
+        (project / "chromasync.yaml").unlink(missing_ok=True)
+        if config is not None:
+            (project / "chromasync.yaml").write_text("version: 1\n" + config)
+        listed.write_text(one)
+        assert ingest(*extra) == (["a"], False)
+        assert ingest(*extra) == (["a"], True)
+        listed.write_text(both)
+        assert ingest(*extra) == (["a", "b"], False), extra
+
+
 def test_the_fast_path_opens_no_indexed_file(notes: Path, cli_env: dict[str, str]) -> None:
     _settle(notes, cli_env)
     probe = r"""

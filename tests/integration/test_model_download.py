@@ -10,6 +10,7 @@ import hashlib
 import logging
 import tarfile
 import threading
+import time
 from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +22,8 @@ import pytest
 from chromasync.embed import local, shared, tokens
 from chromasync.embed.local import LocalEmbedder
 from chromasync.errors import EmbeddingError
+
+from ..servers import StallingServer
 
 TEXTS = ["How do I calibrate the grinder?", "Sourdough starter feeding"]
 
@@ -148,3 +151,15 @@ def test_an_archive_with_a_link_or_a_stray_path_is_refused(
         tokens.default_token_meter()
     assert not no_weights.exists()
     assert not (served.parent / "outside.txt").exists()
+
+
+def test_a_server_that_drips_the_archive_is_cut_off_at_the_deadline(tmp_path: Path) -> None:
+    """A byte every 0.1 s keeps every read within its timeout; the download's own deadline
+    (`total_s`, here 1 s; an hour by default) ends it, and nothing is installed."""
+    folder = tmp_path / "onnx"
+    with StallingServer("drip-body", size=10_000, every=0.1) as server:
+        started = time.monotonic()
+        with pytest.raises(EmbeddingError, match="not downloaded within 1 s"):
+            shared.download(folder, f"{server.url}/{shared.ARCHIVE}", timeout=0.5, total_s=1.0)
+    assert time.monotonic() - started < 3.0  # it took 1,000 s (a byte every 0.1 s)
+    assert not folder.exists()

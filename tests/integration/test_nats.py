@@ -290,7 +290,7 @@ def test_requests_fifty_at_a_time_and_bad_input_get_error_replies(
     assert kind({"client_id": "t", "query": "x", "bogus": 1}) == "unknown_field"
     assert kind({"client_id": "t"}) == "invalid_request"
     assert kind({"client_id": "t", "query": "q" * 2001}) == "invalid_request"
-    assert kind({"client_id": "t", "query": "x", "top_k": 101}) == "invalid_request"
+    assert kind({"client_id": "t", "query": "x", "top_k": 1001}) == "invalid_request"
     assert kind({"client_id": "t", "query": "x", "top_k": "8"}) == "invalid_request"
     assert kind({"client_id": "t", "query": "x", "published_after": "soon"}) == "invalid_request"
     assert kind(b" " * (10 * 1024 * 1024)) == "too_large"

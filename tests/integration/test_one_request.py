@@ -20,6 +20,8 @@ from chromasync import api
 from chromasync.cli.main import main
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.nats.errors import BadMessage
+from chromasync.nats.payloads import RetrieveRequest, parse
 from chromasync.owner.service import Service
 from chromasync.rest import create_app
 from chromasync.retrieve.options import BY_NAME, MAX_K, OPTIONS, Option
@@ -266,7 +268,7 @@ def test_the_cli_through_a_running_owner_sends_the_request_as_data(
 
 
 def test_k_has_one_bound_everywhere(indexed: tuple[Settings, dict[str, str]]) -> None:
-    """k was capped at 100 on MCP and 1,000 elsewhere: now `MAX_K` on every surface."""
+    """k was capped at 100 on MCP (and NATS) and 1,000 elsewhere: now `MAX_K` on every surface."""
     settings, env = indexed
     assert MAX_K == 1000
     done = CliRunner().invoke(main, ["search", QUERY, "--json", "--k", "500"], env=env)
@@ -291,6 +293,11 @@ def test_k_has_one_bound_everywhere(indexed: tuple[Settings, dict[str, str]]) ->
     assert isinstance(ok, dict) and _ids(ok) == _ids(json.loads(done.stdout))
     assert isinstance(refused, str) and "k" in refused
     assert isinstance(asked, dict) and asked["citations"]
+    # NATS's `top_k` (its design's name for k) had 100 of its own
+    retrieve = {"client_id": "t", "query": QUERY}
+    assert parse(RetrieveRequest, json.dumps({**retrieve, "top_k": 500}).encode(), 1 << 20)
+    with pytest.raises(BadMessage):
+        parse(RetrieveRequest, json.dumps({**retrieve, "top_k": 1001}).encode(), 1 << 20)
 
 
 def test_links_to_works_on_rest_and_mcp_ask(indexed: tuple[Settings, dict[str, str]]) -> None:

@@ -8,6 +8,7 @@ import errno
 import os
 import sqlite3
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,22 @@ from ..conftest import run_cli
 def test_storage_errors_name_the_data_dir(exc: BaseException, words: str) -> None:
     found = storage_error(exc, "/srv/index")
     assert found is not None and words in str(found) and "/srv/index" in str(found)
+
+
+def test_a_failed_store_write_on_a_full_disk_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma's embedded store words a full disk its own way; the free space tells."""
+    chroma = StoreError(
+        "Chroma at d/chroma: upsert failed: InternalError: Error in compaction: Failed to "
+        "apply logs to the metadata segment"
+    )
+    assert storage_error(chroma, tmp_path) is None  # this disk has room: left alone
+    full = types.SimpleNamespace(f_bavail=0, f_frsize=4096)
+    monkeypatch.setattr(os, "statvfs", lambda path: full)
+    found = storage_error(chroma, tmp_path / "data")
+    assert found is not None and "is full" in str(found) and str(tmp_path) in str(found)
+    assert storage_error(ValueError("bad"), tmp_path) is None  # not a store error
 
 
 def test_other_errors_are_left_alone() -> None:
@@ -78,10 +95,13 @@ def _can_mount() -> bool:
 
 
 @pytest.mark.skipif(not _can_mount(), reason="needs root to mount a tmpfs")
-def test_cli_on_a_tiny_tmpfs_says_the_disk_is_full(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "size", ["600k", pytest.param("4m", marks=pytest.mark.slow)]
+)  # 4m: full mid-run, and Chroma's words are "Error in compaction"
+def test_cli_on_a_tiny_tmpfs_says_the_disk_is_full(tmp_path: Path, size: str) -> None:
     mount = tmp_path / "tiny"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)])
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)])
     if done.returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:

@@ -255,3 +255,40 @@ def test_a_live_daemon_is_asked_and_not_killed(tmp_path: Path) -> None:
     done = daemons.stop(data_dir)
     assert done is not None and done.gone and not done.killed
     assert proc.wait(timeout=10) == -signal.SIGTERM
+
+
+def test_a_stopped_process_is_told_without_proc_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there is no /proc (macOS, the BSDs), `ps` tells a stopped process."""
+    monkeypatch.setattr(dial, "PROC", str(tmp_path / "no-proc"))
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not dial.frozen(proc.pid)
+        proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while not dial.frozen(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert dial.frozen(proc.pid)
+        proc.send_signal(signal.SIGCONT)
+        while dial.frozen(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not dial.frozen(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_where_nothing_tells_a_frozen_daemon_the_deadline_ends_the_wait(
+    frozen_daemon: tuple[Path, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither /proc nor `ps`: the stopped daemon is taken for a live one, and the client's
+    deadline (`REPLY_TIMEOUT`, here 0.5 s) ends the wait; the search then runs here."""
+    data_dir, _ = frozen_daemon
+    monkeypatch.setattr(dial, "PROC", str(data_dir / "no-proc"))
+    monkeypatch.setattr(dial, "_ps_state", lambda pid: "")
+    found = dial.daemon_socket(str(data_dir))
+    assert found is not None  # not told: talked to
+    began = time.monotonic()
+    assert dial.get(found, "/search", [("q", "kites")], "key", None, timeout=0.5) is None
+    assert time.monotonic() - began < 2.0

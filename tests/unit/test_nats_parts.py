@@ -57,7 +57,7 @@ def body(**fields: Any) -> bytes:
         (b'"a string"', "invalid_request"),
         (body(bogus=1), "unknown_field"),
         (body(top_k=0), "invalid_request"),
-        (body(top_k=101), "invalid_request"),
+        (body(top_k=1001), "invalid_request"),
         (body(top_k="8"), "invalid_request"),
         (body(include_chunks="no"), "invalid_request"),
         (body(tags="one"), "invalid_request"),

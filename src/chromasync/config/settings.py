@@ -179,7 +179,8 @@ class Settings:
     )
     chroma_timeout: float = setting(
         60.0,
-        "Seconds per Chroma request",
+        "Seconds per Chroma request attempt, reading its answer included "
+        "(a request with its retries: this times chroma_retries)",
         env="CHROMASYNC_CHROMA_TIMEOUT",
         low=0,
         above=True,

@@ -34,7 +34,7 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .zipparts import core_title, member_pieces, open_package, parse_small, relationships
+from .zipparts import core_title, member_pieces, open_package, pull_parser, relationships
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _HEADING_STYLE = re.compile(r"^heading ([1-9])$", re.IGNORECASE)
@@ -43,8 +43,10 @@ _SDT, _SDT_CONTENT = _W + "sdt", _W + "sdtContent"
 _RUN_TEXT = {_W + "tab": "\t", _W + "ptab": "\t", _W + "cr": "\n", _W + "noBreakHyphen": "-"}
 #: Elements of one paragraph or table held before it ends (its subtree is in memory).
 MAX_HELD = 200_000
-#: The most bytes of `styles.xml` and `docProps/core.xml` (parsed whole).
+#: The most bytes of `styles.xml` (streamed), and the paragraph styles kept from it (a
+#: paragraph of a style past them takes the default style's level).
 MAX_SMALL_PART = 16 * 1024 * 1024
+MAX_STYLES = 10_000
 
 
 def read_docx(data: bytes, meter: Meter) -> PagedDocument:
@@ -52,12 +54,12 @@ def read_docx(data: bytes, meter: Meter) -> PagedDocument:
 
     archive = open_package(data, meter)
     try:
-        parts = relationships(archive, "", meter, MAX_SMALL_PART)
+        parts = relationships(archive, "", meter)
         main = parts.get("officeDocument", "word/document.xml")
         levels, default = _styles(archive, main, meter)
         blocks = _merge_body(_blocks(archive, main, meter, levels, default), meter)
         core = parts.get("core-properties", "docProps/core.xml")
-        title = core_title(archive, core, meter, MAX_SMALL_PART)
+        title = core_title(archive, core, meter)
     except KeyError as exc:
         raise Refused("corrupt", f"a part is missing: {exc}") from exc
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
@@ -70,42 +72,49 @@ def read_docx(data: bytes, meter: Meter) -> PagedDocument:
     return PagedDocument("docx", (Page(1, blocks),), title, outline)
 
 
-def _parser() -> Any:
-    from lxml import etree
-
-    return etree.XMLPullParser(
-        events=("end",), resolve_entities=False, no_network=True, huge_tree=False
-    )
-
-
 def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str, int], int]:
-    """Heading level (0: body) by paragraph style id, and the default paragraph style's."""
-    name = relationships(archive, main, meter, MAX_SMALL_PART).get("styles", "word/styles.xml")
+    """Heading level (0: body) by paragraph style id (the first `MAX_STYLES`), and the
+    default paragraph style's; `styles.xml` parsed as a stream, each style dropped once read."""
+    name = relationships(archive, main, meter).get("styles", "word/styles.xml")
+    levels: dict[str, int] = {}
+    default = held = 0
+    parser = pull_parser()
     try:
-        root = parse_small(archive, name, meter, MAX_SMALL_PART)
+        for piece in member_pieces(archive, name, meter, MAX_SMALL_PART):
+            parser.feed(piece)
+            for _, style in parser.read_events():
+                held += 1
+                if held > MAX_HELD:
+                    raise Refused("too-large", f"{name}: a style of over {MAX_HELD} elements")
+                parent = style.getparent()
+                if parent is None or parent.getparent() is not None:
+                    continue  # the root, or inside a style: taken when the style ends
+                held = 0
+                if style.tag == _W + "style" and style.get(_W + "type") == "paragraph":
+                    level = _style_level(style)
+                    ident = style.get(_W + "styleId")
+                    if ident is not None and len(levels) < MAX_STYLES:
+                        levels.setdefault(ident, level)
+                    if style.get(_W + "default") in ("1", "true", "on"):
+                        default = level
+                parent.remove(style)
+        parser.close()
     except KeyError:
         return {}, 0
-    levels: dict[str, int] = {}
-    default = 0
-    for style in root.iterchildren(_W + "style"):
-        if style.get(_W + "type") != "paragraph":
-            continue
-        label = style.find(_W + "name")
-        text = (label.get(_W + "val") or "") if label is not None else ""
-        match = _HEADING_STYLE.match(text)
-        level = 1 if text.lower() == "title" else min(int(match[1]), 6) if match else 0
-        ident = style.get(_W + "styleId")
-        if ident is not None:
-            levels.setdefault(ident, level)
-        if style.get(_W + "default") in ("1", "true", "on"):
-            default = level
     return levels, default
+
+
+def _style_level(style: Any) -> int:
+    label = style.find(_W + "name")
+    text = (label.get(_W + "val") or "") if label is not None else ""
+    match = _HEADING_STYLE.match(text)
+    return 1 if text.lower() == "title" else min(int(match[1]), 6) if match else 0
 
 
 def _blocks(
     archive: zipfile.ZipFile, main: str, meter: Meter, levels: dict[str, int], default: int
 ) -> Iterator[Block]:
-    parser = _parser()
+    parser = pull_parser()
     held = items = 0
     limits = meter.limits
     for piece in member_pieces(archive, main, meter, limits.max_inflated):

@@ -34,7 +34,14 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .zipparts import core_title, member_pieces, open_package, relationship_ids, relationships
+from .zipparts import (
+    core_title,
+    member_pieces,
+    open_package,
+    pull_parser,
+    relationship_ids,
+    relationships,
+)
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
@@ -48,8 +55,6 @@ _ROOTS = {"slide": _P + "sld", "notes": _P + "notes"}
 _LINE_BREAK = "\v"
 #: Elements of one unfinished shape (or of anything outside a shape) held before it ends.
 MAX_HELD = 200_000
-#: The most bytes of a `.rels` part and of `docProps/core.xml` (parsed whole).
-MAX_SMALL_PART = 16 * 1024 * 1024
 _TRUE = ("1", "true", "on")
 
 
@@ -69,11 +74,11 @@ def read_pptx(data: bytes, meter: Meter) -> PagedDocument:
 
     archive = open_package(data, meter)
     try:
-        package = relationships(archive, "", meter, MAX_SMALL_PART)
+        package = relationships(archive, "", meter)
         main = package.get("officeDocument", "ppt/presentation.xml")
         pages = tuple(_pages(archive, main, meter))
         core = package.get("core-properties", "docProps/core.xml")
-        title = core_title(archive, core, meter, MAX_SMALL_PART)
+        title = core_title(archive, core, meter)
     except KeyError as exc:
         raise Refused("corrupt", f"a part is missing: {exc}") from exc
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
@@ -87,11 +92,11 @@ def read_pptx(data: bytes, meter: Meter) -> PagedDocument:
 
 
 def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[Page]:
-    rels = relationship_ids(archive, main, meter, MAX_SMALL_PART)
+    rels = relationship_ids(archive, main, meter, "slide")
     slides = []
     for ident in _slide_ids(archive, main, meter):
-        kind, name = rels.get(ident, ("", ""))
-        if kind != "slide":
+        name = rels.get(ident)
+        if name is None:
             raise Refused("corrupt", f"{main}: slide {ident!r} has no slide part")
         slides.append(name)
     for number, name in enumerate(slides, start=1):
@@ -102,7 +107,7 @@ def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[Page]:
 def _slide_ids(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[str]:
     """The relationship ids of `p:sldIdLst`, in order, counted against `max_pages`; every
     element is dropped once it ends (nothing else of the part is needed)."""
-    parser = _parser()
+    parser = pull_parser()
     count = items = 0
     for piece in member_pieces(archive, main, meter, meter.limits.max_inflated):
         parser.feed(piece)
@@ -138,7 +143,7 @@ def _slide(archive: zipfile.ZipFile, name: str, meter: Meter) -> tuple[Block, ..
             continue
         for line in shape.lines:
             body.add(line)
-    notes = relationships(archive, name, meter, MAX_SMALL_PART).get("notesSlide")
+    notes = relationships(archive, name, meter).get("notesSlide")
     if notes is not None:
         found = next((s for s in _shapes(archive, notes, "notes", meter) if _body(s)), None)
         if found is not None:
@@ -156,18 +161,10 @@ def _body(shape: _Shape) -> bool:
     return shape.placeholder == "body"
 
 
-def _parser() -> Any:
-    from lxml import etree
-
-    return etree.XMLPullParser(
-        events=("end",), resolve_entities=False, no_network=True, huge_tree=False
-    )
-
-
 def _shapes(archive: zipfile.ZipFile, name: str, kind: str, meter: Meter) -> Iterator[_Shape]:
     """The shapes of a slide or notes part, in order, groups opened: each taken when it
     ends and dropped (as is everything else beside them once it ends)."""
-    parser = _parser()
+    parser = pull_parser()
     held = items = 0
     started = False
     for piece in member_pieces(archive, name, meter, meter.limits.max_inflated):

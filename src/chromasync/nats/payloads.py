@@ -2,8 +2,9 @@
 
 Requests (`corpus.retrieve.requested`, the ask subject) are strict: JSON objects of known
 fields, each typed and bounded as the other surfaces bound theirs (a query of at most
-`MAX_QUERY_CHARS`, as REST's `q` and MCP's `query`; `top_k` at most `MAX_TOP_K`, as MCP's
-`k`; a question of at most `answer.ask.MAX_QUESTION_CHARS`). A message over
+`MAX_QUERY_CHARS`, as REST's `q` and MCP's `query`; `top_k` at most `MAX_TOP_K`, the
+other surfaces' `k` bound (`retrieve.options.MAX_K`); a question of
+at most `answer.ask.MAX_QUESTION_CHARS`). A message over
 `nats_max_message_bytes` is refused before it is parsed. Change events are lenient about
 fields they do not need (a producer may add its own), strict about the path they name.
 
@@ -30,11 +31,12 @@ from ..answer.ask import MAX_QUESTION_CHARS
 from ..errors import ConfigError
 from ..records import Hit
 from ..retrieve.filter_syntax import MAX_OPTION_VALUES, MAX_VALUE_CHARS, parse_value
-from ..retrieve.options import MAX_QUERY_CHARS  # the query's bound on every surface
+from ..retrieve.options import MAX_K, MAX_QUERY_CHARS  # the bounds of every surface
 from .errors import BadMessage
 
-#: Hits per request (MCP's `k`); the design's default is 8.
-MAX_TOP_K = 100
+#: Hits per request: the bound of `k` on every other surface; the design's default is 8 (a
+#: reply over the server's payload limit is refused by name, `runner`).
+MAX_TOP_K = MAX_K
 DEFAULT_TOP_K = 8
 #: Characters of a path an event names, and paths per event.
 MAX_PATH_CHARS = 4096

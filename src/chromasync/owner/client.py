@@ -4,6 +4,14 @@ When `chromasync serve`, `watch` or `mcp` owns a data dir, other processes must 
 embedded store; the CLI's `search` and `ingest` and a second `chromasync mcp` go through the
 owner instead, with this client. It speaks the REST API (sending `CHROMASYNC_API_TOKEN` when
 set) and maps the service's error responses back to chromasync's exceptions.
+
+Every call has a total deadline (`retry.Deadline`: connecting, waiting and reading the
+answer together; a new connection each call, so the deadline always knows it) and its
+answer a size cap, read in pieces: `CALL_S` for most, `SLOW_CALL_S` for `evaluate` and
+`summaries` (they may run a model for every query or group), and for `ask` its stream
+`CALL_S` plus the chat model's own deadline (`llm_timeout`), at most `MAX_STREAM_BYTES`. An
+owner that accepts and holds the connection (a hung daemon, not a frozen one) or drips its
+answer is cut off at the deadline with a `StoreError` that says so.
 """
 
 from __future__ import annotations
@@ -14,9 +22,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 
+from ..answer.bounded import read_lines
 from ..answer.records import Answer
 from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
@@ -28,8 +38,11 @@ from ..retrieve.links import LinksReport
 from ..retrieve.request import SearchArgs
 from ..retrieve.results import SearchResult
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..retry import Deadline, read_capped
 from ..state.snapshots import Recorder
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from .locate import OwnerInfo
 from .queries import (
     MAX_COMPARE_BYTES,
@@ -40,12 +53,25 @@ from .queries import (
     IngestRequest,
     JobState,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
-from .routes import ingest_through_owner
+from .routes import check_owner_serves, ingest_through_owner
 from .wire import from_wire, to_wire
 
 T = TypeVar("T")
+
+#: Seconds to connect to the owner's socket (a running owner accepts at once).
+CONNECT_S = 2.0
+#: The deadline of one call, its answer read whole (as the console script's daemon client).
+CALL_S = 30.0
+#: The deadline of `evaluate` and `summaries`, which may run a model per query or group.
+SLOW_CALL_S = 600.0
+#: The most bytes of one answer (as `dial.MAX_REPLY`), and of an `/ask/stream` stream.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+MAX_STREAM_BYTES = 64 * 1024 * 1024
 
 
 def read_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -74,22 +100,27 @@ class OwnerClient:
         self,
         owner: OwnerInfo,
         token: str | None = None,
-        timeout: float = 60.0,
+        deadline_s: float = CALL_S,
         http: httpx.Client | None = None,
         settings: Settings | None = None,
     ) -> None:
         """`http`: another client to send through (tests: an ASGI app in process);
         `settings`: the caller's (its date fields go with a request that names none; a
-        file it compares is looked up in its data dir's state)."""
+        file it compares is looked up in its data dir's state); `deadline_s`: of each
+        call (`ask` adds the chat model's `llm_timeout`)."""
         self.owner = owner
+        self.deadline_s = deadline_s
+        self.ask_deadline_s = deadline_s + (settings.llm_timeout if settings else 120.0)
         self.settings = settings
         self.date_fields = tuple(settings.date_field_names) if settings else ()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = http or httpx.Client(
-            transport=httpx.HTTPTransport(uds=owner.socket),
+            # a new connection each call: the deadline learns it as it opens
+            transport=httpx.HTTPTransport(
+                uds=owner.socket, limits=httpx.Limits(max_keepalive_connections=0)
+            ),
             base_url="http://localhost",
             headers=headers,
-            timeout=timeout,
         )
 
     def close(self) -> None:
@@ -101,22 +132,49 @@ class OwnerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
+    def _call(self, method: str, path: str, deadline_s: float | None = None, **kwargs: Any) -> Any:
+        """One call within its deadline (`deadline_s`, else `self.deadline_s`), its answer
+        read in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error raised."""
+        seconds = self.deadline_s if deadline_s is None else deadline_s
+        with Deadline(seconds) as deadline:
+            try:
+                response = self._send(method, path, deadline, **kwargs)
+                try:
+                    data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
+                finally:
+                    response.close()
+                if deadline.expired:  # an answer read until its connection was shut
+                    raise httpx.ReadError("shut at the deadline")
+            except httpx.HTTPError as exc:
+                raise self._unreachable(exc, deadline) from exc
+        if data is None:
             raise StoreError(
-                f"cannot reach {self.owner.describe()}, which owns this data dir, "
-                f"at {self.owner.socket}: {exc}"
-            ) from exc
-        self._raise_for(response)
-        try:
-            body = response.json()
-        except ValueError:
-            body = {}
-        return body
+                f"{self.owner.describe()}: its answer to {method} {path} is over "
+                f"{MAX_ANSWER_BYTES} bytes"
+            )
+        body = _json(data)
+        self._raise_for(response, body)
+        return body if isinstance(body, dict | list) else {}
 
-    def _raise_for(self, response: httpx.Response) -> None:
+    def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> httpx.Response:
+        timeout = httpx.Timeout(deadline.seconds, connect=min(CONNECT_S, deadline.seconds))
+        request = self._http.build_request(
+            method, path, timeout=timeout, extensions=deadline.extensions, **kwargs
+        )
+        response = self._http.send(request, stream=True)
+        deadline.watch(response)
+        return response
+
+    def _unreachable(self, exc: httpx.HTTPError, deadline: Deadline) -> StoreError:
+        where = f"{self.owner.describe()}, which owns this data dir, at {self.owner.socket}"
+        if deadline.expired or isinstance(exc, httpx.TimeoutException):
+            return StoreError(
+                f"{where} did not answer within {deadline.seconds:g} s; it may be hung: "
+                "restart it (`chromasync daemon stop` for the search daemon)"
+            )
+        return StoreError(f"cannot reach {where}: {exc}")
+
+    def _raise_for(self, response: httpx.Response, body: Any) -> None:
         """The error of a response (status >= 400) as chromasync's exception; else None."""
         if response.status_code == 401:
             raise ConfigError(
@@ -125,10 +183,6 @@ class OwnerClient:
             )
         if response.status_code < 400:
             return
-        try:
-            body = response.json()
-        except ValueError:
-            body = {}
         detail = body.get("detail") if isinstance(body, dict) else None
         cls = error_class(str(body.get("error")) if isinstance(body, dict) else "")
         if cls is None:
@@ -173,36 +227,54 @@ class OwnerClient:
         body["question"] = body.pop("query")
         if fallback is not None:
             body["fallback"] = "extractive" if fallback else "none"
+        with Deadline(self.ask_deadline_s) as deadline:
+            try:
+                response = self._send("POST", "/ask/stream", deadline, json=body)
+                try:
+                    found = self._answer(response, on_token)
+                finally:
+                    response.close()
+                if found is None and deadline.expired:  # the stream was shut at the deadline
+                    raise httpx.ReadError("shut at the deadline")
+            except httpx.HTTPError as exc:
+                raise self._unreachable(exc, deadline) from exc
+        if found is None:
+            raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
+        return found
+
+    def _answer(
+        self, response: httpx.Response, on_token: Callable[[str], None] | None
+    ) -> Answer | None:
+        """The answer of an `/ask/stream` stream, read within `MAX_STREAM_BYTES`; None
+        when it ended without one."""
+        if response.status_code != 200:
+            self._raise_for(response, _json(read_capped(response.iter_raw(), 64 * 1024)))
+        lines = read_lines(_capped(response.iter_raw(), MAX_STREAM_BYTES), MAX_STREAM_BYTES)
         try:
-            with self._http.stream("POST", "/ask/stream", json=body) as response:
-                if response.status_code != 200:
-                    response.read()
-                    self._raise_for(response)
-                for event, data in read_events(response.iter_lines()):
-                    if event == "token" and on_token is not None:
-                        on_token(str(data.get("text", "")))
-                    elif event == "answer":
-                        return Answer.from_json(data)
-                    elif event == "error":
-                        cls = error_class(str(data.get("error"))) or StoreError
-                        raise cls(f"{self.owner.describe()}: {data.get('detail')}")
-        except httpx.HTTPError as exc:
-            raise StoreError(
-                f"cannot reach {self.owner.describe()}, which owns this data dir, "
-                f"at {self.owner.socket}: {exc}"
-            ) from exc
-        raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
+            for event, data in read_events(lines):
+                if event == "token" and on_token is not None:
+                    on_token(str(data.get("text", "")))
+                elif event == "answer":
+                    return Answer.from_json(data)
+                elif event == "error":
+                    cls = error_class(str(data.get("error"))) or StoreError
+                    raise cls(f"{self.owner.describe()}: {data.get('detail')}")
+        except ValueError as exc:  # a malformed event
+            raise StoreError(f"{self.owner.describe()}: a malformed answer stream: {exc}") from exc
+        return None
 
     def register(self, key: str, settings_key: str) -> None:
         """Let the console script's daemon client send `key` (the search daemon checks that
         `settings_key` is its own; `owner.daemon`)."""
         self._call("POST", "/daemon/keys", json={"key": key, "settings": settings_key})
 
-    def _operation(self, operation: str, kind: type[T], query: object = None) -> T:
+    def _operation(
+        self, operation: str, kind: type[T], query: object = None, deadline_s: float | None = None
+    ) -> T:
         """An operation of the index seam through `POST /index/{operation}`: the query
         record as JSON, the owner's result record read back (`owner.wire`)."""
         body = {} if query is None else to_wire(query)
-        return from_wire(kind, self._call("POST", f"/index/{operation}", json=body))
+        return from_wire(kind, self._call("POST", f"/index/{operation}", deadline_s, json=body))
 
     def status(self) -> IndexStatus:
         return self._operation("status", IndexStatus)
@@ -274,13 +346,31 @@ class OwnerClient:
         return indexed_as(file, self.settings)
 
     def summaries(self, query: SummariesQuery) -> SummariesReport:
-        return self._operation("summaries", SummariesReport, query)
+        return self._operation("summaries", SummariesReport, query, SLOW_CALL_S)
 
     def evaluate(
         self, request: EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
     ) -> EvalReport:
         """Through the owner (no progress reported meanwhile)."""
-        return self._operation("evaluate", EvalReport, request)
+        return self._operation("evaluate", EvalReport, request, SLOW_CALL_S)
+
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+        """The owner's `DELETE /sources/{label}` (it waits for its running job itself)."""
+        check_owner_serves(request, self.owner.describe())
+        params = {"keep_declaration": "true" if request.keep_declaration else "false"}
+        path = "/sources/" + quote(request.label, safe="")
+        return from_wire(RemovedSource, self._call("DELETE", path, params=params))
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        """The owner's report (`repair`: refused here, `owner.routes`)."""
+        check_owner_serves(request, self.owner.describe())
+        checks: list[SourceCheck] = self._operation("verify", list[SourceCheck], request)
+        return checks
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        """Refused (`owner.routes`): it rewrites every collection the owner holds."""
+        check_owner_serves(request, self.owner.describe())
+        raise AssertionError("unreachable: `owner.routes` refuses share")
 
     def reindex(
         self,
@@ -323,4 +413,21 @@ class OwnerClient:
             time.sleep(poll)
 
 
-__all__ = ["OwnerClient", "read_events"]
+def _json(data: bytes | None) -> Any:
+    try:
+        return json.loads(data) if data else {}
+    except ValueError:
+        return {}
+
+
+def _capped(chunks: Iterable[bytes], cap: int) -> Iterator[bytes]:
+    """`chunks`, until more than `cap` bytes came: then a `StoreError`."""
+    seen = 0
+    for chunk in chunks:
+        seen += len(chunk)
+        if seen > cap:
+            raise StoreError(f"the owner's answer stream is over {cap} bytes")
+        yield chunk
+
+
+__all__ = ["CALL_S", "MAX_ANSWER_BYTES", "MAX_STREAM_BYTES", "OwnerClient", "read_events"]

@@ -1,9 +1,10 @@
 """The search daemon: a warm reader that owns a data dir between searches.
 
 A fresh `chromasync search` pays for importing chromadb and loading the model before it
-reads a single row; a process that stays up pays once. So `search`, `ask` and `get` start a
+reads a single row; a process that stays up pays once. So `search` and `ask` start a
 background *daemon* when no owner runs (the dmypy pattern) and send their requests through
-its socket, as they do to `serve` or `watch` (see `locate`):
+its socket, as they do to `serve` or `watch` (see `locate`); the other readers (`get`,
+`status`, `links`...) use one that runs with their settings:
 
 * It is the data dir's owner while it lives, as a *reader* (`state.lock`): it never writes,
   so it keeps the ingest fast path's snapshots, and whoever needs the lock (an ingest,
@@ -16,7 +17,7 @@ its socket, as they do to `serve` or `watch` (see `locate`):
   command with other settings stops it and starts its own.
 * It exits after `idle_timeout` seconds without a request (default 10 minutes,
   `CHROMASYNC_DAEMON_IDLE`). `CHROMASYNC_NO_DAEMON=1` or `--no-daemon` keeps a command in
-  its own process.
+  its own process: no daemon is started, asked or used (`owner.index.open_index`).
 * The console script's stdlib client (`fastsearch.daemon_search`) reaches it without
   importing chromasync's stages: it sends its command line's key (store options, folder,
   environment), which the daemon accepts once a full run of that command line with the same
@@ -44,7 +45,16 @@ from .. import __version__
 from ..config.settings import Settings
 from ..datadir import DAEMON_LOG
 from ..state.lock import READER_LEAVES_IN
-from .dial import ROLE, START_TIMEOUT, daemon_pid, frozen, listening, make_way, safe_socket
+from .dial import (
+    ROLE,
+    START_TIMEOUT,
+    daemon_pid,
+    frozen,
+    listening,
+    make_way,
+    safe_socket,
+    starting,
+)
 from .dial import spawn as spawn_process
 from .locate import OwnerInfo, find_owner
 
@@ -242,9 +252,11 @@ def ensure(
         return info
     if info is not None:
         stop(settings.data_dir)  # another command's settings: make way for ours
-    if on_start is not None:
-        on_start()
-    process = spawn(settings, flags)
+    process = starting(str(settings.data_dir))  # started by the console script, still coming up
+    if process is None:
+        if on_start is not None:
+            on_start()
+        process = spawn(settings, flags)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = find_owner(settings.data_dir)

@@ -57,6 +57,11 @@ START_TIMEOUT = 30.0
 #: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
 LOG_LIMIT = 1024 * 1024
 
+#: The daemons this process started, by data dir: the console script's start and the full
+#: CLI's run in one process, and a start that outlasted the first's wait is waited for by
+#: the second, never doubled (`starting`).
+_STARTED: dict[str, subprocess.Popen[bytes]] = {}
+
 
 def nobody_owns(data_dir: str) -> bool:
     """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
@@ -90,16 +95,44 @@ def listening(path: str, timeout: float = CONNECT_TIMEOUT) -> bool:
     return True
 
 
+#: Where Linux tells a process's state (`frozen`); elsewhere `ps` does (tests move it).
+PROC = "/proc"
+
+
 def frozen(pid: int) -> bool:
     """The process is stopped (SIGSTOP, a debugger): it holds its lock and its socket accepts
-    connections, but it answers nothing until continued. False where /proc cannot tell."""
+    connections, but it answers nothing until continued.
+
+    Linux: its `/proc/PID/stat`; elsewhere (macOS, the BSDs) `ps -o stat= -p PID`, POSIX's
+    way. Where neither can tell, False: a stopped daemon is then talked to, and the
+    deadlines end the wait (this client's `REPLY_TIMEOUT`, the owner client's `CALL_S`;
+    then the command says so, or searches in its own process)."""
+    if os.path.isdir(os.path.join(PROC, "self")):
+        try:
+            with open(os.path.join(PROC, str(pid), "stat"), "rb") as handle:
+                stat = handle.read(4096)
+        except OSError:
+            return False  # gone
+        fields = stat.rpartition(b")")[2].split()
+        return bool(fields) and fields[0] in (b"T", b"t")
+    return _ps_state(pid)[:1] in ("T", "t")
+
+
+def _ps_state(pid: int) -> str:
+    """The state letters `ps` gives the process ("" when it cannot tell)."""
+    import subprocess
+
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read(4096)
-    except OSError:
-        return False
-    fields = stat.rpartition(b")")[2].split()
-    return bool(fields) and fields[0] in (b"T", b"t")
+        done = subprocess.run(
+            ["ps", "-o", "stat=", "-p", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=CONNECT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip()
 
 
 def safe_socket(path: str) -> bool:
@@ -213,6 +246,7 @@ def spawn(
             close_fds=True,
             env=None if environ is None else dict(environ),
         )
+    _STARTED[os.path.abspath(data_dir)] = process
     assert process.stdin is not None
     try:
         process.stdin.write(json.dumps(dict(payload)).encode())
@@ -220,6 +254,13 @@ def spawn(
     except OSError:
         pass  # it died at once: its log says why
     return process
+
+
+def starting(data_dir: str) -> subprocess.Popen[bytes] | None:
+    """The daemon this process started for `data_dir` while it still runs (listening or
+    still coming up), else None."""
+    process = _STARTED.get(os.path.abspath(data_dir))
+    return process if process is not None and process.poll() is None else None
 
 
 def start_daemon(

@@ -25,7 +25,9 @@ from ..retrieve.access import FileLines
 from ..retrieve.links import LinksReport
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..state.snapshots import Recorder
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from . import daemon as daemons
 from .local import LocalIndex, OnLocalSearch
 from .locate import OwnerInfo, find_owner, service_token
@@ -37,7 +39,10 @@ from .queries import (
     IngestRequest,
     JobState,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
 
 if TYPE_CHECKING:
@@ -110,6 +115,19 @@ class Index(Protocol):
 
     def sources(self) -> list[SourceInfo]:
         """The sources as configured and as indexed."""
+        ...
+
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+        """One source's records and state deleted (its declaration too, unless kept)."""
+        ...
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        """Manifest, keyword index, collection and disk compared for each source (healed
+        with `repair`: in process only, `owner.routes`)."""
+        ...
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        """The collections configured for peers (in process only: `owner.routes`)."""
         ...
 
     def reindex(

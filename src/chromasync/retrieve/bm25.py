@@ -77,6 +77,7 @@ class KeywordIndex:
     def __init__(self, db: sqlite3.Connection, heading_weight: float = 1.0) -> None:
         self.db = db
         self.heading_weight = heading_weight
+        self._size: tuple[int, int] | None = None
         db.create_function(SQL_REGEXP, 2, _regexp, deterministic=True)
         db.create_function(SQL_ICONTAINS, 2, _icontains, deterministic=True)
 
@@ -140,13 +141,15 @@ class KeywordIndex:
         n: int,
         condition: Condition | None = None,
         fields: bool = True,
+        terms: Sequence[str] | None = None,
     ) -> list[Hit]:
         """The `n` best chunks for the words of `query` among those meeting `condition`.
 
         `fields` False: the same statement selects only ids and scores, and each hit has its
         id, score and collection, no text nor metadata (`records` reads them for the hits
-        kept; `version` tells whether the index changed in between)."""
-        terms = query_terms(query)
+        kept; `version` tells whether the index changed in between). `terms`: these words
+        instead of the query's (a word given twice counts twice: `retrieve.feedback`)."""
+        terms = query_terms(query) if terms is None else list(terms)
         if not terms or n <= 0:
             return []
         condition = condition or Condition()
@@ -173,6 +176,24 @@ class KeywordIndex:
         if not fields:
             return [_bare(collection, rid, -float(rank)) for rid, rank in rows]
         return [_hit(collection, rid, meta, text, -float(rank)) for rid, meta, text, rank in rows]
+
+    def document_counts(self, words: Sequence[str]) -> dict[str, int]:
+        """How many chunks of the index hold each word (stemmed as the index stems it)."""
+        out = {}
+        for word in dict.fromkeys(words):
+            row = self.db.execute(
+                "SELECT count(*) FROM keyword WHERE keyword MATCH ?", (fts_query([word]),)
+            ).fetchone()
+            out[word] = int(row[0])
+        return out
+
+    def size(self) -> int:
+        """How many chunks the index holds (counted once per `version`)."""
+        version = self.version()
+        if self._size is None or self._size[0] != version:
+            (count,) = self.db.execute("SELECT count(*) FROM chunks").fetchone()
+            self._size = (version, int(count))
+        return self._size[1]
 
     def holds_only(self, collection: str) -> bool:
         """Whether every row of the index belongs to `collection` (two index seeks)."""

@@ -39,6 +39,7 @@ from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
 from .results import (
     DEFAULT_FUSION,
+    FEEDBACK_FUSION,
     MIN_CANDIDATES,
     Gathered,
     SearchRequest,
@@ -48,6 +49,7 @@ from .results import (
     present,
     rank_hits,
 )
+from .rounds import Asked, second_round
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection, Store
@@ -306,6 +308,7 @@ class Retriever:
         warnings: list[str] = []
         plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
         versions: list[tuple[str, int]] = []
+        asked: list[Asked] = []  # what each collection was asked, for a second round
         for name in names:
             collection = self.collection(name)
             where, condition, ids = self._restrict(name, request.filters)
@@ -335,6 +338,7 @@ class Retriever:
                     dense_lists.append(
                         dense_search(searched, vector, depth, where, ids, fields=fields)
                     )
+                    asked.append(Asked(name, "dense", where, ids, condition))
             if want_keyword:
                 index = self.keyword_index(name)
                 if not fields:
@@ -344,13 +348,21 @@ class Retriever:
                 )
                 made = "state" if index is self.local_index else "mirror"
                 plan.append((name, made, condition.sql, condition.params))
+                asked.append(Asked(name, "keyword", where, ids, condition))
+        dense = tuple(merge_by_score(dense_lists, depth * len(names)))
+        keyword = tuple(merge_by_score(keyword_lists, depth * len(names)))
+        feedback = (request.fusion or DEFAULT_FUSION).feedback
+        fed = None
+        if feedback is not None and "hybrid" in modes and (dense or keyword):
+            fed = second_round(self, request, feedback, dense, keyword, asked, fields)
         return Gathered(
-            dense=tuple(merge_by_score(dense_lists, depth * len(names))),
-            keyword=tuple(merge_by_score(keyword_lists, depth * len(names))),
+            dense=dense,
+            keyword=keyword,
             collections=names,
             warnings=tuple(warnings),
             keyword_plan=tuple(plan),
             keyword_versions=tuple(versions),
+            fed=fed,
         )
 
     def _check_model(self, collection: Collection) -> None:
@@ -424,6 +436,7 @@ def _reads_candidates(request: SearchRequest) -> bool:
 
 __all__ = [
     "DEFAULT_FUSION",
+    "FEEDBACK_FUSION",
     "MIN_CANDIDATES",
     "MODES",
     "Gathered",

@@ -21,6 +21,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from .feedback import Feedback
+
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
@@ -39,12 +41,15 @@ class Ranked(Generic[K]):
 
 @dataclass(frozen=True, slots=True)
 class Fusion:
-    """How to fuse: the method, RRF's `k`, and a weight per list name (default 1)."""
+    """How to fuse: the method, RRF's `k`, and a weight per list name (default 1); with
+    `feedback`, hybrid search fuses lists asked again with pseudo-relevance feedback (a
+    second round, `retrieve.feedback`) instead of the first ones."""
 
     method: str = "zscore"
     k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
     unit: str = "chunk"  # or "document" (see `fuse`)
+    feedback: Feedback | None = None
 
     def weight(self, name: str) -> float:
         return float(self.weights.get(name, 1.0))

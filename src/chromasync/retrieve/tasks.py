@@ -94,6 +94,8 @@ def run_evaluation(
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     filters = filters or Filters()
     rows: dict[str, list[Mapping[str, float]]] = {}
+    # a variant with feedback needs the second round gathered (`Gathered.fed`)
+    fed = next((f for f in (fusions or {}).values() if f.feedback is not None), None)
     for done, item in enumerate(queries, 1):
         request = SearchRequest(
             item.query,
@@ -102,6 +104,7 @@ def run_evaluation(
             collections=tuple(collections),
             all_collections=all_collections,
             candidates=MIN_CANDIDATES,
+            fusion=fed,
         )
         gathered = retriever.gather(request, modes)
         ranked = {mode: retriever.rank(gathered, mode) for mode in modes}

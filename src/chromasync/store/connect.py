@@ -1,9 +1,13 @@
 """Connecting to the store: an embedded PersistentClient, or a client of a Chroma server.
 
-Against a server every request goes through `retry.RetryingTransport` (timeouts, bounded
-exponential backoff with jitter on connection errors, 429 and 5xx, `Retry-After` honoured);
-401/403 fail at once with a message about the credentials. chromadb is imported only here
-and in `chroma`, and only when a store is opened.
+Against a server every request goes through `retry.RetryingTransport` (bounded exponential
+backoff with jitter on connection errors, 429 and 5xx, `Retry-After` honoured) around
+`retry.DeadlineTransport` (each attempt, its answer read whole, within `chroma_timeout`;
+an answer at most `MAX_ANSWER_BYTES`); 401/403 fail at once with a message about the
+credentials. chromadb's own client sets no timeout at all (`httpx.Client(timeout=None)`)
+and exposes none in its settings (only connection limits and keep-alive), so the session
+it makes is ours from the start (`_bounded_sessions`) and again after (`_install_transport`).
+chromadb is imported only here and in `chroma`, and only when a store is opened.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,33 +86,81 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
         )
     _probe(target, config)
     try:
-        if target.kind == "cloud":
-            client = chromadb.CloudClient(
-                tenant=config.tenant,
-                database=config.database,
-                api_key=config.token,
-                settings=settings,
-                cloud_host=target.host,
-                cloud_port=target.port,
-                enable_ssl=target.ssl,
-            )
-        else:
-            headers = {"Authorization": f"Bearer {config.token}"} if config.token else None
-            client = chromadb.HttpClient(
-                host=target.host,
-                port=target.port,
-                ssl=target.ssl,
-                headers=headers,
-                settings=settings,
-                tenant=config.tenant or "default_tenant",
-                database=config.database or "default_database",
-            )
+        with _bounded_sessions(config):
+            client = _server_client(chromadb, target, config, settings)
     except ChromasyncError:
         raise
     except Exception as exc:
         raise store_error(config, "connect", exc) from exc
     _install_transport(client, config)
     return Store(client, config, target)
+
+
+def _server_client(chromadb: Any, target: Target, config: StoreConfig, settings: Any) -> Any:
+    if target.kind == "cloud":
+        return chromadb.CloudClient(
+            tenant=config.tenant,
+            database=config.database,
+            api_key=config.token,
+            settings=settings,
+            cloud_host=target.host,
+            cloud_port=target.port,
+            enable_ssl=target.ssl,
+        )
+    headers = {"Authorization": f"Bearer {config.token}"} if config.token else None
+    return chromadb.HttpClient(
+        host=target.host,
+        port=target.port,
+        ssl=target.ssl,
+        headers=headers,
+        settings=settings,
+        tenant=config.tenant or "default_tenant",
+        database=config.database or "default_database",
+    )
+
+
+class _BoundedHttpx:
+    """chromadb's `httpx` while a client is made: `Client` is ours (the deadlines and caps
+    of `_transport`), everything else httpx's own."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self._config = config
+
+    def Client(self, **kwargs: Any) -> Any:
+        import httpx
+
+        config = self._config
+        return httpx.Client(
+            transport=_transport(config), timeout=_timeout(config), limits=kwargs["limits"]
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        import httpx
+
+        return getattr(httpx, name)
+
+
+#: One client is made at a time (chromadb's module is patched meanwhile).
+_MAKING = threading.Lock()
+
+
+@contextmanager
+def _bounded_sessions(config: StoreConfig) -> Iterator[None]:
+    """While chromadb makes a server client: the session its `FastAPI` makes has our
+    deadlines and caps from the start. chromadb's own has no timeout and asks the server
+    who we are and whether the tenant and database exist before `_install_transport` can
+    replace it, so a server that answered the heartbeat and then held those requests would
+    have held the command for good."""
+    from chromadb.api import fastapi
+
+    namespace = vars(fastapi)
+    with _MAKING:
+        real = namespace["httpx"]
+        namespace["httpx"] = _BoundedHttpx(config)
+        try:
+            yield
+        finally:
+            namespace["httpx"] = real
 
 
 def _readable_copy(path: Path) -> Path:
@@ -124,12 +178,25 @@ def _readable_copy(path: Path) -> Path:
     return copy
 
 
+#: The most bytes of one answer of a Chroma server (a page of records with their documents
+#: is a few MB): past it the request fails, it is not retried.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+
+
 def _transport(config: StoreConfig) -> Any:
+    """Each attempt ends within `timeout_s`, its answer read whole (at most
+    `MAX_ANSWER_BYTES`): a server that holds the connection, or drips its answer, costs
+    one timeout an attempt; a request with its retries ends within `timeout_s` times its
+    attempts."""
     import httpx
 
-    from ..retry import RetryingTransport
+    from ..retry import DeadlineTransport, RetryingTransport
 
-    return RetryingTransport(httpx.HTTPTransport(verify=True), config.retry)
+    attempt = DeadlineTransport(
+        httpx.HTTPTransport(verify=True), config.timeout_s, MAX_ANSWER_BYTES
+    )
+    total = config.timeout_s * max(1, config.retry.attempts)
+    return RetryingTransport(attempt, config.retry, total_s=total)
 
 
 def _timeout(config: StoreConfig) -> Any:

@@ -1,0 +1,131 @@
+"""Every outbound call has a total deadline and every answer a size cap (issue 30, goal 3):
+the Chroma server client and the owner's client, against loopback servers that accept and
+hold the connection, drip their answer a byte at a time, or flood it (`tests.servers.
+StallingServer`). Each call returns within its deadline with an error that names the server
+and what it waited for; before, each waited one per-read timeout per attempt, and a drip
+(a byte within every read timeout) never ended."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chromasync import api
+from chromasync.config.settings import Settings, resolve_settings
+from chromasync.errors import StoreError
+from chromasync.owner import client as owner_client
+from chromasync.owner.client import OwnerClient
+from chromasync.owner.locate import OwnerInfo
+from chromasync.store import connect
+
+from ..servers import StallingServer
+
+HEARTBEAT = {"/api/v2/heartbeat": json.dumps({"nanosecond heartbeat": 1})}
+
+
+def _chroma(tmp_path: Path, url: str, **more: Any) -> Settings:
+    flags = {"data_dir": str(tmp_path / "d"), "provider": "hash", "chroma_url": url, **more}
+    return resolve_settings(flags, {})
+
+
+@pytest.fixture(autouse=True)
+def _chromadb_imported() -> None:
+    import chromadb  # noqa: F401 - its import (seconds) is no part of a call's time
+
+
+def _fails_within(seconds: float, call: Any) -> str:
+    """The error of `call`, which must come within `seconds` (and 1.5 s of slack)."""
+    started = time.monotonic()
+    with pytest.raises(StoreError) as info:
+        call()
+    took = time.monotonic() - started
+    assert took < seconds + 1.5, took
+    return str(info.value)
+
+
+@pytest.mark.parametrize("behaviour", ["hold", "drip-head", "drip-body"])
+def test_a_chroma_server_that_stalls_costs_the_timeout_per_attempt(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """`chroma_timeout` 0.6 s, 2 attempts: the heartbeat gives up after about 1.2 s. A drip
+    of a byte every 0.1 s (a head or a 1,000-byte body) took 1.6 s or 100 s an attempt."""
+    with StallingServer(behaviour, every=0.1) as server:
+        settings = _chroma(tmp_path, server.url, chroma_timeout=0.6, chroma_retries=2)
+        message = _fails_within(1.2, lambda: api.open_store(settings))
+    assert "gave up after" in message and "ReadTimeout" in message, message
+    assert server.url.split("//")[1] in message  # names the server
+
+
+def test_a_chroma_server_that_answers_the_heartbeat_then_holds(tmp_path: Path) -> None:
+    """chromadb asks who we are and checks the tenant while it makes its client, with a
+    session of its own that has no timeout at all: that session is ours from the start."""
+    with StallingServer("hold", answers=HEARTBEAT) as server:
+        settings = _chroma(tmp_path, server.url, chroma_timeout=0.6, chroma_retries=1)
+        message = _fails_within(0.6, lambda: api.open_store(settings))
+    assert "connect failed" in message and server.url.split("//")[1] in message, message
+
+
+def test_a_chroma_answer_over_its_cap_is_refused_while_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connect, "MAX_ANSWER_BYTES", 1 << 20)
+    with StallingServer("flood", size=8 << 20) as server:
+        settings = _chroma(tmp_path, server.url, chroma_timeout=5, chroma_retries=3)
+        message = _fails_within(5, lambda: api.open_store(settings))
+        assert server.connections == 1  # not retried: the same answer would come again
+    assert "the answer is over 1048576 bytes" in message, message
+
+
+# -- the owner's client (the full CLI's side of `serve`, `watch`, `mcp` and the daemon) --
+
+
+@pytest.fixture
+def sock(tmp_path: Path) -> str:
+    return str(tmp_path / "o.sock")
+
+
+def _owner(path: str, deadline_s: float) -> OwnerClient:
+    return OwnerClient(OwnerInfo(pid=1, role="daemon", socket=path), deadline_s=deadline_s)
+
+
+@pytest.mark.parametrize("behaviour", ["hold", "drip-head", "drip-body"])
+def test_an_owner_that_stalls_is_cut_off_at_the_deadline(sock: str, behaviour: str) -> None:
+    """A hung daemon (it accepts, it is not stopped) held `search` for a 60 s read timeout
+    per read, and a drip for ever; now each call ends at its deadline."""
+    with StallingServer(behaviour, path=sock, every=0.1), _owner(sock, 0.8) as client:
+        message = _fails_within(0.8, client.status)
+        assert "did not answer within 0.8 s" in message and "hung" in message, message
+        _fails_within(0.8, lambda: client.search(api.SearchArgs("kites")))
+
+
+def test_an_owner_answer_over_its_cap_is_refused_while_read(
+    sock: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(owner_client, "MAX_ANSWER_BYTES", 1 << 20)
+    with StallingServer("flood", path=sock, size=8 << 20), _owner(sock, 5) as client:
+        message = _fails_within(5, client.status)
+    assert "is over 1048576 bytes" in message, message
+
+
+def test_an_endless_answer_stream_ends_at_its_deadline(sock: str) -> None:
+    tokens: list[str] = []
+    with StallingServer("events", path=sock, every=0.05), _owner(sock, 0.5) as client:
+        client.ask_deadline_s = 1.0  # `deadline_s` plus the chat model's `llm_timeout`
+        message = _fails_within(
+            1.0, lambda: client.ask(api.SearchArgs("q"), on_token=tokens.append)
+        )
+    assert "did not answer within 1 s" in message, message
+    assert len(tokens) > 3  # what came before the deadline was passed on
+
+
+def test_an_answer_stream_over_its_cap_is_refused(
+    sock: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(owner_client, "MAX_STREAM_BYTES", 4096)
+    with StallingServer("events", path=sock, every=0.001), _owner(sock, 10) as client:
+        message = _fails_within(10, lambda: client.ask(api.SearchArgs("q")))
+    assert "stream is over 4096 bytes" in message, message
