@@ -54,32 +54,34 @@ def spelled(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def refused_by_owner(request: object) -> list[str]:
+def refused_by_owner(request: object, spell: Callable[[str], str] = spelled) -> list[str]:
     """What `request` (a record of `OWNER_SERVES`) asks that the owner cannot serve
-    (fields not at their default), in the command line's spelling."""
+    (fields not at their default), in the caller's spelling (`spell`: the command line's,
+    else a field's name as the owner's wire spells it)."""
     served = OWNER_SERVES[type(request)][1] or frozenset()
     return [
-        spelled(f.name)
+        spell(f.name)
         for f in dataclasses.fields(request)  # type: ignore[arg-type]
         if f.name not in served and getattr(request, f.name) != f.default
     ]
 
 
-def check_owner_serves(request: object, owner: str) -> None:
+def check_owner_serves(request: object, owner: str, spell: Callable[[str], str] = spelled) -> None:
     """`LockError` unless the data dir's owner (`owner`, described) serves all `request`
-    asks, naming what it does not and the fix."""
+    asks, naming what it does not (`spell`: as `refused_by_owner`) and the fix."""
     command, served = OWNER_SERVES[type(request)]
     if served is None:
         raise LockError(
             f"the data dir is owned by {owner}; `chromasync {command}` cannot go through it: "
             "stop it first"
         )
-    refused = refused_by_owner(request)
+    refused = refused_by_owner(request, spell)
     if refused:
         names = ", ".join(refused[:-1]) + " and " + refused[-1] if len(refused) > 1 else refused[0]
+        fix = f"run `chromasync {command}` without it" if spell is spelled else "ask without it"
         raise LockError(
             f"the data dir is owned by {owner}; {names} cannot go through it: stop it first"
-            + (f", or run `chromasync {command}` without it" if command != "ingest" else "")
+            + (f", or {fix}" if command != "ingest" else "")
         )
 
 

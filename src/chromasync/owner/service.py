@@ -252,9 +252,9 @@ class Service(LocalIndex):
         return self.info.describe() if self.info else f"chromasync {self.role}"
 
     def verify(self, request: VerifyRequest) -> list[SourceCheck]:
-        """The report, as through this owner's client (`owner.routes`: `repair` refused),
-        once a running job has finished."""
-        check_owner_serves(request, self._described())
+        """The report, as through this owner's client (`owner.routes`: `repair` refused,
+        named as its wire spells it: `POST /index/verify`), once a running job finished."""
+        check_owner_serves(request, self._described(), spell=str)
         return api.verify(self.settings, request.labels, wait=True)
 
     def share(self, request: ShareRequest) -> ShareReport:
