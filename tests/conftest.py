@@ -21,6 +21,7 @@ import pytest
 
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.records import FILE_VERSION_KEY, RECORD_HASH_KEY
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -226,7 +227,7 @@ def cli_env(data_dir: Path, server_flags: dict[str, str]) -> Iterator[dict[str, 
 
 
 #: Metadata that legitimately differs between an incremental run and a clean one.
-HISTORY_KEYS = frozenset({"version", "record_hash"})
+HISTORY_KEYS = frozenset({FILE_VERSION_KEY, RECORD_HASH_KEY})
 
 
 def snapshot(settings: Settings, vectors: bool = False) -> dict[str, tuple[object, ...]]:

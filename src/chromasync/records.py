@@ -26,6 +26,42 @@ OWNER_KEY = "chromasync_source"
 #: document)` (trailing spaces stripped), so a peer that re-embeds a record can rebuild it.
 CONTEXT_KEY = "chromasync_context"
 
+#: chromasync's bookkeeping in each record's metadata, named as its own (`chromasync_` like
+#: the marker): what change detection, `heal`, `verify` and dedupe read, which a reader of
+#: the record does not want. The one declaration of these keys: the name records version 2
+#: and before wrote (`plan.upgrade` renames those, values unchanged) -> today's name. A
+#: record's `record_hash` is taken over the older names, so the rename changed no hash.
+FILE_HASH_KEY = "chromasync_file_hash"  # sha256 of the file's raw bytes
+CHUNK_HASH_KEY = "chromasync_chunk_hash"  # sha256 of the normalised embedding input
+RECORD_HASH_KEY = "chromasync_record_hash"  # sha256 of metadata + document
+CHUNKING_VERSION_KEY = "chromasync_chunking_version"  # the chunker that cut it
+EMBEDDING_MODEL_KEY = "chromasync_embedding_model"  # the model of its vector
+FILE_VERSION_KEY = "chromasync_version"  # the file's revision: 1, then +1 per change
+BOOKKEEPING_KEYS: Mapping[str, str] = {
+    "file_hash": FILE_HASH_KEY,
+    "chunk_hash": CHUNK_HASH_KEY,
+    "record_hash": RECORD_HASH_KEY,
+    "chunking_version": CHUNKING_VERSION_KEY,
+    "embedding_model": EMBEDDING_MODEL_KEY,
+    "version": FILE_VERSION_KEY,
+}
+#: Today's name -> the older one (what `record_hash` is taken over).
+LEGACY_NAMES: Mapping[str, str] = {new: old for old, new in BOOKKEEPING_KEYS.items()}
+
+
+def stored_key(key: str) -> str:
+    """The name a record's metadata holds `key` under: an older bookkeeping name (a
+    `--where file_hash=...` written before the rename) maps to today's; others are kept."""
+    return BOOKKEEPING_KEYS.get(key, key)
+
+
+def bookkeeping(metadata: Mapping[str, Any], key: str) -> Any:
+    """A bookkeeping value (`key`: today's name) of a stored record, read under today's
+    name or, on a record not upgraded yet, the older one; None when it has neither."""
+    if key in metadata:
+        return metadata[key]
+    return metadata.get(LEGACY_NAMES.get(key, key))
+
 
 def keyword_heading(metadata: Mapping[str, Any]) -> str:
     """What a record's keyword-index `heading` column holds: its heading path, and the

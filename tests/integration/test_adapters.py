@@ -9,6 +9,7 @@ import pytest
 
 from chromasync import api
 from chromasync.config.settings import Settings
+from chromasync.records import CHUNK_HASH_KEY, FILE_HASH_KEY, RECORD_HASH_KEY
 
 QUERY = "how do I calibrate the grinder"
 
@@ -40,6 +41,7 @@ def test_langchain_retriever(indexed: Settings) -> None:
     assert first.metadata["chromasync_source"] == "notes"
     assert first.metadata["citation"].startswith("guides/install.md:")
     assert not {"record_hash", "file_hash", "chunk_hash"} & set(first.metadata)
+    assert not {RECORD_HASH_KEY, FILE_HASH_KEY, CHUNK_HASH_KEY} & set(first.metadata)
     assert "Calibrat" in first.page_content or "grind" in first.page_content
     batch = retriever.batch([QUERY, "sourdough starter"])
     assert [d.id for d in batch[0]] == [d.id for d in docs]
@@ -64,7 +66,11 @@ def test_llamaindex_retriever(indexed: Settings) -> None:
     assert first.score is not None and first.node.ref_doc_id == "guides/install.md"
     shown = first.node.get_content(metadata_mode=MetadataMode.LLM)
     assert "path: guides/install.md" in shown
-    assert "record_hash" not in shown and "chromasync_source" not in shown
+    assert (
+        RECORD_HASH_KEY not in shown
+        and "record_hash" not in shown
+        and "chromasync_source" not in shown
+    )
     keyword = ChromasyncRetriever(indexed, k=3, mode="keyword").retrieve("grinder")
     assert [n.node.node_id for n in keyword] == [
         h.id for h in api.search("grinder", indexed, k=3, mode="keyword")

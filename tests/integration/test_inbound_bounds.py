@@ -183,3 +183,25 @@ def test_a_request_body_over_the_limit_is_refused_while_read(served: int) -> Non
             pass  # the server answered 413 and closed while the client still sent
         small = client.post("/search", json={"query": "grinder"})
         assert small.status_code == 200, small.text
+
+
+def test_connections_that_never_finish_their_body_are_closed(served: int) -> None:
+    """A whole head, then a body that never comes (or a byte now and then): the deadline
+    covers the request's body too. These connections were held for ever."""
+    slow = []
+    for _ in range(50):
+        sock = socket.create_connection(("127.0.0.1", served))
+        sock.sendall(
+            b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 100\r\n\r\n{"q": '
+        )
+        slow.append(sock)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{served}", timeout=5) as client:
+            assert client.get("/health").status_code == 200
+        started = time.monotonic()
+        closed = sum(_closed(sock, max(0.1, 4.0 - (time.monotonic() - started))) for sock in slow)
+        assert closed == 50
+    finally:
+        for sock in slow:
+            sock.close()

@@ -1,7 +1,8 @@
 """The index seam (`owner.index.Index`): every operation returns the same record in this
 process (`LocalIndex`) and through the data dir's owner (`OwnerClient` -> `Service`); the
-CLI's `similar`, `suggest`, `eval`, `links` and `summarize --all-collections`, which refused
-to run while an owner ran, go through it."""
+CLI's `similar`, `suggest`, `eval`, `links`, `summarize --all-collections`, `verify` and
+`sources remove`, which refused to run while an owner ran, go through it (`verify --repair`
+and `share` are refused, named)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from chromasync import api
 from chromasync.cli.main import main
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.errors import LockError
+from chromasync.errors import LockError, NotFound
 from chromasync.owner.client import OwnerClient
 from chromasync.owner.index import Index, LocalIndex
 from chromasync.owner.locate import read_owner
@@ -29,7 +30,10 @@ from chromasync.owner.queries import (
     EvalRequest,
     IngestRequest,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
 from chromasync.owner.service import Service
 from chromasync.owner.wire import from_wire, to_wire
@@ -85,6 +89,8 @@ def _calls(root: Path) -> dict[str, Any]:
         "evaluate": lambda i: i.evaluate(EvalRequest(judged, k=3)),
         "sources": lambda i: i.sources(),
         "status_rows": lambda i: i.status().sources,
+        "verify": lambda i: i.verify(VerifyRequest()),
+        "verify_notes": lambda i: i.verify(VerifyRequest(("notes",), wait=True)),
     }
 
 
@@ -255,3 +261,58 @@ def test_ingest_goes_through_a_running_owner_as_far_as_the_owner_serves(
             service.ingest(IngestRequest(reset=True))
     rerun = LocalIndex(settings).ingest(IngestRequest(specs=(api.source_for(root),), dry_run=True))
     assert rerun[0].dry_run and rerun[0].files_unchanged == 3
+
+
+def test_the_owner_refuses_the_writes_it_does_not_serve(owned: OwnerClient) -> None:
+    """Its `Service` decides as its client does (`owner.routes`), also for a REST caller."""
+    response = owned._http.post("/index/verify", json={"repair": True})
+    assert response.status_code == 409, response.text
+    detail = response.json()["detail"]  # named as the caller (the wire) spells it
+    assert "; repair cannot go through it: stop it first, or ask without it" in detail, detail
+    assert owned._http.post("/index/verify", json={"labels": ["x"] * 1001}).status_code == 400
+    for refused, named in (
+        (lambda: owned.verify(VerifyRequest(repair=True)), "--repair"),
+        (lambda: owned.share(ShareRequest()), "`chromasync share`"),
+    ):
+        with pytest.raises(LockError, match=f"{named} cannot go through it: stop it first"):
+            refused()
+    assert all(c.ok for c in owned.verify(VerifyRequest()))
+
+
+def test_sources_remove_and_verify_go_through_a_running_owner(
+    indexed: tuple[Settings, Path],
+) -> None:
+    """`sources remove` and `verify` called the API directly and were refused while an owner
+    ran; now the removal is the owner's, `verify` reports what it reports alone, and what
+    would write past the owner (`verify --repair`, `share`) is refused, named."""
+    settings, root = indexed
+    env = {
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_NO_DAEMON": "1",
+    }
+    (root / "sub/c.md").write_text("# Gamma\n\nRye bread, a stiff starter.\n")  # stale now
+    age_tree(root)
+    alone = _cli(env, "verify", "--json")
+    assert alone[0] == 1 and json.loads(alone[1])[0]["stale_files"] == 1, alone
+    with _serving(settings, env):
+        assert _cli(env, "verify", "--json")[:2] == alone[:2]
+        for argv, named in (
+            (
+                ["verify", "--repair"],
+                "--repair cannot go through it: stop it first, or run "
+                "`chromasync verify` without it",
+            ),
+            (["share", "--no-model"], "`chromasync share` cannot go through it: stop it first"),
+        ):
+            code, out, err = _cli(env, *argv)
+            assert code == 1 and not out, (argv, err)
+            assert "owned by `chromasync serve` (pid" in err and named in err, err
+        code, out, err = _cli(env, "sources", "remove", "notes")
+        assert code == 0, err
+        assert out.startswith("removed source 'notes': 3 records from chromasync-notes"), out
+        code, out, err = _cli(env, "sources", "list", "--json")
+        assert code == 0 and json.loads(out) == [], (out, err)
+    assert api.status(settings) == []  # the owner removed it from the store and the state
+    with pytest.raises(NotFound, match="no source labelled 'notes'"):  # gone, in process too
+        LocalIndex(settings).remove_source(RemoveRequest("notes"))

@@ -8,6 +8,15 @@ from pathlib import Path
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.records import (
+    BOOKKEEPING_KEYS,
+    CHUNK_HASH_KEY,
+    CHUNKING_VERSION_KEY,
+    EMBEDDING_MODEL_KEY,
+    FILE_HASH_KEY,
+    FILE_VERSION_KEY,
+    RECORD_HASH_KEY,
+)
 from chromasync.sync.ingest import IngestOptions
 
 from ..conftest import invoke_cli, set_mtime
@@ -28,17 +37,20 @@ def test_first_run_then_unchanged(notes: Path, settings: Settings, embedder: Has
     for key in (
         "source",
         "path",
-        "file_hash",
-        "chunk_hash",
+        FILE_HASH_KEY,
+        CHUNK_HASH_KEY,
         "chunk_index",
         "chunk_count",
         "heading",
         "start_line",
         "end_line",
-        "chunking_version",
-        "embedding_model",
+        CHUNKING_VERSION_KEY,
+        EMBEDDING_MODEL_KEY,
+        RECORD_HASH_KEY,
+        FILE_VERSION_KEY,
     ):
         assert key in meta, key
+    assert not set(BOOKKEEPING_KEYS) & set(meta)  # the older names: none
 
     calls = embedder.calls
     [second] = api.ingest([api.source_for(notes)], settings, embedder=embedder)

@@ -12,6 +12,7 @@ from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.datadir import CACHE_FILE
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.records import CHUNK_HASH_KEY
 
 from ..conftest import age_tree, invoke_cli, set_mtime
 
@@ -129,8 +130,8 @@ def test_changed_link_and_upgrade_embed_nothing(
     assert counting.calls == 0 and upgraded.chunks_embedded == 0
     after = _metadata(settings)
     assert after["sub/b.md"]["links"] == ["a", "https://www.weforum.org/reports/other"]
-    assert {p: m["chunk_hash"] for p, m in after.items()} == {
-        p: m["chunk_hash"] for p, m in before.items()
+    assert {p: m[CHUNK_HASH_KEY] for p, m in after.items()} == {
+        p: m[CHUNK_HASH_KEY] for p, m in before.items()
     }
 
     # a changed front-matter link is a metadata rewrite

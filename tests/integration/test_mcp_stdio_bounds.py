@@ -111,3 +111,14 @@ def test_a_huge_line_is_dropped_while_it_is_read(mcp: Stdio) -> None:
     assert mcp.reply()["error"]["code"] == -32700
     mcp.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
     assert mcp.reply() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_json_nested_too_deeply_gets_an_error_reply(mcp: Stdio) -> None:
+    """Within the line limit, nesting past what the JSON decoder can recurse into is a
+    parse error reply, and the next request is served (the RecursionError escaped)."""
+    mcp.write(b"[" * 400_000 + b"]" * 400_000 + b"\n")
+    reply = mcp.reply()
+    assert reply["id"] is None and reply["error"]["code"] == -32700, reply
+    assert "nested too deeply" in reply["error"]["message"]
+    mcp.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    assert mcp.reply() == {"jsonrpc": "2.0", "id": 7, "result": {}}

@@ -1,13 +1,16 @@
 """An index an older chromasync wrote is upgraded by rewriting metadata, never re-embedding.
 
 Its records lack the keys records carry now (the ownership marker, `source` as the file's
-path, `document_id`/`ref_doc_id`, `chromasync_context`). The next ingest, or `chromasync
-share`, gives every record those keys, with no file changed: no embedding call, no vector
-written, and afterwards each record equals what a fresh ingest of the same files writes.
+path, `document_id`/`ref_doc_id`, `chromasync_context`) and hold the bookkeeping keys
+under their older names (`chunk_hash`, not `chromasync_chunk_hash`). The next ingest, or
+`chromasync share`, gives every record today's keys, with no file changed: no embedding
+call, no vector written, and afterwards each record equals what a fresh ingest of the same
+files writes.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,14 @@ from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.plan.upgrade import RECORDS_VERSION
-from chromasync.records import CONTEXT_KEY, OWNER_KEY
+from chromasync.records import (
+    BOOKKEEPING_KEYS,
+    CONTEXT_KEY,
+    FILE_HASH_KEY,
+    LEGACY_NAMES,
+    OWNER_KEY,
+)
+from chromasync.retrieve.mirror import KeywordMirror
 from chromasync.state.manifest import State
 from chromasync.store.peers import UPGRADED_PREFIX
 
@@ -100,9 +110,45 @@ def _forget_upgrade(settings: Settings) -> None:
         state.db.execute("DELETE FROM meta WHERE key LIKE 'records_version:%'")
 
 
+def _older_names(raw: Any) -> None:
+    """Put each record's bookkeeping keys back under the names records version 2 and
+    before wrote (`chunk_hash`...), values unchanged."""
+    got = raw.get(include=["metadatas"])
+    renamed = [
+        {**{old: meta[new] for old, new in BOOKKEEPING_KEYS.items()}, **dict.fromkeys(LEGACY_NAMES)}
+        for meta in got["metadatas"]
+    ]
+    for at in range(0, len(renamed), 1000):  # within Chroma's batch limit
+        raw.update(ids=got["ids"][at : at + 1000], metadatas=renamed[at : at + 1000])
+    metas = raw.get(include=["metadatas"])["metadatas"]
+    assert all(set(BOOKKEEPING_KEYS) <= set(m) and not set(LEGACY_NAMES) & set(m) for m in metas)
+
+
+def _keyword_rows(settings: Settings) -> dict[str, dict[str, Any]]:
+    with State.open(settings.data_dir, readonly=True) as state:
+        rows = state.db.execute("SELECT id, metadata FROM chunks").fetchall()
+    return {rid: json.loads(meta) for rid, meta in rows}
+
+
+def _older_keyword_names(settings: Settings) -> None:
+    """The keyword index's rows as records version 2 left them: the older names."""
+    with State.open(settings.data_dir) as state, state.db:
+        for rid, meta in _keyword_rows(settings).items():
+            older = {LEGACY_NAMES.get(k, k): v for k, v in meta.items()}
+            state.db.execute(
+                "UPDATE chunks SET metadata = ? WHERE id = ?", (json.dumps(older), rid)
+            )
+
+
+def _forget_collection_note(raw: Any) -> None:
+    older = {k: v for k, v in raw.metadata.items() if not k.startswith(UPGRADED_PREFIX)}
+    raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
+
+
 def _make_older(settings: Settings, label: str) -> None:
-    """Turn the collection into what the release before wrote: no new keys, `source` the
-    label, and no note, in the store or the state, that its records were upgraded."""
+    """Turn the collection into what the release before the marker wrote: no new keys,
+    `source` the label, the bookkeeping keys under their older names, and no note, in
+    the store or the state, that its records were upgraded."""
     _forget_upgrade(settings)
     raw = _raw(settings)
     ids = raw.get(include=[])["ids"]
@@ -110,8 +156,8 @@ def _make_older(settings: Settings, label: str) -> None:
     stripped["source"] = label
     for at in range(0, len(ids), 1000):  # within Chroma's batch limit
         raw.update(ids=ids[at : at + 1000], metadatas=[dict(stripped)] * len(ids[at : at + 1000]))
-    older = {k: v for k, v in raw.metadata.items() if not k.startswith(UPGRADED_PREFIX)}
-    raw.modify(metadata={k: v for k, v in older.items() if not k.startswith("hnsw:")})
+    _older_names(raw)
+    _forget_collection_note(raw)
     metas = raw.get(include=["metadatas"])["metadatas"]
     assert all(not set(NEW_KEYS) & set(m) and m["source"] == label for m in metas)
 
@@ -138,6 +184,69 @@ def test_next_ingest_upgrades_every_record_by_metadata_only(
     assert not _differences(after, fresh)
     assert after == fresh  # every key back, documents and vectors untouched
     assert _raw(settings).metadata[UPGRADED_PREFIX + "corpus"] == RECORDS_VERSION
+
+
+def test_records_version_2_gets_the_bookkeeping_names_by_metadata_only(
+    corpus: Path, settings: Settings
+) -> None:
+    """An index of records version 2 (every key peers read, the bookkeeping under its
+    older names, the state and the collection noting version 2): the next ingest renames
+    the keys, values unchanged, embedding nothing; records then equal a fresh ingest's,
+    and a search filter on an older name still finds them."""
+    api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+    fresh = _snapshot(settings)
+    assert all(set(LEGACY_NAMES) <= set(meta) for meta, _, _ in fresh.values())
+    keyword = _keyword_rows(settings)
+    raw = _raw(settings)
+    _older_names(raw)
+    _older_keyword_names(settings)
+    raw.modify(
+        metadata={
+            **{k: v for k, v in raw.metadata.items() if not k.startswith("hnsw:")},
+            UPGRADED_PREFIX + "corpus": 2,
+        }
+    )
+    with State.open(settings.data_dir) as state:
+        state.set_records_version(settings.collection, "corpus", 2)
+    again = HashEmbedder()
+    [summary] = api.ingest([api.source_for(corpus)], settings, embedder=again)
+    assert again.calls == 0 and again.texts_embedded == 0
+    assert summary.chunks_embedded == 0 and summary.files_updated == 0
+    after = _snapshot(settings)
+    assert not _differences(after, fresh)
+    assert after == fresh
+    assert _keyword_rows(settings) == keyword  # the keyword index's copy is renamed too
+    with State.open(settings.data_dir, readonly=True) as state:
+        assert state.records_version(settings.collection, "corpus") == RECORDS_VERSION
+    # `--where` on an older name means today's key
+    some = next(meta for meta, _, _ in fresh.values() if meta["path"] == "guide.md")
+    for key in ("file_hash", FILE_HASH_KEY):
+        for mode in ("keyword", "dense"):
+            where = {key: some[FILE_HASH_KEY]}
+            hits = api.search("the", settings, 50, where, mode=mode, embedder=HashEmbedder())
+            assert hits and {h.path for h in hits} == {"guide.md"}, (key, mode)
+
+
+def test_the_keyword_mirror_follows_the_rename(
+    corpus: Path, settings: Settings, tmp_path: Path
+) -> None:
+    """The mirror (keyword search over a collection the state does not cover) fetches
+    the renamed records again although their record hash did not change."""
+    api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+    _older_names(_raw(settings))
+    _forget_upgrade(settings)
+    _forget_collection_note(_raw(settings))
+    collection = api.open_store(settings).collection(settings.collection, create=False)
+    mirror = KeywordMirror.open(tmp_path / "mirror")
+    try:
+        total = mirror.sync(collection, 1).total
+        api.ingest([api.source_for(corpus)], settings, embedder=HashEmbedder())
+        assert mirror.sync(collection, 2).updated == total
+        rows = mirror.db.execute("SELECT metadata FROM chunks").fetchall()
+        assert all(set(LEGACY_NAMES) <= set(json.loads(meta)) for (meta,) in rows)
+        assert mirror.sync(collection, 3).updated == 0
+    finally:
+        mirror.close()
 
 
 def test_an_index_upgraded_by_the_release_before_gets_its_contexts(

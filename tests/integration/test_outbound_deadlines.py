@@ -8,6 +8,8 @@ and what it waited for; before, each waited one per-read timeout per attempt, an
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,14 @@ import pytest
 
 from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
+from chromasync.datadir import READER_MARK
+from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import StoreError
 from chromasync.owner import client as owner_client
+from chromasync.owner import daemon as daemons
 from chromasync.owner.client import OwnerClient
-from chromasync.owner.locate import OwnerInfo
+from chromasync.owner.index import open_index
+from chromasync.owner.locate import OwnerInfo, find_owner
 from chromasync.store import connect
 
 from ..servers import StallingServer
@@ -129,3 +135,57 @@ def test_an_answer_stream_over_its_cap_is_refused(
     with StallingServer("events", path=sock, every=0.001), _owner(sock, 10) as client:
         message = _fails_within(10, lambda: client.ask(api.SearchArgs("q")))
     assert "stream is over 4096 bytes" in message, message
+
+
+HUNG_DAEMON = r"""
+import fcntl, json, os, socket, sys, time
+data_dir, mark, key = sys.argv[1:4]
+fd = os.open(os.path.join(data_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, f"pid {os.getpid()}: {mark}chromasync daemon run\n".encode())
+path = os.path.join(data_dir, "owner.sock")
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen(8)
+with open(os.path.join(data_dir, "owner.json"), "w") as out:
+    json.dump({"pid": os.getpid(), "role": "daemon", "socket": path, "key": key}, out)
+print("ready", flush=True)
+held = []
+while True:  # it takes every call and answers none (hung, not stopped)
+    held.append(server.accept()[0])
+"""
+
+
+def test_a_hung_daemon_leaves_the_search_to_this_process(
+    notes: Path, settings: Settings, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The full CLI's side (`open_index`): a daemon that takes calls and answers none is
+    given its deadline once; then the command runs in its own process, as the console
+    script's client does (it waited 60 s a read, then failed)."""
+    api.ingest([api.source_for(notes)], settings, embedder=embedder)
+    monkeypatch.setattr(owner_client, "CALL_S", 0.5)
+    monkeypatch.delenv("CHROMASYNC_NO_DAEMON", raising=False)
+    key = daemons.settings_key(settings)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HUNG_DAEMON, str(settings.data_dir), READER_MARK, key],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        info = find_owner(settings.data_dir)
+        assert info is not None and info.role == "daemon" and daemons.answers(info), info
+        assert info.key == key
+        started = time.monotonic()
+        with open_index(settings, register="a-key") as index:
+            assert type(index).__name__ != "LocalIndex"  # the daemon's client, first
+            result = index.search(api.SearchArgs("grinder calibration", mode="keyword"))
+            again = index.search(api.SearchArgs("grinder", mode="keyword"))
+        assert time.monotonic() - started < 3.0  # one deadline (register), then here
+        assert result.hits and again.hits
+        assert proc.poll() is None  # the daemon was left alone
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()

@@ -323,9 +323,15 @@ def test_cli_goes_through_the_owner_or_is_refused(
         assert refused.returncode == 1
         assert f"owned by `chromasync serve` (pid {os.getpid()})" in refused.stderr
         assert "does not know source 'other'" in refused.stderr
-        writer = run_cli(["sources", "remove", "notes"], env=cli_env)
+        writer = run_cli(["verify", "--repair"], env=cli_env)  # it would write: refused
         assert writer.returncode == 1
-        assert "owned by `chromasync serve`" in writer.stderr and "stop it" in writer.stderr
+        assert "owned by `chromasync serve`" in writer.stderr, writer.stderr
+        assert "--repair cannot go through it: stop it first" in writer.stderr
+        # a removal goes through the owner that holds the data dir (it used to be refused)
+        removed = run_cli(["sources", "remove", "notes", "--keep-entry"], env=cli_env)
+        assert removed.returncode == 0, removed.stderr
+        assert removed.stdout.startswith("removed source 'notes': ")
+        assert "notes" not in {s.label for s in service.sources() if s.files}
         second = run_cli(["serve", "--port", "0"], env=cli_env)
         assert second.returncode == 1 and "is owned by `chromasync serve`" in second.stderr
     finally:

@@ -321,3 +321,12 @@ def test_fuzz_mcp_search_arguments_are_error_results(settings: Settings, notes: 
     finally:
         backend.close()
     assert answered > 0 and refused > 0
+
+
+@pytest.mark.parametrize("route", ["/search", "/ask", "/reindex"])
+def test_a_body_nested_too_deeply_is_a_4xx(client: TestClient, route: str) -> None:
+    """JSON nested past what the decoder recurses into (well within the 8 MiB body cap)."""
+    body = b'{"q": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    response = client.post(route, content=body, headers={"Content-Type": "application/json"})
+    assert 400 <= response.status_code < 500, (response.status_code, response.text[:200])
+    assert client.get("/health").status_code == 200

@@ -20,7 +20,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import Hit, IngestSummary
+from chromasync.records import FILE_HASH_KEY, Hit, IngestSummary
 
 from ..conftest import REPO, SHARED, age_tree, invoke_cli, oracle, set_mtime, snapshot
 from .test_no_work import PROBE
@@ -114,7 +114,7 @@ def test_sidecar_metadata_applies_to_the_document_pages(
         assert record.metadata["date"] == "2025-03-01" and "date_ts" in record.metadata
         assert record.metadata["binary_asset.content_type"] == "application/pdf"
         assert record.metadata["path"] == REPORT and record.metadata["doc_format"] == "pdf"
-        assert record.metadata["file_hash"] == _sha(corpus / REPORT)
+        assert record.metadata[FILE_HASH_KEY] == _sha(corpus / REPORT)
     # the filters apply to the document: a date range, a tag of the plain note
     dated = _search(settings, embedder, PAGE_4, after="2025-02-01", before="2025-04-01")
     assert REPORT in {h.path for h in dated}

@@ -13,6 +13,7 @@ from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, LockError, SourceError
+from chromasync.records import CHUNKING_VERSION_KEY, FILE_VERSION_KEY
 from chromasync.state.lock import StoreLock
 from chromasync.state.manifest import STATE_FILE
 from chromasync.sync.ingest import IngestOptions
@@ -72,13 +73,13 @@ def test_lost_state_after_a_chunker_change_chunks_again(
         older.setattr(ingest, "CHUNKING_VERSION", current - 1)
         _run(notes, settings, embedder)
     before = snapshot(settings)
-    assert {dict(meta)["chunking_version"] for meta, _ in before.values()} == {str(current - 1)}
+    assert {dict(meta)[CHUNKING_VERSION_KEY] for meta, _ in before.values()} == {str(current - 1)}
     for name in (STATE_FILE, STATE_FILE + "-wal", STATE_FILE + "-shm"):
         (settings.data_dir / name).unlink(missing_ok=True)
     summary = _run(notes, settings, embedder)
     assert summary.chunks_embedded == 0  # the same chunk text: vectors from the cache
     after = snapshot(settings)
-    assert {dict(meta)["chunking_version"] for meta, _ in after.values()} == {str(current)}
+    assert {dict(meta)[CHUNKING_VERSION_KEY] for meta, _ in after.values()} == {str(current)}
     assert set(after) == set(before)
     assert _run(notes, settings, embedder).files_unchanged == 5
 
@@ -116,7 +117,7 @@ def test_one_section_edit_embeds_one_chunk(
     stored = snapshot(settings)
     assert len(stored) == second.chunks_total
     collection = api.open_store(settings).collection(settings.collection, create=False)
-    assert {r.metadata["version"] for r in collection.iter_records()} == {2}
+    assert {r.metadata[FILE_VERSION_KEY] for r in collection.iter_records()} == {2}
 
 
 def test_rename_and_move_between_sources_embed_nothing(

@@ -5,8 +5,8 @@ delete, rename, move between folders, touch, rewrite keeping size and mtime) and
 now and then with `api.ingest` and the `hash` provider. After every sync:
 
 * the collection equals what a clean run over the current tree builds in a fresh data dir
-  (same IDs, documents and metadata, `version` and `record_hash` aside, which carry
-  history); nothing orphaned or duplicated at any (path, chunk_index);
+  (same IDs, documents and metadata, `chromasync_version` and `chromasync_record_hash`
+  aside, which carry history); nothing orphaned or duplicated at any (path, chunk_index);
 * verify finds the manifest, the keyword index, the collection and the disk in agreement;
 * only chunk texts never stored before were embedded (a rename, a move, a touch or a
   restored file re-embeds nothing);
@@ -38,7 +38,7 @@ from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import NotFound
-from chromasync.records import IngestSummary
+from chromasync.records import CHUNK_HASH_KEY, IngestSummary
 
 from ..conftest import HISTORY_KEYS
 
@@ -237,7 +237,7 @@ class SyncMachine(RuleBasedStateMachine):
         assert summary.chunks_embedded == embedded
 
         rows = raw_rows(self.settings)
-        hashes = {dict(meta)["chunk_hash"] for meta, _ in rows.values()}  # type: ignore[call-overload]
+        hashes = {dict(meta)[CHUNK_HASH_KEY] for meta, _ in rows.values()}  # type: ignore[call-overload]
         assert embedded <= len(hashes - self.stored_texts), "re-embedded a text already stored"
         self.stored_texts |= hashes
 

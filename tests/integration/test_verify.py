@@ -9,7 +9,7 @@ from pathlib import Path
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import ChunkRecord
+from chromasync.records import FILE_HASH_KEY, ChunkRecord
 from chromasync.state.manifest import STATE_FILE
 
 from ..conftest import invoke_cli, set_mtime, snapshot
@@ -39,7 +39,7 @@ def test_drift_found_and_repaired(notes: Path, settings: Settings, embedder: Has
             "chromasync_source": "notes",
             "path": "ghost.md",
             "chunk_index": 0,
-            "file_hash": "z",
+            FILE_HASH_KEY: "z",
         },
     )
     collection.upsert([record], [embedder.embed_query("stray text")])  # orphan

@@ -325,3 +325,22 @@ def test_filters_from_options_echoes_what_was_given() -> None:
     }
     assert filters.needs_index and not Filters().needs_index
     assert Filters().is_empty
+
+
+def test_an_older_bookkeeping_name_filters_todays_key() -> None:
+    """`--where file_hash=...` written before the rename filters `chromasync_file_hash`;
+    user keys, and today's names, are kept as they are."""
+    filters = filters_from_options(
+        where=["file_hash=abc", "team=core"],
+        where_json='{"version": {"$gte": 2}}',
+        matches=["embedding_model=MiniLM"],
+    )
+    assert build_where(filters) == {
+        "$and": [
+            {"chromasync_file_hash": "abc"},
+            {"team": "core"},
+            {"chromasync_version": {"$gte": 2}},
+        ]
+    }
+    assert filters.matches == (("chromasync_embedding_model", "MiniLM"),)
+    assert normalise_where({"chromasync_chunk_hash": "x"}) == {"chromasync_chunk_hash": "x"}

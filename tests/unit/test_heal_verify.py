@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from chromasync.plan.triage import RACY_WINDOW_NS, triage
-from chromasync.records import CHUNKING_VERSION, Discovery, FileStat, FileState, RecordRef
+from chromasync.records import (
+    CHUNKING_VERSION,
+    Discovery,
+    FileStat,
+    FileState,
+    RecordRef,
+    stored_key,
+)
 from chromasync.store.chroma import StoredRecord
 from chromasync.sync.heal import rebuild_manifest
 from chromasync.sync.verify import compare_source
@@ -16,7 +23,11 @@ from chromasync.sync.verify import compare_source
 OLD = 1_600_000_000 * 10**9
 
 
-def _row(rid: str, path: str, index: int, count: int, **meta: Any) -> StoredRecord:
+def _row(
+    rid: str, path: str, index: int, count: int, older: bool = False, **meta: Any
+) -> StoredRecord:
+    """A stored record; `meta` by the bookkeeping keys' older names (`file_hash=`), which
+    it holds under today's, or, `older`, under those names (an index not upgraded yet)."""
     metadata: dict[str, Any] = {
         "path": path,
         "chunk_index": index,
@@ -28,6 +39,8 @@ def _row(rid: str, path: str, index: int, count: int, **meta: Any) -> StoredReco
         "chunking_version": CHUNKING_VERSION,
     }
     metadata.update(meta)
+    if not older:
+        metadata = {stored_key(k): v for k, v in metadata.items()}
     return StoredRecord(rid, metadata, "text of " + rid)
 
 
@@ -71,8 +84,9 @@ def test_heal_marks_half_written_files(rows: list[StoredRecord], consistent: boo
     assert (state.size, state.mtime_ns, state.checked_ns) == (-1, -1, 0)  # nothing to trust
 
 
-def test_heal_orders_records_and_keeps_their_hashes_and_the_latest_version() -> None:
-    rows = [_row("a1", "a.md", 1, 2, version=3), _row("a0", "a.md", 0, 2, version=2)]
+@pytest.mark.parametrize("older", [False, True], ids=["today", "older-names"])
+def test_heal_orders_records_and_keeps_their_hashes_and_the_latest_version(older: bool) -> None:
+    rows = [_row("a1", "a.md", 1, 2, older, version=3), _row("a0", "a.md", 0, 2, older, version=2)]
     rebuilt = rebuild_manifest(rows, {})
     state = rebuilt.files["a.md"]
     assert state.records == (RecordRef("a0", "c-a0", "r-a0"), RecordRef("a1", "c-a1", "r-a1"))

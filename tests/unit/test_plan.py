@@ -3,6 +3,8 @@ guard and record IDs, each against its documented behaviour."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -23,6 +25,13 @@ from chromasync.plan.triage import (
     triage,
 )
 from chromasync.records import (
+    BOOKKEEPING_KEYS,
+    CHUNK_HASH_KEY,
+    FILE_HASH_KEY,
+    FILE_VERSION_KEY,
+    LEGACY_NAMES,
+    OWNER_KEY,
+    RECORD_HASH_KEY,
     Chunk,
     Discovery,
     Document,
@@ -227,9 +236,32 @@ def test_our_metadata_wins_over_front_matter_and_static() -> None:
     )
     [record] = build_records(doc, chunks, 3, ctx)
     meta = record.metadata
-    assert (meta["path"], meta["source"], meta["version"]) == ("a.md", "notes", 3)
+    assert (meta["path"], meta["source"], meta[FILE_VERSION_KEY]) == ("a.md", "notes", 3)
     assert (meta["title"], meta["team"], meta["sha"]) == ("T", "static", "c0")
-    assert meta["record_hash"] == record.record_hash
+    assert meta[RECORD_HASH_KEY] == record.record_hash
+    assert meta[CHUNK_HASH_KEY] == record.chunk_hash
+
+
+def test_bookkeeping_keys_are_named_as_chromasyncs_own() -> None:
+    """Each bookkeeping key is written under its `chromasync_` name only; the record hash
+    is the one the older names gave (the rename rewrote no record), and front matter can
+    set neither name."""
+    front = {"version": "2.1", "chromasync_version": "x", "file_hash": "f", "title": "T"}
+    doc, chunks = _doc(("x",), metadata=front)
+    [record] = build_records(doc, chunks, 3, CTX)
+    meta = dict(record.metadata)
+    assert set(BOOKKEEPING_KEYS.values()) <= set(meta)
+    assert not set(BOOKKEEPING_KEYS) & set(meta)
+    assert all(k.startswith("chromasync_") for k in BOOKKEEPING_KEYS.values())
+    assert meta[FILE_VERSION_KEY] == 3 and meta[FILE_HASH_KEY] == doc.file_hash
+    older = {LEGACY_NAMES.get(k, k): v for k, v in meta.items()}
+    for late in (OWNER_KEY, "document_id", "ref_doc_id", "record_hash"):  # after the hash
+        older.pop(late, None)
+    older["source"] = CTX.source
+    digest = json.dumps(older, sort_keys=True, ensure_ascii=False, default=str)
+    assert hashlib.sha256((digest + "\x00" + record.document).encode()).hexdigest() == (
+        record.record_hash
+    )
     assert (meta["chunk_index"], meta["chunk_count"]) == (0, 1)
 
 

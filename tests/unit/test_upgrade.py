@@ -10,7 +10,7 @@ import pytest
 
 from chromasync.plan.triage import normalise_for_hash
 from chromasync.plan.upgrade import embedded_context, may_have_context, missing_keys
-from chromasync.records import CONTEXT_KEY, OWNER_KEY
+from chromasync.records import BOOKKEEPING_KEYS, CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY
 
 DOC = "Turn the ring clockwise.  \nThen back off two steps.\n"
 LONG = "Store." + "very_long_member_name_" * 20
@@ -74,11 +74,33 @@ def test_missing_keys_from_the_record_itself() -> None:
         "source": "/srv/notes/guides/a.md",
         "document_id": "guides/a.md",
         "ref_doc_id": "guides/a.md",
+        CHUNK_HASH_KEY: "x",
+        "chunk_hash": None,  # removed by Chroma's update
     }
     marked = {OWNER_KEY: "notes", "document_id": "id-7", "path": "a.md"}  # no ref_doc_id yet
     assert missing_keys("notes", marked) == {"document_id": "id-7", "ref_doc_id": "id-7"}
     current = {OWNER_KEY: "notes", "document_id": "a.md", "ref_doc_id": "a.md"}
     assert missing_keys("notes", current) == {}
+
+
+def test_bookkeeping_keys_are_renamed_with_their_values() -> None:
+    """Records version 3: each bookkeeping key an older release wrote moves to its
+    `chromasync_` name, value unchanged, the older name removed; other keys stay."""
+    values = {"file_hash": "f" * 64, "chunk_hash": "c" * 64, "record_hash": "r" * 64}
+    values |= {"chunking_version": 5, "embedding_model": "all-MiniLM-L6-v2", "version": 4}
+    v2 = {OWNER_KEY: "notes", "document_id": "a.md", "ref_doc_id": "a.md", "path": "a.md"}
+    added = missing_keys("notes", {**v2, **values, "heading": "Guide", "start_line": 3})
+    assert added == {
+        **{BOOKKEEPING_KEYS[old]: value for old, value in values.items()},
+        **dict.fromkeys(values),
+    }
+    assert set(BOOKKEEPING_KEYS) == set(values)
+    assert (
+        missing_keys("notes", {**v2, **{BOOKKEEPING_KEYS[k]: v for k, v in values.items()}}) == {}
+    )
+    # the context is found from a record of either records version
+    found = {"heading": "Guide", CHUNK_HASH_KEY: _hash("Guide\n\n")}
+    assert embedded_context(DOC, found) == "Guide\n\n"
 
 
 def test_only_records_that_could_have_a_context_are_read() -> None:

@@ -11,17 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..records import Hit
+from ..records import BOOKKEEPING_KEYS, Hit
 
-#: Record keys that are chromasync's bookkeeping: never shown to a language model.
+#: Record keys that are chromasync's bookkeeping: never shown to a language model (besides
+#: every `chromasync_*` key; the older names are those of a record not upgraded yet).
 BOOKKEEPING = frozenset(
     {
-        "file_hash",
-        "chunk_hash",
-        "record_hash",
-        "chunking_version",
-        "embedding_model",
-        "version",
+        *BOOKKEEPING_KEYS,
         "chunk_count",
         "source_kind",
     }

@@ -105,7 +105,8 @@ def answer_question(
     question = check_question(question)
     if not hits:
         return Answer(question, no_sources_text, (), "extractive", flags=(FLAG_NO_SOURCES,))
-    if llm is None:
+
+    def extractive() -> Answer:
         return answer_extractive(
             question,
             hits,
@@ -114,6 +115,9 @@ def answer_question(
             max_chars=max_chars,
             page=page,
         )
+
+    if llm is None:
+        return extractive()
     prompt = build_prompt(
         question, hits, context_tokens=context_tokens, count_tokens=count_tokens, group_by=group_by
     )
@@ -123,15 +127,8 @@ def answer_question(
         if not fallback:
             raise
         log.warning("%s; answering extractively instead", exc)
-        extractive = answer_extractive(
-            question,
-            hits,
-            group_by=group_by,
-            max_sentences=max_sentences,
-            max_chars=max_chars,
-            page=page,
-        )
-        return replace(extractive, flags=(*extractive.flags, FLAG_LLM_UNREACHABLE))
+        fallen_back = extractive()
+        return replace(fallen_back, flags=(*fallen_back.flags, FLAG_LLM_UNREACHABLE))
     supported = check_support(result.text, prompt.sources)
     checked = check_citations(supported.text, prompt.sources, _best_sentence(question))
     unsupported = tuple(

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..datadir import SUMMARIES_FILE, open_private
 from ..errors import NotFound
-from ..records import Hit
+from ..records import CHUNK_HASH_KEY, Hit, bookkeeping
 from .extractive import _WORD, STOP_WORDS, score_sentences, select_mmr, split_sentences, stem
 from .prompt import Message, build_prompt
 from .verify import MARKER
@@ -230,7 +230,7 @@ def check_summary(text: str | None, sources: int) -> str | None:
 
 def cache_key(mode: str, hits: Sequence[Hit]) -> str:
     """How the summary is written and the set of the group's chunk hashes."""
-    hashes = sorted(str(h.metadata.get("chunk_hash") or h.id) for h in hits)
+    hashes = sorted(str(bookkeeping(h.metadata, CHUNK_HASH_KEY) or h.id) for h in hits)
     digest = hashlib.sha256(mode.encode())
     for item in hashes:
         digest.update(b"\n" + item.encode())

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from .. import api
 from ..owner.index import open_index
+from ..owner.queries import RemoveRequest, ShareRequest, VerifyRequest
 from .common import (
     print_table,
     reported_errors,
@@ -176,10 +177,9 @@ def sources_add(
 def sources_remove(label: str, keep_entry: bool, wait: bool, **flags: Any) -> None:
     """Delete LABEL's records from its collection and its state (other sources are left
     alone), and its declaration unless --keep-entry."""
-    with reported_errors():
-        removed = api.remove_source(
-            settings_from_flags(**flags), label, keep_declaration=keep_entry, wait=wait
-        )
+    request = RemoveRequest(label, keep_declaration=keep_entry, wait=wait)
+    with reported_errors(), open_index(settings_from_flags(**flags), writes=True) as index:
+        removed = index.remove_source(request)  # through the data dir's owner when one runs
     where = ", ".join(removed.collections) or "no collection"
     click.echo(
         f"removed source {safe(removed.label)!r}: {removed.records_deleted} records from "
@@ -231,8 +231,9 @@ def verify(labels: Sequence[str], repair: bool, wait: bool, as_json: bool, **fla
     does not change the exit status. Records another tool wrote into a collection (without
     chromasync's marker) are listed as foreign and kept; they never fail the check.
     """
-    with reported_errors():
-        checks = api.verify(settings_from_flags(**flags), labels, repair, wait=wait)
+    request = VerifyRequest(tuple(labels), repair=repair, wait=wait)
+    with reported_errors(), open_index(settings_from_flags(**flags), writes=True) as index:
+        checks = index.verify(request)  # the report through a running owner; not --repair
     if as_json:
         click.echo(json.dumps([c.as_json() for c in checks], indent=2, ensure_ascii=False))
     else:
@@ -280,8 +281,8 @@ def share(no_model: bool, as_json: bool, **flags: Any) -> None:
     and puts that model where chromadb reads it (~/.cache/chroma/onnx_models), from the
     offline weights or else downloaded once. No vector is re-embedded. See docs/peers.md.
     """
-    with reported_errors():
-        report = api.share(settings_from_flags(**flags), place_model=not no_model)
+    with reported_errors(), open_index(settings_from_flags(**flags), writes=True) as index:
+        report = index.share(ShareRequest(no_model=no_model))  # refused through an owner
     if as_json:
         click.echo(json.dumps(report.as_json(), indent=2))
         return

@@ -16,25 +16,22 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..records import CONTEXT_KEY, OWNER_KEY, MetaValue
+from ..records import BOOKKEEPING_KEYS, CONTEXT_KEY, OWNER_KEY, MetaValue
 
-#: Metadata keys chromasync writes itself; front matter cannot override them.
+#: Metadata keys chromasync writes itself; front matter cannot override them (nor set the
+#: older names of its bookkeeping keys: `--where file_hash=...` still means the bookkeeping).
 RESERVED_KEYS = frozenset(
     {
+        *BOOKKEEPING_KEYS,
+        *BOOKKEEPING_KEYS.values(),
         "source",
         "source_kind",
         "path",
-        "file_hash",
-        "chunk_hash",
-        "record_hash",
         "chunk_index",
         "chunk_count",
         "heading",
         "start_line",
         "end_line",
-        "chunking_version",
-        "embedding_model",
-        "version",
         "symbol",
         "language",
         "document_id",

@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config.settings import Settings
 from ..owner.index import Index, owner_client
 from ..owner.service import Service
+
+if TYPE_CHECKING:
+    from ..rest.server import BackgroundServer
 
 
 class Backend:
@@ -21,7 +24,7 @@ class Backend:
         self._reload = reload
         self._lock = threading.Lock()
         self._service: Service | None = None
-        self._server: Any = None
+        self._server: BackgroundServer | None = None
 
     @contextlib.contextmanager
     def access(self) -> Iterator[Index]:

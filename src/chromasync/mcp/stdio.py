@@ -92,6 +92,11 @@ def parse_line(line: bytes) -> tuple[Any, Any]:
         data = json.loads(line)
     except ValueError as exc:
         return None, error_reply(exc)
+    except RecursionError:  # within the line limit, nested past what the decoder recurses
+        from mcp_types import ErrorData, JSONRPCError
+
+        error = ErrorData(code=-32700, message="Parse error: the JSON is nested too deeply")
+        return None, SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
     if isinstance(data, dict) and "id" in data and "method" in data:
         ident = data["id"]
         if isinstance(ident, bool) or not isinstance(ident, (str, int)):
@@ -101,6 +106,8 @@ def parse_line(line: bytes) -> tuple[Any, Any]:
         message = jsonrpc_message_adapter.validate_python(data, by_name=False)
     except ValidationError as exc:  # JSON, but not a JSON-RPC message
         return None, error_reply(exc)
+    except RecursionError:
+        return None, _invalid("the message is nested too deeply")
     return SessionMessage(message), None
 
 

@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import inspect
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field
 
@@ -23,6 +23,9 @@ from ..retrieve.options import MAX_QUESTION_CHARS, OPTIONS
 from ..retrieve.request import check_query
 from .backend import Backend
 from .errors import error_text
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 
 def _valid_label(value: str) -> str:
@@ -80,7 +83,7 @@ def _search_args(query: str, arguments: dict[str, Any]) -> api.SearchArgs:
     return api.SearchArgs.of(query, spelling="json", **arguments)
 
 
-def build_server(backend: Backend) -> Any:
+def build_server(backend: Backend) -> MCPServer:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 

@@ -21,7 +21,8 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
+from urllib.parse import quote
 
 import httpx
 
@@ -39,7 +40,9 @@ from ..retrieve.results import SearchResult
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..retry import Deadline, read_capped
 from ..state.snapshots import Recorder
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from .locate import OwnerInfo
 from .queries import (
     MAX_COMPARE_BYTES,
@@ -50,9 +53,12 @@ from .queries import (
     IngestRequest,
     JobState,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
-from .routes import ingest_through_owner
+from .routes import check_owner_serves, ingest_through_owner
 from .wire import from_wire, to_wire
 
 T = TypeVar("T")
@@ -87,6 +93,16 @@ def read_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield event, payload if isinstance(payload, dict) else {"value": payload}
 
 
+class NoAnswer(Exception):
+    """The cause of a call's `StoreError` when the owner took it and gave no answer within
+    its deadline (it may be hung): `no_answer(error)` tells it."""
+
+
+def no_answer(error: BaseException) -> bool:
+    """Whether `error` is a call the owner took and did not answer in time."""
+    return isinstance(error.__cause__, NoAnswer)
+
+
 class OwnerClient:
     """A client of the owner's REST API over its Unix socket."""
 
@@ -94,17 +110,17 @@ class OwnerClient:
         self,
         owner: OwnerInfo,
         token: str | None = None,
-        deadline_s: float = CALL_S,
+        deadline_s: float | None = None,
         http: httpx.Client | None = None,
         settings: Settings | None = None,
     ) -> None:
         """`http`: another client to send through (tests: an ASGI app in process);
         `settings`: the caller's (its date fields go with a request that names none; a
         file it compares is looked up in its data dir's state); `deadline_s`: of each
-        call (`ask` adds the chat model's `llm_timeout`)."""
+        call, `CALL_S` by default (`ask` adds the chat model's `llm_timeout`)."""
         self.owner = owner
-        self.deadline_s = deadline_s
-        self.ask_deadline_s = deadline_s + (settings.llm_timeout if settings else 120.0)
+        self.deadline_s = CALL_S if deadline_s is None else deadline_s
+        self.ask_deadline_s = self.deadline_s + (settings.llm_timeout if settings else 120.0)
         self.settings = settings
         self.date_fields = tuple(settings.date_field_names) if settings else ()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -140,7 +156,7 @@ class OwnerClient:
                 if deadline.expired:  # an answer read until its connection was shut
                     raise httpx.ReadError("shut at the deadline")
             except httpx.HTTPError as exc:
-                raise self._unreachable(exc, deadline) from exc
+                self._fail(exc, deadline)
         if data is None:
             raise StoreError(
                 f"{self.owner.describe()}: its answer to {method} {path} is over "
@@ -159,14 +175,14 @@ class OwnerClient:
         deadline.watch(response)
         return response
 
-    def _unreachable(self, exc: httpx.HTTPError, deadline: Deadline) -> StoreError:
+    def _fail(self, exc: httpx.HTTPError, deadline: Deadline) -> NoReturn:
         where = f"{self.owner.describe()}, which owns this data dir, at {self.owner.socket}"
         if deadline.expired or isinstance(exc, httpx.TimeoutException):
-            return StoreError(
+            raise StoreError(
                 f"{where} did not answer within {deadline.seconds:g} s; it may be hung: "
                 "restart it (`chromasync daemon stop` for the search daemon)"
-            )
-        return StoreError(f"cannot reach {where}: {exc}")
+            ) from NoAnswer(str(exc))
+        raise StoreError(f"cannot reach {where}: {exc}") from exc
 
     def _raise_for(self, response: httpx.Response, body: Any) -> None:
         """The error of a response (status >= 400) as chromasync's exception; else None."""
@@ -231,7 +247,7 @@ class OwnerClient:
                 if found is None and deadline.expired:  # the stream was shut at the deadline
                     raise httpx.ReadError("shut at the deadline")
             except httpx.HTTPError as exc:
-                raise self._unreachable(exc, deadline) from exc
+                self._fail(exc, deadline)
         if found is None:
             raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
         return found
@@ -348,6 +364,24 @@ class OwnerClient:
         """Through the owner (no progress reported meanwhile)."""
         return self._operation("evaluate", EvalReport, request, SLOW_CALL_S)
 
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+        """The owner's `DELETE /sources/{label}` (it waits for its running job itself)."""
+        check_owner_serves(request, self.owner.describe())
+        params = {"keep_declaration": "true" if request.keep_declaration else "false"}
+        path = "/sources/" + quote(request.label, safe="")
+        return from_wire(RemovedSource, self._call("DELETE", path, params=params))
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        """The owner's report (`repair`: refused here, `owner.routes`)."""
+        check_owner_serves(request, self.owner.describe())
+        checks: list[SourceCheck] = self._operation("verify", list[SourceCheck], request)
+        return checks
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        """Refused (`owner.routes`): it rewrites every collection the owner holds."""
+        check_owner_serves(request, self.owner.describe())
+        raise AssertionError("unreachable: `owner.routes` refuses share")
+
     def reindex(
         self,
         labels: Sequence[str] = (),
@@ -406,4 +440,12 @@ def _capped(chunks: Iterable[bytes], cap: int) -> Iterator[bytes]:
         yield chunk
 
 
-__all__ = ["CALL_S", "MAX_ANSWER_BYTES", "MAX_STREAM_BYTES", "OwnerClient", "read_events"]
+__all__ = [
+    "CALL_S",
+    "MAX_ANSWER_BYTES",
+    "MAX_STREAM_BYTES",
+    "NoAnswer",
+    "OwnerClient",
+    "no_answer",
+    "read_events",
+]

@@ -10,10 +10,11 @@ index through `open_index` (or, as the owner, their `Service`) and nothing else.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import api
 from ..answer.records import Answer
@@ -25,7 +26,9 @@ from ..retrieve.access import FileLines
 from ..retrieve.links import LinksReport
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..state.snapshots import Recorder
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from . import daemon as daemons
 from .local import LocalIndex, OnLocalSearch
 from .locate import OwnerInfo, find_owner, service_token
@@ -37,11 +40,17 @@ from .queries import (
     IngestRequest,
     JobState,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
 
 if TYPE_CHECKING:
     from .client import OwnerClient
+
+
+log = logging.getLogger(__name__)
 
 
 class Index(Protocol):
@@ -110,6 +119,19 @@ class Index(Protocol):
 
     def sources(self) -> list[SourceInfo]:
         """The sources as configured and as indexed."""
+        ...
+
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+        """One source's records and state deleted (its declaration too, unless kept)."""
+        ...
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        """Manifest, keyword index, collection and disk compared for each source (healed
+        with `repair`: in process only, `owner.routes`)."""
+        ...
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        """The collections configured for peers (in process only: `owner.routes`)."""
         ...
 
     def reindex(
@@ -215,9 +237,51 @@ def open_index(
         yield LocalIndex(settings, on_local)
         return
     with _client(info, settings) as client:
-        if register and info.role == daemons.ROLE:
-            client.register(register, info.key)  # ensure() returns a daemon of this key
-        yield client
+        if info.role != daemons.ROLE:
+            yield client
+            return
+        through = _DaemonOrLocal(client, lambda: LocalIndex(settings, on_local))
+        if register:
+            through.register(register, info.key)  # ensure() returns a daemon of this key
+        yield cast("Index", through)
+
+
+class _DaemonOrLocal:
+    """The search daemon's client, that falls back to the index in this process for good
+    once the daemon has taken a call and not answered it within its deadline (hung, not
+    stopped: a stopped one is never talked to). The daemon holds no work, so reading here
+    loses nothing; it is what the console script's client does too (`dial.get`)."""
+
+    def __init__(self, client: OwnerClient, local: Callable[[], LocalIndex]) -> None:
+        self._client = client
+        self._make_local = local
+        self._local: LocalIndex | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._local is not None:
+            return getattr(self._local, name)
+        remote = getattr(self._client, name)
+        if not callable(remote):
+            return remote
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            from ..errors import StoreError
+            from .client import no_answer
+
+            if self._local is not None:
+                return getattr(self._local, name)(*args, **kwargs)
+            try:
+                return remote(*args, **kwargs)
+            except StoreError as exc:
+                if not no_answer(exc):
+                    raise
+                log.warning("%s; this command runs in its own process", exc)
+                self._local = self._make_local()
+                if name == "register":
+                    return None  # a key for a daemon that no longer answers for it
+                return getattr(self._local, name)(*args, **kwargs)
+
+        return call
 
 
 __all__: Sequence[str] = ["Index", "LocalIndex", "open_index", "owner_client"]

@@ -26,7 +26,9 @@ from ..retrieve.access import FileLines, get_file, get_files, indexed_file_locat
 from ..retrieve.links import LinksReport
 from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..state.snapshots import Recorder
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from .queries import (
     CompareQuery,
     EvalRequest,
@@ -35,7 +37,10 @@ from .queries import (
     IngestRequest,
     JobState,
     LinksQuery,
+    RemoveRequest,
+    ShareRequest,
     SummariesQuery,
+    VerifyRequest,
 )
 
 #: (request, result, the state's identity before it ran): a search that ran in this process.
@@ -228,6 +233,28 @@ class LocalIndex:
 
     def sources(self) -> list[SourceInfo]:
         return api.list_sources(self.settings)
+
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+        return api.remove_source(
+            self.settings,
+            request.label,
+            keep_declaration=request.keep_declaration,
+            wait=request.wait,
+        )
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        return api.verify(
+            self.settings,
+            request.labels,
+            request.repair,
+            embedder=self._shared_embedder(),
+            wait=request.wait,
+        )
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        return api.share(
+            self.settings, embedder=self._shared_embedder(), place_model=not request.no_model
+        )
 
     def reindex(
         self,

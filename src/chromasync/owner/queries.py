@@ -101,6 +101,36 @@ class IngestRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoveRequest:
+    """`chromasync sources remove`: one source's records and state to delete (and its
+    declaration, unless `keep_declaration`: `--keep-entry`). Through the data dir's owner
+    it is the owner's `DELETE /sources/{label}` (which waits for a running job itself)."""
+
+    label: str
+    keep_declaration: bool = False
+    wait: bool = False  # wait for another writer (an owner runs it after its job anyway)
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRequest:
+    """`chromasync verify`'s flags, by their names: which sources, and whether to heal
+    them. Through the data dir's owner only the report (`repair` needs the store to
+    itself: refused, named, by `owner.routes`)."""
+
+    labels: tuple[str, ...] = ()  # () = every source
+    repair: bool = False
+    wait: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShareRequest:
+    """`chromasync share`: configure the collections for peers (and place Chroma's model
+    unless `no_model`). It rewrites collections: never through an owner (`owner.routes`)."""
+
+    no_model: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FileSet:
     """`multi_get`: the current text of the indexed files a glob matched."""
 
@@ -193,5 +223,8 @@ __all__ = [
     "IngestRequest",
     "JobState",
     "LinksQuery",
+    "RemoveRequest",
+    "ShareRequest",
     "SummariesQuery",
+    "VerifyRequest",
 ]

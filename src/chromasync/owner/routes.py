@@ -9,8 +9,12 @@ else an `IngestRequest` asks (a dry run, a reset, a manifest, a limit, a commit 
 needs the store to itself, so such a request is refused, naming what it asked as the
 command line spells it (`--dry-run`), and the caller stops the owner or drops the flag.
 
-This is the only place that says which; `LocalIndex.ingest` runs every field in process,
-and `OwnerClient.ingest` and `Service.ingest` both call `ingest_through_owner`.
+The other writes follow the same table (`OWNER_SERVES`): a source's removal goes through
+whole (the owner's `DELETE /sources/{label}`, after its running job); `verify` goes through
+as a report, and `--repair` is refused; `share`, which rewrites every collection, is
+refused whole. This is the only place that says which; `LocalIndex` runs every field in
+process, and the owner's client and its `Service` both ask `check_owner_serves` (an ingest
+through `ingest_through_owner`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from ..config.settings import Settings
 from ..config.sources import selected_sources
 from ..errors import ChromasyncError, ConfigError, LockError
 from ..records import IngestSummary
-from .queries import IngestRequest
+from .queries import IngestRequest, RemoveRequest, ShareRequest, VerifyRequest
 
 if TYPE_CHECKING:
     from ..config.file import SourceEntry
@@ -34,20 +38,51 @@ if TYPE_CHECKING:
 #: options of its `reindex`. `wait` holds too: the owner queues the run behind any other.
 OWNER_INGESTS = frozenset({"specs", "labels", "checksum", "allow_mass_delete", "wait"})
 
+#: Each request record of a writing operation -> (its command, the fields the data dir's
+#: owner serves; None: none, the command is refused whole). A field asked that is not
+#: served (not at its default) is refused, named as the command spells it.
+OWNER_SERVES: dict[type, tuple[str, frozenset[str] | None]] = {
+    IngestRequest: ("ingest", OWNER_INGESTS),
+    RemoveRequest: ("sources remove", frozenset({"label", "keep_declaration", "wait"})),
+    VerifyRequest: ("verify", frozenset({"labels", "wait"})),  # the report; not --repair
+    ShareRequest: ("share", None),  # it rewrites every collection's configuration
+}
+
 
 def spelled(field: str) -> str:
     """An `IngestRequest` field as `chromasync ingest` spells it (`no_gc` -> `--no-gc`)."""
     return "--" + field.replace("_", "-")
 
 
-def refused_by_owner(request: IngestRequest) -> list[str]:
-    """What `request` asks that the owner cannot serve (fields not at their default), in
-    the command line's spelling."""
+def refused_by_owner(request: object, spell: Callable[[str], str] = spelled) -> list[str]:
+    """What `request` (a record of `OWNER_SERVES`) asks that the owner cannot serve
+    (fields not at their default), in the caller's spelling (`spell`: the command line's,
+    else a field's name as the owner's wire spells it)."""
+    served = OWNER_SERVES[type(request)][1] or frozenset()
     return [
-        spelled(f.name)
-        for f in dataclasses.fields(request)
-        if f.name not in OWNER_INGESTS and getattr(request, f.name) != f.default
+        spell(f.name)
+        for f in dataclasses.fields(request)  # type: ignore[arg-type]
+        if f.name not in served and getattr(request, f.name) != f.default
     ]
+
+
+def check_owner_serves(request: object, owner: str, spell: Callable[[str], str] = spelled) -> None:
+    """`LockError` unless the data dir's owner (`owner`, described) serves all `request`
+    asks, naming what it does not (`spell`: as `refused_by_owner`) and the fix."""
+    command, served = OWNER_SERVES[type(request)]
+    if served is None:
+        raise LockError(
+            f"the data dir is owned by {owner}; `chromasync {command}` cannot go through it: "
+            "stop it first"
+        )
+    refused = refused_by_owner(request, spell)
+    if refused:
+        names = ", ".join(refused[:-1]) + " and " + refused[-1] if len(refused) > 1 else refused[0]
+        fix = f"run `chromasync {command}` without it" if spell is spelled else "ask without it"
+        raise LockError(
+            f"the data dir is owned by {owner}; {names} cannot go through it: stop it first"
+            + (f", or {fix}" if command != "ingest" else "")
+        )
 
 
 def configured_sources(request: IngestRequest, settings: Settings) -> list[SourceEntry]:
@@ -72,12 +107,7 @@ def ingest_through_owner(
     """Run `request` as the owner's reindex of the same (known) sources, and wait for it;
     `LockError` naming what the owner cannot serve, or a source it does not know.
     `settings`: the caller's (a request without specs needs a configured source there)."""
-    refused = refused_by_owner(request)
-    if refused:
-        names = ", ".join(refused[:-1]) + " and " + refused[-1] if len(refused) > 1 else refused[0]
-        raise LockError(
-            f"the data dir is owned by {owner}; {names} cannot go through it: stop it first"
-        )
+    check_owner_serves(request, owner)
     if not request.specs and settings is not None:
         configured_sources(request, settings)
     known = {s.label: s.location for s in index.sources()}
@@ -102,6 +132,8 @@ def ingest_through_owner(
 
 __all__ = [
     "OWNER_INGESTS",
+    "OWNER_SERVES",
+    "check_owner_serves",
     "configured_sources",
     "ingest_through_owner",
     "refused_by_owner",

@@ -35,12 +35,22 @@ from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
 from ..state.snapshots import Recorder
 from ..sync.ingest import IngestOptions, Progress
-from ..sync.registry import SourceInfo
+from ..sync.peers import ShareReport
+from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.verify import SourceCheck
 from .jobs import JobRunner
 from .local import LocalIndex
 from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
-from .queries import IndexStatus, IngestRequest, JobState, SummariesQuery
-from .routes import ingest_through_owner
+from .queries import (
+    IndexStatus,
+    IngestRequest,
+    JobState,
+    RemoveRequest,
+    ShareRequest,
+    SummariesQuery,
+    VerifyRequest,
+)
+from .routes import check_owner_serves, ingest_through_owner
 
 log = logging.getLogger(__name__)
 RUN_TIMEOUT = 3600.0
@@ -236,8 +246,21 @@ class Service(LocalIndex):
     ) -> list[IngestSummary]:
         """As through this owner's client: a reindex job of the known sources, when the
         request asks nothing else (`owner.routes`), waited for."""
-        owner = self.info.describe() if self.info else f"chromasync {self.role}"
-        return ingest_through_owner(self, request, owner, self.settings, notice)
+        return ingest_through_owner(self, request, self._described(), self.settings, notice)
+
+    def _described(self) -> str:
+        return self.info.describe() if self.info else f"chromasync {self.role}"
+
+    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+        """The report, as through this owner's client (`owner.routes`: `repair` refused,
+        named as its wire spells it: `POST /index/verify`), once a running job finished."""
+        check_owner_serves(request, self._described(), spell=str)
+        return api.verify(self.settings, request.labels, wait=True)
+
+    def share(self, request: ShareRequest) -> ShareReport:
+        """Refused, as through this owner's client (`owner.routes`)."""
+        check_owner_serves(request, self._described())
+        raise AssertionError("unreachable: `owner.routes` refuses share")
 
     def queue_reindex(
         self,
@@ -323,22 +346,24 @@ class Service(LocalIndex):
             "job": job
         }
 
-    def remove_source(self, label: str, keep_declaration: bool = False) -> dict[str, Any]:
+    def remove_source(self, request: RemoveRequest) -> RemovedSource:
         """Delete one source's records and state (and its declaration, unless kept).
 
         The watcher stops watching it first and its queued runs are dropped; the removal
         then waits for a running job (the in-process writer lock) and runs here.
         """
+        check_owner_serves(request, self._described())
+        label = request.label
         for listener in self.removal_listeners:
             listener(label)
         self._runner().drop_queued(label)
         with self._claims_lock:
             self._claims.pop(label, None)
         removed = api.remove_source(
-            self.settings, label, keep_declaration=keep_declaration, wait=True
+            self.settings, label, keep_declaration=request.keep_declaration, wait=True
         )
         self._reload_settings()
-        return dataclasses.asdict(removed)
+        return removed
 
     def _reload_settings(self) -> None:
         """Re-read the sources after a declaration changed (the rest of the settings stay)."""

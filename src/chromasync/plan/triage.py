@@ -28,9 +28,17 @@ from ..corpus.links import extract_links, front_matter_links, link_targets
 from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..records import (
+    BOOKKEEPING_KEYS,
+    CHUNK_HASH_KEY,
     CHUNKING_VERSION,
+    CHUNKING_VERSION_KEY,
     CONTEXT_KEY,
+    EMBEDDING_MODEL_KEY,
+    FILE_HASH_KEY,
+    FILE_VERSION_KEY,
+    LEGACY_NAMES,
     OWNER_KEY,
+    RECORD_HASH_KEY,
     Chunk,
     ChunkRecord,
     Discovery,
@@ -40,6 +48,7 @@ from ..records import (
     FileState,
     MetaValue,
     Scalar,
+    bookkeeping,
 )
 
 #: A file modified within this window before its manifest row was written may have been
@@ -90,8 +99,17 @@ def written_by(source: str, rid: str, metadata: Mapping[str, object]) -> bool:
         _ID_SHAPE.fullmatch(rid) is not None
         and rid.startswith(_sha(source)[:8] + "-")
         and metadata.get("source") == source
-        and isinstance(metadata.get("record_hash"), str)
-        and isinstance(metadata.get("chunk_hash"), str)
+        and isinstance(bookkeeping(metadata, RECORD_HASH_KEY), str)
+        and isinstance(bookkeeping(metadata, CHUNK_HASH_KEY), str)
+    )
+
+
+def hash_record(metadata: Mapping[str, MetaValue], document: str) -> str:
+    """A record's `record_hash`: its metadata (the bookkeeping keys under their older
+    names, `LEGACY_NAMES`, so renaming them changed no hash) and its document."""
+    named = {LEGACY_NAMES.get(k, k): v for k, v in metadata.items()}
+    return _sha(
+        json.dumps(named, sort_keys=True, ensure_ascii=False, default=str) + "\x00" + document
     )
 
 
@@ -123,7 +141,8 @@ def build_records(
         occurrence = seen.get(chunk_hash, 0)
         seen[chunk_hash] = occurrence + 1
         metadata: dict[str, MetaValue] = {}
-        metadata.update(doc.metadata)
+        # ours win; and no one else's value stays under a bookkeeping key's older name
+        metadata.update({k: v for k, v in doc.metadata.items() if k not in BOOKKEEPING_KEYS})
         metadata.update({k: v for k, v in ctx.static_metadata.items() if k not in RESERVED_KEYS})
         metadata.update(ctx.extra_metadata)
         metadata.update(
@@ -131,16 +150,16 @@ def build_records(
                 "source": ctx.source,
                 "source_kind": ctx.source_kind,
                 "path": doc.rel_path,
-                "file_hash": doc.file_hash,
-                "chunk_hash": chunk_hash,
+                FILE_HASH_KEY: doc.file_hash,
+                CHUNK_HASH_KEY: chunk_hash,
                 "chunk_index": index,
                 "chunk_count": len(chunks),
                 "heading": chunk.heading,
                 "start_line": chunk.start_line,
                 "end_line": chunk.end_line,
-                "chunking_version": CHUNKING_VERSION,
-                "embedding_model": ctx.embedding_model,
-                "version": version,
+                CHUNKING_VERSION_KEY: CHUNKING_VERSION,
+                EMBEDDING_MODEL_KEY: ctx.embedding_model,
+                FILE_VERSION_KEY: version,
             }
         )
         if chunk.language or doc.language:
@@ -167,12 +186,8 @@ def build_records(
         targets = link_targets([*found, *(header_links if index == 0 else ())])
         if targets:
             metadata["links"] = targets
-        record_hash = _sha(
-            json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
-            + "\x00"
-            + chunk.text
-        )
-        metadata["record_hash"] = record_hash
+        record_hash = hash_record(metadata, chunk.text)
+        metadata[RECORD_HASH_KEY] = record_hash
         # after the hash: adding these to an older index rewrote no record
         metadata[OWNER_KEY] = ctx.source
         if ctx.source_root:  # where LangChain looks for the file (the hash has the label)

@@ -2,15 +2,17 @@
 
 Records carry keys an older release did not write: the ownership marker, `document_id` and
 `ref_doc_id` (what LlamaIndex deletes by), `source` as the file's path (where LangChain
-looks) and `chromasync_context`, the prefix embedded before the stored text. An older index
+looks), `chromasync_context`, the prefix embedded before the stored text, and the
+bookkeeping keys under chromasync's own names (`records.BOOKKEEPING_KEYS`). An older index
 gets them by a metadata rewrite, never by re-embedding and without reading a file:
 `missing_keys` gives every key but the context from the record's own metadata, and
 `embedded_context` finds the context among the few prefixes the chunkers make from a
 chunk's `heading` and `symbol` (the heading path and its leading parts, the qualified
 symbol, a page's first chunk's front-matter `description` after the path, each cut as
-`Layout.label` cuts a long one), each checked against the record's
-`chunk_hash`, the SHA-256 of the normalised embedding input. Nothing is guessed: a context
-no candidate reproduces is None (the record gets it when its file next changes).
+`Layout.label` cuts a long one), each checked against the record's chunk hash (once
+`chunk_hash`, today `chromasync_chunk_hash`), the SHA-256 of the normalised embedding input.
+Nothing is guessed: a context no candidate reproduces is None (the record gets it when its
+file next changes).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..records import CONTEXT_KEY, OWNER_KEY
+from ..records import BOOKKEEPING_KEYS, CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY, bookkeeping
 from .triage import normalise_for_hash, source_path
 
 #: The version of the keys every record carries: a collection records it per source label
-#: once its records are upgraded, so later runs read nothing for the upgrade.
-RECORDS_VERSION = 2
+#: once its records are upgraded, so later runs read nothing for the upgrade. 2: the marker,
+#: `source` as a path, the document keys, the context; 3: the bookkeeping keys renamed
+#: (`records.BOOKKEEPING_KEYS`: `chunk_hash` -> `chromasync_chunk_hash`, values unchanged).
+RECORDS_VERSION = 3
 #: How many leading characters of a name a cut label may keep (`Layout.label` keeps at most
 #: the char limit's quarter, about 256 for the default model): longer names are tried whole.
 MAX_CUT = 512
@@ -32,11 +36,16 @@ MAX_CUT = 512
 ELLIPSIS = " …"
 
 
-def missing_keys(label: str, metadata: Mapping[str, Any], root: str = "") -> dict[str, str]:
+def missing_keys(label: str, metadata: Mapping[str, Any], root: str = "") -> dict[str, Any]:
     """The keys (but the context) `label`'s record lacks, made from its own metadata:
     the ownership marker, `source` as the file's path in `root` (an older record's `source`
-    held the label), and the document keys LlamaIndex reads."""
-    added: dict[str, str] = {}
+    held the label), the document keys LlamaIndex reads, and each bookkeeping key under
+    today's name with its older name removed (None: what Chroma's update deletes)."""
+    added: dict[str, Any] = {}
+    for old, new in BOOKKEEPING_KEYS.items():
+        if old in metadata:
+            added[new] = metadata[old] if new not in metadata else metadata[new]
+            added[old] = None
     path = str(metadata.get("path", ""))
     if OWNER_KEY not in metadata:
         added[OWNER_KEY] = label
@@ -65,7 +74,7 @@ def embedded_context(
     """The context prefix `document` was embedded with ("" for none), or None when no
     candidate reproduces the record's `chunk_hash`. `next_symbol`: the symbol of the next
     chunk of the same file (a member's leading comment is embedded under its name)."""
-    chunk_hash = metadata.get("chunk_hash")
+    chunk_hash = bookkeeping(metadata, CHUNK_HASH_KEY)
     if not isinstance(chunk_hash, str) or not chunk_hash:
         return None
     heading = str(metadata.get("heading") or "")

@@ -17,7 +17,7 @@ from .. import __version__, api
 from ..config.labels import LABEL_MAX
 from ..corpus.paths import resolve_in_roots
 from ..errors import ChromasyncError, ConfigError, NotFound
-from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
+from ..owner.queries import CompareQuery, LinksQuery, RemoveRequest, SummariesQuery
 from ..owner.service import Service
 from ..retrieve.editor import open_urls
 from .bodies import AskBody, Label, ReindexBody, SearchBody, SourceBody, search_query
@@ -167,7 +167,8 @@ def create_app(
         ] = False,
     ) -> dict[str, Any]:
         """Delete that source's records and manifest (other sources are untouched)."""
-        return service.remove_source(label, keep_declaration)
+        removed = service.remove_source(RemoveRequest(label, keep_declaration))
+        return dataclasses.asdict(removed)
 
     @app.get("/documents", tags=["search"])
     def document(

@@ -2,10 +2,10 @@
 connections one client may hold while they wait for theirs (uvicorn's HTTP/1.1 protocol,
 h11, with both added).
 
-- **Header deadline**: a connection whose request line and headers are not complete
-  `HEADER_TIMEOUT_S` after it opened (or after its previous response) is closed. uvicorn
-  alone closes only idle keep-alive connections, so a client that sends half a header and
-  waits held its socket for ever.
+- **Header deadline**: a connection whose request line and headers, and its body, are not
+  complete `HEADER_TIMEOUT_S` after it opened (or after its previous response) is closed.
+  uvicorn alone closes only idle keep-alive connections, so a client that sends half a
+  header (or a whole head and half its body) and waits held its socket for ever.
 - **Per client**: one client address may hold at most `MAX_WAITING_PER_CLIENT` connections
   waiting for their request head. Past that, its oldest waiting connections are closed as
   soon as they have waited a second (at once, or a second later for a burst of new ones):
@@ -72,8 +72,11 @@ def guarded_protocol(
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:
-                self._cs_done()
+            state = self.conn.their_state
+            if state is not h11.IDLE:
+                self._cs_unlist()  # its head has come: it no longer counts as waiting
+                if state is not h11.SEND_BODY:
+                    self._cs_done()  # and its body: the deadline is met
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -100,6 +103,9 @@ def guarded_protocol(
             if self._cs_timer is not None:
                 self._cs_timer.cancel()
                 self._cs_timer = None
+            self._cs_unlist()
+
+        def _cs_unlist(self) -> None:
             if self._cs_key is not None:
                 mine = waiting.get(self._cs_key)
                 if mine is not None:
@@ -109,7 +115,7 @@ def guarded_protocol(
 
         def _cs_deadline(self) -> None:
             self._cs_timer = None
-            if self.conn.their_state is h11.IDLE:
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
                 self._cs_close()
 
         def _cs_close(self) -> None:

@@ -17,6 +17,7 @@ from ..owner.queries import (
     EvalRequest,
     LinksQuery,
     SummariesQuery,
+    VerifyRequest,
 )
 from ..owner.service import Service
 from ..owner.wire import from_wire, to_wire
@@ -28,10 +29,12 @@ QUERIES: dict[str, type | None] = {
     "suggest": CompareQuery,
     "summaries": SummariesQuery,
     "evaluate": EvalRequest,
+    "verify": VerifyRequest,  # the report; `repair` is refused (`owner.routes`)
     "status": None,
     "sources": None,
 }
 MAX_EVAL_QUERIES = 100_000
+MAX_VERIFY_LABELS = 1000
 
 
 def _check(query: Any) -> None:
@@ -40,6 +43,8 @@ def _check(query: Any) -> None:
         raise ConfigError(f"content: a compared file holds at most {MAX_COMPARE_BYTES} bytes")
     if isinstance(query, EvalRequest) and len(query.queries) > MAX_EVAL_QUERIES:
         raise ConfigError(f"queries: at most {MAX_EVAL_QUERIES} judged queries")
+    if isinstance(query, VerifyRequest) and len(query.labels) > MAX_VERIFY_LABELS:
+        raise ConfigError(f"labels: at most {MAX_VERIFY_LABELS} sources")
     if isinstance(query, LinksQuery) and query.on_disk:
         raise ConfigError("on_disk: the owner reads no path it is given")
 

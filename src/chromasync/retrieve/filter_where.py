@@ -2,7 +2,8 @@
 a `--where-json` text.
 
 `normalise_where` checks any `where` (the user's `--where-json` too) against the operators
-Chroma 1.5 has and makes several top-level keys an explicit `$and`; `build_where` turns
+Chroma 1.5 has, makes several top-level keys an explicit `$and` and names a bookkeeping key
+by today's name (`--where file_hash=...` filters `chromasync_file_hash`); `build_where` turns
 the metadata part of a `Filters` (sources, `--where`, tags, dates, the paths `--path`
 matched, the link targets `--links-to` matched) into one such document. Pure.
 """
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..records import OWNER_KEY
+from ..records import OWNER_KEY, stored_key
 from .filter_syntax import (
     MAX_WHERE_DEPTH,
     MAX_WHERE_JSON_CHARS,
@@ -65,8 +66,8 @@ def normalise_where(where: Mapping[str, Any]) -> Where:
         elif key.startswith("$"):
             raise ConfigError(f"unknown where operator {key!r} (use $and, $or, or a key)")
         else:
-            check_key(key)
-            clauses.append({key: _operand(key, value)})
+            check_key(key)  # an older bookkeeping name means today's (`file_hash`: its own)
+            clauses.append({stored_key(key): _operand(key, value)})
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 

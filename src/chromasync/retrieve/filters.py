@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from ..records import stored_key
 from .filter_sql import SQL_ICONTAINS as SQL_ICONTAINS
 from .filter_sql import SQL_REGEXP as SQL_REGEXP
 from .filter_sql import json_path as json_path
@@ -67,6 +68,10 @@ from .filter_where import build_where as build_where
 from .filter_where import normalise_where as normalise_where
 from .filter_where import parse_where_json as parse_where_json
 from .options import BY_NAME, MAX_DATE_CHARS, MAX_TARGET_CHARS, spelled
+
+
+def _stored(pair: tuple[str, str]) -> tuple[str, str]:
+    return stored_key(pair[0]), pair[1]  # an older bookkeeping name means today's
 
 
 def filters_from_options(
@@ -150,7 +155,7 @@ def filters_from_options(
         date_fields=fields or DEFAULT_DATE_FIELDS,
         paths=tuple(p for p in paths if p),
         phrases=tuple(p for p in phrases if p.strip()),
-        matches=tuple(parse_pair(m, name("matches")) for m in matches),
+        matches=tuple(_stored(parse_pair(m, name("matches"))) for m in matches),
         links_to=tuple(dict.fromkeys(t.strip() for t in links_to)),
         echo=echo,
     )

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..datadir import MIRROR_FILE as MIRROR_FILE
 from ..datadir import create_private_file, make_private_dir
-from ..records import keyword_heading, source_label
+from ..records import LEGACY_NAMES, RECORD_HASH_KEY, keyword_heading, source_label
 from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
@@ -150,9 +150,13 @@ class KeywordMirror:
 
 
 def _record_hash(metadata: object) -> str:
-    """Our records carry `record_hash`; others are compared by their whole metadata."""
-    if isinstance(metadata, dict) and metadata.get("record_hash"):
-        return str(metadata["record_hash"])
+    """Our records carry a record hash; others are compared by their whole metadata. A
+    record that holds it under the older name compares apart, so that the rename of its
+    keys (which changes no hash) is fetched into the mirror."""
+    if isinstance(metadata, dict) and metadata.get(RECORD_HASH_KEY):
+        return str(metadata[RECORD_HASH_KEY])
+    if isinstance(metadata, dict) and metadata.get(LEGACY_NAMES[RECORD_HASH_KEY]):
+        return "older:" + str(metadata[LEGACY_NAMES[RECORD_HASH_KEY]])
     text = json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str)
     return "meta:" + hashlib.sha256(text.encode()).hexdigest()
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..records import Hit
+from ..records import CHUNK_HASH_KEY, Hit, bookkeeping
 from .feedback import Feedback
 from .filters import Filters
 from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
@@ -269,7 +269,7 @@ def collapse_copies(hits: Sequence[Hit]) -> list[Hit]:
     out: list[Hit] = []
     first: dict[str, int] = {}
     for hit in hits:
-        key = hit.metadata.get("chunk_hash")
+        key = bookkeeping(hit.metadata, CHUNK_HASH_KEY)
         if not isinstance(key, str) or not key:
             out.append(hit)
             continue

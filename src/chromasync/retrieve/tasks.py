@@ -15,7 +15,7 @@ from ..corpus.read import read_file
 from ..embed import Embedder
 from ..embed.tokens import default_token_meter, load_token_meter
 from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
-from ..records import FileStat, Hit, Progress
+from ..records import FILE_HASH_KEY, FileStat, Hit, Progress
 from . import evaluate as ev
 from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
 from .filters import Filters
@@ -208,8 +208,9 @@ def _file_neighbours(
             continue
         for index, vector in enumerate(vectors):
             neighbours[index] += searched.query(vector, depth)
+        digest = outcome.file_hash or ""  # the older name: an index not upgraded yet
         same_bytes = collection.iter_records(
-            where={"file_hash": outcome.file_hash or ""}, documents=True
+            where={"$or": [{FILE_HASH_KEY: digest}, {"file_hash": digest}]}, documents=True
         )
 
         exact += [

@@ -262,6 +262,20 @@ class State:
                 (_records_key(collection, source), str(version)),
             )
 
+    def rename_keyword_keys(self, collection: str, source: str, names: Mapping[str, str]) -> None:
+        """Move metadata keys (older name -> today's, values unchanged) in the source's
+        rows of the keyword index, as `store.peers.upgrade_records` moves them in the store:
+        `--where` over the keyword index then sees what the store holds."""
+        with self._db:
+            for old, new in names.items():
+                path_old, path_new = f'$."{old}"', f'$."{new}"'  # chromasync's own names
+                self._db.execute(
+                    "UPDATE chunks SET metadata = json_remove(json_set(metadata, ?, "
+                    "json_extract(metadata, ?)), ?) WHERE collection = ? AND source = ? "
+                    "AND json_type(metadata, ?) IS NOT NULL",
+                    (path_new, path_old, path_old, collection, source, path_old),
+                )
+
     def set_root(self, collection: str, source: str, root: str) -> None:
         with self._db:
             self._db.execute(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..embed.shared import MODEL_ID
 from ..plan.triage import written_by
 from ..plan.upgrade import RECORDS_VERSION, embedded_context, may_have_context, missing_keys
-from ..records import CONTEXT_KEY, OWNER_KEY
+from ..records import CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY
 
 if TYPE_CHECKING:
     from .chroma import Collection, StoredRecord
@@ -117,8 +117,9 @@ def upgrade_records(
     by a metadata rewrite (no vector is read or written, nothing is embedded, no file is
     read): the ownership marker (records written before it are recognised by
     `plan.triage.written_by`), `source` as the file's path in `root`, `document_id` and
-    `ref_doc_id`, and `chromasync_context`, found from each record's own heading or symbol
-    and checked against its `chunk_hash` (`plan.upgrade`); how many records were upgraded.
+    `ref_doc_id`, `chromasync_context`, found from each record's own heading or symbol
+    and checked against its chunk hash (`plan.upgrade`), and the bookkeeping keys under
+    today's names (`records.BOOKKEEPING_KEYS`); how many records were upgraded.
 
     Once per label: the collection's metadata then records `UPGRADED_PREFIX + label` =
     `RECORDS_VERSION`, and later runs read nothing (a pass over 11,247 SciFact records took
@@ -164,7 +165,15 @@ def upgrade_records(
 
 
 def _row(label: str, meta: Mapping[str, Any], root: str, contexts: bool) -> _Row:
-    keys = ("chunk_hash", "chunk_index", "heading", "symbol", "description", CONTEXT_KEY)
+    keys = (
+        CHUNK_HASH_KEY,
+        "chunk_hash",
+        "chunk_index",
+        "heading",
+        "symbol",
+        "description",
+        CONTEXT_KEY,
+    )
     index = meta.get("chunk_index")
     return _Row(
         str(meta.get("path", "")),

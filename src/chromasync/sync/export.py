@@ -25,7 +25,7 @@ from ..corpus.walk import discover_source
 from ..embed import Embedder, embedder_for
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..plan.triage import RecordContext, build_records
-from ..records import FileState, Scalar, SourceSpec
+from ..records import FILE_HASH_KEY, FileState, Scalar, SourceSpec
 from ..state.manifest import STATE_FILE, State
 from .ingest import IngestOptions
 
@@ -84,7 +84,7 @@ def desired_records(
                 "start_line": meta.get("start_line"),
                 "end_line": meta.get("end_line"),
                 "heading": meta.get("heading"),
-                "file_hash": meta.get("file_hash"),
+                "file_hash": meta.get(FILE_HASH_KEY),
                 "chunk_hash": record.chunk_hash,
                 "record_hash": record.record_hash,
                 "metadata": meta,

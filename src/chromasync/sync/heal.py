@@ -13,7 +13,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..records import CHUNKING_VERSION, ChunkRecord, FileState, RecordRef
+from ..records import (
+    CHUNK_HASH_KEY,
+    CHUNKING_VERSION_KEY,
+    FILE_HASH_KEY,
+    FILE_VERSION_KEY,
+    RECORD_HASH_KEY,
+    ChunkRecord,
+    FileState,
+    RecordRef,
+    bookkeeping,
+)
 
 if TYPE_CHECKING:
     from ..store.chroma import StoredRecord
@@ -38,14 +48,14 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
     records: dict[str, list[ChunkRecord]] = {}
     inconsistent: list[str] = []
     chunking = {
-        int(r.metadata.get("chunking_version", CHUNKING_VERSION) or 0)
+        int(bookkeeping(r.metadata, CHUNKING_VERSION_KEY) or 0)
         for rows in by_path.values()
         for r in rows
     }
     for path, rows in sorted(by_path.items()):
         rows.sort(key=lambda r: (int(r.metadata.get("chunk_index", 0)), r.id))
-        hashes = {str(r.metadata.get("file_hash", "")) for r in rows}
-        versions = [int(r.metadata.get("version", 1) or 1) for r in rows]
+        hashes = {str(bookkeeping(r.metadata, FILE_HASH_KEY) or "") for r in rows}
+        versions = [int(bookkeeping(r.metadata, FILE_VERSION_KEY) or 1) for r in rows]
         indexes = sorted(int(r.metadata.get("chunk_index", -1)) for r in rows)
         counts = {int(r.metadata.get("chunk_count", -1)) for r in rows}
         consistent = (
@@ -68,8 +78,8 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
         refs = tuple(
             RecordRef(
                 r.id,
-                str(r.metadata.get("chunk_hash", "")),
-                str(r.metadata.get("record_hash", "")),
+                str(bookkeeping(r.metadata, CHUNK_HASH_KEY) or ""),
+                str(bookkeeping(r.metadata, RECORD_HASH_KEY) or ""),
             )
             for r in rows
         )
@@ -89,8 +99,8 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
         records[path] = [
             ChunkRecord(
                 id=r.id,
-                chunk_hash=str(r.metadata.get("chunk_hash", "")),
-                record_hash=str(r.metadata.get("record_hash", "")),
+                chunk_hash=str(bookkeeping(r.metadata, CHUNK_HASH_KEY) or ""),
+                record_hash=str(bookkeeping(r.metadata, RECORD_HASH_KEY) or ""),
                 document=r.document or "",
                 embed_text="",
                 metadata=dict(r.metadata),

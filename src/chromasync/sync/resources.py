@@ -19,7 +19,7 @@ from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
 from ..plan.upgrade import RECORDS_VERSION
-from ..records import FileState, StoreLimits
+from ..records import BOOKKEEPING_KEYS, FileState, StoreLimits
 from ..state.manifest import State, stored_root
 from ..store.peers import attach_function, foreign_records, owned_records, upgrade_records
 from .heal import rebuild_manifest
@@ -93,6 +93,7 @@ class Resources:
     def _upgrade(self, collection: Collection, label: str) -> None:
         row = self.state.source(self.collection_name, label)
         upgrade_records(collection, label, str(stored_root(row)) if row is not None else "")
+        self.state.rename_keyword_keys(self.collection_name, label, BOOKKEEPING_KEYS)
         self.state.set_records_version(self.collection_name, label, RECORDS_VERSION)
         self._upgraded.add(label)
 

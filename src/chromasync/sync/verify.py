@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..records import FileStat, FileState
+from ..records import RECORD_HASH_KEY, FileStat, FileState, bookkeeping
 
 if TYPE_CHECKING:
     from ..store.chroma import StoredRecord
@@ -105,7 +105,7 @@ def compare_source(
         (
             r.id,
             (str(r.metadata.get("path")), int(r.metadata.get("chunk_index", -1))),
-            str(r.metadata.get("record_hash", "")),
+            str(bookkeeping(r.metadata, RECORD_HASH_KEY) or ""),
         )
         for r in stored
     ]
