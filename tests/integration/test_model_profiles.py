@@ -238,3 +238,36 @@ def test_two_numeric_variants_side_by_side(
     assert switched.provider_options == {"variant": "int8"}
     hits = api.search("grinder calibration", switched, k=3, mode="dense")
     assert hits and {h.collection for h in hits} == {"chromasync.q8-notes"}
+
+
+@pytest.mark.model
+def test_the_real_model_in_another_numeric_variant(notes: Path, tmp_path: Path) -> None:
+    """The real default model, on the notes only: the data dir's index in the variant this
+    machine picks (int8 or bf16 on a CPU), a profile in another (fp32; int8 where the
+    machine picks fp32) built beside it, measured, switched to and back."""
+    data = tmp_path / "data"
+    env = _env(data, CHROMASYNC_EMBEDDING_PROVIDER="local")
+    _cli(["ingest", str(notes), "--quiet"], env)
+    own = side.profile_rows(_home(data, env))[0].model_id
+    variant = "int8" if own == DEFAULT_MODEL_ID else "fp32"
+    _cli(["model", "add", "other", "--provider", "local", "--variant", variant], env)
+    _cli(["model", "build", "other"], env)
+    rows = {r.name: r for r in side.profile_rows(_home(data, env))}
+    expected = DEFAULT_MODEL_ID if variant == "fp32" else f"{DEFAULT_MODEL_ID}@int8"
+    assert rows["other"].model_id == expected != rows["default"].model_id
+    assert rows["other"].records == rows["default"].records > 0
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        json.dumps({"query": "calibrating the coffee grinder", "relevant": ["guides/install.md"]})
+        + "\n"
+    )
+    compared = json.loads(
+        _cli(["model", "eval", "other", str(queries), "--mode", "dense", "--json"], env).output
+    )
+    for label in ("default", "other"):  # the same model: both find the page first
+        assert compared["reports"][label]["modes"]["dense"]["mrr"] == 1.0
+    _cli(["model", "use", "other"], env)
+    switched = api.configure({}, env, tmp_path)
+    hits = api.search("calibrating the coffee grinder", switched, k=1, mode="dense")
+    assert hits[0].path == "guides/install.md" and hits[0].collection == "chromasync.other-notes"
+    _cli(["model", "use", "default"], env)
