@@ -171,6 +171,22 @@ def test_spread_cuts_a_further_hits_sentence_to_fit() -> None:
     assert select_mmr([a, b], max_sentences=2, max_chars=600, lam=1.0) == [a]
 
 
+def test_spread_shares_the_room_so_every_spread_source_fits() -> None:
+    """Three hits of long sentences (as abstracts are): each spread pick is cut to its share
+    of the room, so all three are cited within max_chars (the first used to take 406 of the
+    600 characters and leave room for one more source only)."""
+    a = Scored(_sentence(0, "Burrs " + "word " * 80), 1.0)  # 406 characters
+    b = Scored(_sentence(1, "Grinder " + "term " * 60), 0.8)  # 308 characters
+    c = Scored(_sentence(2, "Espresso " + "bean " * 60), 0.7)  # 309 characters
+    picked = select_mmr([a, b, c], max_sentences=3, max_chars=600, lam=1.0, spread=3)
+    assert [p.sentence.rank for p in picked] == [0, 1, 2]
+    assert [len(p.sentence.text) <= 200 for p in picked] == [True, True, True]
+    assert all(p.sentence.text.endswith("…") for p in picked)
+    assert sum(len(p.sentence.text) + 1 for p in picked) <= 600
+    short = Scored(_sentence(0, "Burrs touch at zero."), 1.0)  # under its share: kept whole
+    assert select_mmr([short, b], max_chars=600, lam=1.0, spread=2)[0] == short
+
+
 def test_answer_cites_more_than_the_top_hit() -> None:
     first = "Hugo builds sites fast. Hugo builds sites with Go templates. Hugo builds often."
     second = "Hugo builds sites into the public folder."

@@ -221,8 +221,11 @@ def select_mmr(
     A sentence whose Jaccard similarity to one already chosen reaches `duplicate` is never
     chosen; one that would pass `max_chars` is skipped (the first is always taken). While
     fewer than `spread` sentences are chosen, a sentence of a hit already cited is passed
-    over as long as another hit has a candidate, and one too long for the room left is cut
-    at a word to fit (when at least `MIN_CUT_CHARS` are left). O(len(scored) * max_sentences).
+    over as long as another hit has a candidate, and each pick is cut at a word to its fair
+    share of the room left (the room over the picks still to spread, at least
+    `MIN_CUT_CHARS`), so that `spread` sources fit in `max_chars` (a first sentence as long
+    as the answer used to leave room for one more source only). O(len(scored) *
+    max_sentences).
     """
     pool = [(s, frozenset(s.sentence.terms)) for s in scored]
     chosen: list[tuple[Scored, frozenset[str]]] = []
@@ -250,8 +253,10 @@ def select_mmr(
         if best_i < 0:
             break
         pick = pool.pop(best_i)
-        if chosen and len(pick[0].sentence.text) > room:  # a spread pick, cut to fit
-            sentence = replace(pick[0].sentence, text=_cut(pick[0].sentence.text, room - 1))
+        # a spread pick gets its fair share of the room; any later one the room it fits
+        limit = max(room // (spread - len(chosen)), MIN_CUT_CHARS) if fresh else room
+        if (chosen or fresh) and len(pick[0].sentence.text) > limit:
+            sentence = replace(pick[0].sentence, text=_cut(pick[0].sentence.text, limit - 1))
             pick = (Scored(sentence, pick[0].relevance), pick[1])
         chosen.append(pick)
         cited.add(pick[0].sentence.rank)
