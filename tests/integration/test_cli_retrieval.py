@@ -145,6 +145,12 @@ def test_eval_table_and_json(indexed: tuple[Path, dict[str, str]], tmp_path: Pat
         "hybrid vs keyword",
     }
     assert sum(data["versus"]["hybrid vs keyword"].values()) == 2
+    code, out, err = _run(["eval", str(queries), "--feedback", "--json"], env)
+    assert code == 0, err
+    fed = json.loads(out)
+    assert set(fed["modes"]) == {"hybrid", "dense", "keyword", "hybrid+feedback"}
+    assert fed["modes"]["hybrid"] == data["modes"]["hybrid"]  # the plain one unchanged
+    assert sum(fed["versus"]["hybrid+feedback vs hybrid"].values()) == 2
     code, out, err = _run(["eval", str(queries)], env)
     assert code == 0, err
     assert "graded" not in out and "hybrid vs keyword (nDCG@10, per query): " in out

@@ -215,3 +215,7 @@ def test_the_report_compares_hybrid_with_each_single_mode(
     assert report.headline == ("ndcg_graded" if graded else "ndcg")
     assert report.versus() == {"hybrid vs keyword": expected}
     assert report.as_json()["versus"] == {"hybrid vs keyword": expected}
+    # a measured kind of hybrid (eval --feedback, a reranker) is compared with hybrid
+    fed = EvalReport(2, 10, {}, {**per_query, "hybrid+feedback": per_query["keyword"]}, graded)
+    losses = {"wins": expected["losses"], "losses": expected["wins"], "ties": 0}
+    assert fed.versus()["hybrid+feedback vs hybrid"] == losses

@@ -346,6 +346,11 @@ def similar(
 )
 @click.option("--source", "sources", multiple=True, help="Only this source (repeatable).")
 @click.option(
+    "--feedback",
+    is_flag=True,
+    help="Also measure hybrid with pseudo-relevance feedback (search --feedback).",
+)
+@click.option(
     "--rerank",
     "rerank_model",
     metavar="FOLDER",
@@ -359,6 +364,7 @@ def eval_command(
     k: int,
     modes: Sequence[str],
     sources: Sequence[str],
+    feedback: bool,
     as_json: bool,
     quiet: bool,
     **flags: Any,
@@ -367,8 +373,8 @@ def eval_command(
 
     Prints nDCG@k, recall@k, recall@100 and MRR for each mode side by side, graded
     nDCG@k too when lines carry "grades": {entry: gain}, and hybrid's per-query wins and
-    losses against each single mode. Documents match a judged entry by path, by file
-    stem or by document_id.
+    losses against each single mode (with --feedback, hybrid+feedback's against hybrid too).
+    Documents match a judged entry by path, by file stem or by document_id.
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
@@ -379,6 +385,7 @@ def eval_command(
             sources=tuple(sources),
             collections=tuple(flags.get("collection") or ()),
             all_collections=all_collections,
+            feedback=feedback,
         )
         show = not quiet and not as_json and sys.stderr.isatty()
         with progress_bar(show) as progress, open_index(settings) as index:

@@ -74,6 +74,7 @@ class EvalRequest:
     sources: tuple[str, ...] = ()
     collections: tuple[str, ...] = ()
     all_collections: bool = False
+    feedback: bool = False  # also measure `hybrid+feedback` (`search --feedback`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,9 @@ from .similar import SimilarDoc, aggregate, nearest_sources
 from .suggest import DEPTH as SUGGEST_DEPTH
 from .suggest import GroupSuggestion, group_key, suggest_groups
 
+#: The name `eval --feedback` measures hybrid with pseudo-relevance feedback under.
+FEEDBACK_VARIANT = "hybrid+feedback"
+
 
 @dataclass(frozen=True, slots=True)
 class EvalReport:
@@ -47,17 +50,18 @@ class EvalReport:
         return "ndcg_graded" if self.graded else "ndcg"
 
     def versus(self) -> dict[str, dict[str, int]]:
-        """Per-query wins, losses and ties of hybrid against each single mode (nDCG@k,
+        """Per-query wins, losses and ties of hybrid against each single mode, and of each
+        measured kind of hybrid (`hybrid+feedback`, `hybrid+rerank`) against hybrid (nDCG@k,
         graded when the judgements are), e.g. {"hybrid vs keyword": {"wins": 3, ...}}."""
+        hybrid = self.per_query.get("hybrid")
+        if hybrid is None:
+            return {}
         out = {}
         for mode, rows in self.per_query.items():
-            if (
-                mode == "hybrid"
-                or mode not in ("dense", "keyword")
-                or "hybrid" not in self.per_query
-            ):
-                continue
-            out[f"hybrid vs {mode}"] = ev.versus(self.per_query["hybrid"], rows, self.headline)
+            if mode in ("dense", "keyword"):
+                out[f"hybrid vs {mode}"] = ev.versus(hybrid, rows, self.headline)
+            elif mode.startswith("hybrid+"):
+                out[f"{mode} vs hybrid"] = ev.versus(rows, hybrid, self.headline)
         return out
 
     def as_json(self) -> dict[str, object]:
@@ -380,6 +384,7 @@ def outgoing_links(
 
 
 __all__ = [
+    "FEEDBACK_VARIANT",
     "EvalReport",
     "SimilarResult",
     "SuggestResult",
