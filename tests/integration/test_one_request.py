@@ -84,6 +84,7 @@ Back to [alpha](../a.md).
 CASES: dict[str, Any] = {
     "all_collections": True,
     "mode": "keyword",
+    "feedback": True,
     "k": 2,
     "sources": ["extra"],
     "where": ["year=2025"],
@@ -227,6 +228,10 @@ def test_every_option_gives_the_same_hits_on_every_surface(
     for name in names:
         if name not in INERT:
             assert _seen(cli[name]) != _seen(baseline), f"{name} changed nothing: a better case"
+    # feedback reorders the hits (the lists asked again toward the best documents), not only
+    # their scores
+    assert _ids(cli["feedback"]) != _ids(baseline)
+    assert set(_ids(cli["feedback"])) & set(_ids(baseline))
     with (
         Service(settings, "serve", embedder=HashEmbedder()) as service,
         TestClient(create_app(service), base_url="http://127.0.0.1") as client,
@@ -323,6 +328,9 @@ def test_an_error_names_the_option_as_the_caller_spells_it(
     settings, env = indexed
     done = CliRunner().invoke(main, ["search", QUERY, "--where-json", "[1]"], env=env)
     assert done.exit_code == 2 and "--where-json must be a JSON object" in done.stderr
+    done = CliRunner().invoke(main, ["search", QUERY, "--feedback", "--mode", "dense"], env=env)
+    assert done.exit_code == 2 and "--feedback works with the hybrid mode only" in done.stderr
+    assert "--mode hybrid" in done.stderr
     many = [x for _ in range(65) for x in ("--source", "notes")]
     done = CliRunner().invoke(main, ["search", QUERY, *many], env=env)
     assert done.exit_code == 2 and "--source is given 65 times" in done.stderr
@@ -337,15 +345,22 @@ def test_an_error_names_the_option_as_the_caller_spells_it(
         assert got.status_code == 400 and got.json()["detail"].startswith("source is given")
         got = client.post("/search", json={"query": QUERY, "sources": ["notes"] * 65})
         assert got.status_code == 400 and got.json()["detail"].startswith("sources is given")
+        got = client.get("/search", params={"q": QUERY, "feedback": "true", "mode": "keyword"})
+        assert got.status_code == 400
+        assert got.json()["detail"].startswith("feedback works with the hybrid mode only")
+        got = client.post("/ask", json={"question": QUERY, "feedback": True, "mode": "dense"})
+        assert got.status_code == 400 and "mode hybrid" in got.json()["detail"]
         got = client.post("/ask", json={"question": QUERY, "after": "soon"})
         assert got.status_code == 400 and got.json()["detail"].startswith("after takes a date")
-    wrong, late = _mcp(
+    wrong, late, hybrid_only = _mcp(
         settings,
         [
             ("search", {"query": QUERY, "where_json": "{nonsense"}),
             ("ask", {"question": QUERY, "after": "2026-01-01", "before": "2025-01-01"}),
+            ("search", {"query": QUERY, "feedback": True, "mode": "keyword"}),
         ],
     )
+    assert "feedback works with the hybrid mode only" in hybrid_only and "--" not in hybrid_only
     assert "where_json is not valid JSON" in wrong and "--where" not in wrong
     assert "after 2026-01-01 is not before before 2025-01-01" in late and "--" not in late
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .filters import Filters, filters_from_options
-from .options import OPTIONS, QUERY, SPELLINGS, text_problem
-from .results import SearchRequest
+from .options import OPTIONS, QUERY, SPELLINGS, spelled, text_problem
+from .results import FEEDBACK_FUSION, SearchRequest
 
 if TYPE_CHECKING:
     from ..config.settings import Settings
@@ -30,6 +30,7 @@ class SearchArgs:
 
     query: str
     mode: str = "hybrid"
+    feedback: bool = False  # pseudo-relevance feedback (hybrid only)
     k: int = 10
     sources: tuple[str, ...] = ()
     where: tuple[str, ...] = ()
@@ -74,6 +75,12 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
     if not isinstance(args.query, str) or not args.query.strip():
         raise ConfigError("the query is empty")
     check_values(args)
+    if args.feedback and args.mode != "hybrid":
+        raise ConfigError(
+            f"{spelled('feedback', args.spelling)} works with the hybrid mode only (it asks "
+            f"the dense and keyword lists again and fuses them), not {args.mode}: drop it "
+            f"or use {spelled('mode', args.spelling)} hybrid"
+        )
     filters = filters_from_options(
         sources=args.sources,
         where=args.where,
@@ -100,6 +107,7 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         sort=args.sort,
         group_by=args.group_by,
         rerank=args.rerank,
+        fusion=FEEDBACK_FUSION if args.feedback else None,
         min_score=args.min_score,
         latest=args.latest,
     )

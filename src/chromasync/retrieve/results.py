@@ -26,7 +26,8 @@ from .relevance import WEAKER_SHARE, relevance_scale, weaker_index
 #: 0.737 on SciFact, graded 0.336 on NFCorpus, against 0.736 and 0.326 for the former
 #: z-score sum over chunks, 0.719 and 0.326 for RRF (k = 60), 0.733 and 0.330 for min-max.
 DEFAULT_FUSION = Fusion("convex", weights={"dense": 0.45, "keyword": 0.55}, unit="document")
-#: Hybrid with pseudo-relevance feedback (opt-in: `SearchRequest(fusion=FEEDBACK_FUSION)`):
+#: Hybrid with pseudo-relevance feedback (opt-in: the `feedback` option, `--feedback`,
+#: which `request.build_request` turns into `SearchRequest(fusion=FEEDBACK_FUSION)`):
 #: DEFAULT_FUSION's ranking as the first round (its best 3 documents), then the dense and
 #: keyword lists asked again toward them (`retrieve.feedback`, `retrieve.rounds`), fused by
 #: min-max over documents, dense 0.4 and keyword 0.6. Measured on both corpora
