@@ -5,6 +5,7 @@ inflates to. A member may declare a size other than its real one (the lie of iss
 
 from __future__ import annotations
 
+import hashlib
 import io
 import struct
 import zipfile
@@ -39,9 +40,10 @@ def deflate_repeat(
     return Deflated(first + copy * repeat + last, size, crc, adler)
 
 
-def pdf_bomb(mib: int, text: bool = False) -> bytes:
+def pdf_bomb(mib: int, text: bool = False, encrypted: bool = False) -> bytes:
     """A one-page PDF whose content stream inflates to `mib` MiB: spaces, or text-showing
-    operators (one text object per line: what PDFium keeps objects for)."""
+    operators (one text object per line: what PDFium keeps objects for); `encrypted`: RC4
+    with an empty user password (revision 2, 40-bit), so its stream cannot be measured."""
     if text:
         line = b"(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa) Tj\n"
         head, tail = b"BT /F1 12 Tf 72 720 Td\n", b"ET\n"
@@ -50,6 +52,18 @@ def pdf_bomb(mib: int, text: bool = False) -> bytes:
     block = line * ((1 << 20) // len(line))
     deflated = deflate_repeat(head, block, mib, tail, checksum="adler32")
     stream = b"\x78\xda" + deflated.raw + struct.pack(">I", deflated.adler32)
+    return one_page_pdf(stream, encrypted)
+
+
+_FILE_ID = b"chromasync-test-id"
+
+
+def one_page_pdf(stream: bytes, encrypted: bool = False) -> bytes:
+    """A one-page PDF with the Flate-compressed content `stream` (Helvetica as /F1)."""
+    key = owner = user = b""
+    if encrypted:
+        key, owner, user = _rc4_keys(_FILE_ID)
+        stream = _rc4(hashlib.md5(key + struct.pack("<I", 4)[:3] + b"\0\0").digest()[:10], stream)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -58,6 +72,11 @@ def pdf_bomb(mib: int, text: bool = False) -> bytes:
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    if encrypted:
+        objects.append(
+            b"<< /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P -4 >>"
+            % (owner.hex().encode(), user.hex().encode())
+        )
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -67,10 +86,46 @@ def pdf_bomb(mib: int, text: bool = False) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    extra = b""
+    if encrypted:
+        extra = b" /Encrypt %d 0 R /ID [<%s> <%s>]" % (
+            len(objects),
+            _FILE_ID.hex().encode(),
+            _FILE_ID.hex().encode(),
+        )
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        extra,
         xref,
     )
+    return bytes(out)
+
+
+#: The standard security handler's password padding (PDF 32000-1, 7.6.3.3).
+_PAD = bytes.fromhex("28BF4E5E4E758A4164004E56FFFA01082E2E00B6D0683E802F0CA9FE6453697A")
+
+
+def _rc4_keys(file_id: bytes) -> tuple[bytes, bytes, bytes]:
+    """Revision 2 (40-bit RC4), empty user and owner passwords, permissions -4: the file
+    key, /O and /U (algorithms 2, 3 and 4)."""
+    owner = _rc4(hashlib.md5(_PAD).digest()[:5], _PAD)
+    key = hashlib.md5(_PAD + owner + struct.pack("<i", -4) + file_id).digest()[:5]
+    return key, owner, _rc4(key, _PAD)
+
+
+def _rc4(key: bytes, data: bytes) -> bytes:
+    state = list(range(256))
+    j = 0
+    for i in range(256):
+        j = (j + state[i] + key[i % len(key)]) % 256
+        state[i], state[j] = state[j], state[i]
+    out = bytearray(len(data))
+    i = j = 0
+    for n, byte in enumerate(data):
+        i = (i + 1) % 256
+        j = (j + state[i]) % 256
+        state[i], state[j] = state[j], state[i]
+        out[n] = byte ^ state[(state[i] + state[j]) % 256]
     return bytes(out)
 
 

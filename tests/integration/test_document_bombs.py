@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import tracemalloc
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,6 +84,15 @@ KINDS: dict[str, tuple[str, Callable[[int], bytes], int, str | None]] = {
     # name: (suffix, build(MiB), MiB of the smaller bomb, skip reason)
     "pdf-flate": (".pdf", lambda mib: bombs.pdf_bomb(mib), 64, "too-large"),
     "pdf-text": (".pdf", lambda mib: bombs.pdf_bomb(mib, text=True), 64, "too-large"),
+    # encrypted: its stream is ciphertext to `pdfscan`; a child process under a memory
+    # budget reads it (`pdfchild`), so this process does not grow with it
+    "pdf-encrypted": (".pdf", lambda mib: bombs.pdf_bomb(mib, encrypted=True), 1024, "too-large"),
+    "pdf-encrypted-text": (
+        ".pdf",
+        lambda mib: bombs.pdf_bomb(mib, text=True, encrypted=True),
+        64,
+        "too-large",
+    ),
     "docx-lying-member": (
         ".docx",
         lambda mib: bombs.member_bomb(_base_docx(), "word/document.xml", mib, declared=1024),
@@ -184,3 +194,27 @@ def test_a_pdf_bomb_beside_a_note_leaves_the_note_indexed(
     assert summary.files_skipped.get("too-large") == 1
     hits = api.search("espresso grinder", settings, embedder=embedder)
     assert [h.path for h in hits] == ["note.md"]
+
+
+def test_an_encrypted_pdf_bomb_beside_readable_files_leaves_them_indexed(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """An encrypted 1 MB PDF inflating to 1 GiB (its stream cannot be measured before
+    PDFium decrypts it) is a counted `too-large` skip of its child reader; an encrypted PDF
+    that opens with an empty password and a note beside it are indexed."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "bomb.pdf").write_bytes(bombs.pdf_bomb(1024, encrypted=True))
+    content = zlib.compress(b"BT /F1 12 Tf 72 720 Td (The descaling schedule is monthly) Tj ET")
+    (root / "locked.pdf").write_bytes(bombs.one_page_pdf(content, encrypted=True))
+    (root / "note.md").write_text("# Note\n\nThe espresso grinder needs calibrating.\n")
+    summary = api.ingest([api.source_for(root)], settings, embedder=embedder)[0]
+    assert summary.files_skipped == {"too-large": 1}
+    hits = api.search("espresso grinder", settings, embedder=embedder)
+    assert hits[0].path == "note.md"
+    hits = api.search("descaling schedule monthly", settings, embedder=embedder)
+    assert hits[0].path == "locked.pdf"
+    assert {h.path for h in api.search("schedule grinder", settings, embedder=embedder)} <= {
+        "note.md",
+        "locked.pdf",
+    }

@@ -29,6 +29,7 @@ class Limits:
     max_page_chars: int = 500_000  # characters one PDF stream shows (PDFium's text page)
     max_page_ops: int = 500_000  # operators of one PDF stream that PDFium builds objects of
     max_outline: int = 10_000  # PDF bookmarks read; DOCX headings (then body lines)
+    max_encrypted_memory: int = 512 * 1024 * 1024  # an encrypted PDF's reader (a child process)
     max_depth: int = 32  # nested groups (PPTX), nested tables (DOCX)
     seconds: float = 60.0  # wall time, checked between pages and blocks
 
@@ -141,6 +142,10 @@ class Meter:
         """Refuse the file when the time budget is spent."""
         if self._clock() - self._start > self.limits.seconds:
             raise Refused("too-large", f"over the {self.limits.seconds:g} s time budget")
+
+    def left(self) -> float:
+        """Seconds of the time budget left (negative once it is spent)."""
+        return self.limits.seconds - (self._clock() - self._start)
 
     def take(self, text: str) -> str:
         """Count `text` against the character budget and return it."""

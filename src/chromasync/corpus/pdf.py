@@ -6,7 +6,9 @@ depth in the outline, 1-6). Body text is PDFium's text of the page, cleaned
 
 Before PDFium opens the file, `pdfscan.measure_streams` inflates every stream within the
 budgets (`Limits.max_stream`, `max_inflated`): PDFium inflates a stream whole and cannot be
-interrupted, so a bomb is refused before it starts.
+interrupted, so a bomb is refused before it starts. The streams of a file that declares
+`/Encrypt` are ciphertext there and cannot be measured: such a file is read in a child
+process under an OS-enforced memory budget and a deadline (`pdfchild`).
 
 PDFium reports a file it cannot parse (a Brotli-compressed cross-reference stream, for one)
 with the same "incorrect password" code as an encrypted one, so a password error counts as
@@ -32,11 +34,22 @@ from .pages import (
     normalise_title,
     one_line,
 )
+from .pdfchild import read_in_child
 from .pdfscan import measure_streams
+
+_ENCRYPT = b"/Encrypt"  # a file's /Encrypt dictionary (never in a compressed object stream)
 
 
 def read_pdf(data: bytes, meter: Meter) -> PagedDocument:
     measure_streams(data, meter)  # a decompression bomb never reaches PDFium
+    if _ENCRYPT in data:  # its streams could not be measured: read under an OS budget
+        return read_in_child(data, meter)
+    return read_pdf_here(data, meter)
+
+
+def read_pdf_here(data: bytes, meter: Meter) -> PagedDocument:
+    """Read `data` with PDFium in this process (`read_pdf` once its streams are measured,
+    or `pdfchild`'s child process for an encrypted file)."""
     try:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
@@ -62,7 +75,7 @@ def read_pdf(data: bytes, meter: Meter) -> PagedDocument:
 def _refusal(exc: pdfium.PdfiumError, data: bytes) -> Refused:
     code = exc.err_code
     if code == pdfium_c.FPDF_ERR_SECURITY or (
-        code == pdfium_c.FPDF_ERR_PASSWORD and b"/Encrypt" in data
+        code == pdfium_c.FPDF_ERR_PASSWORD and _ENCRYPT in data
     ):
         return Refused("encrypted", str(exc))
     return Refused("corrupt", str(exc))

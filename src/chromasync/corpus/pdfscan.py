@@ -23,9 +23,11 @@ between the object's `obj` keyword and it. The raw data runs for the stream's di
 `/Length`, else up to the next `endstream`. A stream that is not what its filter says (bad
 zlib data) counts what decoded before the error, as PDFium keeps that much.
 
-Known limit: the streams of an encrypted PDF are measured as they are on disk (encrypted,
-so they do not inflate here); PDFium decrypts them with an empty user password, and for
-such files only the page and character budgets apply.
+The streams of an encrypted PDF are ciphertext here and do not inflate: PDFium decrypts
+them with an empty user password. So a file that declares `/Encrypt` is read in a child
+process whose address space is capped (`RLIMIT_AS` at its baseline plus
+`Limits.max_encrypted_memory`, 512 MiB) and which has a deadline (`pdfchild`): a bomb
+inside it costs the child its budget and is a `too-large` skip, never this process's memory.
 """
 
 from __future__ import annotations

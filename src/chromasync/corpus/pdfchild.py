@@ -1,0 +1,163 @@
+"""An encrypted PDF read in a short-lived child process under an OS-enforced memory budget.
+
+The streams of a PDF that declares `/Encrypt` cannot be measured before PDFium decrypts
+them (`pdfscan` sees ciphertext, which does not inflate), so a small encrypted file whose
+streams inflate to gigabytes would take gigabytes in the reading process. Such a file is
+read by `python -c` running `main` below (a fresh interpreter, not a fork: the ingest has
+threads), which first caps its own address space (`RLIMIT_AS`) at what it uses once PDFium
+is loaded plus `Limits.max_encrypted_memory`, and is killed past the time left of
+`Limits.seconds` (plus a little for its start). It writes the pages' text as one JSON
+object on stdout; the parent reads at most what the character budget allows.
+
+A child that runs out of memory (a `MemoryError`, or PDFium aborting on a failed
+allocation: any death by a signal), or past its deadline, is a `too-large` skip naming the
+budget; a refusal inside the child (`encrypted` when a password is really needed,
+`corrupt`, the page and character budgets) comes back as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .pages import Block, Heading, Limits, Meter, Page, PagedDocument, Refused
+
+#: Seconds the child may take beyond the time budget left: its interpreter start and imports.
+_START = 10.0
+#: What the JSON around the text may add: page and block brackets, numbers, title, outline.
+_SLACK = 1 << 20
+_PIECE = 64 * 1024
+_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding `chromasync`
+_CHILD = (
+    f"import sys; sys.path.insert(0, {_ROOT!r}); "
+    "from chromasync.corpus.pdfchild import main; main()"
+)
+_OUT_OF_MEMORY = 3  # the child's exit status after a MemoryError
+
+
+def read_in_child(data: bytes, meter: Meter) -> PagedDocument:
+    """Read the PDF `data` in a child process within `meter`'s budgets (see the module)."""
+    limits = meter.limits
+    deadline = max(meter.left(), 0.0) + _START
+    # UTF-8 is at most 4 bytes a character; JSON adds a few bytes a page and bookmark.
+    cap = 4 * limits.max_chars + 64 * (limits.max_pages + limits.max_outline) + _SLACK
+    with tempfile.NamedTemporaryFile(prefix="chromasync-pdf-", suffix=".pdf") as f:
+        f.write(data)
+        f.flush()
+        args = json.dumps(dataclasses.asdict(limits))
+        with subprocess.Popen(
+            [sys.executable, "-I", "-c", _CHILD, f.name, args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        ) as child:
+            expired = threading.Event()
+
+            def expire() -> None:
+                expired.set()
+                child.kill()
+
+            timer = threading.Timer(deadline, expire)
+            timer.start()
+            try:
+                out = _read_capped(child, cap)
+                status = child.wait()
+            finally:
+                timer.cancel()
+                if child.poll() is None:
+                    child.kill()
+    budget = f"the {limits.max_encrypted_memory} byte memory budget of an encrypted PDF"
+    if expired.is_set():
+        raise Refused("too-large", f"over the {limits.seconds:g} s time budget (encrypted PDF)")
+    if out is None:
+        raise Refused("too-large", f"over {limits.max_chars} characters of text")
+    if status < 0 or status == _OUT_OF_MEMORY:
+        raise Refused("too-large", f"over {budget} (its reader was stopped)")
+    try:
+        reply = json.loads(out.decode("utf-8", "surrogatepass"))
+    except ValueError as exc:
+        raise Refused("corrupt", f"its reader failed (exit status {status})") from exc
+    if "refused" in reply:
+        reason, detail = reply["refused"]
+        raise Refused(str(reason), str(detail))
+    return _document(reply, meter)
+
+
+def _read_capped(child: subprocess.Popen[bytes], cap: int) -> bytes | None:
+    """The child's stdout, or None (and the child killed) when it passes `cap` bytes."""
+    assert child.stdout is not None
+    parts: list[bytes] = []
+    size = 0
+    while piece := child.stdout.read(_PIECE):
+        size += len(piece)
+        if size > cap:
+            child.kill()
+            return None
+        parts.append(piece)
+    return b"".join(parts)
+
+
+def _document(reply: dict[str, Any], meter: Meter) -> PagedDocument:
+    """The child's reply as a document, its text counted against `meter` again."""
+    pages_in = reply["pages"]
+    meter.pages(len(pages_in))
+    pages = tuple(
+        Page(int(number), tuple(Block(int(level), meter.take(str(text))) for level, text in blocks))
+        for number, blocks in pages_in
+    )
+    outline = tuple(
+        Heading(int(level), meter.take(str(title)), int(page))
+        for level, title, page in reply["outline"]
+    )
+    return PagedDocument("pdf", pages, meter.take(str(reply["title"])), outline)
+
+
+def _virtual_size() -> int:
+    """This process's address space in bytes (`VmSize`), or 0 where /proc does not say."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def main() -> None:
+    """The child: `python -c ... PATH LIMITS_JSON`; prints one JSON object."""
+    import resource
+
+    from .pdf import read_pdf_here  # loads PDFium before the baseline is taken
+
+    path, limits = Path(sys.argv[1]), Limits(**json.loads(sys.argv[2]))
+    data = path.read_bytes()
+    budget = _virtual_size() + limits.max_encrypted_memory
+    resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
+    try:
+        doc = read_pdf_here(data, Meter(limits, time.monotonic))
+        reply: dict[str, Any] = {
+            "pages": [[p.number, [[b.level, b.text] for b in p.blocks]] for p in doc.pages],
+            "title": doc.title,
+            "outline": [[h.level, h.title, h.page] for h in doc.outline],
+        }
+    except Refused as refused:
+        reply = {"refused": [refused.reason, refused.detail]}
+    except MemoryError:
+        os._exit(_OUT_OF_MEMORY)
+    except RecursionError:
+        reply = {"refused": ["too-large", "nested too deeply"]}
+    try:
+        sys.stdout.buffer.write(
+            json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
+        sys.stdout.flush()
+    except MemoryError:
+        os._exit(_OUT_OF_MEMORY)
