@@ -13,7 +13,9 @@ process under an OS-enforced memory budget and a deadline (`pdfchild`).
 PDFium reports a file it cannot parse (a Brotli-compressed cross-reference stream, for one)
 with the same "incorrect password" code as an encrypted one, so a password error counts as
 `encrypted` only when the file declares an `/Encrypt` dictionary (which the PDF standard
-keeps out of compressed object streams), and as `corrupt` otherwise.
+keeps out of compressed object streams), and as `corrupt` otherwise. Some encrypted files
+fail to load with no error recorded at all ("PDFium: Success", the thread's last error
+left as it was): with an `/Encrypt` dictionary that is `encrypted` too.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def read_pdf_here(data: bytes, meter: Meter) -> PagedDocument:
 def _refusal(exc: pdfium.PdfiumError, data: bytes) -> Refused:
     code = exc.err_code
     if code == pdfium_c.FPDF_ERR_SECURITY or (
-        code == pdfium_c.FPDF_ERR_PASSWORD and _ENCRYPT in data
+        code in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SUCCESS) and _ENCRYPT in data
     ):
         return Refused("encrypted", str(exc))
     return Refused("corrupt", str(exc))
