@@ -31,8 +31,12 @@ serve: demo
 # `-m "not model"` narrow it further).
 # -W ignore::ResourceWarning: only the interpreter's shutdown noise about sockets left to the
 # garbage collector; inside tests pytest's `error` filter still applies.
+# Two pytest-xdist workers: much of the suite waits on subprocesses and servers, so two
+# cores run it in about half the time (7.3 against 13.6 minutes, 2026-12-02); every test
+# has its own tmp_path, data dir and loopback ports. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: install chroma-mcp
-	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow" --durations=20
+	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow" -n $(TEST_WORKERS) --durations=20
 
 # tests/unit only: the pure stages, no `chroma run` server and no model weights.
 test-unit: install

@@ -61,14 +61,20 @@ def test_a_long_data_dir_gets_a_socket_in_a_private_folder_even_with_a_file_plan
 ) -> None:
     """`serve` computes this path when it starts: a file where the folder should be must not
     make it fail with a traceback."""
+    import shutil
     import tempfile
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    (tmp_path / f"chromasync-{os.getuid()}").write_text("planted")
-    data_dir = tmp_path / ("d" * 120)
-    data_dir.mkdir()
-    path = socket_path(data_dir)
-    assert private_folder(path.parent) and len(str(path)) < 108
+    # a temporary folder of a usual length (pytest's tmp_path, under xdist, is long itself)
+    short = Path(tempfile.mkdtemp(prefix="cs-"))
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", str(short))
+        (short / f"chromasync-{os.getuid()}").write_text("planted")
+        data_dir = tmp_path / ("d" * 120)
+        data_dir.mkdir()
+        path = socket_path(data_dir)
+        assert private_folder(path.parent) and len(str(path)) < 108
+    finally:
+        shutil.rmtree(short)
 
 
 def test_a_socket_is_talked_to_only_when_it_and_its_folder_are_ours(tmp_path: Path) -> None:
