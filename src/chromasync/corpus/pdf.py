@@ -20,7 +20,13 @@ left as it was): with an `/Encrypt` dictionary that is `encrypted` too.
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import time
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -28,6 +34,7 @@ import pypdfium2.raw as pdfium_c
 from .pages import (
     Block,
     Heading,
+    Limits,
     Meter,
     Page,
     PagedDocument,
@@ -36,7 +43,7 @@ from .pages import (
     normalise_title,
     one_line,
 )
-from .pdfchild import read_in_child
+from .pdfchild import OUT_OF_MEMORY, read_in_child, virtual_size
 from .pdfscan import measure_streams
 
 _ENCRYPT = b"/Encrypt"  # a file's /Encrypt dictionary (never in a compressed object stream)
@@ -126,3 +133,34 @@ def _metadata(pdf: pdfium.PdfDocument, key: str) -> str:
     except pdfium.PdfiumError:
         return ""
     return value if isinstance(value, str) else ""
+
+
+def child_main() -> None:
+    """The child of `pdfchild.read_in_child`: `python -c ... PATH LIMITS_JSON`; prints one
+    JSON object. PDFium is loaded (this module's import) before the baseline is taken."""
+    import resource  # Unix only: the child runs where the memory budget can be set
+
+    path, limits = Path(sys.argv[1]), Limits(**json.loads(sys.argv[2]))
+    data = path.read_bytes()
+    budget = virtual_size() + limits.max_encrypted_memory
+    resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
+    try:
+        doc = read_pdf_here(data, Meter(limits, time.monotonic))
+        reply: dict[str, Any] = {
+            "pages": [[p.number, [[b.level, b.text] for b in p.blocks]] for p in doc.pages],
+            "title": doc.title,
+            "outline": [[h.level, h.title, h.page] for h in doc.outline],
+        }
+    except Refused as refused:
+        reply = {"refused": [refused.reason, refused.detail]}
+    except MemoryError:
+        os._exit(OUT_OF_MEMORY)
+    except RecursionError:
+        reply = {"refused": ["too-large", "nested too deeply"]}
+    try:
+        sys.stdout.buffer.write(
+            json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
+        sys.stdout.flush()
+    except MemoryError:
+        os._exit(OUT_OF_MEMORY)

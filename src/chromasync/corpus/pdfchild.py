@@ -3,7 +3,7 @@
 The streams of a PDF that declares `/Encrypt` cannot be measured before PDFium decrypts
 them (`pdfscan` sees ciphertext, which does not inflate), so a small encrypted file whose
 streams inflate to gigabytes would take gigabytes in the reading process. Such a file is
-read by `python -c` running `main` below (a fresh interpreter, not a fork: the ingest has
+read by `python -c` running `pdf.child_main` (a fresh interpreter, not a fork: the ingest has
 threads), which first caps its own address space (`RLIMIT_AS`) at what it uses once PDFium
 is loaded plus `Limits.max_encrypted_memory`, and is killed past the time left of
 `Limits.seconds` (plus a little for its start). It writes the pages' text as one JSON
@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from .pages import Block, Heading, Limits, Meter, Page, PagedDocument, Refused
+from .pages import Block, Heading, Meter, Page, PagedDocument, Refused
 
 #: Seconds the child may take beyond the time budget left: its interpreter start and imports.
 _START = 10.0
@@ -36,11 +34,13 @@ _START = 10.0
 _SLACK = 1 << 20
 _PIECE = 64 * 1024
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding `chromasync`
+# The child runs `pdf.child_main` (named here as text: this module imports nothing of `pdf`,
+# which imports it).
 _CHILD = (
     f"import sys; sys.path.insert(0, {_ROOT!r}); "
-    "from chromasync.corpus.pdfchild import main; main()"
+    "from chromasync.corpus.pdf import child_main; child_main()"
 )
-_OUT_OF_MEMORY = 3  # the child's exit status after a MemoryError
+OUT_OF_MEMORY = 3  # the child's exit status after a MemoryError
 
 
 def read_in_child(data: bytes, meter: Meter) -> PagedDocument:
@@ -79,7 +79,7 @@ def read_in_child(data: bytes, meter: Meter) -> PagedDocument:
         raise Refused("too-large", f"over the {limits.seconds:g} s time budget (encrypted PDF)")
     if out is None:
         raise Refused("too-large", f"over {limits.max_chars} characters of text")
-    if status < 0 or status == _OUT_OF_MEMORY:
+    if status < 0 or status == OUT_OF_MEMORY:
         raise Refused("too-large", f"over {budget} (its reader was stopped)")
     try:
         reply = json.loads(out.decode("utf-8", "surrogatepass"))
@@ -120,7 +120,7 @@ def _document(reply: dict[str, Any], meter: Meter) -> PagedDocument:
     return PagedDocument("pdf", pages, meter.take(str(reply["title"])), outline)
 
 
-def _virtual_size() -> int:
+def virtual_size() -> int:
     """This process's address space in bytes (`VmSize`), or 0 where /proc does not say."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -129,35 +129,3 @@ def _virtual_size() -> int:
     except OSError:
         pass
     return 0
-
-
-def main() -> None:
-    """The child: `python -c ... PATH LIMITS_JSON`; prints one JSON object."""
-    import resource
-
-    from .pdf import read_pdf_here  # loads PDFium before the baseline is taken
-
-    path, limits = Path(sys.argv[1]), Limits(**json.loads(sys.argv[2]))
-    data = path.read_bytes()
-    budget = _virtual_size() + limits.max_encrypted_memory
-    resource.setrlimit(resource.RLIMIT_AS, (budget, budget))
-    try:
-        doc = read_pdf_here(data, Meter(limits, time.monotonic))
-        reply: dict[str, Any] = {
-            "pages": [[p.number, [[b.level, b.text] for b in p.blocks]] for p in doc.pages],
-            "title": doc.title,
-            "outline": [[h.level, h.title, h.page] for h in doc.outline],
-        }
-    except Refused as refused:
-        reply = {"refused": [refused.reason, refused.detail]}
-    except MemoryError:
-        os._exit(_OUT_OF_MEMORY)
-    except RecursionError:
-        reply = {"refused": ["too-large", "nested too deeply"]}
-    try:
-        sys.stdout.buffer.write(
-            json.dumps(reply, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        )
-        sys.stdout.flush()
-    except MemoryError:
-        os._exit(_OUT_OF_MEMORY)
