@@ -34,7 +34,7 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .zipparts import core_title, member_pieces, open_package, pull_parser, relationships
+from .zipparts import core_title, member_pieces, opened_package, pull_parser, relationships
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _HEADING_STYLE = re.compile(r"^heading ([1-9])$", re.IGNORECASE)
@@ -50,24 +50,13 @@ MAX_STYLES = 10_000
 
 
 def read_docx(data: bytes, meter: Meter) -> PagedDocument:
-    from lxml import etree
-
-    archive = open_package(data, meter)
-    try:
+    with opened_package(data, meter) as archive:
         parts = relationships(archive, "", meter)
         main = parts.get("officeDocument", "word/document.xml")
         levels, default = _styles(archive, main, meter)
         blocks = _merge_body(_blocks(archive, main, meter, levels, default), meter)
         core = parts.get("core-properties", "docProps/core.xml")
         title = core_title(archive, core, meter)
-    except KeyError as exc:
-        raise Refused("corrupt", f"a part is missing: {exc}") from exc
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
-        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
-    except NotImplementedError as exc:  # an unsupported zip compression method
-        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        archive.close()
     outline = tuple(Heading(b.level, b.text, 1) for b in blocks if b.level)
     return PagedDocument("docx", (Page(1, blocks),), title, outline)
 

@@ -37,7 +37,7 @@ from .pages import (
 from .zipparts import (
     core_title,
     member_pieces,
-    open_package,
+    opened_package,
     pull_parser,
     relationship_ids,
     relationships,
@@ -70,23 +70,12 @@ class _Shape:
 
 
 def read_pptx(data: bytes, meter: Meter) -> PagedDocument:
-    from lxml import etree
-
-    archive = open_package(data, meter)
-    try:
+    with opened_package(data, meter) as archive:
         package = relationships(archive, "", meter)
         main = package.get("officeDocument", "ppt/presentation.xml")
         pages = tuple(_pages(archive, main, meter))
         core = package.get("core-properties", "docProps/core.xml")
         title = core_title(archive, core, meter)
-    except KeyError as exc:
-        raise Refused("corrupt", f"a part is missing: {exc}") from exc
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
-        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
-    except NotImplementedError as exc:  # an unsupported zip compression method
-        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
-    finally:
-        archive.close()
     outline = tuple(Heading(1, b.text, p.number) for p in pages for b in p.blocks if b.level)
     return PagedDocument("pptx", pages, title, outline)
 

@@ -16,6 +16,7 @@ A password-protected Office file is not a zip but an OLE compound file holding a
 
 from __future__ import annotations
 
+import contextlib
 import io
 import posixpath
 import re
@@ -56,6 +57,25 @@ def open_package(data: bytes, meter: Meter) -> zipfile.ZipFile:
         archive.close()
         raise Refused("too-large", f"{total} bytes uncompressed (limit {limits.max_uncompressed})")
     return archive
+
+
+@contextlib.contextmanager
+def opened_package(data: bytes, meter: Meter) -> Iterator[zipfile.ZipFile]:
+    """`open_package`, closed after the body; a zip, lxml or missing-part error while the
+    body reads it is `corrupt` (the body's own `Refused` passes through)."""
+    from lxml import etree
+
+    archive = open_package(data, meter)
+    try:
+        yield archive
+    except KeyError as exc:
+        raise Refused("corrupt", f"a part is missing: {exc}") from exc
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
+        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
+    except NotImplementedError as exc:  # an unsupported zip compression method
+        raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        archive.close()
 
 
 def member_pieces(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> Iterator[bytes]:
@@ -160,6 +180,7 @@ __all__ = [
     "core_title",
     "member_pieces",
     "open_package",
+    "opened_package",
     "pull_parser",
     "read_member",
     "relationship_ids",
