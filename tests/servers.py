@@ -286,6 +286,29 @@ class EmbeddingServer:
         self._server.server_close()
 
 
+class HeldEmbeddingServer(EmbeddingServer):
+    """An `EmbeddingServer` whose answers wait for `release()`: whatever embeds through it
+    (a side build) is held at its first request, and `waiting` is set then."""
+
+    def __init__(
+        self,
+        embed: Callable[[Sequence[str]], list[list[float]]],
+        model: str = "test-model",
+        api_key: str | None = None,
+    ) -> None:
+        self.waiting, self._gate = threading.Event(), threading.Event()
+
+        def held(texts: Sequence[str]) -> list[list[float]]:
+            self.waiting.set()
+            assert self._gate.wait(60)
+            return embed(texts)
+
+        super().__init__(held, model, api_key)
+
+    def release(self) -> None:
+        self._gate.set()
+
+
 def pythonpath_env(repo: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(repo / "src") + os.pathsep + env.get("PYTHONPATH", "")

@@ -28,7 +28,7 @@ from chromasync.sync import models as side
 from chromasync.versions import CHUNKING_VERSION
 
 from ..conftest import run_cli
-from ..servers import EmbeddingServer
+from ..servers import HeldEmbeddingServer
 
 KEY = "sk-test-5b1e0c"
 
@@ -61,14 +61,7 @@ def test_side_index_builds_while_search_answers_then_switch_eval_drop(
     env = _env(data, OPENAI_API_KEY=KEY)
     _cli(["ingest", str(notes), "--quiet"], env)
     reference = HashEmbedder(dimension=48)
-    gate, waiting = threading.Event(), threading.Event()
-
-    def embed(texts: Sequence[str]) -> list[list[float]]:
-        waiting.set()
-        assert gate.wait(60)
-        return reference.embed_documents(texts)
-
-    with EmbeddingServer(embed, model="hash-48", api_key=KEY) as server:
+    with HeldEmbeddingServer(reference.embed_documents, "hash-48", KEY) as server:
         _cli(
             [
                 *("model", "add", "emb", "--provider", "openai", "--model", "hash-48"),
@@ -85,12 +78,12 @@ def test_side_index_builds_while_search_answers_then_switch_eval_drop(
         )
         builder.start()
         assert (
-            waiting.wait(60) or not builder.is_alive()
+            server.waiting.wait(60) or not builder.is_alive()
         )  # the build is embedding, held at its first request
         assert load_models(data).profiles["emb"].state == "building"
         hits = api.search("grinder calibration", api.configure({}, env, tmp_path), k=3)
         assert hits and {h.collection for h in hits} == {"chromasync-notes"}
-        gate.set()
+        server.release()
         builder.join(60)
         assert built and sum(s.chunks_embedded for s in built[0]) > 0
         assert load_models(data).profiles["emb"].state == "built"

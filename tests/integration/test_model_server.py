@@ -28,7 +28,7 @@ from chromasync.store.connect import open_store_for
 from chromasync.sync import models as side
 
 from ..conftest import run_cli, unique_collection
-from ..servers import EmbeddingServer
+from ..servers import HeldEmbeddingServer
 
 KEY = "sk-test-server-71c2"
 
@@ -82,14 +82,7 @@ def test_model_path_on_a_chroma_server(notes: Path, tmp_path: Path, chroma_serve
     assert list(own) == [f"{collection}-notes"] and own[f"{collection}-notes"] > 0
 
     reference = HashEmbedder(dimension=48)
-    gate, waiting = threading.Event(), threading.Event()
-
-    def embed(texts: Sequence[str]) -> list[list[float]]:
-        waiting.set()
-        assert gate.wait(60)
-        return reference.embed_documents(texts)
-
-    with EmbeddingServer(embed, model="hash-48", api_key=KEY) as server:
+    with HeldEmbeddingServer(reference.embed_documents, "hash-48", KEY) as server:
         _cli(
             [
                 *("model", "add", "emb", "--provider", "openai", "--model", "hash-48"),
@@ -102,12 +95,12 @@ def test_model_path_on_a_chroma_server(notes: Path, tmp_path: Path, chroma_serve
             target=lambda: built.append(side.build_profile(home, "emb")), daemon=True
         )
         builder.start()
-        assert waiting.wait(60), "the side build never asked for an embedding"
+        assert server.waiting.wait(60), "the side build never asked for an embedding"
         assert load_models(data).profiles["emb"].state == "building"
         # the build is held at its first embedding: searches answer from the old collection
         during = json.loads(_cli(["search", "grinder calibration", "--json"], env).output)
         assert during["collections"] == [f"{collection}-notes"] and during["hits"]
-        gate.set()
+        server.release()
         builder.join(60)
         assert built and sum(s.chunks_embedded for s in built[0]) > 0
         assert load_models(data).profiles["emb"].state == "built"
