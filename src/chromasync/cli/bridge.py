@@ -11,18 +11,12 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError
+from .common import import_extra
 
 
-def _import_bridge() -> Any:
-    try:
-        from ..nats import runner
-    except ImportError as exc:  # pragma: no cover - the nats extra is missing
-        raise ConfigError(
-            f"this command needs the NATS client ({exc.name}); install it with: "
-            "pip install 'chromasync[nats]'"
-        ) from exc
-    return runner
+def import_bridge() -> Any:
+    """`nats.runner` (the `nats` extra's client)."""
+    return import_extra("nats.runner", "the NATS client", "nats")
 
 
 class BridgeThread:
@@ -30,7 +24,7 @@ class BridgeThread:
     on an event loop of its own thread, started at once; `stop` waits for it."""
 
     def __init__(self, service: Any, specs: Sequence[Any]) -> None:
-        runner = _import_bridge()
+        runner = import_bridge()
         self.bridge = runner.Bridge(service, specs, say=lambda line: click.echo(line, err=True))
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()

@@ -6,6 +6,7 @@ to exit codes in one table (`EXIT_CODES`): 1 for a failure, 2 for bad usage.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -54,6 +55,18 @@ EXIT_CODES: dict[type[ChromasyncError], int] = {
     LockError: 1,
     NotFound: 1,
 }
+
+
+def import_extra(module: str, what: str, extra: str) -> Any:
+    """`chromasync.<module>`, whose dependencies come with an extra; a `ConfigError` naming
+    `what` is missing and the extra that brings it when they are not installed."""
+    try:
+        return importlib.import_module(f"chromasync.{module}")
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        raise ConfigError(
+            f"this command needs {what} ({exc.name}); install it with: "
+            f"pip install 'chromasync[{extra}]'"
+        ) from exc
 
 
 def exit_code(exc: ChromasyncError) -> int:

@@ -155,9 +155,9 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
 
     from ..owner.service import Service
     from .daemon_routes import add_daemon_routes
-    from .service import _import_rest
+    from .service import import_rest
 
-    rest = _import_rest()
+    rest = import_rest()
     key = daemons.settings_key(settings)
     with (
         rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too

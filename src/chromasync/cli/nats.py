@@ -16,9 +16,9 @@ import click
 
 from .. import api
 from ..errors import ConfigError
-from .bridge import BridgeThread, _import_bridge
+from .bridge import BridgeThread, import_bridge
 from .common import reported_errors, settings_from_flags, stderr_console, store_options
-from .service import _import_rest, _report
+from .service import _report, import_rest
 
 
 @click.command("nats")
@@ -44,9 +44,9 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
     from ..owner.service import Service
 
     with reported_errors():
-        rest = _import_rest()
+        rest = import_rest()
         settings = settings_from_flags(**flags)
-        _import_bridge().connect_options(settings)  # a missing credentials file fails now
+        import_bridge().connect_options(settings)  # a missing credentials file fails now
         with (
             _StopSignals() as stopping,
             Service(

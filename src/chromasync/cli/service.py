@@ -25,6 +25,7 @@ from ..owner.daemon import ROLE as DAEMON_ROLE
 from ..owner.locate import find_owner, service_token
 from ..records import SourceSpec
 from .common import (
+    import_extra,
     reported_errors,
     settings_from_flags,
     stderr_console,
@@ -84,15 +85,9 @@ def _report(job: dict[str, Any]) -> None:
         )
 
 
-def _import_rest() -> Any:
-    try:
-        from .. import rest
-    except ImportError as exc:  # pragma: no cover - the serve extra is missing
-        raise ConfigError(
-            f"this command needs the service dependencies ({exc.name}); "
-            "install them with: pip install 'chromasync[serve]'"
-        ) from exc
-    return rest
+def import_rest() -> Any:
+    """`rest` (the `serve` extra's service)."""
+    return import_extra("rest", "the service dependencies", "serve")
 
 
 def _start_watcher(
@@ -189,16 +184,16 @@ def serve(
         settings = settings_from_flags(**flags)
         token, made = _service_token(settings, no_auth)
         if nats_bridge:
-            from .bridge import _import_bridge
+            from .bridge import import_bridge
 
-            _import_bridge().connect_options(settings)  # a missing credentials file fails now
+            import_bridge().connect_options(settings)  # a missing credentials file fails now
     if not _loopback(host) and not settings.api_token and not allow_no_token:
         raise click.UsageError(
             f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
             "(or pass --allow-no-token)"
         )
     with reported_errors():
-        rest = _import_rest()
+        rest = import_rest()
     # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
     with reported_errors(), rest.sigterm_interrupts(), contextlib.suppress(KeyboardInterrupt):
         owner = find_owner(settings.data_dir)
@@ -260,7 +255,7 @@ def watch(
     from ..owner.service import Service
 
     with reported_errors():
-        rest = _import_rest()
+        rest = import_rest()
         settings = settings_from_flags(**flags)
         with Service(
             settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
@@ -360,7 +355,7 @@ def mcp_command(
 
             run_stdio(settings, reload=lambda: settings_from_flags(**flags))
             return
-        _import_rest()
+        import_rest()
         from ..mcp import run_http
 
         def listening(url: str) -> None:
