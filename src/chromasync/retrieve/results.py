@@ -138,14 +138,7 @@ def rank_hits(
     elif mode == "keyword":
         chosen = [(_key(h), h.score) for h in keyword]
     else:
-        chosen = fuse(
-            [
-                Ranked("dense", tuple((_key(h), h.score) for h in dense)),
-                Ranked("keyword", tuple((_key(h), h.score) for h in keyword)),
-            ],
-            fusion,
-            document_of,
-        )
+        chosen = fuse(_lists(dense, keyword), fusion, document_of)
     values = relevance_scale([s for _, s in chosen], mode, fusion.method, MIN_CANDIDATES)
     shown = chosen if limit is None else chosen[:limit]
     out = []
@@ -162,20 +155,21 @@ def rank_hits(
     return out
 
 
+def _lists(dense: Sequence[Hit], keyword: Sequence[Hit]) -> list[Ranked[tuple[str, str]]]:
+    """The two lists as fusion takes them: (hit key, raw score), best first."""
+    return [
+        Ranked("dense", tuple((_key(h), h.score) for h in dense)),
+        Ranked("keyword", tuple((_key(h), h.score) for h in keyword)),
+    ]
+
+
 def lead_documents(
     dense: Sequence[Hit], keyword: Sequence[Hit], fusion: Fusion, count: int
 ) -> list[tuple[float, Hit, list[Hit]]]:
     """The first `count` documents of the lists fused by `fusion` (without feedback), best
     first: (fused score, the lead chunk, every chunk of the document the lists hold)."""
     first = replace(fusion, feedback=None)
-    chosen = fuse(
-        [
-            Ranked("dense", tuple((_key(h), h.score) for h in dense)),
-            Ranked("keyword", tuple((_key(h), h.score) for h in keyword)),
-        ],
-        first,
-        document_of,
-    )
+    chosen = fuse(_lists(dense, keyword), first, document_of)
     by_key = {_key(h): h for h in (*keyword, *dense)}
     leads: dict[tuple[str, str], tuple[float, Hit]] = {}
     for key, score in chosen:
