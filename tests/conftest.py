@@ -21,7 +21,7 @@ import pytest
 
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import FILE_VERSION_KEY, RECORD_HASH_KEY
+from chromasync.metakeys import FILE_VERSION_KEY, RECORD_HASH_KEY
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -9,7 +9,7 @@ import pytest
 
 from chromasync import api
 from chromasync.config.settings import Settings
-from chromasync.records import CHUNK_HASH_KEY, FILE_HASH_KEY, RECORD_HASH_KEY
+from chromasync.metakeys import CHUNK_HASH_KEY, FILE_HASH_KEY, RECORD_HASH_KEY
 
 QUERY = "how do I calibrate the grinder"
 

@@ -12,7 +12,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import CONTEXT_KEY
+from chromasync.metakeys import CONTEXT_KEY
 from chromasync.state.manifest import STATE_FILE
 
 from ..conftest import age_tree

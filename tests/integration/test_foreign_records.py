@@ -18,8 +18,8 @@ from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, StoreError
+from chromasync.metakeys import OWNER_KEY
 from chromasync.plan.upgrade import RECORDS_VERSION
-from chromasync.records import OWNER_KEY
 from chromasync.store.chroma import Collection
 from chromasync.store.peers import UPGRADED_PREFIX
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import (
+from chromasync.metakeys import (
     BOOKKEEPING_KEYS,
     CHUNK_HASH_KEY,
     CHUNKING_VERSION_KEY,

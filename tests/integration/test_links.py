@@ -12,7 +12,7 @@ from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.datadir import CACHE_FILE
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import CHUNK_HASH_KEY
+from chromasync.metakeys import CHUNK_HASH_KEY
 
 from ..conftest import age_tree, invoke_cli, set_mtime
 

@@ -20,14 +20,14 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.plan.upgrade import RECORDS_VERSION
-from chromasync.records import (
+from chromasync.metakeys import (
     BOOKKEEPING_KEYS,
     CONTEXT_KEY,
     FILE_HASH_KEY,
     LEGACY_NAMES,
     OWNER_KEY,
 )
+from chromasync.plan.upgrade import RECORDS_VERSION
 from chromasync.retrieve.mirror import KeywordMirror
 from chromasync.state.manifest import State
 from chromasync.store.peers import UPGRADED_PREFIX

@@ -20,7 +20,8 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import FILE_HASH_KEY, Hit, IngestSummary
+from chromasync.metakeys import FILE_HASH_KEY
+from chromasync.records import Hit, IngestSummary
 
 from ..conftest import REPO, SHARED, age_tree, invoke_cli, oracle, set_mtime, snapshot
 from .test_no_work import PROBE

@@ -13,7 +13,7 @@ from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, LockError, SourceError
-from chromasync.records import CHUNKING_VERSION_KEY, FILE_VERSION_KEY
+from chromasync.metakeys import CHUNKING_VERSION_KEY, FILE_VERSION_KEY
 from chromasync.state.lock import StoreLock
 from chromasync.state.manifest import STATE_FILE
 from chromasync.sync.ingest import IngestOptions

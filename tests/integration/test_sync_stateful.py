@@ -38,7 +38,8 @@ from chromasync import api
 from chromasync.config.settings import Settings, resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import NotFound
-from chromasync.records import CHUNK_HASH_KEY, IngestSummary
+from chromasync.metakeys import CHUNK_HASH_KEY
+from chromasync.records import IngestSummary
 
 from ..conftest import HISTORY_KEYS
 

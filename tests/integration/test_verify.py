@@ -9,7 +9,8 @@ from pathlib import Path
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import FILE_HASH_KEY, ChunkRecord
+from chromasync.metakeys import FILE_HASH_KEY
+from chromasync.records import ChunkRecord
 from chromasync.state.manifest import STATE_FILE
 
 from ..conftest import invoke_cli, set_mtime, snapshot

@@ -302,6 +302,6 @@ def test_a_page_without_description_is_chunked_as_before() -> None:
 def test_keyword_heading_holds_the_description_the_context_embeds(
     meta: dict[str, str], expected: str
 ) -> None:
-    from chromasync.records import keyword_heading
+    from chromasync.metakeys import keyword_heading
 
     assert keyword_heading(meta) == expected

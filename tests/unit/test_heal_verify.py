@@ -7,15 +7,9 @@ from typing import Any
 
 import pytest
 
+from chromasync.metakeys import stored_key
 from chromasync.plan.triage import RACY_WINDOW_NS, triage
-from chromasync.records import (
-    CHUNKING_VERSION,
-    Discovery,
-    FileStat,
-    FileState,
-    RecordRef,
-    stored_key,
-)
+from chromasync.records import CHUNKING_VERSION, Discovery, FileStat, FileState, RecordRef
 from chromasync.store.chroma import StoredRecord
 from chromasync.sync.heal import rebuild_manifest
 from chromasync.sync.verify import compare_source

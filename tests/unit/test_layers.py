@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "chromasync"
 
 #: Modules every stage may import (the root package itself only for `__version__`).
-BASE = {"chromasync", "errors", "records", "versions", "retry", "datadir", "plugins"}
+BASE = {"chromasync", "errors", "records", "metakeys", "versions", "retry", "datadir", "plugins"}
 
 #: The stages in order; a module may import its own stage and any earlier one.
 STAGES: list[set[str]] = [

@@ -12,6 +12,15 @@ from typing import Any
 import pytest
 
 from chromasync.errors import SourceError
+from chromasync.metakeys import (
+    BOOKKEEPING_KEYS,
+    CHUNK_HASH_KEY,
+    FILE_HASH_KEY,
+    FILE_VERSION_KEY,
+    LEGACY_NAMES,
+    OWNER_KEY,
+    RECORD_HASH_KEY,
+)
 from chromasync.plan.triage import (
     MASS_DELETE_MIN,
     RACY_WINDOW_NS,
@@ -24,22 +33,7 @@ from chromasync.plan.triage import (
     record_id,
     triage,
 )
-from chromasync.records import (
-    BOOKKEEPING_KEYS,
-    CHUNK_HASH_KEY,
-    FILE_HASH_KEY,
-    FILE_VERSION_KEY,
-    LEGACY_NAMES,
-    OWNER_KEY,
-    RECORD_HASH_KEY,
-    Chunk,
-    Discovery,
-    Document,
-    FileStat,
-    FileState,
-    RecordRef,
-    Skip,
-)
+from chromasync.records import Chunk, Discovery, Document, FileStat, FileState, RecordRef, Skip
 
 OLD = 1_600_000_000 * 10**9
 CTX = RecordContext(source="notes", source_kind="notes", embedding_model="hash-v1")

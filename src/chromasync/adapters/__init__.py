@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..records import BOOKKEEPING_KEYS, Hit
+from ..metakeys import BOOKKEEPING_KEYS
+from ..records import Hit
 
 #: Record keys that are chromasync's bookkeeping: never shown to a language model (besides
 #: every `chromasync_*` key; the older names are those of a record not upgraded yet).

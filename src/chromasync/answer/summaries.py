@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..datadir import SUMMARIES_FILE, open_private
 from ..errors import NotFound
-from ..records import CHUNK_HASH_KEY, Hit, bookkeeping
+from ..metakeys import CHUNK_HASH_KEY, bookkeeping
+from ..records import Hit
 from .extractive import _WORD, STOP_WORDS, score_sentences, select_mmr, split_sentences, stem
 from .prompt import Message, build_prompt
 from .verify import MARKER

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..records import BOOKKEEPING_KEYS, CONTEXT_KEY, OWNER_KEY, MetaValue
+from ..metakeys import BOOKKEEPING_KEYS, CONTEXT_KEY, OWNER_KEY
+from ..records import MetaValue
 
 #: Metadata keys chromasync writes itself; front matter cannot override them (nor set the
 #: older names of its bookkeeping keys: `--where file_hash=...` still means the bookkeeping).

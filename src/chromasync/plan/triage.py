@@ -27,10 +27,9 @@ from ..corpus.frontmatter import RESERVED_KEYS
 from ..corpus.links import extract_links, front_matter_links, link_targets
 from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
-from ..records import (
+from ..metakeys import (
     BOOKKEEPING_KEYS,
     CHUNK_HASH_KEY,
-    CHUNKING_VERSION,
     CHUNKING_VERSION_KEY,
     CONTEXT_KEY,
     EMBEDDING_MODEL_KEY,
@@ -39,6 +38,10 @@ from ..records import (
     LEGACY_NAMES,
     OWNER_KEY,
     RECORD_HASH_KEY,
+    bookkeeping,
+)
+from ..records import (
+    CHUNKING_VERSION,
     Chunk,
     ChunkRecord,
     Discovery,
@@ -48,7 +51,6 @@ from ..records import (
     FileState,
     MetaValue,
     Scalar,
-    bookkeeping,
 )
 
 #: A file modified within this window before its manifest row was written may have been

@@ -3,7 +3,7 @@
 Records carry keys an older release did not write: the ownership marker, `document_id` and
 `ref_doc_id` (what LlamaIndex deletes by), `source` as the file's path (where LangChain
 looks), `chromasync_context`, the prefix embedded before the stored text, and the
-bookkeeping keys under chromasync's own names (`records.BOOKKEEPING_KEYS`). An older index
+bookkeeping keys under chromasync's own names (`metakeys.BOOKKEEPING_KEYS`). An older index
 gets them by a metadata rewrite, never by re-embedding and without reading a file:
 `missing_keys` gives every key but the context from the record's own metadata, and
 `embedded_context` finds the context among the few prefixes the chunkers make from a
@@ -21,13 +21,13 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..records import BOOKKEEPING_KEYS, CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY, bookkeeping
+from ..metakeys import BOOKKEEPING_KEYS, CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY, bookkeeping
 from .triage import normalise_for_hash, source_path
 
 #: The version of the keys every record carries: a collection records it per source label
 #: once its records are upgraded, so later runs read nothing for the upgrade. 2: the marker,
 #: `source` as a path, the document keys, the context; 3: the bookkeeping keys renamed
-#: (`records.BOOKKEEPING_KEYS`: `chunk_hash` -> `chromasync_chunk_hash`, values unchanged).
+#: (`metakeys.BOOKKEEPING_KEYS`: `chunk_hash` -> `chromasync_chunk_hash`, values unchanged).
 RECORDS_VERSION = 3
 #: How many leading characters of a name a cut label may keep (`Layout.label` keeps at most
 #: the char limit's quarter, about 256 for the default model): longer names are tried whole.

@@ -17,7 +17,8 @@ from ..config.settings import Settings
 from ..corpus.documents import DocumentSkip, document_format, read_document, render_markdown
 from ..corpus.paths import check_path_text, relative_path, resolve_in_root, shown
 from ..errors import AccessDenied, NotFound, SourceError
-from ..records import OWNER_KEY, Hit
+from ..metakeys import OWNER_KEY
+from ..records import Hit
 from ..state.manifest import State, stored_root
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..records import OWNER_KEY, stored_key
+from ..metakeys import OWNER_KEY, stored_key
 from .filter_syntax import (
     MAX_WHERE_DEPTH,
     MAX_WHERE_JSON_CHARS,

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..records import stored_key
+from ..metakeys import stored_key
 from .filter_sql import SQL_ICONTAINS as SQL_ICONTAINS
 from .filter_sql import SQL_REGEXP as SQL_REGEXP
 from .filter_sql import json_path as json_path

@@ -35,7 +35,7 @@ from ..corpus.links import (
     note_title,
 )
 from ..errors import ConfigError
-from ..records import source_label
+from ..metakeys import source_label
 from .bm25 import KeywordIndex
 
 MAX_TARGETS = 200  # stored targets one lookup may expand to

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..datadir import MIRROR_FILE as MIRROR_FILE
 from ..datadir import create_private_file, make_private_dir
-from ..records import LEGACY_NAMES, RECORD_HASH_KEY, keyword_heading, source_label
+from ..metakeys import LEGACY_NAMES, RECORD_HASH_KEY, keyword_heading, source_label
 from ..state.manifest import KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..records import CHUNK_HASH_KEY, Hit, bookkeeping
+from ..metakeys import CHUNK_HASH_KEY, bookkeeping
+from ..records import Hit
 from .feedback import Feedback
 from .filters import Filters
 from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date

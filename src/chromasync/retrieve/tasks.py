@@ -15,7 +15,8 @@ from ..corpus.read import read_file
 from ..embed import Embedder
 from ..embed.tokens import default_token_meter, load_token_meter
 from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
-from ..records import FILE_HASH_KEY, FileStat, Hit, Progress
+from ..metakeys import FILE_HASH_KEY
+from ..records import FileStat, Hit, Progress
 from . import evaluate as ev
 from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
 from .filters import Filters

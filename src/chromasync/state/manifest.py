@@ -37,7 +37,8 @@ from typing import Any
 from ..datadir import FILE_MODE, create_private_file, make_private_dir
 from ..datadir import STATE_FILE as STATE_FILE
 from ..errors import SourceError, StoreError
-from ..records import ChunkRecord, FileState, keyword_heading
+from ..metakeys import keyword_heading
+from ..records import ChunkRecord, FileState
 from .rows import SourceRow as SourceRow
 from .rows import file_row, file_state, source_row
 from .rows import stored_root as stored_root
@@ -455,7 +456,7 @@ class State:
     ) -> list[tuple[str, str, str, str, str, dict[str, Any]]]:
         """(collection, source, id, heading, text, metadata) of every chunk of `path`, in
         line order, from every collection or from `collection` (the heading path, not the
-        keyword column's `records.keyword_heading`); the first `limit` only, when given."""
+        keyword column's `metakeys.keyword_heading`); the first `limit` only, when given."""
         sql = "SELECT collection, source, id, text, metadata FROM chunks WHERE path = ? "
         args: list[str | int] = [path]
         if source is not None:

@@ -64,7 +64,7 @@ CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);
 """
 #: The FTS5 index over a `chunks` table, kept in step by triggers (the keyword mirror of
 #: `retrieve.mirror` uses the same definition). Its `heading` column is
-#: `records.keyword_heading`: the heading path, and on a page's first chunk the page's
+#: `metakeys.keyword_heading`: the heading path, and on a page's first chunk the page's
 #: description its context embeds (a record's heading path is in its metadata).
 KEYWORD_INDEX_SQL = """
 CREATE VIRTUAL TABLE IF NOT EXISTS keyword USING fts5(

@@ -31,8 +31,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
+from ..metakeys import OWNER_KEY
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
-from ..records import OWNER_KEY, ChunkRecord, Hit, StoreLimits
+from ..records import ChunkRecord, Hit, StoreLimits
 from ..retry import GaveUp, Refused
 from ..versions import CHUNKING_VERSION
 from .failures import _ef_name, _find, _refused_filter, store_error

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..embed.shared import MODEL_ID
+from ..metakeys import CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY
 from ..plan.triage import written_by
 from ..plan.upgrade import RECORDS_VERSION, embedded_context, may_have_context, missing_keys
-from ..records import CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY
 
 if TYPE_CHECKING:
     from .chroma import Collection, StoredRecord
@@ -119,7 +119,7 @@ def upgrade_records(
     `plan.triage.written_by`), `source` as the file's path in `root`, `document_id` and
     `ref_doc_id`, `chromasync_context`, found from each record's own heading or symbol
     and checked against its chunk hash (`plan.upgrade`), and the bookkeeping keys under
-    today's names (`records.BOOKKEEPING_KEYS`); how many records were upgraded.
+    today's names (`metakeys.BOOKKEEPING_KEYS`); how many records were upgraded.
 
     Once per label: the collection's metadata then records `UPGRADED_PREFIX + label` =
     `RECORDS_VERSION`, and later runs read nothing (a pass over 11,247 SciFact records took

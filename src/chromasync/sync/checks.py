@@ -16,7 +16,8 @@ from ..config.sources import check_labels, configured_entries, spec_for, with_sk
 from ..corpus.walk import discover_source
 from ..embed import Embedder
 from ..errors import NotFound, SourceError
-from ..records import OWNER_KEY, SourceSpec
+from ..metakeys import OWNER_KEY
+from ..records import SourceSpec
 from ..state.lock import StoreLock
 from ..state.manifest import State, stored_root
 from ..store.connect import open_store_for

@@ -24,8 +24,9 @@ from ..corpus.read import read_file
 from ..corpus.walk import discover_source
 from ..embed import Embedder, embedder_for
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
+from ..metakeys import FILE_HASH_KEY
 from ..plan.triage import RecordContext, build_records
-from ..records import FILE_HASH_KEY, FileState, Scalar, SourceSpec
+from ..records import FileState, Scalar, SourceSpec
 from ..state.manifest import STATE_FILE, State
 from .ingest import IngestOptions
 

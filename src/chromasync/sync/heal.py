@@ -13,17 +13,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..records import (
+from ..metakeys import (
     CHUNK_HASH_KEY,
     CHUNKING_VERSION_KEY,
     FILE_HASH_KEY,
     FILE_VERSION_KEY,
     RECORD_HASH_KEY,
-    ChunkRecord,
-    FileState,
-    RecordRef,
     bookkeeping,
 )
+from ..records import ChunkRecord, FileState, RecordRef
 
 if TYPE_CHECKING:
     from ..store.chroma import StoredRecord

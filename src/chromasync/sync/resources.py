@@ -18,8 +18,9 @@ from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter, default_token_meter, load_token_meter
 from ..errors import NotFound, StoreError
+from ..metakeys import BOOKKEEPING_KEYS
 from ..plan.upgrade import RECORDS_VERSION
-from ..records import BOOKKEEPING_KEYS, FileState, StoreLimits
+from ..records import FileState, StoreLimits
 from ..state.manifest import State, stored_root
 from ..store.peers import attach_function, foreign_records, owned_records, upgrade_records
 from .heal import rebuild_manifest

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..records import RECORD_HASH_KEY, FileStat, FileState, bookkeeping
+from ..metakeys import RECORD_HASH_KEY, bookkeeping
+from ..records import FileStat, FileState
 
 if TYPE_CHECKING:
     from ..store.chroma import StoredRecord
