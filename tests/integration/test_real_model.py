@@ -10,6 +10,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import resolve_settings
 from chromasync.embed.local import LocalEmbedder
+from chromasync.embed.modelfiles import weights_stem
 
 from ..conftest import run_cli
 
@@ -106,7 +107,7 @@ def test_bf16_checked_once_close_to_fp32_and_queried_in_fp32(
     fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32")
     expected = fp32.embed_documents(TEXTS)
     bf16 = LocalEmbedder(cache_dir=model_cache, variant="bf16")
-    old_trace = bf16.variant_path().with_name(f"{bf16._weights_stem()}-bf16-t1.pt")
+    old_trace = bf16.variant_path().with_name(f"{weights_stem(bf16._weights())}-bf16-t1.pt")
     old_trace.parent.mkdir(parents=True, exist_ok=True)
     old_trace.write_bytes(b"the trace an older chromasync made")
     got = _made_once(bf16, caplog, "checking", "bf16 encoder against sentence-transformers")

