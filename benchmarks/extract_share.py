@@ -25,7 +25,7 @@ SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "src"))
 
 from chromasync import api  # noqa: E402
-from chromasync.config.settings import resolve_settings  # noqa: E402
+from chromasync.config.resolve import resolve_settings  # noqa: E402
 from chromasync.corpus import read as read_module  # noqa: E402
 from chromasync.embed.hashing import HashEmbedder  # noqa: E402
 

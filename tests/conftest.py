@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.metakeys import FILE_VERSION_KEY, RECORD_HASH_KEY
 

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .answer.summaries import SummariesReport, summaries
-from .config.settings import Settings, resolve_settings
+from .config.resolve import resolve_settings
+from .config.settings import Settings
 from .config.sources import (
     collection_of,
     configure,

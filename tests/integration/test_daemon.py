@@ -258,7 +258,7 @@ def test_a_slow_start_is_waited_for_not_doubled(
     """The console script gave up waiting for the daemon it started (a slow start under
     load: here a wait of 0 s); the full CLI, in the same process, waits for that daemon
     instead of announcing and starting a second one."""
-    from chromasync.config.settings import resolve_settings
+    from chromasync.config.resolve import resolve_settings
     from chromasync.owner import daemon, dial
 
     for name, value in env.items():

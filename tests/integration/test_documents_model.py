@@ -12,7 +12,7 @@ import docx
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.embed.local import LocalEmbedder
 
 from ..conftest import SHARED

@@ -16,7 +16,7 @@ from rich.console import Console
 from chromasync import api
 from chromasync.cli.main import main
 from chromasync.cli.search import _print_result
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.owner.service import Service
 from chromasync.rest import create_app

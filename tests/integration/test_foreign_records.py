@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, StoreError
 from chromasync.metakeys import OWNER_KEY

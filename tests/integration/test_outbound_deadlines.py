@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.datadir import READER_MARK
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import StoreError

@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from chromasync import api
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.embed import shared
 from chromasync.embed.local import LocalEmbedder
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import EmbeddingError, SourceError, StoreError
 from chromasync.plan.triage import Triage

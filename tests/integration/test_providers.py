@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.embed import make_embedder
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.openai import OpenAIEmbedder

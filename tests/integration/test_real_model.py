@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.embed.local import LocalEmbedder
 from chromasync.embed.modelfiles import weights_stem
 

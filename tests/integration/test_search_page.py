@@ -168,7 +168,7 @@ def test_editor_links_on_the_page(
 ) -> None:
     """With `editor_uri` set, each hit and the file viewer link to the file in the editor
     (the page reads `open_url` from /search); without it, no such link."""
-    from chromasync.config.settings import resolve_settings
+    from chromasync.config.resolve import resolve_settings
 
     expect = sync_api.expect
     api.ingest([api.source_for(notes)], settings, embedder=embedder)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 
 from ..conftest import REPO, age_tree, oracle, set_mtime, snapshot, unique_collection
 from ..servers import pythonpath_env

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import StoreLimits
 from chromasync.state.manifest import State

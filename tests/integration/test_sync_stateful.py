@@ -35,7 +35,8 @@ from hypothesis.stateful import (
 )
 
 from chromasync import api
-from chromasync.config.settings import Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import NotFound
 from chromasync.metakeys import CHUNK_HASH_KEY

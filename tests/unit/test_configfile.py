@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from chromasync import api
 from chromasync.cli.main import main
 from chromasync.config.file import load_config_file, load_sources_file
-from chromasync.config.settings import find_config_file, resolve_settings
+from chromasync.config.resolve import find_config_file, resolve_settings
 from chromasync.errors import ConfigError
 
 from ..conftest import SHARED

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from chromasync.config.settings import ConfigFile, Settings
+from chromasync.config.parsed import ConfigFile
+from chromasync.config.settings import Settings
 from chromasync.fastsearch import daemon_key, parse_daemon_search
 from chromasync.owner.daemon import (
     IDLE_TIMEOUT,

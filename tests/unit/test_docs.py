@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from chromasync.cli.main import main
 from chromasync.config import settings as settings_module
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.config.spec import markdown_rows
 from chromasync.owner.service import Service
 from chromasync.rest import create_app

@@ -7,8 +7,9 @@ from urllib.parse import unquote
 
 import pytest
 
+from chromasync.config.editor import check_editor_uri
 from chromasync.config.file import load_config_file
-from chromasync.config.settings import check_editor_uri, resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.errors import ConfigError
 from chromasync.records import Hit
 from chromasync.retrieve.editor import open_url

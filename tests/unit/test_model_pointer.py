@@ -14,7 +14,7 @@ from chromasync.config.models import (
     load_models,
     save_models,
 )
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.datadir import CACHE_FILE, MODELS_FILE, active_dir, cache_path, guess_from
 from chromasync.errors import ConfigError
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chromasync import api
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.errors import ConfigError
 from chromasync.nats.errors import BadMessage
 from chromasync.nats.events import (

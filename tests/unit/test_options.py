@@ -115,7 +115,7 @@ def test_the_filters_bound_with_the_declared_numbers() -> None:
 
 
 def test_rest_takes_every_option_with_its_bounds(tmp_path: Path) -> None:
-    from chromasync.config.settings import resolve_settings
+    from chromasync.config.resolve import resolve_settings
     from chromasync.owner.service import Service
     from chromasync.rest import create_app
 
@@ -138,7 +138,7 @@ def test_rest_takes_every_option_with_its_bounds(tmp_path: Path) -> None:
 def test_the_mcp_tools_take_every_option_with_its_bounds(tmp_path: Path) -> None:
     import asyncio
 
-    from chromasync.config.settings import resolve_settings
+    from chromasync.config.resolve import resolve_settings
     from chromasync.mcp import Backend, build_server
 
     settings = resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chromasync.config.file import load_config_file
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.errors import ConfigError
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from chromasync.config.file import ConfigModel, load_config_file
-from chromasync.config.settings import SETTINGS, Settings, resolve_settings
+from chromasync.config.resolve import resolve_settings
+from chromasync.config.settings import SETTINGS, Settings
 from chromasync.config.spec import Setting
 from chromasync.errors import ConfigError
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from chromasync.config.settings import resolve_settings
+from chromasync.config.resolve import resolve_settings
 from chromasync.errors import ConfigError
 from chromasync.store.target import StoreConfig, Target, parse_target
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .. import api
-from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
+from ..config.resolve import CONFIG_ENV, CONFIG_FILE_NAME
 from ..errors import ConfigError
 from ..owner.index import open_index
 from ..owner.queries import IngestRequest

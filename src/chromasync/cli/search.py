@@ -23,7 +23,7 @@ from rich.text import Text
 
 from .. import api
 from ..chunk.blocks import code_lines, reading_view
-from ..config.settings import CONFIG_ENV, CONFIG_FILE_NAME
+from ..config.resolve import CONFIG_ENV, CONFIG_FILE_NAME
 from ..owner.index import open_index
 from ..owner.queries import CompareQuery, EvalRequest
 from ..records import Hit

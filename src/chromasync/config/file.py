@@ -47,7 +47,9 @@ from .check import (
 )
 from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
-from .settings import SETTINGS, ConfigFile, FileValue, Setting
+from .parsed import ConfigFile, FileValue
+from .settings import SETTINGS
+from .spec import Setting
 
 Scalar = str | int | float | bool
 

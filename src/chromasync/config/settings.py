@@ -1,12 +1,8 @@
-"""Settings: one function resolves them, flag over environment over config file over default.
-
-`resolve_settings(flags, environ, file)` is pure: it takes the environment and the parsed
-config file (`ConfigFile`, loaded by `configfile.load_config_file`) as parameters and
-records where each value came from, for `chromasync config show`. Secrets (the Chroma
-token, API keys) come only from flags or the environment and are never printed.
-
-The config file is found by `find_config_file`: the `--config` flag, else
-`CHROMASYNC_CONFIG`, else `chromasync.yaml` in the current folder; nowhere else.
+"""Settings: each one declared once, as a field of `Settings` (`spec.setting`), all listed in
+`SETTINGS`. Which value wins (flag over environment over config file over default) and where
+the config file is found are `resolve`'s to decide; what a config file gave is a
+`parsed.ConfigFile`. Secrets (the Chroma token, API keys) come only from flags or the
+environment and are never printed.
 
 Collections (`collections` setting):
 
@@ -29,18 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..datadir import CHROMA_DIR
-from ..errors import ConfigError
-from .editor import EDITOR_PLACEHOLDERS as EDITOR_PLACEHOLDERS
 from .editor import EDITOR_URI_MAX, editor_uri_problem
-from .editor import check_editor_uri as check_editor_uri
-from .spec import Setting as Setting
-from .spec import check, declared, setting
+from .parsed import ConfigFile
+from .spec import declared, setting
 
 DEFAULT_DATA_DIR = ".chromasync"
 DEFAULT_COLLECTION = "chromasync"
 _DATA_DIR = Path(DEFAULT_DATA_DIR)
-CONFIG_FILE_NAME = "chromasync.yaml"
-CONFIG_ENV = "CHROMASYNC_CONFIG"
 FALLBACKS = ("none", "extractive")
 COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
@@ -49,8 +40,6 @@ DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
 _NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
 _NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-#: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
-CLOUD_KEY_ENV = "CHROMA_API_KEY"
 
 #: Where a secret setting comes from instead of the config file.
 SECRET_ENV = {
@@ -75,50 +64,6 @@ def _name_problem(text: str) -> str | None:
     if not _NATS_NAME.fullmatch(text):
         return "must be 1-64 letters, digits, '_' or '-'"
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class FileValue:
-    """One setting read from the config file, with the line it came from."""
-
-    value: Any
-    line: int
-    key: str = ""  # the dotted key it was read from (`search.duplicate_threshold`)
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigFile:
-    """A parsed, validated config file (see `configfile.load_config_file`).
-
-    `settings` maps Settings field names to values; `sources` are the declared sources,
-    already validated (`configfile.SourceEntry`), with paths resolved against the file's
-    folder.
-    """
-
-    path: Path
-    settings: Mapping[str, FileValue] = field(default_factory=dict)
-    sources: tuple[Any, ...] = ()
-    sources_file: Path | None = None
-    found_by: str = ""  # "--config", "CHROMASYNC_CONFIG" or "current folder"
-    allow_roots: tuple[Path, ...] = ()  # `serve.allow_roots`: where clients may add sources
-    inputs: tuple[tuple[str, bytes], ...] = ()  # (path, bytes) of each file read to make it
-    #: (place, description): `place` is a source label or `label/path/prefix`; from each
-    #: source's `context` field and the top-level `context:` mapping (see `context_for`).
-    contexts: tuple[tuple[str, str], ...] = ()
-
-    def context_for(self, source: str, path: str) -> str | None:
-        """The description of the most specific place holding `source`'s `path`, or None."""
-        full = f"{source}/{path}"
-        best: tuple[int, str] | None = None
-        for place, text in self.contexts:
-            stem = place.rstrip("/")
-            inside = full == stem or full.startswith(stem + "/")
-            if inside and (best is None or len(stem) > best[0]):
-                best = (len(stem), text)
-        return best[1] if best else None
-
-    def origin(self, line: int) -> str:
-        return f"file {self.path}:{line}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,82 +471,6 @@ def kind_slug(kind: str) -> str:
     """A source kind as it appears in a collection name: lower case, [a-z0-9_-]."""
     slug = re.sub(r"[^a-z0-9_-]+", "-", kind.strip().lower()).strip("-_")
     return slug or "default"
-
-
-def find_config_file(flag: str | Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
-    """The config file to read: `--config`, else `CHROMASYNC_CONFIG`, else ./chromasync.yaml.
-
-    A file named by the flag or the environment must exist; the default one is optional.
-    """
-    named = str(flag) if flag else environ.get(CONFIG_ENV) or None
-    if named:
-        path = Path(named).expanduser()
-        path = path if path.is_absolute() else cwd / path
-        if not path.is_file():
-            how = "--config" if flag else CONFIG_ENV
-            raise ConfigError(f"config file {str(path)!r} (from {how}) does not exist")
-        return path
-    default = cwd / CONFIG_FILE_NAME
-    return default if default.is_file() else None
-
-
-def resolve_settings(
-    flags: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None,
-    file: ConfigFile | None = None,
-) -> Settings:
-    """Settings from flags (None means not given), then `CHROMASYNC_*`, then the config
-    file, then defaults; each value's origin is recorded.
-
-    Every value is checked once, here, after precedence (`spec.check`); every problem is
-    reported at once, each naming the setting as its origin spells it.
-    """
-    flags = flags or {}
-    environ = environ or {}
-    file_values = file.settings if file is not None else {}
-    known = {spec.name for spec in SETTINGS}
-    unknown = set(flags) - known
-    if unknown:
-        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    problems: list[str] = []
-    for spec in SETTINGS:
-        env_name = next((n for n in spec.env if environ.get(n)), None)
-        if flags.get(spec.name) is not None:
-            raw, origin, spelled, where = flags[spec.name], "flag", spec.name, ("", " (flag)")
-        elif env_name is not None:
-            raw, origin, spelled = environ[env_name], f"env {env_name}", env_name
-            where = ("", " (environment)")
-        elif file is not None and spec.name in file_values:
-            found = file_values[spec.name]
-            raw, origin, spelled = found.value, file.origin(found.line), f"`{found.key}`"
-            where = (f"{file.path}: line {found.line}: ", "")
-        else:
-            raw, origin, spelled, where = spec.default, "default", spec.name, ("", " (default)")
-        value, problem = check(spec, raw, spelled)
-        if problem is not None:
-            problems.append(where[0] + problem + where[1])
-        values[spec.name] = value
-        origins[spec.name] = origin
-    if problems:
-        if len(problems) == 1:
-            raise ConfigError(problems[0])
-        raise ConfigError(f"{len(problems)} settings are invalid:\n  " + "\n  ".join(problems))
-    url = str(values.get("chroma_url") or "")
-    if url.startswith("chroma-cloud") and not values["chroma_token"] and environ.get(CLOUD_KEY_ENV):
-        values["chroma_token"] = environ[CLOUD_KEY_ENV]
-        origins["chroma_token"] = f"env {CLOUD_KEY_ENV}"
-    values["editor_uri"] = values["editor_uri"] or None
-    values["provider_options"] = dict(values["provider_options"] or {})
-    values["skip_paths"] = tuple(values["skip_paths"] or ())
-    keys = values["privacy_keys"]
-    values["privacy_keys"] = (
-        tuple(k.strip().lower() for k in keys) if keys else DEFAULT_PRIVACY_KEYS
-    )
-    if file is not None:
-        origins["config"] = file.found_by
-    return Settings(**values, config_file=file, origins=origins)
 
 
 #: Every setting, as declared by `Settings`'s fields (`spec.py`), in `config show`'s order.

@@ -8,7 +8,7 @@ Adding and removing a declaration edits the declaring file as text (`sourcesfile
 comments and a Markdown body survive.
 
 `configure` finds and loads the config file and a sources file, then resolves the settings
-(`settings.resolve_settings`); `source_for` makes a source of a folder given by hand.
+(`resolve.resolve_settings`); `source_for` makes a source of a folder given by hand.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, NotFound, SourceError
 from ..records import SourceSpec
-from .settings import CONFIG_ENV, ConfigFile, Settings, find_config_file, resolve_settings
+from .parsed import ConfigFile
+from .resolve import CONFIG_ENV, find_config_file, resolve_settings
+from .settings import Settings
 
 if TYPE_CHECKING:
     from .file import SourceEntry

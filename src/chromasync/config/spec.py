@@ -4,7 +4,7 @@ Each setting is one field of `settings.Settings`, declared with `setting(...)`: 
 field's annotation), default, bound, environment variable(s), config-file key(s) and help.
 `declared(Settings)` reads them into `Setting` records (`settings.SETTINGS`), from which
 
-* `settings.resolve_settings` reads the environment and applies precedence,
+* `resolve.resolve_settings` reads the environment and applies precedence,
 * `file.py` makes the config file's schema (the keys each section accepts) and reads the
   file's values,
 * `Settings.shown` lists every setting for `chromasync config show`,
