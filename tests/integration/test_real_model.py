@@ -71,6 +71,31 @@ def test_int8_made_locally_once_and_close_to_fp32(
     assert "quantizing" not in caplog.text
 
 
+def test_int8_is_what_onnxruntimes_quantizer_makes(model_cache: Path, tmp_path: Path) -> None:
+    """On the real model, chromasync's quantizer (no `onnx` package) computes what
+    onnxruntime's `quantize_dynamic` makes, number for number (tests/unit/test_quantize.py
+    has the small cases)."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from chromasync.embed.quantize import quantize_int8
+
+    from ..unit.test_quantize import onnxruntime_quantized
+
+    fp32 = LocalEmbedder(cache_dir=model_cache, variant="fp32")
+    fp32.embed_documents(TEXTS[:1])  # made once for the module
+    ours, theirs = tmp_path / "ours.onnx", tmp_path / "ort.onnx"
+    assert quantize_int8(fp32.onnx_path(), ours) == 36  # six layers of six projections
+    onnxruntime_quantized(fp32.onnx_path(), theirs)
+    ids = np.random.default_rng(5).integers(1000, 20000, size=(3, 40))
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    got, expected = (
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+        for path in (ours, theirs)
+    )
+    assert np.array_equal(got, expected)
+
+
 def test_bf16_checked_once_close_to_fp32_and_queried_in_fp32(
     model_cache: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

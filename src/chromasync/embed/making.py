@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbeddingError
 from . import runtime, shared
+from .quantize import quantize_int8
 
 if TYPE_CHECKING:
     from .local import LocalEmbedder
@@ -97,31 +98,7 @@ def quantize(source: Path, target: Path, variant: str) -> None:
         raise EmbeddingError(f"local provider: no way to make variant {variant!r}")
     # one line on stderr (the last-resort handler prints warnings when nothing is set up)
     log.warning("chromasync: quantizing the local model to int8 (once, no download): %s", target)
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:
-        raise EmbeddingError("variant int8 needs onnxruntime with its quantization tools") from exc
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        staged = Path(tmp) / target.name
-        # onnxruntime's quantizer logs through the root logger ("consider pre-processing"),
-        # which would also install a root handler: silence it and undo the handler
-        root_handlers = list(logging.root.handlers)
-        logging.disable(logging.WARNING)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                quantize_dynamic(
-                    str(source),
-                    str(staged),
-                    per_channel=True,
-                    op_types_to_quantize=["MatMul"],
-                    weight_type=QuantType.QInt8,
-                )
-        finally:
-            logging.disable(logging.NOTSET)
-            logging.root.handlers[:] = root_handlers
-        os.replace(staged, target)
+    quantize_int8(source, target)
 
 
 def check_agreement(model: Any, embed: Any, floor: float, what: str) -> float:
