@@ -242,6 +242,25 @@ def core_properties(base: bytes, mib: int) -> bytes:
     return replace_member(base, "docProps/core.xml", deflate_repeat(head, block, mib, tail))
 
 
+#: Billion laughs: ten entities of ten of the one before, "lol" expanded 10**9 times (3 GB).
+LAUGHS = (
+    b'<!DOCTYPE lolz [<!ENTITY lol0 "lol">'
+    + b"".join(b'<!ENTITY lol%d "%s">' % (n, b"&lol%d;" % (n - 1) * 10) for n in range(1, 10))
+    + b"]>"
+)
+
+
+def entity_bomb(base: bytes, name: str) -> bytes:
+    """`base` with its XML part `name` declaring billion laughs before its root (`LAUGHS`)
+    and using it as the root's first text."""
+    with zipfile.ZipFile(io.BytesIO(base)) as source:
+        part = source.read(name)
+    root = part.index(b"<", part.index(b"?>"))  # past the XML declaration
+    inside = part.index(b">", root) + 1
+    part = part[:root] + LAUGHS + part[root:inside] + b"&lol9;" + part[inside:]
+    return replace_member(base, name, part)
+
+
 def html_text(mib: int) -> bytes:
     """`mib` MiB of HTML: a title, then text in one long line (no tag ends it)."""
     words = b"lorem ipsum dolor sit amet " * 40
@@ -254,6 +273,7 @@ __all__ = [
     "deflate_repeat",
     "docx_paragraphs",
     "docx_styles",
+    "entity_bomb",
     "html_text",
     "member_bomb",
     "pdf_bomb",

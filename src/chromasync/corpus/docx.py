@@ -1,5 +1,5 @@
-"""DOCX, read as a stream: the main document part parsed piece by piece (lxml's pull
-parser), each paragraph or table dropped once its text is taken.
+"""DOCX, read as a stream: the main document part parsed piece by piece (`xmlstream`, the
+standard library's expat), each paragraph or table dropped once its text is taken.
 
 One page (Word's page layout is not in the file). Paragraphs styled `Title` or
 `Heading 1`..`Heading 9` are headings (levels above 6 become 6); other paragraphs are body
@@ -8,12 +8,12 @@ merge is empty, a merged-across cell is one cell); content controls (`w:sdt`) ar
 A paragraph's text is what python-docx gives: its runs and hyperlinks' runs, with tabs,
 breaks and no-break hyphens.
 
-Bounds, all checked while reading (`Limits`): the zip (`zipparts`), the document part's
-inflated bytes (`max_inflated`), the text of every `w:t` as it is parsed (`max_chars`: a
-document of 240 MB of paragraphs stops there, it no longer builds a tree of them), the
-elements of one unfinished paragraph or table (`MAX_HELD`), content controls nested at most
-`max_depth`, and the time budget between items. Memory is the current item and the text
-taken, not the document.
+Bounds, all checked while reading (`Limits`): the zip (`zipparts`), the XML (`xmlstream`: no
+DTD, nesting and token sizes bounded), the document part's inflated bytes (`max_inflated`),
+the text of every `w:t` as it is parsed (`max_chars`: a document of 240 MB of paragraphs
+stops there, it no longer builds a tree of them), the elements of one unfinished paragraph
+or table (`MAX_HELD`), content controls nested at most `max_depth`, and the time budget
+between items. Memory is the current item and the text taken, not the document.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .pages import (
     Block,
@@ -34,7 +34,11 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .zipparts import core_title, member_pieces, opened_package, pull_parser, relationships
+from .xmlstream import PullParser, children
+from .zipparts import core_title, member_pieces, opened_package, relationships
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _HEADING_STYLE = re.compile(r"^heading ([1-9])$", re.IGNORECASE)
@@ -67,17 +71,17 @@ def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str
     name = relationships(archive, main, meter).get("styles", "word/styles.xml")
     levels: dict[str, int] = {}
     default = held = 0
-    parser = pull_parser()
+    parser = PullParser()
     try:
         for piece in member_pieces(archive, name, meter, MAX_SMALL_PART):
             parser.feed(piece)
-            for _, style in parser.read_events():
+            for style, ancestors in parser.read_events():
                 held += 1
                 if held > MAX_HELD:
                     raise Refused("too-large", f"{name}: a style of over {MAX_HELD} elements")
-                parent = style.getparent()
-                if parent is None or parent.getparent() is not None:
+                if len(ancestors) != 1:
                     continue  # the root, or inside a style: taken when the style ends
+                parent = ancestors[0]
                 held = 0
                 if style.tag == _W + "style" and style.get(_W + "type") == "paragraph":
                     level = _style_level(style)
@@ -93,7 +97,7 @@ def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str
     return levels, default
 
 
-def _style_level(style: Any) -> int:
+def _style_level(style: Element) -> int:
     label = style.find(_W + "name")
     text = (label.get(_W + "val") or "") if label is not None else ""
     match = _HEADING_STYLE.match(text)
@@ -103,20 +107,19 @@ def _style_level(style: Any) -> int:
 def _blocks(
     archive: zipfile.ZipFile, main: str, meter: Meter, levels: dict[str, int], default: int
 ) -> Iterator[Block]:
-    parser = pull_parser()
+    parser = PullParser()
     held = items = 0
     limits = meter.limits
     for piece in member_pieces(archive, main, meter, limits.max_inflated):
         parser.feed(piece)
-        for _, element in parser.read_events():
+        for element, ancestors in parser.read_events():
             held += 1
             tag = element.tag
             if tag == _W + "t":
                 meter.take(element.text or "")  # the text budget, as it is parsed
             if held > MAX_HELD:
                 raise Refused("too-large", f"a paragraph or table of over {MAX_HELD} elements")
-            parent = element.getparent()
-            if parent is None or not _at_body(parent, limits.max_depth):
+            if not _at_body(ancestors, limits.max_depth):
                 continue
             held = 0
             items += 1
@@ -127,28 +130,27 @@ def _blocks(
                 if block is not None:
                     yield block
             elif tag == _TBL:
-                rows = [_row(tr) for tr in element.iterchildren(_W + "tr")]
+                rows = [_row(tr) for tr in children(element, _W + "tr")]
                 if any(r.strip(" |") for r in rows):
                     yield Block(0, "\n".join(rows))
-            parent.remove(element)  # done with it: memory is the current item only
+            ancestors[-1].remove(element)  # done with it: memory is the current item only
     parser.close()
 
 
-def _at_body(parent: Any, depth: int) -> bool:
-    """Whether an element with this parent is a body item (content controls opened)."""
-    for _ in range(2 * depth + 2):
+def _at_body(ancestors: list[Element], depth: int) -> bool:
+    """Whether an element inside `ancestors` is a body item (content controls opened)."""
+    for steps, parent in enumerate(reversed(ancestors)):
+        if steps == 2 * depth + 2:
+            raise Refused("too-large", "content controls nested too deeply")
         tag = parent.tag
         if tag == _BODY:
             return True
         if tag not in (_SDT, _SDT_CONTENT):
             return False
-        parent = parent.getparent()
-        if parent is None:
-            return False
-    raise Refused("too-large", "content controls nested too deeply")
+    return False
 
 
-def _paragraph(p: Any, levels: dict[str, int], default: int) -> Block | None:
+def _paragraph(p: Element, levels: dict[str, int], default: int) -> Block | None:
     style = p.find(f"{_W}pPr/{_W}pStyle")
     ident = style.get(_W + "val") if style is not None else None
     level = levels.get(ident, default) if ident is not None else default
@@ -157,12 +159,12 @@ def _paragraph(p: Any, levels: dict[str, int], default: int) -> Block | None:
     return Block(level, text) if text.strip() else None
 
 
-def _paragraph_text(p: Any) -> str:
+def _paragraph_text(p: Element) -> str:
     parts: list[str] = []
-    for child in p.iterchildren(_W + "r", _W + "hyperlink"):
-        runs = child.iterchildren(_W + "r") if child.tag == _W + "hyperlink" else (child,)
+    for child in children(p, _W + "r", _W + "hyperlink"):
+        runs = children(child, _W + "r") if child.tag == _W + "hyperlink" else (child,)
         for run in runs:
-            for item in run.iterchildren():
+            for item in run:
                 tag = item.tag
                 if tag == _W + "t":
                     parts.append(item.text or "")
@@ -174,9 +176,9 @@ def _paragraph_text(p: Any) -> str:
     return "".join(parts)
 
 
-def _row(tr: Any) -> str:
+def _row(tr: Element) -> str:
     cells: list[str] = []
-    for tc in tr.iterchildren(_W + "tc"):
+    for tc in children(tr, _W + "tc"):
         # A cell continuing a vertical merge holds nothing; its text is in the row above.
         merge = tc.find(f"{_W}tcPr/{_W}vMerge")
         if merge is not None and merge.get(_W + "val", "continue") == "continue":

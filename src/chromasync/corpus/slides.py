@@ -1,5 +1,6 @@
 """PPTX, read as a stream: the presentation's slide list, then each slide's XML and its
-notes', parsed piece by piece (lxml's pull parser), each shape dropped once its text is taken.
+notes', parsed piece by piece (`xmlstream`, the standard library's expat), each shape dropped
+once its text is taken.
 
 One page per slide, in the presentation's order (`p:sldIdLst`). The title is what
 python-pptx calls it: the first top-level placeholder of index 0 (a level-1 heading); then
@@ -8,12 +9,13 @@ joined by " | ", a cell a merge spans left out), then the speaker notes (the not
 body placeholder). A shape's text is python-pptx's: its paragraphs joined by LF, a
 paragraph its runs' and fields' text, a line break a vertical tab (a space once cleaned).
 
-Bounds, all checked while reading (`Limits`): the zip (`zipparts`), each part's inflated
-bytes (`max_inflated`, and all parts together), the slides listed (`max_pages`, counted as
-they are parsed), the text of every `a:t` as it is parsed (`max_chars`), the elements of one
-unfinished shape (`MAX_HELD`), groups nested at most `max_depth`, and the time budget between
-shapes. Memory is the current shape and the text taken, not the deck: a slide of a gigabyte
-of shapes stops at the character budget, one shape of a gigabyte of elements at `MAX_HELD`.
+Bounds, all checked while reading (`Limits`): the zip (`zipparts`), the XML (`xmlstream`: no
+DTD, nesting and token sizes bounded), each part's inflated bytes (`max_inflated`, and all
+parts together), the slides listed (`max_pages`, counted as they are parsed), the text of
+every `a:t` as it is parsed (`max_chars`), the elements of one unfinished shape
+(`MAX_HELD`), groups nested at most `max_depth`, and the time budget between shapes. Memory
+is the current shape and the text taken, not the deck: a slide of a gigabyte of shapes stops
+at the character budget, one shape of a gigabyte of elements at `MAX_HELD`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .pages import (
     Block,
@@ -34,14 +36,11 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .zipparts import (
-    core_title,
-    member_pieces,
-    opened_package,
-    pull_parser,
-    relationship_ids,
-    relationships,
-)
+from .xmlstream import PullParser, children
+from .zipparts import core_title, member_pieces, opened_package, relationship_ids, relationships
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
@@ -96,13 +95,13 @@ def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[Page]:
 def _slide_ids(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[str]:
     """The relationship ids of `p:sldIdLst`, in order, counted against `max_pages`; every
     element is dropped once it ends (nothing else of the part is needed)."""
-    parser = pull_parser()
+    parser = PullParser()
     count = items = 0
     for piece in member_pieces(archive, main, meter, meter.limits.max_inflated):
         parser.feed(piece)
-        for _, element in parser.read_events():
+        for element, ancestors in parser.read_events():
             if items == 0:
-                _check_root(element, _P + "presentation", main)
+                _check_root(element, ancestors, _P + "presentation", main)
             items += 1
             if items % 4096 == 0:
                 meter.tick()
@@ -110,14 +109,13 @@ def _slide_ids(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[st
                 count += 1
                 meter.pages(count)
                 yield element.get(_R_ID, "")
-            parent = element.getparent()
-            if parent is not None:
-                parent.remove(element)
+            if ancestors:
+                ancestors[-1].remove(element)
     parser.close()
 
 
-def _check_root(element: Any, expected: str, name: str) -> None:
-    root = element.getroottree().getroot()
+def _check_root(element: Element, ancestors: list[Element], expected: str, name: str) -> None:
+    root = ancestors[0] if ancestors else element
     if root.tag != expected:
         raise Refused("corrupt", f"{name}: its root is {root.tag}, not {expected}")
 
@@ -153,14 +151,14 @@ def _body(shape: _Shape) -> bool:
 def _shapes(archive: zipfile.ZipFile, name: str, kind: str, meter: Meter) -> Iterator[_Shape]:
     """The shapes of a slide or notes part, in order, groups opened: each taken when it
     ends and dropped (as is everything else beside them once it ends)."""
-    parser = pull_parser()
+    parser = PullParser()
     held = items = 0
     started = False
     for piece in member_pieces(archive, name, meter, meter.limits.max_inflated):
         parser.feed(piece)
-        for _, element in parser.read_events():
+        for element, ancestors in parser.read_events():
             if not started:
-                _check_root(element, _ROOTS[kind], name)
+                _check_root(element, ancestors, _ROOTS[kind], name)
                 started = True
             tag = element.tag
             held += 1
@@ -168,7 +166,7 @@ def _shapes(archive: zipfile.ZipFile, name: str, kind: str, meter: Meter) -> Ite
                 meter.take(element.text or "")  # the text budget, as it is parsed
             if held > MAX_HELD:
                 raise Refused("too-large", f"{name}: a shape of over {MAX_HELD} elements")
-            parent = element.getparent()
+            parent = ancestors[-1] if ancestors else None
             if parent is None or parent.tag not in _SPINE:
                 continue  # inside a shape: held until the shape ends
             held = 0
@@ -178,22 +176,23 @@ def _shapes(archive: zipfile.ZipFile, name: str, kind: str, meter: Meter) -> Ite
             if tag in _SHAPES and parent.tag in (_TREE, _GROUP):
                 top = parent.tag == _TREE
                 if not top:
-                    _check_depth(parent, meter.limits.max_depth)
+                    _check_depth(ancestors, meter.limits.max_depth)
                 yield _shape(element, top)
             parent.remove(element)  # done with it: memory is the current shape only
     parser.close()
 
 
-def _check_depth(group: Any, depth: int) -> None:
-    for _ in range(depth + 1):
-        if group is None or group.tag != _GROUP:
+def _check_depth(ancestors: list[Element], depth: int) -> None:
+    """Refuse a shape inside more than `depth` groups nested one in another."""
+    for groups, group in enumerate(reversed(ancestors), start=1):
+        if group.tag != _GROUP:
             return
-        group = group.getparent()
-    raise Refused("too-large", "shape groups nested too deeply")
+        if groups > depth:
+            raise Refused("too-large", "shape groups nested too deeply")
 
 
-def _shape(element: Any, top: bool) -> _Shape:
-    props = next((c for c in element.iterchildren() if str(c.tag).startswith(_P + "nv")), None)
+def _shape(element: Element, top: bool) -> _Shape:
+    props = next((c for c in element if c.tag.startswith(_P + "nv")), None)
     ident, placeholder, index = "", "", -1
     if props is not None:
         names = props.find(_P + "cNvPr")
@@ -209,10 +208,10 @@ def _shape(element: Any, top: bool) -> _Shape:
     table = element.find(f"{_A}graphic/{_A}graphicData/{_A}tbl")
     if element.tag == _P + "graphicFrame" and table is not None:
         rows = []
-        for tr in table.iterchildren(_A + "tr"):
+        for tr in children(table, _A + "tr"):
             cells = [
                 one_line(_frame_text(tc.find(_A + "txBody")))
-                for tc in tr.iterchildren(_A + "tc")
+                for tc in children(tr, _A + "tc")
                 if tc.get("hMerge") not in _TRUE and tc.get("vMerge") not in _TRUE
             ]
             rows.append(" | ".join(cells))
@@ -227,16 +226,16 @@ def _int(text: str) -> int:
         return -1
 
 
-def _frame_text(body: Any) -> str:
+def _frame_text(body: Element | None) -> str:
     """A text frame's text: its paragraphs joined by LF (python-pptx's `TextFrame.text`)."""
     if body is None:
         return ""
-    return "\n".join(_paragraph_text(p) for p in body.iterchildren(_A + "p"))
+    return "\n".join(_paragraph_text(p) for p in children(body, _A + "p"))
 
 
-def _paragraph_text(p: Any) -> str:
+def _paragraph_text(p: Element) -> str:
     parts: list[str] = []
-    for child in p.iterchildren(_A + "r", _A + "fld", _A + "br"):
+    for child in children(p, _A + "r", _A + "fld", _A + "br"):
         if child.tag == _A + "br":
             parts.append(_LINE_BREAK)
         else:

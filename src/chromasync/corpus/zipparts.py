@@ -10,6 +10,8 @@ took 2 GB before its CRC failed). So members are only ever read in 64 KiB pieces
 `max_inflated` as it comes; a lie about the size then fails the CRC check (`corrupt`) with
 a piece in memory.
 
+XML parts are parsed as a stream by `xmlstream.PullParser` (the standard library's expat).
+
 A password-protected Office file is not a zip but an OLE compound file holding an
 `EncryptedPackage` stream: that is `encrypted`; any other non-zip is `corrupt`.
 """
@@ -22,9 +24,10 @@ import posixpath
 import re
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from xml.parsers.expat import ExpatError
 
 from .pages import Meter, Refused, normalise_title
+from .xmlstream import PullParser
 
 #: The most bytes of a `.rels` part (one of 10,000 relationships is about 150 KB).
 MAX_RELS = 4 * 1024 * 1024
@@ -61,16 +64,14 @@ def open_package(data: bytes, meter: Meter) -> zipfile.ZipFile:
 
 @contextlib.contextmanager
 def opened_package(data: bytes, meter: Meter) -> Iterator[zipfile.ZipFile]:
-    """`open_package`, closed after the body; a zip, lxml or missing-part error while the
+    """`open_package`, closed after the body; a zip, XML or missing-part error while the
     body reads it is `corrupt` (the body's own `Refused` passes through)."""
-    from lxml import etree
-
     archive = open_package(data, meter)
     try:
         yield archive
     except KeyError as exc:
         raise Refused("corrupt", f"a part is missing: {exc}") from exc
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, etree.LxmlError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ExpatError) as exc:
         raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
     except NotImplementedError as exc:  # an unsupported zip compression method
         raise Refused("corrupt", f"{type(exc).__name__}: {exc}") from exc
@@ -145,29 +146,19 @@ def _relations(archive: zipfile.ZipFile, part: str, meter: Meter) -> Iterator[tu
             yield attrs.get("Id", ""), kind, name
 
 
-def pull_parser() -> Any:
-    """lxml's pull parser for a part read in pieces: end events; no entities, no network."""
-    from lxml import etree
-
-    return etree.XMLPullParser(
-        events=("end",), resolve_entities=False, no_network=True, huge_tree=False
-    )
-
-
 def core_title(archive: zipfile.ZipFile, name: str, meter: Meter) -> str:
     """The `dc:title` of the core properties part `name` ("" when there is none), parsed
     as a stream: every element dropped once it ends."""
     title: str | None = None
-    parser = pull_parser()
+    parser = PullParser()
     try:
         for piece in member_pieces(archive, name, meter, MAX_CORE):
             parser.feed(piece)
-            for _, element in parser.read_events():
+            for element, ancestors in parser.read_events():
                 if element.tag == _DC_TITLE and title is None:
                     title = element.text or ""
-                parent = element.getparent()
-                if parent is not None:
-                    parent.remove(element)
+                if ancestors:
+                    ancestors[-1].remove(element)
         parser.close()
     except KeyError:
         return ""
@@ -181,7 +172,6 @@ __all__ = [
     "member_pieces",
     "open_package",
     "opened_package",
-    "pull_parser",
     "read_member",
     "relationship_ids",
     "relationships",
