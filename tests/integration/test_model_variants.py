@@ -25,6 +25,11 @@ class Variants(LocalEmbedder):
         self.texts_embedded += len(texts)
         return HashEmbedder(self.dimension).embed_documents([f"{self.variant} {t}" for t in texts])
 
+    def embed_query(self, text: str) -> list[float]:
+        # the real model sends a quantized index's queries through its fp32 export
+        # (test_real_model.py); the stand-in has no export, so it embeds them itself
+        return self.embed_documents([text])[0]
+
 
 def _run(root: Path, settings: Settings, embedder: LocalEmbedder, **kw: object):  # type: ignore[no-untyped-def]
     [summary] = api.ingest(

@@ -70,6 +70,9 @@ def test_int8_made_locally_once_and_close_to_fp32(
     # activations per batch: a text's int8 vector depends slightly on its batch-mates)
     assert again.embed_documents(TEXTS) == got
     assert "quantizing" not in caplog.text
+    # its queries go through the fp32 export, as a Chroma client's default function sends them
+    fp32_model = LocalEmbedder(cache_dir=model_cache, variant="fp32")
+    assert again.embed_query(TEXTS[0]) == fp32_model.embed_query(TEXTS[0])
 
 
 def test_int8_is_what_onnxruntimes_quantizer_makes(model_cache: Path, tmp_path: Path) -> None:

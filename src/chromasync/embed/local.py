@@ -31,9 +31,12 @@ and the embedding cache never mix vectors of two variants; with `auto`, a collec
 already written with another variant of the same model is followed (`follow`), so an index
 made before the default changed keeps working.
 
-Queries of a `bf16` index are embedded by the fp32 export with ONNX Runtime when it is
-installed: a query is never stored, fp32 and bf16 vectors of a text agree to a cosine of
-0.9999, and a search process then starts without importing torch (seconds).
+Queries of a `bf16` or `int8` index are embedded by the fp32 export with ONNX Runtime
+(for bf16, when it is installed): a query is never stored, so no variants mix in the index;
+an fp32 query is what every Chroma client's default function sends (chroma-mcp's and a plain
+client's text queries then find chromasync's dense top k exactly), it retrieves from int8
+vectors at least as well as an int8 query (docs/scaling.md), and a bf16 search process
+starts without importing torch (seconds).
 
 Batches are formed by token count: texts are tokenized once, sorted by length, and a batch
 holds at most `batch_size` texts and `batch_tokens` padded word pieces (less padding, and
@@ -454,13 +457,14 @@ class LocalEmbedder(Embedder):
         return self._query_model().embed_documents([text])[0]
 
     def _query_model(self) -> LocalEmbedder:
-        """Who embeds queries: this model, except for a bf16 index where ONNX Runtime is
-        installed, whose queries go through the fp32 export (the search process needs no
-        torch; a query is never stored, so no variants mix in the index)."""
+        """Who embeds queries: this model, except for a quantized index (int8; bf16 where
+        ONNX Runtime is installed), whose queries go through the fp32 export (the module
+        docstring says why)."""
         with self._load_lock:
             if self._query_session is None:
                 self._query_session = self
-                if self.variant == "bf16" and runtime.onnx_providers() is not None:
+                quantized = self.variant == "int8" or self.variant == "bf16"
+                if quantized and runtime.onnx_providers() is not None:
                     self._query_session = LocalEmbedder(
                         None if self._bundled else self.model_dir,
                         backend="onnx",
