@@ -224,6 +224,26 @@ def test_docx_headings_paragraphs_tables() -> None:
     check_page_map(doc, rendered)
 
 
+def test_docx_ending_in_a_piece_shorter_than_its_open_tag_keeps_its_last_words() -> None:
+    """Parts are parsed in 64 KiB pieces, and a piece waits while a token is open; the last
+    paragraph, in a last piece shorter than the tag left open before it, is parsed only
+    when the parser closes, and is read then (it was lost)."""
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    piece = 64 * 1024
+    body = f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{w}"><w:body>'
+    filler = "<w:p><w:r><w:t>Filler text.</w:t></w:r></w:p>"
+    body += filler * ((piece - 400 - len(body)) // len(filler))
+    body += " " * (piece - 400 - len(body))  # the boundary falls 400 bytes into the tag
+    last = '<w:p w:rsidR="' + "0" * 600 + '"><w:r><w:t>The last words.</w:t></w:r></w:p>'
+    xml = (body + last + "</w:body></w:document>").encode()
+    assert len(xml) - piece < 400  # the last piece is shorter than the token left open
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        package.writestr("word/document.xml", xml)
+    doc = _doc(read_document(out.getvalue(), "docx"))
+    assert doc.pages[0].blocks[-1].text.endswith("The last words.")
+
+
 def test_docx_empty_is_no_text() -> None:
     _skip(read_document(_docx_bytes(docx.Document()), "docx"), "no-text")
 

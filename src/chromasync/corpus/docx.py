@@ -34,8 +34,8 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .xmlstream import PullParser, children
-from .zipparts import core_title, member_pieces, opened_package, relationships
+from .xmlstream import children
+from .zipparts import core_title, member_events, opened_package, relationships
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -71,27 +71,23 @@ def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str
     name = relationships(archive, main, meter).get("styles", "word/styles.xml")
     levels: dict[str, int] = {}
     default = held = 0
-    parser = PullParser()
     try:
-        for piece in member_pieces(archive, name, meter, MAX_SMALL_PART):
-            parser.feed(piece)
-            for style, ancestors in parser.read_events():
-                held += 1
-                if held > MAX_HELD:
-                    raise Refused("too-large", f"{name}: a style of over {MAX_HELD} elements")
-                if len(ancestors) != 1:
-                    continue  # the root, or inside a style: taken when the style ends
-                parent = ancestors[0]
-                held = 0
-                if style.tag == _W + "style" and style.get(_W + "type") == "paragraph":
-                    level = _style_level(style)
-                    ident = style.get(_W + "styleId")
-                    if ident is not None and len(levels) < MAX_STYLES:
-                        levels.setdefault(ident, level)
-                    if style.get(_W + "default") in ("1", "true", "on"):
-                        default = level
-                parent.remove(style)
-        parser.close()
+        for style, ancestors in member_events(archive, name, meter, MAX_SMALL_PART):
+            held += 1
+            if held > MAX_HELD:
+                raise Refused("too-large", f"{name}: a style of over {MAX_HELD} elements")
+            if len(ancestors) != 1:
+                continue  # the root, or inside a style: taken when the style ends
+            parent = ancestors[0]
+            held = 0
+            if style.tag == _W + "style" and style.get(_W + "type") == "paragraph":
+                level = _style_level(style)
+                ident = style.get(_W + "styleId")
+                if ident is not None and len(levels) < MAX_STYLES:
+                    levels.setdefault(ident, level)
+                if style.get(_W + "default") in ("1", "true", "on"):
+                    default = level
+            parent.remove(style)
     except KeyError:
         return {}, 0
     return levels, default
@@ -107,34 +103,30 @@ def _style_level(style: Element) -> int:
 def _blocks(
     archive: zipfile.ZipFile, main: str, meter: Meter, levels: dict[str, int], default: int
 ) -> Iterator[Block]:
-    parser = PullParser()
     held = items = 0
     limits = meter.limits
-    for piece in member_pieces(archive, main, meter, limits.max_inflated):
-        parser.feed(piece)
-        for element, ancestors in parser.read_events():
-            held += 1
-            tag = element.tag
-            if tag == _W + "t":
-                meter.take(element.text or "")  # the text budget, as it is parsed
-            if held > MAX_HELD:
-                raise Refused("too-large", f"a paragraph or table of over {MAX_HELD} elements")
-            if not _at_body(ancestors, limits.max_depth):
-                continue
-            held = 0
-            items += 1
-            if items % 256 == 0:
-                meter.tick()
-            if tag == _P:
-                block = _paragraph(element, levels, default)
-                if block is not None:
-                    yield block
-            elif tag == _TBL:
-                rows = [_row(tr) for tr in children(element, _W + "tr")]
-                if any(r.strip(" |") for r in rows):
-                    yield Block(0, "\n".join(rows))
-            ancestors[-1].remove(element)  # done with it: memory is the current item only
-    parser.close()
+    for element, ancestors in member_events(archive, main, meter, limits.max_inflated):
+        held += 1
+        tag = element.tag
+        if tag == _W + "t":
+            meter.take(element.text or "")  # the text budget, as it is parsed
+        if held > MAX_HELD:
+            raise Refused("too-large", f"a paragraph or table of over {MAX_HELD} elements")
+        if not _at_body(ancestors, limits.max_depth):
+            continue
+        held = 0
+        items += 1
+        if items % 256 == 0:
+            meter.tick()
+        if tag == _P:
+            block = _paragraph(element, levels, default)
+            if block is not None:
+                yield block
+        elif tag == _TBL:
+            rows = [_row(tr) for tr in children(element, _W + "tr")]
+            if any(r.strip(" |") for r in rows):
+                yield Block(0, "\n".join(rows))
+        ancestors[-1].remove(element)  # done with it: memory is the current item only
 
 
 def _at_body(ancestors: list[Element], depth: int) -> bool:

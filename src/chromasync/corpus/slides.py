@@ -36,8 +36,8 @@ from .pages import (
     clean_text,
     one_line,
 )
-from .xmlstream import PullParser, children
-from .zipparts import core_title, member_pieces, opened_package, relationship_ids, relationships
+from .xmlstream import children
+from .zipparts import core_title, member_events, opened_package, relationship_ids, relationships
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -95,23 +95,19 @@ def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[Page]:
 def _slide_ids(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[str]:
     """The relationship ids of `p:sldIdLst`, in order, counted against `max_pages`; every
     element is dropped once it ends (nothing else of the part is needed)."""
-    parser = PullParser()
-    count = items = 0
-    for piece in member_pieces(archive, main, meter, meter.limits.max_inflated):
-        parser.feed(piece)
-        for element, ancestors in parser.read_events():
-            if items == 0:
-                _check_root(element, ancestors, _P + "presentation", main)
-            items += 1
-            if items % 4096 == 0:
-                meter.tick()
-            if element.tag == _P + "sldId":
-                count += 1
-                meter.pages(count)
-                yield element.get(_R_ID, "")
-            if ancestors:
-                ancestors[-1].remove(element)
-    parser.close()
+    count = 0
+    events = member_events(archive, main, meter, meter.limits.max_inflated)
+    for items, (element, ancestors) in enumerate(events, 1):
+        if items == 1:
+            _check_root(element, ancestors, _P + "presentation", main)
+        if items % 4096 == 0:
+            meter.tick()
+        if element.tag == _P + "sldId":
+            count += 1
+            meter.pages(count)
+            yield element.get(_R_ID, "")
+        if ancestors:
+            ancestors[-1].remove(element)
 
 
 def _check_root(element: Element, ancestors: list[Element], expected: str, name: str) -> None:
@@ -151,35 +147,31 @@ def _body(shape: _Shape) -> bool:
 def _shapes(archive: zipfile.ZipFile, name: str, kind: str, meter: Meter) -> Iterator[_Shape]:
     """The shapes of a slide or notes part, in order, groups opened: each taken when it
     ends and dropped (as is everything else beside them once it ends)."""
-    parser = PullParser()
     held = items = 0
     started = False
-    for piece in member_pieces(archive, name, meter, meter.limits.max_inflated):
-        parser.feed(piece)
-        for element, ancestors in parser.read_events():
-            if not started:
-                _check_root(element, ancestors, _ROOTS[kind], name)
-                started = True
-            tag = element.tag
-            held += 1
-            if tag == _A + "t":
-                meter.take(element.text or "")  # the text budget, as it is parsed
-            if held > MAX_HELD:
-                raise Refused("too-large", f"{name}: a shape of over {MAX_HELD} elements")
-            parent = ancestors[-1] if ancestors else None
-            if parent is None or parent.tag not in _SPINE:
-                continue  # inside a shape: held until the shape ends
-            held = 0
-            items += 1
-            if items % 256 == 0:
-                meter.tick()
-            if tag in _SHAPES and parent.tag in (_TREE, _GROUP):
-                top = parent.tag == _TREE
-                if not top:
-                    _check_depth(ancestors, meter.limits.max_depth)
-                yield _shape(element, top)
-            parent.remove(element)  # done with it: memory is the current shape only
-    parser.close()
+    for element, ancestors in member_events(archive, name, meter, meter.limits.max_inflated):
+        if not started:
+            _check_root(element, ancestors, _ROOTS[kind], name)
+            started = True
+        tag = element.tag
+        held += 1
+        if tag == _A + "t":
+            meter.take(element.text or "")  # the text budget, as it is parsed
+        if held > MAX_HELD:
+            raise Refused("too-large", f"{name}: a shape of over {MAX_HELD} elements")
+        parent = ancestors[-1] if ancestors else None
+        if parent is None or parent.tag not in _SPINE:
+            continue  # inside a shape: held until the shape ends
+        held = 0
+        items += 1
+        if items % 256 == 0:
+            meter.tick()
+        if tag in _SHAPES and parent.tag in (_TREE, _GROUP):
+            top = parent.tag == _TREE
+            if not top:
+                _check_depth(ancestors, meter.limits.max_depth)
+            yield _shape(element, top)
+        parent.remove(element)  # done with it: memory is the current shape only
 
 
 def _check_depth(ancestors: list[Element], depth: int) -> None:

@@ -24,10 +24,14 @@ import posixpath
 import re
 import zipfile
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from xml.parsers.expat import ExpatError
 
 from .pages import Meter, Refused, normalise_title
 from .xmlstream import PullParser
+
+if TYPE_CHECKING:
+    from xml.etree.ElementTree import Element
 
 #: The most bytes of a `.rels` part (one of 10,000 relationships is about 150 KB).
 MAX_RELS = 4 * 1024 * 1024
@@ -98,6 +102,21 @@ def member_pieces(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -
             yield piece
 
 
+def member_events(
+    archive: zipfile.ZipFile, name: str, meter: Meter, cap: int
+) -> Iterator[tuple[Element, list[Element]]]:
+    """Member `name` parsed as a stream (`xmlstream.PullParser` fed `member_pieces`): each
+    element as it ends, with its ancestors (read them before taking the next), the last
+    ones after the parser is closed (pieces wait while a token is open, so the end of the
+    part can be parsed only then). A missing member raises KeyError."""
+    parser = PullParser()
+    for piece in member_pieces(archive, name, meter, cap):
+        parser.feed(piece)
+        yield from parser.read_events()
+    parser.close()
+    yield from parser.read_events()
+
+
 def read_member(archive: zipfile.ZipFile, name: str, meter: Meter, cap: int) -> bytes:
     """Member `name` whole, read as `member_pieces` reads it."""
     return b"".join(member_pieces(archive, name, meter, cap))
@@ -150,16 +169,12 @@ def core_title(archive: zipfile.ZipFile, name: str, meter: Meter) -> str:
     """The `dc:title` of the core properties part `name` ("" when there is none), parsed
     as a stream: every element dropped once it ends."""
     title: str | None = None
-    parser = PullParser()
     try:
-        for piece in member_pieces(archive, name, meter, MAX_CORE):
-            parser.feed(piece)
-            for element, ancestors in parser.read_events():
-                if element.tag == _DC_TITLE and title is None:
-                    title = element.text or ""
-                if ancestors:
-                    ancestors[-1].remove(element)
-        parser.close()
+        for element, ancestors in member_events(archive, name, meter, MAX_CORE):
+            if element.tag == _DC_TITLE and title is None:
+                title = element.text or ""
+            if ancestors:
+                ancestors[-1].remove(element)
     except KeyError:
         return ""
     return normalise_title(title)
@@ -169,6 +184,7 @@ __all__ = [
     "MAX_CORE",
     "MAX_RELS",
     "core_title",
+    "member_events",
     "member_pieces",
     "open_package",
     "opened_package",
