@@ -108,7 +108,7 @@ def quantize_int8(source: Path, target: Path) -> int:
         model.ParseFromString(source.read_bytes())
     except Exception as exc:  # protobuf's DecodeError, or a file that is not a model
         raise EmbeddingError(f"{source} is not an ONNX model: {exc}") from exc
-    count = rewrite_graph(model.graph, types)
+    count = _rewrite_graph(model.graph, types)
     if not count:
         raise EmbeddingError(f"{source}: no MatMul with float weights to quantize")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ def quantize_int8(source: Path, target: Path) -> int:
     return count
 
 
-def rewrite_graph(graph: Any, types: dict[str, Any]) -> int:
+def _rewrite_graph(graph: Any, types: dict[str, Any]) -> int:
     """Replace, in place, each `MatMul` of `graph` whose weights are a float initializer by
     the int8 pattern of the module docstring; the number replaced."""
     weights = {t.name: t for t in graph.initializer if _float_matrix(t)}
@@ -186,7 +186,7 @@ def rewrite_graph(graph: Any, types: dict[str, Any]) -> int:
         ]
         count += 1
     used = {name for node in nodes for name in node.input}
-    kept = [t for t in graph.initializer if t.name in used]
+    kept = [t for t in graph.initializer if t.name not in quantized or t.name in used]
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.initializer[:]
@@ -204,12 +204,9 @@ def _quantize_weight(tensor: Any, graph: Any, types: dict[str, Any]) -> tuple[st
         matrix = np.frombuffer(tensor.raw_data, dtype="<f4").reshape(rows, columns)
     else:
         matrix = np.asarray(tensor.float_data, dtype=np.float32).reshape(rows, columns)
-    absmax = np.maximum(
-        np.abs(np.minimum(matrix.min(axis=0), 0)), np.maximum(matrix.max(axis=0), 0)
-    )
-    scale = (absmax.astype(np.float64) * 2 / 254).astype(np.float32)
-    tiny = np.finfo(np.float32).tiny
-    scale = np.where(absmax.astype(np.float64) * 2 / 254 < tiny, np.float32(1.0), scale)
+    absmax = np.maximum(-matrix.min(axis=0), matrix.max(axis=0)).clip(min=0).astype(np.float64)
+    exact = absmax * 2 / 254  # onnxruntime's (rmax - rmin) / (qmax - qmin), in float64
+    scale = np.where(exact < np.finfo(np.float32).tiny, 1.0, exact).astype(np.float32)
     values = np.clip(np.round(matrix / scale), -128, 127).astype(np.int8)
     name = tensor.name
     added = (
@@ -242,4 +239,4 @@ def _tensor(types: dict[str, Any], name: str, kind: int, dims: list[int], raw: b
     return types["TensorProto"](name=name, data_type=kind, dims=dims, raw_data=raw)
 
 
-__all__ = ["quantize_int8", "rewrite_graph"]
+__all__ = ["quantize_int8"]
