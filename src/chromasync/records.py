@@ -2,7 +2,7 @@
 
 Every stage takes and returns these frozen, slotted dataclasses; nothing else crosses a
 stage boundary. Records that are persisted (manifest rows, chunk metadata) carry a version
-(`MANIFEST_SCHEMA`, `CHUNKING_VERSION`) so that a later release can tell old state apart.
+(`MANIFEST_SCHEMA`, `versions.CHUNKING_VERSION`) so that a later release can tell old state apart.
 The keys chromasync itself writes in a record's metadata (its ownership marker, context and
 bookkeeping) are declared beside these, in `metakeys`.
 """
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from .metakeys import source_label
-from .versions import CHUNKING_VERSION as CHUNKING_VERSION
 
 #: Schema of the SQLite state (manifest, keyword index).
 MANIFEST_SCHEMA = 3  # 2: ctime_ns and inode in `files`; 3: asset, asset_issue (sidecars)

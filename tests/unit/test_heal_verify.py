@@ -9,10 +9,11 @@ import pytest
 
 from chromasync.metakeys import stored_key
 from chromasync.plan.triage import RACY_WINDOW_NS, triage
-from chromasync.records import CHUNKING_VERSION, Discovery, FileStat, FileState, RecordRef
+from chromasync.records import Discovery, FileStat, FileState, RecordRef
 from chromasync.store.chroma import StoredRecord
 from chromasync.sync.heal import rebuild_manifest
 from chromasync.sync.verify import compare_source
+from chromasync.versions import CHUNKING_VERSION
 
 OLD = 1_600_000_000 * 10**9
 

@@ -463,7 +463,7 @@ class LocalEmbedder(Embedder):
         with self._load_lock:
             if self._query_session is None:
                 self._query_session = self
-                quantized = self.variant == "int8" or self.variant == "bf16"
+                quantized = self.variant in ("int8", "bf16")
                 if quantized and runtime.onnx_providers() is not None:
                     self._query_session = LocalEmbedder(
                         None if self._bundled else self.model_dir,

@@ -41,7 +41,6 @@ from ..metakeys import (
     bookkeeping,
 )
 from ..records import (
-    CHUNKING_VERSION,
     Chunk,
     ChunkRecord,
     Discovery,
@@ -52,6 +51,7 @@ from ..records import (
     MetaValue,
     Scalar,
 )
+from ..versions import CHUNKING_VERSION
 
 #: A file modified within this window before its manifest row was written may have been
 #: rewritten in the same timestamp tick ("racily clean", as git calls it): it is re-hashed.

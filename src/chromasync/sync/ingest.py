@@ -31,7 +31,6 @@ from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, triage
 from ..plan.upgrade import RECORDS_VERSION
 from ..records import (
-    CHUNKING_VERSION,
     Discovery,
     FileChange,
     FileState,
@@ -42,6 +41,7 @@ from ..records import (
     StoreLimits,
 )
 from ..state.manifest import State, check_identity, check_shared_folder
+from ..versions import CHUNKING_VERSION
 from . import ahead
 from .planning import (
     FilePlanner,

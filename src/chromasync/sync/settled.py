@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 
 from ..plan.triage import Triage, triage
-from ..records import CHUNKING_VERSION, Discovery, IngestSummary, SettledSource, SourceSpec
+from ..records import Discovery, IngestSummary, SettledSource, SourceSpec
 from ..state.manifest import State
+from ..versions import CHUNKING_VERSION
 from .waves import Tally
 
 
