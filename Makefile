@@ -34,9 +34,12 @@ serve: demo
 # Two pytest-xdist workers: much of the suite waits on subprocesses and servers, so two
 # cores run it in about half the time (7.3 against 13.6 minutes, 2026-12-02); every test
 # has its own tmp_path, data dir and loopback ports. TEST_WORKERS=0 runs it in one process.
+# Then the `timing` tests (doubling tests, which time their own CPU time) run alone, in one
+# process: a worker beside them slows one size and not the other (tests/doubling.py).
 TEST_WORKERS ?= 2
 test: install chroma-mcp
-	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow" -n $(TEST_WORKERS) --durations=20
+	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow and not timing" -n $(TEST_WORKERS) --durations=20
+	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "timing and not slow" -n 0
 
 # tests/unit only: the pure stages, no `chroma run` server and no model weights.
 test-unit: install

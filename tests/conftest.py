@@ -69,6 +69,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
+def _timing_needs_its_marker(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tests/doubling.assert_linear` measures only in a test marked `timing`, which
+    `make test` runs alone (see tests/doubling.py)."""
+    from . import doubling
+
+    monkeypatch.setattr(doubling, "marked", request.node.get_closest_marker("timing") is not None)
+
+
+@pytest.fixture(autouse=True)
 def _real_model_needs_its_marker(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:

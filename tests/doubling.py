@@ -8,6 +8,12 @@ the suite, not with the input). A quadratic stage takes ~4x on twice the input; 
 3x unless a test says otherwise, and a ratio over it is measured once more before it fails (a
 burst of load is not a regression). Build the inputs before: `run(size)` should only do the
 work being timed.
+
+Every test that times itself this way is marked `timing`, and `make test` runs those alone,
+after the rest, in one process: a test worker beside it (an embedding, a server starting)
+slows a run's own CPU time too (shared caches and memory bandwidth), by more than a
+doubling's margin when it falls on one size and not the other. `assert_linear` refuses to
+measure in a test without the mark.
 """
 
 from __future__ import annotations
@@ -18,26 +24,35 @@ from collections.abc import Callable
 
 REPEATS = 3
 
+#: Whether the running test is marked `timing` (set by tests/conftest.py for each test).
+marked = False
+
 
 def doubling_ratio(run: Callable[[int], object], n: int, repeats: int = REPEATS) -> float:
     """The time of `run(2 * n)` over the time of `run(n)`, each the fastest of `repeats`."""
     best = {n: float("inf"), 2 * n: float("inf")}
-    for _ in range(repeats):
-        for size in best:
-            gc.collect()
-            gc.disable()
-            try:
-                began = time.process_time()
-                run(size)
-                best[size] = min(best[size], time.process_time() - began)
-            finally:
-                gc.enable()
+    gc.collect()
+    gc.freeze()  # the session's heap is left out of the collections between runs
+    try:
+        for _ in range(repeats):
+            for size in best:
+                gc.collect()
+                gc.disable()
+                try:
+                    began = time.process_time()
+                    run(size)
+                    best[size] = min(best[size], time.process_time() - began)
+                finally:
+                    gc.enable()
+    finally:
+        gc.unfreeze()
     return best[2 * n] / max(best[n], 1e-6)
 
 
 def assert_linear(
     run: Callable[[int], object], n: int, *, bound: float = 3.0, what: str = "2x input"
 ) -> None:
+    assert marked, "a test that times itself runs alone: mark it @pytest.mark.timing"
     ratio = doubling_ratio(run, n)
     if ratio >= bound:
         ratio = min(ratio, doubling_ratio(run, n))

@@ -124,6 +124,7 @@ def test_unrelated_code_after_prose_is_not_an_example() -> None:
     assert [p.kind for p in answer.parts] == ["prose"]
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("unit", [FORMAT_PAGE, "A sentence of prose here.\n\n```\ncode\n```\n"])
 def test_segment_is_linear(unit: str) -> None:
     base = 200_000 // len(unit)  # about 200 KB of text, then twice that

@@ -260,6 +260,7 @@ def test_json_shape_and_page_rendering() -> None:
     assert isinstance(answer, Answer) and answer.sources == ("docs/install.md:23 p. 7",)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("field", [None, "source"])
 def test_time_is_linear_in_the_input(field: str | None) -> None:
     hits = {

@@ -60,6 +60,7 @@ def test_no_sources_or_no_markers_change_nothing() -> None:
     assert check_support("Cited [1].", []).unsupported == ()
 
 
+@pytest.mark.timing
 def test_linear_in_the_answer() -> None:
     sentence = "The bridge was built in 1923 from local granite [1]. "
 

@@ -83,12 +83,14 @@ CASES: dict[str, tuple[Callable[[int], str], int, str]] = {
 }
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_doubling_the_input_at_most_doubles_the_time(case: str) -> None:
     make, n, name = CASES[case]
     _assert_linear(make, n, name, minilm(), case)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("case", ["md-headings", "md-list", "text-paragraphs"])
 def test_linear_with_a_meter_that_is_not_exact(case: str) -> None:
     make, n, name = CASES[case]

@@ -7,7 +7,6 @@ built in tmp_path with python-docx and python-pptx themselves.
 from __future__ import annotations
 
 import io
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from chromasync.corpus.documents import (
 )
 
 from ..conftest import SHARED
+from ..doubling import assert_linear
 
 PDFS = SHARED / "corpora" / "pdf-samples"
 
@@ -303,20 +303,13 @@ def test_docx_character_budget() -> None:
     _skip(read_document(sample_docx(200), "docx", Limits(max_chars=2_000)), "too-large")
 
 
-def _best_time(data: bytes, fmt: str, rounds: int = 3) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        _doc(read_document(data, fmt))
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
+@pytest.mark.timing
 def test_docx_reading_is_linear() -> None:
-    small, large = sample_docx(2_000), sample_docx(4_000)
-    _best_time(small, "docx", rounds=1)  # warm the imports
-    ratio = _best_time(large, "docx") / _best_time(small, "docx")
-    assert ratio < 3.5, ratio
+    files = {n: sample_docx(n) for n in (2_000, 4_000)}
+    _doc(read_document(files[2_000], "docx"))  # the imports, once
+    assert_linear(
+        lambda n: _doc(read_document(files[n], "docx")), 2_000, bound=3.5, what="2x paragraphs"
+    )
 
 
 # -- PPTX -----------------------------------------------------------------------------

@@ -4,10 +4,8 @@ the second round's keyword query (retrieve/feedback.py), and the first round's d
 
 from __future__ import annotations
 
-import gc
 import math
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
@@ -21,6 +19,8 @@ from chromasync.retrieve.feedback import (
 )
 from chromasync.retrieve.fuse import Fusion
 from chromasync.retrieve.results import lead_documents
+
+from ..doubling import assert_linear
 
 
 def _counts(table: Mapping[str, int]) -> object:
@@ -109,32 +109,19 @@ def test_lead_documents_are_the_first_rounds_best_with_their_listed_chunks() -> 
     assert lead_documents([], [], Fusion("convex", unit="document"), 3) == []
 
 
-def _fastest(work: Callable[[int], None], n: int) -> float:
-    """The best process-CPU time of three runs of `work(n)`, the collector off meanwhile."""
-    best = float("inf")
-    for _ in range(3):
-        gc.collect()
-        gc.disable()
-        try:
-            began = time.process_time()
-            work(n)
-            best = min(best, time.process_time() - began)
-        finally:
-            gc.enable()
-    return best
-
-
+@pytest.mark.timing
 def test_doubling_the_fed_back_text_at_most_doubles_the_expansion() -> None:
-    def work(n: int) -> None:
+    def texts(n: int) -> list[tuple[float, list[str]]]:
         words = [f"w{i % 997}x" for i in range(n)]
-        documents = [(1.0 / 3, [" ".join(words[j::3]) for j in range(3)])] * 3
-        expansion_terms("query words", documents, 5, lambda ws: dict.fromkeys(ws, 5), 1000)
+        return [(1.0 / 3, [" ".join(words[j::3]) for j in range(3)])] * 3
 
     n = 1200  # a chunk is about 250 words; MAX_WORDS caps each text at 4096
-    ratio = _fastest(work, 2 * n) / _fastest(work, n)
-    if ratio >= 3.0:  # one retry: a burst of load on a shared machine is not a regression
-        ratio = min(ratio, _fastest(work, 2 * n) / _fastest(work, n))
-    assert ratio < 3.0, f"2x fed-back words took {ratio:.2f}x the time"
+    documents = {size: texts(size) for size in (n, 2 * n)}
+
+    def work(size: int) -> None:
+        expansion_terms("query words", documents[size], 5, lambda ws: dict.fromkeys(ws, 5), 1000)
+
+    assert_linear(work, n, what="2x fed-back words")
 
 
 def test_a_fed_back_text_is_read_to_a_bound() -> None:

@@ -219,6 +219,7 @@ def _lists(n: int) -> list[Ranked[str]]:
     return [dense, keyword]
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("method", ["convex", "zscore", "rrf"])
 def test_doubling_the_candidates_at_most_doubles_fusion_and_the_scale(method: str) -> None:
     from chromasync.retrieve.relevance import relevance_scale

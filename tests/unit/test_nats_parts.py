@@ -33,6 +33,8 @@ from chromasync.nats.payloads import (
 )
 from chromasync.records import Hit
 
+from ..doubling import assert_linear
+
 MAX = 1024 * 1024
 
 
@@ -215,20 +217,11 @@ def test_events_are_placed_in_their_sources(tmp_path: Path) -> None:
     assert none.labels == () and none.outside == ("notes/a.md",)
 
 
+@pytest.mark.timing
 def test_placing_is_linear() -> None:
     roots = {f"s{i}": f"/corpus/s{i}" for i in range(20)}
-
-    def took(n: int) -> float:  # the best of three: a busy machine only slows a run down
-        paths = [f"/corpus/s{i % 20}/f{i}.md" for i in range(n)]
-        best = float("inf")
-        for _ in range(3):
-            began = time.perf_counter()
-            place(paths, roots, None, lambda p: p)
-            best = min(best, time.perf_counter() - began)
-        return best
-
-    took(1000)
-    assert took(20_000) / took(10_000) < 3.0
+    paths = {n: [f"/corpus/s{i % 20}/f{i}.md" for i in range(n)] for n in (10_000, 20_000)}
+    assert_linear(lambda n: place(paths[n], roots, None, lambda p: p), 10_000, what="2x paths")
 
 
 def test_waits_double_and_are_capped() -> None:

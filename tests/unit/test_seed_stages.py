@@ -81,6 +81,7 @@ CASES: dict[str, tuple[Callable[[int], object], int]] = {
 }
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_doubling_the_input_at_most_doubles_the_time(case: str) -> None:
     run, n = CASES[case]
