@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from chromasync.state.manifest import STATE_FILE, State
 from chromasync.sync.ingest import IngestOptions
 from chromasync.sync.registry import status
 
-from ..conftest import age_tree, invoke_cli, snapshot
+from ..conftest import TEST_CHROMA_URL, age_tree, invoke_cli, snapshot
 
 
 def _folder(root: Path, files: int, word: str) -> Path:
@@ -398,3 +400,36 @@ def test_verify_reports_records_unknown_to_the_state_and_repair_adopts_them(
     removed = api.remove_source(configured, "stray")  # what verify suggests for the rest
     assert removed.records_deleted == 2
     assert {c.source for c in api.verify(configured, embedder=embedder)} == {"notes"}
+
+
+@pytest.mark.skipif(TEST_CHROMA_URL is not None, reason="the embedded store's own folder")
+def test_a_store_deleted_and_made_again_while_this_process_had_it_open(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """chromadb keeps one system per folder for a process's life: once another process had
+    deleted the store (`model drop`, a data dir wiped) and it was made again, this process
+    could neither write nor read it ("attempt to write a readonly database", "no such
+    table: embeddings"). It is opened anew now, and what it writes is in the new file."""
+    import shutil
+
+    root = _folder(tmp_path / "notes", 3, "kite")
+    _run(root, settings, embedder)
+    assert len(snapshot(settings)) == 3
+    shutil.rmtree(settings.data_dir)
+    [again] = _run(root, settings, embedder)
+    assert again.files_new == 3 and len(snapshot(settings)) == 3
+    counted = subprocess.run(
+        [sys.executable, "-c", COUNT, str(settings.data_dir / "chroma"), settings.collection],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert counted.stdout.split() == ["3"], counted.stderr[-2000:]
+
+
+#: A fresh process's count of one collection's records, with a plain chromadb client.
+COUNT = """
+import sys, chromadb
+client = chromadb.PersistentClient(path=sys.argv[1])
+print(client.get_collection(sys.argv[2]).count())
+"""

@@ -13,6 +13,7 @@ chromadb is imported only here and in `chroma`, and only when a store is opened.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
@@ -37,6 +38,14 @@ log = logging.getLogger(__name__)
 #: chromadb shares one system per embedded path between clients, and creating the first one
 #: from two threads at once races inside chromadb ("no attribute 'bindings'"): one at a time.
 _EMBEDDED_OPEN = threading.Lock()
+#: The database file (device, inode) of each embedded store this process opened. chromadb
+#: keeps one system per path for the life of the process; once another process has deleted
+#: that folder and it is made again (`model drop` then `model build`), the kept system can
+#: neither read nor write the new file ("no such table", "attempt to write a readonly
+#: database"). A store whose file is no longer the one opened gets a fresh system.
+_OPENED: dict[str, tuple[int, int] | None] = {}
+#: chromadb's database file in an embedded store's folder.
+EMBEDDED_DATABASE = "chroma.sqlite3"
 
 
 _CHROMA_SETTINGS: list[Any] = []
@@ -75,7 +84,9 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
         try:
             make_private_dir(path)
             with _EMBEDDED_OPEN:
+                _forget_if_replaced(str(path))
                 client = chromadb.PersistentClient(path=str(path), settings=settings)
+                _OPENED[str(path)] = _database_identity(str(path))
         except Exception as exc:
             raise StoreError(f"cannot open Chroma at {config.describe()}: {exc}") from exc
         return Store(client, config)
@@ -94,6 +105,30 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
         raise store_error(config, "connect", exc) from exc
     _install_transport(client, config)
     return Store(client, config, target)
+
+
+def _database_identity(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(os.path.join(path, EMBEDDED_DATABASE))
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _forget_if_replaced(path: str) -> None:
+    """Stop and forget chromadb's system for `path` when its database file is not the one
+    this process opened (deleted, or replaced, by another process)."""
+    if path not in _OPENED or _OPENED[path] == _database_identity(path):
+        return
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    log.info("the embedded store at %s was replaced since it was opened: opening it anew", path)
+    del _OPENED[path]
+    system = SharedSystemClient._identifier_to_system.pop(path, None)
+    SharedSystemClient._identifier_to_refcount.pop(path, None)
+    if system is not None:
+        with contextlib.suppress(Exception):  # its files are gone: nothing of it is kept
+            system.stop()
 
 
 def _server_client(chromadb: Any, target: Target, config: StoreConfig, settings: Any) -> Any:
