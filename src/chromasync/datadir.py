@@ -102,6 +102,31 @@ def open_private(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
     return os.fdopen(fd, mode, encoding=encoding)
 
 
+def replace_file(
+    path: str | os.PathLike[str], data: bytes, *, mode: int = FILE_MODE, durable: bool = True
+) -> None:
+    """Put `data` at `path` whole: a reader sees the old file or the new one, never a part.
+    It is written to a temporary file of its own in the same folder (hidden, `mode`: 0600
+    unless said, whatever the umask), synced to disk when `durable` (a cache made again
+    from what it saves need not be), then renamed over `path`; the temporary file is
+    removed when anything fails."""
+    folder, name = os.path.split(os.fspath(path))
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.lexists(temporary):  # ours alone: its name is this call's
+            os.unlink(temporary)
+        raise
+
+
 #: The most `active_dir` reads of models.json.
 MAX_MODELS_FILE = 256 * 1024
 
@@ -264,5 +289,6 @@ __all__ = [
     "make_private_dir",
     "open_private",
     "read_owner_file",
+    "replace_file",
     "side_dir",
 ]

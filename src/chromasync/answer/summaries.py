@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..datadir import SUMMARIES_FILE, open_private
+from ..datadir import SUMMARIES_FILE, replace_file
 from ..errors import NotFound
 from ..metakeys import CHUNK_HASH_KEY, bookkeeping
 from ..records import Hit
@@ -250,12 +249,9 @@ def load_cache(data_dir: Path) -> dict[str, Any]:
 
 
 def save_cache(data_dir: Path, groups: Mapping[str, Any]) -> None:
-    """Written whole to a temporary file, then renamed over the old one (0600)."""
-    path = data_dir / SUMMARIES_FILE
-    temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
-    with open_private(temporary, "w", encoding="utf-8") as handle:
-        json.dump({"version": CACHE_VERSION, "groups": groups}, handle, ensure_ascii=False)
-    os.replace(temporary, path)
+    """Written whole (`datadir.replace_file`, 0600); a cache, so not synced to disk."""
+    data = json.dumps({"version": CACHE_VERSION, "groups": groups}, ensure_ascii=False)
+    replace_file(data_dir / SUMMARIES_FILE, data.encode("utf-8"), durable=False)
 
 
 def summarize_groups(

@@ -22,14 +22,13 @@ an API key stays in the environment.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..datadir import MAX_MODELS_FILE, MODELS_FILE, make_private_dir, open_private, side_dir
+from ..datadir import MAX_MODELS_FILE, MODELS_FILE, make_private_dir, replace_file, side_dir
 from ..errors import ConfigError
 from .settings import Settings
 
@@ -170,13 +169,7 @@ def save_models(data_dir: Path, models: ModelsFile) -> None:
         "active": models.active,
         "profiles": {n: p.as_json() for n, p in sorted(models.profiles.items())},
     }
-    path = models_path(data_dir)
-    temporary = path.with_name(f".{MODELS_FILE}.{os.getpid()}.tmp")
-    with open_private(temporary, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    replace_file(models_path(data_dir), json.dumps(data, indent=2).encode("utf-8"))
 
 
 def with_profile(settings: Settings, profile: ModelProfile) -> Settings:

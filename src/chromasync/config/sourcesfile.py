@@ -10,9 +10,7 @@ rename) and keep the file's mode.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..datadir import FILE_MODE, replace_file
 from ..errors import ConfigError
 
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
@@ -173,22 +172,10 @@ def remove_item(text: str, key: str, index: int) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` (temp file in the same folder, fsync, rename)."""
+    """Replace `path` with `text` whole (`datadir.replace_file`), keeping the file's mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    mode = path.stat().st_mode & 0o7777 if path.exists() else FILE_MODE
+    replace_file(path, text.encode("utf-8"), mode=mode)
 
 
 def read_text_exact(path: Path) -> str:

@@ -52,6 +52,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..datadir import replace_file
 from ..errors import EmbeddingError
 from . import Embedder, modelfiles, runtime, shared
 from .making import check_agreement, export_checked, load_sentence_transformer, mean_pool, quantize
@@ -388,9 +389,9 @@ class LocalEmbedder(Embedder):
         )
         if runtime.onnx_providers() is not None:
             self._ensure_fp32()
-        from ..config.sourcesfile import write_atomic  # imports yaml: only here, once
-
-        write_atomic(record, json.dumps({"model_id": self.model_id, "cosine": cosine}))
+        agreed = {"model_id": self.model_id, "cosine": cosine}
+        record.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(record, json.dumps(agreed).encode("utf-8"))
         # the TorchScript trace that bf16 ran before this encoder (BF16_VERSION 1): ours
         modelfiles.bf16_trace(self.cache_dir, self._weights()).unlink(missing_ok=True)
         self._st_model = None

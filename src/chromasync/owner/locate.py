@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..datadir import OWNER_FILE as OWNER_FILE
 from ..datadir import SOCKET_FILE as SOCKET_FILE
-from ..datadir import TOKEN_FILE, make_private_dir, open_private, read_owner_file
+from ..datadir import TOKEN_FILE, make_private_dir, read_owner_file, replace_file
 from ..state.lock import lock_holder
 
 log = logging.getLogger(__name__)
@@ -157,14 +157,8 @@ def new_owner(data_dir: Path, role: str, url: str | None, key: str = "") -> Owne
 
 
 def write_owner(data_dir: Path, info: OwnerInfo) -> None:
-    """Advertise `info` (atomically: temp file, fsync, rename). The caller holds the lock."""
-    path = data_dir / OWNER_FILE
-    tmp = path.with_name(f"{OWNER_FILE}.{os.getpid()}.tmp")
-    with open_private(tmp, "w", encoding="utf-8") as out:
-        json.dump(info.as_json(), out)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    """Advertise `info` (whole: `datadir.replace_file`). The caller holds the lock."""
+    replace_file(data_dir / OWNER_FILE, json.dumps(info.as_json()).encode("utf-8"))
 
 
 def clear_owner(data_dir: Path, info: OwnerInfo) -> None:

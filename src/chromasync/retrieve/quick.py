@@ -29,7 +29,15 @@ from __future__ import annotations
 import marshal
 import os
 
-from ..datadir import LOCK_FILE, OWNER_FILE, READER_MARK, SNAPSHOT_DIR, STATE_FILE
+from ..datadir import (
+    LOCK_FILE,
+    OWNER_FILE,
+    READER_MARK,
+    SNAPSHOT_DIR,
+    STATE_FILE,
+    make_private_dir,
+    replace_file,
+)
 from ..state.snapshots import consulted_unchanged
 
 TYPE_CHECKING = False
@@ -145,13 +153,10 @@ def record_search(
         float(heading_weight),
     )
     path = search_snapshot_path(data_dir, key)
-    temporary = f"{path}.{os.getpid()}.tmp"
     try:
         data = marshal.dumps(_plain(snapshot), 2)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
+        make_private_dir(os.path.dirname(path))
+        replace_file(path, data, durable=False)
     except (OSError, ValueError):  # a value marshal cannot hold, a full or read-only disk
         return False
     return True

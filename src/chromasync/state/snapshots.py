@@ -166,14 +166,11 @@ class Recorder:
             [dict(s.summary) for s in self.settled],
         )
         path = snapshot_path(data_dir, self.key) + ".snap"
-        temporary = f"{path}.{os.getpid()}.tmp"
-        from ..datadir import make_private_dir, open_private
+        from ..datadir import make_private_dir, replace_file
 
         try:
             make_private_dir(os.path.dirname(path))
-            with open_private(temporary, "wb") as handle:
-                handle.write(marshal.dumps(snapshot, 2))
-            os.replace(temporary, path)
+            replace_file(path, marshal.dumps(snapshot, 2), durable=False)
         except OSError:  # a full or read-only disk: the next run takes the full path
             return False
         return True
