@@ -456,7 +456,9 @@ class StallingServer:
     * `flood`: sends a head declaring `size` bytes, then all of them (zeros);
     * `events`: an SSE head, then a `token` event every `every` seconds, without end.
 
-    A request for a path in `answers` gets that JSON body instead, properly.
+    A request for a path in `answers` gets that JSON body instead, properly; the next
+    request on that connection is held, or, with `then_misbehave`, gets `behaviour` (a
+    kept-alive connection that turns bad).
     """
 
     def __init__(
@@ -467,9 +469,11 @@ class StallingServer:
         every: float = 0.1,
         size: int = 1000,
         answers: dict[str, str] | None = None,
+        then_misbehave: bool = False,
     ) -> None:
         self.behaviour, self.every, self.size = behaviour, every, size
         self.answers = answers or {}
+        self.then_misbehave = then_misbehave
         if path is None:
             self._listener = socket.socket()
             self._listener.bind(("127.0.0.1", 0))
@@ -522,6 +526,8 @@ class StallingServer:
                         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                         b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
                     )
+                    if self.then_misbehave and conn.recv(65536):  # the next request
+                        self._answer(conn)
                     while conn.recv(65536):  # the next request on this connection
                         pass
                     return

@@ -40,7 +40,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
+import httpcore
 import httpx
 
 log = logging.getLogger(__name__)
@@ -330,6 +332,8 @@ class Deadline:
         if not isinstance(found, socket.socket):
             return
         with self._lock:
+            if found in self._sockets:
+                return
             self._sockets.append(found)
             late = self.expired
         if late:
@@ -355,6 +359,71 @@ def _shut(found: socket.socket) -> None:
         found.shutdown(socket.SHUT_RDWR)
 
 
+#: The `Deadline` of the request this thread is making through a `DeadlineTransport`.
+_SENDING = threading.local()
+
+
+class _NoticedStream(httpcore.NetworkStream):
+    """A pooled connection's stream that shows its socket to the deadline of whichever
+    request writes or reads it: a kept-alive connection, reused, opens nothing that the
+    trace extension would see, and its answer's head may never come whole."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def _notice(self) -> None:
+        deadline = getattr(_SENDING, "deadline", None)
+        if deadline is not None:
+            deadline._add(self._inner)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._notice()
+        return self._inner.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._notice()
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return _NoticedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _NoticingBackend(httpcore.NetworkBackend):
+    """httpcore's network backend, its every stream a `_NoticedStream`."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        return _NoticedStream(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        return _NoticedStream(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _notice_reuse(transport: httpx.BaseTransport) -> None:
+    """Give an `httpx.HTTPTransport`'s connection pool the `_NoticingBackend` (httpx takes
+    no network backend of its own; its pool, httpcore's, does)."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if isinstance(backend, httpcore.NetworkBackend) and not isinstance(backend, _NoticingBackend):
+        pool._network_backend = _NoticingBackend(backend)  # type: ignore[union-attr]
+
+
 class AnswerTooLarge(httpx.TransportError):
     """An answer over its size cap: final (retrying brings the same answer)."""
 
@@ -366,6 +435,7 @@ class DeadlineTransport(httpx.BaseTransport):
     `RetryingTransport` around this one tries again while its own deadline allows)."""
 
     def __init__(self, inner: httpx.BaseTransport, seconds: float, max_bytes: int) -> None:
+        _notice_reuse(inner)
         self.inner = inner
         self.seconds = seconds
         self.max_bytes = max_bytes
@@ -375,6 +445,7 @@ class DeadlineTransport(httpx.BaseTransport):
             request.extensions = {**request.extensions, **deadline.extensions}
             _cut_timeouts(request, max(deadline.left(), 0.001))
             response: httpx.Response | None = None
+            _SENDING.deadline = deadline
             try:
                 response = self.inner.handle_request(request)
                 deadline.watch(response)
@@ -391,6 +462,7 @@ class DeadlineTransport(httpx.BaseTransport):
                     ) from exc
                 raise
             finally:
+                _SENDING.deadline = None
                 if response is not None:
                     response.close()
         if body is None:

@@ -27,7 +27,9 @@ from chromasync.owner import daemon as daemons
 from chromasync.owner.client import OwnerClient
 from chromasync.owner.index import open_index
 from chromasync.owner.locate import OwnerInfo, find_owner
+from chromasync.retry import NO_RETRY, GaveUp
 from chromasync.store import connect
+from chromasync.store.target import StoreConfig
 
 from ..servers import StallingServer
 
@@ -74,6 +76,28 @@ def test_a_chroma_server_that_answers_the_heartbeat_then_holds(tmp_path: Path) -
         settings = _chroma(tmp_path, server.url, chroma_timeout=0.6, chroma_retries=1)
         message = _fails_within(0.6, lambda: api.open_store(settings))
     assert "connect failed" in message and server.url.split("//")[1] in message, message
+
+
+@pytest.mark.parametrize("behaviour", ["hold", "drip-head", "drip-body"])
+def test_a_kept_alive_connection_that_turns_bad_is_cut_off_at_the_deadline(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """The first request on a connection is answered, the next one on it (reused from the
+    pool: no new connection for the deadline to learn) is held or dripped. A head dripped a
+    byte every 0.1 s took 8 s, the time the head took, however short the deadline."""
+    import httpx
+
+    with StallingServer(behaviour, every=0.1, answers=HEARTBEAT, then_misbehave=True) as server:
+        config = StoreConfig(tmp_path, url=server.url, timeout_s=0.6, retry=NO_RETRY)
+        transport = connect._transport(config)
+        with httpx.Client(transport=transport, timeout=connect._timeout(config)) as client:
+            assert client.get(f"{server.url}/api/v2/heartbeat").status_code == 200
+            started = time.monotonic()
+            with pytest.raises(GaveUp, match="ReadTimeout"):
+                client.get(f"{server.url}/api/v2/collections")
+            took = time.monotonic() - started
+    assert server.connections == 1  # the second request went over the first's connection
+    assert took < 0.6 + 1.5, took
 
 
 def test_a_chroma_answer_over_its_cap_is_refused_while_read(
