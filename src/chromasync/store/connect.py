@@ -123,7 +123,6 @@ def _forget_if_replaced(path: str) -> None:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     log.info("the embedded store at %s was replaced since it was opened: opening it anew", path)
-    del _OPENED[path]
     system = SharedSystemClient._identifier_to_system.pop(path, None)
     SharedSystemClient._identifier_to_refcount.pop(path, None)
     if system is not None:
