@@ -8,7 +8,8 @@
 
 Each `Document` is one hit: `page_content` its text, `id` its record id, `metadata` the
 citation (`adapters.hit_metadata`). `mode` is hybrid, dense or keyword; `where` a Chroma
-filter on the records' metadata.
+filter on the records' metadata. Each may also be given to one call, as LangChain's
+standard retriever tests expect: `retriever.invoke(query, k=1, mode="keyword")`.
 """
 
 from __future__ import annotations
@@ -43,13 +44,22 @@ class ChromasyncRetriever(BaseRetriever):
     _embedder: Any = PrivateAttr(default=None)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        mode: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[Document]:
-        if self._embedder is None and self.mode != "keyword":
+        mode = mode or self.mode
+        if self._embedder is None and mode != "keyword":
             from .. import api
 
             self._embedder = api.make_embedder_for(self.settings)  # loaded once, kept
-        hits = search_hits(query, self.settings, self.k, self.mode, self.where, self._embedder)
+        hits = search_hits(
+            query, self.settings, k or self.k, mode, where or self.where, self._embedder
+        )
         return [Document(page_content=h.text, metadata=hit_metadata(h), id=h.id) for h in hits]
 
 

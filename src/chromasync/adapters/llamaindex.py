@@ -9,10 +9,13 @@
 Each `NodeWithScore` holds a `TextNode` (id: the record id; `ref_doc_id`: the file's
 path) and the hit's score. The metadata is the citation (`adapters.hit_metadata`); only
 `path`, `heading` and the line range are shown to the language model and the embedder.
+`aretrieve` runs the search on a worker thread: the event loop goes on meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,12 +58,17 @@ class ChromasyncRetriever(BaseRetriever):
         self.mode = mode
         self.where = where
         self._embedder: Any = None
+        self._loading = threading.Lock()
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await asyncio.to_thread(self._retrieve, query_bundle)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        if self._embedder is None and self.mode != "keyword":
-            from .. import api
+        with self._loading:  # concurrent first calls load the model once
+            if self._embedder is None and self.mode != "keyword":
+                from .. import api
 
-            self._embedder = api.make_embedder_for(self.settings)  # loaded once, kept
+                self._embedder = api.make_embedder_for(self.settings)  # loaded once, kept
         hits = search_hits(
             query_bundle.query_str, self.settings, self.k, self.mode, self.where, self._embedder
         )
