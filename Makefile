@@ -7,7 +7,7 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: lock test-latest install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp
+.PHONY: lock test-latest variants install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -48,9 +48,21 @@ serve: demo
 # Then the `timing` tests (doubling tests, which time their own CPU time) run alone, in one
 # process: a worker beside them slows one size and not the other (tests/doubling.py).
 TEST_WORKERS ?= 2
-test: install chroma-mcp
+test: install chroma-mcp variants
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow and not timing" -n $(TEST_WORKERS) --durations=20
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "timing and not slow" -n 0
+
+# Every install a user can get, each in its own environment from the lock, the package as a
+# wheel (tests/integration/test_install_variants.py runs them): no extras, then each extra
+# alone. uv installs them (seconds, one shared cache): none needs torch.
+VARIANTS ?= plain serve nats langchain llamaindex
+variants: install
+	@for v in $(VARIANTS); do \
+	  extra=$$([ $$v = plain ] || echo "[$$v]"); \
+	  { [ -x .venv-variants/$$v/bin/python ] || $(BIN)/uv venv -q -p $(BIN)/python .venv-variants/$$v; } && \
+	  $(BIN)/uv pip install -q -p .venv-variants/$$v/bin/python -c $(LOCK) \
+	    --reinstall-package chromasync ".$$extra" || exit 1; \
+	done
 
 # tests/unit only: the pure stages, no `chroma run` server and no model weights.
 test-unit: install
@@ -118,4 +130,4 @@ test-latest:
 	$(LATEST_VENV)/bin/python -W ignore::ResourceWarning -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(LATEST_VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(LATEST_VENV) .venv-variants $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache

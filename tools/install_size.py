@@ -1,5 +1,5 @@
 """Measure what `pip install chromasync` brings: a fresh venv, the project installed from
-this checkout with `-c constraints.txt` and the extras asked for (none by default).
+this checkout with `-c requirements.lock` and the extras asked for (none by default).
 
     python tools/install_size.py [--extras pptx,serve] [--keep DIR]
 
@@ -67,7 +67,7 @@ def main() -> int:
         python = venv / "bin" / "python"
         target = f"{REPO}[{args.extras}]" if args.extras else str(REPO)
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "-c", f"{REPO}/constraints.txt", target],
+            [str(python), "-m", "pip", "install", "-q", "-c", f"{REPO}/requirements.lock", target],
             check=True,
         )
         total = tree_size(venv)

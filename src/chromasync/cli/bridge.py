@@ -16,7 +16,7 @@ from .common import import_extra
 
 def import_bridge() -> Any:
     """`nats.runner` (the `nats` extra's client)."""
-    return import_extra("nats.runner", "the NATS client", "nats")
+    return import_extra("nats.runner", "the NATS client", "nats", "nats")
 
 
 class BridgeThread:

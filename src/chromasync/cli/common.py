@@ -7,6 +7,7 @@ to exit codes in one table (`EXIT_CODES`): 1 for a failure, 2 for bad usage.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -57,12 +58,14 @@ EXIT_CODES: dict[type[ChromasyncError], int] = {
 }
 
 
-def import_extra(module: str, what: str, extra: str) -> Any:
-    """`chromasync.<module>`, whose dependencies come with an extra; a `ConfigError` naming
-    `what` is missing and the extra that brings it when they are not installed."""
+def import_extra(module: str, what: str, extra: str, requires: str) -> Any:
+    """`chromasync.<module>`, whose dependency `requires` (a package it may import late)
+    comes with an extra; a `ConfigError` naming `what` and the extra when it is missing."""
     try:
+        if importlib.util.find_spec(requires) is None:
+            raise ModuleNotFoundError(name=requires)
         return importlib.import_module(f"chromasync.{module}")
-    except ImportError as exc:  # pragma: no cover - the extra is missing
+    except ImportError as exc:
         raise ConfigError(
             f"this command needs {what} ({exc.name}); install it with: "
             f"pip install 'chromasync[{extra}]'"

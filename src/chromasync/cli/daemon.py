@@ -153,11 +153,10 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
     settings come from the same options, folder and environment, which are what it hashes).
     """
 
+    from .. import rest
     from ..owner.service import Service
     from .daemon_routes import add_daemon_routes
-    from .service import import_rest
 
-    rest = import_rest()
     key = daemons.settings_key(settings)
     with (
         rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too

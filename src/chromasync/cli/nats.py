@@ -18,7 +18,7 @@ from .. import api
 from ..errors import ConfigError
 from .bridge import BridgeThread, import_bridge
 from .common import reported_errors, settings_from_flags, stderr_console, store_options
-from .service import _report, import_rest
+from .service import _report
 
 
 @click.command("nats")
@@ -44,7 +44,8 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
     from ..owner.service import Service
 
     with reported_errors():
-        rest = import_rest()
+        from .. import rest
+
         settings = settings_from_flags(**flags)
         import_bridge().connect_options(settings)  # a missing credentials file fails now
         with (

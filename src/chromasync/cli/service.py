@@ -85,17 +85,10 @@ def _report(job: dict[str, Any]) -> None:
         )
 
 
-def import_rest() -> Any:
-    """`rest` (the `serve` extra's service)."""
-    return import_extra("rest", "the service dependencies", "serve")
-
-
 def _start_watcher(
     service: Any, specs: Sequence[SourceSpec], debounce: float, max_delay: float
 ) -> Any:
-    from ..watch import Watcher
-
-    watcher = Watcher(
+    watcher = import_extra("watch", "the file watcher", "serve", "watchdog").Watcher(
         specs,
         lambda changed: service.submit(changed, "watch"),
         debounce=debounce,
@@ -193,7 +186,7 @@ def serve(
             "(or pass --allow-no-token)"
         )
     with reported_errors():
-        rest = import_rest()
+        from .. import rest
     # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
     with reported_errors(), rest.sigterm_interrupts(), contextlib.suppress(KeyboardInterrupt):
         owner = find_owner(settings.data_dir)
@@ -255,7 +248,8 @@ def watch(
     from ..owner.service import Service
 
     with reported_errors():
-        rest = import_rest()
+        from .. import rest
+
         settings = settings_from_flags(**flags)
         with Service(
             settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
@@ -351,12 +345,10 @@ def mcp_command(
         )
     with reported_errors():
         if not http:
-            from ..mcp import run_stdio
-
+            run_stdio = import_extra("mcp", "the MCP server", "serve", "mcp").run_stdio
             run_stdio(settings, reload=lambda: settings_from_flags(**flags))
             return
-        import_rest()
-        from ..mcp import run_http
+        run_http = import_extra("mcp", "the MCP server", "serve", "mcp").run_http
 
         def listening(url: str) -> None:
             click.echo(
