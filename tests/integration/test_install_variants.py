@@ -274,8 +274,7 @@ def test_each_framework_extra_retrieves_alone(
         "import os\n"
         "from chromasync import resolve_settings\n"
         f"QUERY = {QUERY!r}\n"
-        "settings = resolve_settings({'data_dir': '.chromasync'}, os.environ)\n"
-        + SNIPPETS[extra]
+        "settings = resolve_settings({'data_dir': '.chromasync'}, os.environ)\n" + SNIPPETS[extra]
     )
     done = run(bin_dir, ["python", "-c", code], cwd, env)
     assert done.returncode == 0, done.stderr
