@@ -160,7 +160,6 @@ class ReadOutcome:
     file_hash: str | None
     document: Document | None = None
     skip: Skip | None = None
-    dropped_metadata: int = 0
     asset: AssetRef | None = None
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ChromasyncError, ConfigError
 from ..records import Hit
+from ..retrieve.options import MAX_QUESTION_CHARS
 from .chat import ChatClient, ChatUnreachable, chat_client
 from .examples import MAX_PAGE_CHUNKS, Page
 from .extractive import answer_extractive, score_sentences, split_sentences
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_QUESTION_CHARS = 4000
 NO_SOURCES_TEXT = "No sources matched the question."
 #: The answer when filters were given and nothing passed them.
 NO_MATCH_TEXT = "No sources matched these filters."

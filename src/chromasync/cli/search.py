@@ -1,6 +1,6 @@
 """The retrieval commands of the CLI: `search`, `similar` and `eval` (parse, call, render).
 
-Split from `cli.py` for size; importing this module registers the commands on `cli.main`.
+Importing this module registers the commands on `cli.main`.
 Results go to stdout (`--json` for machines); progress and warnings to stderr.
 """
 

@@ -118,7 +118,6 @@ def decode_document(
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     kind, language = classify_extension(file.rel_path) or ("text", None)
     metadata: Mapping[str, MetaValue] = {}
-    dropped = 0
     body_start = 1
     identity: str | None = None
     asset = None
@@ -133,7 +132,7 @@ def decode_document(
                 return ReadOutcome(
                     file, file_hash, skip=Skip(file.rel_path, "private"), asset=asset
                 )
-            metadata, dropped = flatten_metadata(front.data)
+            metadata, _dropped = flatten_metadata(front.data)
             if asset is not None:
                 asset = replace(asset, metadata=metadata)
             body_start = front.body_start_line
@@ -152,7 +151,7 @@ def decode_document(
         metadata=metadata,
         identity=identity,
     )
-    return ReadOutcome(file, file_hash, document=document, dropped_metadata=dropped, asset=asset)
+    return ReadOutcome(file, file_hash, document=document, asset=asset)
 
 
 def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | None) -> ReadOutcome:

@@ -4,7 +4,7 @@ Requests (`corpus.retrieve.requested`, the ask subject) are strict: JSON objects
 fields, each typed and bounded as the other surfaces bound theirs (a query of at most
 `MAX_QUERY_CHARS`, as REST's `q` and MCP's `query`; `top_k` at most `MAX_TOP_K`, the
 other surfaces' `k` bound (`retrieve.options.MAX_K`); a question of
-at most `answer.ask.MAX_QUESTION_CHARS`). A message over
+at most `retrieve.options.MAX_QUESTION_CHARS`). A message over
 `nats_max_message_bytes` is refused before it is parsed. Change events are lenient about
 fields they do not need (a producer may add its own), strict about the path they name.
 
@@ -27,11 +27,14 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import api
-from ..answer.ask import MAX_QUESTION_CHARS
 from ..errors import ConfigError
 from ..records import Hit
 from ..retrieve.filter_syntax import MAX_OPTION_VALUES, MAX_VALUE_CHARS, parse_value
-from ..retrieve.options import MAX_K, MAX_QUERY_CHARS  # the bounds of every surface
+from ..retrieve.options import (  # the bounds of every surface
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_QUESTION_CHARS,
+)
 from .errors import BadMessage
 
 #: Hits per request: the bound of `k` on every other surface; the design's default is 8 (a

@@ -121,7 +121,7 @@ class SearchBody(_SearchFields):  # type: ignore[misc]
 class AskBody(_AskFields):  # type: ignore[misc]
     """`POST /ask`: the question and the search options of `POST /search`.
 
-    The question's own limit (`answer.ask.MAX_QUESTION_CHARS`) is checked by the answer
+    The question's own limit (`retrieve.options.MAX_QUESTION_CHARS`) is checked by the answer
     layer, so that an over-long question is a 400 that says so."""
 
     def search_args(self) -> api.SearchArgs:

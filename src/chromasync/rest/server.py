@@ -25,12 +25,14 @@ def bind_tcp(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
 
-def bind_unix(path: str) -> socket.socket:
+def bind_unix(path: str | None) -> socket.socket:
     """A listening Unix socket at `path` (mode 0600); a stale one is replaced.
 
     Only the data dir's owner calls this, while holding its lock: a socket left at `path`
-    belongs to a dead owner.
+    belongs to a dead owner (`path` None: a service not started, which is a bug).
     """
+    if path is None:
+        raise RuntimeError("the owner's socket path is unset: the service has not started")
     if os.path.lexists(path):
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             raise ConfigError(f"{path} exists and is not a socket; remove it")

@@ -140,14 +140,6 @@ class FileLines:
     truncated: bool = False
     skipped: str | None = None
 
-    def numbered(self) -> str:
-        """The text with right-aligned line numbers, as `cat -n` shows it."""
-        width = len(str(self.end_line))
-        lines = self.text.split("\n") if self.text else []
-        return "\n".join(
-            f"{n:>{width}}  {line}" for n, line in enumerate(lines, start=self.start_line)
-        )
-
 
 def parse_location(spec: str) -> tuple[str, int | None, int | None]:
     """`PATH[:START[-END]]` -> (path, start, end); a path that itself ends in `:N` needs `:N`."""

@@ -1,9 +1,9 @@
-"""Keyword search: BM25 over the SQLite FTS5 index of the chunks (`state.py`, `mirror.py`).
+"""Keyword search: BM25 over the SQLite FTS5 index of the chunks (`state.schema`, `mirror`).
 
 The index is an external-content FTS5 table `keyword(text, heading)` over `chunks`
 (porter stemming, unicode61). A query becomes an OR of its words, stop words dropped; FTS5's
 `bm25()` ranks the matches (k1 = 1.2, b = 0.75), with the heading column weighted by
-`heading_weight`. Filters are SQL conditions (`filters.where_to_sql`, `filters.local_sql`)
+`heading_weight`. Filters are SQL conditions (`filter_sql.where_to_sql`, `filter_sql.local_sql`)
 applied inside the same statement, before ranking.
 """
 

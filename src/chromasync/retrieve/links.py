@@ -37,9 +37,9 @@ from ..corpus.links import (
 from ..errors import ConfigError
 from ..metakeys import source_label
 from .bm25 import KeywordIndex
+from .options import MAX_TARGET_CHARS
 
 MAX_TARGETS = 200  # stored targets one lookup may expand to
-MAX_TARGET_CHARS = 2000
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """A keyword index rebuilt from the collection itself, for collections the state does not cover.
 
-The state's keyword index (`state.py`) holds exactly the chunks this data dir's ingests
+The state's keyword index (`state.schema`) holds exactly the chunks this data dir's ingests
 wrote. When the store is a Chroma server shared by several ingesters, a collection also
 holds other machines' sources, which no local ingest has seen. Retrieval then notices that
 the local index does not cover the collection (its row count differs from the
