@@ -3,21 +3,24 @@
     python -m chromasync.action
 
 Identity comes from the workflow: the namespace (source label) is
-`$GITHUB_REPOSITORY@$GITHUB_REF_NAME` and every record written carries
-`indexed_commit_sha=$GITHUB_SHA`. The tree is `$GITHUB_WORKSPACE` (or `INPUT_PATH` below
-it). The action's inputs arrive as `INPUT_*` variables: `INPUT_PATH`, `INPUT_KIND`,
-`INPUT_COLLECTION`, `INPUT_CHROMA_URL`, `INPUT_TENANT`, `INPUT_DATABASE`,
+`$GITHUB_REPOSITORY@$GITHUB_REF_NAME`, every record written carries
+`indexed_commit_sha=$GITHUB_SHA`, and the identity (organization, repository, branch)
+gives the records the repository indexer's fields. The tree is `$GITHUB_WORKSPACE` (or
+`INPUT_PATH` below it). The action's inputs arrive as `INPUT_*` variables: `INPUT_PATH`,
+`INPUT_KIND`, `INPUT_COLLECTION`, `INPUT_CHROMA_URL`, `INPUT_TENANT`, `INPUT_DATABASE`,
 `INPUT_PROVIDER`, `INPUT_MODEL`, `INPUT_EXCLUDE` and `INPUT_INCLUDE_PATHS` (patterns, one
 per line), `INPUT_CONFIG_FILE` (a chromasync.yaml for the settings, relative to the
 workspace), `INPUT_INCLUDE_EXTENSIONS` / `INPUT_EXCLUDE_EXTENSIONS` (comma- or
 line-separated), `INPUT_CHUNK_SIZE`, `INPUT_CHUNK_OVERLAP` (only 0: chromasync overlaps
 chunks only inside a subdivided unit), `INPUT_BATCH_SIZE`, `INPUT_DRY_RUN`,
 `INPUT_EMBEDDING_API_URL` and `INPUT_EMBEDDING_MODEL` (the `openai` provider unless
-`INPUT_PROVIDER` names another); the tokens come from `CHROMASYNC_CHROMA_TOKEN` and
-`CHROMASYNC_EMBEDDING_API_KEY` only. The run's figures are written to `$GITHUB_OUTPUT`
-(`files_seen`, `files_new`, ..., `chunks_embedded`, `embed_ms`; `namespace_id`,
-`files_eligible`, `binary_skipped`, `chunks_unchanged`, `dry_run`, and `summary_json`,
-the run's `ingest --json` row on one line) and a table to `$GITHUB_STEP_SUMMARY`.
+`INPUT_PROVIDER` names another); the repository indexer's names are taken too (`ALIASES`:
+`INPUT_SERVER_URL`, `INPUT_COLLECTION_NAME`, `INPUT_EXCLUDE_PATHS`); the tokens come from
+`CHROMASYNC_CHROMA_TOKEN` and `CHROMASYNC_EMBEDDING_API_KEY` only. In CI (`CI` or
+`GITHUB_ACTIONS` set) a run that names no Chroma server fails: an embedded store would
+be thrown away with the runner. The run's figures are written to `$GITHUB_OUTPUT`
+(`outputs`: chromasync's figures and the repository indexer's outputs under its names)
+and a table to `$GITHUB_STEP_SUMMARY`.
 
 A runner starts with no local state: the first ingest of a run rebuilds its manifest from
 the collection (no embedding), then reads every file once and embeds only what changed.
@@ -38,12 +41,45 @@ from pathlib import Path
 from . import api
 from .cli.common import exit_code
 from .errors import ChromasyncError, ConfigError
+from .plan.triage import namespace_id
 from .records import SUMMARY_COUNTS, IngestSummary, SourceSpec
+
+#: The repository indexer's input names, accepted for chromasync's (its workflow works
+#: with only its `uses:` line changed); the token's alias is joined in action.yml.
+ALIASES = {
+    "chroma-url": "server-url",
+    "collection": "collection-name",
+    "exclude": "exclude-paths",
+}
+#: Skip reasons as the repository indexer counts files: left out by the filters (not
+#: eligible), binary or undecodable, symlinks and entries that are not regular files.
+FILTERED = frozenset({"ignored", "hidden", "unsupported-extension"})
+BINARY = frozenset({"binary", "undecodable"})
+OTHER = frozenset(
+    {
+        "broken-symlink",
+        "not-regular-file",
+        "symlink-duplicate",
+        "symlink-loop",
+        "symlink-outside-root",
+    }
+)
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(f"INPUT_{name.upper().replace('-', '_')}", "").strip()
+    return value or None
 
 
 def _input(environ: Mapping[str, str], name: str) -> str | None:
-    value = environ.get(f"INPUT_{name.upper().replace('-', '_')}", "").strip()
-    return value or None
+    """An input's value under chromasync's name or the repository indexer's (`ALIASES`);
+    both given with different values is a `ConfigError`."""
+    value = _env(environ, name)
+    alias = ALIASES.get(name)
+    other = _env(environ, alias) if alias else None
+    if value and other and value != other:
+        raise ConfigError(f"inputs {name} and {alias} name the same thing; give one of them")
+    return value or other
 
 
 def _number(environ: Mapping[str, str], name: str, low: int) -> int | None:
@@ -111,6 +147,12 @@ def action_settings(environ: Mapping[str, str]) -> tuple[api.Settings, SourceSpe
     settings = api.configure(
         flags, environ, workspace, config=workspace / config if config else None
     )
+    if not settings.chroma_url and (environ.get("CI") or environ.get("GITHUB_ACTIONS")):
+        raise ConfigError(
+            "no Chroma server named: set the input chroma-url (or server-url), "
+            "CHROMASYNC_CHROMA_URL or the config file's chroma_url; in CI an embedded store "
+            "would be thrown away with the runner"
+        )
     from .cli.fileflags import file_fields
 
     fields = file_fields(
@@ -125,31 +167,50 @@ def action_settings(environ: Mapping[str, str]) -> tuple[api.Settings, SourceSpe
             "exclude_extensions": _items(environ, "exclude-extensions"),
         }
     )
+    organization, _, name = repository.partition("/")
     spec = api.source_for(
-        root, f"{repository}@{branch}", kind=_input(environ, "kind") or "repo", **fields
+        root,
+        f"{repository}@{branch}",
+        kind=_input(environ, "kind") or "repo",
+        identity=(organization, name, branch),
+        **fields,
     )
     return settings, spec, sha
 
 
-def outputs(summary: IngestSummary) -> dict[str, str]:
-    """The step's outputs: every figure of the summary, and the repository indexer's names
-    for a few (`namespace_id`: the source; `files_eligible`: files seen and not skipped;
-    `binary_skipped`; `chunks_unchanged`: chunks this run did not write), the dry-run
-    flag, and the summary itself as one line of JSON (`summary_json`, the row that
-    `ingest --json` prints)."""
+def outputs(summary: IngestSummary, spec: SourceSpec | None = None) -> dict[str, str]:
+    """The step's outputs: every figure of the summary, `source`, `collection`, and the
+    repository indexer's outputs under its names (docs/configuration.md, "The GitHub
+    Action"): `namespace_id` (of the spec's identity), `files_scanned`, `files_eligible`,
+    `files_indexed`, `files_binary_skipped`, `files_other_skipped`, `chunks_desired`,
+    `chunks_added_or_updated`, `chunks_unchanged`, `chunks_deleted`, `dry_run`,
+    `duration_ms` and `summary` (the run's `ingest --json` row on one line)."""
     figures = summary.as_json()
     out = {name: str(figures[name]) for name in SUMMARY_COUNTS}
-    skipped = sum(summary.files_skipped.values())
-    out["files_skipped"] = str(skipped)
-    out["source"] = summary.source
-    out["namespace_id"] = summary.source
-    out["collection"] = summary.collection
-    out["files_eligible"] = str(max(summary.files_seen - skipped, 0))
-    out["binary_skipped"] = str(summary.files_skipped.get("binary", 0))
+    skips = summary.files_skipped
+    skipped = sum(skips.values())
+
+    def count(reasons: frozenset[str]) -> int:
+        return sum(n for reason, n in skips.items() if reason in reasons)
+
     written = summary.chunks_embedded + summary.chunks_reused
-    out["chunks_unchanged"] = str(max(summary.chunks_total - written, 0))
-    out["dry_run"] = "true" if summary.dry_run else "false"
-    out["summary_json"] = json.dumps(figures, sort_keys=True, separators=(",", ":"))
+    identity = spec.identity if spec is not None else None
+    out |= {
+        "files_skipped": str(skipped),
+        "source": summary.source,
+        "collection": summary.collection,
+        "namespace_id": namespace_id(*identity) if identity else "",
+        "files_scanned": str(summary.files_seen),
+        "files_eligible": str(max(summary.files_seen - count(FILTERED | OTHER), 0)),
+        "files_indexed": str(max(summary.files_seen - skipped, 0)),
+        "files_binary_skipped": str(count(BINARY)),
+        "files_other_skipped": str(count(OTHER)),
+        "chunks_desired": str(summary.chunks_total),
+        "chunks_added_or_updated": str(written),
+        "chunks_unchanged": str(max(summary.chunks_total - written, 0)),
+        "dry_run": "true" if summary.dry_run else "false",
+        "summary": json.dumps(figures, sort_keys=True, separators=(",", ":")),
+    }
     return out
 
 
@@ -172,7 +233,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except ChromasyncError as exc:
         print(f"::error title=chromasync::{exc}", file=sys.stderr)
         return exit_code(exc)
-    values = outputs(summary)
+    values = outputs(summary, spec)
     _append(environ.get("GITHUB_OUTPUT"), "".join(f"{k}={v}\n" for k, v in values.items()))
     rows = "".join(f"| {k} | {v} |\n" for k, v in values.items())
     _append(

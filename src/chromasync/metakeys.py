@@ -44,6 +44,25 @@ BOOKKEEPING_KEYS: Mapping[str, str] = {
 #: Today's name -> the older one (what `record_hash` is taken over).
 LEGACY_NAMES: Mapping[str, str] = {new: old for old, new in BOOKKEEPING_KEYS.items()}
 
+#: Fields the designs list, written beside a record's hash and never in it (`record_hash`
+#: is taken before they are added, so adding them rewrote no record, and `ingested_at`
+#: never makes an unchanged chunk "changed"): the ingest design's, on every record, and the
+#: repository indexer's, on the records of a source with an identity (`ingest --identity`,
+#: the Action). Stored for filters (`--where file_type=python`) and for peers reading the
+#: collection; left out of every hit a surface shows (`records.Hit.from_metadata`), so an
+#: agent's hits stay lean.
+INGEST_FIELDS = ("char_count", "ingested_at", "last_modified_mtime")
+IDENTITY_FIELDS = (
+    "organization",
+    "namespace_id",
+    "file_name",
+    "file_extension",
+    "file_type",
+    "chunking_strategy",
+    "schema_version",
+)
+RECORD_FIELDS = frozenset({*INGEST_FIELDS, *IDENTITY_FIELDS})
+
 
 def stored_key(key: str) -> str:
     """The name a record's metadata holds `key` under: an older bookkeeping name (a

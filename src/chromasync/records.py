@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from .metakeys import source_label
+from .metakeys import RECORD_FIELDS, source_label
 
 #: Schema of the SQLite state (manifest, keyword index).
 MANIFEST_SCHEMA = 3  # 2: ctime_ns and inode in `files`; 3: asset, asset_issue (sidecars)
@@ -51,6 +51,9 @@ class SourceSpec:
     #: charset charset-normalizer finds with high confidence) or a codec name (`cp1252`).
     encoding: str = "utf-8"
     include_hidden: bool = False  # dotfiles and dot-folders are walked too (not `.git`)
+    #: (organization, repository, branch) of a checkout indexed as a repository
+    #: (`ingest --identity`, the Action): its records carry the repository indexer's fields.
+    identity: tuple[str, str, str] | None = None
 
     @property
     def starts(self) -> tuple[str, ...]:
@@ -351,7 +354,9 @@ class Hit:
         """A hit from a record's stored metadata (the citation fields are read from it).
 
         The metadata's keys are sorted: Chroma returns them in a different order at each
-        query, and `--json` must print the same bytes for the same hits."""
+        query, and `--json` must print the same bytes for the same hits. The fields
+        written beside the record's hash (`metakeys.RECORD_FIELDS`: `char_count`,
+        `ingested_at`, `namespace_id`...) are left out: what an agent sees stays lean."""
         return cls(
             id=rid,
             path=str(meta.get("path", "")),
@@ -362,7 +367,7 @@ class Hit:
             score=score,
             text=text,
             collection=collection,
-            metadata=dict(sorted(meta.items())),
+            metadata=dict(sorted(i for i in meta.items() if i[0] not in RECORD_FIELDS)),
         )
 
     @classmethod

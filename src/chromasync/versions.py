@@ -9,3 +9,6 @@
 #: date in front matter is a date (`<key>_ts`); 5: a Markdown page's first chunk embeds its
 #: front-matter `description` after the heading path (and the keyword index holds it).
 CHUNKING_VERSION = 5
+#: The contract of the repository indexer's fields on a record of a source with an identity
+#: (`schema_version`, as the indexer writes its own).
+RECORD_SCHEMA_VERSION = 1

@@ -15,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.metakeys import RECORD_FIELDS
 from chromasync.owner.locate import read_owner
 
 from ..conftest import REPO, invoke_cli, set_mtime
@@ -71,6 +72,7 @@ def test_mcp_tools_over_stdio(
             found = _data(await client.call_tool("search", {"query": "espresso grinder"}))
             hit = found["hits"][0]
             assert hit["citation"] == f"{hit['path']}:{hit['start_line']}-{hit['end_line']}"
+            assert not RECORD_FIELDS & set(hit["metadata"]), hit  # stored, not shown
             filtered = _data(
                 await client.call_tool(
                     "search", {"query": "notes", "k": 20, "tags": ["baking"], "after": "2025-01-01"}

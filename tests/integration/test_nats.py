@@ -293,6 +293,8 @@ def test_requests_fifty_at_a_time_and_bad_input_get_error_replies(
     assert kind({"client_id": "t", "query": "x", "top_k": 1001}) == "invalid_request"
     assert kind({"client_id": "t", "query": "x", "top_k": "8"}) == "invalid_request"
     assert kind({"client_id": "t", "query": "x", "published_after": "soon"}) == "invalid_request"
+    dated = request(server.url, {"client_id": "t", "query": "x", "published_after": "soon"})
+    assert dated["error"]["message"].startswith("published_after takes a date"), dated
     assert kind(b" " * (10 * 1024 * 1024)) == "too_large"
     assert kind({"client_id": "t", "query": "q" * 4001}, "corpus.ask.requested") == (
         "invalid_request"

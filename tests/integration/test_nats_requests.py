@@ -19,7 +19,8 @@ from chromasync.owner.service import Service
 
 NOTES = {
     "acme-soil.md": (
-        "funder: acme\nrecord: u-acme-1\npublished_at: 2024-03-01\npack_id: 12\n"
+        "funder: acme\nrecord: u-acme-1\nrecord_id: acme-2024-0012\npublished_at: 2024-03-01\n"
+        "pack_id: 12\n"
         "title: Acme soil grants\ntags: [climate, soil]",
         "Soil carbon grants from the Acme fund for farmers.",
     ),
@@ -94,9 +95,19 @@ def test_the_reply_carries_the_hits_metadata_under_the_designs_names(handlers: A
     assert hit["published_at"] == "2024-03-01"
     assert hit["corpus_path"] == "grants/acme-soil.md"
     assert hit["chunk_index"] == 0 and "Acme fund" in hit["chunk_text"]
-    assert 0 < hit["similarity"] <= 1 and hit["record_id"]
+    assert 0 < hit["similarity"] <= 1 and hit["record_id"] == "acme-2024-0012"
     [bare] = ask(handlers, record_uuid="u-acme-1", include_chunks=False)["hits"]
     assert "chunk_text" not in bare and bare["record_id"] == hit["record_id"]
+    [other] = ask(handlers, record_uuid="u-other-1")["hits"]
+    assert other["record_id"] is None  # the file has no record_id: null, as the others
+
+
+def test_a_bad_date_is_named_as_the_request_spells_it(handlers: Any) -> None:
+    for name in ("published_after", "published_before"):
+        reply = ask(handlers, **{name: "last tuesday"})
+        assert reply["error"]["kind"] == "invalid_request", reply
+        message = reply["error"]["message"]
+        assert message.startswith(f"{name} takes a date") and "--" not in message, message
 
 
 def test_a_client_id_selects_its_collections_or_is_refused(handlers: Any) -> None:

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.metakeys import RECORD_FIELDS
 from chromasync.owner.service import Service
 from chromasync.rest import BackgroundServer, bind_unix, create_app
 
@@ -57,6 +58,8 @@ def test_health_status_and_search(client: TestClient) -> None:
     hit = body["hits"][0]
     assert hit["citation"] == f"{hit['path']}:{hit['start_line']}-{hit['end_line']}"
     assert hit["source"] == "notes" and hit["start_line"] >= 1
+    # the fields written beside the record hash are stored, never shown in a hit (issue 39)
+    assert not RECORD_FIELDS & {k for h in body["hits"] for k in h["metadata"]}, hit
 
 
 def test_search_filters(client: TestClient) -> None:

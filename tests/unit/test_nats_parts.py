@@ -139,11 +139,10 @@ def test_request_fields_map_to_the_filters_on_the_configured_keys() -> None:
     settings = resolve_settings({"provider": "hash"}, {})
     built = api.search_request(args, settings)  # the one request every surface builds
     assert built.filters.after is not None and built.filters.date_fields == ("issued",)
-    with pytest.raises(ConfigError):  # a date the filters refuse: the others' message
-        api.search_request(
-            search_args(parse(RetrieveRequest, body(published_after="soon"), MAX), fields, {}),
-            settings,
-        )
+    for name in ("published_after", "published_before"):  # named as the request spells it
+        with pytest.raises(ConfigError, match=rf"^{name} takes a date") as caught:
+            search_args(parse(RetrieveRequest, body(**{name: "soon"}), MAX), fields, {})
+        assert "--after" not in str(caught.value) and "--before" not in str(caught.value)
 
 
 def test_a_client_id_selects_its_collections() -> None:
@@ -166,7 +165,13 @@ def test_a_hit_is_rendered_in_the_reply_shape() -> None:
         end_line=3,
         score=0.5,
         text="the text",
-        metadata={"record_uuid": "u-1", "title": "T", "chunk_index": 2, "funder_slug": "acme"},
+        metadata={
+            "record_uuid": "u-1",
+            "title": "T",
+            "chunk_index": 2,
+            "funder_slug": "acme",
+            "record_id": "acme-2024-7",
+        },
         relevance=0.8,
     )
     roots = {"notes": "/corpus/notes"}
@@ -180,10 +185,13 @@ def test_a_hit_is_rendered_in_the_reply_shape() -> None:
         "chunk_index": 2,
         "chunk_text": "the text",
         "similarity": 0.8,
-        "record_id": "rid-0",
+        "record_id": "acme-2024-7",  # the file's front matter, not chromasync's id (rid-0)
     }
     bare = hit_reply(hit, NatsFields(), include_chunks=False, roots=roots, corpus_root=None)
     assert "chunk_text" not in bare and bare["corpus_path"] == "/corpus/notes/grants/a.md"
+    fields = NatsFields.of({"record_id": "grant_id"})
+    renamed = hit_reply(hit, fields, include_chunks=False, roots=roots, corpus_root=None)
+    assert renamed["record_id"] is None  # mapped as the others are: no such key, null
 
 
 def test_events_are_placed_in_their_sources(tmp_path: Path) -> None:

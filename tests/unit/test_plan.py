@@ -19,6 +19,7 @@ from chromasync.metakeys import (
     FILE_VERSION_KEY,
     LEGACY_NAMES,
     OWNER_KEY,
+    RECORD_FIELDS,
     RECORD_HASH_KEY,
 )
 from chromasync.plan.triage import (
@@ -28,6 +29,7 @@ from chromasync.plan.triage import (
     build_records,
     check_deletions,
     is_racy,
+    namespace_id,
     normalise_for_hash,
     plan_file,
     record_id,
@@ -249,7 +251,7 @@ def test_bookkeeping_keys_are_named_as_chromasyncs_own() -> None:
     assert all(k.startswith("chromasync_") for k in BOOKKEEPING_KEYS.values())
     assert meta[FILE_VERSION_KEY] == 3 and meta[FILE_HASH_KEY] == doc.file_hash
     older = {LEGACY_NAMES.get(k, k): v for k, v in meta.items()}
-    for late in (OWNER_KEY, "document_id", "ref_doc_id", "record_hash"):  # after the hash
+    for late in (OWNER_KEY, "document_id", "ref_doc_id", "record_hash", *RECORD_FIELDS):
         older.pop(late, None)
     older["source"] = CTX.source
     digest = json.dumps(older, sort_keys=True, ensure_ascii=False, default=str)
@@ -257,6 +259,37 @@ def test_bookkeeping_keys_are_named_as_chromasyncs_own() -> None:
         record.record_hash
     )
     assert (meta["chunk_index"], meta["chunk_count"]) == (0, 1)
+
+
+def test_the_designs_fields_are_written_beside_the_hash_not_in_it() -> None:
+    """`char_count`, `ingested_at`, `last_modified_mtime` and an identity's fields: written,
+    and no record's hash moves with them (an unchanged chunk written at another time, or
+    indexed with an identity, is the same record)."""
+    doc, chunks = _doc(("alpha", "beta gamma"))
+    bare = build_records(doc, chunks, 1, CTX)
+    later = replace(CTX, ingested_at="2030-01-01T00:00:00Z", identity=("acme", "handbook", "main"))
+    full = build_records(doc, chunks, 1, later, mtime_ns=1_700_000_000_500_000_000)
+    assert [r.record_hash for r in full] == [r.record_hash for r in bare]
+    assert [r.id for r in full] == [r.id for r in bare]
+    meta = dict(full[1].metadata)
+    assert meta["char_count"] == len(full[1].document) and meta["ingested_at"].startswith("2030")
+    assert meta["last_modified_mtime"] == 1_700_000_000.5
+    assert meta["namespace_id"] == namespace_id("acme", "handbook", "main")
+    assert (meta["file_name"], meta["file_extension"], meta["chunking_strategy"]) == (
+        "a.md",
+        ".md",
+        "markdown",
+    )
+    assert set(RECORD_FIELDS) <= set(meta)
+    assert set(RECORD_FIELDS) & set(bare[0].metadata) == {"char_count"}  # no time, no identity
+
+
+def test_namespace_id_is_the_repository_indexers() -> None:
+    """sha256 of the JSON list [organization, repository, branch], no spaces, not
+    ASCII-escaped: what chromadb-repo-indexer's `identity.namespace_id` computes."""
+    expected = hashlib.sha256('["Ünit","répo","main"]'.encode()).hexdigest()
+    assert namespace_id("Ünit", "répo", "main") == expected
+    assert namespace_id("a", "b", "c") != namespace_id("a", "b/c", "")
 
 
 def _previous(texts: tuple[str, ...], version: int = 1, **kw: Any) -> FileState:

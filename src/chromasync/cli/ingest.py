@@ -54,7 +54,8 @@ from .fileflags import file_fields, file_options, given, setting_values, take_fi
     "--identity",
     metavar="ORG/REPO[@BRANCH]",
     help="With PATH: index it as this repository (label ORG/REPO@BRANCH, records carry "
-    "repository and branch), as the repository indexer names a local checkout.",
+    "repository, branch and the repository indexer's fields), as the repository indexer "
+    "names a local checkout.",
 )
 @click.option(
     "--commit-sha",
@@ -168,7 +169,7 @@ def ingest(
             if kind:
                 fields["kind"] = kind
             if identity:
-                label, fields["static_metadata"] = identity_label(identity)
+                label, fields["static_metadata"], fields["identity"] = identity_label(identity)
             specs = [
                 api.source_for(p, label, allow_root=bool(flags.get("allow_root_slash")), **fields)
                 for p in paths
@@ -210,9 +211,10 @@ def ingest(
     _print_ingest(summaries, as_json)
 
 
-def identity_label(identity: str) -> tuple[str, dict[str, str]]:
+def identity_label(identity: str) -> tuple[str, dict[str, str], tuple[str, str, str]]:
     """`ORG/REPO[@BRANCH]` as a source label (`org/repo@branch`, as a `repo` source is
-    labelled; branch `HEAD` when not given) and the metadata its records carry."""
+    labelled; branch `HEAD` when not given), the metadata its records carry, and the
+    identity (organization, repository, branch) the repository indexer's fields come from."""
     name, _, branch = identity.strip().partition("@")
     parts = [p for p in name.strip("/").split("/") if p]
     if len(parts) != 2 or not all(re.fullmatch(r"[A-Za-z0-9_.-]+", p) for p in parts):
@@ -224,7 +226,11 @@ def identity_label(identity: str) -> tuple[str, dict[str, str]]:
         raise ConfigError(f"--identity {identity!r}: {branch!r} is not a branch name")
     repository = "/".join(parts)
     branch = branch or "HEAD"
-    return f"{repository}@{branch}", {"repository": repository, "branch": branch}
+    return (
+        f"{repository}@{branch}",
+        {"repository": repository, "branch": branch},
+        (parts[0], parts[1], branch),
+    )
 
 
 def _recorder(settings: api.Settings, config_flag: str | None) -> Recorder | None:

@@ -405,7 +405,8 @@ class Settings:
     )
     nats_fields: Mapping[str, Any] = setting(
         {},
-        "Request field -> metadata key (funder_slug, record_uuid, published_at, pack_id, title)",
+        "Request field -> metadata key (funder_slug, record_uuid, published_at, pack_id, title, "
+        "record_id)",
         file="nats.fields",
     )
     nats_clients: Mapping[str, Any] = setting(

@@ -12,7 +12,10 @@ fields they do not need (a producer may add its own), strict about the path they
 (`api.SearchArgs`): `funder_slug`, `record_uuid` and `pack_id` become metadata equalities on
 the keys `NatsFields` names, `published_after`/`published_before` a date range on its
 `published_at` key, `tags` the tag filter (any of them), `client_id` the collections
-`nats.clients` gives it. `hit_reply` maps a hit back to the design's reply fields.
+`nats.clients` gives it (a date the filters refuse is named as the request spells it,
+`published_after`). `hit_reply` maps a hit back to the design's reply fields, `record_id`
+included: the file's own `record_id` front matter (the key `NatsFields.record_id` names),
+not chromasync's id of the chunk.
 Everything here is pure.
 """
 
@@ -29,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import api
 from ..errors import ConfigError
 from ..records import Hit
-from ..retrieve.filter_syntax import MAX_OPTION_VALUES, MAX_VALUE_CHARS, parse_value
+from ..retrieve.filter_syntax import MAX_OPTION_VALUES, MAX_VALUE_CHARS, parse_value, parse_when
 from ..retrieve.options import (  # the bounds of every surface
     MAX_K,
     MAX_QUERY_CHARS,
@@ -59,6 +62,7 @@ class NatsFields:
     published_at: str = "published_at"
     pack_id: str = "pack_id"
     title: str = "title"
+    record_id: str = "record_id"
 
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> NatsFields:
@@ -214,6 +218,12 @@ def search_args(
         if value is not None
     ]
     where = None if not terms else terms[0] if len(terms) == 1 else {"$and": terms}
+    for name, when in (
+        ("published_after", request.published_after),
+        ("published_before", request.published_before),
+    ):
+        if when is not None:  # refused under the name the caller gave it
+            parse_when(when, name)
     return api.SearchArgs.of(
         request.query,
         mode="hybrid",
@@ -265,7 +275,7 @@ def hit_reply(
         "chunk_index": int(str(hit.metadata.get("chunk_index", 0) or 0)),
         "chunk_text": hit.text,
         "similarity": round(float(similarity), 6),
-        "record_id": hit.id,
+        "record_id": _meta(hit, fields.record_id),
     }
     if not include_chunks:
         del out["chunk_text"]

@@ -19,6 +19,7 @@ import bisect
 import hashlib
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -50,8 +51,9 @@ from ..records import (
     FileState,
     MetaValue,
     Scalar,
+    SourceSpec,
 )
-from ..versions import CHUNKING_VERSION
+from ..versions import CHUNKING_VERSION, RECORD_SCHEMA_VERSION
 
 #: A file modified within this window before its manifest row was written may have been
 #: rewritten in the same timestamp tick ("racily clean", as git calls it): it is re-hashed.
@@ -83,6 +85,15 @@ def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> l
 
 def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
     return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
+
+
+def namespace_id(organization: str, repository: str, branch: str) -> str:
+    """The repository indexer's namespace id of a checkout: the sha256 (hex) of the JSON
+    list `[organization, repository, branch]`, no spaces, not ASCII-escaped (its
+    `identity.namespace_id`)."""
+    return _sha(
+        json.dumps([organization, repository, branch], ensure_ascii=False, separators=(",", ":"))
+    )
 
 
 def source_path(root: str, rel_path: str) -> str:
@@ -125,13 +136,59 @@ class RecordContext:
     static_metadata: Mapping[str, Scalar] = field(default_factory=dict)
     extra_metadata: Mapping[str, Scalar] = field(default_factory=dict)  # e.g. commit sha
     source_root: str = ""  # the source's root: a record's `source` is the file's path in it
+    ingested_at: str = ""  # when this run writes, ISO 8601 UTC (beside the record hash)
+    identity: tuple[str, str, str] | None = None  # (organization, repository, branch)
+
+    @classmethod
+    def of(
+        cls, spec: SourceSpec, model: str, extra: Mapping[str, Scalar], now_ns: int
+    ) -> RecordContext:
+        """The context of a run over `spec` that writes at `now_ns`."""
+        return cls(
+            source=spec.label,
+            source_kind=spec.kind,
+            embedding_model=model,
+            static_metadata=spec.static_metadata,
+            extra_metadata=extra,
+            source_root=str(spec.root),
+            ingested_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now_ns // 10**9)),
+            identity=spec.identity,
+        )
+
+
+#: A document's kind as the repository indexer names its chunking strategy.
+_STRATEGY = {"markdown": "markdown", "code": "code", "text": "generic", "document": "document"}
+
+
+def _identity_fields(doc: Document, identity: tuple[str, str, str]) -> dict[str, MetaValue]:
+    """The repository indexer's fields of one file of a checkout with an identity."""
+    name = doc.rel_path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    kinds = {"markdown": "markdown", "code": doc.language or "code", "text": "text"}
+    return {
+        "organization": identity[0],
+        "namespace_id": namespace_id(*identity),
+        "file_name": name,
+        "file_extension": name[dot:].lower() if dot > 0 else "",
+        "file_type": kinds.get(doc.kind, doc.doc_format or doc.kind),
+        "chunking_strategy": _STRATEGY[doc.kind],
+        "schema_version": RECORD_SCHEMA_VERSION,
+    }
 
 
 def build_records(
-    doc: Document, chunks: Sequence[Chunk], version: int, ctx: RecordContext
+    doc: Document, chunks: Sequence[Chunk], version: int, ctx: RecordContext, mtime_ns: int = 0
 ) -> tuple[ChunkRecord, ...]:
-    """The records to store for one document: IDs, texts and metadata (ours win)."""
+    """The records to store for one document: IDs, texts and metadata (ours win). Beside
+    the record hash, never in it (`metakeys.RECORD_FIELDS`): each chunk's `char_count`,
+    the run's `ingested_at`, the file's `last_modified_mtime` (`mtime_ns`, in seconds),
+    and with an identity the repository indexer's fields."""
     key = doc.identity or doc.rel_path
+    beside: dict[str, MetaValue] = {"ingested_at": ctx.ingested_at} if ctx.ingested_at else {}
+    if mtime_ns:
+        beside["last_modified_mtime"] = mtime_ns / 1e9
+    if ctx.identity is not None:
+        beside.update(_identity_fields(doc, ctx.identity))
     paged = DocumentText(doc.text, doc.pages, doc.page_starts, ()) if doc.pages else None
     seen: dict[str, int] = {}
     records: list[ChunkRecord] = []
@@ -199,6 +256,7 @@ def build_records(
         metadata["ref_doc_id"] = key
         if chunk.context:
             metadata[CONTEXT_KEY] = chunk.context
+        metadata.update(beside, char_count=len(chunk.text))
         records.append(
             ChunkRecord(
                 id=record_id(ctx.source, key, chunk_hash, occurrence),
@@ -288,7 +346,7 @@ def plan_file(
         version = previous.version
     else:
         version = previous.version + 1
-    records = build_records(doc, chunks, version, ctx)
+    records = build_records(doc, chunks, version, ctx, stat.mtime_ns)
     before = {r.id: r for r in previous.records} if previous else {}
     to_embed = tuple(r for r in records if r.id not in before)
     to_rewrite = tuple(

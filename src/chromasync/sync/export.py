@@ -14,6 +14,7 @@ computes them (discovery, reading, chunking, planning), and nothing is embedded 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -51,14 +52,7 @@ def desired_records(
     manifest = manifest or {}
     discovery = discover_source(spec, max_file_bytes)
     files = discovery.files[:limit] if limit else discovery.files
-    ctx = RecordContext(
-        source=spec.label,
-        source_kind=spec.kind,
-        embedding_model=model_id,
-        static_metadata=spec.static_metadata,
-        extra_metadata=extra_metadata or {},
-        source_root=str(spec.root),
-    )
+    ctx = RecordContext.of(spec, model_id, extra_metadata or {}, time.time_ns())
     budget = Budget(budget_tokens, meter)
     for file in files:
         outcome = read_file(
@@ -74,7 +68,7 @@ def desired_records(
             version = previous.version
         else:
             version = previous.version + 1
-        for record in build_records(doc, chunk_document(doc, budget), version, ctx):
+        for record in build_records(doc, chunk_document(doc, budget), version, ctx, file.mtime_ns):
             meta = dict(record.metadata)
             row: dict[str, Any] = {
                 "schema": MANIFEST_EXPORT_SCHEMA,

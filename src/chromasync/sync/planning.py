@@ -102,13 +102,8 @@ class FilePlanner:
         self._read = read
         self._clock = clock
         self._progress = progress
-        self._ctx = RecordContext(
-            source=spec.label,
-            source_kind=spec.kind,
-            embedding_model=settings.model_id,
-            static_metadata=spec.static_metadata,
-            extra_metadata=settings.extra_metadata,
-            source_root=str(spec.root),
+        self._ctx = RecordContext.of(
+            spec, settings.model_id, settings.extra_metadata, time.time_ns()
         )
         self._now = 0
         self.touched: list[FileState] = []
