@@ -141,6 +141,33 @@ def test_search_starts_a_daemon_that_answers_the_next_call_without_heavy_imports
     assert _daemon_pid(env) == pid  # one daemon served all of it
 
 
+def test_a_path_with_a_newline_is_one_line_of_files_by_every_route(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """`search --files` escapes a newline as it escapes \\r and ESC (one path, one line);
+    `-0`/`--null` prints each path raw, NUL-ended; in process, through the daemon, and through
+    the console script's stdlib client alike."""
+    notes = tmp_path / "odd"
+    notes.mkdir()
+    (notes / "new\nline.md").write_text("# Grinder\n\nCalibrate the grinder weekly.\n")
+    (notes / "tab\tand\x1besc.md").write_text("# Grinder\n\nThe grinder burrs.\n")
+    assert run_cli(["ingest", str(notes)], env=env).returncode == 0
+    try:
+        alone = _search(env, "grinder", "--files", "--no-daemon").stdout
+        assert sorted(alone.splitlines()) == ["new\\nline.md", "tab\\tand\\x1besc.md"]
+        assert _search(env, "grinder", "--files").stdout == alone  # starts the daemon
+        _report, fast, _loaded = _probe(env, ["search", "grinder", "--files"])
+        assert fast == alone
+        raw = _search(env, "grinder", "-0", "--no-daemon").stdout
+        assert sorted(raw.split("\0")) == ["", "new\nline.md", "tab\tand\x1besc.md"]
+        assert _search(env, "grinder", "--null").stdout == raw
+        report, fast_raw, _loaded = _probe(env, ["search", "grinder", "-0"])
+        assert fast_raw == raw and report["code"] == 0
+        assert run_cli(["search", "grinder", "-0", "--json"], env=env).returncode == 2
+    finally:
+        _stop(env)
+
+
 def test_an_unregistered_command_line_goes_to_the_cli_which_registers_it(
     indexed: Path, env: dict[str, str]
 ) -> None:
