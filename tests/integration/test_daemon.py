@@ -168,6 +168,27 @@ def test_a_path_with_a_newline_is_one_line_of_files_by_every_route(
         _stop(env)
 
 
+def test_summarize_with_a_chat_model_calls_it_while_a_daemon_runs(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    """The daemon holds no chat settings: `summarize --llm-url` runs where they are honoured
+    (in the command's process), and gets what it gets with no daemon."""
+    from tests.chat_server import ChatServer, Reply
+
+    assert run_cli(["daemon", "start"], env=env).returncode == 0
+    pid = _daemon_pid(env)
+    assert pid is not None
+    with ChatServer() as server:
+        server.default = Reply(content="A summary from the model.")
+        flags = ["--group-by", "path:1", "--llm-url", server.url, "--llm-model", "test-chat"]
+        done = run_cli(["summarize", *flags, "--json"], env=env)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["model_calls"] >= 1 and server.requests
+        assert any(g["summary"] == "A summary from the model." for g in report["groups"])
+    assert _daemon_pid(env) == pid  # the daemon was left alone
+
+
 def test_an_unregistered_command_line_goes_to_the_cli_which_registers_it(
     indexed: Path, env: dict[str, str]
 ) -> None:
