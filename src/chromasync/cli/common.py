@@ -64,6 +64,8 @@ def import_extra(module: str, what: str, extra: str) -> Any:
     try:
         return importlib.import_module(f"chromasync.{module}")
     except ImportError as exc:  # pragma: no cover - the extra is missing
+        if not isinstance(exc, ModuleNotFoundError):  # installed, but broken: not missing
+            raise ConfigError(f"{what} is installed but failed to import: {exc}") from exc
         raise ConfigError(
             f"this command needs {what} ({exc.name}); install it with: "
             f"pip install 'chromasync[{extra}]'"
