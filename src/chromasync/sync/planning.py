@@ -231,6 +231,11 @@ class FilePlanner:
             skip = Skip(path, "private")
         if skip is not None:
             run.skipped[skip.reason] += 1
+            if skip.reason == "empty" and previous is not None and previous.records:
+                # caught empty mid-rewrite (a non-atomic save): its records are kept, as a
+                # `too-slow` file's are, until it has text again or is removed from disk
+                self.touched.append(restat(previous, stat, now, asset, asset_issue))
+                return None
             if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
                 version = previous.version if previous else 0
                 self.skipped[path] = FileState(
