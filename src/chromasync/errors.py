@@ -113,6 +113,24 @@ def not_installed(exc: ImportError, name: str) -> bool:
     return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == name
 
 
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt meanwhile (in the main thread), as SIGINT does, so
+    that `finally` blocks run (a service's owner files, a download's temporary folder)
+    instead of the process dying of the signal. Elsewhere than the main thread: nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 #: What a full disk, a read-only mount or missing write permission look like.
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _READ_ONLY = (errno.EROFS,)
@@ -220,6 +238,7 @@ __all__ = [
     "lookup",
     "not_installed",
     "shown_url",
+    "sigterm_interrupts",
     "storage_error",
     "storage_errors",
 ]

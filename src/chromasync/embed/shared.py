@@ -27,10 +27,11 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..errors import EmbeddingError, shown_url
+from ..errors import EmbeddingError, shown_url, sigterm_interrupts
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,38 @@ def model_folder(environ: Mapping[str, str] | None = None) -> Path:
 
 def is_whole(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES)
+
+
+def damaged(exc: EmbeddingError, folder: Path | None = None) -> EmbeddingError:
+    """`exc`, saying how to fetch the model again when it names a file of Chroma's shared
+    model `folder`: a bad archive from a mirror whose SHA-256 the user set installs files
+    that every later run trips on. `exc` itself when it names none."""
+    folder = model_folder() if folder is None else folder
+    if f"{folder}{os.sep}" not in str(exc):
+        return exc
+    return EmbeddingError(
+        f"{exc}; if the model's files are damaged (a bad archive from a mirror), remove "
+        f"{folder.parent} and the next run fetches the model again"
+    )
+
+
+def _remove_stale_downloads(parent: Path, now: float) -> None:
+    """Remove the `.download-PID-*` folders of downloads whose process is gone (killed by
+    SIGKILL: nothing of theirs ran), and older ones without a pid past `DOWNLOAD_S`."""
+    for stale in parent.glob(".download-*"):
+        owner = stale.name.split("-")[1]
+        try:
+            if owner.isdigit():
+                os.kill(int(owner), 0)  # raises ProcessLookupError when it is gone
+                continue
+            if now - stale.stat().st_mtime < DOWNLOAD_S:
+                continue
+        except ProcessLookupError:
+            pass
+        except OSError:  # alive, another user's; or vanished meanwhile
+            continue
+        log.warning("chromasync: removing %s, left by a download that was killed", stale)
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def place(staged: Path, folder: Path) -> None:
@@ -132,7 +165,11 @@ def download(
         parent,
         EXTRA,
     )
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".download-") as tmp:
+    _remove_stale_downloads(parent, time.time())
+    with (
+        sigterm_interrupts(),  # SIGTERM cleans up as SIGINT does
+        tempfile.TemporaryDirectory(dir=parent, prefix=f".download-{os.getpid()}-") as tmp,
+    ):
         staged_archive = Path(tmp) / ARCHIVE
         digest = hashlib.sha256()
         try:
