@@ -183,6 +183,7 @@ def _search() -> dict[str, Option]:
             Option(("--json",), False, OUTPUT),
             Option(("--no-daemon",), False, OUTPUT),  # the snapshot needs no daemon either
             Option(("--files",), False, OUTPUT, keyword=False),
+            Option(("-0", "--null"), False, OUTPUT, keyword=False),
             Option(("--explain",), False, OUTPUT, keyword=False),
         ]
     )

@@ -19,6 +19,7 @@ They never contain a secret. Third-party errors are wrapped with ``raise ... fro
 from __future__ import annotations
 
 import errno
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -95,6 +96,39 @@ def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
         if cls in table:
             return table[cls]
     return table[ChromasyncError]
+
+
+_USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
+
+
+def shown_url(text: str) -> str:
+    """`text` with the user info of every URL in it left out (`nats://u:pw@host` ->
+    `nats://host`): what every printed line, message and log of a URL goes through."""
+    return _USERINFO.sub("", text)
+
+
+def not_installed(exc: ImportError, name: str) -> bool:
+    """`exc` says the package `name` is missing, not that importing it failed (a package
+    that is installed but broke, or was half-imported by another thread, is not missing)."""
+    return isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == name
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt meanwhile (in the main thread), as SIGINT does, so
+    that `finally` blocks run (a service's owner files, a download's temporary folder)
+    instead of the process dying of the signal. Elsewhere than the main thread: nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 #: What a full disk, a read-only mount or missing write permission look like.
@@ -202,6 +236,9 @@ __all__ = [
     "error_class",
     "error_classes",
     "lookup",
+    "not_installed",
+    "shown_url",
+    "sigterm_interrupts",
     "storage_error",
     "storage_errors",
 ]

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 QUERY_MARK = "\0query"
+#: `search` output options that print paths only (`-0`/`--null`: raw, NUL-ended)
+_FILES = frozenset({"--files", "-0", "--null"})
 
 
 class SearchLine:
@@ -168,7 +170,7 @@ def parse_daemon_search(argv: Sequence[str]) -> DaemonLine | None:
             line.params.append((param, value))
     if not line.query.strip() or "--no-daemon" in line.output or _too_long(line.query):
         return None
-    if "--files" in line.output and line.output & {"--json", "--explain"}:
+    if line.output & _FILES and line.output & {"--json", "--explain"}:
         return None  # the CLI says why not
     return line
 
@@ -209,8 +211,8 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     tty = sys.stdout.isatty()
     if "--json" in line.output:
         render = "json"
-    elif "--files" in line.output:
-        render = "files"
+    elif line.output & _FILES:
+        render = "files0" if line.output & {"-0", "--null"} else "files"
     else:
         render = "rich" if tty or "--explain" in line.output else "plain"
     params = [("q", line.query), *line.params, ("render", render)]

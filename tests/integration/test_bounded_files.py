@@ -126,3 +126,43 @@ def test_a_file_past_its_time_budget_is_a_too_slow_skip(
     monkeypatch.setattr(ingest_mod, "FILE_SECONDS", 1e9)
     [third] = api.ingest([api.source_for(root)], settings, embedder=embedder)
     assert third.files_updated == 1 and not third.files_skipped  # retried, then indexed
+
+
+def test_a_file_caught_empty_mid_rewrite_keeps_its_records_until_removed(
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """A non-atomic save truncates first: a run that sees the file empty keeps its records
+    (a counted `empty` skip), as `too-slow` does; verify agrees and repair changes nothing;
+    the text back is indexed as an edit; the file removed from disk is deleted."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "note.md").write_text("# Note\n\nthe grinder burrs\n")
+    (root / "other.md").write_text("# Other\n\nsourdough\n")
+    for p in root.iterdir():
+        set_mtime(p, 1_600_000_000)
+    api.ingest([api.source_for(root)], settings, embedder=embedder)
+    before = _paths(settings)
+
+    (root / "note.md").write_text("")
+    set_mtime(root / "note.md", 1_700_000_000)
+    [emptied] = api.ingest([api.source_for(root)], settings, embedder=embedder)
+    assert emptied.files_skipped == {"empty": 1}
+    assert _paths(settings) == before  # nothing deleted
+    [check] = api.verify(settings)
+    assert check.ok, check.as_json()
+    [repaired] = api.verify(settings, repair=True)
+    assert repaired.ok and _paths(settings) == before
+    [again] = api.ingest([api.source_for(root)], settings, embedder=embedder)
+    assert again.chunks_deleted == 0 and _paths(settings) == before
+
+    (root / "note.md").write_text("# Note\n\nthe grinder burrs, cleaned\n")
+    set_mtime(root / "note.md", 1_700_000_100)
+    [back] = api.ingest([api.source_for(root)], settings, embedder=embedder)
+    assert back.files_updated == 1
+
+    (root / "note.md").write_text("")
+    set_mtime(root / "note.md", 1_700_000_200)
+    api.ingest([api.source_for(root)], settings, embedder=embedder)
+    (root / "note.md").unlink()
+    [removed] = api.ingest([api.source_for(root)], settings, embedder=embedder)
+    assert removed.files_deleted == 1 and set(_paths(settings)) == {"other.md"}

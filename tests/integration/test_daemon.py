@@ -141,6 +141,54 @@ def test_search_starts_a_daemon_that_answers_the_next_call_without_heavy_imports
     assert _daemon_pid(env) == pid  # one daemon served all of it
 
 
+def test_a_path_with_a_newline_is_one_line_of_files_by_every_route(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """`search --files` escapes a newline as it escapes \\r and ESC (one path, one line);
+    `-0`/`--null` prints each path raw, NUL-ended; in process, through the daemon, and through
+    the console script's stdlib client alike."""
+    notes = tmp_path / "odd"
+    notes.mkdir()
+    (notes / "new\nline.md").write_text("# Grinder\n\nCalibrate the grinder weekly.\n")
+    (notes / "tab\tand\x1besc.md").write_text("# Grinder\n\nThe grinder burrs.\n")
+    assert run_cli(["ingest", str(notes)], env=env).returncode == 0
+    try:
+        alone = _search(env, "grinder", "--files", "--no-daemon").stdout
+        assert sorted(alone.splitlines()) == ["new\\nline.md", "tab\\tand\\x1besc.md"]
+        assert _search(env, "grinder", "--files").stdout == alone  # starts the daemon
+        _report, fast, _loaded = _probe(env, ["search", "grinder", "--files"])
+        assert fast == alone
+        raw = _search(env, "grinder", "-0", "--no-daemon").stdout
+        assert sorted(raw.split("\0")) == ["", "new\nline.md", "tab\tand\x1besc.md"]
+        assert _search(env, "grinder", "--null").stdout == raw
+        report, fast_raw, _loaded = _probe(env, ["search", "grinder", "-0"])
+        assert fast_raw == raw and report["code"] == 0
+        assert run_cli(["search", "grinder", "-0", "--json"], env=env).returncode == 2
+    finally:
+        _stop(env)
+
+
+def test_summarize_with_a_chat_model_calls_it_while_a_daemon_runs(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    """The daemon holds no chat settings: `summarize --llm-url` runs where they are honoured
+    (in the command's process), and gets what it gets with no daemon."""
+    from tests.chat_server import ChatServer, Reply
+
+    assert run_cli(["daemon", "start"], env=env).returncode == 0
+    pid = _daemon_pid(env)
+    assert pid is not None
+    with ChatServer() as server:
+        server.default = Reply(content="A summary from the model.")
+        flags = ["--group-by", "path:1", "--llm-url", server.url, "--llm-model", "test-chat"]
+        done = run_cli(["summarize", *flags, "--json"], env=env)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["model_calls"] >= 1 and server.requests
+        assert any(g["summary"] == "A summary from the model." for g in report["groups"])
+    assert _daemon_pid(env) == pid  # the daemon was left alone
+
+
 def test_an_unregistered_command_line_goes_to_the_cli_which_registers_it(
     indexed: Path, env: dict[str, str]
 ) -> None:

@@ -171,12 +171,18 @@ def test_mcp_http_tools_and_checks(
         assert cli.returncode == 0, cli.stderr
         assert json.loads(cli.stdout)["hits"][0]["path"] == seen["path"]
 
-        # Origin: absent, a loopback page, or an allowed one passes; anything else is 403
+        # Origin: absent, the service's own (a loopback name on its port) or an allowed one
+        # passes; anything else is 403, a loopback page on another port too
         assert server.post().status_code == 200
-        for origin in ("http://localhost:5173", "http://127.0.0.1", "http://[::1]:8080"):
+        for host in ("localhost", "127.0.0.1", "[::1]"):
+            origin = f"http://{host}:{server.port}"
             assert server.post(headers={"Origin": origin}).status_code == 200, origin
         assert server.post(headers={"Origin": "https://app.example"}).status_code == 200
         for origin in (
+            "http://localhost:5173",
+            "http://127.0.0.1",
+            "http://[::1]:8080",
+            f"https://127.0.0.1:{server.port}",
             "http://evil.example",
             f"http://evil.example:{server.port}",
             "http://127.0.0.1.evil.example",

@@ -7,7 +7,12 @@ one. Where neither the weights nor a download work, the error names the extra.""
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
+import os
+import signal
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -23,6 +28,7 @@ from chromasync.embed import local, shared, tokens
 from chromasync.embed.local import LocalEmbedder
 from chromasync.errors import EmbeddingError
 
+from ..conftest import REPO
 from ..servers import StallingServer
 
 TEXTS = ["How do I calibrate the grinder?", "Sourdough starter feeding"]
@@ -163,3 +169,76 @@ def test_a_server_that_drips_the_archive_is_cut_off_at_the_deadline(tmp_path: Pa
             shared.download(folder, f"{server.url}/{shared.ARCHIVE}", timeout=0.5, total_s=1.0)
     assert time.monotonic() - started < 3.0  # it took 1,000 s (a byte every 0.1 s)
     assert not folder.exists()
+
+
+KILLED_DOWNLOAD = r"""
+import sys
+from pathlib import Path
+from chromasync.embed import shared
+shared.download(Path(sys.argv[1]), sys.argv[2], timeout=30, total_s=60)
+"""
+
+
+def _start_download(folder: Path, url: str) -> subprocess.Popen[bytes]:
+    """A download in its own process, once it has made its temporary folder."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_DOWNLOAD, str(folder), url],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not list(folder.parent.glob(".download-*/*")):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    return process
+
+
+def test_a_killed_download_leaves_no_folder_behind(tmp_path: Path) -> None:
+    """SIGTERM cleans up as SIGINT does; what SIGKILL leaves, the next download removes
+    (its owner is gone), never the folder of a download still running."""
+    folder = tmp_path / "models" / shared.MODEL_NAME / "onnx"
+    folder.parent.mkdir(parents=True)
+    with StallingServer("drip-body", size=10_000_000, every=0.05) as server:
+        url = f"{server.url}/{shared.ARCHIVE}"
+        stopped = _start_download(folder, url)
+        stopped.send_signal(signal.SIGTERM)
+        assert stopped.wait(30) != 0
+        assert not list(folder.parent.glob(".download-*"))
+
+        killed = _start_download(folder, url)
+        killed.kill()
+        killed.wait(30)
+        [left] = folder.parent.glob(".download-*")
+        running = folder.parent / f".download-{os.getpid()}-running"
+        running.mkdir()
+    with pytest.raises(EmbeddingError):  # nothing listens there any more
+        shared.download(folder, url, timeout=2, total_s=5)
+    assert not left.exists() and running.is_dir()
+
+
+@pytest.mark.model  # the model's own loading code, on its broken files
+def test_a_damaged_model_from_a_mirror_says_which_folder_to_remove(
+    bucket: tuple[str, list[str], Path], no_weights: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mirror's archive matches the SHA-256 the user set but holds broken files: every
+    run that loads them says that removing the model's folder fetches it again."""
+    url, paths, served = bucket
+    archive = served / shared.ARCHIVE
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in shared.FILES:
+            data = f"not a real {name}".encode()
+            member = tarfile.TarInfo(f"onnx/{name}")
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    monkeypatch.setenv("CHROMASYNC_MODEL_URL", f"{url}/{shared.ARCHIVE}")
+    monkeypatch.setenv("CHROMASYNC_MODEL_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    hint = f"remove {no_weights.parent} and the next run fetches the model again"
+    with pytest.raises(EmbeddingError, match="cannot load the tokenizer") as meter:
+        tokens.default_token_meter()
+    assert hint in str(meter.value)
+    for variant in ("fp32", "int8"):
+        with pytest.raises(EmbeddingError) as embed:
+            LocalEmbedder(cache_dir=no_weights.parent / "cache", variant=variant).embed_query("x")
+        assert hint in str(embed.value), variant
+    assert paths == [f"/{shared.ARCHIVE}"]  # fetched once

@@ -7,6 +7,7 @@ serving hash vectors of another dimension, or the `hash` provider with another d
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import signal
@@ -23,7 +24,7 @@ from chromasync.cli.main import main
 from chromasync.config.models import load_models
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.local import DEFAULT_MODEL_ID, LocalEmbedder
-from chromasync.errors import ConfigError, EmbeddingError
+from chromasync.errors import ConfigError, EmbeddingError, storage_error
 from chromasync.sync import models as side
 from chromasync.versions import CHUNKING_VERSION
 
@@ -264,3 +265,24 @@ def test_the_real_model_in_another_numeric_variant(notes: Path, tmp_path: Path) 
     hits = api.search("calibrating the coffee grinder", switched, k=1, mode="dense")
     assert hits[0].path == "guides/install.md" and hits[0].collection == "chromasync.other-notes"
     _cli(["model", "use", "default"], env)
+
+
+def test_a_side_build_that_fills_the_disk_says_model_drop_frees_it(
+    notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    env = _env(data)
+    _cli(["ingest", str(notes), "--quiet"], env)
+    _cli(["model", "add", "h32", "--provider", "hash", "--embed-option", "dimension=32"], env)
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        found = storage_error(OSError(errno.ENOSPC, "No space left on device"), data)
+        assert found is not None
+        raise found
+
+    monkeypatch.setattr(side, "ingest", full)
+    result = CliRunner().invoke(main, ["model", "build", "h32"], env=env)
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.stderr.split())
+    assert "is full" in said and "`chromasync model drop h32` frees it" in said
+    assert load_models(data).profiles["h32"].state == "building"

@@ -303,3 +303,21 @@ def test_answer_section_unknown_key(tmp_path: Path) -> None:
 def test_answer_fallback_from_the_environment_is_checked() -> None:
     with pytest.raises(ConfigError, match="CHROMASYNC_ANSWER_FALLBACK must be one of"):
         resolve_settings({}, {"CHROMASYNC_ANSWER_FALLBACK": "sometimes"})
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_json: bool) -> None:
+    secret = "PassW0rdSecret"
+    env = {
+        "CHROMASYNC_DATA_DIR": str(tmp_path / "data"),
+        "CHROMASYNC_CONFIG": "",
+        "CHROMASYNC_NATS_URL": f"nats://alice:{secret}@127.0.0.1:4222,tls://bob:{secret}@h:1",
+        "CHROMASYNC_CHROMA_URL": f"http://carol:{secret}@127.0.0.1:8000",
+        "CHROMASYNC_EMBEDDING_URL": f"https://dave:{secret}@emb.example/v1",
+        "CHROMASYNC_LLM_URL": f"http://erin:{secret}@127.0.0.1:11434/v1",
+    }
+    result = CliRunner().invoke(main, ["config", "show", *(["--json"] if as_json else [])], env=env)
+    output = result.stdout + result.stderr
+    assert secret not in output and "alice" not in output and "erin" not in output
+    assert result.exit_code == 0, output
+    assert "127.0.0.1:4222" in output and "emb.example/v1" in output

@@ -4,7 +4,12 @@ it accepts, its settings key, the switches, and which command lines its client s
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from chromasync.config.parsed import ConfigFile
 from chromasync.config.settings import Settings
@@ -126,3 +131,87 @@ def test_the_line_key_depends_on_store_options_folder_environment_and_config(
     moved = key([], {}, cwd)
     (tmp_path / "chromasync.yaml").write_text("version: 1\nstore: {data_dir: elsewhere}\n")
     assert len({before, moved, key([], {}, cwd)}) == 3
+
+
+def _broken_import(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Importing `name` fails as a half-imported numpy makes it fail (installed, not
+    missing: an `ImportError` that is no `ModuleNotFoundError`)."""
+    import builtins
+
+    real = builtins.__import__
+
+    def fake(module: str, *args: Any, **kwargs: Any) -> Any:
+        if module.split(".")[0] == name:
+            raise ImportError(
+                "cannot import name 'NDArray' from partially initialized module 'numpy._typing'"
+            )
+        return real(module, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+def test_a_package_that_fails_to_import_is_not_reported_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from chromasync.embed import runtime
+    from chromasync.errors import ChromasyncError, not_installed
+    from chromasync.store.connect import open_store
+    from chromasync.store.target import StoreConfig
+
+    assert not_installed(ModuleNotFoundError("x", name="chromadb.api"), "chromadb")
+    assert not not_installed(ModuleNotFoundError("x", name="numpy"), "chromadb")
+    assert not not_installed(ImportError("partially initialized", name="chromadb"), "chromadb")
+    for name, call in (
+        ("chromadb", lambda: open_store(StoreConfig(data_dir=tmp_path))),
+        ("onnxruntime", runtime.onnx_providers),
+    ):
+        with monkeypatch.context() as patch:
+            _broken_import(patch, name)
+            with pytest.raises(ChromasyncError) as failed:
+                call()
+        said = str(failed.value)
+        assert "not installed" not in said and "partially initialized" in said, said
+        assert f"{name} is installed but failed to import" in said
+
+
+DAEMON_PROBE = r"""
+import sys, threading
+seen = []
+start = threading.Thread.start
+def noting(self):
+    seen.append((getattr(self, "_target", None).__name__ if getattr(self, "_target", None) else
+                 self.name, "numpy" in sys.modules, "chromadb" in sys.modules))
+    return start(self)
+threading.Thread.start = noting
+from chromasync.cli.main import main
+try:
+    main(["daemon", "run", "--idle-timeout", "0.2"])
+except SystemExit:
+    pass
+print(seen, file=sys.stderr)
+"""
+
+
+def test_the_daemon_imports_the_store_and_numpy_before_any_thread_runs(tmp_path: Path) -> None:
+    """Two threads importing numpy at once fail ("partially initialized module"): the daemon
+    imports them once, in its main thread, before its warm-up and its first request."""
+    import ast
+    import subprocess
+
+    from ..conftest import REPO
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "CHROMASYNC_DATA_DIR": str(tmp_path / "data"),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_NO_DAEMON": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", DAEMON_PROBE], env=env, capture_output=True, text=True, timeout=120
+    )
+    seen = ast.literal_eval(done.stderr.strip().splitlines()[-1])
+    warm = [s for s in seen if s[0] == "_warm"]
+    assert warm, done.stderr
+    assert all(numpy and chromadb for _name, numpy, chromadb in seen), seen

@@ -81,3 +81,41 @@ def test_rest_errors_reach_the_client_as_the_same_class(cls: type[ChromasyncErro
             client.status()
     assert type(caught.value) is cls
     assert "the message" in str(caught.value)
+
+
+SECRET = "PassW0rdSecret"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (f"nats://alice:{SECRET}@h:4222, nats://h2:1", "nats://h:4222, nats://h2:1"),
+        (f"GET https://bob:{SECRET}@x.example/v1?q=1 x", "GET https://x.example/v1?q=1 x"),
+        (f"http://u:p@w@{SECRET}@host/p", "http://host/p"),  # an unescaped @ in the password
+        ("mail me at a@b.example (no URL)", "mail me at a@b.example (no URL)"),
+    ],
+)
+def test_shown_url_leaves_out_user_info(text: str, shown: str) -> None:
+    assert errors.shown_url(text) == shown
+
+
+def test_messages_and_reprs_of_outbound_urls_leave_out_user_info(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chromasync.answer.chat import ChatClient
+    from chromasync.embed import shared
+    from chromasync.embed.openai import OpenAIEmbedder
+
+    embedder = OpenAIEmbedder(url=f"http://u:{SECRET}@127.0.0.1:9/v1", retry=None, timeout_s=1)
+    chat = ChatClient(f"http://u:{SECRET}@127.0.0.1:9/v1", "m")
+    assert SECRET not in repr(embedder) + repr(chat)
+    with pytest.raises(errors.EmbeddingError) as failed:
+        embedder.embed_documents(["x"])
+    with pytest.raises(errors.EmbeddingError) as download:
+        shared.download(tmp_path / "onnx", f"http://u:{SECRET}@127.0.0.1:9/a.tgz", timeout=1)
+    for message in (str(failed.value), str(download.value)):
+        assert SECRET not in message and "127.0.0.1:9" in message
+    with pytest.raises(SystemExit), common.reported_errors():
+        raise errors.StoreError(f"cannot reach http://u:{SECRET}@h:1")
+    said = capsys.readouterr().err
+    assert "cannot reach http://h:1" in said and SECRET not in said

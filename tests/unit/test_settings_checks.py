@@ -167,3 +167,11 @@ def test_the_cli_loads_the_schema_only_for_a_config_file() -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("token", ["a", "x" * 15])
+def test_a_short_api_token_is_refused_without_showing_it(token: str) -> None:
+    with pytest.raises(ConfigError, match="CHROMASYNC_API_TOKEN must be at least 16") as err:
+        resolve_settings({}, {"CHROMASYNC_API_TOKEN": token})
+    assert f"got {token}" not in str(err.value) and "secrets.token_urlsafe" in str(err.value)
+    assert resolve_settings({}, {"CHROMASYNC_API_TOKEN": "x" * 16}).api_token == "x" * 16

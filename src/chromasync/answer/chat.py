@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..errors import AnswerError, ChatRefused, ChatUnreachable, ConfigError
+from ..errors import AnswerError, ChatRefused, ChatUnreachable, ConfigError, shown_url
 from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
 from .bounded import Watchdog, read_capped, read_lines
 from .prompt import Message
@@ -139,12 +139,6 @@ def parse_sse(lines: Iterable[str], done: list[bool] | None = None) -> Iterator[
         )
 
 
-def _safe_url(url: str) -> str:
-    parsed = httpx.URL(url)
-    port = f":{parsed.port}" if parsed.port else ""
-    return f"{parsed.scheme}://{parsed.host}{port}{parsed.path}"
-
-
 class ChatClient:
     """Chat completions at `url` (a base URL like ``http://localhost:11434/v1``, or the full
     ``.../chat/completions`` URL) with `model`."""
@@ -187,7 +181,7 @@ class ChatClient:
         return cls(url, model, api_key=api_key_from(environ), **options)
 
     def __repr__(self) -> str:  # never the key
-        return f"ChatClient({_safe_url(self.endpoint)!r}, model={self.model!r})"
+        return f"ChatClient({shown_url(self.endpoint)!r}, model={self.model!r})"
 
     def _http(self, deadline: float) -> httpx.Client:
         headers = {
@@ -225,7 +219,7 @@ class ChatClient:
         return text.replace(self._api_key, "***") if self._api_key else text
 
     def _where(self) -> str:
-        return f"chat model {self.model!r} at {_safe_url(self.endpoint)}"
+        return f"chat model {self.model!r} at {shown_url(self.endpoint)}"
 
     def _wrap(self, exc: Exception) -> AnswerError:
         where = self._where()

@@ -36,6 +36,7 @@ from ..errors import (
     SourceError,
     StoreError,
     lookup,
+    shown_url,
 )
 from ..owner.dial import DAEMON_NOTICE
 from ..retrieve.options import BY_NAME, OPTIONS, Option
@@ -66,6 +67,8 @@ def import_extra(module: str, what: str, extra: str, requires: str) -> Any:
             raise ModuleNotFoundError(name=requires)
         return importlib.import_module(f"chromasync.{module}")
     except ImportError as exc:
+        if not isinstance(exc, ModuleNotFoundError):  # installed, but broken: not missing
+            raise ConfigError(f"{what} is installed but failed to import: {exc}") from exc
         raise ConfigError(
             f"this command needs {what} ({exc.name}); install it with: "
             f"pip install 'chromasync[{extra}]'"
@@ -85,7 +88,9 @@ def reported_errors() -> Iterator[None]:
     try:
         yield
     except ChromasyncError as exc:
-        stderr_console().print(f"[bold red]error:[/] {escape(safe(str(exc)))}", soft_wrap=True)
+        stderr_console().print(
+            f"[bold red]error:[/] {escape(safe(shown_url(str(exc))))}", soft_wrap=True
+        )
         sys.exit(exit_code(exc))
 
 

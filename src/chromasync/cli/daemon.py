@@ -155,8 +155,12 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
 
     from .. import rest
     from ..owner.service import Service
+    from ..store.connect import import_chromadb
     from .daemon_routes import add_daemon_routes
 
+    # C extensions imported from two threads at once fail (numpy: "partially initialized
+    # module"): import chromadb (numpy with it) here, once, before any thread runs
+    import_chromadb()
     key = daemons.settings_key(settings)
     with (
         rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too
@@ -173,6 +177,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
         add_daemon_routes(app, service, ring, key)
         config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
         server = rest.make_server(config)
+        service.embedder.prefetch()  # the model's extensions imported here too (local model)
         threading.Thread(target=_warm, args=(service,), daemon=True).start()
         watch = threading.Thread(
             target=_exit_when_idle,

@@ -52,7 +52,7 @@ def add_daemon_routes(app: FastAPI, service: Service, keys: KeyRing, key: str) -
     def search(
         request: Request,
         args: Annotated[api.SearchArgs, Depends(search_query)],
-        render: Annotated[Literal["json", "plain", "files", "rich"], Query()] = "plain",
+        render: Annotated[Literal["json", "plain", "files", "files0", "rich"], Query()] = "plain",
         explain: Annotated[bool, Query()] = False,
         tty: Annotated[bool, Query()] = False,
         width: Annotated[int, Query(ge=20, le=1000)] = 80,

@@ -60,14 +60,30 @@ _MODES = click.Choice(["hybrid", "dense", "keyword"])
     help="Print {query, mode, collections, filters, hits} as JSON.",
 )
 @click.option(
-    "--files", "files_only", is_flag=True, help="Print only the hits' paths, one per line, once."
+    "--files",
+    "files_only",
+    is_flag=True,
+    help="Print only the hits' paths, one per line, once (control characters and a newline "
+    "escaped: `\\n`).",
+)
+@click.option(
+    "-0",
+    "--null",
+    is_flag=True,
+    help="As --files, but each path raw and ended by a NUL byte (for `xargs -0`).",
 )
 @click.option(
     "--explain", is_flag=True, help="Under each hit: each list's rank and raw score, the fused."
 )
 @no_daemon_option
 def search(
-    query: str, as_json: bool, files_only: bool, explain: bool, no_daemon: bool, **flags: Any
+    query: str,
+    as_json: bool,
+    files_only: bool,
+    null: bool,
+    explain: bool,
+    no_daemon: bool,
+    **flags: Any,
 ) -> None:
     """Search the indexed chunks for QUERY: filter, then rank by meaning and words.
 
@@ -77,7 +93,7 @@ def search(
     starts when none runs (see `chromasync daemon`).
     """
     with reported_errors():
-        if files_only and (as_json or explain):
+        if (files_only or null) and (as_json or explain):
             raise click.UsageError("--files prints paths only: not with --json or --explain")
         check_query(query, "cli")
         settings = settings_from_flags(**flags)
@@ -102,8 +118,8 @@ def search(
         stderr_console().print(f"[yellow]warning:[/] {escape(safe(warning))}")
     if as_json:
         fmt = "json"
-    elif files_only:
-        fmt = "files"
+    elif files_only or null:
+        fmt = "files0" if null else "files"
     else:
         fmt = "plain" if not sys.stdout.isatty() and not explain else "rich"
     links = open_urls(settings, result.hits) if settings.editor_uri else None
@@ -121,7 +137,7 @@ def render_search(
     width: int | None = None,
     color: str | None = None,
 ) -> None:
-    """Write a search's output as `search` prints it (`fmt`: json, files, plain, rich) to
+    """Write a search's output as `search` prints it (`fmt`: json, files, files0, plain, rich) to
     `out` (stdout by default; the daemon renders into a buffer for its stdlib client, with
     the client's terminal `tty`, `width` and `color` system). `links`: each hit's editor
     link (`editor_uri` set), an `open_url` in JSON and an OSC-8 hyperlink in a terminal."""
@@ -133,8 +149,10 @@ def render_search(
                 {**h.as_json(), "open_url": u} for h, u in zip(result.hits, links, strict=True)
             ]
         write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    elif fmt == "files":
-        write("".join(safe(path) + "\n" for path in dict.fromkeys(h.path for h in result.hits)))
+    elif fmt in ("files", "files0"):
+        paths = dict.fromkeys(h.path for h in result.hits)
+        raw = fmt == "files0"
+        write("".join(path + "\0" if raw else safe(path, False) + "\n" for path in paths))
     elif fmt == "plain" and not result.groups:
         write(plain_lines(result))  # what the keyword fast path prints too
     elif out is None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datadir import CHROMA_DIR
+from ..errors import shown_url
 from .editor import EDITOR_URI_MAX, editor_uri_problem
 from .parsed import ConfigFile
 from .spec import declared, setting
@@ -37,6 +38,12 @@ COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+#: The shortest `CHROMASYNC_API_TOKEN` taken (a short token is guessed; docs/operators.md).
+MIN_API_TOKEN = 16
+_SHORT_TOKEN = (
+    f"must be at least {MIN_API_TOKEN} characters long (a short token is easy to guess); "
+    "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+)
 NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
 _NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
 _NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -232,6 +239,7 @@ class Settings:
         "The token clients of serve, mcp and an owner send (Bearer)",
         env="CHROMASYNC_API_TOKEN",
         secret=True,
+        test=lambda text: None if len(text) >= MIN_API_TOKEN else _SHORT_TOKEN,
     )
     llm_url: str | None = setting(
         None,
@@ -449,7 +457,8 @@ class Settings:
         return self.chroma_url or str(self.data_dir / CHROMA_DIR)
 
     def shown(self) -> list[tuple[str, str, str]]:
-        """(name, value, origin) rows for `config show`, secrets masked."""
+        """(name, value, origin) rows for `config show`, secrets masked, URLs without
+        their user info."""
         rows = []
         for spec in SETTINGS:
             name = spec.name
@@ -462,7 +471,7 @@ class Settings:
                 text = "" if value is None else str(value)
             if spec.secret and value:
                 text = "****** (set)"
-            rows.append((name, text, self.origins.get(name, "default")))
+            rows.append((name, shown_url(text), self.origins.get(name, "default")))
         if self.config_file is not None:
             rows.append(("config", str(self.config_file.path), self.origins.get("config", "")))
         return rows

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..config.file import repo_namespace
 from ..datadir import REPOS_DIR as REPOS_DIR
 from ..datadir import make_private_dir
-from ..errors import SourceError
+from ..errors import SourceError, shown_url
 
 
 def cache_slug(repo: str, branch: str | None) -> str:
@@ -106,14 +106,9 @@ def _runner(
             detail = done.stderr.strip().splitlines()[-1:] or ["no output"]
             raise SourceError(
                 f"repository source {namespace!r}: `git {args[0]}` failed: "
-                f"{_redact(detail[0])} "
+                f"{shown_url(detail[0])} "
                 "(check the URL, the branch and your access)"
             )
         return done.stdout
 
     return run
-
-
-def _redact(text: str) -> str:
-    """Hide credentials embedded in URLs (`https://user:token@host`)."""
-    return re.sub(r"(://)[^/@\s]+@", r"\1***@", text)

@@ -92,6 +92,7 @@ def tree_listing(
     return encode_listing(folders)
 
 
-def printable(text: str) -> str:
-    """Control characters escaped, so that a file name cannot drive the terminal."""
-    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+def printable(text: str, lines: bool = True) -> str:
+    """Control characters escaped, so that a file name cannot drive the terminal; a newline
+    too unless `lines` (a path printed one per line stays one line: `\\n`)."""
+    return "".join(c if c.isprintable() or (lines and c == "\n") else repr(c)[1:-1] for c in text)

@@ -41,7 +41,8 @@ REASONS = {
     "broken-symlink": "symlink whose target does not exist",
     "changed-during-read": "the file changed on every attempt to read it",
     "corrupt": "a document (PDF, DOCX...) that is broken, truncated or not its format",
-    "empty": "no text left after removing BOM, front matter and whitespace",
+    "empty": "no text left after removing BOM, front matter and whitespace (a file that "
+    "had text keeps its records: caught mid-rewrite)",
     "encrypted": "a document that needs a password (or forbids extraction)",
     "frontmatter-invalid": "front matter present but unparseable or unsafe (fail closed)",
     "hidden": "dotfile or dot-directory",

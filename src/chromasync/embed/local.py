@@ -266,9 +266,12 @@ class LocalEmbedder(Embedder):
             if not self._loaded():
                 try:
                     self._load_unlocked()
-                except BaseException:
+                except BaseException as exc:
                     self._unload()  # a failed export or check: nothing half-loaded to embed with
-                    raise
+                    found = shared.damaged(exc) if isinstance(exc, EmbeddingError) else exc
+                    if found is exc or not self._bundled:
+                        raise
+                    raise found from exc
 
     def _unload(self) -> None:
         self._session = self._st_model = self._encoder = None
@@ -311,7 +314,10 @@ class LocalEmbedder(Embedder):
         providers = ["CPUExecutionProvider"]
         if device == "cuda":
             providers.insert(0, "CUDAExecutionProvider")
-        self._session = ort.InferenceSession(str(path), options, providers=providers)
+        try:
+            self._session = ort.InferenceSession(str(path), options, providers=providers)
+        except Exception as exc:  # onnxruntime's InvalidProtobuf, Fail...
+            raise EmbeddingError(f"onnxruntime cannot load {path}: {exc}") from exc
         self._tokenizer = self._make_tokenizer()
 
     def _load_torch(self, device: str = "cpu") -> Any:

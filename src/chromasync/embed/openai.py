@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, shown_url
 from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy, Watchdog, read_capped
 from . import Embedder
 
@@ -102,7 +102,7 @@ class OpenAIEmbedder(Embedder):
         )
 
     def __repr__(self) -> str:  # never the key
-        return f"OpenAIEmbedder({self.endpoint!r}, model={self.model!r})"
+        return f"OpenAIEmbedder({shown_url(self.endpoint)!r}, model={self.model!r})"
 
     @property
     def tokenizer_path(self) -> str | None:
@@ -113,7 +113,9 @@ class OpenAIEmbedder(Embedder):
         if self._dimension is None:
             with self._http() as http:
                 self._dimension = len(self._request(http, [_PROBE])[0])
-            log.info("%s at %s: dimension %d", self.model_id, self.endpoint, self._dimension)
+            log.info(
+                "%s at %s: dimension %d", self.model_id, shown_url(self.endpoint), self._dimension
+            )
         return self._dimension
 
     def _http(self) -> Any:
@@ -136,7 +138,7 @@ class OpenAIEmbedder(Embedder):
 
     def _fail(self, what: str) -> EmbeddingError:
         return EmbeddingError(
-            f"openai provider ({self.model!r} at {self.endpoint}): {self._redact(what)}"
+            f"openai provider ({self.model!r} at {shown_url(self.endpoint)}): {self._redact(what)}"
         )
 
     def _request(self, http: Any, texts: Sequence[str]) -> list[list[float]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, not_installed
 
 VARIANTS = ("fp32", "int8", "bf16")
 #: chosen from benchmarks/model_throughput.py --variants (docs/scaling.md has the table):
@@ -101,10 +101,13 @@ def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> li
 
 
 def onnx_providers() -> list[str] | None:
+    """onnxruntime's execution providers; None when it is not installed."""
     try:
         import onnxruntime
-    except ImportError:
-        return None
+    except ImportError as exc:
+        if not_installed(exc, "onnxruntime"):
+            return None
+        raise EmbeddingError(f"onnxruntime is installed but failed to import: {exc}") from exc
     return list(onnxruntime.get_available_providers())
 
 

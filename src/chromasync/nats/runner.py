@@ -27,7 +27,6 @@ import contextlib
 import logging
 import os
 import random
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +41,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType
 from nats.js.errors import NotFoundError
 
 from ..config.settings import Settings
-from ..errors import ConfigError
+from ..errors import ConfigError, shown_url
 from ..owner.service import Service
 from ..records import SourceSpec
 from .errors import BadMessage, error_reply
@@ -55,12 +54,6 @@ log = logging.getLogger(__name__)
 #: Requests answered at once; more wait in the subscription's queue.
 MAX_IN_FLIGHT = 64
 WORKERS = 8
-_USERINFO = re.compile(r"//[^@/]*@")
-
-
-def shown_url(url: str) -> str:
-    """The server URL(s) without user info (`nats://user:pw@host` -> `nats://host`)."""
-    return _USERINFO.sub("//", url)
 
 
 def connect_options(settings: Settings) -> dict[str, Any]:

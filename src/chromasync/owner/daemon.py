@@ -84,7 +84,8 @@ def idle_timeout(environ: Mapping[str, str]) -> float:
 
 
 #: Settings a daemon's searches do not depend on: `ask` answers in its own process, with
-#: its own chat model; the config file counts by its bytes.
+#: its own chat model; the config file counts by its bytes. A daemon does not hold them, so
+#: the operations that use them run in the command's process (`IN_PROCESS`).
 _NOT_KEYED = frozenset(
     {
         "config_file",
@@ -98,6 +99,11 @@ _NOT_KEYED = frozenset(
         "answer_fallback",
     }
 )
+
+
+#: `Index` operations that use the chat settings (`_NOT_KEYED`): never sent to a daemon,
+#: whose answer could differ (`owner.index.open_index`).
+IN_PROCESS = frozenset({"ask", "summaries"})
 
 
 def settings_key(settings: Settings) -> str:
@@ -272,6 +278,7 @@ def ensure(
 __all__ = [
     "IDLE_ENV",
     "IDLE_TIMEOUT",
+    "IN_PROCESS",
     "LOG_FILE",
     "OFF_ENV",
     "ROLE",

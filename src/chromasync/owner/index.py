@@ -250,7 +250,9 @@ class _DaemonOrLocal:
     """The search daemon's client, that falls back to the index in this process for good
     once the daemon has taken a call and not answered it within its deadline (hung, not
     stopped: a stopped one is never talked to). The daemon holds no work, so reading here
-    loses nothing; it is what the console script's client does too (`dial.get`)."""
+    loses nothing; it is what the console script's client does too (`dial.get`). The
+    operations that use settings a daemon does not hold (`daemon.IN_PROCESS`: the chat
+    model's) always run here."""
 
     def __init__(self, client: OwnerClient, local: Callable[[], LocalIndex]) -> None:
         self._client = client
@@ -258,6 +260,8 @@ class _DaemonOrLocal:
         self._local: LocalIndex | None = None
 
     def __getattr__(self, name: str) -> Any:
+        if self._local is None and name in daemons.IN_PROCESS:
+            return getattr(self._make_local(), name)
         if self._local is not None:
             return getattr(self._local, name)
         remote = getattr(self._client, name)

@@ -47,6 +47,7 @@ a limit per client for every inbound connection).
 
 from __future__ import annotations
 
+from ..errors import sigterm_interrupts
 from .app import create_app
 from .bodies import search_query
 from .connections import server_config
@@ -57,7 +58,6 @@ from .server import (
     bind_unix,
     make_server,
     run_server,
-    sigterm_interrupts,
 )
 
 __all__ = [

@@ -103,17 +103,24 @@ def _host_port(netloc: str, scheme: str = "http") -> tuple[str, int | None] | No
     return parts.hostname.lower(), port if port is not None else default
 
 
-def origin_allowed(origin: str, host: str | None) -> bool:
-    """True for the service's own origin (same host and port as `Host`) or a loopback page."""
-    scheme, sep, netloc = origin.strip().partition("://")
-    if not sep or scheme.lower() not in ("http", "https") or "/" in netloc:
+def origin_allowed(
+    origin: str, host: str | None, *, scheme: str | None = None, any_loopback: bool = True
+) -> bool:
+    """True for the service's own origin (same host and port as `Host`, a loopback name for
+    a loopback `Host`; the same `scheme` when given) or, with `any_loopback`, a loopback
+    page on any port."""
+    named, sep, netloc = origin.strip().partition("://")
+    named = named.lower()
+    if not sep or named not in ("http", "https") or "/" in netloc:
         return False  # "null" (sandboxed or file pages), other schemes, garbage
-    found = _host_port(netloc, scheme.lower())
-    if found is None:
+    found = _host_port(netloc, named)
+    if found is None or (scheme is not None and named != scheme):
         return False
-    if found[0] in LOOPBACK_HOSTS:
+    if found[0] in LOOPBACK_HOSTS and any_loopback:
         return True
-    own = _host_port(host, scheme.lower()) if host else None
+    own = _host_port(host, named) if host else None
+    if own is not None and {own[0], found[0]} <= LOOPBACK_HOSTS:
+        return own[1] == found[1]
     return own is not None and own == found
 
 

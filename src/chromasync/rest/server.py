@@ -9,7 +9,7 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
@@ -62,23 +62,6 @@ def make_server(config: Any) -> Any:
                         captured.clear()
 
     return Server(config)
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt meanwhile (in the main thread), as SIGINT does: a
-    service stopped before uvicorn took over its signals still leaves through its `finally`
-    blocks (removing `owner.json` and the socket) instead of dying of the signal."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..datadir import CHROMA_DIR, make_private_dir
-from ..errors import ChromasyncError, ConfigError, NotFound, StoreError
+from ..errors import ChromasyncError, ConfigError, NotFound, StoreError, not_installed
 from ..retry import RetryPolicy
 from .chroma import Store
 from .failures import store_error
@@ -60,6 +60,19 @@ def _chroma_settings(factory: Any) -> Any:
     return _CHROMA_SETTINGS[0].model_copy()
 
 
+def import_chromadb() -> Any:
+    """chromadb, imported; a `StoreError` when it is missing, or installed but failing to
+    import (never called missing then: `errors.not_installed`)."""
+    try:
+        import chromadb
+        import chromadb.config
+    except ImportError as exc:
+        if not_installed(exc, "chromadb"):
+            raise StoreError("chromadb is not installed") from exc
+        raise StoreError(f"chromadb is installed but failed to import: {exc}") from exc
+    return chromadb
+
+
 def open_store(config: StoreConfig, existing: bool = False, reading: bool = False) -> Store:
     """Connect to the configured store (importing chromadb only now).
 
@@ -71,12 +84,8 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
     target = parse_target(config.url) if config.url else None
     if existing and target is None and not (config.data_dir / CHROMA_DIR).is_dir():
         raise NotFound(f"no embedded store at {config.describe()} yet")
-    try:
-        import chromadb
-        from chromadb.config import Settings
-    except ImportError as exc:  # pragma: no cover - a dependency
-        raise StoreError("chromadb is not installed") from exc
-    settings = _chroma_settings(Settings)
+    chromadb = import_chromadb()
+    settings = _chroma_settings(chromadb.config.Settings)
     if target is None:
         path = config.data_dir / CHROMA_DIR
         if reading and path.is_dir() and not os.access(path, os.W_OK):

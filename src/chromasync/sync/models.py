@@ -28,7 +28,7 @@ from ..config.models import (
 )
 from ..config.settings import Settings
 from ..datadir import side_dir
-from ..errors import ConfigError, NotFound
+from ..errors import ConfigError, NotFound, StoreError
 from ..records import IngestSummary
 from ..store.chroma import CHUNKING_KEY, MODEL_KEY
 from ..store.connect import open_store_for
@@ -123,12 +123,22 @@ def build_profile(
         )
     _set_state(home, name, "building")
     summaries: list[IngestSummary] = []
-    if entries:
-        labels = tuple(e.label for e in entries)
-        summaries += ingest(ConfiguredSources(labels), side, progress=progress, wait=wait)
-    if others:  # the data dir's own collection names become the profile's
-        specs = [replace(s, collection=None) if o else s for s, o in zip(others, own, strict=True)]
-        summaries += ingest(specs, side, progress=progress, wait=wait)
+    try:
+        if entries:
+            labels = tuple(e.label for e in entries)
+            summaries += ingest(ConfiguredSources(labels), side, progress=progress, wait=wait)
+        if others:  # the data dir's own collection names become the profile's
+            specs = [
+                replace(s, collection=None) if o else s for s, o in zip(others, own, strict=True)
+            ]
+            summaries += ingest(specs, side, progress=progress, wait=wait)
+    except StoreError as exc:
+        if " is full;" not in str(exc):  # `errors.storage_error`'s words for a full disk
+            raise
+        raise StoreError(
+            f"{exc}. The partial index of model {name!r} holds space meanwhile: "
+            f"`chromasync model drop {name}` frees it"
+        ) from exc
     _set_state(home, name, "built", built_at=clock())
     return summaries
 

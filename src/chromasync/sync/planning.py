@@ -202,6 +202,32 @@ class FilePlanner:
             if change is not None:
                 yield change
 
+    def _skip(
+        self, reason: str, outcome: ReadOutcome, previous: FileState | None, row: tuple[str, str]
+    ) -> None:
+        """Count a skipped file; remember it (no records) unless the skip keeps its records:
+        a transient reason, or a file with records caught empty mid-rewrite (a non-atomic
+        save), whose new stat is recorded until it has text again or is removed."""
+        stat, now = outcome.stat, self._now
+        self.run.skipped[reason] += 1
+        if reason == "empty" and previous is not None and previous.records:
+            self.touched.append(restat(previous, stat, now, *row))
+        elif reason not in TRANSIENT_REASONS and outcome.file_hash:
+            version = previous.version if previous else 0
+            self.skipped[stat.rel_path] = FileState(
+                stat.rel_path,
+                stat.size,
+                stat.mtime_ns,
+                outcome.file_hash,
+                version,
+                now,
+                (),
+                reason,
+                stat.ctime_ns,
+                stat.inode,
+                *row,
+            )
+
     def _plan_one(
         self,
         outcome: ReadOutcome,
@@ -225,23 +251,7 @@ class FilePlanner:
         if skip is None and private:
             skip = Skip(path, "private")
         if skip is not None:
-            run.skipped[skip.reason] += 1
-            if skip.reason not in TRANSIENT_REASONS and outcome.file_hash:
-                version = previous.version if previous else 0
-                self.skipped[path] = FileState(
-                    path,
-                    stat.size,
-                    stat.mtime_ns,
-                    outcome.file_hash,
-                    version,
-                    now,
-                    (),
-                    skip.reason,
-                    stat.ctime_ns,
-                    stat.inode,
-                    asset,
-                    asset_issue,
-                )
+            self._skip(skip.reason, outcome, previous, row)
             return None
         doc = outcome.document
         assert doc is not None
