@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
 """Planted mis-citations: how many does the support check catch, how many correct ones flag?
 
+    python benchmarks/citation_support.py --labelled [benchmarks/data/hugo_citations.json]
     python benchmarks/citation_support.py [--work /tmp/chromasync-bench-answer] [--k 5]
                                           [--limit N] [--drop 0.3] [--seed 7]
+
+`--labelled`: a set written by hand over real hugo-docs chunks (benchmarks/data/
+hugo_citations.json): sentences citing one source each, labelled supported (the source's
+facts reworded), wrong-source (another given source's facts) or invented (a fact no source
+states). Prints the share of wrong citations caught and of supported ones flagged, and each
+case the check got wrong. Nothing is ingested; `check_support` reads the chunks as given.
+
+Without it:
 
 1. SciFact as Markdown in WORK/scifact, ingested with the `hash` provider into WORK/data
    (shared with benchmarks/answer_bench.py); retrieval is keyword-only (BM25), top `k`.
@@ -77,6 +86,58 @@ def plant(text: str, k: int, rng: random.Random) -> tuple[str, int, int] | None:
     return text[: m.start()] + f" [{planted}]" + text[m.end() :], i, planted
 
 
+LABELLED = REPO / "benchmarks" / "data" / "hugo_citations.json"
+
+
+def labelled_cases(path: Path = LABELLED) -> list[tuple[dict, str, list[api.Hit]]]:
+    """(case, answer text, sources) for each case of the labelled set: the answer is the
+    case's sentence with its marker, the sources its group's chunks in order."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for group in data["groups"]:
+        hits = []
+        for key in group["sources"]:
+            src = data["sources"][key]
+            hits.append(
+                api.Hit(
+                    key,
+                    src["path"],
+                    "hugo",
+                    src["heading"],
+                    src["start_line"],
+                    src["end_line"],
+                    0.0,
+                    src["text"],
+                )
+            )
+        for case in group["cases"]:
+            text = case["sentence"][:-1] + f" [{case['cites']}]" + case["sentence"][-1]
+            out.append((case, text, hits))
+    return out
+
+
+def labelled_rates(path: Path = LABELLED) -> dict[str, object]:
+    """Wrong citations caught and supported ones flagged by `check_support` on the set."""
+    counts: dict[str, list[int]] = {}
+    missed: list[str] = []
+    for case, text, hits in labelled_cases(path):
+        flagged = any(d.n == case["cites"] for d in check_support(text, hits).unsupported)
+        row = counts.setdefault(case["label"], [0, 0])
+        row[0] += 1
+        row[1] += flagged
+        if flagged != (case["label"] != "supported"):
+            missed.append(f"{case['label']}: {text}")
+    wrong = [counts.get(k, [0, 0]) for k in ("wrong-source", "invented")]
+    total_wrong = sum(n for n, _ in wrong)
+    supported = counts.get("supported", [0, 0])
+    return {
+        "cases": {k: {"n": n, "flagged": f} for k, (n, f) in counts.items()},
+        "caught": round(sum(f for _, f in wrong) / total_wrong, 3) if total_wrong else None,
+        "false_flags": round(supported[1] / supported[0], 3) if supported[0] else None,
+        "missed": missed,
+    }
+
+
 def marker_numbers(text: str) -> list[list[int]]:
     return [[int(x) for x in m.group(1).split(",")] for m in MARKER.finditer(text)]
 
@@ -121,7 +182,17 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--drop", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--labelled", type=Path, nargs="?", const=LABELLED, default=None)
     args = parser.parse_args()
+    if args.labelled is not None:
+        rates = labelled_rates(args.labelled)
+        for label, row in rates["cases"].items():  # type: ignore[attr-defined]
+            print(f"{label:13} {row['n']:>3} sentences, {row['flagged']:>3} flagged")
+        print(f"wrong citations caught: {rates['caught']}")
+        print(f"supported citations flagged: {rates['false_flags']}")
+        for line in rates["missed"]:  # type: ignore[attr-defined]
+            print("  wrong call,", line)
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     corpus = materialise(args.work)
     settings = api.resolve_settings(
