@@ -38,7 +38,8 @@ SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from answer_bench import materialise  # noqa: E402
+from answer_bench import materialise  # noqa: E402  (puts the repository on sys.path)
+from tests.citations import LABELLED, labelled_rates  # noqa: E402
 
 from chromasync import api  # noqa: E402
 from chromasync.answer.ask import answer_question  # noqa: E402
@@ -84,58 +85,6 @@ def plant(text: str, k: int, rng: random.Random) -> tuple[str, int, int] | None:
     planted = rng.choice(others)
     m = markers[i]
     return text[: m.start()] + f" [{planted}]" + text[m.end() :], i, planted
-
-
-LABELLED = REPO / "benchmarks" / "data" / "hugo_citations.json"
-
-
-def labelled_cases(path: Path = LABELLED) -> list[tuple[dict, str, list[api.Hit]]]:
-    """(case, answer text, sources) for each case of the labelled set: the answer is the
-    case's sentence with its marker, the sources its group's chunks in order."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    out = []
-    for group in data["groups"]:
-        hits = []
-        for key in group["sources"]:
-            src = data["sources"][key]
-            hits.append(
-                api.Hit(
-                    key,
-                    src["path"],
-                    "hugo",
-                    src["heading"],
-                    src["start_line"],
-                    src["end_line"],
-                    0.0,
-                    src["text"],
-                )
-            )
-        for case in group["cases"]:
-            text = case["sentence"][:-1] + f" [{case['cites']}]" + case["sentence"][-1]
-            out.append((case, text, hits))
-    return out
-
-
-def labelled_rates(path: Path = LABELLED) -> dict[str, object]:
-    """Wrong citations caught and supported ones flagged by `check_support` on the set."""
-    counts: dict[str, list[int]] = {}
-    missed: list[str] = []
-    for case, text, hits in labelled_cases(path):
-        flagged = any(d.n == case["cites"] for d in check_support(text, hits).unsupported)
-        row = counts.setdefault(case["label"], [0, 0])
-        row[0] += 1
-        row[1] += flagged
-        if flagged != (case["label"] != "supported"):
-            missed.append(f"{case['label']}: {text}")
-    wrong = [counts.get(k, [0, 0]) for k in ("wrong-source", "invented")]
-    total_wrong = sum(n for n, _ in wrong)
-    supported = counts.get("supported", [0, 0])
-    return {
-        "cases": {k: {"n": n, "flagged": f} for k, (n, f) in counts.items()},
-        "caught": round(sum(f for _, f in wrong) / total_wrong, 3) if total_wrong else None,
-        "false_flags": round(supported[1] / supported[0], 3) if supported[0] else None,
-        "missed": missed,
-    }
 
 
 def marker_numbers(text: str) -> list[list[int]]:
@@ -186,11 +135,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.labelled is not None:
         rates = labelled_rates(args.labelled)
-        for label, row in rates["cases"].items():  # type: ignore[attr-defined]
+        for label, row in rates["cases"].items():
             print(f"{label:13} {row['n']:>3} sentences, {row['flagged']:>3} flagged")
         print(f"wrong citations caught: {rates['caught']}")
         print(f"supported citations flagged: {rates['false_flags']}")
-        for line in rates["missed"]:  # type: ignore[attr-defined]
+        for line in rates["missed"]:
             print("  wrong call,", line)
         return
     args.work.mkdir(parents=True, exist_ok=True)

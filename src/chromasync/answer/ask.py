@@ -129,7 +129,7 @@ def answer_question(
         log.warning("%s; answering extractively instead", exc)
         fallen_back = extractive()
         return replace(fallen_back, flags=(*fallen_back.flags, FLAG_LLM_UNREACHABLE))
-    supported = check_support(result.text, prompt.sources)
+    supported = check_support(result.text, prompt.sources, question)
     checked = check_citations(supported.text, prompt.sources, _best_sentence(question))
     unsupported = tuple(
         Unsupported(d.claim, prompt.sources[d.n - 1].path, d.support) for d in supported.unsupported
