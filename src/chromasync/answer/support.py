@@ -103,17 +103,18 @@ def _names(claim: str) -> set[str]:
     """The claim's names, lower-cased: its words with a capital letter, but stop words and
     a word that opens the claim, a line or a list item, or follows a full stop or a colon."""
     out: set[str] = set()
+    last: int | None = None
     for match in _WORDS.finditer(claim):
-        if match.group().islower() or match.group().isdigit():
+        gap = claim[last : match.start()] if last is not None else None
+        last = match.end()
+        word = match.group()
+        if gap is None or word.islower() or word.isdigit() or word.lower() in STOP_WORDS:
             continue
-        before = claim[: match.start()]
-        opener = before.rstrip()
-        line = before.rsplit("\n", 1)[-1]
-        if not line.strip(" \t-*+>#") or (opener != before and opener[-1] in _OPENERS):
+        stripped = gap.rstrip()
+        opens_line = "\n" in gap and not gap.rsplit("\n", 1)[-1].strip(" \t-*+>#")
+        if opens_line or (stripped and stripped != gap and stripped[-1] in _OPENERS):
             continue  # the first word of a line, a list item or a sentence
-        word = match.group().lower()
-        if word not in STOP_WORDS:
-            out.add(word)
+        out.add(word.lower())
     return out
 
 
@@ -135,17 +136,21 @@ class _Sources:
     def idf(self, term: str) -> float:
         return math.log((self.n + 1) / (self.df.get(term, 0) + 0.5))
 
-    def support(self, claim: str, index: int) -> float:
-        """How much of `claim` source `index` (0-based) holds, 0-1."""
+    def supports(self, claim: str) -> list[float]:
+        """How much of `claim` each source holds, 0-1 (all 1 for a claim too short to judge)."""
         terms = _words(claim)
         if len(terms) < MIN_CHECK_TERMS:
-            return 1.0  # too few words to judge ("Done [2]."): left as the model cited it
-        total = sum(self.idf(t) for t in terms)
-        held = sum(self.idf(t) for t in terms if t in self.terms[index])
-        score = held / total if total > 0 else 1.0
-        if _figures(claim) - self.numbers[index] or _names(claim) - self.known:
-            score = min(score, FACT_MISSING_CAP)
-        return score
+            return [1.0] * self.n  # "Done [2].": left as the model cited it
+        weights = {t: self.idf(t) for t in terms}
+        total = sum(weights.values())
+        figures, invented = _figures(claim), bool(_names(claim) - self.known)
+        out = []
+        for terms_of_source, numbers in zip(self.terms, self.numbers, strict=True):
+            score = sum(w for t, w in weights.items() if t in terms_of_source) / total
+            if invented or figures - numbers:
+                score = min(score, FACT_MISSING_CAP)
+            out.append(score)
+        return out
 
 
 def _claims(text: str) -> list[tuple[re.Match[str], str]]:
@@ -178,7 +183,7 @@ def check_support(text: str, sources: Sequence[Hit], question: str = "") -> Supp
     last = 0
     for marker, claim in _claims(text):
         numbers = [int(x) for x in marker.group(1).split(",")]
-        scores = [index.support(claim, i) for i in range(len(sources))]
+        scores = index.supports(claim)
         kept: list[int] = []
         for x in numbers:
             if not 1 <= x <= len(sources):  # names no source: check_citations removes it
