@@ -19,7 +19,8 @@ little; what a reader would call a wrong citation is one of:
 * a fact the source does not hold: a figure of two or more digits or with a decimal part
   (a year, a version, an amount; a single digit is an ordinary word) missing from the cited
   source, or a name (a word with a capital letter, not the first of its sentence) that no
-  given source and not the question holds: the support is `FACT_MISSING_CAP`;
+  given source, not the question and not the searched documents throughout (`common`:
+  "Hugo" in Hugo's docs, see `ask.common_names`) hold: the support is `FACT_MISSING_CAP`;
 * another given source (cited beside it or not) that fits the claim better by at least
   `BETTER_BY` while the cited one supports it under `STRONG` (a citation swapped for a
   source on the same topic);
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..records import Hit
@@ -118,8 +119,16 @@ def _names(claim: str) -> set[str]:
     return out
 
 
+#: Of some names, those the searched documents hold throughout (`ask.common_names`).
+CommonNames = Callable[[Sequence[str]], set[str]]
+
+
 class _Sources:
-    def __init__(self, sources: Sequence[Hit], question: str = "") -> None:
+    def __init__(
+        self, sources: Sequence[Hit], question: str = "", common: CommonNames | None = None
+    ) -> None:
+        self.common = common
+        self.seen_common: dict[str, bool] = {}
         shown = [_shown(h) for h in sources]
         self.terms = [frozenset(_words(text)) for text in shown]
         self.numbers = [frozenset(_figures(text)) for text in shown]
@@ -136,6 +145,16 @@ class _Sources:
     def idf(self, term: str) -> float:
         return math.log((self.n + 1) / (self.df.get(term, 0) + 0.5))
 
+    def unknown(self, claim: str) -> bool:
+        """Whether the claim names something no source, the question nor (`common`) the
+        documents throughout hold."""
+        names = _names(claim) - self.known
+        asked = sorted(n for n in names if n not in self.seen_common)
+        if asked and self.common is not None:
+            found = self.common(asked)
+            self.seen_common.update((n, n in found) for n in asked)
+        return any(not self.seen_common.get(n, False) for n in names)
+
     def supports(self, claim: str) -> list[float]:
         """How much of `claim` each source holds, 0-1 (all 1 for a claim too short to judge)."""
         terms = _words(claim)
@@ -143,7 +162,7 @@ class _Sources:
             return [1.0] * self.n  # "Done [2].": left as the model cited it
         weights = {t: self.idf(t) for t in terms}
         total = sum(weights.values())
-        figures, invented = _figures(claim), bool(_names(claim) - self.known)
+        figures, invented = _figures(claim), self.unknown(claim)
         out = []
         for terms_of_source, numbers in zip(self.terms, self.numbers, strict=True):
             score = sum(w for t, w in weights.items() if t in terms_of_source) / total
@@ -172,12 +191,15 @@ def _claims(text: str) -> list[tuple[re.Match[str], str]]:
     return out
 
 
-def check_support(text: str, sources: Sequence[Hit], question: str = "") -> SupportChecked:
+def check_support(
+    text: str, sources: Sequence[Hit], question: str = "", common: CommonNames | None = None
+) -> SupportChecked:
     """`text` without the citations its sources do not support (see the module docstring);
-    the names of `question` are known as the sources' are."""
+    the names of `question`, and those `common` returns (the documents' own: "Hugo" in
+    Hugo's docs), are known as the sources' are."""
     if not sources or "[" not in text:
         return SupportChecked(text, ())
-    index = _Sources(sources, question)
+    index = _Sources(sources, question, common)
     dropped: list[Dropped] = []
     pieces: list[str] = []
     last = 0
@@ -209,6 +231,7 @@ __all__ = [
     "BETTER_BY",
     "STRONG",
     "SUPPORT_FLOOR",
+    "CommonNames",
     "Dropped",
     "SupportChecked",
     "check_support",
