@@ -29,7 +29,7 @@ little; what a reader would call a wrong citation is one of:
 A claim of fewer than `MIN_CHECK_TERMS` content words is not judged. An unsupported number is
 taken out of its marker (a marker left empty goes, with the space before it), and counted;
 `Unsupported` rows say which sentence lost which source. Linear in the answer's length times
-the sources cited per marker (both bounded upstream).
+the number of sources (both bounded upstream).
 
 Measured on a labelled set of paraphrased, wrong-source and invented sentences over
 hugo-docs, and on planted mis-citations over SciFact: docs/benchmarks.md
