@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
 """Planted mis-citations: how many does the support check catch, how many correct ones flag?
 
+    python benchmarks/citation_support.py --labelled [benchmarks/data/hugo_citations.json]
     python benchmarks/citation_support.py [--work /tmp/chromasync-bench-answer] [--k 5]
                                           [--limit N] [--drop 0.3] [--seed 7]
+
+`--labelled`: a set written by hand over real hugo-docs chunks (benchmarks/data/
+hugo_citations.json): sentences citing one source each, labelled supported (the source's
+facts reworded), wrong-source (another given source's facts) or invented (a fact no source
+states). Prints the share of wrong citations caught and of supported ones flagged, and each
+case the check got wrong. Nothing is ingested; `check_support` reads the chunks as given.
+
+Without it:
 
 1. SciFact as Markdown in WORK/scifact, ingested with the `hash` provider into WORK/data
    (shared with benchmarks/answer_bench.py); retrieval is keyword-only (BM25), top `k`.
@@ -29,7 +38,8 @@ SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from answer_bench import materialise  # noqa: E402
+from answer_bench import materialise  # noqa: E402  (puts the repository on sys.path)
+from tests.citations import LABELLED, labelled_rates  # noqa: E402
 
 from chromasync import api  # noqa: E402
 from chromasync.answer.ask import answer_question  # noqa: E402
@@ -121,7 +131,17 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--drop", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--labelled", type=Path, nargs="?", const=LABELLED, default=None)
     args = parser.parse_args()
+    if args.labelled is not None:
+        rates = labelled_rates(args.labelled)
+        for label, row in rates["cases"].items():
+            print(f"{label:13} {row['n']:>3} sentences, {row['flagged']:>3} flagged")
+        print(f"wrong citations caught: {rates['caught']}")
+        print(f"supported citations flagged: {rates['false_flags']}")
+        for line in rates["missed"]:
+            print("  wrong call,", line)
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     corpus = materialise(args.work)
     settings = api.resolve_settings(

@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from chromasync.retrieve import evaluate as ev  # noqa: E402
 from chromasync.retrieve.fuse import Fusion, Ranked, fuse  # noqa: E402
-from chromasync.retrieve.results import DEFAULT_FUSION, FEEDBACK_FUSION  # noqa: E402
+from chromasync.retrieve.results import DEFAULT_FUSION  # noqa: E402
 
 CORPORA = {
     "scifact": ("train_queries.jsonl", 5183),
@@ -584,22 +584,22 @@ def feedback(work: Path, names: Sequence[str]) -> None:
             queries,
             settings,
             modes=("hybrid", "dense", "keyword"),
-            fusions={"feedback": FEEDBACK_FUSION},
+            feedback=True,
         )
         took = time.perf_counter() - began
         print(f"{name}: {len(queries)} queries in {took:.0f} s")
         for mode, figures in report.modes.items():
             graded = f" graded {figures['ndcg_graded']:.4f}" if report.graded else ""
             print(
-                f"| {mode} | nDCG@10 {figures['ndcg']:.4f}{graded} | "
-                f"R@100 {figures['recall@100']:.3f} |"
+                f"| {mode} | nDCG@10 {figures['ndcg']:.4f}{graded} | R@10 {figures['recall']:.3f} |"
             )
         metrics = ("ndcg_graded", "ndcg") if report.graded else ("ndcg",)
         for metric in metrics:
-            mine = [r[metric] for r in report.per_query["feedback"]]
+            fed = report.per_query["hybrid+feedback"]
+            mine = [r[metric] for r in fed]
             for other in ("hybrid", "dense", "keyword"):
                 theirs = [r[metric] for r in report.per_query[other]]
-                counts = ev.versus(report.per_query["feedback"], report.per_query[other], metric)
+                counts = ev.versus(fed, report.per_query[other], metric)
                 gap = (sum(mine) - sum(theirs)) / len(mine)
                 print(
                     f"| {name} {metric} | feedback vs {other} | {gap:+.4f}: {counts['wins']} wins,"

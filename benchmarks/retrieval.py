@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Retrieval quality and latency on SciFact (5,183 abstracts, 809 training claims).
 
-    python benchmarks/retrieval.py [--work /tmp/chromasync-bench-retrieval] [--sweep]
+    python benchmarks/retrieval.py [--work /tmp/chromasync-bench-retrieval] [--sweep] [--feedback]
         [--embed-option variant=fp32 ...]
 
 1. Materialises SciFact as Markdown files (../shared/tools/materialize_scifact.py) into
@@ -11,9 +11,9 @@
    `--embed-option KEY=VALUE` is passed to the embedder (as the CLI's option) and gets its
    own data dir (WORK/scifact-data-variant-fp32), so variants can be compared.
 3. Writes the training claims as an eval file (WORK/train_eval.jsonl: query + relevant ids,
-   matched by file stem) and measures nDCG@10, recall@10, recall@100 and MRR for dense,
-   keyword and hybrid (`api.evaluate`, the code behind `chromasync eval`). With `--sweep`,
-   also each fusion variant, to choose the default.
+   matched by file stem) and measures nDCG@10, recall@10 and MRR@10 for dense, keyword and
+   hybrid (`api.evaluate`, the code behind `chromasync eval`: what `search --per-doc` returns;
+   fusion variants are chosen in benchmarks/fusion.py). With `--sweep`, the heading weight.
 4. Measures query latency, p50 and p95, per mode: in a warm process (`api.retrieve` with
    the model loaded) and through the CLI (`python -m chromasync search ... --json`, a new
    process per query).
@@ -39,24 +39,6 @@ sys.path.insert(0, str(REPO / "src"))
 
 from chromasync import api  # noqa: E402
 from chromasync.retrieve.evaluate import percentile  # noqa: E402
-from chromasync.retrieve.fuse import Fusion  # noqa: E402
-
-SWEEP: dict[str, Fusion] = {
-    "rrf k=10": Fusion("rrf", k=10),
-    "rrf k=30": Fusion("rrf", k=30),
-    "rrf k=60": Fusion("rrf", k=60),
-    "rrf k=100": Fusion("rrf", k=100),
-    "rrf k=60 kw x1.5": Fusion("rrf", k=60, weights={"keyword": 1.5}),
-    "rrf k=60 kw x0.67": Fusion("rrf", k=60, weights={"keyword": 0.67}),
-    **{
-        f"convex a={a:.1f}": Fusion("convex", weights={"dense": a, "keyword": 1 - a})
-        for a in (0.3, 0.4, 0.5, 0.6, 0.7)
-    },
-    **{
-        f"zscore a={a:.1f}": Fusion("zscore", weights={"dense": a, "keyword": 1 - a})
-        for a in (0.3, 0.4, 0.5, 0.6, 0.7)
-    },
-}
 
 
 def materialise(work: Path) -> Path:
@@ -144,7 +126,8 @@ def cli_latency(settings: api.Settings, queries: list[str]) -> dict[str, dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--work", type=Path, default=Path("/tmp/chromasync-bench-retrieval"))
-    parser.add_argument("--sweep", action="store_true", help="also measure fusion variants")
+    parser.add_argument("--sweep", action="store_true", help="also sweep the heading weight")
+    parser.add_argument("--feedback", action="store_true", help="also measure hybrid+feedback")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
     parser.add_argument("--latency-queries", type=int, default=100)
     parser.add_argument("--cli-queries", type=int, default=15)
@@ -175,15 +158,13 @@ def main() -> None:
     queries = api.load_queries(eval_file)[: args.limit]
     embedder = api.make_embedder_for(settings)
     began = time.perf_counter()
-    report = api.evaluate(
-        queries, settings, embedder=embedder, fusions=SWEEP if args.sweep else None
-    )
+    report = api.evaluate(queries, settings, embedder=embedder, feedback=args.feedback)
     results["eval_s"] = round(time.perf_counter() - began, 1)
     results["quality"] = report.as_json()
     print(f"\n{report.queries} SciFact training queries ({results['eval_s']} s)")
-    print(f"{'mode':<22} {'nDCG@10':>8} {'R@10':>7} {'R@100':>7} {'MRR':>7}")
+    print(f"{'mode':<22} {'nDCG@10':>8} {'R@10':>7} {'MRR@10':>7}")
     for mode, m in report.modes.items():
-        figures = (m["ndcg"], m["recall"], m["recall@100"], m["mrr"])
+        figures = (m["ndcg"], m["recall"], m["mrr"])
         print(f"{mode:<22} {figures[0]:>8.4f} " + " ".join(f"{x:>7.4f}" for x in figures[1:]))
 
     if args.sweep:

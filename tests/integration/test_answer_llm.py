@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from chromasync.answer.ask import answer_question
+from chromasync import api
+from chromasync.answer.ask import answer_question, common_names
 from chromasync.answer.chat import (
     AnswerError,
     ChatClient,
@@ -19,9 +21,12 @@ from chromasync.answer.chat import (
     ChatUnreachable,
 )
 from chromasync.answer.prompt import Message
+from chromasync.config.settings import Settings
+from chromasync.embed.hashing import HashEmbedder
 from chromasync.records import Hit
 from chromasync.retry import RetryPolicy
 from tests.chat_server import ChatServer, Reply
+from tests.citations import labelled_cases
 from tests.servers import free_port
 
 KEY = "sk-test-0123456789"
@@ -106,6 +111,37 @@ def test_non_streaming_answer_with_checked_citations(server: ChatServer) -> None
     assert request["messages"][0]["role"] == "system"
     assert "[1] docs/install.md:10-14 (Install)" in request["messages"][1]["content"]
     assert server.auth_headers == [f"Bearer {KEY}"]
+
+
+def test_issue_41_a_paraphrase_keeps_its_true_citation(
+    server: ChatServer, tmp_path: Path, settings: Settings, embedder: HashEmbedder
+) -> None:
+    """A chat model's answer over Hugo's strings pages: the paraphrase citing
+    strings.Replace keeps [1], though it names Hugo, which no source does but the indexed
+    documents hold throughout; the invented year and name lose [2]; [97] names no source."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for n in range(3):
+        (root / f"page{n}.md").write_text(f"# Page {n}\n\nHugo renders page {n} with a template.\n")
+    api.ingest([api.source_for(root)], settings, embedder=embedder)
+    [(_, _, hits), *_] = labelled_cases()  # strings.Replace, ReplaceRE, ReplacePairs, ...
+    text = (
+        "In Hugo, use strings.Replace with a count of -1 to replace every occurrence [1]. "
+        "It was added to Hugo in 1923 by the Vatican [2]. See also [97]."
+    )
+    question = "How do I replace text in a string?"
+    server.add(Reply(text), Reply(text))
+    answer = answer_question(
+        question, hits, llm=client(server.url), stream=False, common=common_names(settings)
+    )
+    assert answer.text == text.replace(" Vatican [2]", " Vatican").replace(" [97]", "")
+    assert answer.flags == ("removed-citations", "unsupported-citations")
+    assert [c.path for c in answer.citations] == ["functions/strings/Replace.md"]
+    assert [u.path for u in answer.unsupported] == ["functions/strings/ReplaceRE.md"]
+    assert "no-citations" not in answer.flags
+    # without the documents' common names, "Hugo" is a name nothing given holds
+    plain = answer_question(question, hits, llm=client(server.url), stream=False)
+    assert plain.citations == () and len(plain.unsupported) == 2
 
 
 def test_streaming_passes_each_token_on(server: ChatServer) -> None:

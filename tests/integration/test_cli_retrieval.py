@@ -12,7 +12,7 @@ from chromasync import api
 from chromasync.cli.main import main
 from chromasync.embed.hashing import HashEmbedder
 
-from .test_retrieval import write_corpus
+from .test_retrieval import OverlapReranker, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +125,51 @@ def test_similar_json_and_table(indexed: tuple[Path, dict[str, str]], tmp_path: 
     assert code == 1 and "missing.md" in err
 
 
+#: Each row of `eval`, and the options `search` takes to return what that row scores.
+EVAL_ROWS = {
+    "hybrid": ["--no-rerank"],
+    "dense": ["--mode", "dense", "--no-rerank"],
+    "keyword": ["--mode", "keyword", "--no-rerank"],
+    "hybrid+feedback": ["--feedback", "--no-rerank"],
+    "hybrid+rerank": [],  # a configured reranker reranks a search unless told not to
+}
+
+
+def test_eval_scores_what_search_returns(
+    indexed: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each question's documents in every row of `eval --json` are those `search --json
+    --per-doc --k K` returns with the row's options: every mode, feedback and a reranker."""
+    _, env = indexed
+    monkeypatch.setattr(
+        "chromasync.retrieve.rerank.make_reranker",
+        lambda model, name="cross-encoder": OverlapReranker() if model else None,
+    )
+    env = {**env, "CHROMASYNC_RERANK_MODEL": str(tmp_path)}
+    questions = ["coastal loop ride", "brush the burrs weekly", "zyxwvut culture", "the"]
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        "".join(
+            json.dumps({"query": q, "relevant": ["guides/grinder.md"]}) + "\n" for q in questions
+        )
+    )
+    code, out, err = _run(["eval", str(queries), "--feedback", "--k", "3", "--json"], env)
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report["modes"]) == set(EVAL_ROWS)
+    assert [row["id"] for row in report["per_query"]] == ["1", "2", "3", "4"]
+    for question, row in zip(questions, report["per_query"], strict=True):
+        assert set(row["vs_hybrid"]) == set(EVAL_ROWS) - {"hybrid"}
+        for name, options in EVAL_ROWS.items():
+            code, out, err = _run(
+                ["search", question, "--per-doc", "--k", "3", "--json", *options], env
+            )
+            assert code == 0, err
+            assert row["ranked"][name] == [h["path"] for h in json.loads(out)["hits"]], name
+    reranked = [row["ranked"]["hybrid+rerank"] for row in report["per_query"]]
+    assert reranked != [row["ranked"]["hybrid"] for row in report["per_query"]]
+
+
 def test_eval_table_and_json(indexed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     _, env = indexed
     queries = tmp_path / "q.jsonl"
@@ -136,7 +181,9 @@ def test_eval_table_and_json(indexed: tuple[Path, dict[str, str]], tmp_path: Pat
     assert code == 0, err
     data = json.loads(out)
     assert data["queries"] == 2 and set(data["modes"]) == {"hybrid", "dense", "keyword"}
-    assert data["modes"]["keyword"]["recall@100"] == 1.0
+    assert (
+        data["modes"]["keyword"]["recall"] == 1.0 and "recall@100" not in data["modes"]["keyword"]
+    )
     code, out, err = _run(["eval", str(queries), "--mode", "keyword", "--k", "5"], env)
     assert code == 0, err
     assert "nDCG@5" in out and "keyword" in out and "dense" not in out

@@ -79,7 +79,7 @@ def test_eval_measures_the_fed_ranking_beside_the_default(indexed: Settings) -> 
         queries,
         indexed,
         modes=("hybrid",),
-        fusions={"fed": FEEDBACK_FUSION},
+        feedback=True,
         embedder=HashEmbedder(),
     )
-    assert report.modes["fed"]["mrr"] > report.modes["hybrid"]["mrr"]
+    assert report.modes["hybrid+feedback"]["mrr"] > report.modes["hybrid"]["mrr"]

@@ -7,6 +7,7 @@ import pytest
 from chromasync.answer.support import check_support
 from chromasync.records import Hit
 
+from ..citations import labelled_cases, labelled_rates
 from ..doubling import assert_linear
 
 
@@ -38,12 +39,45 @@ SOURCES = [
         ("Done [2].", "Done [2].", []),
         # a number naming no source is left to check_citations
         ("The bridge was built in 1923 from granite [9].", "[9]", []),
+        # a paraphrase keeps the source's facts in other words: kept
+        ("In 1923 the Ward family raised the Old Mill bridge out of granite [1].", "[1]", []),
+        # a name no source (nor the question) holds is an invented fact
+        ("The Old Mill bridge was built in 1923 by the Romans [1].", "Romans.", [1]),
     ],
 )
 def test_planted_and_correct_citations(text: str, kept: str, dropped: list[int]) -> None:
     checked = check_support(text, SOURCES)
     assert kept in checked.text
     assert [d.n for d in checked.unsupported] == dropped
+
+
+def test_a_name_the_question_gives_is_known() -> None:
+    text = "The bridge at Ashford was built in 1923 from local granite [1]."
+    assert check_support(text, SOURCES).text != text
+    assert check_support(text, SOURCES, "Who built the bridge at Ashford?").text == text
+
+
+def test_the_answer_of_issue_41_keeps_its_true_citation() -> None:
+    """A chat model's answer over Hugo's strings pages: the paraphrase citing
+    strings.Replace stays, the invented year and name go, [97] is check_citations' to drop."""
+    [(_, _, hits), *_] = labelled_cases()
+    text = (
+        "Use strings.Replace with a count of -1 to replace every occurrence [1]. It was added "
+        "to Hugo in 1923 by the Vatican [2]. See also [97]."
+    )
+    checked = check_support(text, hits, "How do I replace text in a string?")
+    assert [d.n for d in checked.unsupported] == [2]
+    assert checked.text == text.replace(" Vatican [2].", " Vatican.")
+
+
+def test_the_labelled_paraphrases_meet_the_goals() -> None:
+    """benchmarks/data/hugo_citations.json: at least 90% of wrong citations (wrong source,
+    invented fact) caught, at most 10% of supported paraphrases flagged."""
+    rates = labelled_rates()
+    sizes = {label: row["n"] for label, row in rates["cases"].items()}
+    assert sizes == {"supported": 39, "wrong-source": 17, "invented": 13}
+    assert rates["caught"] >= 0.9, rates["missed"]
+    assert rates["false_flags"] <= 0.1, rates["missed"]
 
 
 def test_clause_level_claims() -> None:

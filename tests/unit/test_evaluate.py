@@ -9,7 +9,6 @@ import pytest
 from chromasync.errors import ConfigError
 from chromasync.records import Hit
 from chromasync.retrieve.evaluate import (
-    documents,
     judge,
     judge_gains,
     mean_metrics,
@@ -78,15 +77,6 @@ def test_judge_matches_path_stem_or_document_id(relevant: list[str], expected: l
         _hit("other/31715818.md"),
     ]
     assert judge(ranked, relevant) == expected
-
-
-def test_documents_keeps_the_best_chunk_of_each_file() -> None:
-    hits = [_hit("a.md"), _hit("b.md"), _hit("a.md"), _hit("a.md", source="t")]
-    assert [(h.source, h.path) for h in documents(hits)] == [
-        ("s", "a.md"),
-        ("s", "b.md"),
-        ("t", "a.md"),
-    ]
 
 
 def test_parse_queries() -> None:

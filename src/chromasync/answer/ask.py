@@ -22,6 +22,7 @@ model and limits; `ask(args, settings)` retrieves first (the API re-exports both
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -42,7 +43,7 @@ from .records import (
     Answer,
     Unsupported,
 )
-from .support import check_support
+from .support import CommonNames, check_support
 from .verify import check_citations
 
 if TYPE_CHECKING:
@@ -99,9 +100,11 @@ def answer_question(
     max_chars: int = 600,
     no_sources_text: str = NO_SOURCES_TEXT,
     page: Page | None = None,
+    common: CommonNames | None = None,
 ) -> Answer:
     """Answer `question` from `hits` (best first), with checked citations; `page` reads a
-    hit's other chunks for the extractive answer's example (`examples.find_example`)."""
+    hit's other chunks for the extractive answer's example (`examples.find_example`);
+    `common` says which names the documents hold throughout (`support.check_support`)."""
     question = check_question(question)
     if not hits:
         return Answer(question, no_sources_text, (), "extractive", flags=(FLAG_NO_SOURCES,))
@@ -129,7 +132,7 @@ def answer_question(
         log.warning("%s; answering extractively instead", exc)
         fallen_back = extractive()
         return replace(fallen_back, flags=(*fallen_back.flags, FLAG_LLM_UNREACHABLE))
-    supported = check_support(result.text, prompt.sources)
+    supported = check_support(result.text, prompt.sources, question, common)
     checked = check_citations(supported.text, prompt.sources, _best_sentence(question))
     unsupported = tuple(
         Unsupported(d.claim, prompt.sources[d.n - 1].path, d.support) for d in supported.unsupported
@@ -182,6 +185,7 @@ def answer(
         stream=stream,
         no_sources_text=NO_SOURCES_TEXT if result.filters.is_empty else NO_MATCH_TEXT,
         page=page_reader(settings),
+        common=common_names(settings),
     )
     return replace(found, warnings=result.warnings) if result.warnings else found
 
@@ -203,6 +207,33 @@ def page_reader(settings: Settings) -> Page:
             return []
 
     return read
+
+
+#: A name in at least this share of the indexed chunks is what the documents are about
+#: ("Hugo" in 37% of Hugo's docs' chunks; "Vatican" in 1 of 3,233): an answer may name it
+#: where its sources do not.
+COMMON_NAME_SHARE = 0.05
+
+
+def common_names(settings: Settings) -> CommonNames:
+    """Of some names (lower-case words), those the local keyword index holds in at least
+    `COMMON_NAME_SHARE` of its chunks (and two); none when the state cannot be read."""
+
+    def common(names: Sequence[str]) -> set[str]:
+        from ..retrieve.bm25 import KeywordIndex
+        from ..state.manifest import State
+
+        try:
+            with State.open(settings.data_dir, readonly=True) as state:
+                index = KeywordIndex(state.db)
+                floor = max(2.0, COMMON_NAME_SHARE * index.size())
+                counts = index.document_counts(names)
+        except (ChromasyncError, sqlite3.Error) as exc:
+            log.debug("no common names: %s", exc)
+            return set()
+        return {name for name, count in counts.items() if count >= floor}
+
+    return common
 
 
 def ask(
@@ -233,5 +264,6 @@ __all__ = [
     "answer_question",
     "ask",
     "check_question",
+    "common_names",
     "page_reader",
 ]

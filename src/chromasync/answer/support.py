@@ -1,45 +1,58 @@
 """Does each cited sentence say what its source says? A check after generation.
 
-`check_support(text, sources)` reads a model's answer whose ``[n]`` markers number
+`check_support(text, sources, question)` reads a model's answer whose ``[n]`` markers number
 `sources` (1-based, before `verify.check_citations` renumbers them). For every marker it
 takes the claim the marker closes: the words since the previous marker of the same sentence,
 or the whole sentence when those are fewer than `MIN_CLAUSE_TERMS` content words. It scores
-the claim against each source it cites:
+the claim against each source, as the model was shown it (its path, its heading, its text):
 
     support = sum(idf(t) for t in claim if t in source) / sum(idf(t) for t in claim)
 
 over the claim's content words (`extractive.terms_of`: lower-case, stemmed, stop words out;
-then a final "e" dropped, so that the light stemmer's "site" and "sit" (sites) meet),
-with ``idf(t) = ln((N + 1) / (df(t) + 0.5))`` over the N sources given to the model, so the
-words every source shares (the topic) weigh little and the claim's particular words, names
-and figures weigh most. A number in the claim that the source does not hold caps its support
-at `NUMBER_MISSING_CAP`. A claim of fewer than `MIN_CHECK_TERMS` content words is not
-judged. A citation is unsupported when its support is under `SUPPORT_FLOOR`,
-or when another given source supports the claim by at least `BETTER_BY` more while its own is
-under `STRONG` (a citation swapped for a source on the same topic).
+then a final "e" dropped, so that the light stemmer's "site" and "sit" (sites) meet) and its
+dotted names whole (`strings.Replace` is not `strings.ReplaceRE`), with
+``idf(t) = ln((N + 1) / (df(t) + 0.5))`` over the N sources given to the model, so the
+words every source shares (the topic) weigh little and the claim's particular words weigh
+most. A paraphrase says the source's facts in its own words, so a low support alone proves
+little; what a reader would call a wrong citation is one of:
 
-An unsupported number is taken out of its marker (a marker left empty goes, with the space
-before it), and counted; `Unsupported` rows say which sentence lost which source. Linear in
-the answer's length times the sources cited per marker (both bounded upstream).
+* a fact the source does not hold: a figure of two or more digits or with a decimal part
+  (a year, a version, an amount; a single digit is an ordinary word) missing from the cited
+  source, or a name (a word with a capital letter, not the first of its sentence) that no
+  given source, not the question and not the searched documents throughout (`common`:
+  "Hugo" in Hugo's docs, see `ask.common_names`) hold: the support is `FACT_MISSING_CAP`;
+* another given source (cited beside it or not) that fits the claim better by at least
+  `BETTER_BY` while the cited one supports it under `STRONG` (a citation swapped for a
+  source on the same topic);
+* a support under `SUPPORT_FLOOR`: nothing of the claim is in the source.
 
-Measured on planted mis-citations in docs/benchmarks.md (`benchmarks/citation_support.py`).
+A claim of fewer than `MIN_CHECK_TERMS` content words is not judged. An unsupported number is
+taken out of its marker (a marker left empty goes, with the space before it), and counted;
+`Unsupported` rows say which sentence lost which source. Linear in the answer's length times
+the number of sources (both bounded upstream).
+
+Measured on a labelled set of paraphrased, wrong-source and invented sentences over
+hugo-docs, and on planted mis-citations over SciFact: docs/benchmarks.md
+(`benchmarks/citation_support.py`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..records import Hit
 from .extractive import terms_of
+from .terms import STOP_WORDS
 from .verify import MARKER
 
-SUPPORT_FLOOR = 0.45
+SUPPORT_FLOOR = 0.05
 STRONG = 0.8
-BETTER_BY = 0.3
-NUMBER_MISSING_CAP = 0.3
+BETTER_BY = 0.15
+#: The support of a claim holding a figure or a name its source does not (an invented fact).
+FACT_MISSING_CAP = 0.0
 MIN_CLAUSE_TERMS = 4
 #: A claim with fewer content words than this is not judged.
 MIN_CHECK_TERMS = 3
@@ -47,7 +60,11 @@ MIN_CHECK_TERMS = 3
 MAX_SOURCE_CHARS = 20_000
 
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?:[ \t]*\[\d[\d,\s]*\])*(?=\s|$)|\n")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_DOTTED = re.compile(r"\b[A-Za-z]\w*(?:\.[A-Za-z]\w*)+")
+_WORDS = re.compile(r"[^\W_]+")
+#: Before a word that may be capitalised for its place, not for being a name.
+_OPENERS = ".!?:;"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +83,58 @@ class SupportChecked:
 
 
 def _words(text: str) -> set[str]:
-    return {t[:-1] if t.endswith("e") and len(t) > 3 else t for t in terms_of(text)}
+    """The content words (a final "e" dropped), and each dotted name whole ("=time.format")."""
+    words = {t[:-1] if t.endswith("e") and len(t) > 3 else t for t in terms_of(text)}
+    return words | {"=" + n.lower() for n in _DOTTED.findall(text)}
+
+
+def _shown(hit: Hit) -> str:
+    """What the model was shown of a source: its path and heading (the header), its text."""
+    return f"{hit.path}\n{hit.heading}\n{hit.text[:MAX_SOURCE_CHARS]}"
+
+
+def _figures(text: str) -> set[str]:
+    """The figures that must appear in a source: numbers of two or more digits, or with a
+    decimal part (a year, a version, an amount); a single digit is an ordinary word."""
+    found = (n.replace(",", ".") for n in _NUMBER.findall(text))
+    return {n for n in found if len(n) > 1}
+
+
+def _names(claim: str) -> set[str]:
+    """The claim's names, lower-cased: its words with a capital letter, but stop words and
+    a word that opens the claim, a line or a list item, or follows a full stop or a colon."""
+    out: set[str] = set()
+    last: int | None = None
+    for match in _WORDS.finditer(claim):
+        gap = claim[last : match.start()] if last is not None else None
+        last = match.end()
+        word = match.group()
+        if gap is None or word.islower() or word.isdigit() or word.lower() in STOP_WORDS:
+            continue
+        stripped = gap.rstrip()
+        opens_line = "\n" in gap and not gap.rsplit("\n", 1)[-1].strip(" \t-*+>#")
+        if opens_line or (stripped and stripped != gap and stripped[-1] in _OPENERS):
+            continue  # the first word of a line, a list item or a sentence
+        out.add(word.lower())
+    return out
+
+
+#: Of some names, those the searched documents hold throughout (`ask.common_names`).
+CommonNames = Callable[[Sequence[str]], set[str]]
 
 
 class _Sources:
-    def __init__(self, sources: Sequence[Hit]) -> None:
-        self.terms = [frozenset(_words(h.text[:MAX_SOURCE_CHARS])) for h in sources]
-        self.numbers = [
-            frozenset(n.replace(",", ".") for n in _NUMBER.findall(h.text[:MAX_SOURCE_CHARS]))
-            for h in sources
-        ]
+    def __init__(
+        self, sources: Sequence[Hit], question: str = "", common: CommonNames | None = None
+    ) -> None:
+        self.common = common
+        self.seen_common: dict[str, bool] = {}
+        shown = [_shown(h) for h in sources]
+        self.terms = [frozenset(_words(text)) for text in shown]
+        self.numbers = [frozenset(_figures(text)) for text in shown]
+        self.known = frozenset(
+            w.lower() for text in [*shown, question] for w in _WORDS.findall(text)
+        )
         df: dict[str, int] = {}
         for terms in self.terms:
             for term in terms:
@@ -86,18 +145,31 @@ class _Sources:
     def idf(self, term: str) -> float:
         return math.log((self.n + 1) / (self.df.get(term, 0) + 0.5))
 
-    def support(self, claim: str, index: int) -> float:
-        """How much of `claim` source `index` (0-based) holds, 0-1."""
+    def unknown(self, claim: str) -> bool:
+        """Whether the claim names something no source, the question nor (`common`) the
+        documents throughout hold."""
+        names = _names(claim) - self.known
+        asked = sorted(n for n in names if n not in self.seen_common)
+        if asked and self.common is not None:
+            found = self.common(asked)
+            self.seen_common.update((n, n in found) for n in asked)
+        return any(not self.seen_common.get(n, False) for n in names)
+
+    def supports(self, claim: str) -> list[float]:
+        """How much of `claim` each source holds, 0-1 (all 1 for a claim too short to judge)."""
         terms = _words(claim)
         if len(terms) < MIN_CHECK_TERMS:
-            return 1.0  # too few words to judge ("Done [2]."): left as the model cited it
-        total = sum(self.idf(t) for t in terms)
-        held = sum(self.idf(t) for t in terms if t in self.terms[index])
-        score = held / total if total > 0 else 1.0
-        numbers = {n.replace(",", ".") for n in _NUMBER.findall(claim)}
-        if numbers - self.numbers[index]:
-            score = min(score, NUMBER_MISSING_CAP)
-        return score
+            return [1.0] * self.n  # "Done [2].": left as the model cited it
+        weights = {t: self.idf(t) for t in terms}
+        total = sum(weights.values())
+        figures, invented = _figures(claim), self.unknown(claim)
+        out = []
+        for terms_of_source, numbers in zip(self.terms, self.numbers, strict=True):
+            score = sum(w for t, w in weights.items() if t in terms_of_source) / total
+            if invented or figures - numbers:
+                score = min(score, FACT_MISSING_CAP)
+            out.append(score)
+        return out
 
 
 def _claims(text: str) -> list[tuple[re.Match[str], str]]:
@@ -119,27 +191,28 @@ def _claims(text: str) -> list[tuple[re.Match[str], str]]:
     return out
 
 
-def check_support(text: str, sources: Sequence[Hit]) -> SupportChecked:
-    """`text` without the citations its sources do not support (see the module docstring)."""
+def check_support(
+    text: str, sources: Sequence[Hit], question: str = "", common: CommonNames | None = None
+) -> SupportChecked:
+    """`text` without the citations its sources do not support (see the module docstring);
+    the names of `question`, and those `common` returns (the documents' own: "Hugo" in
+    Hugo's docs), are known as the sources' are."""
     if not sources or "[" not in text:
         return SupportChecked(text, ())
-    index = _Sources(sources)
+    index = _Sources(sources, question, common)
     dropped: list[Dropped] = []
     pieces: list[str] = []
     last = 0
     for marker, claim in _claims(text):
         numbers = [int(x) for x in marker.group(1).split(",")]
-        scores = {x: index.support(claim, x - 1) for x in numbers if 1 <= x <= len(sources)}
-        best_other = max(
-            (index.support(claim, i) for i in range(len(sources)) if i + 1 not in scores),
-            default=0.0,
-        )
+        scores = index.supports(claim)
         kept: list[int] = []
         for x in numbers:
-            score = scores.get(x)
-            if score is None:  # names no source: check_citations removes and counts it
+            if not 1 <= x <= len(sources):  # names no source: check_citations removes it
                 kept.append(x)
                 continue
+            score = scores[x - 1]
+            best_other = max((s for i, s in enumerate(scores) if i != x - 1), default=0.0)
             weak = score < SUPPORT_FLOOR or (score < STRONG and best_other - score >= BETTER_BY)
             if weak:
                 dropped.append(Dropped(" ".join(claim.split())[:300], x, round(score, 3)))
@@ -158,6 +231,7 @@ __all__ = [
     "BETTER_BY",
     "STRONG",
     "SUPPORT_FLOOR",
+    "CommonNames",
     "Dropped",
     "SupportChecked",
     "check_support",

@@ -389,10 +389,13 @@ def eval_command(
 ) -> None:
     """Measure retrieval on QUERIES.jsonl: {"query": ..., "relevant": [path or id, ...]}.
 
-    Prints nDCG@k, recall@k, recall@100 and MRR for each mode side by side, graded
-    nDCG@k too when lines carry "grades": {entry: gain}, and hybrid's per-query wins and
-    losses against each single mode (with --feedback, hybrid+feedback's against hybrid too).
-    Documents match a judged entry by path, by file stem or by document_id.
+    Each query is searched as `search --per-doc --k K --no-rerank` searches it, in each
+    mode (with --feedback, hybrid with --feedback too; with a reranker, hybrid reranked),
+    and the documents it returns are scored: nDCG@k, recall@k and MRR@k side by side,
+    graded nDCG@k too when lines carry "grades": {entry: gain}, and hybrid's per-query
+    wins and losses against each single mode and each kind of hybrid's against hybrid
+    (--json: each query's documents and outcome too). Documents match a judged entry by
+    path, by file stem or by document_id.
     """
     with reported_errors():
         settings = settings_from_flags(**flags)
@@ -417,7 +420,7 @@ def eval_command(
     columns = [("ndcg", f"nDCG@{k}")]
     if graded:
         columns.append(("ndcg_graded", f"graded nDCG@{k}"))
-    columns += [("recall", f"recall@{k}"), ("recall@100", "recall@100"), ("mrr", "MRR")]
+    columns += [("recall", f"recall@{k}"), ("mrr", f"MRR@{k}")]
     for _, column in columns:
         table.add_column(column, justify="right")
     for mode, figures in report.modes.items():

@@ -24,8 +24,7 @@ from ..errors import ConfigError
 from ..records import Hit, IngestSummary
 from ..retrieve.access import FileLines, get_file, get_files, indexed_file_location
 from ..retrieve.links import LinksReport
-from ..retrieve.results import FEEDBACK_FUSION
-from ..retrieve.tasks import FEEDBACK_VARIANT, EvalReport, SimilarResult, SuggestResult
+from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
 from ..state.snapshots import Recorder
 from ..sync.peers import ShareReport
 from ..sync.registry import RemovedSource, SourceInfo
@@ -201,10 +200,10 @@ class LocalIndex:
             self.settings,
             modes=request.modes or api.MODES,
             k=request.k,
-            filters=api.make_filters(self.settings, sources=request.sources),
+            sources=request.sources,
             collections=request.collections,
             all_collections=request.all_collections,
-            fusions={FEEDBACK_VARIANT: FEEDBACK_FUSION} if request.feedback else None,
+            feedback=request.feedback,
             embedder=self._shared_embedder(),
             progress=progress,
         )

@@ -3,7 +3,7 @@
 `Retriever.gather` runs each ranked list once per request (dense through Chroma, keyword
 through the SQLite FTS5 index), for every collection asked for, under the same filters;
 `Retriever.rank` turns those lists into the hits of one mode. `search` is the two together;
-the evaluation calls `rank` three times on one `gather`, so it measures what `search` does.
+the evaluation runs `search` itself for each question and mode (`tasks.run_evaluation`).
 
 What a plain search shows of its candidates is read only for the hits it returns: when
 nothing between the lists and the top k reads a candidate's text or metadata (no

@@ -10,8 +10,9 @@ one entry.
 Metrics per query, averaged over queries: nDCG@k (binary: every judged entry gains 1), graded
 nDCG@k (`ndcg_graded`: the grades as linear gains, as trec_eval and BEIR count them; the same
 as nDCG@k when nothing is graded), recall@k, recall@100 and MRR (reciprocal rank of the first
-relevant document within the retrieved depth, 100 documents). `versus` counts, query by query,
-where one mode beats another.
+relevant document within the ranked list, at most 100 documents). `chromasync eval` scores the
+k documents a search returns (`retrieve.tasks.run_evaluation`): recall@k and MRR@k, no
+recall@100. `versus` counts, query by query, where one mode beats another.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def parse_queries(lines: Iterable[str], origin: str = "queries") -> list[EvalQue
             raise ConfigError(f"{origin}:{number}: not JSON ({exc})") from exc
         if not isinstance(row, dict) or not isinstance(row.get("query"), str):
             raise ConfigError(f'{origin}:{number}: expected {{"query": ..., "relevant": [...]}}')
+        if not row["query"].strip():
+            raise ConfigError(f"{origin}:{number}: the query is empty")
         relevant = row.get("relevant")
         if isinstance(relevant, str):
             relevant = [relevant]
@@ -106,18 +109,6 @@ def doc_names(hit: Hit) -> set[str]:
     if hit.source:
         names.add(f"{hit.source}/{path}")
     return names
-
-
-def documents(hits: Sequence[Hit]) -> list[Hit]:
-    """The best hit of each document, in rank order."""
-    seen: set[tuple[str, str, str]] = set()
-    out: list[Hit] = []
-    for hit in hits:
-        key = (hit.collection, hit.source, hit.path)
-        if key not in seen:
-            seen.add(key)
-            out.append(hit)
-    return out
 
 
 def judge(ranked: Sequence[Hit], relevant: Sequence[str]) -> list[bool]:
@@ -173,14 +164,16 @@ def query_metrics(
     }
 
 
-def mean_metrics(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+def mean_metrics(
+    rows: Sequence[Mapping[str, float]], metrics: Sequence[str] = METRICS
+) -> dict[str, float]:
     if not rows:
-        return {m: 0.0 for m in METRICS}
-    return {m: sum(r[m] for r in rows) / len(rows) for m in METRICS}
+        return {m: 0.0 for m in metrics}
+    return {m: sum(r[m] for r in rows) / len(rows) for m in metrics}
 
 
 def score_query(ranked: Sequence[Hit], item: EvalQuery, k: int = 10) -> dict[str, float]:
-    """The metrics of one query's ranked documents (best chunk per document, in order)."""
+    """The metrics of one query's ranked documents (one hit per document, best first)."""
     flags = judge(ranked[:DEPTH], item.relevant)
     gains = judge_gains(ranked[:DEPTH], item.gains()) if item.graded else None
     judged = item.gains().values() if item.graded else None
@@ -216,7 +209,6 @@ __all__ = [
     "METRICS",
     "EvalQuery",
     "doc_names",
-    "documents",
     "judge",
     "judge_gains",
     "mean_metrics",

@@ -38,7 +38,7 @@ DEFAULT_FUSION = Fusion("convex", weights={"dense": 0.45, "keyword": 0.55}, unit
 FEEDBACK_FUSION = Fusion(
     "convex", weights={"dense": 0.4, "keyword": 0.6}, unit="document", feedback=Feedback()
 )
-#: Depth of each ranked list; the same as `eval` uses, so it measures what search returns.
+#: Depth of each ranked list (a search with k up to 50; deeper for more).
 MIN_CANDIDATES = 200
 
 #: How one collection's keyword list was made: (collection, "state" | "mirror" | "none",

@@ -27,13 +27,14 @@ from .access import indexed_file_location
 from .engine import MODES, Retriever
 from .evaluate import EvalQuery
 from .filters import Filters, normalise_where
-from .fuse import Fusion
 from .links import LinksReport
+from .request import SearchArgs
 from .results import SearchRequest, SearchResult
 from .tasks import (
     EvalReport,
     SimilarResult,
     SuggestResult,
+    eval_searches,
     find_linking,
     find_similar,
     find_suggestions,
@@ -215,10 +216,15 @@ def retrieve(
         raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {request.mode!r}")
     opened = sessions.retriever() if sessions is not None else open_retriever(settings, embedder)
     with opened as retriever:
-        result = retriever.search(request)
-        if not result.hits and request.filters.sources:
-            _check_sources(request.filters.sources, retriever, settings)
-        return with_context(result, settings)
+        return run_search(retriever, request, settings)
+
+
+def run_search(retriever: Retriever, request: SearchRequest, settings: Settings) -> SearchResult:
+    """`request`'s result on an open retriever: what `retrieve` returns (and `eval` scores)."""
+    result = retriever.search(request)
+    if not result.hits and request.filters.sources:
+        _check_sources(request.filters.sources, retriever, settings)
+    return with_context(result, settings)
 
 
 def _check_sources(labels: Sequence[str], retriever: Retriever, settings: Settings) -> None:
@@ -248,24 +254,32 @@ def evaluate(
     *,
     modes: Sequence[str] = MODES,
     k: int = 10,
-    filters: Filters | None = None,
+    sources: Sequence[str] = (),
     collections: Sequence[str] = (),
     all_collections: bool = False,
-    fusions: Mapping[str, Fusion] | None = None,
+    feedback: bool = False,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
 ) -> EvalReport:
-    """nDCG@k, recall@k, recall@100 and MRR per mode (see `retrieve.tasks.run_evaluation`)."""
+    """nDCG@k, recall@k and MRR@k of each query's `search --per-doc --k K` in each mode
+    (without reranking), with `feedback` hybrid with feedback, with a reranker configured
+    hybrid reranked: each search run as `retrieve` runs it (see
+    `retrieve.tasks.run_evaluation`)."""
+    args = SearchArgs(
+        "",
+        k=k,
+        sources=tuple(sources),
+        collections=tuple(collections),
+        all_collections=all_collections,
+    )
     with open_retriever(settings, embedder) as retriever:
+        searches = eval_searches(modes, feedback=feedback, rerank=retriever.reranker is not None)
         return run_evaluation(
-            retriever,
+            lambda request: run_search(retriever, request, settings),
             queries,
-            modes=modes,
-            k=k,
-            filters=filters or Filters(date_fields=settings.date_field_names),
-            collections=collections,
-            all_collections=all_collections,
-            fusions=fusions,
+            args,
+            searches,
+            date_fields=settings.date_field_names,
             progress=progress,
         )
 

@@ -6,9 +6,10 @@ caller opened (see `api`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ..chunk import Budget, chunk_document
 from ..corpus.read import read_file
@@ -18,9 +19,7 @@ from ..errors import ChromasyncError, ConfigError, NotFound, SourceError
 from ..metakeys import FILE_HASH_KEY
 from ..records import FileStat, Hit, Progress
 from . import evaluate as ev
-from .engine import MIN_CANDIDATES, MODES, Retriever, SearchRequest
-from .filters import Filters
-from .fuse import Fusion
+from .engine import Retriever, SearchRequest, SearchResult
 from .links import (
     LinkingChunk,
     LinksReport,
@@ -28,13 +27,17 @@ from .links import (
     linking_chunks,
     target_matcher,
 )
-from .rerank import rerank
+from .request import SearchArgs, build_request
 from .similar import SimilarDoc, aggregate, nearest_sources
 from .suggest import DEPTH as SUGGEST_DEPTH
 from .suggest import GroupSuggestion, group_key, suggest_groups
 
-#: The name `eval --feedback` measures hybrid with pseudo-relevance feedback under.
+#: The searches `eval` measures besides the modes: hybrid with pseudo-relevance feedback
+#: (`search --feedback`), and hybrid reranked (a reranker configured).
 FEEDBACK_VARIANT = "hybrid+feedback"
+RERANK_VARIANT = "hybrid+rerank"
+#: What eval reports per search: nDCG@k (binary and graded), recall@k and MRR@k.
+EVAL_METRICS = ("ndcg", "ndcg_graded", "recall", "mrr")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,9 @@ class EvalReport:
     modes: Mapping[str, Mapping[str, float]]  # mode -> metric -> mean
     per_query: Mapping[str, Sequence[Mapping[str, float]]]  # mode -> one row per query
     graded: bool = False  # some query has graded judgements
+    ids: tuple[str, ...] = ()  # the queries' ids, in order
+    #: mode -> per query, the paths of the documents its search returned, best first
+    ranked: Mapping[str, Sequence[tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -65,6 +71,21 @@ class EvalReport:
                 out[f"{mode} vs hybrid"] = ev.versus(rows, hybrid, self.headline)
         return out
 
+    def questions(self) -> list[dict[str, object]]:
+        """One row per query: its id, each search's nDCG@k (the headline) and documents, and
+        whether each other search won, lost or tied against plain hybrid on it."""
+        out: list[dict[str, object]] = []
+        for i, query_id in enumerate(self.ids):
+            scores = {m: rows[i][self.headline] for m, rows in self.per_query.items()}
+            row: dict[str, object] = {"id": query_id, self.headline: scores}
+            row["ranked"] = {m: list(paths[i]) for m, paths in self.ranked.items()}
+            if "hybrid" in scores:
+                row["vs_hybrid"] = {
+                    m: _outcome(s - scores["hybrid"]) for m, s in scores.items() if m != "hybrid"
+                }
+            out.append(row)
+        return out
+
     def as_json(self) -> dict[str, object]:
         return {
             "queries": self.queries,
@@ -72,61 +93,64 @@ class EvalReport:
             "graded": self.graded,
             "modes": {m: dict(v) for m, v in self.modes.items()},
             "versus": self.versus(),
+            "per_query": self.questions(),
         }
 
 
+def _outcome(gap: float) -> str:
+    return "win" if gap > 1e-9 else "loss" if gap < -1e-9 else "tie"
+
+
+def eval_searches(
+    modes: Sequence[str], *, feedback: bool = False, rerank: bool = False
+) -> dict[str, dict[str, Any]]:
+    """The searches eval measures, by name, as the options each sets on a question's
+    `SearchArgs`: each mode without reranking (`--no-rerank`); with `feedback`, hybrid with
+    feedback; with `rerank` (a reranker configured), hybrid reranked."""
+    out: dict[str, dict[str, Any]] = {m: {"mode": m, "rerank": False} for m in modes}
+    if feedback:
+        out[FEEDBACK_VARIANT] = {"mode": "hybrid", "feedback": True, "rerank": False}
+    if rerank:
+        out[RERANK_VARIANT] = {"mode": "hybrid", "rerank": True}
+    return out
+
+
 def run_evaluation(
-    retriever: Retriever,
+    search: Callable[[SearchRequest], SearchResult],
     queries: Sequence[ev.EvalQuery],
+    args: SearchArgs,
+    searches: Mapping[str, Mapping[str, Any]],
     *,
-    modes: Sequence[str] = MODES,
-    k: int = 10,
-    filters: Filters | None = None,
-    collections: Sequence[str] = (),
-    all_collections: bool = False,
-    fusions: Mapping[str, Fusion] | None = None,
+    date_fields: Sequence[str] = (),
     progress: Progress | None = None,
 ) -> EvalReport:
-    """nDCG@k, recall@k, recall@100 and MRR of each mode over judged queries.
+    """nDCG@k, recall@k and MRR@k (k = `args.k`) of each search in `searches` over judged
+    queries.
 
-    Each query is gathered once (dense and keyword lists, 200 chunks deep, as a search with
-    k <= 50 gathers them) and ranked in every mode exactly as a search ranks it. `fusions`
-    adds hybrid variants by name (for tuning). With a reranker configured, `hybrid+rerank`
-    is measured as well.
+    Each query is searched as `search --per-doc` searches it: `args` (its filters, k and
+    collections) with the query and the search's options set, made a request by the
+    surfaces' `build_request` and run by `search` (the function the search command runs),
+    so each figure scores exactly the documents that search returns.
     """
-    for mode in modes:
-        if mode not in MODES:
-            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    filters = filters or Filters()
     rows: dict[str, list[Mapping[str, float]]] = {}
-    # a variant with feedback needs the second round gathered (`Gathered.fed`)
-    fed = next((f for f in (fusions or {}).values() if f.feedback is not None), None)
+    ranked: dict[str, list[tuple[str, ...]]] = {}
     for done, item in enumerate(queries, 1):
-        request = SearchRequest(
-            item.query,
-            k=ev.DEPTH,
-            filters=filters,
-            collections=tuple(collections),
-            all_collections=all_collections,
-            candidates=MIN_CANDIDATES,
-            fusion=fed,
-        )
-        gathered = retriever.gather(request, modes)
-        ranked = {mode: retriever.rank(gathered, mode) for mode in modes}
-        for name, fusion in (fusions or {}).items():
-            ranked[name] = retriever.rank(gathered, "hybrid", fusion)
-        if retriever.reranker is not None and "hybrid" in ranked:
-            ranked["hybrid+rerank"] = rerank(item.query, ranked["hybrid"], retriever.reranker)
-        for name, hits in ranked.items():
-            rows.setdefault(name, []).append(ev.score_query(ev.documents(hits), item, k))
+        for name, options in searches.items():
+            asked = replace(args, query=item.query, per_doc=True, **options)
+            hits = search(build_request(asked, date_fields)).hits
+            scored = ev.score_query(hits, item, args.k)
+            rows.setdefault(name, []).append({m: scored[m] for m in EVAL_METRICS})
+            ranked.setdefault(name, []).append(tuple(h.path for h in hits))
         if progress:
             progress("eval", done, len(queries))
     return EvalReport(
         queries=len(queries),
-        k=k,
-        modes={name: ev.mean_metrics(r) for name, r in rows.items()},
+        k=args.k,
+        modes={name: ev.mean_metrics(r, EVAL_METRICS) for name, r in rows.items()},
         per_query=rows,
         graded=any(q.graded for q in queries),
+        ids=tuple(q.id for q in queries),
+        ranked=ranked,
     )
 
 
@@ -385,10 +409,13 @@ def outgoing_links(
 
 
 __all__ = [
+    "EVAL_METRICS",
     "FEEDBACK_VARIANT",
+    "RERANK_VARIANT",
     "EvalReport",
     "SimilarResult",
     "SuggestResult",
+    "eval_searches",
     "find_linking",
     "find_similar",
     "find_suggestions",
