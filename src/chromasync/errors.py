@@ -86,6 +86,24 @@ def error_class(name: str) -> type[ChromasyncError] | None:
     return next((cls for cls in error_classes() if cls.__name__ == name), None)
 
 
+#: Each class on each surface, one row a class: (CLI exit code: 2 bad usage, 1 a failure;
+#: HTTP status; MCP tool-error kind; NATS error-reply kind). Each surface reads its column
+#: (`EXIT_CODES`, `ERROR_STATUS`, `mcp.ERROR_KINDS`, `nats.errors.ERROR_KINDS`) with `lookup`.
+SURFACES: dict[type[ChromasyncError], tuple[int, int, str, str]] = {
+    ChromasyncError: (1, 500, "failed", "failed"),
+    ConfigError: (2, 400, "invalid-argument", "invalid_request"),
+    SourceError: (1, 400, "invalid-argument", "invalid_request"),
+    AccessDenied: (1, 403, "permission-denied", "forbidden"),
+    EmbeddingError: (1, 409, "failed-precondition", "unavailable"),
+    StoreError: (1, 503, "unavailable", "unavailable"),
+    LockError: (1, 409, "busy", "busy"),
+    NotFound: (1, 404, "not-found", "not_found"),
+    AnswerError: (1, 502, "failed", "failed"),
+    ChatRefused: (1, 502, "permission-denied", "forbidden"),
+    ChatUnreachable: (1, 503, "unavailable", "unavailable"),
+}
+
+
 def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
     """A surface's entry for `exc`: the most specific class of its MRO in `table`.
 
@@ -221,6 +239,7 @@ def storage_errors(data_dir: Path | str) -> Iterator[None]:
 
 __all__ = [
     "FULL_BELOW",
+    "SURFACES",
     "AccessDenied",
     "AnswerError",
     "ChatRefused",

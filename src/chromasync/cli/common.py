@@ -23,40 +23,14 @@ from rich.text import Text
 
 from .. import api
 from ..corpus.listing import printable
-from ..errors import (
-    AccessDenied,
-    AnswerError,
-    ChatRefused,
-    ChatUnreachable,
-    ChromasyncError,
-    ConfigError,
-    EmbeddingError,
-    LockError,
-    NotFound,
-    SourceError,
-    StoreError,
-    lookup,
-    shown_url,
-)
+from ..errors import SURFACES, ChromasyncError, ConfigError, lookup, shown_url
 from ..owner.dial import DAEMON_NOTICE
 from ..retrieve.options import BY_NAME, OPTIONS, Option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Error class -> exit code: 2 for bad usage (as click's own usage errors), 1 for a failure.
-EXIT_CODES: dict[type[ChromasyncError], int] = {
-    AnswerError: 1,
-    ChatRefused: 1,
-    ChatUnreachable: 1,
-    ChromasyncError: 1,
-    ConfigError: 2,
-    SourceError: 1,
-    AccessDenied: 1,
-    EmbeddingError: 1,
-    StoreError: 1,
-    LockError: 1,
-    NotFound: 1,
-}
+#: Error class -> exit code (a column of `errors.SURFACES`; the most specific class wins).
+EXIT_CODES: dict[type[ChromasyncError], int] = {c: row[0] for c, row in SURFACES.items()}
 
 
 def import_extra(module: str, what: str, extra: str, requires: str) -> Any:

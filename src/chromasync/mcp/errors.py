@@ -2,35 +2,10 @@
 
 from __future__ import annotations
 
-from ..errors import (
-    AccessDenied,
-    AnswerError,
-    ChatRefused,
-    ChatUnreachable,
-    ChromasyncError,
-    ConfigError,
-    EmbeddingError,
-    LockError,
-    NotFound,
-    SourceError,
-    StoreError,
-    lookup,
-)
+from ..errors import SURFACES, ChromasyncError, lookup
 
-#: Error class -> the kind of tool error an agent sees (the most specific class wins).
-ERROR_KINDS: dict[type[ChromasyncError], str] = {
-    AnswerError: "failed",
-    ChatRefused: "permission-denied",
-    ChatUnreachable: "unavailable",
-    ChromasyncError: "failed",
-    ConfigError: "invalid-argument",
-    SourceError: "invalid-argument",
-    AccessDenied: "permission-denied",
-    EmbeddingError: "failed-precondition",
-    StoreError: "unavailable",
-    LockError: "busy",
-    NotFound: "not-found",
-}
+#: Error class -> the kind of tool error an agent sees (a column of `errors.SURFACES`).
+ERROR_KINDS: dict[type[ChromasyncError], str] = {c: row[2] for c, row in SURFACES.items()}
 
 
 def error_text(exc: ChromasyncError) -> str:

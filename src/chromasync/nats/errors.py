@@ -12,35 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import (
-    AccessDenied,
-    AnswerError,
-    ChatRefused,
-    ChatUnreachable,
-    ChromasyncError,
-    ConfigError,
-    EmbeddingError,
-    LockError,
-    NotFound,
-    SourceError,
-    StoreError,
-    lookup,
-)
+from ..errors import SURFACES, ChromasyncError, lookup
 
-#: Error class -> the kind of error reply (the most specific class wins).
-ERROR_KINDS: dict[type[ChromasyncError], str] = {
-    AnswerError: "failed",
-    ChatRefused: "forbidden",
-    ChatUnreachable: "unavailable",
-    ChromasyncError: "failed",
-    ConfigError: "invalid_request",
-    SourceError: "invalid_request",
-    AccessDenied: "forbidden",
-    EmbeddingError: "unavailable",
-    StoreError: "unavailable",
-    LockError: "busy",
-    NotFound: "not_found",
-}
+#: Error class -> the kind of error reply (a column of `errors.SURFACES`).
+ERROR_KINDS: dict[type[ChromasyncError], str] = {c: row[3] for c, row in SURFACES.items()}
 
 #: The surface's own kinds (see the module docstring).
 OWN_KINDS = (

@@ -9,36 +9,11 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from ..errors import (
-    AccessDenied,
-    AnswerError,
-    ChatRefused,
-    ChatUnreachable,
-    ChromasyncError,
-    ConfigError,
-    EmbeddingError,
-    LockError,
-    NotFound,
-    SourceError,
-    StoreError,
-    lookup,
-)
+from ..errors import SURFACES, ChromasyncError, lookup
 from .page import STATIC_FILES
 
-#: Error class -> HTTP status (the most specific class wins).
-ERROR_STATUS: dict[type[ChromasyncError], int] = {
-    AnswerError: 502,
-    ChatRefused: 502,
-    ChatUnreachable: 503,
-    AccessDenied: 403,
-    NotFound: 404,
-    SourceError: 400,
-    ConfigError: 400,
-    LockError: 409,
-    EmbeddingError: 409,
-    StoreError: 503,
-    ChromasyncError: 500,
-}
+#: Error class -> HTTP status (a column of `errors.SURFACES`; the most specific class wins).
+ERROR_STATUS: dict[type[ChromasyncError], int] = {c: row[1] for c, row in SURFACES.items()}
 PUBLIC_PATHS = frozenset({"/health", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
 
 
