@@ -7,7 +7,7 @@ DEMO_DIR ?= .chromasync-demo
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 
-.PHONY: lock test-latest variants install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp
+.PHONY: lock test-latest variants install demo serve test test-unit test-all check lint typecheck docs clean bench bench-install chroma-mcp js-peer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -48,7 +48,7 @@ serve: demo
 # Then the `timing` tests (doubling tests, which time their own CPU time) run alone, in one
 # process: a worker beside them slows one size and not the other (tests/doubling.py).
 TEST_WORKERS ?= 2
-test: install chroma-mcp variants
+test: install chroma-mcp variants js-peer
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "not slow and not timing" -n $(TEST_WORKERS) --durations=20
 	$(BIN)/python -W ignore::ResourceWarning -m pytest -q -m "timing and not slow" -n 0
 
@@ -96,6 +96,18 @@ chroma-mcp:
 	  $(CHROMA_MCP_VENV)/bin/python -m pip install --quiet -r chroma-mcp.lock; \
 	} || echo "could not install chroma-mcp; tests/integration/test_peers.py will skip it" >&2
 
+# The JavaScript chromadb client (tests/js: chromadb, @chroma-core/default-embed, exact
+# versions from its lock) that tests/integration/test_js_peer.py drives, in tests/js/node_modules
+# (435 MB, under 30 s). ONNXRUNTIME_NODE_INSTALL_CUDA=skip: onnxruntime-node's postinstall
+# otherwise downloads CUDA libraries from GitHub on any Linux x64 machine, and fails offline.
+# Without npm or the registry the test skips (in CI, where node is present, it fails).
+JS_PEER := tests/js/node_modules/.package-lock.json
+js-peer: $(JS_PEER)
+$(JS_PEER): tests/js/package.json tests/js/package-lock.json
+	@command -v npm >/dev/null || { echo "npm not found; tests/integration/test_js_peer.py will skip" >&2; exit 0; }; \
+	ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm ci --prefix tests/js --no-audit --no-fund --loglevel=error || \
+	  echo "could not install tests/js; tests/integration/test_js_peer.py will skip it" >&2
+
 $(BENCH_VENV)/bin/python:
 	$(PYTHON) -m venv $(BENCH_VENV) || python3 -m venv $(BENCH_VENV)
 
@@ -130,4 +142,4 @@ test-latest:
 	$(LATEST_VENV)/bin/python -W ignore::ResourceWarning -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(LATEST_VENV) .venv-variants $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf tests/js/node_modules $(VENV) $(BENCH_VENV) $(CHROMA_MCP_VENV) $(LATEST_VENV) .venv-variants $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache
