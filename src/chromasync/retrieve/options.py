@@ -234,14 +234,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _text(
         "after",
-        "Front-matter date on or after DATE.",
+        "Front-matter date on or after DATE (2024-05-31, or back from today: 2y, 18m, 3w, 90d).",
         "--after",
         max_chars=MAX_DATE_CHARS,
         metavar="DATE",
     ),
     _text(
         "before",
-        "Front-matter date before DATE.",
+        "Front-matter date before DATE (as --after).",
         "--before",
         max_chars=MAX_DATE_CHARS,
         metavar="DATE",
