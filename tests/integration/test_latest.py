@@ -139,3 +139,30 @@ def test_the_question_is_one_command(press: Path, cli_env: dict[str, str]) -> No
     )
     assert found.exit_code == 0, found.output
     assert [h["path"] for h in json.loads(found.stdout)["hits"]][:3] == NEWEST
+
+
+def test_date_order_prints_the_date_it_sorted_by(
+    press: Path, settings: Settings, cli_env: dict[str, str]
+) -> None:
+    """Issue 39, Q1: sorted by `published_at`, the terminal never printed the date it sorted
+    by; now each hit's line ends with it, in the pipe's plain lines and a terminal's alike."""
+    import io
+
+    from chromasync.cli.search import render_search
+
+    argv = ["search", "Kellogg grantmaking priorities", "--mode", "keyword", "--sort", "date"]
+    argv += ["--k", "3"]
+    done = CliRunner().invoke(main, [*argv, "--no-daemon"], env=cli_env)
+    assert done.exit_code == 0, done.output
+    heads = [line for line in done.stdout.splitlines() if line[:3] in ("1. ", "2. ", "3. ")]
+    dates = ["2024-11-02", "2023-05-15", "2022-09-01"]
+    assert [h.split()[1].split(":")[0] for h in heads] == NEWEST
+    assert [h.rsplit(" ", 2)[1:] for h in heads] == [["published_at", d] for d in dates]
+    result = api.retrieve(_request(k=3, sort="date", mode="keyword"), settings)
+    assert result.as_json()["order"] == "date"
+    out = io.StringIO()
+    render_search(result, "rich", out=out, tty=False, width=200)
+    assert all(f"published_at {d}" in out.getvalue() for d in dates)
+    ranked = api.retrieve(_request(k=3, mode="keyword"), settings)
+    assert "order" not in ranked.as_json()
+    assert "published_at 20" not in CliRunner().invoke(main, argv[:2], env=cli_env).stdout

@@ -30,7 +30,14 @@ from ..records import Hit
 from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable
 from ..retrieve.request import check_query
-from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
+from ..retrieve.results import (
+    WEAKER_LINE,
+    dated_text,
+    explain_text,
+    plain_lines,
+    score_text,
+    weaker_from,
+)
 from .common import (
     daemon_flags,
     no_daemon_option,
@@ -235,6 +242,8 @@ def _print_hit(
     if hit.relevance is not None:
         line.append(f" {hit.relevance:.2f}", style="bold")
     line.append(" " + score_text(replace(hit, relevance=None)), style="dim")
+    if result.order == "date":  # the date the hits are ordered by
+        line.append(" " + safe(dated_text(hit, result.filters.date_fields)), style="yellow")
     if hit.collapsed:
         line.append(f" +{hit.collapsed} more in this file", style="dim")
     console.print(line)

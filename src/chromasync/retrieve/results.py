@@ -98,6 +98,9 @@ class SearchResult:
     group_field: str | None = None
     reranked: bool = False
     warnings: tuple[str, ...] = ()
+    #: "date" when the hits are in date order (`sort="date"`, `latest`): each hit's date is
+    #: printed beside it (`dated_text`); else "rank".
+    order: str = "rank"
     #: How each keyword list was made (not part of the JSON: for the fast path's snapshot).
     keyword_plan: KeywordPlan = field(default=(), compare=False)
 
@@ -117,6 +120,8 @@ class SearchResult:
             out["groups"] = [{"value": v, "hits": list(i)} for v, i in self.groups]
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.order != "rank":
+            out["order"] = self.order
         return out
 
 
@@ -246,6 +251,7 @@ def present(
         group_field=request.group_by,
         reranked=reranked,
         warnings=gathered.warnings,
+        order="date" if request.sort == "date" or request.latest is not None else "rank",
         keyword_plan=gathered.keyword_plan,
     )
 
@@ -311,6 +317,17 @@ def explain_text(hit: Hit, mode: str) -> str:
     return f"{'; '.join(lists) or 'no list'}; {mode} score {hit.score:.4g}{rel}"
 
 
+def dated_text(hit: Hit, fields: Sequence[str]) -> str:
+    """The date a hit is ordered by, as date order reads it (the first of `fields` the hit
+    has a date in): `published_at 2024-11-02`; `undated` when it has none."""
+    for name in fields:
+        stamp = hit.metadata.get(f"{name}_ts")
+        if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+            given = hit.metadata.get(name)
+            return f"{name} {given if isinstance(given, str) and given else int(stamp)}"
+    return "undated"
+
+
 def weaker_from(hits: Sequence[Hit]) -> int | None:
     """The index of the first hit far below the best (relevance under `WEAKER_SHARE` of the
     best's), where the terminal, the pipe and the page draw their "weaker matches" line;
@@ -340,6 +357,8 @@ def plain_lines(result: SearchResult) -> str:
             head += f"[{printable(hit.collection)}] "
         head += printable(f"{hit.path}:{hit.start_line}-{hit.end_line}")
         head += " " + score_text(hit)
+        if result.order == "date":
+            head += " " + printable(dated_text(hit, result.filters.date_fields))
         if hit.collapsed:
             head += f" +{hit.collapsed} more in this file"
         lines.append(head)
@@ -437,6 +456,7 @@ __all__ = [
     "SearchRequest",
     "SearchResult",
     "collapse_copies",
+    "dated_text",
     "document_of",
     "explain_text",
     "lead_documents",
