@@ -166,3 +166,20 @@ def test_date_order_prints_the_date_it_sorted_by(
     ranked = api.retrieve(_request(k=3, mode="keyword"), settings)
     assert "order" not in ranked.as_json()
     assert "published_at 20" not in CliRunner().invoke(main, argv[:2], env=cli_env).stdout
+
+
+def test_a_weak_tail_does_not_fill_a_grouped_list(press: Path, settings: Settings) -> None:
+    """Issue 39, Q2: grouped answers took the top k whatever its relevance (a tail at 0.07
+    filled the list); they now take the hits `--sort date` takes: none under half the best
+    hit's relevance, unless a --min-score says otherwise."""
+    from chromasync.retrieve.results import weaker_from
+
+    ranked = api.retrieve(_request(k=10), settings)
+    weaker = weaker_from(ranked.hits)
+    assert weaker is not None and 0 < weaker < len(ranked.hits)  # a weak tail
+    strong = [h.id for h in ranked.hits[:weaker]]
+    grouped = api.retrieve(_request(k=10, group_by="title"), settings)
+    assert sorted(h.id for h in grouped.hits) == sorted(strong)
+    assert min(h.relevance or 0 for h in grouped.hits) >= ranked.hits[0].relevance / 2  # type: ignore[operator]
+    floor = api.retrieve(_request(k=10, group_by="title", min_score=0), settings)
+    assert len(floor.hits) == len(ranked.hits)  # a floor given is the floor

@@ -322,7 +322,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _text(
         "group_by",
-        "Group the hits by a metadata field.",
+        "Group the relevant hits (as --sort date takes them) by a metadata field.",
         "--group-by",
         max_chars=MAX_FIELD_CHARS,
         metavar="FIELD",

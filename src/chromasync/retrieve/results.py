@@ -197,7 +197,8 @@ def present(
 
     `sort="date"` orders the relevant candidates, not only the top k: those at or above
     `min_score`, or without one those not "weaker matches" (`weaker_from`: relevance at
-    least half the best's), newest first; then the first k of them. `latest`: the hits
+    least half the best's), newest first; then the first k of them. Groups (`group_by`)
+    take the same relevant hits, in rank order: a weak tail never fills a group. `latest`: the hits
     come from the chunks of the N newest documents only (the engine restricts the lists);
     each document's best chunk comes first, newest document first, then the others' next
     best in rank order, up to max(k, N)."""
@@ -219,13 +220,9 @@ def present(
         rest = [h for h in hits if id(h) not in chosen]
         top = [*firsts, *rest][: max(request.k, len(firsts))]
     elif request.sort == "date":
-        relevant = list(hits)
-        if request.min_score is None:
-            weaker = weaker_from(relevant)
-            relevant = relevant if weaker is None else relevant[:weaker]
-        top = sort_by_date(relevant, date_of)[: request.k]
+        top = sort_by_date(_relevant(hits, request), date_of)[: request.k]
     else:
-        top = list(hits[: request.k])
+        top = (_relevant(hits, request) if request.group_by else list(hits))[: request.k]
     if request.sort == "date" and request.latest is not None:
         top = sort_by_date(top, date_of)
     top = [_with_pages(h, request) for h in top]
@@ -254,6 +251,13 @@ def present(
         order="date" if request.sort == "date" or request.latest is not None else "rank",
         keyword_plan=gathered.keyword_plan,
     )
+
+
+def _relevant(hits: Sequence[Hit], request: SearchRequest) -> list[Hit]:
+    """The hits a date order or groups take from: those not "weaker matches" (relevance at
+    least half the best's), or, with `min_score`, all of them (that floor applied already)."""
+    weaker = None if request.min_score is not None else weaker_from(hits)
+    return list(hits if weaker is None else hits[:weaker])
 
 
 def lean_window(k: int) -> int:
