@@ -18,7 +18,7 @@ from ..metakeys import CHUNK_HASH_KEY, bookkeeping
 from ..records import Hit
 from .feedback import Feedback
 from .filters import Filters
-from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
+from .fuse import Fusion, Ranked, collapse_per_doc, fuse, grouped, sort_by_date
 from .relevance import WEAKER_SHARE, relevance_scale, weaker_index
 
 #: Fusion chosen on two corpora, SciFact's 809 training claims and NFCorpus's 324 dev
@@ -229,15 +229,7 @@ def present(
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
     if request.group_by:
         field_name = request.group_by
-        grouped = group_by(list(range(len(top))), lambda i: _group_value(top[i], field_name))
-        order = [i for _, members in grouped for i in members]
-        top = [top[i] for i in order]
-        position = 0
-        regrouped = []
-        for value, members in grouped:
-            regrouped.append((value, tuple(range(position, position + len(members)))))
-            position += len(members)
-        groups = tuple(regrouped)
+        top, groups = grouped(top, lambda hit: _group_value(hit, field_name))
     return SearchResult(
         query=request.query,
         mode=request.mode,
