@@ -56,6 +56,8 @@ MIN_CUT_CHARS = 120
 MAX_BLOCKS = 2
 #: The weight of the hit's rank in a sentence's relevance (the rest is its BM25).
 RANK_PRIOR = 0.2
+#: Sentences of each document in a per-document answer (`latest`: the N newest documents).
+PER_DOCUMENT = 2
 
 _WORD = re.compile(r"[^\W_]+")
 _LAST_MARKER = re.compile(r"\[(\d+)\]\s*$")
@@ -307,6 +309,7 @@ def _compose(
     spread: int = 0,
     max_blocks: int = MAX_BLOCKS,
     page: Page | None = None,
+    min_share: float = 0.3,
 ) -> tuple[str, list[int], list[Part]]:
     """The answer text for hits `ranked` ((rank, hit) pairs), the ranks it cites and its
     parts: runs of cited sentences, the blocks (at most `max_blocks`) they lead into, and
@@ -314,7 +317,7 @@ def _compose(
     none of them was chosen (a place among the blocks is kept for it)."""
     segmented = {rank: segment(hit.text[:MAX_TEXT_CHARS]) for rank, hit in ranked}
     sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank, segmented[rank])]
-    scored = score_sentences(question, sentences)
+    scored = score_sentences(question, sentences, min_share=min_share)
     if not scored and sentences:  # nothing shares a word: the best hit's opening sentence
         scored = [Scored(sentences[0], 0.0)]
     chosen = select_mmr(
@@ -433,13 +436,32 @@ def answer_extractive(
     value_of: Callable[[Hit, str], str] = group_value,
     spread: int = 3,
     page: Page | None = None,
+    per_document: bool = False,
 ) -> Answer:
     """The extractive answer to `question` from `hits` (best first; at most `MAX_HITS`).
 
     `page`: reads a hit's other indexed chunks, where the best page's example is looked
-    for when its retrieved chunks hold none (`examples.find_example`)."""
+    for when its retrieved chunks hold none (`examples.find_example`). `per_document`
+    (the N newest documents, `latest`): one paragraph per document, in the hits' order,
+    each of that document's most query-relevant sentences (`PER_DOCUMENT` at most, scored
+    among its own sentences, every one sharing a word with the question a candidate, so
+    that MMR's second pick is not a rewording of the first), so that every document speaks."""
     hits = list(hits[:MAX_HITS])
     numbering = _Numbering(hits)
+    if per_document and group_by is None:
+        documents: dict[tuple[str, str, str], list[tuple[int, Hit]]] = {}
+        for rank, hit in enumerate(hits):
+            documents.setdefault((hit.collection, hit.source, hit.path), []).append((rank, hit))
+        texts: list[str] = []
+        every: list[Part] = []
+        for ranked in documents.values():
+            text, _, parts = _compose(
+                question, ranked, numbering, PER_DOCUMENT, max_chars, lam, page=page, min_share=0
+            )
+            texts.append(text)
+            every.extend(parts)
+        answer = "\n\n".join(t for t in texts if t)
+        return Answer(question, answer, numbering.citations(), "extractive", parts=tuple(every))
     if group_by is None:
         text, _, parts = _compose(
             question,

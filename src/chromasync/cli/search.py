@@ -242,7 +242,7 @@ def _print_hit(
     if hit.relevance is not None:
         line.append(f" {hit.relevance:.2f}", style="bold")
     line.append(" " + score_text(replace(hit, relevance=None)), style="dim")
-    if result.order == "date":  # the date the hits are ordered by
+    if result.order != "rank":  # the date the hits are ordered by
         line.append(" " + safe(dated_text(hit, result.filters.date_fields)), style="yellow")
     if hit.collapsed:
         line.append(f" +{hit.collapsed} more in this file", style="dim")

@@ -98,8 +98,9 @@ class SearchResult:
     group_field: str | None = None
     reranked: bool = False
     warnings: tuple[str, ...] = ()
-    #: "date" when the hits are in date order (`sort="date"`, `latest`): each hit's date is
-    #: printed beside it (`dated_text`); else "rank".
+    #: "date" when the hits are in date order (`sort="date"`), "latest" when they are the N
+    #: newest documents' (`latest`): each hit's date is printed beside it (`dated_text`),
+    #: and an extractive answer speaks for each document; else "rank".
     order: str = "rank"
     #: How each keyword list was made (not part of the JSON: for the fast path's snapshot).
     keyword_plan: KeywordPlan = field(default=(), compare=False)
@@ -240,7 +241,7 @@ def present(
         group_field=request.group_by,
         reranked=reranked,
         warnings=gathered.warnings,
-        order="date" if request.sort == "date" or request.latest is not None else "rank",
+        order="latest" if request.latest is not None else request.sort,
         keyword_plan=gathered.keyword_plan,
     )
 
@@ -353,7 +354,7 @@ def plain_lines(result: SearchResult) -> str:
             head += f"[{printable(hit.collection)}] "
         head += printable(f"{hit.path}:{hit.start_line}-{hit.end_line}")
         head += " " + score_text(hit)
-        if result.order == "date":
+        if result.order != "rank":
             head += " " + printable(dated_text(hit, result.filters.date_fields))
         if hit.collapsed:
             head += f" +{hit.collapsed} more in this file"
