@@ -309,9 +309,19 @@ class Retriever:
         plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
         versions: list[tuple[str, int]] = []
         asked: list[Asked] = []  # what each collection was asked, for a second round
+        # `--phrase` filters, it does not rank: the lists are also asked without it (the
+        # context), so that what passes it is scored on the scale of the whole ranking
+        context: list[list[Hit]] = [[], []]  # dense, keyword
+        passing: set[tuple[str, str]] = set()
+        phrased = bool(request.filters.phrases) and only is None
         for name in names:
             collection = self.collection(name)
             where, condition, ids = self._restrict(name, request.filters)
+            wider = None
+            if phrased and ids is not None:
+                passing.update((name, i) for i in ids)
+                unphrased = replace(request.filters, phrases=())
+                wider = self._restrict(name, unphrased) if where is not _NOTHING else None
             if only is not None and where is not _NOTHING:
                 allowed = only.get(name, [])
                 if ids is not None:
@@ -339,6 +349,10 @@ class Retriever:
                         dense_search(searched, vector, depth, where, ids, fields=fields)
                     )
                     asked.append(Asked(name, "dense", where, ids, condition))
+                    if phrased and wider is not None and wider[0] is not _NOTHING:
+                        context[0] += dense_search(
+                            searched, vector, depth, wider[0], wider[2], fields=fields
+                        )
             if want_keyword:
                 index = self.keyword_index(name)
                 if not fields:
@@ -346,6 +360,8 @@ class Retriever:
                 keyword_lists.append(
                     index.search(name, request.query, depth, condition, fields=fields)
                 )
+                if phrased and wider is not None and wider[0] is not _NOTHING:
+                    context[1] += index.search(name, request.query, depth, wider[1], fields=fields)
                 made = "state" if index is self.local_index else "mirror"
                 plan.append((name, made, condition.sql, condition.params))
                 asked.append(Asked(name, "keyword", where, ids, condition))
@@ -355,6 +371,10 @@ class Retriever:
         fed = None
         if feedback is not None and "hybrid" in modes and (dense or keyword):
             fed = second_round(self, request, feedback, dense, keyword, asked, fields)
+        if phrased:  # after the second round, which starts from what passed
+            wide = depth * len(names)
+            dense = _with_context(dense, merge_by_score([context[0]], wide))
+            keyword = _with_context(keyword, merge_by_score([context[1]], wide))
         return Gathered(
             dense=dense,
             keyword=keyword,
@@ -363,6 +383,7 @@ class Retriever:
             keyword_plan=tuple(plan),
             keyword_versions=tuple(versions),
             fed=fed,
+            allowed=frozenset(passing) if phrased else None,
         )
 
     def _check_model(self, collection: Collection) -> None:
@@ -416,6 +437,14 @@ class Retriever:
 
 
 _NOTHING: Any = object()
+
+
+def _with_context(hits: Sequence[Hit], context: Sequence[Hit]) -> tuple[Hit, ...]:
+    """A filtered list with the unfiltered one's hits it lacks, best score first: every hit
+    that passed stays (none is cut for the context's sake)."""
+    seen = {(h.collection, h.id) for h in hits}
+    extra = [h for h in context if (h.collection, h.id) not in seen]
+    return tuple(sorted((*hits, *extra), key=lambda h: -h.score))
 
 
 def _id_condition(ids: Sequence[str]) -> Condition:

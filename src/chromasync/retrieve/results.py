@@ -85,6 +85,10 @@ class Gathered:
     #: The lists asked again with pseudo-relevance feedback (`Fusion.feedback`), which a
     #: hybrid ranking with feedback fuses instead; None when no second round ran.
     fed: tuple[tuple[Hit, ...], tuple[Hit, ...]] | None = None
+    #: The (collection, id) keys that pass a filter that does not rank (`--phrase`), when
+    #: the lists also hold the candidates without it: ranked and scaled among all, then only
+    #: these are hits. None: every key of the lists passes.
+    allowed: frozenset[tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,9 @@ def rank_hits(
     else:
         chosen = fuse(_lists(dense, keyword), fusion, document_of)
     values = relevance_scale([s for _, s in chosen], mode, fusion.method, MIN_CANDIDATES)
+    if gathered.allowed is not None:  # scored among every candidate, shown if it passed
+        kept = [(c, v) for c, v in zip(chosen, values, strict=True) if c[0] in gathered.allowed]
+        chosen, values = [c for c, _ in kept], [v for _, v in kept]
     shown = chosen if limit is None else chosen[:limit]
     out = []
     for (key, score), value in zip(shown, values[: len(shown)], strict=True):
