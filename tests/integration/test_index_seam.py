@@ -75,6 +75,7 @@ def _calls(root: Path) -> dict[str, Any]:
     )
     return {
         "search": lambda i: i.search(api.SearchArgs("grinder burrs", k=3)),
+        "search_dated": lambda i: i.search(api.SearchArgs("grinder burrs", k=3, sort="date")),
         "ask": lambda i: i.ask(api.SearchArgs("grinder burrs", k=3), fallback=True),
         "get_document": lambda i: i.get_document("sub/b.md"),
         "get": lambda i: i.get("a.md:1-3"),
@@ -151,6 +152,7 @@ def test_every_operation_gives_the_same_record_through_the_owner(
     assert ran.ingest_summaries()[0].files_unchanged == 3
     inbox = here["similar_inbox"]
     assert inbox.path == str(root.parent / "inbox.md") and inbox.documents
+    assert here["search_dated"].order == "date"  # the terminal prints each hit's date
     grouped = here["similar_grouped"]  # issue 39: the groups cross the wire too
     assert grouped.group_by == "title" and len(grouped.groups) >= 2
 
