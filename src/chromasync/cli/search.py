@@ -329,13 +329,13 @@ def similar(
         table = Table(title=title + named)
         for column in ("#", "score", "duplicate", "source", "path", "nearest chunk"):
             table.add_column(column, justify="right" if column in ("#", "score") else "left")
-        for index in indexes:
-            doc = result.documents[index]
+        for at in indexes:
+            doc = result.documents[at]
             flag = "exact copy" if doc.exact else ("duplicate" if doc.duplicate else "")
             best = doc.best
             nearest = f"{best.citation[len(best.path) :].lstrip(': ')} {best.heading}"[:60]
             table.add_row(
-                str(index + 1),
+                str(at + 1),
                 f"{doc.score:.3f}",
                 flag,
                 escape(safe(doc.source)),
