@@ -448,48 +448,30 @@ def answer_extractive(
     that MMR's second pick is not a rewording of the first), so that every document speaks."""
     hits = list(hits[:MAX_HITS])
     numbering = _Numbering(hits)
-    if per_document and group_by is None:
-        documents: dict[tuple[str, str, str], list[tuple[int, Hit]]] = {}
-        for rank, hit in enumerate(hits):
-            documents.setdefault((hit.collection, hit.source, hit.path), []).append((rank, hit))
-        texts: list[str] = []
-        every: list[Part] = []
-        for ranked in documents.values():
-            text, _, parts = _compose(
-                question, ranked, numbering, PER_DOCUMENT, max_chars, lam, page=page, min_share=0
-            )
-            texts.append(text)
-            every.extend(parts)
-        answer = "\n\n".join(t for t in texts if t)
-        return Answer(question, answer, numbering.citations(), "extractive", parts=tuple(every))
-    if group_by is None:
+    if group_by is None and not per_document:
+        ranked = list(enumerate(hits))
         text, _, parts = _compose(
-            question,
-            list(enumerate(hits)),
-            numbering,
-            max_sentences,
-            max_chars,
-            lam,
-            spread,
-            page=page,
+            question, ranked, numbering, max_sentences, max_chars, lam, spread, page=page
         )
         return Answer(question, text, numbering.citations(), "extractive", parts=tuple(parts))
     buckets: dict[str, list[tuple[int, Hit]]] = {}
     for rank, hit in enumerate(hits):
-        buckets.setdefault(value_of(hit, group_by), []).append((rank, hit))
+        key = value_of(hit, group_by) if group_by else f"{hit.collection}\0{hit.source}\0{hit.path}"
+        buckets.setdefault(key, []).append((rank, hit))
     groups: list[Group] = []
     blocks: list[str] = []
     all_parts: list[Part] = []
-    per_group = max(1, min(max_sentences, 3))
-    for value, ranked in list(buckets.items())[:MAX_GROUPS]:
+    count, share = (max(1, min(max_sentences, 3)), 0.3) if group_by else (PER_DOCUMENT, 0.0)
+    for value, ranked in list(buckets.items())[: MAX_GROUPS if group_by else MAX_HITS]:
         text, ranks, parts = _compose(
-            question, ranked, numbering, per_group, max_chars, lam, spread, page=page
+            question, ranked, numbering, count, max_chars, lam, spread, page=page, min_share=share
         )
         if not text:
             continue
         all_parts.extend(parts)
-        groups.append(Group(value, text, numbering.citations(ranks)))
-        blocks.append(f"{group_by}: {value}\n{text}")
+        if group_by:
+            groups.append(Group(value, text, numbering.citations(ranks)))
+        blocks.append(f"{group_by}: {value}\n{text}" if group_by else text)
     return Answer(
         question,
         "\n\n".join(blocks),

@@ -309,19 +309,9 @@ class Retriever:
         plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
         versions: list[tuple[str, int]] = []
         asked: list[Asked] = []  # what each collection was asked, for a second round
-        # `--phrase` filters, it does not rank: the lists are also asked without it (the
-        # context), so that what passes it is scored on the scale of the whole ranking
-        context: list[list[Hit]] = [[], []]  # dense, keyword
-        passing: set[tuple[str, str]] = set()
-        phrased = bool(request.filters.phrases) and only is None
         for name in names:
             collection = self.collection(name)
             where, condition, ids = self._restrict(name, request.filters)
-            wider = None
-            if phrased and ids is not None:
-                passing.update((name, i) for i in ids)
-                unphrased = replace(request.filters, phrases=())
-                wider = self._restrict(name, unphrased) if where is not _NOTHING else None
             if only is not None and where is not _NOTHING:
                 allowed = only.get(name, [])
                 if ids is not None:
@@ -349,10 +339,6 @@ class Retriever:
                         dense_search(searched, vector, depth, where, ids, fields=fields)
                     )
                     asked.append(Asked(name, "dense", where, ids, condition))
-                    if phrased and wider is not None and wider[0] is not _NOTHING:
-                        context[0] += dense_search(
-                            searched, vector, depth, wider[0], wider[2], fields=fields
-                        )
             if want_keyword:
                 index = self.keyword_index(name)
                 if not fields:
@@ -360,8 +346,6 @@ class Retriever:
                 keyword_lists.append(
                     index.search(name, request.query, depth, condition, fields=fields)
                 )
-                if phrased and wider is not None and wider[0] is not _NOTHING:
-                    context[1] += index.search(name, request.query, depth, wider[1], fields=fields)
                 made = "state" if index is self.local_index else "mirror"
                 plan.append((name, made, condition.sql, condition.params))
                 asked.append(Asked(name, "keyword", where, ids, condition))
@@ -371,11 +355,7 @@ class Retriever:
         fed = None
         if feedback is not None and "hybrid" in modes and (dense or keyword):
             fed = second_round(self, request, feedback, dense, keyword, asked, fields)
-        if phrased:  # after the second round, which starts from what passed
-            wide = depth * len(names)
-            dense = _with_context(dense, merge_by_score([context[0]], wide))
-            keyword = _with_context(keyword, merge_by_score([context[1]], wide))
-        return Gathered(
+        gathered = Gathered(
             dense=dense,
             keyword=keyword,
             collections=names,
@@ -383,7 +363,44 @@ class Retriever:
             keyword_plan=tuple(plan),
             keyword_versions=tuple(versions),
             fed=fed,
-            allowed=frozenset(passing) if phrased else None,
+        )
+        if request.filters.phrases and only is None:  # after the second round: what passed
+            return self._unphrased(request, gathered, modes, fields)
+        return gathered
+
+    def _unphrased(
+        self, request: SearchRequest, gathered: Gathered, modes: Sequence[str], fields: bool
+    ) -> Gathered:
+        """`--phrase` filters, it does not rank: `gathered` (what holds the phrase) with the
+        lists asked again without it, so that every candidate is fused and scaled among the
+        query's whole ranking, and `allowed` (the keys holding it) choosing the hits."""
+        depth = request.depth
+        passing: set[tuple[str, str]] = set()
+        dense: list[Hit] = []
+        keyword: list[Hit] = []
+        for name in gathered.collections:
+            where, _, ids = self._restrict(name, request.filters)
+            if where is _NOTHING or ids is None:
+                continue
+            passing.update((name, i) for i in ids)
+            where, condition, ids = self._restrict(name, replace(request.filters, phrases=()))
+            if any(m in ("dense", "hybrid") for m in modes):
+                try:
+                    self._check_model(self.collection(name))
+                except EmbeddingError:
+                    continue  # a collection of another model (warned): not searched at all
+                vector = self.query_vector(request.query)
+                searched = self.dense_collection(name)
+                dense += dense_search(searched, vector, depth, where, ids, fields=fields)
+            if any(m in ("keyword", "hybrid") for m in modes):
+                index = self.keyword_index(name)
+                keyword += index.search(name, request.query, depth, condition, fields=fields)
+        wide = depth * len(gathered.collections)
+        return replace(
+            gathered,
+            dense=_with_context(gathered.dense, merge_by_score([dense], wide)),
+            keyword=_with_context(gathered.keyword, merge_by_score([keyword], wide)),
+            allowed=frozenset(passing),
         )
 
     def _check_model(self, collection: Collection) -> None:
