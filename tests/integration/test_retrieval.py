@@ -281,6 +281,11 @@ def test_per_doc_sort_and_group(shared: tuple[Path, Settings], embedder: HashEmb
     assert flat == list(range(len(grouped.hits)))
     as_json = grouped.as_json()
     assert as_json["group_by"] == "draft" and len(as_json["groups"]) == 3  # type: ignore[arg-type]
+    # a folder level, as `suggest` and `similar` read it (issue 39: one `group_key`)
+    folders = _search(
+        settings, embedder, "the", mode="dense", k=10, per_doc=True, group_by="path:1", min_score=0
+    )
+    assert sorted(v for v, _ in folders.groups) == ["(root)", "guides", "journal"]
 
 
 def test_keyword_index_follows_edits_and_deletes(

@@ -322,7 +322,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _text(
         "group_by",
-        "Group the relevant hits (as --sort date takes them) by a metadata field.",
+        "Group the relevant hits (as --sort date takes them) by a metadata field, source, "
+        "collection or path:N (the N-th folder).",
         "--group-by",
         max_chars=MAX_FIELD_CHARS,
         metavar="FIELD",

@@ -235,9 +235,10 @@ def present(
         top = sort_by_date(top, date_of)
     top = [_with_pages(h, request) for h in top]
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    if request.group_by:
-        field_name = request.group_by
-        top, groups = grouped(top, lambda hit: _group_value(hit, field_name))
+    if request.group_by:  # a field, `source`, `collection` or `path:N`, as `suggest` reads it
+        from .suggest import group_key
+
+        top, groups = grouped(top, group_key(request.group_by))
     return SearchResult(
         query=request.query,
         mode=request.mode,
@@ -435,18 +436,6 @@ def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     return None
-
-
-def _group_value(hit: Hit, field_name: str) -> str:
-    # `source` is the hit's label (a record's `source` holds the file's path)
-    value: Any = hit.source if field_name == "source" else hit.metadata.get(field_name)
-    if value is None:
-        value = getattr(hit, field_name, None) if field_name in ("collection",) else None
-    if value is None or value == "":
-        return "(none)"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
 
 
 __all__ = [
