@@ -189,7 +189,9 @@ def test_cli_refused_key_is_a_failure(indexed: dict[str, str], chat: ChatServer)
 
 
 def test_cli_group_by_answers_per_group(indexed: dict[str, str]) -> None:
-    code, out, err = run(["ask", "notes", "--k", "20", "--group-by", "path", "--json"], indexed)
+    # every hit (a floor of 0): without one, groups take only the relevant hits (issue 39)
+    argv = ["ask", "notes", "--k", "20", "--group-by", "path", "--min-score", "0", "--json"]
+    code, out, err = run(argv, indexed)
     assert code == 0, err
     data = json.loads(out)
     assert data["group_by"] == "path" and len(data["groups"]) >= 2

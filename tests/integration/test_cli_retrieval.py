@@ -248,3 +248,43 @@ def test_search_relevance_min_score_files_and_explain(
     code, out, err = _run(["search", "grinder calibration", "--explain", "--k", "2"], env)
     assert code == 0, err
     assert out.count("hybrid score") == 2 and "-> relevance" in out
+
+
+PROSPECTS = {
+    "acme/grant-2024.md": ("acme", "Acme funds soil health and rural water projects for farmers."),
+    "acme/profile.md": ("acme", "The Acme foundation: soil, water and farmers in rural towns."),
+    "bolt/call.md": ("bolt", "The Bolt trust funds rural water and soil programs for farmers."),
+    "misc/recipe.md": (None, "Sourdough bread with rural flour, soil to table."),
+}
+
+
+def test_similar_groups_by_a_field(tmp_path: Path) -> None:
+    """Issue 39, Q3, "what do we know about this prospect": `similar` can group its
+    documents by a field (`--group-by funder_slug`), as search does; groups come in the
+    order of their best document, each document once."""
+    root = tmp_path / "grants"
+    for rel, (funder, body) in PROSPECTS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        front = f"---\nfunder_slug: {funder}\n---\n" if funder else ""
+        (root / rel).write_text(f"{front}# {rel}\n\n{body}\n")
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "data"), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    api.ingest([api.source_for(root)], api.resolve_settings({}, env), embedder=HashEmbedder())
+    prospect = tmp_path / "prospect.md"
+    prospect.write_text("# Prospect\n\nA rural soil and water program for farmers.\n")
+    argv = ["similar", str(prospect), "--group-by", "funder_slug"]
+    code, out, err = _run([*argv, "--json"], env)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["group_by"] == "funder_slug"
+    groups = {
+        g["value"]: [data["documents"][i]["path"] for i in g["documents"]] for g in data["groups"]
+    }
+    assert sorted(groups["acme"]) == ["acme/grant-2024.md", "acme/profile.md"]
+    assert groups["bolt"] == ["bolt/call.md"] and groups["(none)"] == ["misc/recipe.md"]
+    flat = [i for g in data["groups"] for i in g["documents"]]
+    assert flat == list(range(len(data["documents"])))  # contiguous, each document once
+    code, out, err = _run(argv, env)
+    assert code == 0, err
+    assert "funder_slug: acme" in out and "funder_slug: bolt" in out
+    code, _, err = _run([*argv[:2], "--group-by", "path:0"], env)
+    assert code == 2 and "path:N" in err

@@ -75,6 +75,7 @@ def _calls(root: Path) -> dict[str, Any]:
     )
     return {
         "search": lambda i: i.search(api.SearchArgs("grinder burrs", k=3)),
+        "search_dated": lambda i: i.search(api.SearchArgs("grinder burrs", k=3, sort="date")),
         "ask": lambda i: i.ask(api.SearchArgs("grinder burrs", k=3), fallback=True),
         "get_document": lambda i: i.get_document("sub/b.md"),
         "get": lambda i: i.get("a.md:1-3"),
@@ -83,6 +84,7 @@ def _calls(root: Path) -> dict[str, Any]:
         "links_from": lambda i: i.links(LinksQuery(from_path="sub/b.md", source="notes")),
         "similar": lambda i: i.similar(CompareQuery("sub/b.md", source="notes", k=2)),
         "similar_inbox": lambda i: i.similar(CompareQuery(inbox, k=2)),
+        "similar_grouped": lambda i: i.similar(CompareQuery(inbox, k=4, group_by="title")),
         "suggest": lambda i: i.suggest(CompareQuery("a.md", source="notes", group_by="path:1")),
         "suggest_inbox": lambda i: i.suggest(CompareQuery(inbox, group_by="path:1")),
         "summaries": lambda i: i.summaries(SummariesQuery("path:1")),
@@ -150,6 +152,9 @@ def test_every_operation_gives_the_same_record_through_the_owner(
     assert ran.ingest_summaries()[0].files_unchanged == 3
     inbox = here["similar_inbox"]
     assert inbox.path == str(root.parent / "inbox.md") and inbox.documents
+    assert here["search_dated"].order == "date"  # the terminal prints each hit's date
+    grouped = here["similar_grouped"]  # issue 39: the groups cross the wire too
+    assert grouped.group_by == "title" and len(grouped.groups) >= 2
 
 
 def test_records_round_trip_on_the_wire(indexed: tuple[Settings, Path]) -> None:

@@ -139,3 +139,104 @@ def test_the_question_is_one_command(press: Path, cli_env: dict[str, str]) -> No
     )
     assert found.exit_code == 0, found.output
     assert [h["path"] for h in json.loads(found.stdout)["hits"]][:3] == NEWEST
+
+
+def test_date_order_prints_the_date_it_sorted_by(
+    press: Path, settings: Settings, cli_env: dict[str, str]
+) -> None:
+    """Issue 39, Q1: sorted by `published_at`, the terminal never printed the date it sorted
+    by; now each hit's line ends with it, in the pipe's plain lines and a terminal's alike."""
+    import io
+
+    from chromasync.cli.search import render_search
+
+    argv = ["search", "Kellogg grantmaking priorities", "--mode", "keyword", "--sort", "date"]
+    argv += ["--k", "3"]
+    done = CliRunner().invoke(main, [*argv, "--no-daemon"], env=cli_env)
+    assert done.exit_code == 0, done.output
+    heads = [line for line in done.stdout.splitlines() if line[:3] in ("1. ", "2. ", "3. ")]
+    dates = ["2024-11-02", "2023-05-15", "2022-09-01"]
+    assert [h.split()[1].split(":")[0] for h in heads] == NEWEST
+    assert [h.rsplit(" ", 2)[1:] for h in heads] == [["published_at", d] for d in dates]
+    result = api.retrieve(_request(k=3, sort="date", mode="keyword"), settings)
+    assert result.as_json()["order"] == "date"
+    out = io.StringIO()
+    render_search(result, "rich", out=out, tty=False, width=200)
+    assert all(f"published_at {d}" in out.getvalue() for d in dates)
+    ranked = api.retrieve(_request(k=3, mode="keyword"), settings)
+    assert "order" not in ranked.as_json()
+    assert "published_at 20" not in CliRunner().invoke(main, argv[:2], env=cli_env).stdout
+
+
+def test_a_weak_tail_does_not_fill_a_grouped_list(press: Path, settings: Settings) -> None:
+    """Issue 39, Q2: grouped answers took the top k whatever its relevance (a tail at 0.07
+    filled the list); they now take the hits `--sort date` takes: none under half the best
+    hit's relevance, unless a --min-score says otherwise."""
+    from chromasync.retrieve.results import weaker_from
+
+    ranked = api.retrieve(_request(k=10), settings)
+    weaker = weaker_from(ranked.hits)
+    assert weaker is not None and 0 < weaker < len(ranked.hits)  # a weak tail
+    strong = [h.id for h in ranked.hits[:weaker]]
+    grouped = api.retrieve(_request(k=10, group_by="title"), settings)
+    assert sorted(h.id for h in grouped.hits) == sorted(strong)
+    assert min(h.relevance or 0 for h in grouped.hits) >= ranked.hits[0].relevance / 2  # type: ignore[operator]
+    floor = api.retrieve(_request(k=10, group_by="title", min_score=0), settings)
+    assert len(floor.hits) == len(ranked.hits)  # a floor given is the floor
+
+
+#: Three newest releases (and an older one) where one repeats the question's words and the
+#: others name their priority once: the extractive answer cited the first only.
+NEWS = {
+    "2024-11-02.md": "Kellogg grantmaking priorities: a press release. The Kellogg press release "
+    "on grantmaking priorities for the press. Kellogg releases grantmaking priorities in press "
+    "releases. This year the priorities are thriving families and economic security.",
+    "2023-05-15.md": "The foundation named education equity and teacher pipelines among its "
+    "priorities. The board met in Battle Creek in May.",
+    "2022-09-01.md": "Grants for clean water in rural towns lead its priorities this year. Staff "
+    "travelled to rural counties.",
+    "2019-03-04.md": "Kellogg grantmaking priorities, from an old press release on priorities.",
+}
+
+
+def test_an_extractive_answer_speaks_for_each_of_the_latest(
+    tmp_path: Path, settings: Settings, cli_env: dict[str, str]
+) -> None:
+    """Issue 39, Q6: without a chat model, "summarize ... from their last three press
+    releases" cited two of the three and named none of the priorities; with `--latest N`
+    each of the N documents is represented, by its own most query-relevant sentences."""
+    news = tmp_path / "news"
+    news.mkdir()
+    for name, body in NEWS.items():
+        (news / name).write_text(f"---\npublished_at: {name[:10]}\n---\n# {name}\n\n{body}\n")
+    age_tree(news)
+    api.ingest([api.source_for(news, "news")], settings)
+    env = {**cli_env, "CHROMASYNC_LLM_URL": "", "CHROMASYNC_LLM_API_KEY": "", "OPENAI_API_KEY": ""}
+    question = "Summarize Kellogg's grantmaking priorities from their last three press releases"
+    argv = ["ask", question, "--latest", "3", "--source", "news", "--json", "--no-daemon"]
+    asked = CliRunner().invoke(main, argv, env=env)
+    assert asked.exit_code == 0, asked.output
+    data = json.loads(asked.stdout)
+    assert data["mode"] == "extractive"
+    newest = ["2024-11-02.md", "2023-05-15.md", "2022-09-01.md"]
+    assert {c["path"] for c in data["citations"]} == set(newest)
+    paragraphs = data["answer"].split("\n\n")  # newest first, one paragraph each
+    assert len(paragraphs) == 3, data["answer"]
+    named = ("thriving families", "teacher pipelines", "clean water")
+    assert all(p in text for p, text in zip(named, paragraphs, strict=True)), data["answer"]
+    for noise in ("Battle Creek", "rural counties"):  # shares no word of the question
+        assert noise not in data["answer"]
+    # REST and MCP answer from the same seam (`answer.ask.answer`)
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    body = {"question": question, "latest": 3, "sources": ["news"], "fallback": "extractive"}
+    with (
+        Service(settings, "serve") as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        got = client.post("/ask", json=body)
+        assert got.status_code == 200, got.text
+        assert got.json()["answer"] == data["answer"]

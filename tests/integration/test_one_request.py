@@ -396,3 +396,43 @@ def test_the_query_has_one_bound_and_one_message_everywhere(
     refused, fine = _mcp(settings, [("search", {"query": over}), ("search", {"query": at})])
     assert isinstance(refused, str) and f"query {said}" in refused, refused
     assert isinstance(fine, dict) and fine["hits"]
+
+
+def test_a_span_back_from_today_is_a_date_on_every_surface(
+    indexed: tuple[Settings, dict[str, str]],
+) -> None:
+    """Issue 39, Q2: `--after 2y` (`18m`, `3w`, `90d`) was refused; it is the day that many
+    units back from today, read by the one date parser, so every surface takes it. The span
+    here reaches back exactly to 2026-02-01, whatever day the test runs."""
+    import datetime as dt
+
+    settings, env = indexed
+    days = (dt.datetime.now(dt.UTC).date() - dt.date(2026, 2, 1)).days
+    span = {"after": f"{days}d"}
+    dated = _cli(env, {"after": "2026-02-01"})
+    paths = {h["path"] for h in dated["hits"]}
+    assert paths and paths < {h["path"] for h in _cli(env, {"k": 50})["hits"]}
+    cli = _cli(env, span)
+    assert _ids(cli) == _ids(dated)
+    assert cli["filters"]["after"] == f"{days}d (2026-02-01)"
+    with (
+        Service(settings, "serve", embedder=HashEmbedder()) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as client,
+    ):
+        got = client.get("/search", params={"q": QUERY, **span})
+        assert got.status_code == 200, got.text
+        assert _ids(got.json()) == _ids(dated)
+        posted = client.post("/search", json={"query": QUERY, **span})
+        assert posted.status_code == 200 and _ids(posted.json()) == _ids(dated)
+        got = client.get("/search", params={"q": QUERY, "after": "2q"})
+        assert got.status_code == 400 and "2y, 18m" in got.json()["detail"]
+    [data] = _mcp(settings, [("search", {"query": QUERY, **span})])
+    assert isinstance(data, dict) and _ids(data) == _ids(dated)
+    # NATS: `published_after` is the same text, read by the same parser
+    from chromasync.nats.payloads import NatsFields, search_args
+
+    asked = {"client_id": "t", "query": QUERY, "top_k": 10, "published_after": f"{days}d"}
+    request = parse(RetrieveRequest, json.dumps(asked).encode(), 1 << 20)
+    args = search_args(request, NatsFields.of({"published_at": "date"}), {})
+    found = api.retrieve(api.search_request(args, settings), settings, embedder=HashEmbedder())
+    assert {h.path for h in found.hits} == paths

@@ -281,6 +281,11 @@ def test_per_doc_sort_and_group(shared: tuple[Path, Settings], embedder: HashEmb
     assert flat == list(range(len(grouped.hits)))
     as_json = grouped.as_json()
     assert as_json["group_by"] == "draft" and len(as_json["groups"]) == 3  # type: ignore[arg-type]
+    # a folder level, as `suggest` and `similar` read it (issue 39: one `group_key`)
+    folders = _search(
+        settings, embedder, "the", mode="dense", k=10, per_doc=True, group_by="path:1", min_score=0
+    )
+    assert sorted(v for v, _ in folders.groups) == ["(root)", "guides", "journal"]
 
 
 def test_keyword_index_follows_edits_and_deletes(
@@ -443,3 +448,50 @@ def test_eval_measures_each_mode(
     assert report.modes["keyword"]["mrr"] == 1.0
     for figures in report.modes.values():
         assert all(0.0 <= v <= 1.0 for v in figures.values())
+
+
+def test_a_phrase_filters_and_the_query_ranks(tmp_path: Path, settings: Settings) -> None:
+    """Issue 39, Q4: with `--phrase`, the hits that held it were ranked among themselves
+    alone: two candidates, each list normalised over two documents, so the keyword list's
+    best (an inbox decoy repeating a name) always won, and the top meaning match read 0.03
+    (the lowest of a padded list). The phrase is a filter: what passes it keeps its place
+    and relevance in the query's whole ranking."""
+    from click.testing import CliRunner
+
+    from chromasync.cli.main import main
+
+    root = tmp_path / "grants"
+    for folder in ("inbox", "reports", "misc"):
+        (root / folder).mkdir(parents=True)
+    (root / "reports/kresge.md").write_text(
+        "# Kresge\n\nThe Kresge Foundation ties each grant to results: pay-for-performance.\n"
+    )
+    (root / "inbox/fwd.md").write_text(
+        "# Fwd: newsletter\n\nFwd: pay-for-performance. The newsletter says Kresge again and "
+        "again, with grant outcomes for every reader of the list this week; unsubscribe "
+        "below to stop the newsletter.\n"
+    )
+    for i in range(30):
+        (root / f"misc/n{i}.md").write_text(
+            f"# Note {i}\n\nA note {i} on a foundation grant for parks and schools.\n"
+        )
+    age_tree(root)
+    api.ingest([api.source_for(root)], settings)
+    query = "Kresge Foundation grant outcomes"
+
+    def found(**options: Any) -> list[tuple[str, float | None]]:
+        request = api.build_request(api.SearchArgs.of(query, **options), ("date",))
+        return [(h.path, h.relevance) for h in api.retrieve(request, settings).hits]
+
+    for mode in ("hybrid", "dense", "keyword"):
+        whole = found(mode=mode, k=40)
+        phrased = found(mode=mode, phrases=["pay-for-performance"])
+        assert phrased == [hit for hit in whole if hit[0] in ("reports/kresge.md", "inbox/fwd.md")]
+    best, decoy = found(phrases=["pay-for-performance"])
+    assert best[0] == "reports/kresge.md" and decoy[0] == "inbox/fwd.md"
+    assert (best[1] or 0) > 0.5 and (decoy[1] or 0) > (best[1] or 0) / 2  # no weak reading
+    env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    argv = ["search", query, "--phrase", "pay-for-performance", "--json", "--no-daemon"]
+    done = CliRunner().invoke(main, argv, env=env)
+    assert done.exit_code == 0, done.output
+    assert [h["path"] for h in json.loads(done.stdout)["hits"]] == [best[0], decoy[0]]

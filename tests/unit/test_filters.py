@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from typing import Any
@@ -63,6 +64,49 @@ def test_parse_when(text: str, expected: int) -> None:
 def test_parse_when_refuses_what_it_cannot_read(text: str) -> None:
     with pytest.raises(ConfigError, match="--after"):
         parse_when(text, "--after")
+
+
+def _epoch(day: str) -> int:
+    return parse_when(day, "--after")
+
+
+@pytest.mark.parametrize(
+    ("span", "today", "expected"),
+    [
+        ("2y", "2026-12-06", "2024-12-06"),
+        ("18m", "2026-12-06", "2025-06-06"),
+        ("90d", "2026-12-06", "2026-09-07"),
+        ("3w", "2026-12-06", "2026-11-15"),
+        (" 1M ", "2026-03-31", "2026-02-28"),  # a day the month lacks: its last day
+        ("1y", "2024-02-29", "2023-02-28"),
+        ("0d", "2026-12-06", "2026-12-06"),
+    ],
+)
+def test_a_span_counts_back_from_the_given_day(span: str, today: str, expected: str) -> None:
+    assert parse_when(span, "--after", dt.date.fromisoformat(today)) == _epoch(expected)
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        ("2y", "needs today's date"),  # no clock given: refused, never guessed
+        ("9999y", "before the year 1"),
+        ("2x", "2y, 18m"),
+        ("12345d", "2y, 18m"),
+    ],
+)
+def test_a_span_it_cannot_use_is_refused(span: str, message: str) -> None:
+    today = None if message.startswith("needs") else dt.date(2026, 12, 6)
+    with pytest.raises(ConfigError, match=message):
+        parse_when(span, "published_after", today)
+
+
+def test_filters_from_options_resolve_spans_with_the_injected_day() -> None:
+    filters = filters_from_options(after="2y", before="30d", today=dt.date(2026, 12, 6))
+    assert (filters.after, filters.before) == (_epoch("2024-12-06"), _epoch("2026-11-06"))
+    assert filters.as_json()["after"] == "2y (2024-12-06)"
+    with pytest.raises(ConfigError, match="is not before"):
+        filters_from_options(after="30d", before="2y", today=dt.date(2026, 12, 6))
 
 
 @pytest.mark.parametrize(
@@ -344,3 +388,18 @@ def test_an_older_bookkeeping_name_filters_todays_key() -> None:
     }
     assert filters.matches == (("chromasync_embedding_model", "MiniLM"),)
     assert normalise_where({"chromasync_chunk_hash": "x"}) == {"chromasync_chunk_hash": "x"}
+
+
+def test_a_keyword_search_with_a_span_is_never_replayed_by_the_fast_path() -> None:
+    """The fast path's snapshot keeps the filters as resolved: `--after 2y` resolved today
+    would be yesterday's date tomorrow, so such a search is not recorded."""
+    from chromasync.retrieve.quick import recordable
+    from chromasync.retrieve.results import SearchRequest, SearchResult
+
+    today = dt.date(2026, 12, 6)
+    plan = (("notes", "state", "1", ()),)
+    for after, expected in (("2026-01-01", True), ("2y", False)):
+        filters = filters_from_options(after=after, today=today)
+        request = SearchRequest("q", mode="keyword", filters=filters)
+        result = SearchResult("q", "keyword", ("notes",), filters, (), keyword_plan=plan)
+        assert recordable(result, request) is expected, after

@@ -101,10 +101,13 @@ def answer_question(
     no_sources_text: str = NO_SOURCES_TEXT,
     page: Page | None = None,
     common: CommonNames | None = None,
+    per_document: bool = False,
 ) -> Answer:
     """Answer `question` from `hits` (best first), with checked citations; `page` reads a
     hit's other chunks for the extractive answer's example (`examples.find_example`);
-    `common` says which names the documents hold throughout (`support.check_support`)."""
+    `common` says which names the documents hold throughout (`support.check_support`);
+    `per_document`: the extractive answer speaks for every document of the hits (the N
+    newest documents of a `latest` search)."""
     question = check_question(question)
     if not hits:
         return Answer(question, no_sources_text, (), "extractive", flags=(FLAG_NO_SOURCES,))
@@ -117,6 +120,7 @@ def answer_question(
             max_sentences=max_sentences,
             max_chars=max_chars,
             page=page,
+            per_document=per_document,
         )
 
     if llm is None:
@@ -186,6 +190,7 @@ def answer(
         no_sources_text=NO_SOURCES_TEXT if result.filters.is_empty else NO_MATCH_TEXT,
         page=page_reader(settings),
         common=common_names(settings),
+        per_document=result.order == "latest",
     )
     return replace(found, warnings=result.warnings) if result.warnings else found
 

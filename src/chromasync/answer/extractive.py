@@ -56,6 +56,8 @@ MIN_CUT_CHARS = 120
 MAX_BLOCKS = 2
 #: The weight of the hit's rank in a sentence's relevance (the rest is its BM25).
 RANK_PRIOR = 0.2
+#: Sentences of each document in a per-document answer (`latest`: the N newest documents).
+PER_DOCUMENT = 2
 
 _WORD = re.compile(r"[^\W_]+")
 _LAST_MARKER = re.compile(r"\[(\d+)\]\s*$")
@@ -307,6 +309,7 @@ def _compose(
     spread: int = 0,
     max_blocks: int = MAX_BLOCKS,
     page: Page | None = None,
+    min_share: float = 0.3,
 ) -> tuple[str, list[int], list[Part]]:
     """The answer text for hits `ranked` ((rank, hit) pairs), the ranks it cites and its
     parts: runs of cited sentences, the blocks (at most `max_blocks`) they lead into, and
@@ -314,7 +317,7 @@ def _compose(
     none of them was chosen (a place among the blocks is kept for it)."""
     segmented = {rank: segment(hit.text[:MAX_TEXT_CHARS]) for rank, hit in ranked}
     sentences = [s for rank, hit in ranked for s in split_sentences(hit, rank, segmented[rank])]
-    scored = score_sentences(question, sentences)
+    scored = score_sentences(question, sentences, min_share=min_share)
     if not scored and sentences:  # nothing shares a word: the best hit's opening sentence
         scored = [Scored(sentences[0], 0.0)]
     chosen = select_mmr(
@@ -433,41 +436,42 @@ def answer_extractive(
     value_of: Callable[[Hit, str], str] = group_value,
     spread: int = 3,
     page: Page | None = None,
+    per_document: bool = False,
 ) -> Answer:
     """The extractive answer to `question` from `hits` (best first; at most `MAX_HITS`).
 
     `page`: reads a hit's other indexed chunks, where the best page's example is looked
-    for when its retrieved chunks hold none (`examples.find_example`)."""
+    for when its retrieved chunks hold none (`examples.find_example`). `per_document`
+    (the N newest documents, `latest`): one paragraph per document, in the hits' order,
+    each of that document's most query-relevant sentences (`PER_DOCUMENT` at most, scored
+    among its own sentences, every one sharing a word with the question a candidate, so
+    that MMR's second pick is not a rewording of the first), so that every document speaks."""
     hits = list(hits[:MAX_HITS])
     numbering = _Numbering(hits)
-    if group_by is None:
+    if group_by is None and not per_document:
+        ranked = list(enumerate(hits))
         text, _, parts = _compose(
-            question,
-            list(enumerate(hits)),
-            numbering,
-            max_sentences,
-            max_chars,
-            lam,
-            spread,
-            page=page,
+            question, ranked, numbering, max_sentences, max_chars, lam, spread, page=page
         )
         return Answer(question, text, numbering.citations(), "extractive", parts=tuple(parts))
     buckets: dict[str, list[tuple[int, Hit]]] = {}
     for rank, hit in enumerate(hits):
-        buckets.setdefault(value_of(hit, group_by), []).append((rank, hit))
+        key = value_of(hit, group_by) if group_by else f"{hit.collection}\0{hit.source}\0{hit.path}"
+        buckets.setdefault(key, []).append((rank, hit))
     groups: list[Group] = []
     blocks: list[str] = []
     all_parts: list[Part] = []
-    per_group = max(1, min(max_sentences, 3))
-    for value, ranked in list(buckets.items())[:MAX_GROUPS]:
+    count, share = (max(1, min(max_sentences, 3)), 0.3) if group_by else (PER_DOCUMENT, 0.0)
+    for value, ranked in list(buckets.items())[: MAX_GROUPS if group_by else MAX_HITS]:
         text, ranks, parts = _compose(
-            question, ranked, numbering, per_group, max_chars, lam, spread, page=page
+            question, ranked, numbering, count, max_chars, lam, spread, page=page, min_share=share
         )
         if not text:
             continue
         all_parts.extend(parts)
-        groups.append(Group(value, text, numbering.citations(ranks)))
-        blocks.append(f"{group_by}: {value}\n{text}")
+        if group_by:
+            groups.append(Group(value, text, numbering.citations(ranks)))
+        blocks.append(f"{group_by}: {value}\n{text}" if group_by else text)
     return Answer(
         question,
         "\n\n".join(blocks),

@@ -30,7 +30,14 @@ from ..records import Hit
 from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable
 from ..retrieve.request import check_query
-from ..retrieve.results import WEAKER_LINE, explain_text, plain_lines, score_text, weaker_from
+from ..retrieve.results import (
+    WEAKER_LINE,
+    dated_text,
+    explain_text,
+    plain_lines,
+    score_text,
+    weaker_from,
+)
 from .common import (
     daemon_flags,
     no_daemon_option,
@@ -253,6 +260,8 @@ def _print_hit(
     if hit.relevance is not None:
         line.append(f" {hit.relevance:.2f}", style="bold")
     line.append(" " + score_text(replace(hit, relevance=None)), style="dim")
+    if result.order != "rank":  # the date the hits are ordered by
+        line.append(" " + safe(dated_text(hit, result.filters.date_fields)), style="yellow")
     if hit.collapsed:
         line.append(f" +{hit.collapsed} more in this file", style="dim")
     console.print(line)
@@ -296,9 +305,20 @@ def _print_hit(
     help="Flag documents at or above this similarity as duplicates "
     "[env CHROMASYNC_DUPLICATE_THRESHOLD; 0.95].",
 )
+@click.option(
+    "--group-by",
+    metavar="FIELD",
+    help="Group the documents by a front-matter field, source, collection or path:N.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def similar(
-    path: str, all_collections: bool, k: int, threshold: float | None, as_json: bool, **flags: Any
+    path: str,
+    all_collections: bool,
+    k: int,
+    threshold: float | None,
+    group_by: str | None,
+    as_json: bool,
+    **flags: Any,
 ) -> None:
     """The indexed documents nearest to the file PATH (indexed or not)."""
     with reported_errors():
@@ -309,6 +329,7 @@ def similar(
             threshold=threshold,
             collections=tuple(flags.get("collection") or ()),
             all_collections=all_collections,
+            group_by=group_by,
         )
         with open_index(settings) as index:  # through the data dir's owner when one runs
             result = index.similar(query)
@@ -319,21 +340,27 @@ def similar(
     if not result.documents:
         console.print("no similar documents")
         return
-    table = Table(title=f"documents similar to {escape(safe(result.path))}")
-    for column in ("#", "score", "duplicate", "source", "path", "nearest chunk"):
-        table.add_column(column, justify="right" if column in ("#", "score") else "left")
-    for rank, doc in enumerate(result.documents, 1):
-        flag = "exact copy" if doc.exact else ("duplicate" if doc.duplicate else "")
-        best = doc.best
-        table.add_row(
-            str(rank),
-            f"{doc.score:.3f}",
-            flag,
-            escape(safe(doc.source)),
-            escape(safe(doc.path)),
-            escape(safe(f"{best.citation[len(best.path) :].lstrip(': ')} {best.heading}"[:60])),
-        )
-    print_table(console, table)
+    title = f"documents similar to {escape(safe(result.path))}"
+    groups = result.groups or (("", tuple(range(len(result.documents)))),)
+    for value, indexes in groups:
+        named = escape(safe(f", {result.group_by}: {value}")) if result.group_by else ""
+        table = Table(title=title + named)
+        for column in ("#", "score", "duplicate", "source", "path", "nearest chunk"):
+            table.add_column(column, justify="right" if column in ("#", "score") else "left")
+        for at in indexes:
+            doc = result.documents[at]
+            flag = "exact copy" if doc.exact else ("duplicate" if doc.duplicate else "")
+            best = doc.best
+            nearest = f"{best.citation[len(best.path) :].lstrip(': ')} {best.heading}"[:60]
+            table.add_row(
+                str(at + 1),
+                f"{doc.score:.3f}",
+                flag,
+                escape(safe(doc.source)),
+                escape(safe(doc.path)),
+                escape(safe(nearest)),
+            )
+        print_table(console, table)
     sources = result.nearest_sources
     if sources:
         name, score, count = sources[0]

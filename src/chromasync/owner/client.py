@@ -219,6 +219,7 @@ class OwnerClient:
             group_field=body.get("group_by"),
             reranked=bool(body.get("reranked", False)),
             warnings=tuple(body.get("warnings", ())),
+            order=str(body.get("order", "rank")),
         )
 
     def _wire(self, args: SearchArgs) -> dict[str, Any]:

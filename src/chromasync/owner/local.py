@@ -161,6 +161,7 @@ class LocalIndex:
                 collections=query.collections,
                 all_collections=query.all_collections,
                 embedder=self._shared_embedder(),
+                group_by=query.group_by,
             )
         return _named(found, query) if query.content is not None else found
 

@@ -53,7 +53,7 @@ class CompareQuery:
     threshold: float | None = None
     collections: tuple[str, ...] = ()
     all_collections: bool = False
-    group_by: str | None = None  # suggest: required
+    group_by: str | None = None  # suggest: required; similar: the documents grouped
 
 
 @dataclass(frozen=True, slots=True)

@@ -355,7 +355,7 @@ class Retriever:
         fed = None
         if feedback is not None and "hybrid" in modes and (dense or keyword):
             fed = second_round(self, request, feedback, dense, keyword, asked, fields)
-        return Gathered(
+        gathered = Gathered(
             dense=dense,
             keyword=keyword,
             collections=names,
@@ -363,6 +363,44 @@ class Retriever:
             keyword_plan=tuple(plan),
             keyword_versions=tuple(versions),
             fed=fed,
+        )
+        if request.filters.phrases and only is None:  # after the second round: what passed
+            return self._unphrased(request, gathered, modes, fields)
+        return gathered
+
+    def _unphrased(
+        self, request: SearchRequest, gathered: Gathered, modes: Sequence[str], fields: bool
+    ) -> Gathered:
+        """`--phrase` filters, it does not rank: `gathered` (what holds the phrase) with the
+        lists asked again without it, so that every candidate is fused and scaled among the
+        query's whole ranking, and `allowed` (the keys holding it) choosing the hits."""
+        depth = request.depth
+        passing: set[tuple[str, str]] = set()
+        dense: list[Hit] = []
+        keyword: list[Hit] = []
+        for name in gathered.collections:
+            where, _, ids = self._restrict(name, request.filters)
+            if where is _NOTHING or ids is None:
+                continue
+            passing.update((name, i) for i in ids)
+            where, condition, ids = self._restrict(name, replace(request.filters, phrases=()))
+            if any(m in ("dense", "hybrid") for m in modes):
+                try:
+                    self._check_model(self.collection(name))
+                except EmbeddingError:
+                    continue  # a collection of another model (warned): not searched at all
+                vector = self.query_vector(request.query)
+                searched = self.dense_collection(name)
+                dense += dense_search(searched, vector, depth, where, ids, fields=fields)
+            if any(m in ("keyword", "hybrid") for m in modes):
+                index = self.keyword_index(name)
+                keyword += index.search(name, request.query, depth, condition, fields=fields)
+        wide = depth * len(gathered.collections)
+        return replace(
+            gathered,
+            dense=_with_context(gathered.dense, merge_by_score([dense], wide)),
+            keyword=_with_context(gathered.keyword, merge_by_score([keyword], wide)),
+            allowed=frozenset(passing),
         )
 
     def _check_model(self, collection: Collection) -> None:
@@ -416,6 +454,14 @@ class Retriever:
 
 
 _NOTHING: Any = object()
+
+
+def _with_context(hits: Sequence[Hit], context: Sequence[Hit]) -> tuple[Hit, ...]:
+    """A filtered list with the unfiltered one's hits it lacks, best score first: every hit
+    that passed stays (none is cut for the context's sake)."""
+    seen = {(h.collection, h.id) for h in hits}
+    extra = [h for h in context if (h.collection, h.id) not in seen]
+    return tuple(sorted((*hits, *extra), key=lambda h: -h.score))
 
 
 def _id_condition(ids: Sequence[str]) -> Condition:

@@ -12,6 +12,7 @@ them. Everything here is pure.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
@@ -165,8 +166,21 @@ def check_key(key: str, option: str = "a filter") -> str:
     return key
 
 
-def parse_when(text: str, option: str) -> int:
-    """`YYYY-MM-DD` or an ISO date-time (naive means UTC, as in front matter) to epoch s."""
+#: A span back from today: `2y`, `18m`, `3w`, `90d` (years, months, weeks, days).
+_SPAN = re.compile(r"(\d{1,4})\s*([ymwd])", re.IGNORECASE)
+
+
+def parse_when(text: str, option: str, today: dt.date | None = None) -> int:
+    """`YYYY-MM-DD` or an ISO date-time (naive means UTC, as in front matter) to epoch s; or
+    a span back from `today` (`2y`, `18m`, `3w`, `90d`: that day at 00:00 UTC; a month or
+    year back from a day its month lacks is that month's last day). `today` is given by
+    the caller (`request.build_request` reads the clock): a span without it is refused."""
+    span = _SPAN.fullmatch(text.strip())
+    if span is not None:
+        if today is None:
+            raise ConfigError(f"{option} {text!r}: a span back from today needs today's date")
+        day = _back(today, int(span.group(1)), span.group(2).lower(), text, option)
+        return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
     try:
         if len(text.strip()) == 10:
             day = dt.date.fromisoformat(text.strip())
@@ -177,9 +191,28 @@ def parse_when(text: str, option: str) -> int:
                 moment = moment.replace(tzinfo=dt.UTC)
     except ValueError as exc:
         raise ConfigError(
-            f"{option} takes a date like 2024-05-31 or 2024-05-31T12:00, got {text!r}"
+            f"{option} takes a date like 2024-05-31 or 2024-05-31T12:00, or a span back from "
+            f"today like 2y, 18m, 3w or 90d; got {text!r}"
         ) from exc
     return int(moment.timestamp())
+
+
+def is_span(text: str | None) -> bool:
+    """Whether a date option's text is a span back from today (`2y`): its day moves daily."""
+    return text is not None and _SPAN.fullmatch(text.strip()) is not None
+
+
+def _back(today: dt.date, count: int, unit: str, text: str, option: str) -> dt.date:
+    """`today` moved `count` units (y, m, w, d) back; ConfigError before year 1."""
+    try:
+        if unit in "wd":
+            return today - dt.timedelta(days=count * (7 if unit == "w" else 1))
+        months = today.year * 12 + today.month - 1 - count * (12 if unit == "y" else 1)
+        year, month = divmod(months, 12)
+        last = calendar.monthrange(year, month + 1)[1]
+        return dt.date(year, month + 1, min(today.day, last))
+    except (ValueError, OverflowError) as exc:
+        raise ConfigError(f"{option} {text!r} reaches back before the year 1") from exc
 
 
 def json_depth(text: str) -> int:

@@ -37,6 +37,7 @@ and the user's filter language (values, keys, dates, bounds) in `filter_syntax`,
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,6 +62,7 @@ from .filter_syntax import Where as Where
 from .filter_syntax import check_key as check_key
 from .filter_syntax import check_options
 from .filter_syntax import check_where_bounds as check_where_bounds
+from .filter_syntax import is_span as is_span
 from .filter_syntax import parse_pair as parse_pair
 from .filter_syntax import parse_value as parse_value
 from .filter_syntax import parse_when as parse_when
@@ -72,6 +74,13 @@ from .options import BY_NAME, MAX_DATE_CHARS, MAX_TARGET_CHARS, spelled
 
 def _stored(pair: tuple[str, str]) -> tuple[str, str]:
     return stored_key(pair[0]), pair[1]  # an older bookkeeping name means today's
+
+
+def _echo(given: str, at: int | None) -> str:
+    """A date option as given, a span with the day it meant: `2y (2024-12-06)`."""
+    if at is None or not is_span(given):
+        return given
+    return f"{given.strip()} ({dt.datetime.fromtimestamp(at, dt.UTC).date().isoformat()})"
 
 
 def filters_from_options(
@@ -89,11 +98,13 @@ def filters_from_options(
     matches: Sequence[str] = (),
     links_to: Sequence[str] = (),
     spelling: str = "cli",
+    today: dt.date | None = None,
 ) -> Filters:
     """`Filters` from the strings a surface receives (CLI flags, REST or MCP arguments),
     bounded (see the `MAX_*` constants) before anything parses them. An error names the
     option as the caller spells it (`spelling`: "cli", "query" or "json", as in
-    `retrieve.options`): `--where-json` to the CLI, `where_json` to REST and MCP."""
+    `retrieve.options`): `--where-json` to the CLI, `where_json` to REST and MCP. `today`:
+    the day a span such as `--after 2y` counts back from (the caller reads the clock)."""
 
     def name(option: str) -> str:
         return spelled(option, spelling)
@@ -129,8 +140,8 @@ def filters_from_options(
         raise ConfigError(
             f"{name('after')}/{name('before')} need at least one date field ({name('date_fields')})"
         )
-    low = parse_when(after, name("after")) if after else None
-    high = parse_when(before, name("before")) if before else None
+    low = parse_when(after, name("after"), today) if after else None
+    high = parse_when(before, name("before"), today) if before else None
     if low is not None and high is not None and low >= high:
         raise ConfigError(f"{name('after')} {after} is not before {name('before')} {before}")
     for phrase in phrases:
@@ -143,7 +154,7 @@ def filters_from_options(
                 f"{name('links_to')} takes a URL, a path or a note title "
                 f"(1-{MAX_TARGET_CHARS} chars)"
             )
-    echo = {k: v for k, v in (("after", after), ("before", before)) if v}
+    echo = {k: _echo(v, at) for k, v, at in (("after", after, low), ("before", before, high)) if v}
     return Filters(
         sources=tuple(s for s in sources if s),
         where=tuple(pairs),
@@ -167,6 +178,7 @@ __all__ = [
     "Where",
     "build_where",
     "filters_from_options",
+    "is_span",
     "local_sql",
     "match_paths",
     "normalise_where",

@@ -189,6 +189,19 @@ def group_by(items: Sequence[T], key_of: Callable[[T], str]) -> list[tuple[str, 
     return list(groups.items())
 
 
+def grouped(
+    items: Sequence[T], key_of: Callable[[T], str]
+) -> tuple[list[T], tuple[tuple[str, tuple[int, ...]], ...]]:
+    """`items` reordered group by group (`group_by`), and each group's value with the
+    indexes of its items in that order: how search hits and similar documents are grouped."""
+    ordered: list[T] = []
+    groups: list[tuple[str, tuple[int, ...]]] = []
+    for value, members in group_by(items, key_of):
+        groups.append((value, tuple(range(len(ordered), len(ordered) + len(members)))))
+        ordered.extend(members)
+    return ordered, tuple(groups)
+
+
 __all__ = [
     "METHODS",
     "UNITS",
@@ -197,5 +210,6 @@ __all__ = [
     "collapse_per_doc",
     "fuse",
     "group_by",
+    "grouped",
     "sort_by_date",
 ]

@@ -234,14 +234,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _text(
         "after",
-        "Front-matter date on or after DATE.",
+        "Front-matter date on or after DATE (2024-05-31, or back from today: 2y, 18m, 3w, 90d).",
         "--after",
         max_chars=MAX_DATE_CHARS,
         metavar="DATE",
     ),
     _text(
         "before",
-        "Front-matter date before DATE.",
+        "Front-matter date before DATE (as --after).",
         "--before",
         max_chars=MAX_DATE_CHARS,
         metavar="DATE",
@@ -322,7 +322,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _text(
         "group_by",
-        "Group the hits by a metadata field.",
+        "Group the relevant hits (as --sort date takes them) by a metadata field, source, "
+        "collection or path:N (the N-th folder).",
         "--group-by",
         max_chars=MAX_FIELD_CHARS,
         metavar="FIELD",

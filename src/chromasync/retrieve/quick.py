@@ -96,14 +96,19 @@ def _identity(path: str) -> tuple[int, ...]:
 
 def recordable(result: SearchResult, request: SearchRequest) -> bool:
     """Whether the fast path could give this result: keyword mode, no reranker, no groups,
-    no `latest` (its documents are chosen anew at each search), every collection served by
-    the state's own index."""
+    no `latest` (its documents are chosen anew at each search), no `--phrase` (its lists
+    are asked twice: with it and without), no date counted back from
+    today (`--after 2y`: its day moves), every collection served by the state's own index."""
+    from .filter_syntax import is_span
+
     return (
         result.mode == "keyword"
         and not result.reranked
         and not result.warnings
         and not request.group_by
         and request.latest is None
+        and not request.filters.phrases  # ranked among the candidates without it too
+        and not any(is_span(str(v).split(" ", 1)[0]) for v in request.filters.echo.values())
         and bool(result.keyword_plan)
         and all(made in ("state", "none") for _, made, _, _ in result.keyword_plan)
     )

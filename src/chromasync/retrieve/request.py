@@ -11,7 +11,8 @@ go through here, so an option means the same everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,9 +70,19 @@ class SearchArgs:
         return cls(query, **fields)
 
 
-def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> SearchRequest:
+def utc_today() -> dt.date:
+    """Today's date in UTC: the day a span such as `--after 2y` counts back from."""
+    return dt.datetime.now(dt.UTC).date()
+
+
+def build_request(
+    args: SearchArgs,
+    default_date_fields: Sequence[str],
+    today: Callable[[], dt.date] = utc_today,
+) -> SearchRequest:
     """The engine's request: the query checked, the filters parsed (`ConfigError` on bad
-    input, which every surface reports as bad usage)."""
+    input, which every surface reports as bad usage). `today`: the clock of the relative
+    dates (`--after 2y`), read once, here, for every surface."""
     if not isinstance(args.query, str) or not args.query.strip():
         raise ConfigError("the query is empty")
     check_values(args)
@@ -95,6 +106,7 @@ def build_request(args: SearchArgs, default_date_fields: Sequence[str]) -> Searc
         matches=args.matches,
         links_to=args.links_to,
         spelling=args.spelling,
+        today=today(),
     )
     return SearchRequest(
         args.query,

@@ -18,7 +18,7 @@ from ..metakeys import CHUNK_HASH_KEY, bookkeeping
 from ..records import Hit
 from .feedback import Feedback
 from .filters import Filters
-from .fuse import Fusion, Ranked, collapse_per_doc, fuse, group_by, sort_by_date
+from .fuse import Fusion, Ranked, collapse_per_doc, fuse, grouped, sort_by_date
 from .relevance import WEAKER_SHARE, relevance_scale, weaker_index
 
 #: Fusion chosen on two corpora, SciFact's 809 training claims and NFCorpus's 324 dev
@@ -85,6 +85,10 @@ class Gathered:
     #: The lists asked again with pseudo-relevance feedback (`Fusion.feedback`), which a
     #: hybrid ranking with feedback fuses instead; None when no second round ran.
     fed: tuple[tuple[Hit, ...], tuple[Hit, ...]] | None = None
+    #: The (collection, id) keys that pass a filter that does not rank (`--phrase`), when
+    #: the lists also hold the candidates without it: ranked and scaled among all, then only
+    #: these are hits. None: every key of the lists passes.
+    allowed: frozenset[tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,10 @@ class SearchResult:
     group_field: str | None = None
     reranked: bool = False
     warnings: tuple[str, ...] = ()
+    #: "date" when the hits are in date order (`sort="date"`), "latest" when they are the N
+    #: newest documents' (`latest`): each hit's date is printed beside it (`dated_text`),
+    #: and an extractive answer speaks for each document; else "rank".
+    order: str = "rank"
     #: How each keyword list was made (not part of the JSON: for the fast path's snapshot).
     keyword_plan: KeywordPlan = field(default=(), compare=False)
 
@@ -117,6 +125,8 @@ class SearchResult:
             out["groups"] = [{"value": v, "hits": list(i)} for v, i in self.groups]
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.order != "rank":
+            out["order"] = self.order
         return out
 
 
@@ -141,6 +151,9 @@ def rank_hits(
     else:
         chosen = fuse(_lists(dense, keyword), fusion, document_of)
     values = relevance_scale([s for _, s in chosen], mode, fusion.method, MIN_CANDIDATES)
+    if gathered.allowed is not None:  # scored among every candidate, shown if it passed
+        kept = [(c, v) for c, v in zip(chosen, values, strict=True) if c[0] in gathered.allowed]
+        chosen, values = [c for c, _ in kept], [v for _, v in kept]
     shown = chosen if limit is None else chosen[:limit]
     out = []
     for (key, score), value in zip(shown, values[: len(shown)], strict=True):
@@ -192,7 +205,8 @@ def present(
 
     `sort="date"` orders the relevant candidates, not only the top k: those at or above
     `min_score`, or without one those not "weaker matches" (`weaker_from`: relevance at
-    least half the best's), newest first; then the first k of them. `latest`: the hits
+    least half the best's), newest first; then the first k of them. Groups (`group_by`)
+    take the same relevant hits, in rank order: a weak tail never fills a group. `latest`: the hits
     come from the chunks of the N newest documents only (the engine restricts the lists);
     each document's best chunk comes first, newest document first, then the others' next
     best in rank order, up to max(k, N)."""
@@ -214,28 +228,17 @@ def present(
         rest = [h for h in hits if id(h) not in chosen]
         top = [*firsts, *rest][: max(request.k, len(firsts))]
     elif request.sort == "date":
-        relevant = list(hits)
-        if request.min_score is None:
-            weaker = weaker_from(relevant)
-            relevant = relevant if weaker is None else relevant[:weaker]
-        top = sort_by_date(relevant, date_of)[: request.k]
+        top = sort_by_date(_relevant(hits, request), date_of)[: request.k]
     else:
-        top = list(hits[: request.k])
+        top = (_relevant(hits, request) if request.group_by else list(hits))[: request.k]
     if request.sort == "date" and request.latest is not None:
         top = sort_by_date(top, date_of)
     top = [_with_pages(h, request) for h in top]
     groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    if request.group_by:
-        field_name = request.group_by
-        grouped = group_by(list(range(len(top))), lambda i: _group_value(top[i], field_name))
-        order = [i for _, members in grouped for i in members]
-        top = [top[i] for i in order]
-        position = 0
-        regrouped = []
-        for value, members in grouped:
-            regrouped.append((value, tuple(range(position, position + len(members)))))
-            position += len(members)
-        groups = tuple(regrouped)
+    if request.group_by:  # a field, `source`, `collection` or `path:N`, as `suggest` reads it
+        from .suggest import group_key
+
+        top, groups = grouped(top, group_key(request.group_by))
     return SearchResult(
         query=request.query,
         mode=request.mode,
@@ -246,8 +249,16 @@ def present(
         group_field=request.group_by,
         reranked=reranked,
         warnings=gathered.warnings,
+        order="latest" if request.latest is not None else request.sort,
         keyword_plan=gathered.keyword_plan,
     )
+
+
+def _relevant(hits: Sequence[Hit], request: SearchRequest) -> list[Hit]:
+    """The hits a date order or groups take from: those not "weaker matches" (relevance at
+    least half the best's), or, with `min_score`, all of them (that floor applied already)."""
+    weaker = None if request.min_score is not None else weaker_from(hits)
+    return list(hits if weaker is None else hits[:weaker])
 
 
 def lean_window(k: int) -> int:
@@ -311,6 +322,17 @@ def explain_text(hit: Hit, mode: str) -> str:
     return f"{'; '.join(lists) or 'no list'}; {mode} score {hit.score:.4g}{rel}"
 
 
+def dated_text(hit: Hit, fields: Sequence[str]) -> str:
+    """The date a hit is ordered by, as date order reads it (the first of `fields` the hit
+    has a date in): `published_at 2024-11-02`; `undated` when it has none."""
+    for name in fields:
+        stamp = hit.metadata.get(f"{name}_ts")
+        if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+            given = hit.metadata.get(name)
+            return f"{name} {given if isinstance(given, str) and given else int(stamp)}"
+    return "undated"
+
+
 def weaker_from(hits: Sequence[Hit]) -> int | None:
     """The index of the first hit far below the best (relevance under `WEAKER_SHARE` of the
     best's), where the terminal, the pipe and the page draw their "weaker matches" line;
@@ -340,6 +362,8 @@ def plain_lines(result: SearchResult) -> str:
             head += f"[{printable(hit.collection)}] "
         head += printable(f"{hit.path}:{hit.start_line}-{hit.end_line}")
         head += " " + score_text(hit)
+        if result.order != "rank":
+            head += " " + printable(dated_text(hit, result.filters.date_fields))
         if hit.collapsed:
             head += f" +{hit.collapsed} more in this file"
         lines.append(head)
@@ -414,18 +438,6 @@ def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:
     return None
 
 
-def _group_value(hit: Hit, field_name: str) -> str:
-    # `source` is the hit's label (a record's `source` holds the file's path)
-    value: Any = hit.source if field_name == "source" else hit.metadata.get(field_name)
-    if value is None:
-        value = getattr(hit, field_name, None) if field_name in ("collection",) else None
-    if value is None or value == "":
-        return "(none)"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
-
-
 __all__ = [
     "DEFAULT_FUSION",
     "FEEDBACK_FUSION",
@@ -437,6 +449,7 @@ __all__ = [
     "SearchRequest",
     "SearchResult",
     "collapse_copies",
+    "dated_text",
     "document_of",
     "explain_text",
     "lead_documents",

@@ -305,8 +305,10 @@ def similar(
     collections: Sequence[str] = (),
     all_collections: bool = False,
     embedder: Embedder | None = None,
+    group_by: str | None = None,
 ) -> SimilarResult:
-    """The indexed documents nearest to the file at `path` (indexed or not)."""
+    """The indexed documents nearest to the file at `path` (indexed or not); `group_by`:
+    grouped by a field, `source`, `collection` or `path:N` (as `suggest`)."""
     file = Path(path).expanduser()
     embedder = embedder or embedder_for(settings)
     with open_retriever(settings, embedder) as retriever:
@@ -320,6 +322,7 @@ def similar(
             all_collections=all_collections,
             own=indexed_as(file, settings),
             privacy_keys=settings.privacy_keys,
+            group_by=group_by,
         )
 
 

@@ -20,6 +20,7 @@ from ..metakeys import FILE_HASH_KEY
 from ..records import FileStat, Hit, Progress
 from . import evaluate as ev
 from .engine import Retriever, SearchRequest, SearchResult
+from .fuse import grouped
 from .links import (
     LinkingChunk,
     LinksReport,
@@ -161,6 +162,10 @@ class SimilarResult:
     threshold: float
     documents: tuple[SimilarDoc, ...]
     excluded: str | None  # "source:path" of the file itself, when it is indexed
+    #: With `group_by` (a field, `source`, `collection` or `path:N`, as `suggest`'s), the
+    #: documents come group by group: each group's value and its documents' indexes.
+    group_by: str | None = None
+    groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def nearest_sources(self) -> list[tuple[str, float, int]]:
@@ -177,7 +182,13 @@ class SimilarResult:
             "sources": [
                 {"source": s, "best_score": b, "documents": n} for s, b, n in self.nearest_sources
             ],
-        }
+        } | self._groups_json()
+
+    def _groups_json(self) -> dict[str, object]:
+        if not self.group_by:
+            return {}
+        groups = [{"value": v, "documents": list(i)} for v, i in self.groups]
+        return {"group_by": self.group_by, "groups": groups}
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +270,11 @@ def find_similar(
     all_collections: bool = False,
     own: tuple[str, str] | None = None,
     privacy_keys: tuple[str, ...] = ("private",),
+    group_by: str | None = None,
 ) -> SimilarResult:
-    """The indexed documents nearest to `file`; `own` is (source, path) if it is indexed."""
+    """The indexed documents nearest to `file`; `own` is (source, path) if it is indexed;
+    `group_by`: the documents grouped by that field (`suggest.group_key`)."""
+    key = group_key(group_by) if group_by is not None else None  # a bad field: said first
     found = _file_neighbours(
         retriever,
         file,
@@ -270,7 +284,11 @@ def find_similar(
         all_collections=all_collections,
         privacy_keys=privacy_keys,
     )
-    return _similar_result(file, found, own, threshold=threshold, k=k)
+    result = _similar_result(file, found, own, threshold=threshold, k=k)
+    if key is None:
+        return result
+    documents, groups = grouped(result.documents, lambda doc: key(doc.best))
+    return replace(result, documents=tuple(documents), group_by=group_by, groups=groups)
 
 
 def _similar_result(
