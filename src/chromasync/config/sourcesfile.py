@@ -20,6 +20,7 @@ import yaml
 
 from ..datadir import FILE_MODE, replace_file
 from ..errors import ConfigError
+from .safeyaml import load_yaml, yaml_problem
 
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
 NEW_SOURCES_FILE_BODY = (
@@ -61,12 +62,17 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
+def _load(text: str) -> tuple[Any, Any]:
+    """The data and node tree of `text`, read by the one bounded loader."""
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"cannot edit: the YAML does not parse ({yaml_problem(exc)})") from exc
+
+
 def _top_value(text: str, key: str) -> tuple[Any, Any]:
     """The key node and value node of `key` in the top-level mapping of `text`."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"cannot edit: the YAML does not parse ({exc})") from exc
+    root = _load(text)[1]
     if root is None:
         return None, None
     if not isinstance(root, yaml.MappingNode):
@@ -125,7 +131,7 @@ def append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> str
     if not isinstance(value, yaml.SequenceNode):
         raise ConfigError(f"cannot edit: `{key}` is not a list")
     if value.flow_style or not value.value:
-        existing = yaml.safe_load(text[value.start_mark.index : value.end_mark.index]) or []
+        existing = _load(text[value.start_mark.index : value.end_mark.index])[0] or []
         line_start = text.rfind("\n", 0, key_node.start_mark.index) + 1
         cut = _line_end(text, _content_end(value))
         column: int = key_node.start_mark.column
@@ -157,7 +163,7 @@ def remove_item(text: str, key: str, index: int) -> str:
     if not isinstance(value, yaml.SequenceNode) or index >= len(value.value):
         raise ConfigError(f"cannot edit: no item {index} in `{key}`")
     if value.flow_style:
-        items = yaml.safe_load(text[value.start_mark.index : value.end_mark.index])
+        items = _load(text[value.start_mark.index : value.end_mark.index])[0]
         del items[index]
         flow = yaml.safe_dump(items, default_flow_style=True, sort_keys=False).strip()
         return text[: value.start_mark.index] + flow + text[value.end_mark.index :]
