@@ -108,10 +108,23 @@ def _render(items: Sequence[Mapping[str, Any]], indent: int, newline: str) -> st
     return "".join(pad + line + newline for line in dumped.splitlines())
 
 
+def _verified(edited: str, want: Mapping[str, Any]) -> str:
+    """`edited`, once it reads back as `want` (an edit that would change more is refused)."""
+    if (_load(edited)[0] or {}) != want:
+        raise ConfigError("cannot edit this YAML as text without changing more; edit it by hand")
+    return edited
+
+
 def append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> str:
     """Append `items` to the top-level list `key` of the YAML `text`, editing only text."""
     if not items:
         return text
+    before = _load(text)[0] or {}
+    edited = _append_items(text, key, items)
+    return _verified(edited, {**before, key: [*(before.get(key) or []), *map(dict, items)]})
+
+
+def _append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> str:
     nl = _newline(text)
     key_node, value = _top_value(text, key)
     if key_node is None:
@@ -159,6 +172,12 @@ def _dash_column(text: str, item: Any) -> int:
 
 def remove_item(text: str, key: str, index: int) -> str:
     """Remove item `index` of the top-level block list `key`: exactly its lines."""
+    edited = _remove_item(text, key, index)
+    before = _load(text)[0]
+    return _verified(edited, {**before, key: [*before[key][:index], *before[key][index + 1 :]]})
+
+
+def _remove_item(text: str, key: str, index: int) -> str:
     key_node, value = _top_value(text, key)
     if not isinstance(value, yaml.SequenceNode) or index >= len(value.value):
         raise ConfigError(f"cannot edit: no item {index} in `{key}`")
