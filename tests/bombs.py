@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import struct
 import zipfile
 import zlib
@@ -282,3 +283,23 @@ __all__ = [
     "replace_member",
     "write_zip",
 ]
+
+
+# -- YAML: nested without end, or expanding ---------------------------------------------
+
+
+def laughs(levels: int, width: int = 9) -> str:
+    """A billion-laughs bomb: each anchor a list of `width` aliases of the one before."""
+    names = [f"l{i}" for i in range(levels)]
+    lines = [f"{names[0]}: &{names[0]} [{', '.join(['lol'] * width)}]"]
+    for prev, name in itertools.pairwise(names):
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def block_mappings(depth: int) -> str:
+    return "".join(" " * i + f"k{i}:\n" for i in range(depth)) + " " * depth + "v: 1\n"
+
+
+def block_lists(depth: int) -> str:
+    return "".join(" " * (2 * i) + "-\n" for i in range(depth)) + " " * (2 * depth) + "- 1\n"

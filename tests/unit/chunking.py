@@ -40,7 +40,7 @@ class CharMeter:
 
 
 class WordMeter:
-    """An additive meter without `spans`: one word piece per whitespace-separated word."""
+    """An additive meter without `starts`: one word piece per whitespace-separated word."""
 
     def count(self, text: str) -> int:
         return len(text.split())

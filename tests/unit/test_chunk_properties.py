@@ -184,13 +184,20 @@ def test_one_long_prose_line(max_tokens: int) -> None:
     assert all(c.start_line == c.end_line == 1 for c in chunks)
 
 
-def test_segmented_spans_equal_one_call() -> None:
+def test_segmented_starts_equal_one_call() -> None:
     meter = default_token_meter()
+
+    def whole(text: str, begin: int = 0) -> list[int]:
+        encoded = meter._tokenizer.encode(text[begin:], add_special_tokens=False)
+        return [begin + start for start, _ in encoded.offsets]
+
     text = "\n".join(f"Line {i}: naïve 日本語 text, {'x' * (i % 150)} end." for i in range(6000))
     assert len(text) > 200_000
-    whole = list(meter._tokenizer.encode(text, add_special_tokens=False).offsets)
-    assert meter.spans(text) == whole
-    one_line = '{"a": ' * 20_000 + "1" + "}" * 20_000 + "\n"  # nothing to cut at but its end
+    assert list(meter.starts(text)) == whole(text)
+    assert list(meter.starts(text, 1000)) == whole(text, 1000)
+    prose = " ".join(f"Point {i}: naïve, 日本語 {'x' * (i % 150)}." for i in range(6000))
+    assert len(prose) > 200_000 and "\n" not in prose  # one long line: cut at spaces
+    assert list(meter.starts(prose)) == whole(prose)
+    one_line = '{"a":' * 20_000 + "1" + "}" * 20_000 + "\n"  # nothing to cut at but its end
     assert len(one_line) > 100_000
-    alone = list(meter._tokenizer.encode(one_line, add_special_tokens=False).offsets)
-    assert meter.spans(one_line) == alone
+    assert list(meter.starts(one_line)) == whole(one_line)

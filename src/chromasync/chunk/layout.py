@@ -95,14 +95,13 @@ class Layout:
             starts.append(starts[-1] + len(line) + 1)
         self._starts = starts
         meter = budget.meter
-        self.exact = bool(getattr(meter, "additive", False)) and hasattr(meter, "spans")
+        self.exact = bool(getattr(meter, "additive", False)) and hasattr(meter, "starts")
         self._contexts: dict[str, int] = {}
-        self._token_starts: list[int] = []
+        self._token_starts: Sequence[int] = []
         self._line_sums: list[int] = []
         body_at = starts[self.first_line - 1] if self.first_line <= self.last_line else len(text)
         if self.exact:
-            spans: list[tuple[int, int]] = meter.spans(text[body_at:])  # type: ignore[attr-defined]
-            self._token_starts = [start + body_at for start, _ in spans]
+            self._token_starts = meter.starts(text, body_at)  # type: ignore[attr-defined]
         else:
             numbers = [
                 n for n in range(self.first_line, self.last_line + 1) if self.lines[n - 1].strip()

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+from .safeyaml import load_yaml, yaml_problem
 from .settings import SECRET_ENV
 
 CONFIG_VERSION = 1
@@ -44,33 +45,18 @@ _SECRET_SUFFIXES = ("_token", "-token", "_secret", "-secret", "_password", "_api
 LineMap = dict[tuple[str | int, ...], int]
 
 
-def parse_yaml(text: str, where: str) -> tuple[Any, LineMap]:
-    """YAML to Python data, plus the line of every key and list item."""
+def parse_yaml(text: str, where: str, line_offset: int = 0) -> tuple[Any, LineMap]:
+    """YAML to Python data (through the one bounded loader), plus the line of every key and
+    list item; `line_offset`: lines before `text` in its file."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=_NoDuplicates)  # noqa: S506 - a SafeLoader subclass
+        data, node = load_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{where}:{line}: {problem}; fix the YAML syntax") from exc
+        problem = yaml_problem(exc, line_offset)
+        raise ConfigError(f"{where}: {problem}; fix the YAML") from exc
     lines: LineMap = {}
     if node is not None:
         _yaml_lines(node, (), lines)
     return data, lines
-
-
-class _NoDuplicates(yaml.SafeLoader):
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def _yaml_lines(node: Any, path: tuple[str | int, ...], lines: LineMap) -> None:

@@ -446,8 +446,8 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
     parts = split_sources_file(text)
     if parts is None:
         return SourcesFile(path, (), inputs)
-    data, lines = parse_yaml(parts.front, str(path))
     offset = 1  # the opening '---' is line 1
+    data, lines = parse_yaml(parts.front, str(path), offset)
     if data is None:
         data = {}
     model: SourcesFileModel = validate(

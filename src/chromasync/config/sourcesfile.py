@@ -20,6 +20,7 @@ import yaml
 
 from ..datadir import FILE_MODE, replace_file
 from ..errors import ConfigError
+from .safeyaml import load_yaml, yaml_problem
 
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
 NEW_SOURCES_FILE_BODY = (
@@ -61,12 +62,17 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
+def _load(text: str) -> tuple[Any, Any]:
+    """The data and node tree of `text`, read by the one bounded loader."""
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"cannot edit: the YAML does not parse ({yaml_problem(exc)})") from exc
+
+
 def _top_value(text: str, key: str) -> tuple[Any, Any]:
     """The key node and value node of `key` in the top-level mapping of `text`."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"cannot edit: the YAML does not parse ({exc})") from exc
+    root = _load(text)[1]
     if root is None:
         return None, None
     if not isinstance(root, yaml.MappingNode):
@@ -102,10 +108,23 @@ def _render(items: Sequence[Mapping[str, Any]], indent: int, newline: str) -> st
     return "".join(pad + line + newline for line in dumped.splitlines())
 
 
+def _verified(edited: str, want: Mapping[str, Any]) -> str:
+    """`edited`, once it reads back as `want` (an edit that would change more is refused)."""
+    if (_load(edited)[0] or {}) != want:
+        raise ConfigError("cannot edit this YAML as text without changing more; edit it by hand")
+    return edited
+
+
 def append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> str:
     """Append `items` to the top-level list `key` of the YAML `text`, editing only text."""
     if not items:
         return text
+    before = _load(text)[0] or {}
+    edited = _append_items(text, key, items)
+    return _verified(edited, {**before, key: [*(before.get(key) or []), *map(dict, items)]})
+
+
+def _append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> str:
     nl = _newline(text)
     key_node, value = _top_value(text, key)
     if key_node is None:
@@ -125,7 +144,7 @@ def append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> str
     if not isinstance(value, yaml.SequenceNode):
         raise ConfigError(f"cannot edit: `{key}` is not a list")
     if value.flow_style or not value.value:
-        existing = yaml.safe_load(text[value.start_mark.index : value.end_mark.index]) or []
+        existing = _load(text[value.start_mark.index : value.end_mark.index])[0] or []
         line_start = text.rfind("\n", 0, key_node.start_mark.index) + 1
         cut = _line_end(text, _content_end(value))
         column: int = key_node.start_mark.column
@@ -153,11 +172,17 @@ def _dash_column(text: str, item: Any) -> int:
 
 def remove_item(text: str, key: str, index: int) -> str:
     """Remove item `index` of the top-level block list `key`: exactly its lines."""
+    edited = _remove_item(text, key, index)
+    before = _load(text)[0]
+    return _verified(edited, {**before, key: [*before[key][:index], *before[key][index + 1 :]]})
+
+
+def _remove_item(text: str, key: str, index: int) -> str:
     key_node, value = _top_value(text, key)
     if not isinstance(value, yaml.SequenceNode) or index >= len(value.value):
         raise ConfigError(f"cannot edit: no item {index} in `{key}`")
     if value.flow_style:
-        items = yaml.safe_load(text[value.start_mark.index : value.end_mark.index])
+        items = _load(text[value.start_mark.index : value.end_mark.index])[0]
         del items[index]
         flow = yaml.safe_dump(items, default_flow_style=True, sort_keys=False).strip()
         return text[: value.start_mark.index] + flow + text[value.end_mark.index :]

@@ -1,9 +1,10 @@
 """YAML front matter: parsed safely, failing closed, and flattened into Chroma metadata.
 
 Front matter is YAML between `---` fences at the very start of a Markdown file (either fence
-may carry trailing blanks: `---   ` opens a block as `---` does). Any problem
-(syntax, aliases, duplicate keys, unsafe tags, no closing fence, not a mapping) makes the
-file a counted `frontmatter-invalid` skip: a broken block may hide `private: true`.
+may carry trailing blanks: `---   ` opens a block as `---` does). Any problem (syntax,
+aliases, duplicate keys, unsafe tags, a bound of `config.safeyaml` passed, no closing
+fence, not a mapping) makes the file a counted `frontmatter-invalid` skip: a broken block
+may hide `private: true`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from ..metakeys import BOOKKEEPING_KEYS, CONTEXT_KEY, OWNER_KEY
@@ -70,32 +70,6 @@ class FrontMatter:
     body_start_line: int  # 1-based line after the closing fence
 
 
-@lru_cache(maxsize=1)
-def _strict_loader() -> Any:
-    """SafeLoader that refuses aliases (alias bombs) and duplicate keys (yaml loads lazily:
-    an unchanged re-run never parses front matter)."""
-    import yaml
-
-    class StrictLoader(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                raise FrontMatterError("YAML aliases are not allowed in front matter")
-            return super().compose_node(parent, index)
-
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[tuple[type, Any]] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if isinstance(key, list | dict):
-                    raise FrontMatterError("a front matter key is not a scalar")
-                if (type(key), key) in seen:  # 1 and True are equal in Python, not in YAML
-                    raise FrontMatterError(f"duplicate front matter key {key!r}")
-                seen.add((type(key), key))
-            return super().construct_mapping(node, deep=deep)
-
-    return StrictLoader
-
-
 def split_front_matter(text: str) -> FrontMatter | None:
     """Parse the block at the start of `text` (already BOM-free, LF line endings)."""
     if not _OPEN.match(text):
@@ -107,14 +81,14 @@ def split_front_matter(text: str) -> FrontMatter | None:
             break
     else:
         raise FrontMatterError("front matter has no closing '---'")
-    import yaml
+    import yaml  # (lazily: an unchanged re-run never parses front matter)
+
+    from ..config.safeyaml import load_yaml, yaml_problem
 
     try:
-        data = yaml.load(block, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
-    except FrontMatterError:
-        raise
+        data, _ = load_yaml(block, aliases=False)  # no aliases: a merge may hide `private`
     except yaml.YAMLError as exc:
-        raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
+        raise FrontMatterError(f"front matter is not valid YAML: {yaml_problem(exc, 1)}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -235,7 +209,9 @@ def _scalar(value: Any) -> str | int | float | bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else str(value)
+        if -(2**63) <= value < 2**63:
+            return value
+        return str(value) if value.bit_length() <= 3 * MAX_VALUE_CHARS else None  # (~3,700 digits)
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):

@@ -1,7 +1,7 @@
 """Token counting with the embedding model's own tokenizer (no model load, no network).
 
 A `TokenMeter` only has to `count` and `cut`. The Hugging Face meter also offers `count_many`
-(one batched call), `spans` (the character offsets of every word piece) and `additive`:
+(one batched call), `starts` (the character offset of every word piece) and `additive`:
 True when no word piece can cross whitespace, so that the count of a text is the sum of the
 counts of its whitespace-separated parts. The chunkers use these, when present, to measure a
 whole document with one tokenizer call instead of one call per candidate chunk.
@@ -9,6 +9,7 @@ whole document with one tokenizer call instead of one call per candidate chunk.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -20,8 +21,10 @@ from ..errors import EmbeddingError
 #: Pre-tokenizers that split at every whitespace character, and normalizers that keep
 #: whitespace where it is: together they make counts add up over lines and paragraphs.
 _SPLITTING_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
-#: Texts longer than two of these are encoded in segments (see `HFTokenMeter.spans`).
+#: Texts longer than two of these are encoded in segments, this many segments at a time
+#: (see `HFTokenMeter.starts`).
 _SEGMENT_CHARS = 32 * 1024
+_BATCH = 4
 _KEEPING_NORMALIZERS = frozenset(
     {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
 )
@@ -43,32 +46,33 @@ class HFTokenMeter:
         norm = type(self._tokenizer.normalizer).__name__
         self.additive = pre in _SPLITTING_PRE_TOKENIZERS and norm in _KEEPING_NORMALIZERS
 
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """(start, end) character offsets of each word piece of `text`, in order.
+    def starts(self, text: str, begin: int = 0) -> array[int]:
+        """The offset in `text` of each word piece of `text[begin:]`, in order (8 bytes each).
 
-        A long text of an additive tokenizer is cut at line ends into segments encoded in
-        one batch (in parallel): no word piece crosses a line end, so the offsets are the
-        same as those of one call, and come about twice as fast. A text with no line end to
-        cut at (one long line) is one call, without the batch's threads.
+        A long text of an additive tokenizer is cut into segments of about `_SEGMENT_CHARS`,
+        at a line end or else at a space (no word piece crosses either, so the offsets are
+        those of one call), encoded `_BATCH` segments at a time (in parallel): memory
+        follows a batch, not the text, whatever its shape (one long line too). A text with
+        nothing to cut at is one call.
         """
-        starts = [0]
-        if self.additive and len(text) > 2 * _SEGMENT_CHARS:
-            while starts[-1] + _SEGMENT_CHARS < len(text):
-                cut = text.find("\n", starts[-1] + _SEGMENT_CHARS)
-                if cut < 0 or cut + 1 >= len(text):  # no line end left to cut at
-                    break
-                starts.append(cut + 1)
-        if len(starts) == 1:  # short, not additive, or one long line: one call
-            return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
-        bounds = list(zip(starts, [*starts[1:], len(text)], strict=True))
-        encoded = self._tokenizer.encode_batch(
-            [text[a:b] for a, b in bounds], add_special_tokens=False
-        )
-        return [
-            (a + start, a + end)
-            for (a, _), encoding in zip(bounds, encoded, strict=True)
-            for start, end in encoding.offsets
-        ]
+        cuts = [begin]
+        while self.additive and len(text) - cuts[-1] > 2 * _SEGMENT_CHARS:
+            at = cuts[-1] + _SEGMENT_CHARS
+            cut = text.find("\n", at, at + _SEGMENT_CHARS)
+            cut = text.find(" ", at) if cut < 0 else cut
+            if cut < 0 or cut + 1 >= len(text):  # nothing left to cut at
+                break
+            cuts.append(cut + 1)
+        bounds = list(zip(cuts, [*cuts[1:], len(text)], strict=True))
+        out: array[int] = array("q")
+        for first in range(0, len(bounds), _BATCH):
+            batch = bounds[first : first + _BATCH]
+            encoded = self._tokenizer.encode_batch(
+                [text[a:b] for a, b in batch], add_special_tokens=False
+            )
+            for (a, _), encoding in zip(batch, encoded, strict=True):
+                out.extend(a + start for start, _ in encoding.offsets)
+        return out
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)

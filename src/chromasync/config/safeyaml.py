@@ -1,0 +1,110 @@
+"""The one YAML loader: every YAML chromasync reads (front matter, config, sources files).
+
+Bounded before anything is built from it: at most `MAX_CHARS` characters, `MAX_DEPTH`
+levels of nesting (a deeper document would exhaust Python's stack in the composer) and
+`MAX_NODES` nodes with every alias counted as the nodes it stands for (a billion-laughs
+bomb stops at its first expansion past the bound, and so does any walk over the result).
+Keys are scalars and never repeated; a value its type cannot hold (an int of 5,000 digits)
+is an error, but a date that is none (`2001-02-30`) is the text as written. Every refusal
+is a `yaml.MarkedYAMLError` with the line where it happened, which each caller turns into
+its own message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import yaml
+
+MAX_CHARS = 1 << 18
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+
+
+def _refuse(problem: str, mark: Any = None) -> yaml.MarkedYAMLError:
+    return yaml.MarkedYAMLError(None, None, problem, mark)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    aliases = True
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = self.nodes = 0
+        self.sizes: dict[str, int] = {}  # anchor -> nodes it stands for
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        alias = isinstance(event, yaml.AliasEvent)
+        if alias and not self.aliases:
+            raise _refuse("YAML aliases are not allowed here", event.start_mark)
+        start, self.depth = self.nodes, self.depth + 1
+        self.nodes += self.sizes.get(event.anchor, 1) if alias else 1
+        if self.nodes > MAX_NODES:
+            raise _refuse(f"over {MAX_NODES:,} values, aliases expanded", event.start_mark)
+        if self.depth > MAX_DEPTH:
+            raise _refuse(f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        if event.anchor and not alias:
+            self.sizes[event.anchor] = self.nodes - start
+        return node
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, OverflowError, AttributeError, LookupError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1]  # (the value is not shown: a secret?)
+            raise _refuse(f"not a readable {kind} value", node.start_mark) from exc
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[tuple[type, Any]] = set()
+        for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else ():
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise _refuse("a key is not a scalar", key_node.start_mark)
+            if (type(key), key) in seen:  # 1 and True are equal in Python, not in YAML
+                raise _refuse(f"duplicate key {key!r}", key_node.start_mark)
+            seen.add((type(key), key))
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_timestamp(self, node: Any) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError:  # `2001-02-30`: the text as written (`date-unreadable` in a note)
+            return self.construct_scalar(node)
+
+
+_BoundedLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", _BoundedLoader.construct_yaml_timestamp
+)
+
+
+class _NoAliasLoader(_BoundedLoader):
+    aliases = False
+
+
+def yaml_problem(exc: yaml.YAMLError, line_offset: int = 0) -> str:
+    """`line N: what` for a YAML error, on one line (the text quoted under it left out)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1 + line_offset}: " if mark is not None else ""
+    return where + (getattr(exc, "problem", None) or "invalid YAML")
+
+
+def load_yaml(text: str, aliases: bool = True) -> tuple[Any, Any]:
+    """The data of the one YAML document `text` and its node tree (None, None when empty).
+
+    Raises `yaml.YAMLError` (a `MarkedYAMLError` with the line where it could) for bad
+    syntax, unsafe tags, a bound passed, an alias when `aliases` is False, or a bad key.
+    """
+    if len(text) > MAX_CHARS:
+        raise _refuse(f"over {MAX_CHARS // 1024:,} KiB of YAML ({len(text):,} characters)")
+    loader = (_BoundedLoader if aliases else _NoAliasLoader)(text)
+    try:
+        node = loader.get_single_node()
+        return (None, None) if node is None else (loader.construct_document(node), node)
+    finally:
+        loader.dispose()
