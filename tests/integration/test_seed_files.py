@@ -89,12 +89,12 @@ def _corpus(root: Path) -> None:
 def test_their_files_are_read(tmp_path: Path, settings: Settings) -> None:
     root = tmp_path / "seed"
     _corpus(root)
-    # by default a file that is not UTF-8 is a counted skip (the nasty corpus's promise: no
-    # guessed text); a source that says `encoding: detect` reads it in the detected charset
-    [plain] = api.ingest([api.source_for(root, "seed")], settings)
+    # a source that says `encoding: utf-8` keeps a file that is not UTF-8 a counted skip;
+    # by default (`detect`) it is read, Latin-1 exactly
+    [plain] = api.ingest([api.source_for(root, "seed", encoding="utf-8")], settings)
     assert plain.files_skipped == {"undecodable": 1, "unsupported-extension": 1}
     assert "latin.txt" not in _paths(settings)
-    [summary] = api.ingest([api.source_for(root, "seed", encoding="detect")], settings)
+    [summary] = api.ingest([api.source_for(root, "seed")], settings)
     assert summary.files_new == 1  # the remembered `undecodable` skip is read again
     stored = _paths(settings)
     assert set(stored) == {
@@ -150,6 +150,7 @@ def test_their_files_are_read(tmp_path: Path, settings: Settings) -> None:
 
 
 RUSSIAN = "Привет, как дела? Это текст на русском языке.\n"
+GREEK = "Καλημέρα σας, αυτό είναι ένα κείμενο στα ελληνικά για τη δοκιμή.\n"
 JAPANESE = "これは日本語のテキストです。シフトJISでエンコードされています。東京は晴れです。\n"
 
 
@@ -164,17 +165,68 @@ JAPANESE = "これは日本語のテキストです。シフトJISでエンコ�
 def test_a_source_encoding_reads_legacy_text(raw: bytes, encoding: str, text: str) -> None:
     from chromasync.corpus.read import decode_text
 
-    refused = decode_text(raw)
+    refused = decode_text(raw, "utf-8")
     assert not isinstance(refused, str) and refused.reason == "undecodable"
     assert decode_text(raw, encoding) == text
 
 
-def test_detection_refuses_what_it_cannot_tell() -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "crème brûlée naïve",  # cp1257 read it "crčme brūlée naļve"
+        "x é\n",
+        "Ça",
+        "Größe über Maß",
+        "l’été à Noël — “déjà” vu… 12 €",  # cp1252's marks (0x80-0x9F)
+        "Renée’s café",  # an accented letter before a cp1252 quote mark
+        "Ærøskøbing, Þórsmörk, año, coração, œuvre, Ÿ",
+        LATIN1 * 200,
+    ],
+)
+def test_western_text_is_read_exactly_at_any_length(text: str) -> None:
     from chromasync.corpus.read import decode_text
 
-    for raw in (bytes(range(128, 256)) * 8, "x é\n".encode("latin-1")):
-        skip = decode_text(raw, "detect")
-        assert not isinstance(skip, str) and skip.reason == "undecodable", raw
+    encoding = "latin-1" if all(ord(c) < 256 for c in text) else "cp1252"
+    assert decode_text(text.encode(encoding)) == text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        bytes(range(128, 256)) * 8,
+        b"ends mid-character " + "€".encode()[:2],  # truncated UTF-8
+        b"a surrogate \xed\xa0\x80\n",
+        b"an overlong slash \xc0\xaf\n",
+        "Да".encode("cp1251"),  # too short to tell, and not Western
+        "Привет".encode("cp1251"),
+        "z\xb3amaæ".encode("latin-1"),  # Polish "złamać" (cp1250): a symbol mid-word
+        "テスト".encode("shift_jis"),
+    ],
+)
+def test_detection_refuses_what_it_cannot_tell(raw: bytes) -> None:
+    from chromasync.corpus.read import decode_text
+
+    skip = decode_text(raw)
+    assert not isinstance(skip, str) and skip.reason == "undecodable", (raw, skip)
+
+
+def test_legacy_text_is_read_by_its_detected_charset() -> None:
+    """Not Western, long enough for a detector: read in the charset detected (never as
+    cp1252's accented letters)."""
+    from chromasync.corpus.read import decode_text
+
+    assert decode_text(RUSSIAN.encode("cp1251") * 2) == RUSSIAN * 2
+    assert decode_text(GREEK.encode("cp1253") * 2) == GREEK * 2
+
+
+def test_utf16_with_a_bom_is_read_and_binary_stays_skipped() -> None:
+    from chromasync.corpus.read import decode_text
+
+    assert decode_text(b"\xff\xfe" + "Crème brûlée\n".encode("utf-16-le")) == "Crème brûlée\n"
+    assert decode_text(b"\xfe\xff" + "Crème brûlée\n".encode("utf-16-be")) == "Crème brûlée\n"
+    for raw in (b"caf\xe9 \x00\x01 bytes", b"\x89PNG\r\n\x1a\ncaf\xe9"):
+        skip = decode_text(raw)
+        assert not isinstance(skip, str) and skip.reason == "binary", raw
 
 
 def test_unreadable_date_warning_in_cli_json(tmp_path: Path, cli_env: dict[str, str]) -> None:
@@ -240,10 +292,10 @@ def test_ingest_once_hidden_and_encoding_flags(tmp_path: Path, cli_env: dict[str
     once = runner.invoke(main, ["ingest", "--once", str(root), "--json"], env=cli_env)
     assert once.exit_code == 0, once.output  # the cron line's flag: one pass, the default
     [row] = json.loads(once.stdout)
-    assert row["files_new"] == 0 and row["files_skipped"]["undecodable"] == 1
-    flags = ["ingest", str(root), "--include-hidden", "--encoding", "detect", "--json"]
+    assert row["files_new"] == 1 and "undecodable" not in row["files_skipped"]  # latin.txt
+    flags = ["ingest", str(root), "--include-hidden", "--encoding", "utf-8", "--json"]
     [row] = json.loads(runner.invoke(main, flags, env=cli_env).stdout)
-    assert row["files_new"] == 2 and row["files_skipped"] == {"hidden": 1}
+    assert row["files_new"] == 1 and row["files_skipped"] == {"hidden": 1}
     bad = runner.invoke(main, ["ingest", str(root), "--encoding", "klingon"], env=cli_env)
     assert bad.exit_code == 2 and "not a known codec" in bad.stderr
 

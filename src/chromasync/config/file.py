@@ -196,7 +196,7 @@ class SourceEntry:
     use_gitignore: bool = True
     note: str | None = None
     context: str | None = None
-    encoding: str = "utf-8"
+    encoding: str = "detect"
     include_hidden: bool = False
     raw_path: str = ""
     form: str = "list"  # "list" (sources:/content_sources:) or "compact" ([chromasync] root)
@@ -336,7 +336,7 @@ def source_entry(
         )
         dropped = {normalise_extension(e) for e in model.exclude_extensions}
         extensions = tuple(e for e in allowed if e not in dropped)
-    encoding = model.encoding or "utf-8"
+    encoding = model.encoding or "detect"
     problem = encoding_problem(encoding)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
