@@ -449,3 +449,61 @@ def test_identical_files_are_one_hit_also_at_the_others(
         CliRunner().invoke(main, ["search", "ospreys dive", "--json"], env=env).stdout
     )
     assert sum("osprey" in h["path"] for h in data["hits"]) == 1
+
+
+def _two_content_roots(tmp_path: Path) -> Path:
+    for site in ("site", "docs"):
+        (tmp_path / site / "content").mkdir(parents=True)
+        (tmp_path / site / "content" / "a.md").write_text(f"# {site}\n\nkestrel {site}\n")
+    sources = tmp_path / "content-sources.md"
+    sources.write_text(  # the ingest design's map: two roots ending in `content`, no labels
+        "---\ncontent_sources:\n  - path: site/content\n  - path: docs/content\n---\n"
+    )
+    return sources
+
+
+def test_two_roots_ending_in_content_get_distinct_labels(tmp_path: Path) -> None:
+    sources = _two_content_roots(tmp_path)
+    runner = CliRunner()
+    flags = ["config", "show", "--sources-file", str(sources), "--data-dir", str(tmp_path / "d")]
+    shown = runner.invoke(main, [*flags, "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = json.loads(shown.stdout)["sources"]
+    assert [r["label"] for r in rows] == ["site/content", "docs/content"]
+    assert "2 roots end in 'content'" in rows[0]["label_from"]
+    plain = runner.invoke(main, flags, env={"COLUMNS": "200"})
+    assert "label 'site/content' from the path's last 2 parts" in plain.stdout
+    # beside a config that names a `content` source, both derived ones move aside
+    (tmp_path / "chromasync.yaml").write_text(
+        "version: 1\nsources_file: content-sources.md\n"
+        f"sources:\n  - {{label: content, path: {tmp_path / 'site'}}}\n"
+    )
+    settings = api.configure({"provider": "hash"}, {}, tmp_path)
+    entries = api.configured_entries(settings)
+    assert [e.label for e in entries] == ["content", "site/content", "docs/content"]
+    # two named labels that clash stay an error
+    sources.write_text(
+        "---\ncontent_sources:\n  - {path: site/content, label: x}\n"
+        "  - {path: docs/content, label: x}\n---\n"
+    )
+    with pytest.raises(ConfigError, match="already used"):
+        api.configure({}, {}, tmp_path)
+
+
+def test_discover_without_the_config_skips_the_roots_it_declares(tmp_path: Path) -> None:
+    """Run from elsewhere, on the sources file a config names (not written yet):
+    the root the config declares is known, not appended again."""
+    project = tmp_path / "project"
+    for site in ("site", "blog"):
+        for i in range(10):
+            (project / site / "content").mkdir(parents=True, exist_ok=True)
+            (project / site / "content" / f"p{i}.md").write_text(f"# {i}\n")
+    (project / "chromasync.yaml").write_text(
+        "version: 1\nsources_file: content-sources.md\nsources:\n  - {path: site/content}\n"
+    )
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "d")}, {})
+    found = api.discover(settings, project, project / "content-sources.md")
+    assert [Path(p).parent.name for p in found.added] == ["blog"]
+    assert [Path(p).parent.name for p in found.known] == ["site"]
+    configured = api.configure({"provider": "hash"}, {}, project)
+    assert {e.label for e in api.configured_entries(configured)} == {"content", "blog/content"}
