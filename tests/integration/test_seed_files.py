@@ -507,3 +507,25 @@ def test_discover_without_the_config_skips_the_roots_it_declares(tmp_path: Path)
     assert [Path(p).parent.name for p in found.known] == ["site"]
     configured = api.configure({"provider": "hash"}, {}, project)
     assert {e.label for e in api.configured_entries(configured)} == {"content", "blog/content"}
+
+
+def test_code_without_a_grammar_is_indexed(tmp_path: Path, settings: Settings) -> None:
+    """`.css .kt .lua .sql .swift .vue .xml` were `unsupported-extension` skips."""
+    root = tmp_path / "code"
+    root.mkdir()
+    for name in ("a.css", "b.kt", "c.lua", "d.sql", "e.swift", "f.vue", "g.xml"):
+        (root / name).write_text(f"kestrel {name}\n\nsecond paragraph of {name}\n")
+    [summary] = api.ingest([api.source_for(root, "code")], settings)
+    assert summary.files_new == 7 and summary.files_skipped == {}
+    stored = _paths(settings)
+    assert {m["language"] for m in stored.values()} == {
+        "css",
+        "kotlin",
+        "lua",
+        "sql",
+        "swift",
+        "vue",
+        "xml",
+    }
+    hits = api.search("kestrel", settings, k=10, mode="keyword")
+    assert len({h.path for h in hits}) == 7
