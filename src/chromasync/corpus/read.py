@@ -301,9 +301,10 @@ def _western(raw: bytes) -> str | None:
     """`raw` read as cp1252 (Latin-1's printable characters and 27 more) when it reads as
     Western text: no control character; every other byte above ASCII a Western letter or
     mark, a mark between two letters only an apostrophe or a middle dot; no word of three
-    letters or more without an ASCII letter, and no more accented letters than ASCII ones
-    (Cyrillic, Greek or Hebrew code pages read as cp1252 are whole words of accented
-    letters). Byte by byte in C (`bytes.translate`, regular expressions): linear."""
+    letters or more without an ASCII letter, and at most twice as many accented letters
+    as ASCII ones ("été"; Cyrillic, Greek or Hebrew code pages read as cp1252 are whole
+    words of accented letters). Byte by byte in C (`bytes.translate`, regular
+    expressions): linear."""
     try:
         text = raw.decode("cp1252")
     except UnicodeDecodeError:
@@ -318,7 +319,7 @@ def _western(raw: bytes) -> str | None:
             return None
     accented = len(raw) - len(raw.translate(None, _LETTERS))
     ascii_letters = len(raw) - len(raw.translate(None, _ASCII_LETTERS))
-    return text if accented <= ascii_letters else None
+    return text if accented <= 2 * ascii_letters else None
 
 
 class _Unstable(Exception):
