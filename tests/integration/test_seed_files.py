@@ -473,6 +473,7 @@ def test_two_roots_ending_in_content_get_distinct_labels(tmp_path: Path) -> None
     rows = json.loads(shown.stdout)["sources"]
     assert [r["label"] for r in rows] == ["site/content", "docs/content"]
     assert "2 roots end in 'content'" in rows[0]["label_from"]
+    assert rows[1]["label_from"] == "the path's last 2 parts: 2 roots end in 'content'"
     plain = runner.invoke(main, flags, env={"COLUMNS": "200"})
     assert "label 'site/content' from the path's last 2 parts" in plain.stdout
     # beside a config that names a `content` source, both derived ones move aside

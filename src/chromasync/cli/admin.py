@@ -63,7 +63,7 @@ def config_show(as_json: bool, **flags: Any) -> None:
                     "branch": e.branch,
                     "collection": settings.collection_for(e.kind, e.collection),
                     "declared_at": f"{e.declared_in}:{e.line}",
-                    "label_from": e.label_from or "label:",
+                    "label_from": e.label_from or "named",
                 }
                 for e in entries
             ],
