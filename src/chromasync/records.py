@@ -47,9 +47,10 @@ class SourceSpec:
     subdirs: tuple[str, ...] = ()
     skip_substrings: tuple[str, ...] = ()
     collection: str | None = None  # None: the settings decide (see config.collection_for)
-    #: How text that is not UTF-8 is read: "utf-8" (an `undecodable` skip), "detect" (the
-    #: charset charset-normalizer finds with high confidence) or a codec name (`cp1252`).
-    encoding: str = "utf-8"
+    #: How text that is not UTF-8 is read: "detect" (the default: Western text as cp1252,
+    #: else a charset detected with high confidence), "utf-8" (an `undecodable` skip) or a
+    #: codec name (`cp1252`).
+    encoding: str = "detect"
     include_hidden: bool = False  # dotfiles and dot-folders are walked too (not `.git`)
     #: (organization, repository, branch) of a checkout indexed as a repository
     #: (`ingest --identity`, the Action): its records carry the repository indexer's fields.

@@ -59,6 +59,8 @@ def _check(expected: dict[str, object], settings: Settings) -> None:
         assert ok, f"{entry['case']}: {outcome} not in {entry['acceptable']}"
         if indexed and entry.get("marker"):
             assert entry["marker"] in "\n".join(by_path[path]), entry["case"]
+        if indexed and entry.get("expect_text"):  # decoded exactly (Latin-1: not cp1257)
+            assert entry["expect_text"] in "\n".join(by_path[path]), entry["case"]
     as_root = {  # root reads mode-000 files: those cases only hold for other users
         e.get("canary")
         for e in expected["entries"]  # type: ignore[attr-defined]

@@ -89,12 +89,12 @@ def _corpus(root: Path) -> None:
 def test_their_files_are_read(tmp_path: Path, settings: Settings) -> None:
     root = tmp_path / "seed"
     _corpus(root)
-    # by default a file that is not UTF-8 is a counted skip (the nasty corpus's promise: no
-    # guessed text); a source that says `encoding: detect` reads it in the detected charset
-    [plain] = api.ingest([api.source_for(root, "seed")], settings)
+    # a source that says `encoding: utf-8` keeps a file that is not UTF-8 a counted skip;
+    # by default (`detect`) it is read, Latin-1 exactly
+    [plain] = api.ingest([api.source_for(root, "seed", encoding="utf-8")], settings)
     assert plain.files_skipped == {"undecodable": 1, "unsupported-extension": 1}
     assert "latin.txt" not in _paths(settings)
-    [summary] = api.ingest([api.source_for(root, "seed", encoding="detect")], settings)
+    [summary] = api.ingest([api.source_for(root, "seed")], settings)
     assert summary.files_new == 1  # the remembered `undecodable` skip is read again
     stored = _paths(settings)
     assert set(stored) == {
@@ -150,6 +150,7 @@ def test_their_files_are_read(tmp_path: Path, settings: Settings) -> None:
 
 
 RUSSIAN = "Привет, как дела? Это текст на русском языке.\n"
+GREEK = "Καλημέρα σας, αυτό είναι ένα κείμενο στα ελληνικά για τη δοκιμή.\n"
 JAPANESE = "これは日本語のテキストです。シフトJISでエンコードされています。東京は晴れです。\n"
 
 
@@ -164,17 +165,70 @@ JAPANESE = "これは日本語のテキストです。シフトJISでエンコ�
 def test_a_source_encoding_reads_legacy_text(raw: bytes, encoding: str, text: str) -> None:
     from chromasync.corpus.read import decode_text
 
-    refused = decode_text(raw)
+    refused = decode_text(raw, "utf-8")
     assert not isinstance(refused, str) and refused.reason == "undecodable"
     assert decode_text(raw, encoding) == text
 
 
-def test_detection_refuses_what_it_cannot_tell() -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "crème brûlée naïve",  # cp1257 read it "crčme brūlée naļve"
+        "x é\n",
+        "Ça",
+        "été",
+        "þú ert",
+        "Größe über Maß",
+        "l’été à Noël — “déjà” vu… 12 €",  # cp1252's marks (0x80-0x9F)
+        "Renée’s café",  # an accented letter before a cp1252 quote mark
+        "Ærøskøbing, Þórsmörk, año, coração, œuvre, Ÿ",
+        LATIN1 * 200,
+    ],
+)
+def test_western_text_is_read_exactly_at_any_length(text: str) -> None:
     from chromasync.corpus.read import decode_text
 
-    for raw in (bytes(range(128, 256)) * 8, "x é\n".encode("latin-1")):
-        skip = decode_text(raw, "detect")
-        assert not isinstance(skip, str) and skip.reason == "undecodable", raw
+    encoding = "latin-1" if all(ord(c) < 256 for c in text) else "cp1252"
+    assert decode_text(text.encode(encoding)) == text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        bytes(range(128, 256)) * 8,
+        b"ends mid-character " + "€".encode()[:2],  # truncated UTF-8
+        b"a surrogate \xed\xa0\x80\n",
+        b"an overlong slash \xc0\xaf\n",
+        "Да".encode("cp1251"),  # too short to tell, and not Western
+        "Привет".encode("cp1251"),
+        "z\xb3amaæ".encode("latin-1"),  # Polish "złamać" (cp1250): a symbol mid-word
+        "テスト".encode("shift_jis"),
+    ],
+)
+def test_detection_refuses_what_it_cannot_tell(raw: bytes) -> None:
+    from chromasync.corpus.read import decode_text
+
+    skip = decode_text(raw)
+    assert not isinstance(skip, str) and skip.reason == "undecodable", (raw, skip)
+
+
+def test_legacy_text_is_read_by_its_detected_charset() -> None:
+    """Not Western, long enough for a detector: read in the charset detected (never as
+    cp1252's accented letters)."""
+    from chromasync.corpus.read import decode_text
+
+    assert decode_text(RUSSIAN.encode("cp1251") * 2) == RUSSIAN * 2
+    assert decode_text(GREEK.encode("cp1253") * 2) == GREEK * 2
+
+
+def test_utf16_with_a_bom_is_read_and_binary_stays_skipped() -> None:
+    from chromasync.corpus.read import decode_text
+
+    assert decode_text(b"\xff\xfe" + "Crème brûlée\n".encode("utf-16-le")) == "Crème brûlée\n"
+    assert decode_text(b"\xfe\xff" + "Crème brûlée\n".encode("utf-16-be")) == "Crème brûlée\n"
+    for raw in (b"caf\xe9 \x00\x01 bytes", b"\x89PNG\r\n\x1a\ncaf\xe9"):
+        skip = decode_text(raw)
+        assert not isinstance(skip, str) and skip.reason == "binary", raw
 
 
 def test_unreadable_date_warning_in_cli_json(tmp_path: Path, cli_env: dict[str, str]) -> None:
@@ -240,10 +294,10 @@ def test_ingest_once_hidden_and_encoding_flags(tmp_path: Path, cli_env: dict[str
     once = runner.invoke(main, ["ingest", "--once", str(root), "--json"], env=cli_env)
     assert once.exit_code == 0, once.output  # the cron line's flag: one pass, the default
     [row] = json.loads(once.stdout)
-    assert row["files_new"] == 0 and row["files_skipped"]["undecodable"] == 1
-    flags = ["ingest", str(root), "--include-hidden", "--encoding", "detect", "--json"]
+    assert row["files_new"] == 1 and "undecodable" not in row["files_skipped"]  # latin.txt
+    flags = ["ingest", str(root), "--include-hidden", "--encoding", "utf-8", "--json"]
     [row] = json.loads(runner.invoke(main, flags, env=cli_env).stdout)
-    assert row["files_new"] == 2 and row["files_skipped"] == {"hidden": 1}
+    assert row["files_new"] == 1 and row["files_skipped"] == {"hidden": 1}
     bad = runner.invoke(main, ["ingest", str(root), "--encoding", "klingon"], env=cli_env)
     assert bad.exit_code == 2 and "not a known codec" in bad.stderr
 
@@ -397,3 +451,84 @@ def test_identical_files_are_one_hit_also_at_the_others(
         CliRunner().invoke(main, ["search", "ospreys dive", "--json"], env=env).stdout
     )
     assert sum("osprey" in h["path"] for h in data["hits"]) == 1
+
+
+def _two_content_roots(tmp_path: Path) -> Path:
+    for site in ("site", "docs"):
+        (tmp_path / site / "content").mkdir(parents=True)
+        (tmp_path / site / "content" / "a.md").write_text(f"# {site}\n\nkestrel {site}\n")
+    sources = tmp_path / "content-sources.md"
+    sources.write_text(  # the ingest design's map: two roots ending in `content`, no labels
+        "---\ncontent_sources:\n  - path: site/content\n  - path: docs/content\n---\n"
+    )
+    return sources
+
+
+def test_two_roots_ending_in_content_get_distinct_labels(tmp_path: Path) -> None:
+    sources = _two_content_roots(tmp_path)
+    runner = CliRunner()
+    flags = ["config", "show", "--sources-file", str(sources), "--data-dir", str(tmp_path / "d")]
+    shown = runner.invoke(main, [*flags, "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = json.loads(shown.stdout)["sources"]
+    assert [r["label"] for r in rows] == ["site/content", "docs/content"]
+    assert "2 roots end in 'content'" in rows[0]["label_from"]
+    assert rows[1]["label_from"] == "the path's last 2 parts: 2 roots end in 'content'"
+    plain = runner.invoke(main, flags, env={"COLUMNS": "200"})
+    assert "label 'site/content' from the path's last 2 parts" in plain.stdout
+    # beside a config that names a `content` source, both derived ones move aside
+    (tmp_path / "chromasync.yaml").write_text(
+        "version: 1\nsources_file: content-sources.md\n"
+        f"sources:\n  - {{label: content, path: {tmp_path / 'site'}}}\n"
+    )
+    settings = api.configure({"provider": "hash"}, {}, tmp_path)
+    entries = api.configured_entries(settings)
+    assert [e.label for e in entries] == ["content", "site/content", "docs/content"]
+    # two named labels that clash stay an error
+    sources.write_text(
+        "---\ncontent_sources:\n  - {path: site/content, label: x}\n"
+        "  - {path: docs/content, label: x}\n---\n"
+    )
+    with pytest.raises(ConfigError, match="already used"):
+        api.configure({}, {}, tmp_path)
+
+
+def test_discover_without_the_config_skips_the_roots_it_declares(tmp_path: Path) -> None:
+    """Run from elsewhere, on the sources file a config names (not written yet):
+    the root the config declares is known, not appended again."""
+    project = tmp_path / "project"
+    for site in ("site", "blog"):
+        for i in range(10):
+            (project / site / "content").mkdir(parents=True, exist_ok=True)
+            (project / site / "content" / f"p{i}.md").write_text(f"# {i}\n")
+    (project / "chromasync.yaml").write_text(
+        "version: 1\nsources_file: content-sources.md\nsources:\n  - {path: site/content}\n"
+    )
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "d")}, {})
+    found = api.discover(settings, project, project / "content-sources.md")
+    assert [Path(p).parent.name for p in found.added] == ["blog"]
+    assert [Path(p).parent.name for p in found.known] == ["site"]
+    configured = api.configure({"provider": "hash"}, {}, project)
+    assert {e.label for e in api.configured_entries(configured)} == {"content", "blog/content"}
+
+
+def test_code_without_a_grammar_is_indexed(tmp_path: Path, settings: Settings) -> None:
+    """`.css .kt .lua .sql .swift .vue .xml` were `unsupported-extension` skips."""
+    root = tmp_path / "code"
+    root.mkdir()
+    for name in ("a.css", "b.kt", "c.lua", "d.sql", "e.swift", "f.vue", "g.xml"):
+        (root / name).write_text(f"kestrel {name}\n\nsecond paragraph of {name}\n")
+    [summary] = api.ingest([api.source_for(root, "code")], settings)
+    assert summary.files_new == 7 and summary.files_skipped == {}
+    stored = _paths(settings)
+    assert {m["language"] for m in stored.values()} == {
+        "css",
+        "kotlin",
+        "lua",
+        "sql",
+        "swift",
+        "vue",
+        "xml",
+    }
+    hits = api.search("kestrel", settings, k=10, mode="keyword")
+    assert len({h.path for h in hits}) == 7

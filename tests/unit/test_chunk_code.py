@@ -292,3 +292,38 @@ def test_toml_tables_are_symbols_when_alone() -> None:
     assert_chunks_valid(doc, chunks, budget)
     assert chunks[0].symbol == "project"
     assert {c.symbol for c in chunks[1:]} == {"tool.big"}
+
+
+#: Code the walk skipped as `unsupported-extension` (issue 39): no official grammar of these
+#: is installed, so each is chunked as text, at blank lines, with its `language`.
+UNPARSED = {
+    "site.css": ("css", ".card {\n  color: red;\n}\n", "\n.title {\n  margin: 0;\n}\n"),
+    "Main.kt": ("kotlin", "package demo\n", '\nfun main() {\n    println("hi")\n}\n'),
+    "init.lua": ("lua", "local M = {}\n", "\nfunction M.run()\n  return 1\nend\n"),
+    "schema.sql": ("sql", "CREATE TABLE t (id INT);\n", "\nSELECT id FROM t;\n"),
+    "App.swift": ("swift", "import Foundation\n", '\nfunc greet() -> String {\n  "hi"\n}\n'),
+    "Card.vue": (
+        "vue",
+        "<template>\n  <p>{{ x }}</p>\n</template>\n",
+        "\n<script>\nexport default {}\n</script>\n",
+    ),
+    "pom.xml": ("xml", "<project>\n  <a>1</a>\n", "\n  <b>2</b>\n</project>\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNPARSED))
+def test_code_without_a_grammar_is_chunked_at_blank_lines(name: str) -> None:
+    """Cut exactly as plain text is (paragraphs at blank lines, packed to the budget)."""
+    language, first, second = UNPARSED[name]
+    assert language not in LANGUAGES  # a grammar installed later: give it a LanguageSpec
+    doc = document(first + second, name)
+    assert (doc.kind, doc.language) == ("code", language)
+    tiny = minilm(max_tokens=12)  # too small for both paragraphs together
+    chunks = chunk_document(doc, tiny)
+    assert_chunks_valid(doc, chunks, tiny)
+    as_text = chunk_document(document(first + second, "same.txt"), minilm(max_tokens=12))
+    assert len(chunks) >= 2
+    assert [(c.start_line, c.end_line, c.text) for c in chunks] == [
+        (c.start_line, c.end_line, c.text) for c in as_text
+    ]
+    assert all(c.language == language and c.symbol is None for c in chunks)

@@ -142,9 +142,16 @@ def test_sources_resolved_against_the_file(tmp_path: Path) -> None:
 
 
 def test_duplicate_labels_name_both_lines(tmp_path: Path) -> None:
-    cfg = write(tmp_path / "c.yaml", "sources:\n  - path: a\n  - path: b/a\n")
+    cfg = write(tmp_path / "c.yaml", "sources:\n  - {path: a, label: a}\n  - {path: b, label: a}\n")
     with pytest.raises(ConfigError, match=r"line 3: source label 'a' is already used at .*line 2"):
         load_config_file(cfg)
+
+
+def test_folder_names_that_clash_get_their_parents_name(tmp_path: Path) -> None:
+    """No `label:` names them: the last two path parts (issue 39: two `content` roots)."""
+    cfg = write(tmp_path / "c.yaml", "sources:\n  - path: a\n  - path: b/a\n  - path: c\n")
+    labels = [e.label for e in load_config_file(cfg).sources]
+    assert labels == [f"{tmp_path.name}/a", "b/a", "c"]
 
 
 def test_root_slash_refused_unless_allowed(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from chromasync.plan.triage import (
     RecordContext,
     build_records,
     check_deletions,
+    deletions,
     is_racy,
     namespace_id,
     normalise_for_hash,
@@ -373,3 +374,21 @@ def test_check_deletions(known: int, gone: int, found: int, allow: bool, refused
             check_deletions(known, gone, allow, "notes", found_files=found)
     else:
         check_deletions(known, gone, allow, "notes", found_files=found)
+
+
+def test_a_record_two_rows_share_goes_with_the_last_of_them() -> None:
+    """A record another row still lists is kept (an older release let two files with one
+    identity share records; a run cut off while a file took an identity over)."""
+    shared = (RecordRef("x", "c", "r"),)
+    manifest = {
+        "copy.md": _state("copy.md", records=shared),
+        "original.md": _state("original.md", records=shared),
+        "other.md": _state("other.md"),
+    }
+    assert deletions([], ["copy.md"], [], manifest, set()) == []
+    assert deletions([], ["copy.md", "other.md"], [], manifest, set()) == ["other.md-0"]
+    # the other row gone too, skipped, or re-written without it: deleted
+    assert deletions([], ["copy.md", "original.md"], [], manifest, set()) == ["x"]
+    assert deletions([], ["copy.md"], ["original.md"], manifest, set()) == ["x"]
+    assert deletions(["x"], ["copy.md"], [], manifest, set(), {"original.md"}) == ["x"]
+    assert deletions(["x"], [], [], manifest, {"x"}, {"original.md"}) == []  # still wanted

@@ -63,6 +63,7 @@ def config_show(as_json: bool, **flags: Any) -> None:
                     "branch": e.branch,
                     "collection": settings.collection_for(e.kind, e.collection),
                     "declared_at": f"{e.declared_in}:{e.line}",
+                    "label_from": e.label_from or "named",
                 }
                 for e in entries
             ],
@@ -101,6 +102,12 @@ def _print_entries(console: Console, settings: api.Settings, entries: Sequence[A
             escape(safe(f"{e.declared_in}:{e.line}")),
         )
     print_table(console, table)
+    for e in entries:  # a label made distinct: say how, so it can be named to keep it
+        if "roots end in" in e.label_from:
+            console.print(
+                f"label {escape(safe(e.label))!r} from {escape(safe(e.label_from))} "
+                "(set `label:` to choose another)"
+            )
 
 
 @click.group()

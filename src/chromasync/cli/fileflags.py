@@ -62,8 +62,9 @@ def file_options(func: F) -> F:
         ),
         click.option(
             "--encoding",
-            help="How to read text that is not UTF-8: detect (a high-confidence charset) or "
-            "a codec such as cp1252 [default: a counted undecodable skip].",
+            help="How to read text that is not UTF-8: detect (Western text, else a "
+            "high-confidence charset), utf-8 (none: a counted undecodable skip) or a codec "
+            "such as cp1252 [default: detect].",
         ),
         click.option(
             "--chunk-size",

@@ -196,10 +196,12 @@ class SourceEntry:
     use_gitignore: bool = True
     note: str | None = None
     context: str | None = None
-    encoding: str = "utf-8"
+    encoding: str = "detect"
     include_hidden: bool = False
     raw_path: str = ""
     form: str = "list"  # "list" (sources:/content_sources:) or "compact" ([chromasync] root)
+    #: How a label no `label:` names was made ("" when named): `config show` says it.
+    label_from: str = ""
 
 
 # -- loading --------------------------------------------------------------------------------
@@ -255,7 +257,7 @@ def load_config_file(
         listed = load_sources_file(sources_file, allow_root)
         entries.extend(listed.entries)
         inputs.extend(listed.inputs)
-    check_unique_labels(entries)
+    entries = distinct_labels(entries)
     contexts = [(e.label, e.context) for e in entries if e.context]
     for place in model.context:
         if not place.strip("/") or place.startswith("/") or ".." in place.split("/"):
@@ -336,11 +338,12 @@ def source_entry(
         )
         dropped = {normalise_extension(e) for e in model.exclude_extensions}
         extensions = tuple(e for e in allowed if e not in dropped)
-    encoding = model.encoding or "utf-8"
+    encoding = model.encoding or "detect"
     problem = encoding_problem(encoding)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
     label = model.label or default_label(model.path, repo, model.branch)
+    label_from = "" if model.label else ("the repository" if repo else "the folder's name")
     problem = label_problem(label)
     if problem is not None:
         raise ConfigError(f"{where}: source label {label!r} {problem}; give it another `label`")
@@ -366,6 +369,7 @@ def source_entry(
         encoding=encoding,
         include_hidden=model.include_hidden,
         raw_path=model.path or model.repo or "",
+        label_from=label_from,
     )
 
 
@@ -405,6 +409,36 @@ def default_label(path: str | None, repo: str | None, branch: str | None) -> str
     if not name:
         name = Path(path or ".").expanduser().resolve().name or "root"
     return name
+
+
+def distinct_labels(entries: Sequence[SourceEntry]) -> list[SourceEntry]:
+    """`entries` with a distinct label each: folders no `label:` names whose names clash
+    (two roots ending in `content`) are labelled by their last two path parts
+    (`site/content`), or more until they differ; a clash of named labels is an error
+    (`check_unique_labels`)."""
+    taken: dict[str, int] = {}
+    for entry in entries:
+        taken[entry.label] = taken.get(entry.label, 0) + 1
+    clashing = [e for e in entries if e.label_from and e.path is not None and taken[e.label] > 1]
+    named = {e.label for e in entries if not (e.label_from and e.path is not None)}
+    fixed: dict[int, SourceEntry] = {}
+    for entry in clashing:
+        assert entry.path is not None
+        parts = entry.path.parts
+        for depth in range(2, len(parts) + 1):
+            label = "/".join(p for p in parts[-depth:] if p != "/")
+            tail = parts[-depth:]
+            same = [e for e in clashing if e.path is not None and e.path.parts[-depth:] == tail]
+            if len(same) == 1 and label not in named and label_problem(label) is None:
+                how = (
+                    f"the path's last {depth} parts: {taken[entry.label]} roots end "
+                    f"in {entry.label!r}"
+                )
+                fixed[id(entry)] = replace(entry, label=label, label_from=how)
+                break
+    result = [fixed.get(id(e), e) for e in entries]
+    check_unique_labels(result)
+    return result
 
 
 def check_unique_labels(entries: Sequence[SourceEntry]) -> None:
@@ -454,10 +488,11 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
         SourcesFileModel, data, lines, str(path), offset, check_version=False
     )
     base = path.parent.resolve()
-    entries = tuple(
+    declared = [
         source_entry(m, path, line_of(lines, ("content_sources", i)) + offset, base, allow_root)
         for i, m in enumerate(model.content_sources or [])
-    )
+    ]
+    entries = tuple(distinct_labels(declared))
     about = tuple(
         (key, str(getattr(model, key))) for key in ABOUT_KEYS if getattr(model, key) is not None
     )

@@ -184,7 +184,7 @@ def configure(
     path = find_config_file(config, environ, folder)
     file = None
     if path is not None or sources_file is not None:  # pydantic loads only when needed
-        from .file import check_unique_labels, load_config_file, load_sources_file
+        from .file import distinct_labels, load_config_file, load_sources_file
     if path is not None:
         found_by = "--config" if config else (CONFIG_ENV if environ.get(CONFIG_ENV) else "cwd")
         file = load_config_file(path, found_by=found_by, allow_root=allow_root)
@@ -202,8 +202,7 @@ def configure(
                 inputs=listed.inputs,
             )
         elif file.sources_file is None or file.sources_file.resolve() != md.resolve():
-            entries = (*file.sources, *extra)
-            check_unique_labels(entries)
+            entries = tuple(distinct_labels((*file.sources, *extra)))
             file = replace(
                 file, sources=entries, sources_file=md, inputs=file.inputs + listed.inputs
             )

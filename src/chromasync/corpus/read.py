@@ -5,9 +5,10 @@ says `document`) is hashed the same way, then read into text by `documents.read_
 within its budgets and rendered as Markdown-ish text; a document it refuses is a skip with
 its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the
 read must agree with each other, or the read is retried; a file that keeps changing is a
-counted skip. Text that is not UTF-8 (and has no BOM) is an `undecodable` skip, unless its
-source says `encoding: detect` (the charset charset-normalizer detects with high confidence,
-`detect_text`) or names a codec (`decode_text`).
+counted skip. Text that is not UTF-8 (and has no BOM) is decoded when that can be done with
+confidence (`detect_text`: Western text at any length, another charset charset-normalizer
+detects with high confidence), else it is an `undecodable` skip; a source may name a codec
+instead, or `utf-8` for no fallback (`decode_text`).
 The size
 limit is enforced by the read itself (never more than `max_bytes + 1` bytes are read), not
 only by the walk that listed the file: a file swapped for a bigger one in between is a
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat as stat_mod
 from collections.abc import Mapping
 from dataclasses import replace
@@ -60,7 +62,7 @@ def read_file(
     privacy_keys: tuple[str, ...] = ("private",),
     limits: Limits | None = None,
     max_bytes: int | None = None,
-    encoding: str = "utf-8",
+    encoding: str = "detect",
 ) -> ReadOutcome:
     """Read, hash and decode one file into a `Document`, or say why it is skipped
     (`limits`: the budgets of a document's reader; `encoding`: see `decode_text`).
@@ -102,7 +104,7 @@ def decode_document(
     privacy_keys: tuple[str, ...] = ("private",),
     limits: Limits | None = None,
     *,
-    encoding: str = "utf-8",
+    encoding: str = "detect",
 ) -> ReadOutcome:
     """Pure part of `read_file`: bytes to a normalised `Document` or a `Skip`."""
 
@@ -179,11 +181,10 @@ def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | N
     return ReadOutcome(file, file_hash, document=document)
 
 
-def decode_text(raw: bytes, encoding: str = "utf-8") -> str | Skip:
-    """`raw` as text: UTF-8 (a BOM names UTF-8 or UTF-16); bytes that are not UTF-8 are an
-    `undecodable` skip unless the source says how to read them: `encoding: detect` (the
-    charset detected with high confidence, `detect_text`) or a codec (`cp1252`). UTF-8 is
-    tried first either way."""
+def decode_text(raw: bytes, encoding: str = "detect") -> str | Skip:
+    """`raw` as text: UTF-8 (a BOM names UTF-8 or UTF-16) first; bytes that are not UTF-8
+    are read as `encoding` says: `detect` (the default: `detect_text`), a codec (`cp1252`),
+    or `utf-8` (none: an `undecodable` skip), and are an `undecodable` skip when that fails."""
     decoded = _decode(raw)
     if not (isinstance(decoded, Skip) and decoded.reason == "undecodable"):
         return decoded
@@ -221,20 +222,62 @@ def _decode(raw: bytes) -> str | Skip:
 #: The most "chaos" (charset-normalizer's share of odd characters) a detected decoding may
 #: show to be taken: above it, a file that is not UTF-8 stays an `undecodable` skip.
 MAX_CHAOS = 0.1
-#: Fewer bytes than this are too little evidence to tell one code page from another.
+#: Fewer bytes than this are too little evidence for a detector (Western text is read
+#: at any length by `_western`, which needs no statistics).
 MIN_DETECT_BYTES = 64
 #: Control characters no text file holds (tab, newlines and form feed are fine).
 _CONTROLS = frozenset(chr(c) for c in (*range(0, 9), 11, *range(14, 32), 127))
+#: Bytes shaped like UTF-8 (a lead byte and its continuation bytes, or a sequence cut
+#: short at the end): a file holding them and failing UTF-8 is broken UTF-8, not Latin-1.
+_UTF8_SHAPED = re.compile(
+    rb"[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf7][\x80-\xbf]{3}"
+    rb"|[\xe0-\xf7][\x80-\xbf]{1,2}\Z"
+)
+_LEAD = re.compile(rb"[\xc0-\xf7][\x80-\xbf]")  # where a shape may start (a fast scan)
+
+
+def _cp1252(chars: str) -> bytes:
+    return bytes(sorted(chars.encode("cp1252")))
+
+
+#: cp1252's bytes of Western European letters, and of the marks text holds; a mark between
+#: two letters is only an apostrophe, a middle dot or a soft hyphen (l’été, col·lecció).
+_LETTERS = _cp1252("".join(chr(c) for c in range(0xC0, 0x100) if chr(c).isalpha()) + "ŒœŠšŽžŸ")
+_MARKS = _cp1252("\xa0¡¢£¤¥¦§¨©ª«¬\xad®¯°±²³´µ¶·¸¹º»¼½¾¿×÷€‚„…†‡ˆ‰‹‘’“”•–—˜™›")
+_MID_WORD = _cp1252("’‘·\xad")
+_ASCII_LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
+_ANY_LETTER = b"A-Za-z" + re.escape(_LETTERS)
+_HIGH = re.compile(rb"[\x80-\xff]")
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_MARK_IN_WORD = re.compile(
+    b"["
+    + _ANY_LETTER
+    + b"]["
+    + re.escape(bytes(sorted(set(_MARKS) - set(_MID_WORD))))
+    + b"]["
+    + _ANY_LETTER
+    + b"]"
+)
+_WIDE_RUN = re.compile(b"[" + re.escape(_LETTERS) + b"]{3,}")
+#: How charset-normalizer's names of the East Asian code pages begin (two bytes a character).
+_MULTIBYTE = ("big5", "cp932", "cp949", "cp950", "euc", "gb", "hz", "iso2022", "johab", "shift")
 
 
 def detect_text(raw: bytes) -> str | None:
-    """`raw` (not UTF-8, no BOM) decoded in the charset charset-normalizer detects with high
-    confidence (Latin-1, cp1252, Shift-JIS...), or None. Refused: UTF-16/32 without a BOM
-    (short Latin-1 texts pass for UTF-16 to a detector), a decoding with more than
-    `MAX_CHAOS` odd characters, one that yields control characters, and a file under
-    `MIN_DETECT_BYTES` (a guess, not a detection)."""
-    if len(raw) < MIN_DETECT_BYTES:
-        return None
+    """`raw` (not UTF-8, no BOM) decoded with confidence, or None.
+
+    Western text first, at any length (`_western`: cp1252 when every character it reads
+    is a Western letter or mark in a plausible place); then, from `MIN_DETECT_BYTES` on,
+    the charset charset-normalizer detects (Shift-JIS, cp1251...) with at most
+    `MAX_CHAOS` odd characters and no control character. Refused: bytes shaped like
+    broken UTF-8 read in a one-byte code page (a truncated, overlong or surrogate sequence
+    is not Latin-1; Shift-JIS or GBK bytes may look so) and UTF-16/32 without a BOM (short
+    Latin-1 texts pass for UTF-16 to a detector).
+    """
+    shaped = any(_UTF8_SHAPED.match(raw, m.start()) for m in _LEAD.finditer(raw))
+    western = None if shaped else _western(raw)
+    if western is not None or len(raw) < MIN_DETECT_BYTES:
+        return western
     from charset_normalizer import from_bytes
 
     matches = [
@@ -242,24 +285,40 @@ def detect_text(raw: bytes) -> str | None:
         for m in from_bytes(raw)
         if m.chaos <= MAX_CHAOS
         and not m.encoding.lower().replace("-", "_").startswith(("utf_16", "utf_32", "utf_7"))
+        and (m.encoding.startswith(_MULTIBYTE) or not shaped)
     ]
     if not matches:
         return None
-    best = min(matches, key=lambda m: m.chaos)
-    # Western text fits several 8-bit code pages about equally; cp1252 (a superset of
-    # Latin-1's printable characters) is by far the commonest of them
-    western = [m for m in matches if m.encoding in _WESTERN and m.chaos <= best.chaos + 0.05]
-    chosen = western[0].encoding if western else best.encoding
     try:
-        text = raw.decode(chosen)
+        text = raw.decode(min(matches, key=lambda m: m.chaos).encoding)
     except (UnicodeDecodeError, LookupError):
         return None
-    if any(ch in _CONTROLS for ch in text):
+    return None if any(ch in _CONTROLS for ch in text) else text
+
+
+def _western(raw: bytes) -> str | None:
+    """`raw` read as cp1252 (Latin-1's printable characters and 27 more) when it reads as
+    Western text: no control character; every other byte above ASCII a Western letter or
+    mark, a mark between two letters only an apostrophe or a middle dot; no word of three
+    letters or more without an ASCII letter, and at most twice as many accented letters
+    as ASCII ones ("été"; Cyrillic, Greek or Hebrew code pages read as cp1252 are whole
+    words of accented letters). Byte by byte in C (`bytes.translate`, regular
+    expressions): linear."""
+    try:
+        text = raw.decode("cp1252")
+    except UnicodeDecodeError:
         return None
-    return text
-
-
-_WESTERN = ("cp1252", "latin_1", "iso8859_15")
+    if _CONTROL.search(raw) or _HIGH.search(raw.translate(None, _LETTERS + _MARKS)):
+        return None
+    if _MARK_IN_WORD.search(raw):
+        return None
+    for run in _WIDE_RUN.finditer(raw):  # accented letters only: a word of its own?
+        start, end = run.span()
+        if not (raw[start - 1 : start].isalpha() or raw[end : end + 1].isalpha()):
+            return None
+    accented = len(raw) - len(raw.translate(None, _LETTERS))
+    ascii_letters = len(raw) - len(raw.translate(None, _ASCII_LETTERS))
+    return text if accented <= 2 * ascii_letters else None
 
 
 class _Unstable(Exception):

@@ -20,8 +20,8 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from ..corpus.documents import DocumentText, document_format, page_at_line
 from ..corpus.frontmatter import RESERVED_KEYS
@@ -177,13 +177,19 @@ def _identity_fields(doc: Document, identity: tuple[str, str, str]) -> dict[str,
 
 
 def build_records(
-    doc: Document, chunks: Sequence[Chunk], version: int, ctx: RecordContext, mtime_ns: int = 0
+    doc: Document,
+    chunks: Sequence[Chunk],
+    version: int,
+    ctx: RecordContext,
+    mtime_ns: int = 0,
+    key: str | None = None,
 ) -> tuple[ChunkRecord, ...]:
-    """The records to store for one document: IDs, texts and metadata (ours win). Beside
+    """The records to store for one document: IDs, texts and metadata (ours win). `key`:
+    the document key, when not its identity or path (a duplicate identity's path). Beside
     the record hash, never in it (`metakeys.RECORD_FIELDS`): each chunk's `char_count`,
     the run's `ingested_at`, the file's `last_modified_mtime` (`mtime_ns`, in seconds),
     and with an identity the repository indexer's fields."""
-    key = doc.identity or doc.rel_path
+    key = key or doc.identity or doc.rel_path
     beside: dict[str, MetaValue] = {"ingested_at": ctx.ingested_at} if ctx.ingested_at else {}
     if mtime_ns:
         beside["last_modified_mtime"] = mtime_ns / 1e9
@@ -338,15 +344,17 @@ def plan_file(
     chunks: Sequence[Chunk],
     previous: FileState | None,
     ctx: RecordContext,
+    key: str | None = None,
 ) -> FileChange:
-    """The writes that bring one file's records from `previous` to `doc`'s chunks."""
+    """The writes that bring one file's records from `previous` to `doc`'s chunks (`key`:
+    see `build_records`)."""
     if previous is None or not previous.records:
         version = (previous.version + 1) if previous is not None else 1
     elif previous.file_hash == doc.file_hash:
         version = previous.version
     else:
         version = previous.version + 1
-    records = build_records(doc, chunks, version, ctx, stat.mtime_ns)
+    records = build_records(doc, chunks, version, ctx, stat.mtime_ns, key)
     before = {r.id: r for r in previous.records} if previous else {}
     to_embed = tuple(r for r in records if r.id not in before)
     to_rewrite = tuple(
@@ -364,6 +372,62 @@ def plan_file(
         to_rewrite=to_rewrite,
         to_delete=to_delete,
         is_new=previous is None or bool(previous.skip_reason),
+    )
+
+
+def deletions(
+    ids: Iterable[str],
+    gone: Iterable[str],
+    skipped: Iterable[str],
+    manifest: Mapping[str, FileState],
+    wanted: Container[str],
+    changed: Collection[str] = (),
+) -> list[str]:
+    """The record IDs to delete once every write succeeded: `ids` (records the changed files
+    no longer have), then the records of the files gone and of the files newly `skipped`.
+    A document whose identity key moved with it (a rename) keeps its record IDs: what
+    another path still wants (`wanted`) is rewritten, never deleted; nor is a record that
+    the row of a file left as it is (not gone, skipped or `changed`) still lists."""
+    gone, skipped = list(gone), list(skipped)
+    found = list(ids)
+    found += [r.id for p in gone for r in manifest[p].records]
+    found += [r.id for p in skipped if p in manifest for r in manifest[p].records]
+    found = [i for i in dict.fromkeys(found) if i not in wanted]
+    if found:  # a record two rows share (`plan.identities`) goes with the last of them
+        leaving, ids = {*gone, *skipped, *changed}, set(found)
+        kept = {r.id for p, s in manifest.items() if p not in leaving for r in s.records}
+        found = [i for i in found if i not in kept & ids]
+    return found
+
+
+def chunks_total(
+    manifest: Mapping[str, FileState],
+    changes: Sequence[FileChange],
+    gone: Iterable[str],
+    skipped: Mapping[str, FileState],
+) -> int:
+    """The source's records once `changes` are written and `gone` and `skipped` removed."""
+    counts = {p: len(s.records) for p, s in manifest.items()}
+    for change in changes:
+        counts[change.rel_path] = len(change.records)
+    for path in (*gone, *skipped):
+        counts[path] = 0
+    return sum(counts.values())
+
+
+def restat(
+    previous: FileState, stat: FileStat, now: int, asset: str, asset_issue: str
+) -> FileState:
+    """The row of a file whose content needs no write: its new stat, checked `now`."""
+    return replace(
+        previous,
+        size=stat.size,
+        mtime_ns=stat.mtime_ns,
+        ctime_ns=stat.ctime_ns,
+        inode=stat.inode,
+        checked_ns=now,
+        asset=asset,
+        asset_issue=asset_issue,
     )
 
 

@@ -8,6 +8,7 @@ in `files.records`; a source's last summary as a JSON object in `sources.last_su
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,3 +105,23 @@ def source_row(row: Sequence[Any]) -> SourceRow:
         last_outcome=row[9],
         last_summary=summary,
     )
+
+
+def identity_claims(
+    db: sqlite3.Connection, collection: str, source: str
+) -> dict[str, tuple[str, bool]]:
+    """path -> (the identity its front matter claims, whether its records are keyed by it),
+    for the files of `source` that claim one (`plan.identities`), read from the keyword
+    mirror's metadata: `document_id` is the identity (the path when none), `ref_doc_id`
+    the key."""
+    rows = db.execute(
+        "SELECT path, json_extract(metadata, '$.document_id'), "
+        "json_extract(metadata, '$.ref_doc_id') FROM chunks "
+        "WHERE collection = ? AND source = ? GROUP BY path",
+        (collection, source),
+    )
+    return {
+        path: (str(identity), identity == key)
+        for path, identity, key in rows
+        if identity is not None and identity != path
+    }

@@ -28,7 +28,7 @@ from ..corpus.walk import discover_source
 from ..embed import Embedder
 from ..embed.cache import EmbeddingCache
 from ..errors import SourceError, StoreError
-from ..plan.triage import Triage, check_deletions, triage
+from ..plan.triage import Triage, check_deletions, chunks_total, deletions, triage
 from ..plan.upgrade import RECORDS_VERSION
 from ..records import (
     Discovery,
@@ -41,6 +41,7 @@ from ..records import (
     StoreLimits,
 )
 from ..state.manifest import State, check_identity, check_shared_folder
+from ..state.rows import identity_claims
 from ..versions import CHUNKING_VERSION
 from . import ahead
 from .planning import (
@@ -49,9 +50,7 @@ from .planning import (
     Planner,
     PlanSettings,
     ReadFile,
-    chunks_total,
     count_uncached,
-    deletions,
     preflight,
 )
 from .resources import Resources
@@ -277,7 +276,9 @@ class Ingestor:
             updated=sum(not c.is_new for c in changes),
             touched=touched,
             newly_skipped=newly_skipped,
-            delete_ids=deletions(deleted, gone, newly_skipped, manifest, wanted),
+            delete_ids=deletions(
+                deleted, gone, newly_skipped, manifest, wanted, {c.rel_path for c in changes}
+            ),
             chunks_total=chunks_total(manifest, changes, gone, newly_skipped),
         )
         if options.dry_run:
@@ -332,7 +333,9 @@ class Ingestor:
             updated=fitted.updated,
             touched=planner.touched,
             newly_skipped=newly_skipped,
-            delete_ids=deletions(fitted.delete_ids, gone, newly_skipped, manifest, fitted.wanted),
+            delete_ids=deletions(
+                fitted.delete_ids, gone, newly_skipped, manifest, fitted.wanted, fitted.changed
+            ),
             chunks_total=total,
         )
         if not (begun or planner.touched or newly_skipped or gone or run.must_heal):
@@ -450,6 +453,9 @@ class Ingestor:
             file_seconds=self.file_seconds,
             rechunk=run.rechunk,
             date_fields=options.date_fields,
+            claims=identity_claims(self.state.db, self.collection_name, run.spec.label)
+            if run.spec.identity_key
+            else {},
         )
         return FilePlanner(
             run.spec,

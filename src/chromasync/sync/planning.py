@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Container, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..chunk import Budget, Deadline, TooSlow, chunk_document
@@ -21,12 +21,14 @@ from ..corpus.frontmatter import unreadable_dates
 from ..corpus.read import TRANSIENT_REASONS
 from ..embed.cache import EmbeddingCache
 from ..embed.tokens import TokenMeter
+from ..plan.identities import Identities, shared_rows
 from ..plan.limits import SKIP_REASON, LimitChecker, check_limits
 from ..plan.sidecars import group_reads, link_sidecars, remembered_targets, sidecar_metadata
-from ..plan.triage import RecordContext, Triage, plan_file
+from ..plan.triage import RecordContext, Triage, plan_file, restat
 from ..records import (
     AssetRef,
     Discovery,
+    Document,
     FileChange,
     FileStat,
     FileState,
@@ -60,6 +62,9 @@ class PlanSettings:
     file_seconds: float
     rechunk: bool = False
     date_fields: tuple[str, ...] = ("date", "published_at")
+    #: path -> (identity claimed, held) as last written (`plan.identities`), with an
+    #: `identity_key`: who holds each identity is decided from them.
+    claims: Mapping[str, tuple[str, bool]] = field(default_factory=dict)
 
 
 class Planner(Protocol):
@@ -108,6 +113,8 @@ class FilePlanner:
         self._now = 0
         self.touched: list[FileState] = []
         self.skipped: dict[str, FileState] = {}
+        self._ids: Identities | None = None
+        self._forced: set[str] = set()  # read again for an identity: written whatever it holds
 
     def changes(self) -> Iterator[FileChange]:
         """Read what triage found changed and plan each file's writes, one file at a time:
@@ -127,6 +134,8 @@ class FilePlanner:
         read: set[str] = set()
         held: dict[str, ReadOutcome] = {}  # the sidecar groups' files, planned last
         pending = list(sorted_.to_read)
+        if spec.identity_key:  # the first claimant by path holds an identity
+            pending = self._identities(pending, listed, gone)
         total = len(pending)
         while True:
             for file in pending:
@@ -149,19 +158,23 @@ class FilePlanner:
                     run.skipped[reason] -= 1
                     if run.skipped[reason] <= 0:
                         del run.skipped[reason]
-                if (
+                if self._ids is not None and self._ids_wait(outcome):
+                    held[path] = outcome
+                elif (
                     outcome.asset is None
                     and path not in before
                     and path not in had_sidecar
                     and document_format(path) is None
                 ):
-                    change = self._plan_one(outcome, manifest.get(path), rechunk=settings.rechunk)
+                    rechunk = settings.rechunk or path in self._forced
+                    change = self._plan_one(outcome, manifest.get(path), rechunk=rechunk)
                     if change is not None:
                         yield change
                 else:
                     held[path] = outcome
             refs = {p: o.asset for p, o in held.items() if o.asset is not None}
             more = group_reads(read, gone, refs, manifest, listed.keys())
+            more |= self._takeovers(read, listed.keys())
             if not more:
                 break
             pending = [listed[p] for p in sorted(more)]
@@ -192,7 +205,10 @@ class FilePlanner:
             change = self._plan_one(
                 outcome,
                 manifest.get(path),
-                rechunk=settings.rechunk or path in links.described or path in had_sidecar,
+                rechunk=settings.rechunk
+                or path in links.described
+                or path in had_sidecar
+                or path in self._forced,
                 row=links.rows.get(path, ("", "")),
                 private=path in links.private,
                 sidecar=(sidecar, held[sidecar].asset, path in links.mismatched)
@@ -227,6 +243,52 @@ class FilePlanner:
                 stat.inode,
                 *row,
             )
+
+    def _identities(
+        self, pending: list[FileStat], listed: Mapping[str, FileStat], gone: Collection[str]
+    ) -> list[FileStat]:
+        """Start deciding who holds each identity (`plan.identities`): read in path order,
+        and read again the files whose rows share records with another row."""
+        self._ids = Identities(self.settings.claims, gone, (f.rel_path for f in pending))
+        reading = {f.rel_path for f in pending}
+        self._forced = {p for p in shared_rows(self.manifest, gone) if p in listed}
+        pending += [listed[p] for p in sorted(self._forced - reading)]
+        return sorted(pending, key=lambda f: f.rel_path)
+
+    def _takeovers(self, read: Container[str], listed: Collection[str]) -> set[str]:
+        """Files to read again, and write whatever they hold: the next claimant of each
+        identity whose holder went (it takes the identity over)."""
+        taking = self._ids.rereads(read) & set(listed) if self._ids is not None else set()
+        self._forced |= taking
+        return taking
+
+    def _ids_wait(self, outcome: ReadOutcome) -> bool:
+        """Record an identity-keyed source's read; True: planned once every claim is known."""
+        assert self._ids is not None
+        path = outcome.stat.rel_path
+        if outcome.skip is not None and outcome.skip.reason in TRANSIENT_REASONS:
+            self._ids.kept(path)
+            return False
+        doc = outcome.document
+        return self._ids.read(path, doc.identity if doc is not None else None)
+
+    def _key(self, doc: Document) -> str | None:
+        """A document's key when it is not its identity or path: its path when another file
+        holds its identity (a counted, logged `identity-duplicate`)."""
+        if self._ids is None or not doc.identity:
+            return None
+        holder = self._ids.holder(doc.identity)
+        if holder == doc.rel_path:
+            return None
+        self.run.warnings["identity-duplicate"] += 1
+        log.warning(
+            "%s: %s %r is %s's too; indexed under its own path",
+            doc.rel_path,
+            self.spec.identity_key,
+            doc.identity,
+            holder,
+        )
+        return doc.rel_path
 
     def _plan_one(
         self,
@@ -270,6 +332,7 @@ class FilePlanner:
         if (
             previous is not None
             and not rechunk
+            and not (self._ids is not None and doc.identity)  # its key may have changed
             and not previous.skip_reason
             and previous.file_hash == doc.file_hash
         ):
@@ -288,8 +351,11 @@ class FilePlanner:
             assert ref is not None
             merged = sidecar_metadata(doc.metadata, sidecar_path, ref.metadata, mismatched)
             doc = replace(doc, metadata=merged)
-        change = plan_file(stat, doc, chunks, previous, self._ctx)
+        change = plan_file(stat, doc, chunks, previous, self._ctx, self._key(doc))
         change = replace(change, asset=asset, asset_issue=asset_issue)
+        if path in self._forced and previous is not None:  # its records may show another file
+            before = {r.id for r in previous.records}
+            change = replace(change, to_rewrite=tuple(r for r in change.records if r.id in before))
         if (
             previous is not None
             and not previous.skip_reason
@@ -346,6 +412,7 @@ class FittedStream:
         self._known = {r.id for state in manifest.values() for r in state.records}
         self.wanted: set[str] = set()
         self.delete_ids: list[str] = []
+        self.changed: set[str] = set()  # the paths written (`deletions`)
         self.new = self.updated = 0
         self.chunks_total = sum(len(state.records) for state in manifest.values())
 
@@ -372,6 +439,7 @@ class FittedStream:
                     len(previous.records) if previous else 0
                 )
                 self.delete_ids.extend(change.to_delete)
+                self.changed.add(change.rel_path)
                 if self._known:
                     self.wanted.update(r.id for r in change.records if r.id in self._known)
                 yield change
@@ -382,23 +450,6 @@ class FittedStream:
             for note in self.checker.preflight().notes:
                 log.warning("collection %r: %s", collection_name, note)
             self.run.keys_dropped += self.checker.dropped
-
-
-def deletions(
-    ids: Iterable[str],
-    gone: Iterable[str],
-    skipped: Iterable[str],
-    manifest: Mapping[str, FileState],
-    wanted: Container[str],
-) -> list[str]:
-    """The record IDs to delete once every write succeeded: `ids` (records the changed files
-    no longer have), then the records of the files gone and of the files newly `skipped`.
-    A document whose identity key moved with it (a rename) keeps its record IDs: what
-    another path still wants (`wanted`) is rewritten, never deleted."""
-    found = list(ids)
-    found += [r.id for p in gone for r in manifest[p].records]
-    found += [r.id for p in skipped if p in manifest for r in manifest[p].records]
-    return [i for i in dict.fromkeys(found) if i not in wanted]
 
 
 def skip_oversized(change: FileChange, why: str, run: Tally, skipped: dict[str, FileState]) -> None:
@@ -437,46 +488,12 @@ def count_uncached(
     return len(hashes - set(cached))
 
 
-def chunks_total(
-    manifest: Mapping[str, FileState],
-    changes: Sequence[FileChange],
-    gone: Iterable[str],
-    skipped: Mapping[str, FileState],
-) -> int:
-    """The source's records once `changes` are written and `gone` and `skipped` removed."""
-    counts = {p: len(s.records) for p, s in manifest.items()}
-    for change in changes:
-        counts[change.rel_path] = len(change.records)
-    for path in (*gone, *skipped):
-        counts[path] = 0
-    return sum(counts.values())
-
-
-def restat(
-    previous: FileState, stat: FileStat, now: int, asset: str, asset_issue: str
-) -> FileState:
-    """The row of a file whose content needs no write: its new stat, checked `now`."""
-    return replace(
-        previous,
-        size=stat.size,
-        mtime_ns=stat.mtime_ns,
-        ctime_ns=stat.ctime_ns,
-        inode=stat.inode,
-        checked_ns=now,
-        asset=asset,
-        asset_issue=asset_issue,
-    )
-
-
 __all__ = [
     "FilePlanner",
     "FittedStream",
     "PlanSettings",
     "ReadFile",
-    "chunks_total",
     "count_uncached",
-    "deletions",
     "preflight",
-    "restat",
     "skip_oversized",
 ]

@@ -383,6 +383,8 @@ def discover(
         target = Path("content-sources.md")
     declared = list(configured_entries(settings)) + list(_declared_in(target))
     known_paths = {str(e.path.resolve()) for e in declared if e.path is not None}
+    if settings.config_file is None:  # run without the config: the one beside the file
+        known_paths |= _roots_beside(target)
     labels = {e.label for e in declared}
     candidates = find_content_roots(folder.resolve(), settings.skip_paths)
     added: list[str] = []
@@ -423,6 +425,27 @@ def discover(
     return DiscoverResult(
         str(target), tuple(str(c.path) for c in candidates), tuple(added), tuple(known)
     )
+
+
+def _roots_beside(target: Path) -> set[str]:
+    """The folders the `chromasync.yaml` beside `target` declares (read leniently: its
+    `sources_file` may be `target`, not written yet), so that `discover` run without the
+    config never appends a root the config declares."""
+    import yaml
+
+    from ..config.resolve import CONFIG_FILE_NAME
+
+    config = target.resolve().parent / CONFIG_FILE_NAME
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) if config.is_file() else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return set()
+    items = data.get("sources") if isinstance(data, dict) else None
+    return {
+        str((config.parent / Path(item["path"]).expanduser()).resolve())
+        for item in (items if isinstance(items, list) else ())
+        if isinstance(item, dict) and isinstance(item.get("path"), str)
+    }
 
 
 def select_known(
