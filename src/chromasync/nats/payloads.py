@@ -21,6 +21,7 @@ Everything here is pure.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
@@ -222,8 +223,8 @@ def search_args(
         ("published_after", request.published_after),
         ("published_before", request.published_before),
     ):
-        if when is not None:  # refused under the name the caller gave it
-            parse_when(when, name)
+        if when is not None:  # refused under the name the caller gave it (an edge: its clock)
+            parse_when(when, name, dt.datetime.now(dt.UTC).date())
     return api.SearchArgs.of(
         request.query,
         mode="hybrid",
