@@ -176,6 +176,36 @@ def _identity_fields(doc: Document, identity: tuple[str, str, str]) -> dict[str,
     }
 
 
+def _beside(doc: Document, ctx: RecordContext, mtime_ns: int) -> dict[str, MetaValue]:
+    """The fields written beside the record hash, never in it: the run's `ingested_at`, the
+    file's `last_modified_mtime` (seconds), with an identity the repository indexer's."""
+    beside: dict[str, MetaValue] = {"ingested_at": ctx.ingested_at} if ctx.ingested_at else {}
+    if mtime_ns:
+        beside["last_modified_mtime"] = mtime_ns / 1e9
+    if ctx.identity is not None:
+        beside.update(_identity_fields(doc, ctx.identity))
+    return beside
+
+
+def _placed(chunk: Chunk, doc: Document, paged: DocumentText | None) -> dict[str, MetaValue]:
+    """A chunk's optional place fields: language, symbol, the document's identity, and for
+    a paged document the pages its lines came from (where each later page starts)."""
+    placed: dict[str, MetaValue] = {}
+    if chunk.language or doc.language:
+        placed["language"] = chunk.language or doc.language or ""
+    if chunk.symbol:
+        placed["symbol"] = chunk.symbol
+    if doc.identity:
+        placed["document_id"] = doc.identity
+    if paged is not None:
+        placed["doc_format"] = doc.doc_format
+        placed["page"] = page_at_line(paged, chunk.start_line)
+        placed["page_end"] = page_at_line(paged, chunk.end_line)
+        if placed["page_end"] != placed["page"]:
+            placed["page_starts"] = page_starts_within(paged, chunk.start_line, chunk.end_line)
+    return placed
+
+
 def build_records(
     doc: Document,
     chunks: Sequence[Chunk],
@@ -190,11 +220,7 @@ def build_records(
     the run's `ingested_at`, the file's `last_modified_mtime` (`mtime_ns`, in seconds),
     and with an identity the repository indexer's fields."""
     key = key or doc.identity or doc.rel_path
-    beside: dict[str, MetaValue] = {"ingested_at": ctx.ingested_at} if ctx.ingested_at else {}
-    if mtime_ns:
-        beside["last_modified_mtime"] = mtime_ns / 1e9
-    if ctx.identity is not None:
-        beside.update(_identity_fields(doc, ctx.identity))
+    beside = _beside(doc, ctx, mtime_ns)
     paged = DocumentText(doc.text, doc.pages, doc.page_starts, ()) if doc.pages else None
     seen: dict[str, int] = {}
     records: list[ChunkRecord] = []
@@ -227,20 +253,7 @@ def build_records(
                 FILE_VERSION_KEY: version,
             }
         )
-        if chunk.language or doc.language:
-            metadata["language"] = chunk.language or doc.language or ""
-        if chunk.symbol:
-            metadata["symbol"] = chunk.symbol
-        if doc.identity:
-            metadata["document_id"] = doc.identity
-        if paged is not None:  # a document: the pages the chunk's lines came from
-            metadata["doc_format"] = doc.doc_format
-            metadata["page"] = page_at_line(paged, chunk.start_line)
-            metadata["page_end"] = page_at_line(paged, chunk.end_line)
-            if metadata["page_end"] != metadata["page"]:  # where each later page starts
-                metadata["page_starts"] = page_starts_within(
-                    paged, chunk.start_line, chunk.end_line
-                )
+        metadata.update(_placed(chunk, doc, paged))
         # outgoing links: metadata only (a changed link is a rewrite, never an embedding);
         # the overlap with the chunk before is left to that chunk
         found = extract_links(

@@ -83,6 +83,18 @@ def _echo(given: str, at: int | None) -> str:
     return f"{given.strip()} ({dt.datetime.fromtimestamp(at, dt.UTC).date().isoformat()})"
 
 
+def _where_json(where_json: str | Mapping[str, Any] | None, option: str) -> Where | None:
+    """A `where_json` as text (parsed) or as an object (checked), normalised; None if empty."""
+    if isinstance(where_json, str) and where_json.strip():
+        return parse_where_json(where_json, option)
+    if isinstance(where_json, Mapping) and where_json:
+        check_where_bounds(where_json)
+        return normalise_where(where_json)
+    if where_json is not None and not isinstance(where_json, str | Mapping):
+        raise ConfigError(f"{option} must be a JSON object")
+    return None
+
+
 def filters_from_options(
     *,
     sources: Sequence[str] = (),
@@ -127,14 +139,7 @@ def filters_from_options(
     for text in where:
         key, value = parse_pair(text, name("where"))
         pairs.append((key, parse_value(value)))
-    parsed_json: Where | None = None
-    if isinstance(where_json, str) and where_json.strip():
-        parsed_json = parse_where_json(where_json, name("where_json"))
-    elif isinstance(where_json, Mapping) and where_json:
-        check_where_bounds(where_json)
-        parsed_json = normalise_where(where_json)
-    elif where_json is not None and not isinstance(where_json, str | Mapping):
-        raise ConfigError(f"{name('where_json')} must be a JSON object")
+    parsed_json = _where_json(where_json, name("where_json"))
     fields = tuple(check_key(f, name("date_fields")) for f in date_fields if f)
     if (after or before) and not fields:
         raise ConfigError(

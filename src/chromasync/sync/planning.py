@@ -1,10 +1,6 @@
-"""Planning a source's file writes: read each file triage found changed, chunk it, and match
-it against the manifest; fit the planned writes to the store's limits.
-
-Nothing here writes: the shell (`ingest`) writes what is planned, and hands in what planning
-reads through: the file reader (`read`), the token meter (opened only when a file is
-chunked), the clock of each file's time budget, the embedding cache (a dry run's count) and
-the store's limits.
+"""Planning a source's file writes: read each file triage found changed, chunk it, match it
+against the manifest, fit the writes to the store's limits. Nothing here writes: the shell
+(`ingest`) hands in the reader, the token meter, the clock, the cache and the limits.
 """
 
 from __future__ import annotations
@@ -48,11 +44,9 @@ ReadFile = Callable[..., ReadOutcome]
 
 @dataclass(frozen=True, slots=True)
 class PlanSettings:
-    """How one run reads and chunks files.
-
-    `tokens`: a chunk's budget; `file_seconds`: a file's time budget, from its read to its
-    last chunk (past it, a `too-slow` skip); `rechunk`: chunk every file read even if its
-    content is unchanged (records of an older chunker)."""
+    """How one run reads and chunks files: `tokens`, a chunk's budget; `file_seconds`, a
+    file's from its read to its last chunk (past it, `too-slow`); `rechunk`: chunk every
+    file read even if unchanged (records of an older chunker)."""
 
     model_id: str
     tokens: int
@@ -140,24 +134,10 @@ class FilePlanner:
         while True:
             for file in pending:
                 self._progress("read", len(read) + 1, total)
-                outcome = self._read(
-                    file,
-                    spec.identity_key,
-                    settings.privacy_keys,
-                    max_bytes=settings.max_file_bytes,
-                    encoding=spec.encoding,
-                )
+                outcome = self._read_one(file)
                 path = file.rel_path
                 read.add(path)
-                # a file read only to complete a sidecar group was counted unchanged (or as
-                # a remembered skip) by triage: it is counted by what its read finds instead
-                if path in unchanged:
-                    run.files_unchanged -= 1
-                elif path in sorted_.remembered_skips:
-                    reason = sorted_.remembered_skips[path]
-                    run.skipped[reason] -= 1
-                    if run.skipped[reason] <= 0:
-                        del run.skipped[reason]
+                self._uncount(path, unchanged)
                 if self._ids is not None and self._ids_wait(outcome):
                     held[path] = outcome
                 elif (
@@ -217,6 +197,23 @@ class FilePlanner:
             )
             if change is not None:
                 yield change
+
+    def _read_one(self, file: FileStat) -> ReadOutcome:
+        spec, limit = self.spec, self.settings.max_file_bytes
+        keys = self.settings.privacy_keys
+        return self._read(file, spec.identity_key, keys, max_bytes=limit, encoding=spec.encoding)
+
+    def _uncount(self, path: str, unchanged: Container[str]) -> None:
+        """A file read only to complete a sidecar group was counted unchanged (or as a
+        remembered skip) by triage: it is counted by what its read finds instead."""
+        run = self.run
+        if path in unchanged:
+            run.files_unchanged -= 1
+        elif path in self.sorted_.remembered_skips:
+            reason = self.sorted_.remembered_skips[path]
+            run.skipped[reason] -= 1
+            if run.skipped[reason] <= 0:
+                del run.skipped[reason]
 
     def _skip(
         self, reason: str, outcome: ReadOutcome, previous: FileState | None, row: tuple[str, str]
