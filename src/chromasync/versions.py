@@ -7,8 +7,9 @@
 #: 2: a heading takes the first piece of a long line after it; 3: each chunk's outgoing links,
 #: and no heading in the context prefix of a chunk that starts with it; 4: a quoted ISO
 #: date in front matter is a date (`<key>_ts`); 5: a Markdown page's first chunk embeds its
-#: front-matter `description` after the heading path (and the keyword index holds it).
-CHUNKING_VERSION = 5
+#: front-matter `description` after the heading path (and the keyword index holds it); 6: CSS,
+#: Kotlin, Lua, SQL, Swift and XML cut by their grammars (they were cut at blank lines).
+CHUNKING_VERSION = 6
 #: The contract of the repository indexer's fields on a record of a source with an identity
 #: (`schema_version`, as the indexer writes its own).
 RECORD_SCHEMA_VERSION = 1

@@ -512,12 +512,22 @@ def test_discover_without_the_config_skips_the_roots_it_declares(tmp_path: Path)
     assert {e.label for e in api.configured_entries(configured)} == {"content", "blog/content"}
 
 
-def test_code_without_a_grammar_is_indexed(tmp_path: Path, settings: Settings) -> None:
-    """`.css .kt .lua .sql .swift .vue .xml` were `unsupported-extension` skips."""
+def test_recognised_code_is_indexed(tmp_path: Path, settings: Settings) -> None:
+    """`.css .kt .lua .sql .swift .vue .xml` were `unsupported-extension` skips; each is
+    indexed, by its grammar's declarations where one is packaged (not Vue, not XML's data)."""
     root = tmp_path / "code"
     root.mkdir()
-    for name in ("a.css", "b.kt", "c.lua", "d.sql", "e.swift", "f.vue", "g.xml"):
-        (root / name).write_text(f"kestrel {name}\n\nsecond paragraph of {name}\n")
+    files = {
+        "a.css": ".kestrel {\n  color: red;\n}\n",
+        "b.kt": "fun kestrel() {\n    println(1)\n}\n",
+        "c.lua": "function kestrel()\n  return 1\nend\n",
+        "d.sql": "CREATE TABLE kestrel (\n  id INT\n);\n",
+        "e.swift": "func kestrel() {\n  print(1)\n}\n",
+        "f.vue": "<template>\n  <p>kestrel</p>\n</template>\n",
+        "g.xml": "<kestrel>\n  <note>1</note>\n</kestrel>\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(text)
     [summary] = api.ingest([api.source_for(root, "code")], settings)
     assert summary.files_new == 7 and summary.files_skipped == {}
     stored = _paths(settings)
@@ -529,6 +539,16 @@ def test_code_without_a_grammar_is_indexed(tmp_path: Path, settings: Settings) -
         "swift",
         "vue",
         "xml",
+    }
+    symbols = {Path(p).name: m.get("symbol") for p, m in stored.items()}
+    assert symbols == {
+        "a.css": ".kestrel",
+        "b.kt": "kestrel",
+        "c.lua": "kestrel",
+        "d.sql": "kestrel",
+        "e.swift": "kestrel",
+        "f.vue": None,
+        "g.xml": "note",
     }
     hits = api.search("kestrel", settings, k=10, mode="keyword")
     assert len({h.path for h in hits}) == 7

@@ -92,6 +92,38 @@ SAMPLES: dict[str, tuple[str, list[tuple[int, int, str | None]]]] = {
     ),
     "a.yaml": ("name: demo\non:\n  push:\n    branches: [main]\n", [(1, 4, None)]),
     "a.toml": ('[project]\nname = "demo"\n\n[tool.ruff]\nline-length = 100\n', [(1, 5, None)]),
+    "a.css": (
+        '@import url("base.css");\n\n/* Cards. */\n.card, .panel > p {\n  color: red;\n}\n\n'
+        "@media (max-width: 600px) {\n  .card { color: blue; }\n}\n",
+        [(1, 1, None), (3, 6, ".card, .panel > p"), (8, 10, "@media (max-width: 600px)")],
+    ),
+    "a.kt": (
+        "package demo\n\nimport kotlin.math.max\n\n// A point.\nclass Point(val x: Int) {\n"
+        "    fun norm(): Int = max(x, 0)\n\n    fun twice(): Point {\n        return Point(x * 2)\n"
+        '    }\n}\n\nfun main() {\n    println("hi")\n}\n',
+        [(1, 3, None), (5, 12, "Point"), (14, 16, "main")],
+    ),
+    "a.lua": (
+        "local M = {}\n\n-- Runs it.\nfunction M.run()\n  return 1\nend\n\n"
+        "local function helper(x)\n  return x\nend\n\nreturn M\n",
+        [(1, 1, None), (3, 6, "M.run"), (8, 10, "helper"), (12, 12, None)],
+    ),
+    "a.sql": (
+        "-- Users.\nCREATE TABLE users (\n  id INT PRIMARY KEY,\n  name TEXT\n);\n\n"
+        "CREATE FUNCTION add(a integer, b integer) RETURNS integer\nAS $$ SELECT a + b $$\n"
+        "LANGUAGE sql;\n\nSELECT id FROM users;\n",
+        [(1, 5, "users"), (7, 9, "add"), (11, 11, None)],
+    ),
+    "a.swift": (
+        "import Foundation\n\n/// A point.\nstruct Point {\n    var x: Int\n"
+        '    func norm() -> Int { return x }\n}\n\nfunc greet() -> String {\n  "hi"\n}\n',
+        [(1, 1, None), (3, 7, "Point"), (9, 11, "greet")],
+    ),
+    "a.xml": (
+        '<?xml version="1.0"?>\n<project>\n  <groupId>demo</groupId>\n  <dependencies>\n'
+        "    <dependency>a</dependency>\n  </dependencies>\n</project>\n",
+        [(1, 7, None)],
+    ),
 }
 
 
@@ -229,6 +261,28 @@ def test_large_class_split_into_methods() -> None:
             + "}\n",
             [f"Big.m{i}" for i in range(8)],
         ),
+        (
+            "big.kt",
+            "class Big {\n"
+            + "\n".join(
+                f"    fun m{i}(v: Int): Int {{\n        val t = v + {i}\n"
+                f"        return t * {i} + {i * 7}\n    }}\n"
+                for i in range(8)
+            )
+            + "}\n",
+            [f"Big.m{i}" for i in range(8)],
+        ),
+        (
+            "big.swift",
+            "struct Big {\n"
+            + "\n".join(
+                f"    func m{i}(v: Int) -> Int {{\n        let t = v + {i}\n"
+                f"        return t * {i} + {i * 7}\n    }}\n"
+                for i in range(8)
+            )
+            + "}\n",
+            [f"Big.m{i}" for i in range(8)],
+        ),
     ],
 )
 def test_large_containers_split_into_members(name: str, text: str, symbols: list[str]) -> None:
@@ -271,10 +325,26 @@ def test_missing_grammar_is_no_failure() -> None:
     assert [c.symbol for c in chunks] == [None]
 
 
-def test_large_json_split_at_keys() -> None:
-    entries = ",\n".join(f'    "package-{i}": "^{i}.0.0"' for i in range(60))
-    text = f'{{\n  "name": "demo",\n  "dependencies": {{\n{entries}\n  }}\n}}\n'
-    doc = document(text, "package.json")
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "package.json",
+            '{\n  "name": "demo",\n  "dependencies": {\n'
+            + ",\n".join(f'    "package-{i}": "^{i}.0.0"' for i in range(60))
+            + "\n  }\n}\n",
+        ),
+        (
+            "pom.xml",
+            '<?xml version="1.0"?>\n<project>\n  <name>demo</name>\n  <dependencies>\n'
+            + "".join(f"    <dependency>package-{i}</dependency>\n" for i in range(60))
+            + "  </dependencies>\n</project>\n",
+        ),
+    ],
+)
+def test_large_data_split_at_keys(name: str, text: str) -> None:
+    """A JSON object's keys, an XML root element's children: split where too large."""
+    doc = document(text, name)
     budget = minilm(100)
     chunks = chunk_document(doc, budget)
     assert_chunks_valid(doc, chunks, budget)
@@ -294,36 +364,18 @@ def test_toml_tables_are_symbols_when_alone() -> None:
     assert {c.symbol for c in chunks[1:]} == {"tool.big"}
 
 
-#: Code the walk skipped as `unsupported-extension` (issue 39): no official grammar of these
-#: is installed, so each is chunked as text, at blank lines, with its `language`.
-UNPARSED = {
-    "site.css": ("css", ".card {\n  color: red;\n}\n", "\n.title {\n  margin: 0;\n}\n"),
-    "Main.kt": ("kotlin", "package demo\n", '\nfun main() {\n    println("hi")\n}\n'),
-    "init.lua": ("lua", "local M = {}\n", "\nfunction M.run()\n  return 1\nend\n"),
-    "schema.sql": ("sql", "CREATE TABLE t (id INT);\n", "\nSELECT id FROM t;\n"),
-    "App.swift": ("swift", "import Foundation\n", '\nfunc greet() -> String {\n  "hi"\n}\n'),
-    "Card.vue": (
-        "vue",
-        "<template>\n  <p>{{ x }}</p>\n</template>\n",
-        "\n<script>\nexport default {}\n</script>\n",
-    ),
-    "pom.xml": ("xml", "<project>\n  <a>1</a>\n", "\n  <b>2</b>\n</project>\n"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(UNPARSED))
-def test_code_without_a_grammar_is_chunked_at_blank_lines(name: str) -> None:
-    """Cut exactly as plain text is (paragraphs at blank lines, packed to the budget)."""
-    language, first, second = UNPARSED[name]
-    assert language not in LANGUAGES  # a grammar installed later: give it a LanguageSpec
-    doc = document(first + second, name)
-    assert (doc.kind, doc.language) == ("code", language)
+def test_vue_is_chunked_at_blank_lines() -> None:
+    """No official grammar of Vue is packaged: cut exactly as plain text is (paragraphs at
+    blank lines, packed to the budget), with its `language` (issue 39)."""
+    text = "<template>\n  <p>{{ x }}</p>\n</template>\n\n<script>\nexport default {}\n</script>\n"
+    doc = document(text, "Card.vue")
+    assert (doc.kind, doc.language) == ("code", "vue") and "vue" not in LANGUAGES
     tiny = minilm(max_tokens=12)  # too small for both paragraphs together
     chunks = chunk_document(doc, tiny)
     assert_chunks_valid(doc, chunks, tiny)
-    as_text = chunk_document(document(first + second, "same.txt"), minilm(max_tokens=12))
+    as_text = chunk_document(document(text, "same.txt"), minilm(max_tokens=12))
     assert len(chunks) >= 2
     assert [(c.start_line, c.end_line, c.text) for c in chunks] == [
         (c.start_line, c.end_line, c.text) for c in as_text
     ]
-    assert all(c.language == language and c.symbol is None for c in chunks)
+    assert all(c.language == "vue" and c.symbol is None for c in chunks)

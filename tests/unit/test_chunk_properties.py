@@ -18,6 +18,7 @@ from chromasync.chunk import Budget, chunk_document
 from chromasync.embed.tokens import default_token_meter
 
 from .chunking import CharMeter, WordMeter, assert_chunks_valid, document, minilm
+from .test_chunk_code import SAMPLES
 
 WORDS = [
     "the",
@@ -148,6 +149,13 @@ def test_code_invariants(text: str, budget: Budget) -> None:
 
 
 @PROPERTY
+@given(st.sampled_from(sorted(SAMPLES)), budgets())
+def test_every_grammar_invariants(name: str, budget: Budget) -> None:
+    """Each language's sample file, cut at budgets small enough to open its declarations."""
+    check(SAMPLES[name][0], name, budget)
+
+
+@PROPERTY
 @given(
     st.text(
         st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
@@ -155,7 +163,7 @@ def test_code_invariants(text: str, budget: Budget) -> None:
         max_size=600,
     ).filter(lambda t: t.strip()),
     budgets(),
-    st.sampled_from(["doc.md", "doc.txt", "doc.js", "doc.toml"]),
+    st.sampled_from(["doc.md", "doc.txt", "doc.js", "doc.toml", "doc.css", "doc.sql", "doc.xml"]),
 )
 def test_arbitrary_text_invariants(text: str, budget: Budget, name: str) -> None:
     if name.endswith(".md") and text.startswith("---"):

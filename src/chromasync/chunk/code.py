@@ -63,8 +63,8 @@ class Item:
 
 def chunk_code(doc: Document, budget: Budget) -> list[Chunk]:
     """Code: one chunk per declaration by the language's tree-sitter grammar (`LANGUAGES`);
-    a language without one (CSS, Kotlin, Lua, SQL, Swift, Vue, XML: no grammar package is
-    installed) or a parse error is packed by paragraphs, at blank lines."""
+    a language without one (Vue: no grammar package is installed) or a parse error is packed
+    by paragraphs, at blank lines."""
     layout = Layout(doc.text, doc.body_start_line, budget)
     drafts: list[Draft] | None = None
     spec = LANGUAGES.get(doc.language or "")

@@ -8,8 +8,10 @@ inside them (decorators, `export`, C++ templates). Everything else at the top le
 (imports, constants, statements) is packed in between, and comments directly above a
 declaration belong to it.
 
-Data formats (JSON, YAML, TOML) are `data`: their top-level entries are packed together,
-and an entry that does not fit is split at its own entries.
+Data formats (JSON, YAML, TOML, XML) are `data`: their top-level entries (an XML root
+element's child elements) are packed together, and an entry that does not fit is split at its
+own entries. A CSS rule set is a declaration named by its selectors, a SQL `CREATE` statement
+one named by what it creates.
 
 Each grammar comes from its official tree-sitter package (`GRAMMARS`: the module and the
 function returning the language), one small wheel per language, all MIT and installed with
@@ -112,9 +114,29 @@ LANGUAGES: dict[str, LanguageSpec] = {
         "class_declaration interface_declaration trait_declaration enum_declaration",
     ),
     "bash": _spec("bash", "function_definition"),
+    "css": _spec("css", "rule_set media_statement supports_statement keyframes_statement at_rule"),
+    "kotlin": _spec(
+        "kotlin",
+        "class_declaration object_declaration companion_object function_declaration type_alias",
+        "class_declaration object_declaration companion_object",
+    ),
+    "lua": _spec("lua", "function_declaration"),
+    "sql": _spec(
+        "sql",
+        "create_table create_view create_materialized_view create_function create_procedure "
+        "create_index create_type create_trigger create_schema create_sequence",
+        wrappers="statement",
+    ),
+    "swift": _spec(
+        "swift",
+        "class_declaration protocol_declaration function_declaration init_declaration "
+        "typealias_declaration",
+        "class_declaration protocol_declaration",
+    ),
     "json": _spec("json", "pair", "pair", data=True),
     "yaml": _spec("yaml", "block_mapping_pair", "block_mapping_pair", data=True),
     "toml": _spec("toml", "table table_array_element pair", "table table_array_element", data=True),
+    "xml": _spec("xml", "element", "element", data=True),
 }
 #: grammar -> (module of its official package, the function returning its language).
 GRAMMARS: dict[str, tuple[str, str]] = {
@@ -131,11 +153,19 @@ GRAMMARS: dict[str, tuple[str, str]] = {
     "ruby": ("tree_sitter_ruby", "language"),
     "php": ("tree_sitter_php", "language_php"),  # PHP with its HTML text, as files are
     "bash": ("tree_sitter_bash", "language"),
+    "css": ("tree_sitter_css", "language"),
+    "kotlin": ("tree_sitter_kotlin", "language"),
+    "lua": ("tree_sitter_lua", "language"),
+    "sql": ("tree_sitter_sql", "language"),
+    "swift": ("tree_sitter_swift", "language"),
     "json": ("tree_sitter_json", "language"),
     "yaml": ("tree_sitter_yaml", "language"),
     "toml": ("tree_sitter_toml", "language"),
+    "xml": ("tree_sitter_xml", "language_xml"),
 }
-COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
+COMMENTS = frozenset(
+    {"comment", "line_comment", "block_comment", "multiline_comment", "marginalia", "Comment"}
+)
 #: JavaScript `const f = () => ...` is a declaration only when the value is a function/class.
 _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function", "class"}
@@ -181,8 +211,12 @@ def declaration_name(node: Node, spec: LanguageSpec, source: bytes) -> str | Non
             if child.type in ("type_spec", "type_alias"):
                 return _field_text(child, "name", source)
         return None
-    if kind == "impl_item":
+    if kind == "impl_item" or (kind == "type_alias" and spec.grammar == "kotlin"):
         return _field_text(inner, "type", source)
+    if kind == "init_declaration":
+        return "init"
+    if spec.grammar in ("css", "sql", "xml"):
+        return _head(inner, spec.grammar, source)
     if kind in ("function_definition", "type_definition") and spec.grammar in ("c", "cpp"):
         return _declarator_name(inner, source)
     if kind == "pair" and spec.grammar == "json":
@@ -206,6 +240,8 @@ def members(node: Node, spec: LanguageSpec) -> list[Node]:
         skip = {inner.child_by_field_name("name"), inner.child_by_field_name("condition")}
         return [c for c in inner.named_children if c not in skip]
     if spec.data:
+        if inner.type == "element":
+            return _elements(inner)
         if inner.type in ("table", "table_array_element"):
             return [c for c in inner.named_children if c.type == "pair"]
         value = inner.child_by_field_name("value")
@@ -225,6 +261,9 @@ def top_level(root: Node, spec: LanguageSpec) -> list[Node]:
     """The nodes to chunk at the top of a file (a data file's root value's entries)."""
     if not spec.data:
         return list(root.named_children)
+    if spec.grammar == "xml":
+        element = root.child_by_field_name("root")
+        return _elements(element) if element is not None else []
     node = root
     while node.named_children and node.type in ("document", "stream", "block_node"):
         if node.type == "document" and spec.grammar == "toml":
@@ -234,6 +273,27 @@ def top_level(root: Node, spec: LanguageSpec) -> list[Node]:
             break
         node = documents[0]
     return list(node.named_children) if node is not root or spec.grammar == "toml" else []
+
+
+def _head(node: Node, grammar: str, source: bytes) -> str | None:
+    """A CSS rule's selectors or at-rule prelude, the object a SQL `CREATE` makes, an XML
+    element's tag."""
+    if grammar == "css":
+        block = next((c for c in node.named_children if c.type.endswith(("block", "list"))), None)
+        end = block.start_byte if block is not None else node.end_byte
+        return _one_line(source[node.start_byte : end].decode("utf-8", "replace")) or None
+    if grammar == "xml":
+        tag = node.named_children[0] if node.named_children else None  # STag, EmptyElemTag
+        names = [c for c in tag.named_children if c.type == "Name"] if tag is not None else []
+        return text_of(names[0], source) if names else None
+    refs = [c for c in node.named_children if c.type in ("object_reference", "identifier")]
+    return _one_line(text_of(refs[0], source)) if refs else None
+
+
+def _elements(element: Node) -> list[Node]:
+    """An XML element's child elements."""
+    content = [c for c in element.named_children if c.type == "content"]
+    return [c for c in content[0].named_children if c.type == "element"] if content else []
 
 
 def _field_text(node: Node, field: str, source: bytes) -> str | None:

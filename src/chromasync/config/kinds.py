@@ -45,15 +45,15 @@ CODE_LANGUAGES = {
     ".yaml": "yaml",
     ".yml": "yaml",
     ".toml": "toml",
-    # no official tree-sitter grammar is installed for these: chunked as text, at blank
-    # lines (`chunk.code`: a language without a `LanguageSpec`), with `language` set
     ".css": "css",
     ".kt": "kotlin",
     ".lua": "lua",
     ".sql": "sql",
     ".swift": "swift",
-    ".vue": "vue",
     ".xml": "xml",
+    # no official tree-sitter grammar is packaged for Vue: chunked as text, at blank lines
+    # (`chunk.code`: a language without a `LanguageSpec`), with `language` set
+    ".vue": "vue",
 }
 #: Extensionless files read as text (compared case-blind: `Readme`, `LICENSE`, `copying`).
 TEXT_FILE_NAMES = frozenset(
