@@ -514,7 +514,7 @@ def test_discover_without_the_config_skips_the_roots_it_declares(tmp_path: Path)
 
 def test_recognised_code_is_indexed(tmp_path: Path, settings: Settings) -> None:
     """`.css .kt .lua .sql .swift .vue .xml` were `unsupported-extension` skips; each is
-    indexed, by its grammar's declarations where one is packaged (not Vue, not XML's data)."""
+    indexed, by its grammar's declarations where one is installed (not Vue, not SQL)."""
     root = tmp_path / "code"
     root.mkdir()
     files = {
@@ -545,7 +545,7 @@ def test_recognised_code_is_indexed(tmp_path: Path, settings: Settings) -> None:
         "a.css": ".kestrel",
         "b.kt": "kestrel",
         "c.lua": "kestrel",
-        "d.sql": "kestrel",
+        "d.sql": None,
         "e.swift": "kestrel",
         "f.vue": None,
         "g.xml": "note",

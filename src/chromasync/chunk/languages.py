@@ -121,12 +121,6 @@ LANGUAGES: dict[str, LanguageSpec] = {
         "class_declaration object_declaration companion_object",
     ),
     "lua": _spec("lua", "function_declaration"),
-    "sql": _spec(
-        "sql",
-        "create_table create_view create_materialized_view create_function create_procedure "
-        "create_index create_type create_trigger create_schema create_sequence",
-        wrappers="statement",
-    ),
     "swift": _spec(
         "swift",
         "class_declaration protocol_declaration function_declaration init_declaration "
@@ -156,7 +150,6 @@ GRAMMARS: dict[str, tuple[str, str]] = {
     "css": ("tree_sitter_css", "language"),
     "kotlin": ("tree_sitter_kotlin", "language"),
     "lua": ("tree_sitter_lua", "language"),
-    "sql": ("tree_sitter_sql", "language"),
     "swift": ("tree_sitter_swift", "language"),
     "json": ("tree_sitter_json", "language"),
     "yaml": ("tree_sitter_yaml", "language"),
@@ -215,7 +208,7 @@ def declaration_name(node: Node, spec: LanguageSpec, source: bytes) -> str | Non
         return _field_text(inner, "type", source)
     if kind == "init_declaration":
         return "init"
-    if spec.grammar in ("css", "sql", "xml"):
+    if spec.grammar in ("css", "xml"):
         return _head(inner, spec.grammar, source)
     if kind in ("function_definition", "type_definition") and spec.grammar in ("c", "cpp"):
         return _declarator_name(inner, source)
@@ -276,8 +269,7 @@ def top_level(root: Node, spec: LanguageSpec) -> list[Node]:
 
 
 def _head(node: Node, grammar: str, source: bytes) -> str | None:
-    """A CSS rule's selectors or at-rule prelude, the object a SQL `CREATE` makes, an XML
-    element's tag."""
+    """A CSS rule's selectors or at-rule prelude, an XML element's tag."""
     if grammar == "css":
         block = next((c for c in node.named_children if c.type.endswith(("block", "list"))), None)
         end = block.start_byte if block is not None else node.end_byte
@@ -286,8 +278,7 @@ def _head(node: Node, grammar: str, source: bytes) -> str | None:
         tag = node.named_children[0] if node.named_children else None  # STag, EmptyElemTag
         names = [c for c in tag.named_children if c.type == "Name"] if tag is not None else []
         return text_of(names[0], source) if names else None
-    refs = [c for c in node.named_children if c.type in ("object_reference", "identifier")]
-    return _one_line(text_of(refs[0], source)) if refs else None
+    return None
 
 
 def _elements(element: Node) -> list[Node]:

@@ -48,11 +48,12 @@ CODE_LANGUAGES = {
     ".css": "css",
     ".kt": "kotlin",
     ".lua": "lua",
-    ".sql": "sql",
     ".swift": "swift",
     ".xml": "xml",
-    # no official tree-sitter grammar is packaged for Vue: chunked as text, at blank lines
-    # (`chunk.code`: a language without a `LanguageSpec`), with `language` set
+    # chunked as text, at blank lines (`chunk.code`: a language without a `LanguageSpec`),
+    # with `language` set: Vue has no packaged official grammar; SQL's (tree-sitter-sql,
+    # 13 MiB) would take the plain install over 600 MB
+    ".sql": "sql",
     ".vue": "vue",
 }
 #: Extensionless files read as text (compared case-blind: `Readme`, `LICENSE`, `copying`).
