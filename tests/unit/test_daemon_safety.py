@@ -18,8 +18,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from chromasync import fastsearch
-from chromasync.datadir import DAEMON_LOG, DAEMON_LOG_OLD, READER_MARK, STATE_FILE
+from chromasync.datadir import DAEMON_LOG, DAEMON_LOG_OLD, READER_MARK
 from chromasync.owner import daemon as daemons
 from chromasync.owner import dial
 from chromasync.owner.locate import private_folder, socket_folder, socket_path
@@ -125,30 +124,10 @@ def fake_popen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]
     yield FakePopen.calls
 
 
-def test_the_console_clients_daemon_gets_no_secret_in_its_argv(
-    tmp_path: Path, fake_popen: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
-) -> None:
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
-    (data_dir / STATE_FILE).write_bytes(b"")
-    (data_dir / "lock").write_bytes(b"")
-    argv = ["search", "q", "--chroma-token", "s3cret-t0ken", "--embed-option", "api_key=k3y"]
-    env = {"CHROMASYNC_DATA_DIR": str(data_dir), "CHROMASYNC_NO_FASTPATH": "1"}
-    assert fastsearch.daemon_search(argv, env) is None  # it died: the CLI runs the search
-    assert len(fake_popen) == 1
-    call = fake_popen[0]
-    shown = " ".join(call["argv"])
-    assert "s3cret-t0ken" not in shown and "k3y" not in shown
-    payload = json.loads(call["popen"].written)
-    assert "--chroma-token=s3cret-t0ken" in payload["argv"]
-    assert payload["keys"] == [fastsearch.daemon_recorder_key(argv, env)]
-    assert "starting the search daemon" in capsys.readouterr().err
-
-
 def test_the_full_clis_daemon_gets_its_flags_on_stdin(
     tmp_path: Path, fake_popen: list[dict[str, Any]]
 ) -> None:
-    dial.spawn(str(tmp_path), {"flags": {"chroma_token": "s3cret"}})
+    dial.spawn(str(tmp_path), {"chroma_token": "s3cret"})
     assert "s3cret" not in " ".join(fake_popen[0]["argv"])
     assert json.loads(fake_popen[0]["popen"].written) == {"flags": {"chroma_token": "s3cret"}}
 
@@ -296,5 +275,5 @@ def test_where_nothing_tells_a_frozen_daemon_the_deadline_ends_the_wait(
     found = dial.daemon_socket(str(data_dir))
     assert found is not None  # not told: talked to
     began = time.monotonic()
-    assert dial.get(found, "/search", [("q", "kites")], "key", None, timeout=0.5) is None
+    assert dial.post(found, "/daemon/run", {"argv": ["search", "kites"]}, None, 0.5) is None
     assert time.monotonic() - began < 2.0

@@ -276,11 +276,6 @@ class OwnerClient:
             raise StoreError(f"{self.owner.describe()}: a malformed answer stream: {exc}") from exc
         return None
 
-    def register(self, key: str, settings_key: str) -> None:
-        """Let the console script's daemon client send `key` (the search daemon checks that
-        `settings_key` is its own; `owner.daemon`)."""
-        self._call("POST", "/daemon/keys", json={"key": key, "settings": settings_key})
-
     def _operation(
         self, operation: str, kind: type[T], query: object = None, deadline_s: float | None = None
     ) -> T:
