@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
@@ -188,6 +189,38 @@ def test_summarize_with_a_chat_model_calls_it_while_a_daemon_runs(
         assert report["model_calls"] >= 1 and server.requests
         assert any(g["summary"] == "A summary from the model." for g in report["groups"])
     assert _daemon_pid(env) == pid  # the daemon was left alone
+
+
+def _on_a_terminal(env: dict[str, str], args: list[str]) -> tuple[dict[str, object], bytes]:
+    """`_probe` with stdout on a pseudo-terminal: (report, the bytes it drew)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "90"}
+    full |= {"TERM": "xterm-256color"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=full,
+    )
+    os.close(slave)
+    drawn = b""
+    with contextlib.suppress(OSError):  # EIO once the process has closed it
+        while chunk := os.read(master, 1 << 16):
+            drawn += chunk
+    os.close(master)
+    _out, err = proc.communicate(timeout=120)
+    return json.loads(err.decode().strip().splitlines()[-1]), drawn
+
+
+def test_a_terminal_gets_the_clis_own_colours_and_width_through_the_daemon(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    _search(env, "grinder")  # starts it
+    report, drawn = _on_a_terminal(env, ["search", "calibrate the grinder"])
+    assert report["code"] == 0  # the daemon drew it, for this terminal
+    alone_report, alone = _on_a_terminal(env, ["search", "calibrate the grinder", "--no-daemon"])
+    assert alone_report["code"] == "cli 0"
+    assert b"\x1b[" in drawn and drawn == alone
 
 
 def test_a_command_line_of_other_settings_goes_to_the_cli_which_replaces_the_daemon(

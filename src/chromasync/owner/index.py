@@ -241,7 +241,7 @@ def open_index(
     """
     hosted = HOSTED.get()
     if hosted is not None:
-        if not daemon or daemons.settings_key(settings) != hosted.key:
+        if writes or not daemon or daemons.settings_key(settings) != hosted.key:
             raise NotMine(settings.data_dir)
         hosted.used = True
         yield hosted.index
