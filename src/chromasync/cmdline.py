@@ -67,7 +67,7 @@ def _values(*names: str) -> list[Option]:
 
 
 #: Settings options of both commands (which store, model and config).
-_SETTINGS = (
+SETTINGS = (
     *("--data-dir", "--provider", "--model", "--embedding-url", "--chroma-url", "--tenant"),
     *("--database", "--config", "--sources-file"),
 )
@@ -77,7 +77,7 @@ _SETTINGS = (
 #: --limit, --chroma-token, --embed-option...) goes to the CLI.
 INGEST: dict[str, Option] = _table(
     [
-        *_values(*_SETTINGS, "--collection", "--kind", "--include", "--exclude"),
+        *_values(*SETTINGS, "--collection", "--kind", "--include", "--exclude"),
         # the repository indexer's flags (issue 29): settings of the walk and writes
         *_values("--include-extension", "--exclude-extension", "--encoding", "--chunk-size"),
         *_values("--batch-size", "--retry-attempts", "--identity", "--commit-sha"),
@@ -108,7 +108,7 @@ def _search() -> dict[str, Option]:
 
     return _table(
         [
-            *_values(*_SETTINGS),
+            *_values(*SETTINGS),
             Option(("--allow-root-slash",), False),
             *(Option((f,), value) for f, opt, value in cli_flags() if opt.name in _KEYWORD),
             Option(("--json",), False),
@@ -231,6 +231,7 @@ __all__ = [
     "DAEMON_OFF_ENV",
     "INGEST",
     "OFF_ENV",
+    "SETTINGS",
     "Line",
     "Option",
     "line_key",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .cmdline import OFF_ENV, Line, parse
+from .cmdline import OFF_ENV, SETTINGS, Line, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,13 +116,23 @@ _SENT = frozenset(
     {"HOME", "CHROMA_API_KEY", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "COLUMNS"}
     | {"LINES", "TTY_COMPATIBLE", "TTY_INTERACTIVE"}
 )
+#: `search`'s settings options: a command line with one of them (but `--data-dir` or
+#: `--config`, passed on as `daemon run`'s flags) starts no daemon here, the CLI does
+#: (`tests/unit/test_cmdline.py` checks the list against click's `search`).
+EARLY = {"--data-dir": "data_dir", "--config": "config_path"}
+LATE = frozenset(SETTINGS) - set(EARLY) | {
+    "--embed-option",
+    "--chroma-token",
+    "--allow-root-slash",
+    "--rerank",
+}
 
 
 def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     """Answer a `search` through the data dir's warm daemon, which runs the command line
     itself: the exit code, or None for the CLI (no daemon, `--no-daemon`, not the daemon's
     settings, anything but a clean answer: the CLI does all of those)."""
-    from .owner.dial import daemon_off, daemon_socket, post
+    from .owner.dial import daemon_off, daemon_socket, nobody_owns, post, start_daemon
 
     if argv[:1] != ["search"] or "--no-daemon" in argv or daemon_off(environ):
         return None
@@ -134,9 +144,15 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
 
     named = _named(argv)
     data_dir = guess_from(named, environ, cwd, config_bytes(named, environ, cwd))
-    socket_path = None if data_dir is None else daemon_socket(data_dir)
+    if data_dir is None:
+        return None
+    socket_path = daemon_socket(data_dir)
+    if socket_path is None and nobody_owns(data_dir) and _starts_here(argv):
+        # the first search starts it before click loads; of other settings, it says "not
+        # mine" below and the CLI replaces it (`owner.daemon.ensure`)
+        socket_path = start_daemon(data_dir, {EARLY[k]: v for k, v in named.items()})
     if socket_path is None:
-        return None  # the CLI starts one (`owner.daemon.ensure`)
+        return None
     env = {k: v for k, v in environ.items() if k.startswith("CHROMASYNC_") or k in _SENT}
     for fd in (0, 1, 2):  # rich's own order: the first terminal's width, unless COLUMNS
         if "COLUMNS" in env:
@@ -162,6 +178,16 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     sys.stdout.write(out)
     sys.stdout.flush()
     return 0
+
+
+def _starts_here(argv: Sequence[str]) -> bool:
+    """No settings option but `EARLY`'s before `--` (the CLI starts the daemon of those)."""
+    for arg in argv:
+        if arg == "--":
+            break
+        if arg.partition("=")[0] in LATE:
+            return False
+    return True
 
 
 def _named(argv: Sequence[str]) -> dict[str, str]:

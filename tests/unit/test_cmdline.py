@@ -118,3 +118,18 @@ def test_one_key_scheme_no_secret_in_it() -> None:
     assert line_key("search", ("a",), env, "/w", b"version: 1\n") != key  # by purpose
     assert line_key("daemon", ("a",), env, "/w", b"version: 2\n") != key  # by config
     assert line_key("daemon", ("a",), env, "/w", None) != key
+
+
+def test_the_daemon_client_knows_every_settings_option_of_search() -> None:
+    """The stdlib client starts the daemon itself only for a command line whose settings
+    options are `EARLY`'s (passed on as `daemon run`'s flags, by click's names); any other
+    settings option of click's `search` is in `LATE` (the CLI starts the daemon of those)."""
+    from chromasync.cli.common import _FILE_FLAGS, SETTING_FLAGS
+    from chromasync.fastsearch import EARLY, LATE
+
+    run = _click_options(cli.commands["daemon"].commands["run"])  # type: ignore[attr-defined]
+    for spelling, option in _click_options(cli.commands["search"]).items():
+        if option.name in SETTING_FLAGS | _FILE_FLAGS and option.name != "collection":
+            assert spelling in LATE | set(EARLY), spelling
+    for spelling, name in EARLY.items():
+        assert run[spelling].name == name, spelling

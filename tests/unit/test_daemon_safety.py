@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from chromasync.datadir import DAEMON_LOG, DAEMON_LOG_OLD, READER_MARK
+from chromasync import fastsearch
+from chromasync.datadir import DAEMON_LOG, DAEMON_LOG_OLD, READER_MARK, STATE_FILE
 from chromasync.owner import daemon as daemons
 from chromasync.owner import dial
 from chromasync.owner.locate import private_folder, socket_folder, socket_path
@@ -122,6 +123,27 @@ def fake_popen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]
     FakePopen.calls = []
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
     yield FakePopen.calls
+
+
+def test_the_console_clients_daemon_gets_no_secret_in_its_argv(
+    tmp_path: Path, fake_popen: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stdlib client starts the daemon for a command line of `--data-dir`/`--config`
+    only (its flags on stdin, the environment inherited); one with any other settings
+    option (`--chroma-token`...) it leaves to the CLI, which starts the daemon of those."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / STATE_FILE).write_bytes(b"")
+    (data_dir / "lock").write_bytes(b"")
+    env = {"CHROMASYNC_CHROMA_TOKEN": "s3cret-t0ken", "CHROMASYNC_NO_FASTPATH": "1"}
+    secret = ["search", "q", "--data-dir", str(data_dir), "--chroma-token", "s3cret-t0ken"]
+    assert fastsearch.daemon_search(secret, env) is None and not fake_popen
+    argv = ["search", "q", "--data-dir", str(data_dir)]
+    assert fastsearch.daemon_search(argv, env) is None  # it died: the CLI runs the search
+    [call] = fake_popen
+    assert "s3cret-t0ken" not in " ".join(call["argv"])
+    assert json.loads(call["popen"].written) == {"flags": {"data_dir": str(data_dir)}}
+    assert "starting the search daemon" in capsys.readouterr().err
 
 
 def test_the_full_clis_daemon_gets_its_flags_on_stdin(

@@ -47,6 +47,7 @@ from ..state.lock import READER_LEAVES_IN
 from .dial import (
     OFF_ENV,
     ROLE,
+    START_TIMEOUT,
     daemon_off,
     daemon_pid,
     frozen,
@@ -60,8 +61,6 @@ from .locate import OwnerInfo, find_owner
 IDLE_ENV = "CHROMASYNC_DAEMON_IDLE"
 IDLE_TIMEOUT = 600.0
 LOG_FILE = DAEMON_LOG
-#: How long a command waits for the daemon it started to listen (then it searches itself).
-START_TIMEOUT = 30.0
 
 
 def idle_timeout(environ: Mapping[str, str]) -> float:

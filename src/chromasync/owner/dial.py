@@ -12,7 +12,7 @@ is one of each, here:
   otherwise the token and the query would go to whoever did);
 * start: `spawn` (`chromasync daemon run --from-stdin`: the command's settings flags on its
   stdin, so a `--chroma-token` never shows in `ps`; its log `daemon.log` appended, rotated
-  at `LOG_LIMIT`);
+  at `LOG_LIMIT`), `nobody_owns`, and `start_daemon`, which waits until it listens;
 * ask: `make_way` (a writer needs the lock: a frozen daemon is killed, it held no work; a
   live one is asked through the lock, `state.lock.ask_reader_to_leave`), `post` (one JSON
   POST over the socket, with a connect and a reply deadline).
@@ -27,6 +27,7 @@ from ..datadir import (
     DAEMON_LOG_OLD,
     LOCK_FILE,
     READER_MARK,
+    STATE_FILE,
     make_private_dir,
     open_private,
     read_owner_file,
@@ -51,6 +52,8 @@ MAX_REPLY = 64 * 1024 * 1024
 #: in its own process).
 CONNECT_TIMEOUT = 2.0
 REPLY_TIMEOUT = 30.0
+#: How long a command waits for the daemon it started to listen (then it searches itself).
+START_TIMEOUT = 30.0
 #: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
 LOG_LIMIT = 1024 * 1024
 
@@ -58,6 +61,25 @@ LOG_LIMIT = 1024 * 1024
 def daemon_off(environ: Mapping[str, str]) -> bool:
     """`CHROMASYNC_NO_DAEMON` is set to anything but "", "0", "false" or "no"."""
     return environ.get(OFF_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def nobody_owns(data_dir: str) -> bool:
+    """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
+    import fcntl
+
+    if not os.path.exists(os.path.join(data_dir, STATE_FILE)):
+        return False  # nothing indexed here (or a server store): the CLI decides
+    try:
+        fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def listening(path: str, timeout: float = CONNECT_TIMEOUT) -> bool:
@@ -227,6 +249,32 @@ def spawn(data_dir: str, flags: Mapping[str, object]) -> subprocess.Popen[bytes]
     except OSError:
         pass  # it died at once: its log says why
     return process
+
+
+def start_daemon(
+    data_dir: str, flags: Mapping[str, object], timeout: float = START_TIMEOUT
+) -> str | None:
+    """Start the daemon (`spawn`), saying so on stderr, and wait until it listens: its
+    socket, or None (the CLI then runs the command, and says what kept it from starting)."""
+    import sys
+    import time
+
+    sys.stderr.write(DAEMON_NOTICE + "\n")
+    sys.stderr.flush()
+    try:
+        process = spawn(data_dir, flags)
+    except OSError:
+        return None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = daemon_socket(data_dir)
+        if found is not None and listening(found):
+            return found
+        if process.poll() is not None:  # it could not start, or another one won the lock
+            break
+        time.sleep(0.02)
+    found = daemon_socket(data_dir)
+    return found if found is not None and listening(found) else None
 
 
 def post(
