@@ -1,28 +1,24 @@
-"""The console script's front door: command lines read without click, and their one key.
+"""The console script's fast paths' command line, read without click, and their one key.
 
-The console script answers some command lines before it imports click (`fastpath`): an
-unchanged re-run of `ingest`, a `search --mode keyword` from its SQLite snapshot, and any
-other `search` through the warm daemon's socket (`fastsearch`). All three read the command
-line here, with one parser and one table per command (`INGEST`, `SEARCH`), and name what
-their answer depends on with one key scheme (`line_key`):
+The console script answers two command lines from a snapshot before it imports click
+(`fastpath`): an unchanged re-run of `ingest`, and a `search --mode keyword`
+(`fastsearch`). Both read the command line here, with one parser and one table per command
+(`INGEST`, `SEARCH`), and name what their answer depends on with one key (`line_key`):
 
-* A table lists the options a fast path may take, each with its spellings, whether it takes
-  a value, and its part: `settings` (which store, model and config: the daemon's key),
-  `request` (a search parameter, by its name on the daemon's `/search`: made from
-  `retrieve.options`, the one declaration of every search option) or `output`. Any
-  option not in the table (`--help`, `--rerank`, `--dry-run`...), a flag given a value or a
-  value missing sends the command line to the CLI, which says what is wrong.
-  `tests/unit/test_cmdline.py` walks click's commands and fails when a table disagrees with
-  click (a spelling click lacks, a flag click reads as taking a value, or the other way).
+* A table lists the options a snapshot's answer holds for, each with its spellings and
+  whether it takes a value. Any other option (`--help`, `--rerank`, `--dry-run`...), a flag
+  given a value or a value missing sends the command line to the CLI, which says what is
+  wrong. `tests/unit/test_cmdline.py` walks click's commands and fails when a table
+  disagrees with click.
 * The key is a digest of the purpose, this code (version, chunking version, location), the
-  command line's material (its whole argv, or with the query left out, or its settings
-  options), the folder, the `CHROMASYNC_*` environment and `HOME` (secrets only as their
-  digest; the two switches `CHROMASYNC_NO_FASTPATH` and `CHROMASYNC_NO_DAEMON` left out),
-  and the bytes of the config file the command line reads, so an edited `chromasync.yaml`
-  makes another key: a snapshot or a daemon of the old file is not used for the new one.
+  command line (its whole argv, or with the query left out), the folder, the `CHROMASYNC_*`
+  environment and `HOME` (secrets only as their digest; the switches
+  `CHROMASYNC_NO_FASTPATH` and `CHROMASYNC_NO_DAEMON` left out), and the bytes of the config
+  file the command line reads, so an edited `chromasync.yaml` makes another key.
 
-Standard library only (the built-in hash, `marshal`), the base's `datadir` and
-`retrieve.options` (which imports nothing).
+(A `search` through the warm daemon needs none of this: the daemon reads the command line
+with click itself, `cli.daemon.run_line`.) Standard library only (the built-in hash,
+`marshal`), the base's `datadir` and `retrieve.options` (which imports nothing).
 """
 
 from __future__ import annotations
@@ -51,85 +47,50 @@ DAEMON_OFF_ENV = "CHROMASYNC_NO_DAEMON"
 _SWITCHES = frozenset({OFF_ENV, DAEMON_OFF_ENV})
 _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
-SETTINGS = "settings"
-REQUEST = "request"
-OUTPUT = "output"
-
 
 class Option:
-    """One option a fast path takes: its spellings, whether it takes a value, its part, and
-    for a search request the daemon's parameter (a flag: the parameter and its value)."""
+    """One option a fast path takes: its spellings, and whether it takes a value."""
 
-    __slots__ = ("keyword", "param", "part", "spellings", "value")
+    __slots__ = ("spellings", "value")
 
-    def __init__(
-        self,
-        spellings: tuple[str, ...],
-        value: bool,
-        part: str,
-        param: str | tuple[str, str] | None = None,
-        keyword: bool = True,
-    ) -> None:
+    def __init__(self, spellings: tuple[str, ...], value: bool) -> None:
         self.spellings = spellings
         self.value = value
-        self.part = part
-        self.param = param
-        #: `search`: the keyword fast path's snapshot may answer a command line with it
-        self.keyword = keyword
 
 
 def _table(options: Iterable[Option]) -> dict[str, Option]:
     return {spelling: option for option in options for spelling in option.spellings}
 
 
-def _settings(value: bool, *spellings: str, keyword: bool = True) -> Option:
-    return Option(spellings, value, SETTINGS, keyword=keyword)
+def _values(*names: str) -> list[Option]:
+    return [Option((name,), True) for name in names]
 
+
+#: Settings options of both commands (which store, model and config).
+SETTINGS = (
+    *("--data-dir", "--provider", "--model", "--embedding-url", "--chroma-url", "--tenant"),
+    *("--database", "--config", "--sources-file"),
+)
 
 #: `ingest` options with which a re-run of the same command line over the same tree is a
 #: no-op (settings and output only). Anything else (--dry-run, --checksum, --reembed,
 #: --limit, --chroma-token, --embed-option...) goes to the CLI.
 INGEST: dict[str, Option] = _table(
     [
-        *(
-            _settings(True, name)
-            for name in (
-                "--data-dir",
-                "--collection",
-                "--provider",
-                "--model",
-                "--kind",
-                "--include",
-                "--exclude",
-                "--config",
-                "--sources-file",
-                "--embedding-url",
-                "--chroma-url",
-                "--tenant",
-                "--database",
-                # the repository indexer's flags (issue 29): settings of the walk and writes
-                "--include-extension",
-                "--exclude-extension",
-                "--encoding",
-                "--chunk-size",
-                "--batch-size",
-                "--retry-attempts",
-                "--identity",
-                "--commit-sha",
-            )
-        ),
-        _settings(True, "--source", "-s"),
-        _settings(False, "--no-gitignore"),
-        _settings(False, "--allow-root-slash"),
-        _settings(False, "--once"),  # the default mode, named for cron lines
-        Option(("--json",), False, OUTPUT),
-        Option(("--quiet", "-q"), False, OUTPUT),
+        *_values(*SETTINGS, "--collection", "--kind", "--include", "--exclude"),
+        # the repository indexer's flags (issue 29): settings of the walk and writes
+        *_values("--include-extension", "--exclude-extension", "--encoding", "--chunk-size"),
+        *_values("--batch-size", "--retry-attempts", "--identity", "--commit-sha"),
+        Option(("--source", "-s"), True),
+        *(Option((flag,), False) for flag in ("--no-gitignore", "--allow-root-slash", "--once")),
+        Option(("--json",), False),
+        Option(("--quiet", "-q"), False),
     ]
 )
 
 
-#: Search options the keyword fast path's snapshot answers (by `retrieve.options` name: what
-#: `retrieve.quick` records); any other, and any option added later, the daemon or the CLI.
+#: Search options the keyword snapshot answers for (by `retrieve.options` name: what
+#: `retrieve.quick` records); any other, and any option added later, goes to the CLI.
 _KEYWORD = frozenset(
     {
         *("all_collections", "mode", "k", "sources", "where", "where_json", "tags"),
@@ -139,52 +100,19 @@ _KEYWORD = frozenset(
 )
 
 
-def _requests() -> list[Option]:
-    """The request's options, each CLI flag of `retrieve.options.OPTIONS` (the one
-    declaration of every search option): a value's flag sends its text under the option's
-    query parameter; a true/false option's flag sends "true", its negative "false"."""
+def _search() -> dict[str, Option]:
+    """`search` options the keyword snapshot answers for: the settings, the request's
+    (`retrieve.options.cli_flags`, the one declaration of every search option) that
+    `_KEYWORD` names, and the output's."""
     from .retrieve.options import cli_flags  # the ingest fast path never loads it
 
-    out = []
-    for flag, declared, takes_value in cli_flags():
-        keyword = declared.name in _KEYWORD
-        if takes_value:
-            out.append(Option((flag,), True, REQUEST, declared.param, keyword))
-        else:
-            value = "false" if flag == declared.negative else "true"
-            out.append(Option((flag,), False, REQUEST, (declared.param, value), keyword))
-    return out
-
-
-def _search() -> dict[str, Option]:
-    """`search` options the daemon's client sends (settings: in its key and the daemon's own
-    command line; request: as `/search` parameters, from `retrieve.options`; output: how the
-    answer is drawn); those with `keyword` the keyword fast path's snapshot covers too."""
     return _table(
         [
-            *(
-                _settings(True, name)
-                for name in (
-                    "--data-dir",
-                    "--provider",
-                    "--model",
-                    "--embedding-url",
-                    "--chroma-url",
-                    "--tenant",
-                    "--database",
-                    "--config",
-                    "--sources-file",
-                )
-            ),
-            _settings(True, "--embed-option", keyword=False),
-            _settings(True, "--chroma-token", keyword=False),
-            _settings(False, "--allow-root-slash"),
-            *_requests(),
-            Option(("--json",), False, OUTPUT),
-            Option(("--no-daemon",), False, OUTPUT),  # the snapshot needs no daemon either
-            Option(("--files",), False, OUTPUT, keyword=False),
-            Option(("-0", "--null"), False, OUTPUT, keyword=False),
-            Option(("--explain",), False, OUTPUT, keyword=False),
+            *_values(*SETTINGS),
+            Option(("--allow-root-slash",), False),
+            *(Option((f,), value) for f, opt, value in cli_flags() if opt.name in _KEYWORD),
+            Option(("--json",), False),
+            Option(("--no-daemon",), False),  # the snapshot needs no daemon either
         ]
     )
 
@@ -207,11 +135,10 @@ class Line:
     """A command line as a fast path reads it: (index, option, value) for each option given
     (value None for a flag; option "" for an argument), in order."""
 
-    __slots__ = ("_config", "argv", "command", "items")
+    __slots__ = ("_config", "argv", "items")
 
     def __init__(self, argv: Sequence[str], items: list[tuple[int, str, str | None]]) -> None:
         self.argv = tuple(argv)
-        self.command = argv[0]
         self.items = items
         self._config: tuple[str, bytes | None] | None = None
 
@@ -226,11 +153,6 @@ class Line:
 
     def given(self, spelling: str) -> bool:
         return any(name == spelling for _i, name, _value in self.items)
-
-    def table(self) -> dict[str, Option]:
-        table = table_of(self.command)
-        assert table is not None
-        return table
 
     def config(self, environ: Mapping[str, str], cwd: str) -> bytes | None:
         """The bytes of the config file this command line reads (read once per path)."""
@@ -309,8 +231,6 @@ __all__ = [
     "DAEMON_OFF_ENV",
     "INGEST",
     "OFF_ENV",
-    "OUTPUT",
-    "REQUEST",
     "SETTINGS",
     "Line",
     "Option",

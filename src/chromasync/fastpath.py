@@ -67,57 +67,29 @@ def main() -> int | None:
 # -- the invocation --------------------------------------------------------------------------
 
 
-class Invocation:
-    """An eligible `ingest` command line (`cmdline.parse` with `cmdline.INGEST`)."""
-
-    __slots__ = ("as_json", "line")
-
-    def __init__(self, line: Line) -> None:
-        self.line = line
-        self.as_json = line.given("--json")
-
-    @property
-    def argv(self) -> tuple[str, ...]:
-        return self.line.argv
-
-    @property
-    def options(self) -> dict[str, str]:
-        return self.line.options
-
-
-def parse_invocation(argv: Sequence[str], environ: Mapping[str, str]) -> Invocation | None:
+def parse_invocation(argv: Sequence[str], environ: Mapping[str, str]) -> Line | None:
     """The command line as an eligible `ingest`, or None when the CLI must run it."""
     if not argv or argv[0] != "ingest" or environ.get(OFF_ENV) or environ.get(CRASH_ENV):
         return None
-    line = parse(argv)
-    return None if line is None else Invocation(line)
+    return parse(argv)
 
 
-def invocation_key(invocation: Invocation, environ: Mapping[str, str], cwd: str) -> str:
+def invocation_key(invocation: Line, environ: Mapping[str, str], cwd: str) -> str:
     """What the outcome of a no-op run depends on, besides files (`cmdline.line_key`)."""
-    return invocation.line.key("ingest", invocation.argv, environ, cwd)
-
-
-def guess_data_dir(invocation: Invocation, environ: Mapping[str, str], cwd: str) -> str | None:
-    """Where the data dir most likely is, without parsing the config file (`datadir.guess`).
-
-    A wrong guess is harmless: a snapshot is only used when its key matches, and a full run
-    with the same key wrote it into the data dir it resolved.
-    """
-    return invocation.line.data_dir(environ, cwd)
+    return invocation.key("ingest", invocation.argv, environ, cwd)
 
 
 def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     """Answer an unchanged re-run from its snapshot: the exit code, or None for the CLI."""
     started = time.perf_counter_ns()
     invocation = parse_invocation(argv, environ)
-    if invocation is None or not (invocation.as_json or not sys.stdout.isatty()):
+    if invocation is None or not (invocation.given("--json") or not sys.stdout.isatty()):
         return None
     try:
         cwd = os.getcwd()
     except OSError:
         return None
-    data_dir = guess_data_dir(invocation, environ, cwd)
+    data_dir = invocation.data_dir(environ, cwd)  # a wrong guess finds no snapshot of the key
     if data_dir is None:
         return None
     key = invocation_key(invocation, environ, cwd)
@@ -164,7 +136,7 @@ def _reader_left(fd: int, data_dir: str) -> bool:
     return make_way(data_dir)
 
 
-def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | None:
+def _replay(path: str, key: str, started: int, invocation: Line) -> str | None:
     """The report of the recorded no-op run, when nothing it depends on changed."""
     snapshot = read_snapshot(path, key)
     if snapshot is None or not snapshot.files_as_recorded():
@@ -178,7 +150,7 @@ def _replay(path: str, key: str, started: int, invocation: Invocation) -> str | 
         started = now
     report = join_report(snapshot.json_parts, durations)
     stamp(path, report)
-    if invocation.as_json:
+    if invocation.given("--json"):
         return report
     for summary, duration in zip(snapshot.summaries, durations, strict=True):
         summary["duration_ms"] = duration
@@ -211,9 +183,3 @@ class RecorderFactory:
         from .fastsearch import search_recorder_key
 
         return search_recorder_key(self.argv, environ)
-
-    def daemon_key(self, environ: Mapping[str, str]) -> str | None:
-        """The key the daemon client sends for this command line (`fastsearch`)."""
-        from .fastsearch import daemon_recorder_key
-
-        return daemon_recorder_key(self.argv, environ)

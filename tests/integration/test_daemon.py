@@ -1,7 +1,8 @@
 """The search daemon's life (`owner.daemon`, `cli.daemon`): real processes, real Chroma.
 
 `search` starts it when no owner runs and talks to it; the console script's stdlib client
-answers a registered command line without importing chromadb, click or the model; it leaves
+sends it the command line, which the daemon runs with the CLI itself when its settings are
+the daemon's, so the client imports neither chromadb, click nor the model; it leaves
 when idle, when asked, or when a writer needs the lock; a SIGKILL loses nothing; two
 clients at once leave one daemon; `serve` owning the data dir is used, not replaced.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pty
 import shutil
 import signal
 import subprocess
@@ -189,19 +191,70 @@ def test_summarize_with_a_chat_model_calls_it_while_a_daemon_runs(
     assert _daemon_pid(env) == pid  # the daemon was left alone
 
 
-def test_an_unregistered_command_line_goes_to_the_cli_which_registers_it(
+def _on_a_terminal(env: dict[str, str], args: list[str]) -> tuple[dict[str, object], bytes]:
+    """`_probe` with stdout on a pseudo-terminal: (report, the bytes it drew)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src"), "COLUMNS": "90"}
+    full |= {"TERM": "xterm-256color"}
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=full,
+    )
+    os.close(slave)
+    drawn = b""
+    with contextlib.suppress(OSError):  # EIO once the process has closed it
+        while chunk := os.read(master, 1 << 16):
+            drawn += chunk
+    os.close(master)
+    _out, err = proc.communicate(timeout=120)
+    return json.loads(err.decode().strip().splitlines()[-1]), drawn
+
+
+def test_a_terminal_gets_the_clis_own_colours_and_width_through_the_daemon(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    _search(env, "grinder")  # starts it
+    report, drawn = _on_a_terminal(env, ["search", "calibrate the grinder"])
+    assert report["code"] == 0  # the daemon drew it, for this terminal
+    alone_report, alone = _on_a_terminal(env, ["search", "calibrate the grinder", "--no-daemon"])
+    assert alone_report["code"] == "cli 0"
+    assert b"\x1b[" in drawn and drawn == alone
+
+
+def test_a_command_line_of_other_settings_goes_to_the_cli_which_replaces_the_daemon(
     indexed: Path, env: dict[str, str]
 ) -> None:
     _search(env, "grinder", "--json")
-    other = {**env, "CHROMASYNC_CHUNK_MAX_TOKENS": "200"}  # another key, other settings
+    first = _daemon_pid(env)
+    other = {**env, "CHROMASYNC_CHUNK_MAX_TOKENS": "200"}  # other settings
     report, _out, loaded = _probe(other, ["search", "grinder", "--json"])
-    assert report["code"] in ("cli 0", None)  # the stdlib client declined: the CLI ran it
+    assert report["code"] in ("cli 0", None)  # the daemon said "not mine": the CLI ran it
     assert "chromasync.cli.main" in loaded
     # the CLI saw other settings: it replaced the daemon with one of its own
     pid = _daemon_pid(other)
-    assert pid is not None
+    assert pid is not None and pid != first
     report, _out, _loaded = _probe(other, ["search", "grinder", "--json"])
     assert report["code"] == 0
+
+
+def test_the_daemon_runs_any_search_command_line_as_the_cli_prints_it(
+    indexed: Path, env: dict[str, str]
+) -> None:
+    """Options the old client had no parameter for are the CLI's own in the daemon: the
+    output is `--no-daemon`'s, byte for byte; what is no search of its settings (a usage
+    error, `--no-daemon`) is left to the CLI, which says it as it would alone."""
+    _search(env, "grinder")  # starts it
+    for args in (["--explain"], ["--min-score", "0.1", "--json"], ["--k", "2", "--files"]):
+        report, out, loaded = _probe(env, ["search", "grinder", *args])
+        assert report["code"] == 0, args  # the daemon answered
+        assert "chromasync.cli.main" not in loaded
+        assert out == _search(env, "grinder", *args, "--no-daemon").stdout, args
+    report, _out, loaded = _probe(env, ["search", "--k", "0", "grinder"])
+    assert report["code"] == "cli 2" and "chromasync.cli.main" in loaded
+    report, _out, loaded = _probe(env, ["search", "grinder", "--no-daemon"])
+    assert report["code"] == "cli 0" and "chromasync.cli.main" in loaded
 
 
 def test_idle_daemon_exits_and_the_next_search_starts_another(
@@ -298,30 +351,6 @@ def _daemons_of(env: dict[str, str]) -> list[int]:
         if b"daemon\0run" in cmdline and mine in environ.split(b"\0"):
             found.append(int(entry.name))
     return sorted(found)
-
-
-def test_a_slow_start_is_waited_for_not_doubled(
-    indexed: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The console script gave up waiting for the daemon it started (a slow start under
-    load: here a wait of 0 s); the full CLI, in the same process, waits for that daemon
-    instead of announcing and starting a second one."""
-    from chromasync.config.resolve import resolve_settings
-    from chromasync.owner import daemon, dial
-
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    full = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    data_dir = env["CHROMASYNC_DATA_DIR"]
-    assert dial.start_daemon(data_dir, {"flags": {}}, full, timeout=0) is None
-    first = dial.starting(data_dir)
-    assert first is not None
-    notices: list[str] = []
-    info = daemon.ensure(
-        resolve_settings(environ=os.environ), {}, on_start=lambda: notices.append("x")
-    )
-    assert info is not None and info.pid == first.pid
-    assert notices == [] and _daemons_of(env) == [first.pid]
 
 
 def test_a_writer_makes_the_daemon_leave_and_keeps_the_fast_path(

@@ -202,11 +202,11 @@ def test_a_hung_daemon_leaves_the_search_to_this_process(
         assert info is not None and info.role == "daemon" and daemons.answers(info), info
         assert info.key == key
         started = time.monotonic()
-        with open_index(settings, register="a-key") as index:
+        with open_index(settings) as index:
             assert type(index).__name__ != "LocalIndex"  # the daemon's client, first
             result = index.search(api.SearchArgs("grinder calibration", mode="keyword"))
             again = index.search(api.SearchArgs("grinder", mode="keyword"))
-        assert time.monotonic() - started < 3.0  # one deadline (register), then here
+        assert time.monotonic() - started < 3.0  # one deadline, then here
         assert result.hits and again.hits
         assert proc.poll() is None  # the daemon was left alone
     finally:

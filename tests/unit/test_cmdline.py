@@ -1,22 +1,18 @@
 """The console script's front door (`cmdline`), checked against click's own commands.
 
-The fast paths read argv before click is imported, with `cmdline`'s tables. These tests walk
-click's `ingest`, `search` and `daemon run` and fail when a table disagrees: a spelling
-click lacks, an option click reads as taking a value that the table reads as a flag (or the
-reverse), a new click option nobody placed, a settings option the daemon's own command line
-would refuse, a request option `/search` has no parameter for.
+The snapshot fast paths read argv before click is imported, with `cmdline`'s tables. These
+tests walk click's `ingest` and `search` and fail when a table disagrees: a spelling click
+lacks, an option click reads as taking a value that the table reads as a flag (or the
+reverse), a new click option nobody placed.
 """
 
 from __future__ import annotations
-
-import inspect
 
 import click
 import pytest
 
 from chromasync.cli.main import main as cli
-from chromasync.cmdline import INGEST, REQUEST, SETTINGS, Option, line_key, parse, table_of
-from chromasync.rest.bodies import search_query
+from chromasync.cmdline import INGEST, Option, line_key, parse, table_of
 
 
 def _search() -> dict[str, Option]:
@@ -49,7 +45,11 @@ LEFT_TO_THE_CLI = {
         "--wait",
         "--include-hidden",  # the snapshot's walk does not list what it adds
     },
-    "search": {"--rerank"},  # a reranker model: the CLI loads it
+    # what the keyword snapshot does not record (the daemon or the CLI runs them)
+    "search": {
+        *("--rerank", "--group-by", "--latest", "--links-to", "--min-score", "--feedback"),
+        *("--files", "-0", "--null", "--explain", "--chroma-token", "--embed-option"),
+    },
 }
 
 
@@ -106,37 +106,9 @@ def test_the_parser_reads_what_click_reads(name: str) -> None:
             assert parse([name, "q", f"{spelling}=1"]) is None
 
 
-def test_the_daemon_takes_every_settings_option_the_client_passes_it() -> None:
-    """The client starts `daemon run` with its command line's settings options: each must be
-    one of `daemon run`'s, with the same arity, or the daemon would refuse to start."""
-    options = _click_options(cli.commands["daemon"].commands["run"])  # type: ignore[attr-defined]
-    for spelling, fast in SEARCH.items():
-        if fast.part == SETTINGS:
-            assert spelling in options, spelling
-            assert fast.value == _takes_value(options[spelling]), spelling
-
-
-#: Search options `/search` (and so the daemon's `/daemon/search`) does not take yet: the
-#: daemon refuses the parameter and the client leaves the command line to the CLI.
-NOT_ON_REST_YET: set[str] = set()
-
-
-def test_every_request_option_is_a_parameter_of_search() -> None:
-    params = set(inspect.signature(search_query).parameters)
-    for spelling, fast in SEARCH.items():
-        if fast.part == REQUEST and spelling not in NOT_ON_REST_YET:
-            name = fast.param[0] if isinstance(fast.param, tuple) else fast.param
-            assert name in params, f"{spelling} -> {name}: /search has no such parameter"
-    for spelling in NOT_ON_REST_YET:
-        fast = SEARCH[spelling]
-        assert fast.param not in params, f"{spelling} is on /search now: drop it here"
-        assert not fast.keyword  # nor does the keyword snapshot record it
-
-
 def test_the_keyword_snapshot_takes_only_what_it_records() -> None:
-    keyword = {s for s, o in SEARCH.items() if o.part == REQUEST and o.keyword}
-    assert "--latest" not in keyword and "--group-by" not in keyword
-    assert {"--mode", "--k", "--tag", "--tags-any", "--no-rerank", "--path"} <= keyword
+    assert "--latest" not in SEARCH and "--group-by" not in SEARCH
+    assert {"--mode", "--k", "--tag", "--tags-any", "--no-rerank", "--path"} <= set(SEARCH)
 
 
 def test_one_key_scheme_no_secret_in_it() -> None:
@@ -146,3 +118,18 @@ def test_one_key_scheme_no_secret_in_it() -> None:
     assert line_key("search", ("a",), env, "/w", b"version: 1\n") != key  # by purpose
     assert line_key("daemon", ("a",), env, "/w", b"version: 2\n") != key  # by config
     assert line_key("daemon", ("a",), env, "/w", None) != key
+
+
+def test_the_daemon_client_knows_every_settings_option_of_search() -> None:
+    """The stdlib client starts the daemon itself only for a command line whose settings
+    options are `EARLY`'s (passed on as `daemon run`'s flags, by click's names); any other
+    settings option of click's `search` is in `LATE` (the CLI starts the daemon of those)."""
+    from chromasync.cli.common import _FILE_FLAGS, SETTING_FLAGS
+    from chromasync.fastsearch import EARLY, LATE
+
+    run = _click_options(cli.commands["daemon"].commands["run"])  # type: ignore[attr-defined]
+    for spelling, option in _click_options(cli.commands["search"]).items():
+        if option.name in SETTING_FLAGS | _FILE_FLAGS and option.name != "collection":
+            assert spelling in LATE | set(EARLY), spelling
+    for spelling, name in EARLY.items():
+        assert run[spelling].name == name, spelling

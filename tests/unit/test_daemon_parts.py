@@ -1,5 +1,5 @@
-"""The search daemon's pure parts (`owner.daemon`, `fastsearch`): its idle clock, the keys
-it accepts, its settings key, the switches, and which command lines its client sends."""
+"""The search daemon's pure parts (`owner.daemon`, `fastsearch`): its idle clock, its
+settings key, the switches, and which command lines its client sends."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ import pytest
 
 from chromasync.config.parsed import ConfigFile
 from chromasync.config.settings import Settings
-from chromasync.fastsearch import daemon_key, parse_daemon_search
+from chromasync.fastsearch import _named, daemon_search
 from chromasync.owner.daemon import (
     IDLE_TIMEOUT,
     Activity,
-    KeyRing,
     daemon_off,
     idle_timeout,
     settings_key,
@@ -45,16 +44,6 @@ def test_idle_time_counts_from_the_last_request_and_not_while_one_runs() -> None
     assert activity.idle_for() == 2
     activity.restart()  # once it listens
     assert activity.idle_for() == 0
-
-
-def test_the_key_ring_is_bounded_and_keeps_the_newest() -> None:
-    ring = KeyRing(limit=3)
-    for key in "abcd":
-        ring.add(key)
-    assert "a" not in ring and all(k in ring for k in "bcd")
-    ring.add("b")  # used again: newest
-    ring.add("e")
-    assert "c" not in ring and all(k in ring for k in "bde")
 
 
 def test_switches_read_the_environment() -> None:
@@ -85,52 +74,27 @@ def test_settings_key_changes_with_any_setting_secret_or_config_file_but_not_the
     assert settings_key(dataclasses.replace(base, llm_model="llama")) == key  # ask's own
 
 
-def test_the_client_sends_search_lines_it_can_render_and_leaves_the_rest_to_the_cli() -> None:
-    line = parse_daemon_search(
-        ["search", "grinder", "--k", "3", "--tag", "a", "--tag=b", "--data-dir", "d", "--json"]
-    )
-    assert line is not None and line.query == "grinder"
-    assert line.params == [("k", "3"), ("tag", "a"), ("tag", "b")]
-    assert line.store == [("--data-dir", "d")] and line.output == {"--json"}
-    for argv in (
-        ["search"],
-        ["search", "  "],
-        ["search", "a", "b"],
-        ["search", "a", "--help"],
-        ["search", "a", "--rerank", "model"],
-        ["search", "a", "--no-daemon"],
-        ["search", "a", "--files", "--json"],
-        ["search", "a", "--k"],
-        ["ingest", "a"],
-    ):
-        assert parse_daemon_search(argv) is None, argv
+def test_the_client_finds_the_daemon_by_the_data_dir_and_config_given() -> None:
+    assert _named(["search", "q", "--data-dir", "d", "--config=c.yaml", "--k", "3"]) == {
+        "--data-dir": "d",
+        "--config": "c.yaml",
+    }
+    assert _named(["search", "q", "--data-dir"]) == {}  # click says what is missing
+    assert _named(["search", "--", "--data-dir", "d"]) == {}  # a query, not an option
 
 
-def test_the_line_key_depends_on_store_options_folder_environment_and_config(
-    tmp_path: Path,
+def test_the_client_leaves_to_the_cli_what_no_daemon_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def key(argv: list[str], env: dict[str, str], cwd: str = "/w") -> str:
-        line = parse_daemon_search(["search", "q", *argv])
-        assert line is not None
-        return daemon_key(line, env, cwd)
-
-    env = {"CHROMASYNC_DATA_DIR": "d", "HOME": "/h", "PATH": "/bin"}
-    base = key(["--provider", "hash"], env)
-    assert key(["--provider", "hash"], {**env, "PATH": "/usr/bin"}) == base
-    assert key(["--provider", "hash"], {**env, "CHROMASYNC_NO_DAEMON": ""}) == base
-    assert key(["--provider", "hash", "--k", "3", "--json"], env) == base  # the request's
-    assert key(["--provider", "local"], env) != base
-    assert key(["--provider", "hash"], env, "/elsewhere") != base
-    assert key(["--provider", "hash"], {**env, "CHROMASYNC_X": "1"}) != base
-    secret = key(["--provider", "hash"], {**env, "CHROMASYNC_CHROMA_TOKEN": "s3cret"})
-    assert secret != base and "s3cret" not in secret
-    # a changed config file (another collection, a moved data dir) is another daemon's key
-    cwd = str(tmp_path)
-    before = key([], {}, cwd)
-    (tmp_path / "chromasync.yaml").write_text("version: 1\nstore: {collection: other}\n")
-    moved = key([], {}, cwd)
-    (tmp_path / "chromasync.yaml").write_text("version: 1\nstore: {data_dir: elsewhere}\n")
-    assert len({before, moved, key([], {}, cwd)}) == 3
+    """No daemon for the data dir, `--no-daemon`, `CHROMASYNC_NO_DAEMON`, another command:
+    the client answers nothing (None) and the CLI runs the command."""
+    monkeypatch.chdir(tmp_path)
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "data")}
+    assert daemon_search(["search", "q"], env) is None  # none runs
+    assert daemon_search(["search", "q", "--no-daemon"], env) is None
+    assert daemon_search(["search", "q"], {**env, "CHROMASYNC_NO_DAEMON": "1"}) is None
+    assert daemon_search(["ingest", "."], env) is None
+    assert not (tmp_path / "data").exists()  # nothing started, nothing written
 
 
 def _broken_import(monkeypatch: pytest.MonkeyPatch, name: str) -> None:

@@ -128,27 +128,28 @@ def fake_popen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]
 def test_the_console_clients_daemon_gets_no_secret_in_its_argv(
     tmp_path: Path, fake_popen: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The stdlib client starts the daemon for a command line of `--data-dir`/`--config`
+    only (its flags on stdin, the environment inherited); one with any other settings
+    option (`--chroma-token`...) it leaves to the CLI, which starts the daemon of those."""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / STATE_FILE).write_bytes(b"")
     (data_dir / "lock").write_bytes(b"")
-    argv = ["search", "q", "--chroma-token", "s3cret-t0ken", "--embed-option", "api_key=k3y"]
-    env = {"CHROMASYNC_DATA_DIR": str(data_dir), "CHROMASYNC_NO_FASTPATH": "1"}
+    env = {"CHROMASYNC_CHROMA_TOKEN": "s3cret-t0ken", "CHROMASYNC_NO_FASTPATH": "1"}
+    secret = ["search", "q", "--data-dir", str(data_dir), "--chroma-token", "s3cret-t0ken"]
+    assert fastsearch.daemon_search(secret, env) is None and not fake_popen
+    argv = ["search", "q", "--data-dir", str(data_dir)]
     assert fastsearch.daemon_search(argv, env) is None  # it died: the CLI runs the search
-    assert len(fake_popen) == 1
-    call = fake_popen[0]
-    shown = " ".join(call["argv"])
-    assert "s3cret-t0ken" not in shown and "k3y" not in shown
-    payload = json.loads(call["popen"].written)
-    assert "--chroma-token=s3cret-t0ken" in payload["argv"]
-    assert payload["keys"] == [fastsearch.daemon_recorder_key(argv, env)]
+    [call] = fake_popen
+    assert "s3cret-t0ken" not in " ".join(call["argv"])
+    assert json.loads(call["popen"].written) == {"flags": {"data_dir": str(data_dir)}}
     assert "starting the search daemon" in capsys.readouterr().err
 
 
 def test_the_full_clis_daemon_gets_its_flags_on_stdin(
     tmp_path: Path, fake_popen: list[dict[str, Any]]
 ) -> None:
-    dial.spawn(str(tmp_path), {"flags": {"chroma_token": "s3cret"}})
+    dial.spawn(str(tmp_path), {"chroma_token": "s3cret"})
     assert "s3cret" not in " ".join(fake_popen[0]["argv"])
     assert json.loads(fake_popen[0]["popen"].written) == {"flags": {"chroma_token": "s3cret"}}
 
@@ -296,5 +297,5 @@ def test_where_nothing_tells_a_frozen_daemon_the_deadline_ends_the_wait(
     found = dial.daemon_socket(str(data_dir))
     assert found is not None  # not told: talked to
     began = time.monotonic()
-    assert dial.get(found, "/search", [("q", "kites")], "key", None, timeout=0.5) is None
+    assert dial.post(found, "/daemon/run", {"argv": ["search", "kites"]}, None, 0.5) is None
     assert time.monotonic() - began < 2.0

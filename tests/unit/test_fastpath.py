@@ -11,7 +11,7 @@ import pytest
 from chromasync import fastpath
 from chromasync.corpus.listing import tree_listing
 from chromasync.corpus.walk import discover_source
-from chromasync.fastpath import guess_data_dir, invocation_key, parse_invocation
+from chromasync.fastpath import invocation_key, parse_invocation
 from chromasync.records import SourceSpec
 from chromasync.state import lock
 from chromasync.sync.summary import render_plain
@@ -49,7 +49,7 @@ def test_eligible_command_lines(argv: list[str], eligible: bool) -> None:
 def test_the_switches_that_turn_it_off() -> None:
     argv = ["ingest", "notes", "--json"]
     invocation = parse_invocation(argv, {})
-    assert invocation is not None and invocation.as_json
+    assert invocation is not None and invocation.given("--json")
     assert parse_invocation(argv, {"CHROMASYNC_NO_FASTPATH": "1"}) is None
     assert parse_invocation(argv, {"CHROMASYNC_CRASH_AT": "after-upsert"}) is None
     assert parse_invocation(argv, {"CHROMASYNC_NO_FASTPATH": ""}) is not None
@@ -107,19 +107,19 @@ def test_the_data_dir_guess(tmp_path: Path) -> None:
     invocation = parse_invocation(["ingest", "notes", "--data-dir", "flagged"], {})
     assert invocation is not None
     cwd = str(tmp_path)
-    assert guess_data_dir(invocation, {}, cwd) == str(tmp_path / "flagged")
+    assert invocation.data_dir({}, cwd) == str(tmp_path / "flagged")
     plain = parse_invocation(["ingest", "notes"], {})
     assert plain is not None
-    assert guess_data_dir(plain, {"CHROMASYNC_DATA_DIR": "/d"}, cwd) == "/d"
-    assert guess_data_dir(plain, {}, cwd) == str(tmp_path / ".chromasync")
+    assert plain.data_dir({"CHROMASYNC_DATA_DIR": "/d"}, cwd) == "/d"
+    assert plain.data_dir({}, cwd) == str(tmp_path / ".chromasync")
     (tmp_path / "chromasync.yaml").write_text("version: 1\nsources: []\n")
-    assert guess_data_dir(plain, {}, cwd) == str(tmp_path / ".chromasync")
+    assert plain.data_dir({}, cwd) == str(tmp_path / ".chromasync")
     project = tmp_path / "project"
     project.mkdir()
     (project / "cfg.yaml").write_text("version: 1\nstore: {data_dir: state, collection: x}\n")
     named = {"CHROMASYNC_CONFIG": str(project / "cfg.yaml")}
-    assert guess_data_dir(plain, named, cwd) == str(project.resolve() / "state")
-    assert guess_data_dir(plain, {"CHROMASYNC_CONFIG": "missing.yaml"}, cwd) is None
+    assert plain.data_dir(named, cwd) == str(project.resolve() / "state")
+    assert plain.data_dir({"CHROMASYNC_CONFIG": "missing.yaml"}, cwd) is None
 
 
 def test_the_fast_path_locks_the_file_the_store_lock_creates(

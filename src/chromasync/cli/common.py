@@ -10,8 +10,9 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,8 +54,25 @@ def exit_code(exc: ChromasyncError) -> int:
     return lookup(EXIT_CODES, exc)
 
 
+#: The environment and folder of the command line being run, when it is not this process's:
+#: the search daemon runs a client's (`cli.daemon`). Settings and consoles read them here.
+CALLER: ContextVar[tuple[Mapping[str, str], Path] | None] = ContextVar("caller", default=None)
+
+
+def caller() -> tuple[Mapping[str, str], Path]:
+    """The environment and folder of the command line being run (`CALLER`, else ours)."""
+    here = CALLER.get()
+    return here if here is not None else (os.environ, Path.cwd())
+
+
+def out_console(**options: Any) -> Console:
+    """A rich console for the command line being run (its environment: `caller`)."""
+    here = CALLER.get()
+    return Console(highlight=False, _environ=None if here is None else here[0], **options)
+
+
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return out_console(stderr=True)
 
 
 @contextmanager
@@ -290,10 +308,11 @@ def settings_from_flags(*, active_model: bool = True, **flags: Any) -> api.Setti
     options = embed_options(flags.get("embed_options") or ())
     if options:
         values["provider_options"] = options
+    environ, cwd = caller()
     return api.configure(
         values,
-        os.environ,
-        Path.cwd(),
+        environ,
+        cwd,
         config=flags.get("config_path"),
         sources_file=flags.get("sources_file"),
         allow_root=bool(flags.get("allow_root_slash")),

@@ -3,29 +3,35 @@
 `search` and `ask` start it by themselves; `daemon start|status|stop` are for people and
 scripts, and `daemon run` is the process itself, in the foreground.
 
-Besides the REST API it serves two routes of its own on its socket (`daemon_routes`).
+Besides the REST API its socket takes `POST /daemon/run`: a `search` command line sent by the
+console script's stdlib client (`fastsearch.daemon_search`) with its folder and environment,
+run here by the CLI's own `search` with its output captured (`run_line`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import click
+from pydantic import BaseModel, Field
 
 from .. import api
 from ..errors import ConfigError
 from ..owner import daemon as daemons
+from ..owner.index import HOSTED, Hosted
 from ..owner.locate import find_owner
 from ..state.lock import someone_waits
 from .common import (
+    CALLER,
     daemon_flags,
     reported_errors,
     settings_from_flags,
@@ -33,7 +39,7 @@ from .common import (
     store_options,
 )
 
-#: The most `--from-stdin` reads (a command's settings and keys as JSON, `owner.dial.spawn`).
+#: The most `--from-stdin` reads (a command's settings flags as JSON, `owner.dial.spawn`).
 _MAX_STDIN = 1024 * 1024
 
 
@@ -58,33 +64,22 @@ def daemon_group() -> None:
 @click.option("--from-stdin", is_flag=True, hidden=True)
 def run(idle_timeout: float | None, from_stdin: bool, **flags: Any) -> None:
     """Be the daemon, in the foreground (what `search` starts in the background)."""
-    keys: list[str] = []
     with reported_errors():
         if from_stdin:
-            flags, keys = _from_stdin(sys.stdin.read(_MAX_STDIN))
+            flags = _from_stdin(sys.stdin.read(_MAX_STDIN))
         settings = settings_from_flags(**flags)
-        serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ), keys)
+        serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ))
 
 
-def _from_stdin(text: str) -> tuple[dict[str, Any], list[str]]:
-    """What `owner.dial.spawn` wrote: the settings as click flags (`flags`) or as options
-    (`argv`, read by this command's own options), and the first keys (`keys`)."""
+def _from_stdin(text: str) -> dict[str, Any]:
+    """What `owner.dial.spawn` wrote: the command's settings as click flags (`flags`)."""
     try:
         payload = json.loads(text)
-        if not isinstance(payload, dict):
-            raise TypeError("not an object")
-        keys = [str(k) for k in payload.get("keys", [])]
-        if "argv" in payload:
-            argv = [str(a) for a in payload["argv"]]
-            with run.make_context("daemon run", argv) as ctx:
-                flags = {
-                    k: v for k, v in ctx.params.items() if k not in ("idle_timeout", "from_stdin")
-                }
-        else:
-            flags = dict(payload.get("flags", {}))
+        if not isinstance(payload, dict) or not isinstance(payload.get("flags"), dict):
+            raise TypeError("not an object of flags")
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"--from-stdin: not a JSON object of settings: {exc}") from exc
-    return flags, keys
+    return dict(payload["flags"])
 
 
 @daemon_group.command("start")
@@ -145,18 +140,12 @@ def stop(data_dir: str | None) -> None:
 # -- the daemon's process ----------------------------------------------------------------------
 
 
-def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str] = ()) -> None:
-    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT.
-
-    `keys`: command-line keys answered from the start: the console script's client that
-    started this daemon from its own command line passes that line's key (this process's
-    settings come from the same options, folder and environment, which are what it hashes).
-    """
+def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
+    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT."""
 
     from .. import rest
     from ..owner.service import Service
     from ..store.connect import import_chromadb
-    from .daemon_routes import add_daemon_routes
 
     # C extensions imported from two threads at once fail (numpy: "partially initialized
     # module"): import chromadb (numpy with it) here, once, before any thread runs
@@ -171,10 +160,17 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
         unix = rest.bind_unix(service.socket)
         activity = daemons.Activity()
         app = rest.create_app(service, token=settings.api_token)
-        ring = daemons.KeyRing()
-        for known in keys:
-            ring.add(known)
-        add_daemon_routes(app, service, ring, key)
+        sys.stdout, sys.stderr = _Streams(sys.stdout, 0), _Streams(sys.stderr, 1)
+
+        @app.post("/daemon/run", include_in_schema=False)
+        def run_route(line: CommandLine) -> Any:
+            from fastapi.responses import JSONResponse
+
+            answer = run_line(line, Hosted(key, service))
+            if answer is None:
+                return JSONResponse({"detail": "not this daemon's command line"}, 409)
+            return {"stdout": answer[0], "stderr": answer[1]}
+
         config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
         server = rest.make_server(config)
         service.embedder.prefetch()  # the model's extensions imported here too (local model)
@@ -191,6 +187,74 @@ def serve_daemon(settings: api.Settings, idle_timeout: float, keys: Sequence[str
         )
         rest.run_server(app, [unix], server=server)
     stderr_console().print("chromasync daemon: stopped")
+
+
+class CommandLine(BaseModel):
+    """What the stdlib client sends (`fastsearch.daemon_search`): its `search` command line,
+    folder, environment (`CHROMASYNC_*`, `HOME`, the terminal's), and which of its stdout
+    and stderr are terminals."""
+
+    argv: Annotated[list[Annotated[str, Field(max_length=100_000)]], Field(max_length=1000)]
+    cwd: Annotated[str, Field(min_length=1, max_length=4096)]
+    env: Annotated[dict[str, Annotated[str, Field(max_length=100_000)]], Field(max_length=500)]
+    tty: tuple[bool, bool] = (False, False)
+
+
+class _Captured(io.StringIO):
+    """A command line's stdout or stderr, a terminal when the client's is."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+#: The captured stdout and stderr of the command line this thread runs (`run_line`).
+_CAPTURE: ContextVar[tuple[_Captured, _Captured] | None] = ContextVar("capture", default=None)
+
+
+class _Streams:
+    """The daemon's `sys.stdout`/`sys.stderr`: the captured stream of the command line this
+    thread runs (`_CAPTURE`), else the process's own (its log)."""
+
+    def __init__(self, own: Any, which: int) -> None:
+        self._own = own
+        self._which = which
+
+    def __getattr__(self, name: str) -> Any:
+        captured = _CAPTURE.get()
+        return getattr(self._own if captured is None else captured[self._which], name)
+
+
+def run_line(line: CommandLine, hosted: Hosted) -> tuple[str, str] | None:
+    """Run the client's `search` command line with the CLI itself, in the client's folder and
+    environment (`common.CALLER`), against this daemon's index (`owner.index.HOSTED`): its
+    stdout and stderr, or None when it is not this daemon's to answer (another command,
+    other settings, `--no-daemon`, anything but exit 0: the client then runs it itself)."""
+    from .main import main as cli
+
+    if line.argv[:1] != ["search"] or not os.path.isabs(line.cwd):
+        return None
+    out, err = _Captured(line.tty[0]), _Captured(line.tty[1])
+    tokens = (
+        _CAPTURE.set((out, err)),
+        HOSTED.set(hosted),
+        CALLER.set((line.env, Path(line.cwd))),
+    )
+    code: object = 0
+    try:
+        cli.main(args=list(line.argv), prog_name="chromasync", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+    except Exception:  # noqa: BLE001 - the client runs it, and reports what it meets
+        return None
+    finally:
+        _CAPTURE.reset(tokens[0])
+        HOSTED.reset(tokens[1])
+        CALLER.reset(tokens[2])
+    return (out.getvalue(), err.getvalue()) if hosted.used and code in (0, None) else None
 
 
 class _Touch:

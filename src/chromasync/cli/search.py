@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import click
 from rich.console import Console
@@ -41,6 +41,7 @@ from ..retrieve.results import (
 from .common import (
     daemon_flags,
     no_daemon_option,
+    out_console,
     print_table,
     progress_bar,
     reported_errors,
@@ -105,8 +106,6 @@ def search(
         check_query(query, "cli")
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
-        factory = click.get_current_context().find_root().obj
-        line_key = getattr(factory, "daemon_key", None)
         config_flag = flags.get("config_path")
 
         def record(request: api.SearchRequest, result: api.SearchResult, before: Any) -> None:
@@ -116,7 +115,6 @@ def search(
             settings,
             start=daemon_flags(flags),
             daemon=not no_daemon,
-            register=line_key(os.environ) if line_key is not None else None,
             on_start=starting_notice,
             on_local=record,
         ) as index:  # through the data dir's owner when one runs
@@ -139,16 +137,11 @@ def render_search(
     *,
     explain: bool = False,
     links: Sequence[str | None] | None = None,
-    out: TextIO | None = None,
-    tty: bool | None = None,
-    width: int | None = None,
-    color: str | None = None,
 ) -> None:
-    """Write a search's output as `search` prints it (`fmt`: json, files, files0, plain, rich) to
-    `out` (stdout by default; the daemon renders into a buffer for its stdlib client, with
-    the client's terminal `tty`, `width` and `color` system). `links`: each hit's editor
-    link (`editor_uri` set), an `open_url` in JSON and an OSC-8 hyperlink in a terminal."""
-    write = out.write if out is not None else sys.stdout.write
+    """Write a search's output to stdout as `search` prints it (`fmt`: json, files, files0,
+    plain, rich). `links`: each hit's editor link (`editor_uri` set), an `open_url` in JSON
+    and an OSC-8 hyperlink in a terminal."""
+    write = sys.stdout.write
     if fmt == "json":
         data = result.as_json()
         if links is not None:
@@ -162,19 +155,9 @@ def render_search(
         write("".join(path + "\0" if raw else safe(path, False) + "\n" for path in paths))
     elif fmt == "plain" and not result.groups:
         write(plain_lines(result))  # what the keyword fast path prints too
-    elif out is None:
-        _print_result(result, explain, links or (), Console(highlight=False))
     else:
-        console = Console(
-            file=out,
-            highlight=False,
-            force_terminal=tty,
-            width=width,
-            color_system=color,  # type: ignore[arg-type]
-        )
-        _print_result(result, explain, links or (), console)
-    if out is None:
-        sys.stdout.flush()
+        _print_result(result, explain, links or ())
+    sys.stdout.flush()
 
 
 def _record_keyword_search(
@@ -222,7 +205,7 @@ def _print_result(
 ) -> None:
     """The hits for a terminal; a hit with a link (`editor_uri`) has its citation made an
     OSC-8 hyperlink (rich writes it only where the console is a terminal)."""
-    console = console or Console(highlight=False)
+    console = console or out_console()
     link_of = dict(enumerate(links))
     if not result.hits:
         console.print("no hits")

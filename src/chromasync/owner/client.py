@@ -33,7 +33,6 @@ from ..config.settings import Settings
 from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import Hit, IngestSummary
 from ..retrieve.access import DEFAULT_MAX_BYTES, FileLines
-from ..retrieve.filters import Filters
 from ..retrieve.links import LinksReport
 from ..retrieve.request import SearchArgs
 from ..retrieve.results import SearchResult
@@ -203,30 +202,15 @@ class OwnerClient:
         raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
 
     def search(self, args: SearchArgs) -> SearchResult:
-        """Run a search through the owner: the request record as JSON (`POST /search`),
-        parsed once, there; the answer read back into the `SearchResult` of one here."""
-        body = self._call("POST", "/search", json=self._wire(args))
-        groups = tuple(
-            (str(g["value"]), tuple(int(i) for i in g["hits"])) for g in body.get("groups", [])
-        )
-        return SearchResult(
-            query=str(body.get("query", args.query)),
-            mode=str(body.get("mode", args.mode)),
-            collections=tuple(body.get("collections", ())),
-            filters=Filters.from_record(body["filter_record"]),
-            hits=tuple(Hit.from_json(h) for h in body["hits"]),
-            groups=groups,
-            group_field=body.get("group_by"),
-            reranked=bool(body.get("reranked", False)),
-            warnings=tuple(body.get("warnings", ())),
-            order=str(body.get("order", "rank")),
-        )
+        """Run a search through the owner: the request record on `POST /index/search`,
+        parsed once, there; the result record read back (`owner.wire`)."""
+        return self._operation("search", SearchResult, self._dated(args))
 
-    def _wire(self, args: SearchArgs) -> dict[str, Any]:
-        """The request record as JSON; no date fields means this caller's (as in process)."""
+    def _dated(self, args: SearchArgs) -> SearchArgs:
+        """The request; no date fields means this caller's (as in process)."""
         if not args.date_fields and self.date_fields:
             args = dataclasses.replace(args, date_fields=self.date_fields)
-        return dataclasses.asdict(args)
+        return args
 
     def ask(
         self,
@@ -237,7 +221,7 @@ class OwnerClient:
     ) -> Answer:
         """Answer `args.query` through the owner's `/ask/stream` (its answer settings):
         each `token` event goes to `on_token`; returns the final answer."""
-        body = self._wire(args)
+        body = to_wire(self._dated(args))
         body["question"] = body.pop("query")
         if fallback is not None:
             body["fallback"] = "extractive" if fallback else "none"
@@ -276,11 +260,6 @@ class OwnerClient:
         except ValueError as exc:  # a malformed event
             raise StoreError(f"{self.owner.describe()}: a malformed answer stream: {exc}") from exc
         return None
-
-    def register(self, key: str, settings_key: str) -> None:
-        """Let the console script's daemon client send `key` (the search daemon checks that
-        `settings_key` is its own; `owner.daemon`)."""
-        self._call("POST", "/daemon/keys", json={"key": key, "settings": settings_key})
 
     def _operation(
         self, operation: str, kind: type[T], query: object = None, deadline_s: float | None = None

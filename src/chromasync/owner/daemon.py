@@ -19,9 +19,9 @@ its socket, as they do to `serve` or `watch` (see `locate`); the other readers (
   `CHROMASYNC_DAEMON_IDLE`). `CHROMASYNC_NO_DAEMON=1` or `--no-daemon` keeps a command in
   its own process: no daemon is started, asked or used (`owner.index.open_index`).
 * The console script's stdlib client (`fastsearch.daemon_search`) reaches it without
-  importing chromasync's stages: it sends its command line's key (store options, folder,
-  environment), which the daemon accepts once a full run of that command line with the same
-  settings registered it (`OwnerClient.register`).
+  importing chromasync's stages: it sends its `search` command line, folder and
+  environment; the daemon runs the CLI's own `search` on them and answers only when they
+  resolve to its settings (`cli.daemon.run_line`).
 
 The daemon's process (`chromasync daemon run` and its routes) lives in `cli.daemon`; this
 module and `dial` (its standard-library parts: find, check, spawn, ask) are the clients'.
@@ -34,7 +34,6 @@ import dataclasses
 import hashlib
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -46,29 +45,22 @@ from ..config.settings import Settings
 from ..datadir import DAEMON_LOG
 from ..state.lock import READER_LEAVES_IN
 from .dial import (
+    OFF_ENV,
     ROLE,
     START_TIMEOUT,
+    daemon_off,
     daemon_pid,
     frozen,
     listening,
     make_way,
     safe_socket,
-    starting,
+    spawn,
 )
-from .dial import spawn as spawn_process
 from .locate import OwnerInfo, find_owner
 
-OFF_ENV = "CHROMASYNC_NO_DAEMON"
 IDLE_ENV = "CHROMASYNC_DAEMON_IDLE"
 IDLE_TIMEOUT = 600.0
 LOG_FILE = DAEMON_LOG
-#: Command-line keys a daemon accepts from the stdlib client (oldest dropped first).
-MAX_KEYS = 64
-
-
-def daemon_off(environ: Mapping[str, str]) -> bool:
-    """`CHROMASYNC_NO_DAEMON` is set to anything but "", "0", "false" or "no"."""
-    return environ.get(OFF_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def idle_timeout(environ: Mapping[str, str]) -> float:
@@ -148,26 +140,6 @@ class Activity:
             return 0.0 if self._active else self._clock() - self._last
 
 
-class KeyRing:
-    """The stdlib client's command-line keys this daemon answers (bounded, newest kept)."""
-
-    def __init__(self, limit: int = MAX_KEYS) -> None:
-        self._keys: dict[str, None] = {}
-        self._limit = limit
-        self._lock = threading.Lock()
-
-    def add(self, key: str) -> None:
-        with self._lock:
-            self._keys.pop(key, None)
-            self._keys[key] = None
-            while len(self._keys) > self._limit:
-                del self._keys[next(iter(self._keys))]
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._keys
-
-
 def find_daemon(data_dir: Path) -> OwnerInfo | None:
     """The data dir's live owner when it is a search daemon."""
     info = find_owner(data_dir)
@@ -235,12 +207,6 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def spawn(settings: Settings, flags: Mapping[str, Any]) -> subprocess.Popen[bytes]:
-    """Start `chromasync daemon run` in the background with this command's flags (on its
-    stdin, so a token never shows in `ps`), folder and environment (`dial.spawn`)."""
-    return spawn_process(str(settings.data_dir), {"flags": dict(flags)})
-
-
 def ensure(
     settings: Settings,
     flags: Mapping[str, Any],
@@ -258,11 +224,9 @@ def ensure(
         return info
     if info is not None:
         stop(settings.data_dir)  # another command's settings: make way for ours
-    process = starting(str(settings.data_dir))  # started by the console script, still coming up
-    if process is None:
-        if on_start is not None:
-            on_start()
-        process = spawn(settings, flags)
+    if on_start is not None:
+        on_start()
+    process = spawn(str(settings.data_dir), flags)  # the flags on its stdin: never in `ps`
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         info = find_owner(settings.data_dir)
@@ -283,7 +247,6 @@ __all__ = [
     "OFF_ENV",
     "ROLE",
     "Activity",
-    "KeyRing",
     "Stopped",
     "answers",
     "daemon_off",

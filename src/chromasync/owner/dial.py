@@ -6,17 +6,16 @@ is one of each, here:
 
 * find: `daemon_pid` (owner.json, read by `datadir.read_owner_file`, names a daemon that
   holds the data dir's lock as a reader), `daemon_socket` (its socket, when the daemon is not
-  frozen and the socket is safe to talk to), `nobody_owns`;
+  frozen and the socket is safe to talk to);
 * check: `frozen` (stopped by SIGSTOP: it would accept a connection and never answer),
   `safe_socket` (the socket and its folder are ours and nobody else may replace them:
   otherwise the token and the query would go to whoever did);
-* start: `spawn`, the one spawner (`chromasync daemon run --from-stdin`: its settings, as
-  flags or as options, and its first keys on its stdin, so a `--chroma-token` never shows
-  in `ps`; its log `daemon.log` appended, rotated at `LOG_LIMIT`), and `start_daemon`, which
-  waits until it listens;
+* start: `spawn` (`chromasync daemon run --from-stdin`: the command's settings flags on its
+  stdin, so a `--chroma-token` never shows in `ps`; its log `daemon.log` appended, rotated
+  at `LOG_LIMIT`), `nobody_owns`, and `start_daemon`, which waits until it listens;
 * ask: `make_way` (a writer needs the lock: a frozen daemon is killed, it held no work; a
-  live one is asked through the lock, `state.lock.ask_reader_to_leave`), `get` (one GET over
-  the socket, with a connect and a reply deadline).
+  live one is asked through the lock, `state.lock.ask_reader_to_leave`), `post` (one JSON
+  POST over the socket, with a connect and a reply deadline).
 """
 
 from __future__ import annotations
@@ -37,10 +36,11 @@ from ..datadir import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from typing import IO
 
 ROLE = "daemon"
+OFF_ENV = "CHROMASYNC_NO_DAEMON"
 #: What a command says (on stderr) when it starts the search daemon.
 DAEMON_NOTICE = (
     "starting the search daemon for this data dir (it keeps the model warm and exits after "
@@ -52,15 +52,15 @@ MAX_REPLY = 64 * 1024 * 1024
 #: in its own process).
 CONNECT_TIMEOUT = 2.0
 REPLY_TIMEOUT = 30.0
-#: How long a client waits for the daemon it started to listen (then it searches itself).
+#: How long a command waits for the daemon it started to listen (then it searches itself).
 START_TIMEOUT = 30.0
 #: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
 LOG_LIMIT = 1024 * 1024
 
-#: The daemons this process started, by data dir: the console script's start and the full
-#: CLI's run in one process, and a start that outlasted the first's wait is waited for by
-#: the second, never doubled (`starting`).
-_STARTED: dict[str, subprocess.Popen[bytes]] = {}
+
+def daemon_off(environ: Mapping[str, str]) -> bool:
+    """`CHROMASYNC_NO_DAEMON` is set to anything but "", "0", "false" or "no"."""
+    return environ.get(OFF_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def nobody_owns(data_dir: str) -> bool:
@@ -224,13 +224,10 @@ def open_log(data_dir: str) -> IO[bytes]:
     return log
 
 
-def spawn(
-    data_dir: str, payload: Mapping[str, object], environ: Mapping[str, str] | None = None
-) -> subprocess.Popen[bytes]:
+def spawn(data_dir: str, flags: Mapping[str, object]) -> subprocess.Popen[bytes]:
     """Start `chromasync daemon run --from-stdin` in the background, in a session of its own
-    (not killed with the terminal's process group), with `payload` on its stdin as JSON:
-    `flags` (a command's settings flags) or `argv` (its settings options), and `keys` (the
-    console script's command-line keys it answers from the start). Nothing of it is in argv."""
+    (not killed with the terminal's process group), with the command's settings `flags` on
+    its stdin as JSON: nothing of them is in its argv."""
     import json
     import subprocess
     import sys
@@ -244,40 +241,28 @@ def spawn(
             stderr=log,
             start_new_session=True,
             close_fds=True,
-            env=None if environ is None else dict(environ),
         )
-    _STARTED[os.path.abspath(data_dir)] = process
     assert process.stdin is not None
     try:
-        process.stdin.write(json.dumps(dict(payload)).encode())
+        process.stdin.write(json.dumps({"flags": dict(flags)}).encode())
         process.stdin.close()
     except OSError:
         pass  # it died at once: its log says why
     return process
 
 
-def starting(data_dir: str) -> subprocess.Popen[bytes] | None:
-    """The daemon this process started for `data_dir` while it still runs (listening or
-    still coming up), else None."""
-    process = _STARTED.get(os.path.abspath(data_dir))
-    return process if process is not None and process.poll() is None else None
-
-
 def start_daemon(
-    data_dir: str,
-    payload: Mapping[str, object],
-    environ: Mapping[str, str],
-    timeout: float = START_TIMEOUT,
+    data_dir: str, flags: Mapping[str, object], timeout: float = START_TIMEOUT
 ) -> str | None:
-    """Start the daemon (`spawn`) and wait until it listens: its socket, or None (the CLI then
-    runs the search, and reports whatever kept the daemon from starting)."""
+    """Start the daemon (`spawn`), saying so on stderr, and wait until it listens: its
+    socket, or None (the CLI then runs the command, and says what kept it from starting)."""
     import sys
     import time
 
     sys.stderr.write(DAEMON_NOTICE + "\n")
     sys.stderr.flush()
     try:
-        process = spawn(data_dir, payload, environ)
+        process = spawn(data_dir, flags)
     except OSError:
         return None
     deadline = time.monotonic() + timeout
@@ -286,35 +271,33 @@ def start_daemon(
         if found is not None and listening(found):
             return found
         if process.poll() is not None:  # it could not start, or another one won the lock
-            found = daemon_socket(data_dir)
-            return found if found is not None and listening(found) else None
+            break
         time.sleep(0.02)
-    return None
+    found = daemon_socket(data_dir)
+    return found if found is not None and listening(found) else None
 
 
-def get(
-    socket_path: str,
-    route: str,
-    params: Sequence[tuple[str, str]],
-    key: str,
-    token: str | None,
-    timeout: float = REPLY_TIMEOUT,
+def post(
+    socket_path: str, route: str, body: object, token: str | None, timeout: float = REPLY_TIMEOUT
 ) -> bytes | None:
-    """GET `route` over the Unix socket (HTTP/1.1, closed after one answer): the body of a
-    200 answer, else None (no answer within `CONNECT_TIMEOUT`, then `timeout` in all)."""
+    """POST `body` as JSON to `route` over the Unix socket (HTTP/1.1, closed after one
+    answer): the body of a 200 answer, else None (no answer within `CONNECT_TIMEOUT`, then
+    `timeout` in all)."""
+    import json
     import socket
     import time
-    from urllib.parse import urlencode
 
+    data = json.dumps(body).encode("utf-8", "surrogatepass")
     head = [
-        f"GET {route}?{urlencode(list(params))} HTTP/1.1",
+        f"POST {route} HTTP/1.1",
         "Host: localhost",
         "Connection: close",
-        f"X-Chromasync-Key: {key}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(data)}",
     ]
     if token:
         head.append(f"Authorization: Bearer {token}")
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape")
+    request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape") + data
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + timeout
@@ -337,10 +320,10 @@ def get(
                 chunks.append(chunk)
     except (OSError, UnicodeError):
         return None
-    head_bytes, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+    head_bytes, sep, reply = b"".join(chunks).partition(b"\r\n\r\n")
     status = head_bytes.split(b"\r\n", 1)[0].split(b" ")
     if not sep or len(status) < 2 or status[1] != b"200":
         return None
     if b"\r\ntransfer-encoding: chunked" in head_bytes.lower():
         return None  # the daemon's JSON answers carry a length; anything else: the CLI
-    return body
+    return reply

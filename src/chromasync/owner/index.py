@@ -14,6 +14,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import api
@@ -198,6 +199,23 @@ def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
     return OwnerClient(info, token=token, settings=settings)
 
 
+class Hosted:
+    """The search daemon's own index, while it runs a client's command line (`cli.daemon`):
+    its settings key, and whether the command used it."""
+
+    def __init__(self, key: str, index: Index) -> None:
+        self.key = key
+        self.index = index
+        self.used = False
+
+
+HOSTED: ContextVar[Hosted | None] = ContextVar("hosted", default=None)
+
+
+class NotMine(Exception):
+    """The command line the daemon runs resolved to other settings than the daemon's."""
+
+
 @contextmanager
 def open_index(
     settings: Settings,
@@ -205,7 +223,6 @@ def open_index(
     start: Mapping[str, Any] | None = None,
     daemon: bool = True,
     writes: bool = False,
-    register: str | None = None,
     on_start: Callable[[], None] | None = None,
     on_local: OnLocalSearch | None = None,
 ) -> Iterator[Index]:
@@ -218,9 +235,17 @@ def open_index(
     of it: none is started, asked or used; an owner (serve, watch, mcp) still is.
     `writes`: the command writes (`ingest`): never through the search daemon, which only
     reads (the writer takes the lock from it; a frozen one is ended: `owner_client`).
-    `register`: the command line's key for the console script's daemon client.
     `on_local`: see `LocalIndex`.
+    While the search daemon runs a client's command line (`HOSTED`), the daemon's own index,
+    when these are its settings; else `NotMine` (the client runs the command itself).
     """
+    hosted = HOSTED.get()
+    if hosted is not None:
+        if writes or not daemon or daemons.settings_key(settings) != hosted.key:
+            raise NotMine(settings.data_dir)
+        hosted.used = True
+        yield hosted.index
+        return
     info: OwnerInfo | None
     indexed = (settings.data_dir / STATE_FILE).exists() or bool(settings.chroma_url)
     daemon = daemon and not daemons.daemon_off(os.environ)
@@ -240,17 +265,14 @@ def open_index(
         if info.role != daemons.ROLE:
             yield client
             return
-        through = _DaemonOrLocal(client, lambda: LocalIndex(settings, on_local))
-        if register:
-            through.register(register, info.key)  # ensure() returns a daemon of this key
-        yield cast("Index", through)
+        yield cast("Index", _DaemonOrLocal(client, lambda: LocalIndex(settings, on_local)))
 
 
 class _DaemonOrLocal:
     """The search daemon's client, that falls back to the index in this process for good
     once the daemon has taken a call and not answered it within its deadline (hung, not
     stopped: a stopped one is never talked to). The daemon holds no work, so reading here
-    loses nothing; it is what the console script's client does too (`dial.get`). The
+    loses nothing; it is what the console script's client does too (`dial.post`). The
     operations that use settings a daemon does not hold (`daemon.IN_PROCESS`: the chat
     model's) always run here."""
 
@@ -281,11 +303,17 @@ class _DaemonOrLocal:
                     raise
                 log.warning("%s; this command runs in its own process", exc)
                 self._local = self._make_local()
-                if name == "register":
-                    return None  # a key for a daemon that no longer answers for it
                 return getattr(self._local, name)(*args, **kwargs)
 
         return call
 
 
-__all__: Sequence[str] = ["Index", "LocalIndex", "open_index", "owner_client"]
+__all__: Sequence[str] = [
+    "HOSTED",
+    "Hosted",
+    "Index",
+    "LocalIndex",
+    "NotMine",
+    "open_index",
+    "owner_client",
+]

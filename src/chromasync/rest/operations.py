@@ -21,9 +21,11 @@ from ..owner.queries import (
 )
 from ..owner.service import Service
 from ..owner.wire import from_wire, to_wire
+from ..retrieve.request import SearchArgs, check_query
 
 #: Operation -> the type of its query record (None: it takes none).
 QUERIES: dict[str, type | None] = {
+    "search": SearchArgs,
     "links": LinksQuery,
     "similar": CompareQuery,
     "suggest": CompareQuery,
@@ -38,6 +40,8 @@ MAX_VERIFY_LABELS = 1000
 
 
 def _check(query: Any) -> None:
+    if isinstance(query, SearchArgs):
+        check_query(query.query, "query")  # its options: the engine's `check_values`
     content = query.content if isinstance(query, CompareQuery) else None
     if content is not None and len(content) > 2 * MAX_COMPARE_BYTES:
         raise ConfigError(f"content: a compared file holds at most {MAX_COMPARE_BYTES} bytes")
