@@ -434,10 +434,11 @@ def _roots_beside(target: Path) -> set[str]:
     import yaml
 
     from ..config.resolve import CONFIG_FILE_NAME
+    from ..config.safeyaml import load_yaml
 
     config = target.resolve().parent / CONFIG_FILE_NAME
     try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8")) if config.is_file() else None
+        data = load_yaml(config.read_text(encoding="utf-8"))[0] if config.is_file() else None
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return set()
     items = data.get("sources") if isinstance(data, dict) else None
