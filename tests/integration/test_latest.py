@@ -148,7 +148,9 @@ def test_date_order_prints_the_date_it_sorted_by(
     by; now each hit's line ends with it, in the pipe's plain lines and a terminal's alike."""
     import io
 
-    from chromasync.cli.search import render_search
+    from rich.console import Console
+
+    from chromasync.cli.search import _print_result
 
     argv = ["search", "Kellogg grantmaking priorities", "--mode", "keyword", "--sort", "date"]
     argv += ["--k", "3"]
@@ -161,7 +163,7 @@ def test_date_order_prints_the_date_it_sorted_by(
     result = api.retrieve(_request(k=3, sort="date", mode="keyword"), settings)
     assert result.as_json()["order"] == "date"
     out = io.StringIO()
-    render_search(result, "rich", out=out, tty=False, width=200)
+    _print_result(result, console=Console(file=out, width=200, highlight=False))
     assert all(f"published_at {d}" in out.getvalue() for d in dates)
     ranked = api.retrieve(_request(k=3, mode="keyword"), settings)
     assert "order" not in ranked.as_json()

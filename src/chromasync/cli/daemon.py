@@ -19,10 +19,9 @@ import threading
 import time
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import BaseModel, Field
 
 from .. import api
 from ..errors import ConfigError
@@ -137,6 +136,9 @@ def stop(data_dir: str | None) -> None:
     click.echo(f"stopped {done.info.describe()}{how}")
 
 
+if TYPE_CHECKING:
+    from ..rest.bodies import CommandLine
+
 # -- the daemon's process ----------------------------------------------------------------------
 
 
@@ -162,14 +164,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
         app = rest.create_app(service, token=settings.api_token)
         sys.stdout, sys.stderr = _Streams(sys.stdout, 0), _Streams(sys.stderr, 1)
 
-        @app.post("/daemon/run", include_in_schema=False)
-        def run_route(line: CommandLine) -> Any:
-            from fastapi.responses import JSONResponse
-
-            answer = run_line(line, Hosted(key, service))
-            if answer is None:
-                return JSONResponse({"detail": "not this daemon's command line"}, 409)
-            return {"stdout": answer[0], "stderr": answer[1]}
+        rest.add_run_route(app, lambda line: run_line(line, Hosted(key, service)))
 
         config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
         server = rest.make_server(config)
@@ -187,17 +182,6 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
         )
         rest.run_server(app, [unix], server=server)
     stderr_console().print("chromasync daemon: stopped")
-
-
-class CommandLine(BaseModel):
-    """What the stdlib client sends (`fastsearch.daemon_search`): its `search` command line,
-    folder, environment (`CHROMASYNC_*`, `HOME`, the terminal's), and which of its stdout
-    and stderr are terminals."""
-
-    argv: Annotated[list[Annotated[str, Field(max_length=100_000)]], Field(max_length=1000)]
-    cwd: Annotated[str, Field(min_length=1, max_length=4096)]
-    env: Annotated[dict[str, Annotated[str, Field(max_length=100_000)]], Field(max_length=500)]
-    tty: tuple[bool, bool] = (False, False)
 
 
 class _Captured(io.StringIO):

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from ..errors import sigterm_interrupts
 from .app import create_app
-from .bodies import search_query
+from .bodies import add_run_route, search_query
 from .connections import server_config
 from .guard import ERROR_STATUS, PUBLIC_PATHS, authorized, is_public, origin_allowed, status_for
 from .server import (
@@ -64,6 +64,7 @@ __all__ = [
     "ERROR_STATUS",
     "PUBLIC_PATHS",
     "BackgroundServer",
+    "add_run_route",
     "authorized",
     "bind_tcp",
     "bind_unix",

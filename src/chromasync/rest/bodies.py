@@ -157,3 +157,27 @@ _search_query.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
 #: The query parameters of `GET /search` (every search option, by its `param` name; lists
 #: repeated, `?source=a&source=b`), as one request's arguments (a FastAPI dependency).
 search_query = _search_query
+
+
+class CommandLine(BaseModel):
+    """What the search daemon's stdlib client sends (`fastsearch.daemon_search`): its
+    `search` command line, folder, environment (`CHROMASYNC_*`, `HOME`, the terminal's),
+    and which of its stdout and stderr are terminals."""
+
+    argv: Annotated[list[Annotated[str, Field(max_length=100_000)]], Field(max_length=1000)]
+    cwd: Annotated[str, Field(min_length=1, max_length=4096)]
+    env: Annotated[dict[str, Annotated[str, Field(max_length=100_000)]], Field(max_length=500)]
+    tty: tuple[bool, bool] = (False, False)
+
+
+def add_run_route(app: Any, answer: Any) -> None:
+    """`POST /daemon/run` on the search daemon's `app`: `answer(line)` is the command line's
+    (stdout, stderr), or None when it is not the daemon's to answer (409: the client runs it)."""
+    from fastapi.responses import JSONResponse
+
+    @app.post("/daemon/run", include_in_schema=False)
+    def run_route(line: CommandLine) -> Any:
+        found = answer(line)
+        if found is None:
+            return JSONResponse({"detail": "not this daemon's command line"}, 409)
+        return {"stdout": found[0], "stderr": found[1]}
