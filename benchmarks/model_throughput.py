@@ -19,10 +19,21 @@ drifts into both. The rest of an ingest's time is split into embedding, Chroma w
 cache writes and everything else (walk, read, chunk, plan, manifest).
 
 Against sentence-transformers (`--versus-st ROUNDS`, issue 19's goal): the default local
-model's cold `api.ingest` of the corpus (a fresh data dir each round, the model loaded once)
+model's (or `--variant`'s) cold `api.ingest` of the corpus (a fresh data dir each round, the
+model loaded once; with `--cli`, a whole `python -m chromasync ingest`, start-up included)
 against sentence-transformers (torch fp32, batch 32) encoding exactly the chunk texts that
 ingest embeds, alternated round by round in one process; chunks per second of each and
 their ratio per round.
+
+Where the time goes (`--profile`, issue 41): for each variant (fp32, int8, and bf16 where
+the CPU has AMX), a cold `api.ingest` of the corpus with that variant loaded beforehand,
+its wall time split into tokenising, the model's run (ONNX Runtime's `session.run`, or the
+bf16 encoder), pooling (numpy, for Chroma's layout), the rest of embedding (batching,
+padding, lists), Chroma's writes, the embedding cache's and everything else; texts/s and
+the model's achieved GFLOP/s (the multiply-adds of its run, padding included, over its run
+time) against the peak of numpy's fp32 matrix product of the model's shapes on the same
+machine (`gemm_peak`). sentence-transformers (torch fp32, batch 32) encodes the same texts
+before and after, for the ratio.
 
 Start-up. Wall time of `python -m chromasync ingest ONE_FILE_DIR` that embeds one chunk into
 a fresh data dir: sentence-transformers (`backend=torch variant=fp32`), ONNX int8 and torch
@@ -32,6 +43,7 @@ bf16 (each made and cached by an untimed first pass), median of N runs each.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -128,21 +140,42 @@ def ingest_run(corpus: Path, model: LocalEmbedder, data: Path, url: str | None) 
     }
 
 
-def loaded_model(corpus: Path, tmp: Path) -> tuple[LocalEmbedder, list[str]]:
-    """The default local model, loaded and warmed up, and the texts a cold ingest of
-    `corpus` embeds (planned once with a recording embedder)."""
-    model = LocalEmbedder()
-    recorder = Recorder(model)
-    api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
-    model.embed_documents(recorder.texts[:32])  # outside every measurement
-    return model, recorder.texts
+def loaded_model(
+    corpus: Path, tmp: Path, variant: str = "auto", texts: list[str] | None = None
+) -> tuple[LocalEmbedder, list[str]]:
+    """The local model (`variant`: the default), loaded and warmed up, and the texts a cold
+    ingest of `corpus` embeds (planned once with a recording embedder, unless given)."""
+    model = LocalEmbedder(variant=variant)
+    if texts is None:
+        recorder = Recorder(model)
+        api.ingest([api.source_for(corpus)], settings_for(tmp / "plan", None), embedder=recorder)
+        texts = recorder.texts
+    model.embed_documents(texts[:32])  # outside every measurement
+    return model, texts
 
 
-def versus_st(corpus: Path, tmp: Path, rounds: int) -> dict[str, Any]:
+def cli_run(corpus: Path, data: Path, variant: str, chunks: int) -> dict[str, Any]:
+    """A cold `python -m chromasync ingest` of `corpus` into `data`, timed from outside."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    for torch_cap in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA"):  # for the ST side only
+        env.pop(torch_cap, None)
+    command = [sys.executable, "-m", "chromasync", "ingest", str(corpus), "--data-dir"]
+    command += [str(data), "--embed-option", f"variant={variant}", "--json"]
+    before, began = os.times(), time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    wall, after = time.perf_counter() - began, os.times()
+    child = sum(after[2:4]) - sum(before[2:4])  # children's user and system time
+    rate = round(chunks / wall, 1)
+    return {"chunks": chunks, "texts_per_s": rate, "share": {}, "child_cpu_s": child}
+
+
+def versus_st(
+    corpus: Path, tmp: Path, rounds: int, variant: str, cli: bool = False
+) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import model_variants
 
-    model, texts = loaded_model(corpus, tmp)
+    model, texts = loaded_model(corpus, tmp, variant)
     st = model_variants.SentenceTransformers()
     st.embed_documents(texts[:32])
     rows: list[dict[str, Any]] = []
@@ -153,8 +186,11 @@ def versus_st(corpus: Path, tmp: Path, rounds: int) -> dict[str, Any]:
         st.embed_documents(texts)
         st_s, st_cpu = time.perf_counter() - began, time.process_time() - cpu
         cpu = time.process_time()
-        ingest = ingest_run(corpus, model, tmp / f"data-{n}", None)
-        ingest_cpu = time.process_time() - cpu
+        if cli:  # the whole run, start-up included: `chromasync ingest` in a fresh process
+            ingest = cli_run(corpus, tmp / f"data-{n}", variant, len(texts))
+        else:
+            ingest = ingest_run(corpus, model, tmp / f"data-{n}", None)
+        ingest_cpu = time.process_time() - cpu + ingest.pop("child_cpu_s", 0.0)
         assert ingest["chunks"] == len(texts), (ingest["chunks"], len(texts))
         rows.append(
             {
@@ -174,6 +210,118 @@ def versus_st(corpus: Path, tmp: Path, rounds: int) -> dict[str, Any]:
         "runtime": model.runtime,
         "rounds": rows,
         "x_st_mean": round(statistics.mean(r["x_st"] for r in rows), 2),
+    }
+
+
+def gemm_peak(rounds: int = 3, seconds: float = 1.0) -> float:
+    """The best fp32 GFLOP/s of numpy's matrix product (its BLAS, every core) at the
+    model's feed-forward shape (8,192 tokens x 384 -> 1,536) over `rounds` windows."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8192, 384), dtype=np.float32)
+    b = rng.standard_normal((384, 1536), dtype=np.float32)
+    a @ b
+    best = 0.0
+    for _ in range(rounds):
+        n, began = 0, time.perf_counter()
+        while time.perf_counter() - began < seconds:
+            a @ b
+            n += 1
+        best = max(best, 2 * a.shape[0] * 384 * 1536 * n / (time.perf_counter() - began) / 1e9)
+    return best
+
+
+def model_flops(config: dict[str, Any], batch: int, width: int) -> float:
+    """Multiply-adds x 2 of a BERT encoder's run on `batch` texts padded to `width` tokens:
+    per layer the four attention projections, the feed-forward and the attention itself."""
+    h, ff = config.get("hidden_size", 384), config.get("intermediate_size", 1536)
+    per_layer = 2 * width * (4 * h * h + 2 * h * ff) + 4 * width * width * h
+    return float(batch * config.get("num_hidden_layers", 6) * per_layer)
+
+
+class Timed:
+    """Stands in for the model's tokenizer, ONNX session or bf16 run: times the call, and
+    counts the model's FLOPs (`model_flops` of `config`) from the `input_ids` it is fed."""
+
+    def __init__(self, inner: Any, totals: dict[str, float], config: dict[str, Any]) -> None:
+        self.inner, self.totals, self.config = inner, totals, config
+
+    def encode_batch(self, texts: list[str]) -> Any:
+        with timed(self.totals, "tokenise"):
+            return self.inner.encode_batch(texts)
+
+    def _model(self, ids: Any, call: Callable[[], Any]) -> Any:
+        self.totals["flops"] = self.totals.get("flops", 0.0) + model_flops(self.config, *ids.shape)
+        with timed(self.totals, "model"):
+            return call()
+
+    def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+        return self._model(feeds["input_ids"], lambda: self.inner.run(names, feeds))
+
+    def __call__(self, ids: Any, mask: Any, types: Any) -> Any:
+        return self._model(ids, lambda: self.inner(ids, mask, types))
+
+
+def profile(corpus: Path, tmp: Path, variants: Sequence[str]) -> dict[str, Any]:
+    """Each variant's cold ingest of `corpus`, split by stage (module docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import model_variants
+
+    from chromasync.embed import bert, local, modelfiles
+
+    peak = gemm_peak()
+    texts = loaded_model(corpus, tmp, "int8")[1]
+    st = model_variants.SentenceTransformers()
+    st.embed_documents(texts[:32])
+    st_s = [raw_throughput(st, texts)]  # type: ignore[arg-type]
+    print(json.dumps({"st_texts_per_s": round(st_s[0], 1)}), file=sys.stderr, flush=True)
+    rows: list[dict[str, Any]] = []
+    for variant in variants:
+        model = loaded_model(corpus, tmp, variant, texts)[0]
+        config = modelfiles.read_json(model.model_dir, "config.json")
+        totals: dict[str, float] = {}
+        model._tokenizer = Timed(model._tokenizer, totals, config)
+        undo = [wrap(local, "mean_pool", totals, "pooling")]
+        if model._session is not None:
+            model._session = Timed(model._session, totals, config)
+        else:
+            run, kept = bert.numpy_run, (totals, config)
+            bert.numpy_run = lambda encoder, run=run, kept=kept: Timed(run(encoder), *kept)
+            undo.append(functools.partial(setattr, bert, "numpy_run", run))
+        try:
+            ingest = ingest_run(corpus, model, tmp / f"profile-{variant}", None)
+        finally:
+            for restore in undo:
+                restore()
+        wall = ingest["wall_s"]
+        embed = ingest["share"]["embed"] * wall
+        stages = {k: totals.get(k, 0.0) for k in ("tokenise", "model", "pooling")}
+        stages["embed_rest"] = embed - sum(stages.values())
+        share = {k: round(v / wall, 3) for k, v in stages.items()}
+        share |= {k: v for k, v in ingest["share"].items() if k != "embed"}
+        gflops = totals.get("flops", 0.0) / max(totals.get("model", 0.0), 1e-9) / 1e9
+        rows.append(
+            {
+                "variant": model.model_id.rsplit("@", 1)[-1] if "@" in model.model_id else "fp32",
+                "chunks": ingest["chunks"],
+                "ingest_texts_per_s": ingest["texts_per_s"],
+                "model_texts_per_s": round(ingest["chunks"] / totals.get("model", 1e-9), 1),
+                "model_gflop_per_s": round(gflops, 1),
+                "of_gemm_peak": round(gflops / peak, 2),
+                "share": share,
+            }
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    st_s.append(raw_throughput(st, texts))  # type: ignore[arg-type]
+    st_rate = statistics.mean(st_s)
+    for row in rows:
+        row["x_st"] = round(row["ingest_texts_per_s"] / st_rate, 2)
+    return {
+        "texts": len(texts),
+        "gemm_peak_gflop_per_s": round(peak, 1),
+        "st_texts_per_s": [round(x, 1) for x in st_s],
+        "rows": rows,
     }
 
 
@@ -271,6 +419,16 @@ def main() -> None:
         metavar="ROUNDS",
         help="cold ingest with the default model against sentence-transformers on its chunks",
     )
+    parser.add_argument("--variant", default="auto", help="--versus-st: the local variant")
+    parser.add_argument(
+        "--cli", action="store_true", help="--versus-st: a cold CLI run, start-up included"
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="VARIANTS",
+        help="where a cold ingest's time goes, per variant, e.g. fp32,int8,bf16",
+    )
     args = parser.parse_args()
     if args.variants and args.interleaved:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -296,8 +454,12 @@ def main() -> None:
         tool = SHARED / "tools" / "materialize_scifact.py"
         limit = ["--limit", str(args.docs)]
         subprocess.run([sys.executable, str(tool), str(corpus), *limit], check=True)
+        if args.profile:
+            found = profile(corpus, tmp, args.profile.split(","))
+            print(json.dumps(found | {"docs": args.docs, "cpus": os.cpu_count()}, indent=2))
+            return
         if args.versus_st:
-            found = versus_st(corpus, tmp, args.versus_st)
+            found = versus_st(corpus, tmp, args.versus_st, args.variant, args.cli)
             print(json.dumps(found | {"docs": args.docs, "cpus": os.cpu_count()}, indent=2))
             return
         model, texts = loaded_model(corpus, tmp)

@@ -98,6 +98,11 @@ def test_int8_is_what_onnxruntimes_quantizer_makes(model_cache: Path, tmp_path: 
         for path in (ours, theirs)
     )
     assert np.array_equal(got, expected)
+    # the attention softmax's NaN guards (torch's export has them; Chroma's older file not) go
+    import onnx
+
+    ops = [n.op_type for n in onnx.load(str(ours), load_external_data=False).graph.node]
+    assert "IsNaN" not in ops and ops.count("Softmax") == 6
 
 
 def test_bf16_checked_once_close_to_fp32_and_queried_in_fp32(

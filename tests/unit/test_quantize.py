@@ -108,6 +108,46 @@ def test_the_same_graph_and_numbers_as_onnxruntime(tmp_path: Path) -> None:
     onnx.checker.check_model(model)
 
 
+def test_the_softmax_nan_guard_is_dropped_with_the_same_numbers(tmp_path: Path) -> None:
+    """torch's export of scaled_dot_product_attention guards each softmax with
+    Where(IsNaN(s), 0, s): dropped (a softmax of a row with a finite entry is never NaN),
+    with onnxruntime's numbers, guard included, unchanged; a guard of anything else stays."""
+    w = np.random.default_rng(4).normal(size=(8, 6)).astype(np.float32)
+    value = helper.make_tensor_value_info
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["s"], axis=-1),
+        helper.make_node("IsNaN", ["s"], ["nan"]),
+        helper.make_node("Constant", [], ["c"], value=zero),
+        helper.make_node("Where", ["nan", "c", "s"], ["guarded"]),
+        helper.make_node("MatMul", ["guarded", "x"], ["y"]),  # activations: stays float
+        helper.make_node("IsNaN", ["x"], ["x_nan"]),  # not a softmax: its guard stays
+        helper.make_node("Where", ["x_nan", "c", "x"], ["x_kept"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [value("x", TensorProto.FLOAT, [2, 6, 8])],
+        [value("y", TensorProto.FLOAT, [2, 6, 8]), value("x_kept", TensorProto.FLOAT, [2, 6, 8])],
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.tobytes(), raw=True)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    source, ours, theirs = tmp_path / "fp32.onnx", tmp_path / "ours.onnx", tmp_path / "ort.onnx"
+    onnx.save(model, str(source))
+    assert quantize_int8(source, ours) == 1
+    onnxruntime_quantized(source, theirs)
+    made = onnx.load(str(ours))
+    ops = Counter(n.op_type for n in made.graph.node)
+    assert ops["IsNaN"] == ops["Where"] == ops["Constant"] == 1  # x's guard, and its zero
+    assert all("guarded" not in n.input for n in made.graph.node)
+    x = np.random.default_rng(5).normal(size=(2, 6, 8)).astype(np.float32)
+    for mine, reference in zip(_run(ours, x), _run(theirs, x), strict=True):
+        assert np.array_equal(mine, reference)
+    onnx.checker.check_model(made)
+
+
 def test_needs_no_onnx_package(tmp_path: Path) -> None:
     """The light install has no `onnx`: the quantizer runs with it made unimportable."""
     source, target = tmp_path / "fp32.onnx", tmp_path / "int8.onnx"

@@ -16,20 +16,21 @@ installed runtime can use it (onnxruntime-gpu, or a CUDA build of torch), else t
 see `choose_runtime`. Options: `model` (a folder), `backend`, `device`, `batch_size`,
 `variant`, `threads`, `batch_tokens`.
 
-Numeric variants (`variant`): `fp32` (the export), `int8` (ONNX Runtime: dynamic quantization
-of the export's MatMul weights, per channel, made locally from the export at first use and
-cached beside it) and `bf16` (torch on the CPU: the BERT encoder of `embed/bert.py` under
-bfloat16 autocast, so matrix products run in bf16 with fp32 accumulation while LayerNorm
-and pooling stay fp32; checked once against sentence-transformers at first use, the check
-recorded in the cache). Nothing is downloaded. `auto` (default) is `bf16` on a CPU with
-native bf16 matrix units (AMX) where torch is installed and the model is a BERT encoder with
-mean pooling, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or
-with the torch backend on a CPU without AMX (the fastest variants measured at fp32's
-retrieval quality: docs/scaling.md, `benchmarks/model_throughput.py --variants`). A
-variant other than fp32 is part of the model id (`...@int8`, `...@bf16`), so the collection
-and the embedding cache never mix vectors of two variants; with `auto`, a collection
-already written with another variant of the same model is followed (`follow`), so an index
-made before the default changed keeps working.
+Numeric variants (`variant`): `fp32` (the export), `int8` (ONNX Runtime: dynamic
+quantization of the export's MatMul weights, per channel, its attention softmax's NaN guards
+dropped (`embed/quantize.py`), made locally from the export at first use and cached beside
+it) and `bf16` (torch on the CPU: the BERT encoder of `embed/bert.py` under bfloat16
+autocast, so matrix products run in bf16 with fp32 accumulation while LayerNorm and pooling
+stay fp32; checked once against sentence-transformers at first use, the check recorded in
+the cache). Nothing is downloaded. `auto` (default) is `bf16` on a CPU with native bf16
+matrix units (AMX) where torch is installed and the model is a BERT encoder with mean
+pooling, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or with the
+torch backend on a CPU without AMX (the fastest variants measured at fp32's retrieval
+quality: docs/scaling.md, `benchmarks/model_throughput.py --variants`). A variant other than
+fp32 is part of the model id (`...@int8`, `...@bf16`), so the collection and the embedding
+cache never mix vectors of two variants; with `auto`, a collection already written with
+another variant of the same model is followed (`follow`), so an index made before the
+default changed keeps working.
 
 Queries of a `bf16` or `int8` index are embedded by the fp32 export with ONNX Runtime
 (for bf16, when it is installed): a query is never stored, so no variants mix in the index;

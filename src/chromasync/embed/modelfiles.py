@@ -28,7 +28,7 @@ from ..errors import EmbeddingError
 from . import shared
 
 EXPORT_VERSION = 1
-QUANTIZE_VERSION = 1
+QUANTIZE_VERSION = 2  # 1 kept the attention softmax's NaN guards (embed/quantize.py)
 BF16_VERSION = 2  # 1 was a TorchScript trace of the transformers model
 
 
