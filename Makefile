@@ -138,7 +138,8 @@ test-latest:
 	$(LATEST_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(LATEST_VENV)/bin/python -m pip install --quiet '$(TORCH_PIN)' -e '.[$(EXTRAS)]'
 	$(LATEST_VENV)/bin/python -m pip list --format freeze > $(LATEST_VENV)/resolved.txt
-	diff <(grep -v '^#' $(LOCK) | cut -d' ' -f1) $(LATEST_VENV)/resolved.txt || true
+	diff <(grep -v '^#' $(LOCK) | cut -d' ' -f1 | tr 'A-Z_' 'a-z-' | sort) \
+	  <(tr 'A-Z_' 'a-z-' < $(LATEST_VENV)/resolved.txt | grep -v '^-e\|^chromasync' | sort) || true
 	$(LATEST_VENV)/bin/python -W ignore::ResourceWarning -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 clean:
