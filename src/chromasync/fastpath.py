@@ -34,12 +34,12 @@ import sys
 import time
 
 from .cmdline import OFF_ENV, Line, parse
-from .corpus.listing import tree_listing
-from .state.snapshots import LOCK_FILE, Recorder, join_report, read_snapshot, snapshot_path, stamp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+
+    from .state.snapshots import Recorder
 
 CRASH_ENV = "CHROMASYNC_CRASH_AT"
 
@@ -93,6 +93,8 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     if data_dir is None:
         return None
     key = invocation_key(invocation, environ, cwd)
+    from .state.snapshots import LOCK_FILE, snapshot_path  # an ingest's only: search needs none
+
     try:
         fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDWR | os.O_CLOEXEC)
     except OSError:
@@ -138,6 +140,9 @@ def _reader_left(fd: int, data_dir: str) -> bool:
 
 def _replay(path: str, key: str, started: int, invocation: Line) -> str | None:
     """The report of the recorded no-op run, when nothing it depends on changed."""
+    from .corpus.listing import tree_listing
+    from .state.snapshots import join_report, read_snapshot, stamp
+
     snapshot = read_snapshot(path, key)
     if snapshot is None or not snapshot.files_as_recorded():
         return None
@@ -176,6 +181,8 @@ class RecorderFactory:
         invocation = parse_invocation(self.argv, environ)
         if invocation is None:
             return None
+        from .state.snapshots import Recorder
+
         return Recorder(invocation_key(invocation, environ, os.getcwd()), render_json)
 
     def search_key(self, environ: Mapping[str, str]) -> str | None:

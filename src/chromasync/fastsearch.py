@@ -166,13 +166,11 @@ def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None
     reply = post(socket_path, "/daemon/run", body, environ.get("CHROMASYNC_API_TOKEN"))
     if reply is None:
         return None
-    import json
-
-    try:
-        answer = json.loads(reply)
-        out, err = str(answer["stdout"]), str(answer["stderr"])
-    except (ValueError, KeyError, TypeError):
+    size, _, rest = reply.partition(b"\n")  # `rest.add_run_route`: len(stderr), stderr, stdout
+    if not size.isdigit() or int(size) > len(rest):
         return None
+    err = rest[: int(size)].decode("utf-8", "surrogatepass")
+    out = rest[int(size) :].decode("utf-8", "surrogatepass")
     sys.stderr.write(err)
     sys.stderr.flush()
     sys.stdout.write(out)

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chromasync.config.parsed import ConfigFile
 from chromasync.config.settings import Settings
@@ -179,3 +181,24 @@ def test_the_daemon_imports_the_store_and_numpy_before_any_thread_runs(tmp_path:
     warm = [s for s in seen if s[0] == "_warm"]
     assert warm, done.stderr
     assert all(numpy and chromadb for _name, numpy, chromadb in seen), seen
+
+
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.characters(blacklist_categories=("Cs",))
+            | st.sampled_from([chr(c) for c in range(0xDC80, 0xDD00)])  # undecodable argv bytes
+        ),
+        max_size=5,
+    ),
+    st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=4),
+)
+def test_the_clients_json_is_what_json_reads(argv: list[str], env: dict[str, str]) -> None:
+    """The stdlib client writes its request without the json module (`dial.json_text`):
+    what it writes reads back as the very values, undecodable bytes of a command line too."""
+    import json
+
+    from chromasync.owner.dial import json_text
+
+    body = {"argv": argv, "cwd": "/x", "env": env, "tty": [True, False], "n": None, "k": 1.5}
+    assert json.loads(json_text(body)) == body

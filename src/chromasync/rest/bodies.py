@@ -172,12 +172,15 @@ class CommandLine(BaseModel):
 
 def add_run_route(app: Any, answer: Any) -> None:
     """`POST /daemon/run` on the search daemon's `app`: `answer(line)` is the command line's
-    (stdout, stderr), or None when it is not the daemon's to answer (409: the client runs it)."""
-    from fastapi.responses import JSONResponse
+    (stdout, stderr), or None when it is not the daemon's to answer (409: the client runs it).
+    The answer is text the stdlib client splits without a JSON decoder: the byte length of
+    stderr on the first line, then stderr, then stdout (UTF-8, lone surrogates kept)."""
+    from fastapi.responses import JSONResponse, Response
 
     @app.post("/daemon/run", include_in_schema=False)
     def run_route(line: CommandLine) -> Any:
         found = answer(line)
         if found is None:
             return JSONResponse({"detail": "not this daemon's command line"}, 409)
-        return {"stdout": found[0], "stderr": found[1]}
+        out, err = (text.encode("utf-8", "surrogatepass") for text in found)
+        return Response(b"%d\n" % len(err) + err + out, media_type="text/plain; charset=utf-8")
