@@ -143,8 +143,8 @@ if TYPE_CHECKING:
 
 
 def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
-    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT."""
-
+    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT; the
+    command lines it is sent run with the CLI that runs this command (`run_line`)."""
     from .. import rest
     from ..owner.service import Service
     from ..store.connect import import_chromadb
@@ -153,6 +153,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
     # module"): import chromadb (numpy with it) here, once, before any thread runs
     import_chromadb()
     key = daemons.settings_key(settings)
+    cli = click.get_current_context().find_root().command
     with (
         rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too
         contextlib.suppress(KeyboardInterrupt),
@@ -164,7 +165,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
         app = rest.create_app(service, token=settings.api_token)
         sys.stdout, sys.stderr = _Streams(sys.stdout, 0), _Streams(sys.stderr, 1)
 
-        rest.add_run_route(app, lambda line: run_line(line, Hosted(key, service)))
+        rest.add_run_route(app, lambda line: run_line(cli, line, Hosted(key, service)))
 
         config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
         server = rest.make_server(config)
@@ -212,13 +213,12 @@ class _Streams:
         return getattr(self._own if captured is None else captured[self._which], name)
 
 
-def run_line(line: CommandLine, hosted: Hosted) -> tuple[str, str] | None:
-    """Run the client's `search` command line with the CLI itself, in the client's folder and
-    environment (`common.CALLER`), against this daemon's index (`owner.index.HOSTED`): its
-    stdout and stderr, or None when it is not this daemon's to answer (another command,
-    other settings, `--no-daemon`, anything but exit 0: the client then runs it itself)."""
-    from .main import main as cli
-
+def run_line(cli: click.Command, line: CommandLine, hosted: Hosted) -> tuple[str, str] | None:
+    """Run the client's `search` command line with the CLI itself (`cli`), in the client's
+    folder and environment (`common.CALLER`), against this daemon's index
+    (`owner.index.HOSTED`): its stdout and stderr, or None when it is not this daemon's to
+    answer (another command, other settings, `--no-daemon`, anything but exit 0: the client
+    then runs it itself)."""
     if line.argv[:1] != ["search"] or not os.path.isabs(line.cwd):
         return None
     out, err = _Captured(line.tty[0]), _Captured(line.tty[1])
