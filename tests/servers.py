@@ -25,6 +25,19 @@ import httpx
 CHROMA_BIN = Path(sys.executable).parent / "chroma"
 
 
+#: An MCP client's first message (every MCP test's handshake: stdio and HTTP alike).
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

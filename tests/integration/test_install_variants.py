@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from ..conftest import REPO, age_tree
-from ..servers import NatsServer, nats_server_bin
+from ..servers import MCP_INITIALIZE, NatsServer, nats_server_bin
 
 #: every test here runs the default model's tokenizer, the plain one the model itself
 pytestmark = pytest.mark.model
@@ -154,16 +154,7 @@ def test_the_serve_extra_serves_mcp_over_stdio(user: tuple[Path, dict[str, str]]
     cwd, env = user
     env = _ingested(bin_dir, cwd, env)
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
+        MCP_INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {
             "jsonrpc": "2.0",

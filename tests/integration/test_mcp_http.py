@@ -32,18 +32,9 @@ from chromasync.mcp import DEFAULT_HTTP_PORT, MAX_HTTP_BODY
 from chromasync.owner.locate import read_owner
 
 from ..conftest import REPO, invoke_cli
-from ..servers import free_port
+from ..servers import MCP_INITIALIZE, free_port
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
+INITIALIZE = MCP_INITIALIZE
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 

@@ -18,6 +18,7 @@ import pytest
 from chromasync.mcp.stdio import MAX_MESSAGE_BYTES
 
 from ..conftest import REPO
+from ..servers import MCP_INITIALIZE
 
 
 class Stdio:
@@ -63,18 +64,7 @@ class Stdio:
 @pytest.fixture
 def mcp(cli_env: dict[str, str]) -> Iterator[Stdio]:
     server = Stdio({**cli_env, "HOME": os.environ.get("HOME", "/tmp")})
-    server.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-    )
+    server.send(MCP_INITIALIZE)
     assert server.reply()["id"] == 1
     server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     yield server
