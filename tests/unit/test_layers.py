@@ -206,7 +206,7 @@ def test_the_guard_keeps_corpus_and_chunk_apart(
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
-#: What is over a limit today (eight), each to be split: the test fails when one of these grows,
+#: What is over a limit today (seven), each to be split: the test fails when one of these grows,
 #: and when one shrinks under the limit without leaving this list (it only shortens).
 OVER_LIMIT: dict[str, int] = {
     "retry.py": 526,  # the policy, the transport and the deadline's socket watch in one
@@ -216,7 +216,6 @@ OVER_LIMIT: dict[str, int] = {
     "sync/planning.py:changes": 87,
     "rest/connections.py:guarded_protocol": 88,  # a class built in a function (uvicorn lazy)
     "chunk/blocks.py:segment": 84,
-    "plan/triage.py:build_records": 81,
 }
 
 

@@ -214,11 +214,9 @@ def build_records(
     mtime_ns: int = 0,
     key: str | None = None,
 ) -> tuple[ChunkRecord, ...]:
-    """The records to store for one document: IDs, texts and metadata (ours win). `key`:
-    the document key, when not its identity or path (a duplicate identity's path). Beside
-    the record hash, never in it (`metakeys.RECORD_FIELDS`): each chunk's `char_count`,
-    the run's `ingested_at`, the file's `last_modified_mtime` (`mtime_ns`, in seconds),
-    and with an identity the repository indexer's fields."""
+    """The records to store for one document: IDs, texts and metadata (ours win); `key`:
+    the document key when not its identity or path (a duplicate identity's path). Each
+    chunk's `char_count` and `_beside`'s fields are written after the record hash."""
     key = key or doc.identity or doc.rel_path
     beside = _beside(doc, ctx, mtime_ns)
     paged = DocumentText(doc.text, doc.pages, doc.page_starts, ()) if doc.pages else None
