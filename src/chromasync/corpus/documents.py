@@ -3,7 +3,7 @@
 `read_document(data, fmt)` turns the bytes of one file into a `PagedDocument` or a
 `DocumentSkip`; it never raises for bad input and never hangs. `render_markdown(doc)` turns
 a document into Markdown-ish text for the Markdown chunker, with `page_starts` to map any
-line (or character offset) of that text back to the page it came from.
+line of that text back to the page it came from.
 
 Invariants:
 
@@ -69,7 +69,6 @@ __all__ = [
     "PagedDocument",
     "document_format",
     "page_at_line",
-    "page_at_offset",
     "read_document",
     "read_document_file",
     "render_markdown",
@@ -182,11 +181,9 @@ def render_markdown(doc: PagedDocument) -> DocumentText:
     blocks; and where each page starts (see `DocumentText`)."""
     parts: list[str] = []
     starts: list[int] = []
-    offsets: list[int] = []
-    line, offset = 1, 0
+    line = 1
     for page in doc.pages:
         starts.append(line)
-        offsets.append(offset)
         for block in page.blocks:
             if block.level:
                 chunk = "#" * min(block.level, 6) + " " + one_line(block.text)
@@ -198,17 +195,10 @@ def render_markdown(doc: PagedDocument) -> DocumentText:
             chunk += "\n\n"
             parts.append(chunk)
             line += chunk.count("\n")
-            offset += len(chunk)
-    return DocumentText("".join(parts), tuple(p.number for p in doc.pages), (*starts,), (*offsets,))
+    return DocumentText("".join(parts), tuple(p.number for p in doc.pages), (*starts,))
 
 
 def page_at_line(text: DocumentText, line: int) -> int:
     """The number of the page that line `line` (1-based) of `text.text` belongs to."""
     i = bisect.bisect_right(text.page_starts, line) - 1
-    return text.pages[max(i, 0)]
-
-
-def page_at_offset(text: DocumentText, offset: int) -> int:
-    """The number of the page that character `offset` of `text.text` belongs to."""
-    i = bisect.bisect_right(text.offset_starts, offset) - 1
     return text.pages[max(i, 0)]

@@ -90,16 +90,14 @@ class DocumentSkip:
 class DocumentText:
     """A document rendered as Markdown-ish text.
 
-    `page_starts[i]` is the 1-based line of `text` where page `pages[i]` starts, and
-    `offset_starts[i]` the character offset of that line. Both are non-decreasing (a page
-    without text starts where the next one does); the page of a line is the last page
-    starting at or before it (`page_at_line`).
+    `page_starts[i]` is the 1-based line of `text` where page `pages[i]` starts,
+    non-decreasing (a page without text starts where the next one does); the page of a line
+    is the last page starting at or before it (`page_at_line`).
     """
 
     text: str
     pages: tuple[int, ...]  # page numbers
     page_starts: tuple[int, ...]
-    offset_starts: tuple[int, ...]
 
 
 class Refused(Exception):

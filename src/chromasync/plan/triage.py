@@ -219,7 +219,7 @@ def build_records(
     chunk's `char_count` and `_beside`'s fields are written after the record hash."""
     key = key or doc.identity or doc.rel_path
     beside = _beside(doc, ctx, mtime_ns)
-    paged = DocumentText(doc.text, doc.pages, doc.page_starts, ()) if doc.pages else None
+    paged = DocumentText(doc.text, doc.pages, doc.page_starts) if doc.pages else None
     seen: dict[str, int] = {}
     records: list[ChunkRecord] = []
     header = "\n".join(doc.text.split("\n", doc.body_start_line)[: doc.body_start_line - 1])

@@ -68,8 +68,7 @@ class Filters:
         return self.as_json() == {}
 
     def as_record(self) -> dict[str, Any]:
-        """Every field, JSON-ready: what `from_record` reads back equal (the owner's answer
-        carries it, so that a search through the owner returns the `Filters` of one here)."""
+        """Every field, JSON-ready (REST's `filter_record`)."""
         return {
             "sources": list(self.sources),
             "where": [[k, v] for k, v in self.where],
@@ -86,19 +85,6 @@ class Filters:
             "links_to": list(self.links_to),
             "echo": dict(self.echo),
         }
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Filters:
-        """The `Filters` of an `as_record` (from the owner, which parsed and bounded them)."""
-        pairs = ("where", "matches")
-        fields: dict[str, Any] = {}
-        for name, value in record.items():
-            if name in pairs:
-                value = tuple((str(k), v) for k, v in value)
-            elif isinstance(value, list):
-                value = tuple(value)
-            fields[name] = value
-        return cls(**fields)
 
     def as_json(self) -> dict[str, Any]:
         """The filters as given, for `--json` output (empty fields left out)."""

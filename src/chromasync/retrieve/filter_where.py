@@ -27,7 +27,6 @@ from .filter_syntax import (
 )
 
 COMPARE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-_SCALAR_OPS = {"$eq", "$ne", *COMPARE_OPS}
 LIST_OPS = {"$in", "$nin"}
 _CONTAINS_OPS = {"$contains", "$not_contains"}
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..datadir import MIRROR_FILE as MIRROR_FILE
 from ..datadir import create_private_file, make_private_dir
 from ..metakeys import LEGACY_NAMES, RECORD_HASH_KEY, keyword_heading, source_label
-from ..state.manifest import KEYWORD_INDEX_SQL
+from ..state.schema import CHUNKS_TABLE, KEYWORD_INDEX_SQL
 
 if TYPE_CHECKING:
     from ..store.chroma import Collection
@@ -43,19 +43,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS mirror_meta (
     collection TEXT PRIMARY KEY, synced_ns INTEGER NOT NULL, count INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS chunks (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL,
-    collection TEXT NOT NULL,
-    source TEXT NOT NULL,
-    path TEXT NOT NULL,
-    heading TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    record_hash TEXT NOT NULL,
-    UNIQUE (collection, id)
-);
-"""
+""" + CHUNKS_TABLE.format(extra="\n    record_hash TEXT NOT NULL,")
 
 
 @dataclass(frozen=True, slots=True)

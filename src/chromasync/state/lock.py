@@ -29,7 +29,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from ..datadir import FILE_MODE, OWNER_MARK, READER_MARK, WANT_FILE, make_private_dir
 from ..errors import LockError
@@ -175,12 +174,7 @@ class StoreLock:
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 
@@ -218,13 +212,6 @@ def is_reader(holder: str) -> bool:
     text = holder.removeprefix("another process (").removesuffix(")")
     head, colon, rest = text.partition(": ")
     return bool(colon) and head.startswith("pid ") and rest.startswith(READER_MARK)
-
-
-_WANT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
-
-
-def _want_path(data_dir: Path | str) -> str:
-    return os.path.join(data_dir, WANT_FILE)
 
 
 def ask_reader_to_leave(data_dir: Path | str, timeout: float = READER_LEAVES_IN) -> bool:

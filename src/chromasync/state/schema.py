@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS files (
     asset_issue TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (collection, source, path)
 ) WITHOUT ROWID;
+"""
+#: The `chunks` table of both keyword indexes: the state's, and `retrieve.mirror`'s, whose
+#: `{extra}` column is `record_hash`.
+CHUNKS_TABLE = """
 CREATE TABLE IF NOT EXISTS chunks (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL,
@@ -57,11 +61,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     path TEXT NOT NULL,
     heading TEXT NOT NULL,
     text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
+    metadata TEXT NOT NULL,{extra}
     UNIQUE (collection, id)
 );
-CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);
 """
+SCHEMA += CHUNKS_TABLE.format(extra="")
+SCHEMA += "CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (collection, source, path);\n"
 #: The FTS5 index over a `chunks` table, kept in step by triggers (the keyword mirror of
 #: `retrieve.mirror` uses the same definition). Its `heading` column is
 #: `metakeys.keyword_heading`: the heading path, and on a page's first chunk the page's

@@ -139,16 +139,7 @@ class Store:
         if provider == "server":
             return self._server_collection(name)
         if not create:
-            try:
-                raw = self._client.get_collection(name)
-            except Exception as exc:
-                if _find(exc, (GaveUp, Refused)) is not None:
-                    raise self._error(f"open collection {name!r}", exc) from exc
-                raise NotFound(
-                    f"collection {name!r} does not exist in {self.describe()}; "
-                    "run `chromasync ingest` first"
-                ) from exc
-            return Collection(raw, self)
+            return Collection(self._existing(name, "run `chromasync ingest` first"), self)
         from .peers import peer_function
 
         metadata: dict[str, Any] = {"hnsw:space": "cosine", SCHEMA_KEY: 1}
@@ -172,16 +163,22 @@ class Store:
             collection.check_model(model_id, dimension, provider, adopt)
         return collection
 
-    def _server_collection(self, name: str) -> Collection:
+    def _existing(self, name: str, hint: str) -> Any:
+        """The raw collection `name`; NotFound (with `hint`) when it does not exist."""
         try:
-            raw = self._client.get_collection(name)
+            return self._client.get_collection(name)
         except Exception as exc:
             if _find(exc, (GaveUp, Refused)) is not None:
                 raise self._error(f"open collection {name!r}", exc) from exc
             raise NotFound(
-                f"collection {name!r} does not exist in {self.describe()}; the `server` "
-                "provider needs a collection created with its embedding function first"
+                f"collection {name!r} does not exist in {self.describe()}; {hint}"
             ) from exc
+
+    def _server_collection(self, name: str) -> Collection:
+        raw = self._existing(
+            name,
+            "the `server` provider needs a collection created with its embedding function first",
+        )
         try:
             function = (raw.configuration or {}).get("embedding_function")
         except Exception as exc:

@@ -21,12 +21,9 @@ import logging
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from ..corpus.read import read_file
 from ..corpus.walk import discover_source
-from ..embed import Embedder
-from ..embed.cache import EmbeddingCache
 from ..errors import SourceError, StoreError
 from ..plan.triage import Triage, check_deletions, chunks_total, deletions, triage
 from ..plan.upgrade import RECORDS_VERSION
@@ -40,7 +37,7 @@ from ..records import (
     SourceSpec,
     StoreLimits,
 )
-from ..state.manifest import State, check_identity, check_shared_folder
+from ..state.manifest import check_identity, check_shared_folder
 from ..state.rows import identity_claims
 from ..versions import CHUNKING_VERSION
 from . import ahead
@@ -56,9 +53,6 @@ from .planning import (
 from .resources import Resources
 from .settled import noop_summary, settled
 from .waves import WAVE_RECORDS, CrashPoints, Tally, WaveWriter
-
-if TYPE_CHECKING:
-    from ..store.chroma import Store
 
 log = logging.getLogger(__name__)
 
@@ -130,25 +124,21 @@ class Ingestor:
 
     def __init__(
         self,
-        state: State,
-        collection_name: str,
-        embedder: Embedder,
-        open_store: Callable[..., Store],
-        cache: Callable[[], EmbeddingCache],
+        resources: Resources,
         environ: Mapping[str, str] | None = None,
         progress: Progress | None = None,
         on_settled: Callable[[SettledSource], None] | None = None,
         clock: Callable[[], float] | None = None,
         read: ReadFile | None = None,
     ) -> None:
-        self.state = state
+        self.state = resources.state
         #: Each file's time budget (read and chunk); past it, a `too-slow` skip.
         self.file_seconds = FILE_SECONDS
         self.clock = clock or FILE_CLOCK
         self.read = read or read_file
-        self.collection_name = collection_name
-        self.embedder = embedder
-        self.resources = Resources(state, collection_name, embedder, open_store, cache)
+        self.collection_name = resources.collection_name
+        self.embedder = resources.embedder
+        self.resources = resources
         self._crash = CrashPoints((environ or {}).get("CHROMASYNC_CRASH_AT"))
         self._progress = progress or (lambda phase, done, total: None)
         self._on_settled = on_settled

@@ -33,6 +33,7 @@ from ..state.manifest import STATE_FILE, State
 from ..store.connect import open_store_for
 from .ingest import IngestOptions, Ingestor, Progress
 from .registry import select_known
+from .resources import Resources
 
 if TYPE_CHECKING:
     from ..state.snapshots import Recorder
@@ -102,7 +103,7 @@ def ingest(
                 spec = with_skips(spec, settings)
                 name = collection_of(spec, settings)
                 if name not in ingestors:
-                    ingestors[name] = Ingestor(
+                    resources = Resources(
                         state,
                         name,
                         embedder,
@@ -110,6 +111,9 @@ def ingest(
                         cache=lambda: EmbeddingCache(
                             Path(cache_path(settings.data_dir)), settings.cache_max_entries
                         ),
+                    )
+                    ingestors[name] = Ingestor(
+                        resources,
                         environ=environ,
                         progress=progress,
                         on_settled=recorder.add if recorder is not None else None,
