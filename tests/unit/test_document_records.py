@@ -11,8 +11,9 @@ from chromasync.config.kinds import (
     DOCUMENT_EXTENSIONS,
     OPT_IN_DOCUMENT_EXTENSIONS,
 )
-from chromasync.corpus.documents import FORMATS, Block, Page, PagedDocument, render_markdown
+from chromasync.corpus.documents import FORMATS, PagedDocument, render_markdown
 from chromasync.corpus.documents import REASONS as DOCUMENT_REASONS
+from chromasync.corpus.pages import Block, Page
 from chromasync.corpus.read import decode_document
 from chromasync.corpus.walk import REASONS, classify_extension
 from chromasync.embed.tokens import default_token_meter

@@ -18,11 +18,9 @@ from pptx.util import Inches
 
 from chromasync.corpus.documents import (
     REASONS,
-    Block,
     DocumentSkip,
     DocumentText,
     Limits,
-    Page,
     PagedDocument,
     document_format,
     page_at_line,
@@ -30,6 +28,7 @@ from chromasync.corpus.documents import (
     read_document_file,
     render_markdown,
 )
+from chromasync.corpus.pages import Block, Page
 
 from ..conftest import SHARED
 from ..doubling import assert_linear

@@ -13,8 +13,8 @@ import pptx
 import pytest
 from pptx.util import Inches
 
-from chromasync.corpus.documents import Block, DocumentSkip, Limits, Page, read_document
-from chromasync.corpus.pages import clean_text, normalise_title, one_line
+from chromasync.corpus.documents import DocumentSkip, Limits, read_document
+from chromasync.corpus.pages import Block, Page, clean_text, normalise_title, one_line
 from chromasync.corpus.slides import MAX_HELD
 from tests import bombs
 

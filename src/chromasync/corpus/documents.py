@@ -44,14 +44,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .pages import (
-    Block,
     Clock,
     DocumentSkip,
     DocumentText,
-    Heading,
     Limits,
     Meter,
-    Page,
     PagedDocument,
     Refused,
     one_line,
@@ -60,12 +57,9 @@ from .pages import (
 __all__ = [
     "FORMATS",
     "REASONS",
-    "Block",
     "DocumentSkip",
     "DocumentText",
-    "Heading",
     "Limits",
-    "Page",
     "PagedDocument",
     "document_format",
     "page_at_line",
