@@ -1,31 +1,9 @@
-"""Retrying transient HTTP failures: a pure policy, and an httpx transport that applies it.
+"""Retrying transient HTTP failures: a pure policy (`retry_delay`), an httpx transport that
+applies it (`RetryingTransport`) and one that ends each request at a deadline
+(`DeadlineTransport`).
 
-Shared by every outbound HTTP client (the Chroma server client in `store`, the `openai`
-provider), so like `records` and `errors` any stage may import it.
-
-Transient (retried): connection errors, dropped connections, timeouts, HTTP 429 and the 5xx
-statuses 500, 502, 503 and 504. Everything else (401/403 authentication, 400/404/409/422
-validation) is final at once: retrying cannot fix it.
-
-The policy is a pure function, `retry_delay`: given the failed attempt number, what failed,
-the time spent so far and a random number in [0, 1), it returns the seconds to wait before
-the next attempt, or None to give up. Waits grow exponentially (`base_s * 2**(n-1)`, capped
-at `cap_s`) with "equal jitter" (half the wait fixed, half random, so concurrent clients
-spread out but always back off). A `Retry-After` header is honoured as a lower bound; one
-longer than `max_retry_after_s`, or a wait that would take the total past `deadline_s`,
-gives up at once. `RetryingTransport` injects `sleep`, `clock` and `random`, so tests run
-the real loop without waiting.
-
-A transport may also hold a total deadline (`deadline`, a time on its `monotonic` clock,
-or `total_s` from the start of each request):
-each attempt's timeouts are cut to the time left, a wait that would end past the deadline
-gives up, and so does an attempt that would start after it. A server that accepts and holds
-the connection then costs at most the deadline in all, not one timeout per attempt. The
-body of a retried error response is drained only up to `DRAIN_BYTES`.
-
-Retrying a write is safe for chromasync: every write is an upsert or a delete of
-deterministic IDs, so applying it twice is the same as applying it once (a request that
-failed may still have been applied).
+Every outbound HTTP client shares it, so any stage may import it. What is retried, the
+backoff, `Retry-After` and the deadlines: docs/reliability.md, "Outbound calls".
 """
 
 from __future__ import annotations
@@ -265,34 +243,6 @@ def read_capped(chunks: Iterable[bytes], cap: int) -> bytes | None:
     return bytes(body)
 
 
-class Watchdog:
-    """Shuts a response's connection down when `seconds` pass, so a read blocked on a
-    server that holds the connection returns; `expired` says whether it fired."""
-
-    def __init__(self, response: httpx.Response, seconds: float) -> None:
-        self.expired = False
-        stream = response.extensions.get("network_stream")
-        self._socket: socket.socket | None = None
-        if stream is not None and hasattr(stream, "get_extra_info"):
-            found = stream.get_extra_info("socket")
-            self._socket = found if isinstance(found, socket.socket) else None
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-
-    def _fire(self) -> None:
-        self.expired = True
-        if self._socket is not None:
-            with contextlib.suppress(OSError):
-                self._socket.shutdown(socket.SHUT_RDWR)
-
-    def __enter__(self) -> Watchdog:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-
-
 class Deadline:
     """One call's total deadline, whatever the call waits on: connecting, the answer's
     head or its body. Started with the call (`with`), it learns the call's connection as it
@@ -518,7 +468,6 @@ __all__ = [
     "Refused",
     "RetryPolicy",
     "RetryingTransport",
-    "Watchdog",
     "classify_error",
     "parse_retry_after",
     "read_capped",

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from chromasync.answer.ask import answer_question
-from chromasync.answer.bounded import read_capped, read_lines
+from chromasync.answer.bounded import read_lines
 from chromasync.answer.chat import (
     MAX_ANSWER_CHARS,
     MAX_BODY_BYTES,
@@ -24,7 +24,7 @@ from chromasync.answer.chat import (
     ChatUnreachable,
 )
 from chromasync.answer.prompt import Message
-from chromasync.retry import RetryPolicy
+from chromasync.retry import RetryPolicy, read_capped
 from tests.chat_server import ChatServer, Reply
 from tests.integration.test_answer_llm import HITS, QUESTION
 

@@ -1,19 +1,12 @@
-"""Reading a response within bounds: its lines and its body capped while they are read, and
-a watchdog that ends a call at its deadline.
+"""Reading a streamed answer's lines within bounds, as `retry.read_capped` reads a body.
 
-`read_lines` and `read_capped` (from `retry`, which every outbound client shares) take the
-raw pieces of a body (`httpx.Response.iter_raw`) and hold at most their cap (plus one piece)
-at any time, so a server that sends a gigabyte, or a line without an end, costs no more than
-the cap. `Watchdog` (also `retry`'s) shuts the connection's socket down when the deadline
-passes: a read blocked on a server that holds the connection (or drips a byte now and then)
-returns at once, which a per-read timeout alone cannot do.
+`read_lines` takes the raw pieces of a body (`httpx.Response.iter_raw`) and holds at most
+one line (plus one piece) at any time, so a line without an end costs no more than the cap.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-
-from ..retry import Watchdog, read_capped
 
 #: The most bytes of one line of a stream.
 MAX_LINE_BYTES = 1_000_000
@@ -46,4 +39,4 @@ def read_lines(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Itera
         yield bytes(pending).removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-__all__ = ["MAX_LINE_BYTES", "Watchdog", "read_capped", "read_lines"]
+__all__ = ["MAX_LINE_BYTES", "read_lines"]

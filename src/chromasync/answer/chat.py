@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..errors import AnswerError, ChatRefused, ChatUnreachable, ConfigError, shown_url
-from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy
-from .bounded import Watchdog, read_capped, read_lines
+from ..retry import Deadline, GaveUp, Refused, RetryingTransport, RetryPolicy, read_capped
+from .bounded import read_lines
 from .prompt import Message
 
 if TYPE_CHECKING:
@@ -268,7 +268,8 @@ class ChatClient:
                 declared = response.headers.get("Content-Length", "")
                 if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
                     raise too_big
-                with Watchdog(response, deadline - self._clock()) as watch:
+                with Deadline(deadline - self._clock()) as watch:
+                    watch.watch(response)
                     try:
                         body = read_capped(response.iter_raw(), MAX_BODY_BYTES)
                     except httpx.HTTPError:
@@ -340,7 +341,8 @@ class ChatClient:
                 http.stream("POST", self.endpoint, json=self._body(messages, True)) as response,
             ):
                 self._check(response)
-                with Watchdog(response, deadline - self._clock()) as watch:
+                with Deadline(deadline - self._clock()) as watch:
+                    watch.watch(response)
                     try:
                         events = parse_sse(read_lines(counted(response.iter_raw())), done)
                         for delta in events:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import EmbeddingError, shown_url
-from ..retry import GaveUp, Refused, RetryingTransport, RetryPolicy, Watchdog, read_capped
+from ..retry import Deadline, GaveUp, Refused, RetryingTransport, RetryPolicy, read_capped
 from . import Embedder
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,8 @@ class OpenAIEmbedder(Embedder):
             with http.stream("POST", self.endpoint, json=body) as response:
                 cap = MAX_ANSWER_BYTES if response.status_code == 200 else _ERROR_BYTES
                 left = self._timeout_s - (time.monotonic() - started)
-                with Watchdog(response, left) as watch:
+                with Deadline(left) as watch:
+                    watch.watch(response)
                     try:
                         data = read_capped(response.iter_raw(), cap)
                     except httpx.HTTPError:
