@@ -73,9 +73,8 @@ class Planner(Protocol):
 
 
 class FilePlanner:
-    """Plans the writes of one source's run, one file at a time (`changes`). Files that need
-    no write are collected: `touched` (re-stat only) and `skipped` (content skips to
-    remember). Counts go to `run`."""
+    """Plans the writes of one source's run, one file at a time (`changes`); files that need
+    none go to `touched` (re-stat only) or `skipped` (skips to remember), counts to `run`."""
 
     def __init__(
         self,
@@ -111,24 +110,19 @@ class FilePlanner:
         self._forced: set[str] = set()  # read again for an identity: written whatever it holds
 
     def changes(self) -> Iterator[FileChange]:
-        """Read what triage found changed and plan each file's writes, one file at a time:
-        a file outside every sidecar group is planned as soon as it is read, and its text
-        is not kept; the files of sidecar groups (sidecars, documents a sidecar could name,
-        files a remembered sidecar named) and what completes their groups (`plan.sidecars`)
-        are planned together after every other file, sidecars last. Files that need no
-        write go to `touched` (re-stat only) or `skipped` (a remembered skip)."""
-        spec, discovery, sorted_, manifest = self.spec, self.discovery, self.sorted_, self.manifest
-        run, settings = self.run, self.settings
-        self._now = run.read_ns = time.time_ns()
+        """Read what triage found changed and plan each file's writes as it is read; the files
+        of sidecar groups (`plan.sidecars`) are held and planned after every other file."""
+        sorted_, manifest, settings = self.sorted_, self.manifest, self.settings
+        self._now = self.run.read_ns = time.time_ns()
         before = remembered_targets(manifest)
         had_sidecar = set(before.values())
-        listed = {f.rel_path: f for f in discovery.files}
+        listed = {f.rel_path: f for f in self.discovery.files}
         gone = set(sorted_.gone)
         unchanged = set(sorted_.unchanged)
         read: set[str] = set()
         held: dict[str, ReadOutcome] = {}  # the sidecar groups' files, planned last
         pending = list(sorted_.to_read)
-        if spec.identity_key:  # the first claimant by path holds an identity
+        if self.spec.identity_key:  # the first claimant by path holds an identity
             pending = self._identities(pending, listed, gone)
         total = len(pending)
         while True:
@@ -159,11 +153,24 @@ class FilePlanner:
                 break
             pending = [listed[p] for p in sorted(more)]
             total += len(pending)
+        yield from self._plan_held(held, refs, before, listed)
+
+    def _plan_held(
+        self,
+        held: dict[str, ReadOutcome],
+        refs: dict[str, AssetRef],
+        before: dict[str, str],
+        listed: dict[str, FileStat],
+    ) -> Iterator[FileChange]:
+        """Plan the sidecar groups' files (`held`: sidecars, documents a sidecar could name,
+        files a remembered sidecar named, and what completes their groups), sidecars last;
+        `before`: each sidecar the manifest remembers -> the file it named."""
+        manifest, had_sidecar = self.manifest, set(before.values())
         links = link_sidecars(
             refs,
             {p for p, o in held.items() if o.skip is not None and o.skip.reason == "private"},
             set(listed),
-            {s.rel_path: s.reason for s in discovery.skipped},
+            {s.rel_path: s.reason for s in self.discovery.skipped},
             {p: o.file_hash for p, o in held.items() if o.file_hash},
         )
         # a sidecar that could not be read this time: its documents wait for the next run
@@ -185,7 +192,7 @@ class FilePlanner:
             change = self._plan_one(
                 outcome,
                 manifest.get(path),
-                rechunk=settings.rechunk
+                rechunk=self.settings.rechunk
                 or path in links.described
                 or path in had_sidecar
                 or path in self._forced,
@@ -204,8 +211,7 @@ class FilePlanner:
         return self._read(file, spec.identity_key, keys, max_bytes=limit, encoding=spec.encoding)
 
     def _uncount(self, path: str, unchanged: Container[str]) -> None:
-        """A file read only to complete a sidecar group was counted unchanged (or as a
-        remembered skip) by triage: it is counted by what its read finds instead."""
+        """Uncount a file triage counted unchanged (or skipped) but read for a sidecar group."""
         run = self.run
         if path in unchanged:
             run.files_unchanged -= 1
@@ -364,9 +370,6 @@ class FilePlanner:
         return change
 
 
-# -- the planned writes as a whole -----------------------------------------------------------
-
-
 def preflight(
     changes: list[FileChange],
     limits: StoreLimits,
@@ -388,10 +391,9 @@ def preflight(
 
 
 class FittedStream:
-    """A streamed run's planned writes (`planner.changes()`), fitted to the store's limits
-    wave by wave as they are planned (the streamed `preflight`), with what the run's
-    summary and deletions need: `new`, `updated`, `chunks_total` (the source's records
-    after the writes, before the gone and skipped files), `delete_ids` and `wanted`."""
+    """A streamed run's planned writes fitted to the store's limits wave by wave (the streamed
+    `preflight`), with the `new`, `updated`, `chunks_total`, `delete_ids` and `wanted` that
+    its summary and deletions need."""
 
     def __init__(
         self,
@@ -411,6 +413,7 @@ class FittedStream:
         self.delete_ids: list[str] = []
         self.changed: set[str] = set()  # the paths written (`deletions`)
         self.new = self.updated = 0
+        # the source's records after the writes (the gone and skipped files not taken out)
         self.chunks_total = sum(len(state.records) for state in manifest.values())
 
     def changes(self) -> Iterator[FileChange]:
