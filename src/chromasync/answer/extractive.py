@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..chunk.blocks import Block, Prose, Segment, inline_text, segment
@@ -433,7 +433,6 @@ def answer_extractive(
     max_sentences: int = 4,
     max_chars: int = 600,
     lam: float = 0.7,
-    value_of: Callable[[Hit, str], str] = group_value,
     spread: int = 3,
     page: Page | None = None,
     per_document: bool = False,
@@ -456,7 +455,8 @@ def answer_extractive(
         return Answer(question, text, numbering.citations(), "extractive", parts=tuple(parts))
     buckets: dict[str, list[tuple[int, Hit]]] = {}
     for rank, hit in enumerate(hits):
-        key = value_of(hit, group_by) if group_by else f"{hit.collection}\0{hit.source}\0{hit.path}"
+        where = f"{hit.collection}\0{hit.source}\0{hit.path}"
+        key = group_value(hit, group_by) if group_by else where
         buckets.setdefault(key, []).append((rank, hit))
     groups: list[Group] = []
     blocks: list[str] = []

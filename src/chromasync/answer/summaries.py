@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -261,7 +261,6 @@ def summarize_groups(
     cache: dict[str, Any],
     client: ChatClient | None = None,
     limit: int = 100,
-    on_written: Callable[[str], None] | None = None,
 ) -> SummariesReport:
     """One summary per group (the `limit` biggest), from the cache where the group's key is
     unchanged. `cache` (this group field's entries: group -> entry) is updated in place:
@@ -304,8 +303,6 @@ def summarize_groups(
             if shown_mode == mode:
                 cache[name] = {"key": key, "mode": mode, "summary": summary, "sources": sources}
                 written += 1
-                if on_written:
-                    on_written(name)
         out.append(
             GroupSummary(
                 group=name,

@@ -62,8 +62,6 @@ def is_build_dir(name: str) -> bool:
 def find_content_roots(
     root: Path,
     skip_substrings: Sequence[str] = (),
-    min_markdown: int = MIN_MARKDOWN,
-    levels: int = LEVELS,
 ) -> list[Candidate]:
     """Candidate content roots under `root`, sorted by path."""
     root = Path(root)
@@ -94,7 +92,7 @@ def find_content_roots(
         return count
 
     def qualifies(rel: str) -> bool:
-        return within(rel, levels) >= min_markdown
+        return within(rel, LEVELS) >= MIN_MARKDOWN
 
     def subtree(rel: str) -> int:
         return direct.get(rel, 0) + sum(subtree(c) for c in children.get(rel, ()))
@@ -116,6 +114,6 @@ def find_content_roots(
         return [found for c in children.get(rel, ()) for found in select(c)]
 
     return sorted(
-        (Candidate(root / rel, rel, within(rel, levels)) for rel in select("")),
+        (Candidate(root / rel, rel, within(rel, LEVELS)) for rel in select("")),
         key=lambda c: c.rel_path,
     )

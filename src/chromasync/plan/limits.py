@@ -72,11 +72,11 @@ class LimitChecker:
     before writing it): the oversized files and dropped keys add up over the groups, and
     `preflight` reports them once."""
 
-    def __init__(self, limits: StoreLimits, default_batch: int = DEFAULT_BATCH) -> None:
+    def __init__(self, limits: StoreLimits) -> None:
         self.limits = limits
         self.notes: list[str] = []
         if limits.max_batch is None or limits.max_batch <= 0:
-            self.batch = default_batch
+            self.batch = DEFAULT_BATCH
             self.notes.append(
                 f"{limits.name} advertises no maximum batch size; "
                 f"writing {self.batch} records per request"
@@ -149,11 +149,9 @@ class LimitChecker:
         return Preflight(tuple(kept), dict(self.oversized), self.batch, self.dropped, tuple(notes))
 
 
-def check_limits(
-    changes: Sequence[FileChange], limits: StoreLimits, default_batch: int = DEFAULT_BATCH
-) -> Preflight:
+def check_limits(changes: Sequence[FileChange], limits: StoreLimits) -> Preflight:
     """The planned `changes` adapted to `limits`; raises `StoreError` when they cannot be."""
-    checker = LimitChecker(limits, default_batch)
+    checker = LimitChecker(limits)
     return checker.preflight(checker.check(changes))
 
 

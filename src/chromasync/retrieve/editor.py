@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -51,7 +51,6 @@ def open_url(template: str, hit: Hit, root: str | Path) -> str | None:
 def open_urls(
     settings: Settings,
     hits: Sequence[Hit],
-    realpath: Callable[[str], str] = os.path.realpath,
 ) -> list[str | None]:
     """Each hit's link (None where there is none); all None when `editor_uri` is unset.
 
@@ -67,8 +66,8 @@ def open_urls(
         root = roots.get((hit.collection, hit.source)) or roots.get(("", hit.source))
         url = open_url(template, hit, root) if root else None
         if url is not None and root is not None:
-            real_root = realpath(root)
-            real = realpath(posixpath.join(real_root, hit.path))
+            real_root = os.path.realpath(root)
+            real = os.path.realpath(posixpath.join(real_root, hit.path))
             if not _inside(real, real_root):
                 url = None
         out.append(url)
