@@ -1,33 +1,6 @@
 """The entry point of the GitHub Action (`action.yml`): sync the checked-out repository.
 
-    python -m chromasync.action
-
-Identity comes from the workflow: the namespace (source label) is
-`$GITHUB_REPOSITORY@$GITHUB_REF_NAME`, every record written carries
-`indexed_commit_sha=$GITHUB_SHA`, and the identity (organization, repository, branch)
-gives the records the repository indexer's fields. The tree is `$GITHUB_WORKSPACE` (or
-`INPUT_PATH` below it). The action's inputs arrive as `INPUT_*` variables: `INPUT_PATH`,
-`INPUT_KIND`, `INPUT_COLLECTION`, `INPUT_CHROMA_URL`, `INPUT_TENANT`, `INPUT_DATABASE`,
-`INPUT_PROVIDER`, `INPUT_MODEL`, `INPUT_EXCLUDE` and `INPUT_INCLUDE_PATHS` (patterns, one
-per line), `INPUT_CONFIG_FILE` (a chromasync.yaml for the settings, relative to the
-workspace), `INPUT_INCLUDE_EXTENSIONS` / `INPUT_EXCLUDE_EXTENSIONS` (comma- or
-line-separated), `INPUT_CHUNK_SIZE`, `INPUT_CHUNK_OVERLAP` (only 0: chromasync overlaps
-chunks only inside a subdivided unit), `INPUT_BATCH_SIZE`, `INPUT_DRY_RUN`,
-`INPUT_EMBEDDING_API_URL` and `INPUT_EMBEDDING_MODEL` (the `openai` provider unless
-`INPUT_PROVIDER` names another); the repository indexer's names are taken too (`ALIASES`:
-`INPUT_SERVER_URL`, `INPUT_COLLECTION_NAME`, `INPUT_EXCLUDE_PATHS`); the tokens come from
-`CHROMASYNC_CHROMA_TOKEN` and `CHROMASYNC_EMBEDDING_API_KEY` only. In CI (`CI` or
-`GITHUB_ACTIONS` set) a run that names no Chroma server fails: an embedded store would
-be thrown away with the runner. The run's figures are written to `$GITHUB_OUTPUT`
-(`outputs`: chromasync's figures and the repository indexer's outputs under its names)
-and a table to `$GITHUB_STEP_SUMMARY`.
-
-A runner starts with no local state: the first ingest of a run rebuilds its manifest from
-the collection (no embedding), then reads every file once and embeds only what changed.
-Writers of one namespace must not overlap: serialise them with a concurrency group keyed
-by repository and branch (see action.yml).
-
-Exit codes: 0 done, 1 the sync failed, 2 the workflow is misconfigured.
+Design notes: docs/internals.md, `action.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Watch mode: keep sources in sync as their files change (watchdog), debounced.
 
-A file event under a source root marks that source dirty. Once the source has been quiet for
-`debounce` seconds (or `max_delay` after its first event, whatever comes first) the watcher
-submits one delta ingest of that source, so a burst of saves, a `git checkout` or an editor's
-write-rename dance costs one run. The ingest itself finds what changed (the state persists),
-so a restart re-embeds nothing that did not change. Events under the data dir, and opening or
-reading a file (the ingest's own reads), are ignored.
-
-`Debounce` is the pure core (no clock, no threads): `note(label, now)` and `due(now)`.
+Design notes: docs/internals.md, `watch.py`.
 """
 
 from __future__ import annotations

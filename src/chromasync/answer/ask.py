@@ -1,22 +1,6 @@
 """`answer_question`: the one seam every surface calls to answer a question from hits.
 
-    no hits          -> "No sources matched the question." (flag `no-sources`, no citations)
-    llm is None      -> the extractive answer (`extractive.answer_extractive`)
-    llm given        -> prompt (`prompt.build_prompt`), streamed through `on_token` (or one
-                        request when `stream=False`), then `support.check_support`
-                        (citations their source does not support are dropped, counted)
-                        and `verify.check_citations`; a stream cut off before `[DONE]`,
-                        or stopped at the deadline (`llm_timeout`), keeps what came,
-                        flagged `incomplete`
-    llm unreachable  -> with `fallback=True`, the extractive answer flagged
-                        `llm-unreachable`; otherwise `ChatUnreachable` is raised
-
-The question is validated first: empty (or only spaces) or longer than
-`MAX_QUESTION_CHARS` raises `ConfigError` (bad input from the user; the surfaces' usage
-error).
-
-`answer(question, result, settings)` answers from a search result with the settings' chat
-model and limits; `ask(args, settings)` retrieves first (the API re-exports both).
+Design notes: docs/internals.md, `answer/ask.py`.
 """
 
 from __future__ import annotations

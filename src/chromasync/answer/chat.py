@@ -1,36 +1,6 @@
 """A client for any OpenAI-compatible `/v1/chat/completions` endpoint.
 
-Ollama (`http://localhost:11434/v1`), llama.cpp's server, vLLM, LM Studio and OpenAI all
-take ``POST {url}/chat/completions`` with ``{"model", "messages", "stream"}``. Without
-streaming the answer is ``{"choices": [{"message": {"content"}}], "usage": {...}}``; with
-it, server-sent events: ``data: {"choices": [{"delta": {"content": "..."}}]}`` lines, ended
-by ``data: [DONE]``.
-
-Transient failures (connection errors, timeouts, 429, 500/502/503/504) are retried by the
-project's `RetryingTransport` (`retry.py`) before any token is read; a stream that stalls
-after its first byte is not retried. 401/403 fail at once. Errors name the endpoint's URL
-(scheme, host, port and path only) and never the key.
-
-Bounds (docs/reliability.md, "Outbound calls"): `timeout_s` is the deadline of the whole
-call, connecting, retries and reading included: every attempt's timeouts are cut to the time
-left, and a watchdog shuts the connection down when it passes, so a server that holds the
-connection or drips a token now and then costs at most `timeout_s`. Bodies are read in
-pieces with their cap checked while reading: an answer at most `MAX_BODY_BYTES`, a stream
-at most `MAX_STREAM_BYTES` and `MAX_ANSWER_CHARS` of content, one line of it at most
-`MAX_LINE_BYTES`, an error body at most `MAX_ERROR_BYTES`; compressed bodies are refused
-(the client asks for `identity`). A stream that ends without ``[DONE]`` or a finish reason,
-or is stopped at the deadline, keeps what came and says so (`ChatResult.cut_off`).
-
-The key comes from the environment only, read by `api_key_from(environ)`:
-``CHROMASYNC_LLM_API_KEY``, then ``OPENAI_API_KEY``. `chat_client(settings)` builds the
-client the settings name (`llm_url`, `llm_model`), or None when there is none.
-
-Errors (to be moved to `errors.py` with the next layout change):
-
-    ChromasyncError
-    └── AnswerError            an answer cannot be produced
-        ├── ChatRefused        the endpoint refused the key (401/403)
-        └── ChatUnreachable    connection failed, timed out or stayed overloaded
+Design notes: docs/internals.md, `answer/chat.py`.
 """
 
 from __future__ import annotations

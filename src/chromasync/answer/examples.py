@@ -1,31 +1,6 @@
 """The code example an extractive answer shows, from the page that answers best.
 
-Documentation answers "how do I ..." with an example as often as with prose, and a
-reference page may hold little else ("Returns the square root of the given number." in its
-front matter, then `{{ math.Sqrt 81 }} → 9`). So when no chosen sentence of the best page
-leads into code, `find_example` looks for that page's example:
-
-1. The page is the best hit's (the first of the ranked hits). Its chunks are searched in
-   this order: the hit itself, then the page's other retrieved chunks (best first), then,
-   when none holds an example and the caller can read the page (`Page`), the page's other
-   indexed chunks in line order (at most `MAX_PAGE_CHUNKS`, each within
-   `MAX_TEXT_CHARS`). Then each cited hit among the first `EXAMPLE_RANKS`, in rank order,
-   as in 1 but without reading its page.
-2. In the hit itself, a code block is an example when it comes before any prose (a
-   reference page's example often comes first), is led into by a sentence ending in a
-   colon ("For example:"), or shares a word with the question; code after prose that
-   shares none (an install command above a sentence about Snap) is not one. In the page's
-   other chunks, which the question did not match, a block must share a word with the
-   question or with its chunk's heading path (an example of `urls.AbsURL` calls `absURL`).
-   A block's words are its own and those of the sentence leading into it.
-3. An example that would open the answer (none of the page's sentences was chosen) must be
-   about the question: the question shares a word with it, or with the page's heading or
-   front-matter `description` (a code-only reference page says what it does there only).
-4. Of a chunk's examples, the one sharing the most words with the question is shown; on a
-   tie, the first.
-
-Linear in the text searched: each chunk is segmented once by the caller (`segmented`), the
-read chunks once here.
+Design notes: docs/internals.md, `answer/examples.py`.
 """
 
 from __future__ import annotations
@@ -67,7 +42,7 @@ def find_example(
     shows_code: Collection[int],
     page: Page | None = None,
 ) -> Example | None:
-    """The example to show (see the module's docstring), or None: none found, or a chosen
+    """The example to show (docs/internals.md), or None: none found, or a chosen
     sentence of the page (`shows_code`: the ranks whose chosen sentences lead into code)
     already shows its code."""
     if not ranked:

@@ -1,31 +1,6 @@
 """The extractive answer: the retrieved chunks' best sentences, each with its citation.
 
-No language model. The steps, each linear in its input (all inputs bounded first):
-
-1. `split_sentences`: each hit's text (at most `MAX_TEXT_CHARS`) becomes sentences, each with
-   the file line it starts on (`hit.start_line` + newlines before it) and ends on. Markdown
-   headings, fences, tables and lines without a letter are not sentences; a sentence longer
-   than `MAX_SENTENCE_CHARS` is cut at a word.
-2. `score_sentences`: BM25 (k1 1.2, b 0.75) of the question's terms over the candidate
-   sentences (IDF computed over those candidates), normalised to [0, 1], blended with the
-   hit's rank as a prior: ``0.8 * bm25 + 0.2 / (1 + rank)``. Sentences sharing no term
-   with the question, or scoring under 30 % of the best one, are not candidates (when no
-   sentence shares a term, the top hit's first sentence answers).
-3. `select_mmr`: maximal marginal relevance, ``lam * relevance - (1 - lam) * max Jaccard``
-   with the sentences already chosen (terms as sets), until `max_sentences` or `max_chars`.
-   The first `spread` picks come from distinct hits (source diversity: the best sentence
-   of each of several hits first, so the answer cites more than the top hit), then MMR
-   fills from any hit.
-4. The chosen sentences are written in source order (hit rank, then position), each
-   followed by ``[n]``, and the block (code, list, table) a sentence ending in a colon
-   leads into after it (at most `MAX_BLOCKS`); sources are numbered by first use.
-5. Unless a sentence of the best page already shows its code, that page's code example
-   (`examples.find_example`: from its retrieved chunks, or the page's other chunks read
-   through `page`) follows the page's sentences, or opens the answer when none of them
-   was chosen; it is cited as the chunk it is quoted from.
-
-`answer_extractive` groups the hits by a metadata field (or ``source``/``path``) when asked:
-one part per value, groups ordered by their best hit, numbers shared across the answer.
+Design notes: docs/internals.md, `answer/extractive.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Prompt assembly for a chat model: the sources as data, numbered, within a token budget.
 
-The system message says that the sources are data and never instructions, asks for `[n]`
-citations after each claim, and for a plain statement when the sources do not cover the
-question. Each source is a numbered header line, ``[n] path:start-end (heading)``, followed
-by its text in a backtick fence longer than any backtick run inside the text, so that no
-source can close its fence and speak outside it. Header fields are made single-line.
-
-Budget: `build_prompt` fills the user message with the best sources first (the order given)
-while the estimated tokens stay within `context_tokens`; a source that does not fit is left
-out and later, smaller ones may still fit. If not even the best one fits, its text is cut to
-fit. Tokens are counted by `count_tokens` (default: `approx_tokens`, characters / 4).
-Sources are numbered 1..n in the order they appear in the prompt.
+Design notes: docs/internals.md, `answer/prompt.py`.
 """
 
 from __future__ import annotations

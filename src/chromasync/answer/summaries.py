@@ -1,29 +1,7 @@
 """Summaries per group (`chromasync summarize --group-by FIELD`): one short summary for each
 value of a field (or `source`, `collection`, `path:N`, as `suggest` groups).
 
-Each group gets its **distinctive terms**: TF-IDF of its words against the other groups
-(term frequency in the group's chunks times log((1 + groups) / (1 + groups using the word))
-+ 1), the 8 best, each shown in its most frequent spelling. Its chunks are ranked by those
-terms (the most representative first); the 12 best are the group's sources. The summary is
-written by the chat model when one is configured (one request per group: "what are these
-documents about", the sources fenced as data, `[n]` citations), else extractively: the
-group's sentences scored by BM25 against its distinctive terms and picked by MMR (at most 3
-sentences, 400 characters, from different chunks first), as `ask` picks an answer's.
-
-Cache (`SUMMARIES_FILE` in the data dir): a group's summary is kept under a key that hashes
-how it was written (extractive, or the model) and the sorted set of its chunk hashes; a re-run
-writes only the groups whose key changed (added, removed or edited chunks), so an unchanged
-corpus costs no model request. The terms are recomputed each run (they depend on the other
-groups) and cost nothing.
-
-A model's reply is checked before it is kept (`check_summary`): a `[n]` citation naming no
-source of the group is removed, and a reply that is empty, null, cut at the size bound or
-not prose (fewer than two words of letters, or mostly other characters) is refused: the
-group shows its extractive summary for this run, nothing is cached for it, and the report
-counts it in `rejected`, so the next run asks the model again.
-
-`summaries(settings, group_by=...)` reads every indexed chunk of the searched collections,
-groups them, and writes (or reuses) the summaries; the API re-exports it.
+Design notes: docs/internals.md, `answer/summaries.py`.
 """
 
 from __future__ import annotations

@@ -1,39 +1,6 @@
 """Does each cited sentence say what its source says? A check after generation.
 
-`check_support(text, sources, question)` reads a model's answer whose ``[n]`` markers number
-`sources` (1-based, before `verify.check_citations` renumbers them). For every marker it
-takes the claim the marker closes: the words since the previous marker of the same sentence,
-or the whole sentence when those are fewer than `MIN_CLAUSE_TERMS` content words. It scores
-the claim against each source, as the model was shown it (its path, its heading, its text):
-
-    support = sum(idf(t) for t in claim if t in source) / sum(idf(t) for t in claim)
-
-over the claim's content words (`extractive.terms_of`: lower-case, stemmed, stop words out;
-then a final "e" dropped, so that the light stemmer's "site" and "sit" (sites) meet) and its
-dotted names whole (`strings.Replace` is not `strings.ReplaceRE`), with
-``idf(t) = ln((N + 1) / (df(t) + 0.5))`` over the N sources given to the model, so the
-words every source shares (the topic) weigh little and the claim's particular words weigh
-most. A paraphrase says the source's facts in its own words, so a low support alone proves
-little; what a reader would call a wrong citation is one of:
-
-* a fact the source does not hold: a figure of two or more digits or with a decimal part
-  (a year, a version, an amount; a single digit is an ordinary word) missing from the cited
-  source, or a name (a word with a capital letter, not the first of its sentence) that no
-  given source, not the question and not the searched documents throughout (`common`:
-  "Hugo" in Hugo's docs, see `ask.common_names`) hold: the support is `FACT_MISSING_CAP`;
-* another given source (cited beside it or not) that fits the claim better by at least
-  `BETTER_BY` while the cited one supports it under `STRONG` (a citation swapped for a
-  source on the same topic);
-* a support under `SUPPORT_FLOOR`: nothing of the claim is in the source.
-
-A claim of fewer than `MIN_CHECK_TERMS` content words is not judged. An unsupported number is
-taken out of its marker (a marker left empty goes, with the space before it), and counted;
-`Unsupported` rows say which sentence lost which source. Linear in the answer's length times
-the number of sources (both bounded upstream).
-
-Measured on a labelled set of paraphrased, wrong-source and invented sentences over
-hugo-docs, and on planted mis-citations over SciFact: docs/benchmarks.md
-(`benchmarks/citation_support.py`).
+Design notes: docs/internals.md, `answer/support.py`.
 """
 
 from __future__ import annotations
@@ -194,7 +161,7 @@ def _claims(text: str) -> list[tuple[re.Match[str], str]]:
 def check_support(
     text: str, sources: Sequence[Hit], question: str = "", common: CommonNames | None = None
 ) -> SupportChecked:
-    """`text` without the citations its sources do not support (see the module docstring);
+    """`text` without the citations its sources do not support (docs/internals.md);
     the names of `question`, and those `common` returns (the documents' own: "Hugo" in
     Hugo's docs), are known as the sources' are."""
     if not sources or "[" not in text:

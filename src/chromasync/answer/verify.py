@@ -1,13 +1,6 @@
 """Citation checks on a model's answer: `[n]` markers against the sources it was given.
 
-Markers are ``[n]``, ``[n, m]`` (any spacing) and runs like ``[n][m]`` (each bracket is
-one marker). A number that names no source (0, or above the number of sources) is removed
-and counted in `removed`; a marker left empty is removed along with the space before it.
-Kept numbers are renumbered 1, 2, ... in order of first use and repeated numbers inside one
-marker are merged, so the answer's citations are exactly the sources it cites.
-
-Flags: `empty` (no text), `no-citations` (text that cites no source),
-`removed-citations` (at least one number was removed).
+Design notes: docs/internals.md, `answer/verify.py`.
 """
 
 from __future__ import annotations

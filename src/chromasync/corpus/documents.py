@@ -1,37 +1,6 @@
 """Document readers: PDF, DOCX, PPTX and HTML as pages of text, cited by page.
 
-`read_document(data, fmt)` turns the bytes of one file into a `PagedDocument` or a
-`DocumentSkip`; it never raises for bad input and never hangs. `render_markdown(doc)` turns
-a document into Markdown-ish text for the Markdown chunker, with `page_starts` to map any
-line of that text back to the page it came from.
-
-Invariants:
-
-* A document has at least one page, and some non-blank text (else it is a `no-text` skip).
-* Pages are numbered from 1 and in order. A PDF has one page per PDF page; a PPTX one per
-  slide; a DOCX and an HTML file are one page (their page layout is not known).
-* Body text is plain text: it never holds Markdown structure; `render_markdown` escapes
-  any line of it that would read as a heading, a setext underline or a code fence, so
-  headings come only from the document's structure (DOCX heading styles, slide titles,
-  HTML h1-h6, PDF bookmarks). No heading is invented (no "Page N" lines).
-* Text is normalised: LF line ends, no control characters other than tab and LF.
-* Every input is bounded before and while it is parsed (`Limits`): file size, pages,
-  zip members and declared uncompressed size, the bytes actually inflated (zip members
-  and PDF streams, counted in pieces as they inflate: `max_inflated`, `max_stream`), the
-  elements of one unfinished DOCX paragraph or PPTX shape, extracted characters (counted
-  as they are parsed), outline entries and a time budget checked between pages (or
-  paragraphs, shapes, parser feeds) with an injected clock. PDFium cannot be interrupted
-  inside a page, so a PDF's streams are inflated and measured before it opens the file
-  (`pdfscan`). Memory follows the budgets, not what a file claims: docs/reliability.md,
-  "Document bombs".
-
-Skip reasons (`REASONS`): `encrypted` (a password is needed), `no-text` (no text layer,
-e.g. a scan, or an empty document), `corrupt` (broken, truncated or not the format it
-claims), `too-large` (over a size, count, character or time budget).
-
-Readers are imported lazily (pypdfium2 loads a native library). PDFium is not thread-safe:
-`read_document` reads one PDF at a time in a process (a lock), since a service may read one
-for the search page's viewer while its ingest job reads another.
+Design notes: docs/internals.md, `corpus/documents.py`.
 """
 
 from __future__ import annotations

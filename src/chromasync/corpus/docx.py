@@ -1,19 +1,7 @@
 """DOCX, read as a stream: the main document part parsed piece by piece (`xmlstream`, the
 standard library's expat), each paragraph or table dropped once its text is taken.
 
-One page (Word's page layout is not in the file). Paragraphs styled `Title` or
-`Heading 1`..`Heading 9` are headings (levels above 6 become 6); other paragraphs are body
-lines; a table is one line per row, its cells joined by " | " (a cell continuing a vertical
-merge is empty, a merged-across cell is one cell); content controls (`w:sdt`) are opened.
-A paragraph's text is what python-docx gives: its runs and hyperlinks' runs, with tabs,
-breaks and no-break hyphens.
-
-Bounds, all checked while reading (`Limits`): the zip (`zipparts`), the XML (`xmlstream`: no
-DTD, nesting and token sizes bounded), the document part's inflated bytes (`max_inflated`),
-the text of every `w:t` as it is parsed (`max_chars`: a document of 240 MB of paragraphs
-stops there, it no longer builds a tree of them), the elements of one unfinished paragraph
-or table (`MAX_HELD`), content controls nested at most `max_depth`, and the time budget
-between items. Memory is the current item and the text taken, not the document.
+Design notes: docs/internals.md, `corpus/docx.py`.
 """
 
 from __future__ import annotations

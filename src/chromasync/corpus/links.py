@@ -1,34 +1,6 @@
 """Outgoing links of a text: extraction and normalisation. Pure.
 
-Found in a chunk's text, each with the line it is on and its link text:
-
-* Markdown links and images ``[text](target "title")``, ``![alt](target)``, autolinks
-  ``<https://...>``;
-* reference links: ``[text][label]``, ``[label][]`` and ``[label]`` resolved through the
-  text's ``[label]: target`` definitions (a definition is itself a link);
-* wikilinks ``[[Note]]``, ``[[../skills/x|alias]]``, ``[[Note#Heading]]``;
-* bare ``http(s)://`` URLs.
-
-Front-matter fields whose value (or a list item) is an http(s) URL are links too
-(`front_matter_links`).
-
-Normalised targets (`normalise_target`), the strings stored in each record's ``links``
-metadata list and matched by ``$contains``:
-
-* URLs: scheme and host lower-cased, default port dropped, fragment dropped, tracking
-  parameters (``utm_*``, ``fbclid``, ``gclid``, ...) dropped, the remaining query kept in
-  order, a trailing slash dropped from the path (``https://a.org/x/`` == ``https://a.org/x``;
-  the root is ``https://a.org``). ``mailto:`` and other schemes are kept as written.
-* relative paths: resolved against the linking file's folder to a path relative to the
-  source root (``../b.md`` from ``notes/a.md`` is ``b.md``), fragment and query dropped,
-  percent-escapes decoded. A path that climbs out of the root is not stored.
-* wikilinks: a target with a folder (``[[../skills/x]]``) resolves like a relative path
-  (kept without an extension when written without one); a bare title is stored as
-  ``note:<title>``, case-folded (``[[My Note#Part]]`` -> ``note:my note``).
-
-`lookup_keys` turns what a user asks for (a URL, a path, a note title) into the stored
-strings that mean it, so that ``docs/x.md`` also finds ``[[x]]`` and ``[[docs/x]]``.
-Every input is bounded: at most `MAX_LINKS` links per text and `MAX_TARGET_CHARS` a target.
+Design notes: docs/internals.md, `corpus/links.py`.
 """
 
 from __future__ import annotations
@@ -71,7 +43,7 @@ class Link:
 
 
 def normalise_url(url: str) -> str | None:
-    """The canonical form of an absolute URL (see the module docstring); None if unusable."""
+    """The canonical form of an absolute URL (docs/internals.md); None if unusable."""
     url = url.strip()
     if not url or len(url) > MAX_TARGET_CHARS:
         return None

@@ -1,14 +1,6 @@
 """HTML (stdlib `html.parser`): one page; h1-h6 become headings, the rest body lines.
 
-Block elements (p, div, li, tr, br, ...) end a line; whitespace inside a line collapses to
-one space except inside <pre>. A table row is its cells joined by " | ". The contents of
-script, style, template, noscript and svg, and <title> (the title) are left
-out. The bytes are decoded as UTF-8 (a BOM, UTF-16 BOMs honoured), else as the charset a
-<meta> tag names in the first 4 KiB, else as Windows-1252. The bytes are decoded and fed
-to the parser 64 KiB at a time (the whole text is never decoded at once), with the time
-budget checked between feeds; text counts against the character budget as it arrives,
-before it ends a line (a megabyte-long line, or a long `<title>`, is refused or cut while
-it is read, not once it is whole). The title keeps at most `MAX_TITLE` characters.
+Design notes: docs/internals.md, `corpus/markup.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Paths that come from outside (REST bodies and queries, MCP arguments), checked.
 
-Two steps. `check_path_text` refuses, from the text alone: an empty path, a NUL or other
-control character, a backslash, a URL scheme, a drive letter, a leading `~`, an overlong
-path or name, and any `..` component, also after NFKC normalisation (fullwidth dots) and after
-percent-decoding (the text is decoded once by HTTP; we never decode again to *use* it, only
-to refuse what a later decoder could turn into a traversal). Then `resolve_in_roots` and
-`resolve_in_root` resolve the path with `realpath` and refuse anything that ends outside the
-allowed roots, through symlinks or otherwise.
-
-Refusals raise `SourceError` (bad input, HTTP 400) or `AccessDenied` (outside, HTTP 403);
-their messages quote the input (shortened), never a file's contents.
+Design notes: docs/internals.md, `corpus/paths.py`.
 """
 
 from __future__ import annotations

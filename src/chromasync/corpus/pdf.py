@@ -1,21 +1,6 @@
 """PDF: the text layer of each page through PDFium (pypdfium2), bookmarks as headings.
 
-A bookmark becomes a heading at the start of the page it points to (its level is its
-depth in the outline, 1-6). Body text is PDFium's text of the page, cleaned
-(`documents.clean_text`); nothing else is added.
-
-Before PDFium opens the file, `pdfscan.measure_streams` inflates every stream within the
-budgets (`Limits.max_stream`, `max_inflated`): PDFium inflates a stream whole and cannot be
-interrupted, so a bomb is refused before it starts. The streams of a file that declares
-`/Encrypt` are ciphertext there and cannot be measured: such a file is read in a child
-process under an OS-enforced memory budget and a deadline (`pdfchild`).
-
-PDFium reports a file it cannot parse (a Brotli-compressed cross-reference stream, for one)
-with the same "incorrect password" code as an encrypted one, so a password error counts as
-`encrypted` only when the file declares an `/Encrypt` dictionary (which the PDF standard
-keeps out of compressed object streams), and as `corrupt` otherwise. Some encrypted files
-fail to load with no error recorded at all ("PDFium: Success", the thread's last error
-left as it was): with an `/Encrypt` dictionary that is `encrypted` too.
+Design notes: docs/internals.md, `corpus/pdf.py`.
 """
 
 from __future__ import annotations

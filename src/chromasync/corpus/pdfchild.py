@@ -1,18 +1,6 @@
 """An encrypted PDF read in a short-lived child process under an OS-enforced memory budget.
 
-The streams of a PDF that declares `/Encrypt` cannot be measured before PDFium decrypts
-them (`pdfscan` sees ciphertext, which does not inflate), so a small encrypted file whose
-streams inflate to gigabytes would take gigabytes in the reading process. Such a file is
-read by `python -c` running `pdf.child_main` (a fresh interpreter, not a fork: the ingest has
-threads), which first caps its own address space (`RLIMIT_AS`) at what it uses once PDFium
-is loaded plus `Limits.max_encrypted_memory`, and is killed past the time left of
-`Limits.seconds` (plus a little for its start). It writes the pages' text as one JSON
-object on stdout; the parent reads at most what the character budget allows.
-
-A child that runs out of memory (a `MemoryError`, or PDFium aborting on a failed
-allocation: any death by a signal), or past its deadline, is a `too-large` skip naming the
-budget; a refusal inside the child (`encrypted` when a password is really needed,
-`corrupt`, the page and character budgets) comes back as it is.
+Design notes: docs/internals.md, `corpus/pdfchild.py`.
 """
 
 from __future__ import annotations

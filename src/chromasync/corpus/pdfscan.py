@@ -1,33 +1,6 @@
 """A PDF's streams measured before PDFium opens the file: decompression bombs are refused.
 
-PDFium inflates a stream whole, in memory, when it needs it (a page's content streams, its
-fonts, the cross-reference and object streams), and cannot be interrupted: a 2 MB file
-whose streams inflate to 2 GB took 4 GB of memory, and a 400 MB text stream 5.5 GB (PDFium
-keeps objects for every character). So every stream of the file is inflated here first, in
-64 KiB pieces that are counted and dropped, through its filters (`FlateDecode`, `LZWDecode`,
-`RunLengthDecode`, `ASCIIHexDecode`, `ASCII85Decode`, chained in the order the stream's
-`/Filter` names them; other filters, the image codecs, end the chain: PDFium decodes those
-only to render). Each stage's output counts against `Limits.max_stream` for the stream and
-`Limits.max_inflated` for the file; past either the file is a `too-large` skip, before
-PDFium has allocated anything. Memory here is a few pieces, whatever the file claims.
-
-Every stream counts, an image's too, since a stream's dictionary cannot be trusted to say
-what PDFium will do with it (a page's contents may call themselves an image): a stream
-labelled `/Subtype /Image` may inflate to `Limits.max_image` (a scanned page's bitmap is
-large, and PDFium decodes it only to render), any other to `max_stream`; and in every
-stream the characters shown (`max_page_chars`) and the operators that make PDFium build
-objects (`max_page_ops`) are counted, which is what PDFium's memory follows once a page is
-loaded and its text asked for (about 200 bytes a character, 100 an operator). A stream is found
-by its `stream` keyword, which PDFium's parser needs too, and its dictionary is the text
-between the object's `obj` keyword and it. The raw data runs for the stream's direct
-`/Length`, else up to the next `endstream`. A stream that is not what its filter says (bad
-zlib data) counts what decoded before the error, as PDFium keeps that much.
-
-The streams of an encrypted PDF are ciphertext here and do not inflate: PDFium decrypts
-them with an empty user password. So a file that declares `/Encrypt` is read in a child
-process whose address space is capped (`RLIMIT_AS` at its baseline plus
-`Limits.max_encrypted_memory`, 512 MiB) and which has a deadline (`pdfchild`): a bomb
-inside it costs the child its budget and is a `too-large` skip, never this process's memory.
+Design notes: docs/internals.md, `corpus/pdfscan.py`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Fingerprinting: read a file's bytes once, hash them, decode, and parse front matter.
 
-The same bytes are hashed and chunked. A document (PDF, DOCX...; `walk.classify_extension`
-says `document`) is hashed the same way, then read into text by `documents.read_document`
-within its budgets and rendered as Markdown-ish text; a document it refuses is a skip with
-its reason (`encrypted`, `no-text`, `corrupt`, `too-large`). `fstat` before and after the
-read must agree with each other, or the read is retried; a file that keeps changing is a
-counted skip. Text that is not UTF-8 (and has no BOM) is decoded when that can be done with
-confidence (`detect_text`: Western text at any length, another charset charset-normalizer
-detects with high confidence), else it is an `undecodable` skip; a source may name a codec
-instead, or `utf-8` for no fallback (`decode_text`).
-The size
-limit is enforced by the read itself (never more than `max_bytes + 1` bytes are read), not
-only by the walk that listed the file: a file swapped for a bigger one in between is a
-`too-large` skip.
+Design notes: docs/internals.md, `corpus/read.py`.
 """
 
 from __future__ import annotations

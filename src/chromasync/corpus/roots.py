@@ -1,16 +1,6 @@
 """Finding candidate content roots in a large tree (`chromasync discover`).
 
-A folder is a content root when it holds at least `MIN_MARKDOWN` Markdown files within
-`LEVELS` levels (its own files are level 1). Build output and dependencies are never
-looked into: `node_modules`, `dist`, `build`, `public`, `target`, virtual environments (a
-folder with `pyvenv.cfg`), caches (`CACHEDIR.TAG`), hidden folders, and the configured
-skip substrings.
-
-The search is top-down below the given root (the root itself is what is being surveyed, not
-a candidate): the first qualifying folder on each branch is a candidate, then narrowed: a
-candidate without Markdown of its own whose Markdown sits in one sub-folder becomes that
-sub-folder, and one whose Markdown sits in several qualifying sub-folders becomes those.
-The walk does not follow symlinks and counts names only (no file is read).
+Design notes: docs/internals.md, `corpus/roots.py`.
 """
 
 from __future__ import annotations

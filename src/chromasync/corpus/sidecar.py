@@ -1,18 +1,6 @@
 """Sidecars: a Markdown file whose front matter describes a document beside it.
 
-    ---
-    title: Annual report 2025
-    tags: [finance]
-    binary_asset: {filename: report.pdf, sha256: 9f2c..., size_bytes: 81234,
-                   content_type: application/pdf}
-    ---
-
-`asset_ref` reads the `binary_asset` mapping into an `AssetRef`: the named file's path
-relative to the source root, resolved lexically from the Markdown file's folder. A name
-that is not a non-empty string is `no-filename`; an absolute name, or one whose `..` climb
-out of the source root, is `outside-source` and refused (nothing outside the root is ever
-looked at). Whether the named file exists, is a document, or is a symlink (which the walk
-never follows) is decided against the walk by `plan.sidecars`. Pure: no disk.
+Design notes: docs/internals.md, `corpus/sidecar.py`.
 """
 
 from __future__ import annotations

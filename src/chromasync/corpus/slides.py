@@ -2,20 +2,7 @@
 notes', parsed piece by piece (`xmlstream`, the standard library's expat), each shape dropped
 once its text is taken.
 
-One page per slide, in the presentation's order (`p:sldIdLst`). The title is what
-python-pptx calls it: the first top-level placeholder of index 0 (a level-1 heading); then
-the text of the other shapes in order (groups walked, a table one line per row, its cells
-joined by " | ", a cell a merge spans left out), then the speaker notes (the notes slide's
-body placeholder). A shape's text is python-pptx's: its paragraphs joined by LF, a
-paragraph its runs' and fields' text, a line break a vertical tab (a space once cleaned).
-
-Bounds, all checked while reading (`Limits`): the zip (`zipparts`), the XML (`xmlstream`: no
-DTD, nesting and token sizes bounded), each part's inflated bytes (`max_inflated`, and all
-parts together), the slides listed (`max_pages`, counted as they are parsed), the text of
-every `a:t` as it is parsed (`max_chars`), the elements of one unfinished shape
-(`MAX_HELD`), groups nested at most `max_depth`, and the time budget between shapes. Memory
-is the current shape and the text taken, not the deck: a slide of a gigabyte of shapes stops
-at the character budget, one shape of a gigabyte of elements at `MAX_HELD`.
+Design notes: docs/internals.md, `corpus/slides.py`.
 """
 
 from __future__ import annotations

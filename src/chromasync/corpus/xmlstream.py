@@ -1,20 +1,7 @@
 """An Office XML part parsed as a stream, with the standard library only: expat feeding an
 ElementTree `TreeBuilder`, each element reported when it ends, with the elements it is in.
 
-`PullParser` is fed a part in pieces (`zipparts.member_pieces`); `read_events` then gives
-`(element, ancestors)` for every element that ended since, in document order: the element
-whole (its children built), and the open elements it is inside, the root first and its
-parent last. Tags read `{namespace}local`, as ElementTree's do. A reader drops what it is
-done with (`ancestors[-1].remove(element)`), so memory is what it still holds.
-
-Refused, all while parsing: a DTD (`<!DOCTYPE`, and so any entity declaration: OPC, ECMA-376
-Part 2 §8.1.4, forbids them; nothing is expanded, nothing fetched) and anything past the
-bounds libxml2 kept without its "huge" option (elements nested over `MAX_DEPTH`, one text
-over `MAX_TEXT` characters, a tag, comment or declaration still open after `MAX_TOKEN`
-bytes, which expat would otherwise hold whole): `corrupt`. Malformed XML raises expat's
-`ExpatError` (`zipparts.opened_package` makes it `corrupt`); a part in an encoding expat
-cannot read (a multi-byte one but UTF-8 and UTF-16, the two OPC allows) is `corrupt`.
-Comments and processing instructions are left out of the tree.
+Design notes: docs/internals.md, `corpus/xmlstream.py`.
 """
 
 from __future__ import annotations

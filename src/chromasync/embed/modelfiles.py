@@ -1,18 +1,6 @@
 """Where the local model's files are (`embed/local.py`), and the model folder's JSON files.
 
-* A model folder (the sentence-transformers layout): its weights, `model.safetensors` else
-  `pytorch_model.bin` (`weights_file`), and its JSON files (`config.json`,
-  `sentence_bert_config.json`, `1_Pooling/config.json`: `read_json`).
-* The fp32 ONNX model (`export_path`): for the default model Chroma's own file, shared with
-  every Chroma client on this machine (`embed/shared.py`); for another folder its export,
-  cached under `<cache>/onnx/` and named by `weights_stem`: the folder's name and a digest of
-  the weights' path, size and mtime (and `EXPORT_VERSION`), so new weights get a new export.
-* A variant's file: int8 quantized from the fp32 model, beside the exports, keyed by that
-  file's identity (`quantized_path`, `QUANTIZE_VERSION`); bf16 the record of its check
-  against sentence-transformers, under `<cache>/torch/` (`bf16_record`, `BF16_VERSION`).
-
-The cache folder is `CHROMASYNC_CACHE_DIR`, else `$XDG_CACHE_HOME/chromasync`, else
-`~/.cache/chromasync` (`default_cache_dir`). Nothing here loads or makes a model.
+Design notes: docs/internals.md, `embed/modelfiles.py`.
 """
 
 from __future__ import annotations

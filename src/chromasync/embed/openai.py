@@ -1,26 +1,6 @@
 """The `openai` provider: any OpenAI-compatible `/v1/embeddings` endpoint.
 
-OpenAI itself, Ollama (`http://localhost:11434/v1`), Hugging Face TEI, vLLM, LiteLLM... all
-take `POST {url}/embeddings` with `{"model": ..., "input": [texts]}` and answer
-`{"data": [{"index": i, "embedding": [...]}, ...]}`.
-
-Options (from settings, the config file or `--embed-option`):
-
-    url          base URL, default https://api.openai.com/v1 (or a full .../embeddings URL)
-    model        model name, default text-embedding-3-small
-    api_key      from CHROMASYNC_EMBEDDING_API_KEY, CHROMASYNC_OPENAI_API_KEY or
-                 OPENAI_API_KEY (never from a file); sent as `Authorization: Bearer`
-    dimension    the vectors' dimension; discovered by embedding one probe text if not given
-    batch_size   texts per request (default 64)
-    max_tokens   chunk budget in the local tokenizer's word pieces (default 256)
-    timeout      seconds per request, its retries and reading its answer included (default
-                 60): one deadline, so a server that holds the connection costs it once;
-                 retries as for Chroma (`retry`)
-
-An answer is read in pieces, at most `MAX_ANSWER_BYTES` (an error's at most 64 KiB): a
-server that sends more is an `EmbeddingError`, with no more than that held.
-
-The collection records `openai:<model>` as the model; a different model is refused.
+Design notes: docs/internals.md, `embed/openai.py`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """int8 quantization of an ONNX model, without the `onnx` package (29 MiB the light install
 leaves out): the model file is read and written with protobuf, which onnxruntime brings.
 
-What it makes is what onnxruntime's own dynamic quantizer makes of a transformer
-(`quantize_dynamic(per_channel=True, op_types_to_quantize=["MatMul"],
-weight_type=QInt8)`, whose default for dynamic quantization is `MatMulConstBOnly`): each
-`MatMul` whose second input is a float initializer becomes
-
-    DynamicQuantizeLinear(A) -> MatMulInteger(A_q, W_q, A_zero, W_zero) -> Cast(float)
-    -> Mul(A_scale * W_scale)
-
-with W quantized per output column, symmetric int8 (scale = max|column| / 127, zero point
-0, values rounded half to even), one `DynamicQuantizeLinear` per distinct activation, and the
-float weights dropped. onnxruntime fuses the pattern into its int8 kernel when the session
-loads. Every other part of the file passes through as it was read: only the fields below
-are declared (numbers from onnx.proto), and protobuf keeps the fields it does not know.
-
-One more change, exact for every input chromasync feeds: the NaN guard that torch's export
-of `scaled_dot_product_attention` puts after each attention softmax,
-`Where(IsNaN(softmax), 0, softmax)`, is dropped (its consumers read the softmax). A softmax
-is NaN only over a row that masks every key; each text's mask keeps at least its [CLS]
-token, so the guard never fires, and on a 2-core CPU it took a quarter of int8's run time
-(two passes over a batch x heads x tokens x tokens tensor per layer: docs/scaling.md).
+Design notes: docs/internals.md, `embed/quantize.py`.
 """
 
 from __future__ import annotations
@@ -162,7 +143,7 @@ def _drop_nan_guards(graph: Any) -> int:
 
 def _rewrite_graph(graph: Any, types: dict[str, Any]) -> int:
     """Replace, in place, each `MatMul` of `graph` whose weights are a float initializer by
-    the int8 pattern of the module docstring; the number replaced."""
+    the int8 pattern of docs/internals.md; the number replaced."""
     weights = {t.name: t for t in graph.initializer if _float_matrix(t)}
     quantized: dict[str, tuple[str, str, str]] = {}  # weight -> (values, scale, zero point)
     activations: set[str] = set()  # activations already given a DynamicQuantizeLinear

@@ -1,12 +1,6 @@
 """A bounded, thread-safe LRU of query vectors around an embedder (`QueryCache`).
 
-A long-running process (the owner `Service` behind `serve`, `watch` and `mcp`) is asked the
-same queries again and again: the search page re-runs a query as filters change, agents
-repeat themselves. `QueryCache` wraps the process's embedder and remembers the vectors of
-the last `max_entries` distinct queries, keyed by (the embedder's `model_id` at the time,
-the exact query text): a model or numeric variant that changes (`Embedder.follow`) never
-reads another's vectors. Documents are never cached here (ingest has the persistent,
-content-keyed `EmbeddingCache`); every other attribute is the wrapped embedder's.
+Design notes: docs/internals.md, `embed/querycache.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The `server` provider: send documents only; the collection's own embedding function embeds.
 
-A Chroma collection can carry an embedding function in its configuration (Chroma Cloud's
-hosted models, or any function chromadb knows by name, e.g. `openai`,
-`sentence_transformer`, or one registered with `chromadb.utils.embedding_functions.
-register_embedding_function`). With this provider chromasync writes documents without
-vectors and queries with text, and chromadb embeds both with that function: for hosted
-functions the embedding runs on the server side, for the others inside chromadb's client.
-
-The collection must exist and carry an explicit function: chromasync never creates it, and
-refuses one with no function or with Chroma's default (which downloads a model at run time).
-The collection records `server` as its provider; a collection holding vectors of another
-provider is refused. The embedding cache is not used (the vectors never pass through us).
+Design notes: docs/internals.md, `embed/server.py`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Chroma's default model on disk: one copy shared by chromadb and chromasync.
 
-chromadb's default embedding function (`ONNXMiniLM_L6_V2`, what `DefaultEmbeddingFunction`
-runs) reads all-MiniLM-L6-v2 as ONNX from `~/.cache/chroma/onnx_models/all-MiniLM-L6-v2/onnx/`
-(six files: `FILES`), downloading Chroma's archive once when they are missing. Its graph
-returns the transformer's last hidden state; the caller pools (mean over the attention
-mask) and normalises. chromasync's default model is that same model, so it uses that same
-folder (`model_folder`), and fills it when it is empty, in one of two ways:
-
-* from the offline weights (`chromasync[local-weights]`): the transformer exported in
-  Chroma's layout (`make_from_weights`; the caller checks it against sentence-transformers
-  before it lands), beside the weights' own tokenizer files; no network;
-* else Chroma's way (`download`): its archive from `DOWNLOAD_URL`, once, with progress,
-  its SHA-256 checked, then unpacked (only the six regular files, bounded in size).
-
-`CHROMASYNC_CHROMA_MODELS` moves the folder (tests; a machine whose Chroma clients use
-another home); `CHROMASYNC_MODEL_URL` and `CHROMASYNC_MODEL_SHA256` name a mirror of the
-archive. Files land atomically, `model.onnx` last: a folder with all six files is whole,
-which is also how chromadb decides not to download.
+Design notes: docs/internals.md, `embed/shared.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Change events to syncs: which source each named file belongs to, and when to try again.
 
-An event names files (`payloads.ChangeEvent`); a batch of events becomes one delta sync of
-the sources those files lie in (`place`). The sync brings each source in line with its
-files on disk, reading only what changed (by stat, then content hash), so a file named
-twice, or an event delivered again, changes nothing; a `corpus.removed` whose file is still
-on disk changes nothing either: the disk is the truth. A path in no source is a counted
-skip (`outside_sources`). All of it is pure: `resolve` (the shell's `os.path.realpath`) is
-passed in.
-
-    place(["/corpus/notes/a.md", "/tmp/x.md"], {"notes": "/corpus/notes"}, None, resolve)
-    -> Placement(labels=("notes",), outside=("/tmp/x.md",))
+Design notes: docs/internals.md, `nats/events.py`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """What a NATS message may carry (the trust boundary), and what a reply holds.
 
-Requests (`corpus.retrieve.requested`, the ask subject) are strict: JSON objects of known
-fields, each typed and bounded as the other surfaces bound theirs (a query of at most
-`MAX_QUERY_CHARS`, as REST's `q` and MCP's `query`; `top_k` at most `MAX_TOP_K`, the
-other surfaces' `k` bound (`retrieve.options.MAX_K`); a question of
-at most `retrieve.options.MAX_QUESTION_CHARS`). A message over
-`nats_max_message_bytes` is refused before it is parsed. Change events are lenient about
-fields they do not need (a producer may add its own), strict about the path they name.
-
-`search_args` turns a request into the one search request every surface builds
-(`api.SearchArgs`): `funder_slug`, `record_uuid` and `pack_id` become metadata equalities on
-the keys `NatsFields` names, `published_after`/`published_before` a date range on its
-`published_at` key, `tags` the tag filter (any of them), `client_id` the collections
-`nats.clients` gives it (a date the filters refuse is named as the request spells it,
-`published_after`). `hit_reply` maps a hit back to the design's reply fields, `record_id`
-included: the file's own `record_id` front matter (the key `NatsFields.record_id` names),
-not chromasync's id of the chunk.
-Everything here is pure.
+Design notes: docs/internals.md, `nats/payloads.py`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The NATS client of `chromasync nats`: one connection at a time, rebuilt with backoff.
 
-`Bridge.run` connects (the settings' URL and credentials: a token, a user and password, or
-a credentials file), makes sure the stream and the durable consumer of change events exist,
-subscribes to the request subjects in a queue group, and works until the connection closes;
-then it connects again after `events.reconnect_delay` (doubling to 10 s, with jitter),
-until it is stopped. The consumer is durable on the server, so what was published while
-chromasync was away, or while the server was, is delivered when it is back.
-
-Events: a fetch takes what is waiting (up to `nats_batch_max`), waits `nats_batch_s` for
-the rest of a burst, and applies the batch as one job on the owner's worker (one delta sync
-of the sources its files lie in, `events.place`). Each message is acknowledged once its
-sync is done; a sync that failed is delivered again later (`events.redeliver_delay`); a
-message that can never be applied (not JSON, no path, a path in no source) is a counted
-skip, terminated so it is not delivered again. While a sync runs, its messages are kept
-in progress, so a slow sync is not delivered twice.
-
-Requests are answered on worker threads (`handlers`), at most `MAX_IN_FLIGHT` at a time; a
-reply too large for the server is replaced by a `too_large` error reply. Credentials and
-the URL's user info never appear in a log line or an error.
+Design notes: docs/internals.md, `nats/runner.py`.
 """
 
 from __future__ import annotations

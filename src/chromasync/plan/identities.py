@@ -1,22 +1,6 @@
 """Front-matter identities (`identity_key`): which file of a source holds each one.
 
-A file whose front matter names an identity (`record_uuid: ...`) is keyed by it: its
-record IDs follow it through a rename. Two files may claim one identity (a copy); only one
-can hold it, or their records would share IDs and the last writer would take them over
-(and a deletion of one would delete the other's). The rule:
-
-* The file that holds an identity keeps it while it is on disk and claims it. A file that
-  claims an identity another file holds is keyed by its path (a counted warning,
-  `identity-duplicate`): both are indexed, each under its own path.
-* When the holder goes (deleted, renamed to a claim of another identity, or no longer
-  claiming it), the first remaining claimant by path takes the identity over: it is read
-  again and re-written under it, in the same run.
-* In a run that reads several new claimants of one free identity, the first by path
-  holds it (a clean run reads in path order, so it builds the same records).
-
-What each indexed file claimed, and whether it held it, is in its records' metadata:
-`document_id` is the identity it claims, `ref_doc_id` the key it is stored under.
-Nothing here touches the disk: the caller hands in the claims the state remembers.
+Design notes: docs/internals.md, `plan/identities.py`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Preflight: check the planned writes against the target store's limits, before writing.
 
-Chroma servers advertise a maximum number of records per request (`max_batch_size`, or -1
-for none); Chroma Cloud also caps ID length (128 bytes), document size (16 KiB) and
-metadata keys per record (32). `check_limits` is pure: it takes the planned file changes and
-a `StoreLimits` record and returns what to write, adapted:
-
-* records per write: the advertised maximum; a target that advertises none (-1) gets
-  `DEFAULT_BATCH` per request, noted;
-* metadata keys: chromasync's own keys are always kept; the user's front-matter keys over
-  the limit are dropped, last in sorted order first, and counted (deterministic, so the
-  record hash, computed before trimming, stays stable across runs);
-* a document larger than the limit cannot be stored whole, and chromasync never stores a
-  partial excerpt: its file becomes a counted skip, `too-large-for-store`;
-* an ID over the limit is an error before anything is written (chromasync's IDs are at most
-  64 bytes, see `plan`).
-
-Running in the plan, it reports the same figures in `--dry-run`.
+Design notes: docs/internals.md, `plan/limits.py`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """Sidecars and the documents they describe, planned as groups (pure).
 
-A sidecar S is a Markdown file whose front matter has a `binary_asset` (`corpus.sidecar`);
-the document D it names (a PDF, DOCX... that the walk listed) is indexed once, under its own
-path and cited by page, with S's front matter metadata merged into its records: title,
-tags, dates and every other field, so that search filters apply to D too. Indexer-owned
-keys always win (`build_records`); D's records also carry `sidecar` (S's path) and, when
-S declares a sha256 that is not D's, `sidecar_mismatch: true`. D is chunked from its own
-text only, so a sidecar edit rewrites D's metadata and re-embeds nothing.
-
-S and D are kept in step as a group: S's manifest row remembers D (`FileState.asset`), so
-a change to either, or either disappearing, makes the ingest read the other too
-(`group_reads`); an unchanged re-run reads neither. What is wrong with a sidecar is kept
-in its row (`FileState.asset_issue`, a code and a detail) for `verify` to report:
-
-| issue | what |
-|---|---|
-| `no-filename` | `binary_asset` has no `filename` (or not a string) |
-| `outside-source <filename>` | absolute, or climbs out of the source root: refused |
-| `symlink` | names a symlink (the walk never follows one): refused |
-| `not-found` | names a file that does not exist |
-| `duplicate <sidecar>` | another sidecar (first in path order) already describes it |
-| `sha256-mismatch <declared>` | its declared sha256 is not the document's; indexed anyway |
-
-A document named by a `private` sidecar is skipped as `private` too.
+Design notes: docs/internals.md, `plan/sidecars.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Planning: pure decisions about what to read, embed, rewrite and delete.
 
-Record IDs are deterministic and at most 64 bytes:
-
-    <sha256(source)[:8]>-<sha256(document key)[:16]>-<chunk_hash[:16]>-<n>
-
-where the document key is the path relative to the source root (or the value of the
-source's identity key in front matter, when configured), `chunk_hash` is the sha256 of the
-normalised embedding input, and `n` counts identical chunks within one document. An edit
-therefore changes the IDs of the edited chunks only: the others keep their IDs and vectors
-and get their metadata (line numbers, version) rewritten, never re-embedded.
-
-Nothing here touches the disk, the clock or the environment: the caller passes `now_ns`.
+Design notes: docs/internals.md, `plan/triage.py`.
 """
 
 from __future__ import annotations

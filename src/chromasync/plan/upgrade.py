@@ -1,18 +1,6 @@
 """What a record written by an older chromasync lacks, found from the index alone.
 
-Records carry keys an older release did not write: the ownership marker, `document_id` and
-`ref_doc_id` (what LlamaIndex deletes by), `source` as the file's path (where LangChain
-looks), `chromasync_context`, the prefix embedded before the stored text, and the
-bookkeeping keys under chromasync's own names (`metakeys.BOOKKEEPING_KEYS`). An older index
-gets them by a metadata rewrite, never by re-embedding and without reading a file:
-`missing_keys` gives every key but the context from the record's own metadata, and
-`embedded_context` finds the context among the few prefixes the chunkers make from a
-chunk's `heading` and `symbol` (the heading path and its leading parts, the qualified
-symbol, a page's first chunk's front-matter `description` after the path, each cut as
-`Layout.label` cuts a long one), each checked against the record's chunk hash (once
-`chunk_hash`, today `chromasync_chunk_hash`), the SHA-256 of the normalised embedding input.
-Nothing is guessed: a context no candidate reproduces is None (the record gets it when its
-file next changes).
+Design notes: docs/internals.md, `plan/upgrade.py`.
 """
 
 from __future__ import annotations

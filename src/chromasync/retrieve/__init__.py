@@ -1,20 +1,6 @@
 """Retrieval: filters, dense and keyword (BM25) search, fusion, reranking, evaluation.
 
-filters.py    user filters -> a Chroma `where` and the same condition in SQL (pure)
-dense.py      Chroma nearest neighbours under a filter
-bm25.py       BM25 over the SQLite FTS5 keyword index
-mirror.py     a keyword index rebuilt from a collection no local ingest covers
-fuse.py       rank fusion, per-document collapse, date order, groups (pure)
-results.py    request, ranked lists, result; ranking one mode and presenting it (pure)
-rerank.py     optional local cross-encoder reranking
-highlight.py  which words of a hit matched (pure)
-similar.py    nearest documents to a file (pure aggregation)
-evaluate.py   nDCG, recall, MRR over judged queries (pure)
-quick.py      the keyword fast path's snapshot: what a keyword search resolved, read back
-engine.py     the shell that runs a search request end to end
-
-The names below load on first use, so that `retrieve.bm25` and the pure modules can be
-imported without the engine (and its store and model) by the console script's fast path.
+Design notes: docs/internals.md, `retrieve/__init__.py`.
 """
 
 from __future__ import annotations

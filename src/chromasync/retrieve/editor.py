@@ -1,15 +1,6 @@
 """A hit's "open in editor" link, from the `editor_uri` setting (`vscode://file{path}:{line}`).
 
-`open_url(template, hit, root)` is pure: the template was checked when the settings were
-resolved (`config.editor.check_editor_uri`: known placeholders only, a scheme, no
-whitespace), and the path is joined to the source's root lexically. A hit whose path is
-absolute, climbs out of its root (`..`), or holds a NUL gets no link (None). Every value is
-URL-quoted (`%20` for a space, `%23` for `#`, `%3F` for `?`, UTF-8 for the rest), so a path
-can neither end the URI early nor smuggle a terminal escape into an OSC-8 hyperlink.
-
-`open_urls(settings, hits)` is the I/O edge the surfaces call (the CLI's terminal output and
-`--json`, REST): it reads each source's root from the local state and, besides the lexical
-check, refuses a path that resolves (through a link) outside its root.
+Design notes: docs/internals.md, `retrieve/editor.py`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The retrieval shell: filters, dense and keyword search, fusion, reranking and ordering.
 
-`Retriever.gather` runs each ranked list once per request (dense through Chroma, keyword
-through the SQLite FTS5 index), for every collection asked for, under the same filters;
-`Retriever.rank` turns those lists into the hits of one mode. `search` is the two together;
-the evaluation runs `search` itself for each question and mode (`tasks.run_evaluation`).
-
-What a plain search shows of its candidates is read only for the hits it returns: when
-nothing between the lists and the top k reads a candidate's text or metadata (no
-per-document collapse, date order, groups or reranking), the dense lists are fetched as ids
-and distances and the keyword lists as ids and BM25 scores; the returned hits are filled in
-with one `get` per collection (dense) or one SQLite read per index (keyword-only hits, under
-the same `data_version` as their list); the result is the same as fetching every
-candidate's fields (`full_fetch`). A hit gone, or a keyword index changed, in between: the
-search runs again whole.
-
-Which keyword index a collection uses: the state's own index when it covers the collection
-(same row count as the collection, and no local source of it mid-run); otherwise a mirror
-rebuilt from the collection's documents (`mirror.py`), refreshed when its count differs
-from the collection's or it is older than `mirror_ttl_s`.
+Design notes: docs/internals.md, `retrieve/engine.py`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Pseudo-relevance feedback for hybrid search: pure functions, no I/O.
 
-A hybrid search with feedback (`Fusion.feedback`, as in `results.FEEDBACK_FUSION`; opt-in)
-runs in two rounds. The first fuses the dense and keyword lists as plain hybrid does; its best
-`documents` documents are taken as relevant. The second round asks each list again, moved
-toward them:
-
-* dense (Rocchio): the query vector plus `dense_weight` times the mean of the vectors of
-  those documents' lead chunks, normalised, sent to Chroma again (`moved_vector`);
-* keyword (RM3-style): the query's words, each `query_repeat` times, and the `terms` words
-  most likely under those documents' text (their listed chunks' words, each document weighed
-  by its first-round score; stop words, numbers and the query's own words left out), as one
-  BM25 query (`expansion_terms`, `weighted_terms`; FTS5's `bm25()` sums a repeated word's
-  score once per repetition, so repetition is its weight).
-
-The two moved lists are fused (`Fusion.weights`) into the ranking shown. Measured on SciFact
-and NFCorpus together (`benchmarks/fusion.py feedback`, docs/retrieval.md). The corpus is
-never embedded again: one more Chroma query and one more keyword query a search.
+Design notes: docs/internals.md, `retrieve/feedback.py`.
 """
 
 from __future__ import annotations

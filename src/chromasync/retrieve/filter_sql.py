@@ -1,12 +1,7 @@
 """SQL over the keyword index: a Chroma `where` with Chroma's semantics, and what Chroma
 cannot express (`--phrase`, `--match`), plus `--path` patterns matched in Python.
 
-`where_to_sql` turns any `where` into a condition over a JSON metadata column (typed
-equality, `$ne`/`$nin` matching records without the key, `$contains` over a list field);
-`local_sql` turns phrases and metadata substrings into conditions over `chunks AS c` and
-its FTS5 index, using the SQLite functions `KeywordIndex` registers (`SQL_REGEXP`,
-`SQL_ICONTAINS`); `match_paths` matches indexed paths against git-wildmatch patterns.
-Pure: the SQL is built here, run elsewhere.
+Design notes: docs/internals.md, `retrieve/filter_sql.py`.
 """
 
 from __future__ import annotations

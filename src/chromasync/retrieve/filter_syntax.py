@@ -1,13 +1,7 @@
 """The user's filter language: the `Filters` record, its values, keys and dates, and the
 bounds on untrusted input.
 
-`--where KEY=VALUE` values are typed as YAML front matter types them (`parse_value`);
-`--after`/`--before` dates become epoch seconds (`parse_when`); a metadata key is checked
-once (`check_key`) for every translation. The `MAX_*` constants bound what a surface may
-send, and are written down in docs/reliability.md: `check_where_bounds` counts a `where`
-object's depth, branches, terms and `$in` lists without recursion, `json_depth` measures
-a `where_json` text before it is parsed. `retrieve.filters.filters_from_options` applies
-them. Everything here is pure.
+Design notes: docs/internals.md, `retrieve/filter_syntax.py`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Fusion and ordering of ranked lists: pure functions, no I/O.
 
-`fuse` merges ranked lists (dense and keyword, from one or several collections) into one
-ranking. Methods, all measured on SciFact's training claims and NFCorpus's dev questions
-(`benchmarks/fusion.py`, docs/retrieval.md):
-
-* `rrf`: reciprocal rank fusion, sum of weight / (k + rank) (Cormack et al., 2009);
-* `convex`: a weighted sum of min-max normalised scores (absent = 0); over documents, dense
-  0.45 and keyword 0.55, the default (`results.DEFAULT_FUSION`);
-* `zscore`: a weighted sum of z-normalised scores, absent = the list's minimum.
-
-Each list is normalised over its chunks (`unit="chunk"`) or over its documents
-(`unit="document"`, each document's best chunk; see `fuse`). Then `collapse_per_doc` (best
-chunk per document), `sort_by_date` and `group_by` order what is shown.
+Design notes: docs/internals.md, `retrieve/fuse.py`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Which words of a hit's text the query matched, for marking them in the terminal.
 
-Whole words only: a query word never marks part of a longer word ("do" leaves "Sourdough"
-alone). Words are compared after light suffix stripping (plural, -ed, -ing, -ly), close to what
-the keyword index's porter stemmer treats as the same word; phrases are marked whole. Stop
-words ("how do I ... the ...") are never marked unless the query has nothing else; the list is
-the keyword index's plus common question and function words, and the page (static/app.js,
-`STOP_WORDS`) carries the same list.
-Pure: returns character spans, the CLI decides how they look.
+Design notes: docs/internals.md, `retrieve/highlight.py`.
 """
 
 from __future__ import annotations

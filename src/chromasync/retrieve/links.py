@@ -1,21 +1,6 @@
 """Reverse links: which indexed chunks link to a target, and what one file links to.
 
-Each record carries its outgoing links as the metadata list ``links`` (normalised targets,
-see `corpus.links`); the keyword index holds the same metadata, so a lookup is one SQL
-query over it (`json_each`), and Chroma answers the same question with ``$contains``.
-
-What a target matches (`target_matcher`):
-
-* a URL matches itself and every URL under it: ``https://a.org/reports`` finds
-  ``https://a.org/reports/fj-2025`` and ``https://a.org/reports?id=3``, not
-  ``https://a.org/reportsX``;
-* a path relative to the source root matches links to it, to it without its extension
-  and wikilinks to its title (``docs/x.md``: ``docs/x.md``, ``docs/x``, ``note:x``); a
-  folder written with a trailing slash (``docs/``) matches every link under it;
-* ``note:Title`` (or a bare word without a dot or slash) matches wikilinks to that title.
-
-The line and link text of each match are found again in the chunk's text (the stored list
-holds targets only); a front-matter link reports its field name and line 0.
+Design notes: docs/internals.md, `retrieve/links.py`.
 """
 
 from __future__ import annotations
@@ -55,7 +40,7 @@ class TargetMatcher:
 
 
 def target_matcher(target: str) -> TargetMatcher:
-    """What a user's `target` matches (see the module docstring); `ConfigError` if empty."""
+    """What a user's `target` matches (docs/internals.md); `ConfigError` if empty."""
     target = target.strip()
     if not target or len(target) > MAX_TARGET_CHARS:
         raise ConfigError("a link target must be 1 to 2000 characters (a URL, path or title)")

@@ -1,17 +1,6 @@
 """A keyword index rebuilt from the collection itself, for collections the state does not cover.
 
-The state's keyword index (`state.schema`) holds exactly the chunks this data dir's ingests
-wrote. When the store is a Chroma server shared by several ingesters, a collection also
-holds other machines' sources, which no local ingest has seen. Retrieval then notices that
-the local index does not cover the collection (its row count differs from the
-collection's, or one of its local sources is mid-run) and searches this mirror instead:
-`keyword-mirror.sqlite3` in the data dir, the same `chunks` + FTS5 `keyword` tables, filled
-from the collection's own documents and metadata.
-
-`sync` is incremental and exact: it pages through the collection's ids and metadata, fetches
-documents only for records that are new or whose `record_hash` changed, and deletes rows whose
-ids left the collection, in one transaction. It runs when the mirror's count differs from the
-collection's or its last sync is older than the refresh interval.
+Design notes: docs/internals.md, `retrieve/mirror.py`.
 """
 
 from __future__ import annotations

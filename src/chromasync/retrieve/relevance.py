@@ -1,31 +1,7 @@
 """The 0-1 relevance scale: how likely a hit is to be relevant, from where its score stands
 among the candidates its mode ranked. Pure.
 
-    relevance = 1 / (1 + exp(-(slope * z + intercept)))
-    z = (score - mean) / std over the ranking's candidates
-
-The candidates are every chunk the mode ranked: for hybrid, the fused scores of the union of
-the two lists (200 chunks each, as `eval` measures); for dense or keyword, that list alone.
-A ranking shorter than the depth (a small collection, a narrow filter, a rare word) is padded
-up to it: a keyword list with zeros, since a chunk that holds none of the query's words has a
-BM25 score of 0, so two matches among many chunks stand out, as they should; any other with
-its lowest score, as if the collection held more chunks no better than its worst. On SciFact
-and NFCorpus no ranking is shorter than the depth, so the padding leaves the fit alone and
-only keeps the scale of a collection of a few dozen chunks from reading low throughout. A
-ranking of equal scores has z = 0.
-
-`slope` and `intercept` are a logistic regression of "the hit's document is judged relevant"
-on z, over the first 10 hits of SciFact's 809 training claims and NFCorpus's 324 dev
-questions, each corpus weighing the same (`benchmarks/fusion.py scale`). Fitted on either
-corpus alone, the other corpus's precision of the hits at 0.8 or 0.5 and more moves by at most
-5 points (at 0.2, by up to 13: docs/retrieval.md), which is why one scale serves both. A value
-reads roughly as a probability: of the default hybrid's hits at 0.8 or more, 91% were
-relevant on SciFact and 74% on NFCorpus. Unlike the former scale (a logistic of the fused
-z-sum minus 1), it does not saturate: the five best hits of a query no longer all read 0.94
-to 1.00.
-
-`weaker_from` sets apart, in the terminal, the pipe and the page alike, the hits whose
-relevance is under `WEAKER_SHARE` of the best hit's: less than half as likely to be relevant.
+Design notes: docs/internals.md, `retrieve/relevance.py`.
 """
 
 from __future__ import annotations

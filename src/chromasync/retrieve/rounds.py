@@ -1,13 +1,7 @@
 """The second round of a hybrid search with pseudo-relevance feedback: its reads and its
 queries (the choices are `retrieve.feedback`'s pure functions).
 
-`second_round` takes the first round's lists and what each collection was asked (`Asked`:
-the same filters hold in the second round), fuses them as plain hybrid does
-(`results.DEFAULT_FUSION`), reads the vectors of the best documents' lead chunks (one
-`get` per collection) and their listed chunks' text (from the hits, or one keyword-index
-read per collection for a lean list), and asks each collection again: Chroma with the moved
-vector, the keyword index with the expanded query. Nothing is embedded: the query's vector
-is the first round's.
+Design notes: docs/internals.md, `retrieve/rounds.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """Triage suggestions: which group (a metadata field, `source`, `collection` or a folder
 level `path:N`) a file belongs to, from the indexed content nearest to it. Pure.
 
-Each of the file's chunks is a query; its `depth` nearest indexed chunks (the file itself
-excluded) vote for their group with their cosine similarity. A chunk's vote is normalised
-to a share: the group's similarity sum over the sum for all groups among that chunk's
-neighbours (so each chunk gives out 1 in all). The group's score is the length-weighted
-mean of its shares over the file's chunks: scores lie in [0, 1] and sum to 1 over all the
-groups seen. A file whose neighbours all lie in one folder gives that folder 1.
-
-Confidence band of a group, from its score and its margin over the best other group:
-`high` when score >= 0.5 and margin >= 0.25, `medium` when score >= 0.3 and margin >=
-0.1, else `low`. Only the first group can have a positive margin, so the others are `low`.
+Design notes: docs/internals.md, `retrieve/suggest.py`.
 """
 
 from __future__ import annotations
@@ -109,7 +100,7 @@ def suggest_groups(
     depth: int = DEPTH,
     k: int = 3,
 ) -> list[GroupSuggestion]:
-    """The `k` groups nearest to the file, best first (see the module's docstring)."""
+    """The `k` groups nearest to the file, best first (docs/internals.md)."""
     total = sum(weights) or 1.0
     scores: dict[str, float] = {}
     counts: dict[str, int] = {}

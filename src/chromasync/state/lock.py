@@ -1,23 +1,6 @@
 """One writer per data dir: a kernel lock (`fcntl.flock`) on `<data dir>/lock`.
 
-The kernel drops the lock when its holder dies, even by SIGKILL, so there is no stale-lock
-cleanup. The file holds the holder's pid and command line, to name it in the refusal.
-Whoever takes the lock may change the state, so taking it deletes the fast path's snapshots
-of unchanged re-runs (`snapshots.invalidate`) before anything else happens.
-
-Inside one process the lock is shared: the first `StoreLock` of a data dir takes the kernel
-lock, later ones in the same process only take an in-process writer lock, so that a
-long-running owner (`chromasync serve`, `chromasync watch`) can hold the data dir for its
-whole life (`StoreLock(..., owner=True)`) while its own threads run ingests one at a time.
-
-A *reader* owner holds the lock only so that nobody writes under what it keeps open; it
-never writes, so taking the lock as a reader keeps the snapshots (its line in the lock file
-is marked `datadir.READER_MARK`), and it promises to leave when someone waits for the lock.
-Waiting is said through a second file, `lock.want`: whoever finds a reader holding the lock
-holds `lock.want` shared while it waits (`ask_reader_to_leave`, bounded by
-`READER_LEAVES_IN`), and the reader looks for such a hold (`someone_waits`) and leaves. No
-signal, no pid: a reader never stands in a writer's way, and this module knows nothing of
-who the reader is (the search daemon, `owner.daemon`, which also ends a frozen one).
+Design notes: docs/internals.md, `state/lock.py`.
 """
 
 from __future__ import annotations

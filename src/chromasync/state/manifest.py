@@ -1,27 +1,6 @@
 """Local state: the per-source manifest and the keyword index, in one SQLite file.
 
-`state.sqlite3` in the data dir holds, per (collection, source):
-
-* `sources`: the source's root, embedding model, chunking version, and run status. A run
-  sets `status = 'running'` before its first write to the store and `'clean'` after its
-  last; a run that finds `'running'` knows the previous one died and reconciles the
-  manifest against the collection before trusting it.
-* `files`: relative path -> size, mtime_ns, sha256, version, when it was last confirmed,
-  and the records written for it (id, chunk hash, record hash); for a sidecar, the file
-  its `binary_asset` names and what is wrong with it (`plan.sidecars`).
-* `chunks` with its FTS5 index `keyword`: the text of every record, for BM25 and
-  for filters that run locally. Rows are replaced in the same transaction as the manifest
-  row of their file, so the keyword index never disagrees with the manifest.
-
-Every write is one transaction. Only a file proven damaged (SQLite: not a database, or
-malformed; or not a state of this schema) is moved aside (`state.sqlite3.corrupt-<time>`)
-with a warning and rebuilt from the collection; a file that cannot be opened or written
-(permissions, read-only mount, full disk, busy) is an error that leaves it as it was.
-
-This module is the `State` class (its reads and its per-wave writes) and the source-label
-check; the tables, the schema check and the connections are `state.schema`, the rows as
-records (`SourceRow`, `stored_root`, a file's row to and from `FileState`) `state.rows`.
-Both are re-exported here, where the rest of the package imports them from.
+Design notes: docs/internals.md, `state/manifest.py`.
 """
 
 from __future__ import annotations

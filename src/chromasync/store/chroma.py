@@ -1,26 +1,7 @@
 """The vector store: a `Store` (a Chroma client) and its `Collection`s. Only this folder
 imports chromadb (`connect` opens a store; `target` says where it is).
 
-The server URL selects the client:
-
-    http://HOST:PORT, https://HOST[:PORT]   a Chroma server (HttpClient); the token, if any,
-                                            goes as `Authorization: Bearer`; HTTPS verifies
-                                            certificates (a private CA: SSL_CERT_FILE)
-    chroma-cloud://                         Chroma Cloud (CloudClient) at api.trychroma.com;
-    chroma-cloud://HOST[:PORT]              another Cloud-compatible host (always HTTPS);
-                                            the API key is the token (CHROMASYNC_CHROMA_TOKEN,
-                                            else CHROMA_API_KEY)
-    chroma-cloud+http://HOST:PORT           the same without TLS: for tests only
-
-Against a server every request goes through `retry.RetryingTransport` (timeouts, bounded
-exponential backoff with jitter on connection errors, 429 and 5xx, `Retry-After` honoured);
-401/403 fail at once with a message about the credentials. Secrets never appear in a
-message: they are sent in headers only, and any error text is scrubbed of them.
-
-A `Collection` wraps one Chroma collection: batched writes no larger than the target
-allows (see `preflight`), paged reads, and Chroma's columnar results turned into rows. The
-collection's metadata records the provider and model that made its vectors, and their
-dimension; opening it with another model is refused unless the caller re-embeds.
+Design notes: docs/internals.md, `store/chroma.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Connecting to the store: an embedded PersistentClient, or a client of a Chroma server.
 
-Against a server every request goes through `retry.RetryingTransport` (bounded exponential
-backoff with jitter on connection errors, 429 and 5xx, `Retry-After` honoured) around
-`retry.DeadlineTransport` (each attempt, its answer read whole, within `chroma_timeout`;
-an answer at most `MAX_ANSWER_BYTES`); 401/403 fail at once with a message about the
-credentials. chromadb's own client sets no timeout at all (`httpx.Client(timeout=None)`)
-and exposes none in its settings (only connection limits and keep-alive), so the session
-it makes is ours from the start (`_bounded_sessions`) and again after (`_install_transport`).
-chromadb is imported only here and in `chroma`, and only when a store is opened.
+Design notes: docs/internals.md, `store/connect.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """What chromasync's collections hold for other Chroma clients, and what theirs hold for it.
 
-* The embedding function configuration (`peer_function`): a collection of the default model
-  carries Chroma's `default` function, which every Chroma client resolves to this very
-  model (all-MiniLM-L6-v2, ONNX, mean pooling, normalised; `embed/shared.py` puts its files
-  where chromadb looks), so `query(query_texts=...)` from a plain client, `chroma-mcp`,
-  LangChain or LlamaIndex embeds the query as chromasync would, offline. `attach_function`
-  adds it to a collection made before, without touching a vector.
-* Ownership (`owner_of`): every record chromasync writes carries `OWNER_KEY` (its source's
-  label). A record without it was written by another tool: chromasync reports it and never
-  deletes, adopts or rewrites it. Records of an index written before the marker existed
-  are recognised by `plan.triage.written_by`, and every record of an older index gets the
-  keys records carry now once (`upgrade_records`: a metadata rewrite, nothing re-embedded).
+Design notes: docs/internals.md, `store/peers.py`.
 """
 
 from __future__ import annotations

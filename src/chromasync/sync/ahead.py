@@ -1,23 +1,7 @@
 """Planning ahead: a second process reads and chunks a run's files while this one embeds and
 writes the waves planned before them.
 
-Reading, parsing and chunking are pure Python, and Chroma's writes hold the interpreter lock,
-so threads cannot overlap them; a second process can. A run with many files to read (`use`)
-plans them in `python -m chromasync.sync.ahead`, which reads one pickled `AheadJob` on its
-stdin, runs the same `FilePlanner`, and writes pickled frames on its stdout:
-
-    ("read", done, total)                       progress, at most every `PROGRESS_S`
-    ("log", record)                             a log record of the planner's
-    ("changes", read_ns, [FileChange, ...])     planned writes, in the planner's order
-    ("done", read_ns, touched, skipped, tally)  what the planner collected and counted
-    ("error", exception)
-
-Here a thread reads the frames into a bounded queue (`AHEAD_FRAMES`: how far the worker runs
-ahead, a few waves), and `AheadPlanner.changes()` yields the changes in order: the writer
-sees exactly what an in-process planner would have yielded, and writes them in the same
-order. The worker writes nothing but its frames; beside a model on this machine's cores it
-runs at the lowest priority (`NICE`). When this process dies, the pipe closes and the
-worker's next write ends it; a worker that dies is an error here, never a short run.
+Design notes: docs/internals.md, `sync/ahead.py`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """The desired records of a source, as `ingest --dry-run --output-manifest FILE` writes them.
 
-The file is JSON Lines: one object per record that a clean run would store, with
-
-    {"collection", "source", "id", "path", "start_line", "end_line", "heading",
-     "file_hash", "chunk_hash", "record_hash", "metadata", "text"?}
-
-`text` (the chunk's document) only when asked for: the manifest is meant to be shared and
-diffed, and the chunk text is the corpus itself. Records are computed exactly as ingest
-computes them (discovery, reading, chunking, planning), and nothing is embedded or stored.
-`export_manifest` writes the records of a run's jobs (the API re-exports it).
+Design notes: docs/internals.md, `sync/export.py`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Ingest: the I/O shell around the pure stages, for one source at a time.
 
-Order of effects (see docs/reliability.md): mark the source `running`; per wave of files embed,
-upsert, then commit their manifest rows; only when every upsert succeeded, delete from
-Chroma, then from the manifest; mark the source `clean`. A run that dies anywhere leaves
-`running` behind, and the next run rebuilds the manifest from the collection first.
-
-An unchanged re-run stats the tree and compares with the manifest: it reads no file,
-imports no chromadb, loads no model, and writes nothing but its run record. When a re-run
-over the tree just walked would be such a no-op, the source is reported as settled
-(`on_settled`), which the CLI's fast path records (`fastpath`).
-
-Named crash points (`CHROMASYNC_CRASH_AT=name[:n]` kills the process with SIGKILL at the
-n-th time the point is reached; for the crash tests): `after-embed`, `after-upsert`,
-`mid-manifest`, `after-manifest`, `after-delete`.
+Design notes: docs/internals.md, `sync/ingest.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """`chromasync model`: build a side index with another model, switch to it, drop it.
 
-A side build is an ordinary ingest (`jobs.ingest`) of the data dir's sources (those the
-config declares and those its manifest knows: `registry.select_known`) with the profile's
-settings (`config.models.with_profile`): its own data dir under `<data dir>/models/<name>/`,
-its own lock, so searches of the data dir's own index go on answering while it builds, and
-a build killed midway resumes where its manifest says it stopped. The chunks are made
-again from the files (the stored documents lack their context prefix), so the new model
-embeds exactly the text the old one did. Switching rewrites `models.json` atomically, after
-a catch-up build; the caller stops the search daemon of the index left behind.
+Design notes: docs/internals.md, `sync/models.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """`chromasync share`: make this data dir's collections usable by other Chroma clients.
 
-Three things, none of which touches a vector: each collection of the default model gets
-Chroma's `default` embedding function in its configuration (`store/peers.py`), the
-records of an index an older release wrote get the keys peers read (`upgrade_records`:
-a metadata rewrite), and Chroma's default model is put where chromadb looks for it
-(`embed/shared.py`), from the offline weights or, failing those, downloaded the way
-Chroma downloads it. A plain
-chromadb client, `chroma-mcp`, LangChain or LlamaIndex then embed text queries as
-chromasync does, with no network.
+Design notes: docs/internals.md, `sync/peers.py`.
 """
 
 from __future__ import annotations

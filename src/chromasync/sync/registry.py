@@ -1,14 +1,6 @@
 """The sources registry and the index's health: what is configured, what is indexed.
 
-`list_sources` joins the config file's declarations with the state's figures;
-`add_source` and `remove_source` edit both sides (a declaration as text, see
-`sourcesfile`; a removal deletes exactly that source's records from its collection and its
-state rows, nothing else); `reset_collections` drops whole collections; `status` and
-`health` read the state without writing it; `select_known` names the sources a service can
-reindex or watch: the config's `include: true` sources, and sources indexed before by
-`chromasync ingest PATH` that the config does not declare. Surfaces reach these through
-`api`; the store and the embedding provider the settings name are opened by
-`store.connect.open_store_for` and `embed.embedder_for`, which the read path uses too.
+Design notes: docs/internals.md, `sync/registry.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Verify: compare the manifest, the keyword index, the collection and the disk.
 
-`compare_source` is pure: it takes what each of the four holds for one source and lists
-every difference. Repair is not done here: a source with differences is marked for
-healing and ingested again (see `checks.verify`), which rebuilds the manifest and keyword
-index from the collection, re-reads what disagrees, and deletes what should not be there,
-with vectors from the cache or the collection (nothing cached is re-embedded).
-
-Sidecar findings (`sidecar_findings`: a sidecar's declared sha256 that is not its
-document's, a `binary_asset` without a filename or naming a path outside the source, a
-symlink or nothing) are problems of the corpus, not of the index: they are reported, one
-line each naming the files, but do not make a source differ (a repair cannot fix them).
+Design notes: docs/internals.md, `sync/verify.py`.
 """
 
 from __future__ import annotations
