@@ -193,17 +193,9 @@ def select_mmr(
     duplicate: float = 0.8,
     spread: int = 0,
 ) -> list[Scored]:
-    """Pick sentences by maximal marginal relevance within the count and character bounds.
-
-    A sentence whose Jaccard similarity to one already chosen reaches `duplicate` is never
-    chosen; one that would pass `max_chars` is skipped (the first is always taken). While
-    fewer than `spread` sentences are chosen, a sentence of a hit already cited is passed
-    over as long as another hit has a candidate, and each pick is cut at a word to its fair
-    share of the room left (the room over the picks still to spread, at least
-    `MIN_CUT_CHARS`), so that `spread` sources fit in `max_chars` (a first sentence as long
-    as the answer used to leave room for one more source only). O(len(scored) *
-    max_sentences).
-    """
+    """Pick sentences by maximal marginal relevance within the count and character bounds,
+    near-duplicates (`duplicate`) left out and `spread` sources given room first
+    (docs/internals.md). O(len(scored) * max_sentences)."""
     pool = [(s, frozenset(s.sentence.terms)) for s in scored]
     chosen: list[tuple[Scored, frozenset[str]]] = []
     cited: set[int] = set()

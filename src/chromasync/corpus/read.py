@@ -252,16 +252,8 @@ _MULTIBYTE = ("big5", "cp932", "cp949", "cp950", "euc", "gb", "hz", "iso2022", "
 
 
 def detect_text(raw: bytes) -> str | None:
-    """`raw` (not UTF-8, no BOM) decoded with confidence, or None.
-
-    Western text first, at any length (`_western`: cp1252 when every character it reads
-    is a Western letter or mark in a plausible place); then, from `MIN_DETECT_BYTES` on,
-    the charset charset-normalizer detects (Shift-JIS, cp1251...) with at most
-    `MAX_CHAOS` odd characters and no control character. Refused: bytes shaped like
-    broken UTF-8 read in a one-byte code page (a truncated, overlong or surrogate sequence
-    is not Latin-1; Shift-JIS or GBK bytes may look so) and UTF-16/32 without a BOM (short
-    Latin-1 texts pass for UTF-16 to a detector).
-    """
+    """`raw` (not UTF-8, no BOM) decoded with confidence, or None: Western text first, then
+    charset-normalizer's guess (docs/internals.md)."""
     shaped = any(_UTF8_SHAPED.match(raw, m.start()) for m in _LEAD.finditer(raw))
     western = None if shaped else _western(raw)
     if western is not None or len(raw) < MIN_DETECT_BYTES:

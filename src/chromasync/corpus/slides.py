@@ -48,7 +48,6 @@ _TRUE = ("1", "true", "on")
 class _Shape:
     """One shape's text, as its slide needs it."""
 
-    ident: str  # `p:cNvPr/@id`
     title: bool  # a top-level placeholder of index 0 (python-pptx's title)
     placeholder: str  # its placeholder type ("" when none, "obj" when unnamed)
     lines: tuple[str, ...]
@@ -172,10 +171,8 @@ def _check_depth(ancestors: list[Element], depth: int) -> None:
 
 def _shape(element: Element, top: bool) -> _Shape:
     props = next((c for c in element if c.tag.startswith(_P + "nv")), None)
-    ident, placeholder, index = "", "", -1
+    placeholder, index = "", -1
     if props is not None:
-        names = props.find(_P + "cNvPr")
-        ident = names.get("id", "") if names is not None else ""
         ph = props.find(f"{_P}nvPr/{_P}ph")
         if ph is not None:
             placeholder = ph.get("type", "obj")
@@ -183,7 +180,7 @@ def _shape(element: Element, top: bool) -> _Shape:
     title = top and index == 0
     if element.tag == _P + "sp":
         text = _frame_text(element.find(_P + "txBody"))
-        return _Shape(ident, title, placeholder, (clean_text(text),), text)
+        return _Shape(title, placeholder, (clean_text(text),), text)
     table = element.find(f"{_A}graphic/{_A}graphicData/{_A}tbl")
     if element.tag == _P + "graphicFrame" and table is not None:
         rows = []
@@ -194,8 +191,8 @@ def _shape(element: Element, top: bool) -> _Shape:
                 if tc.get("hMerge") not in _TRUE and tc.get("vMerge") not in _TRUE
             ]
             rows.append(" | ".join(cells))
-        return _Shape(ident, title, placeholder, tuple(rows), "")
-    return _Shape(ident, title, placeholder, (), "")
+        return _Shape(title, placeholder, tuple(rows), "")
+    return _Shape(title, placeholder, (), "")
 
 
 def _int(text: str) -> int:

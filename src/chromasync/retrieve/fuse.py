@@ -49,16 +49,9 @@ def fuse(
     fusion: Fusion | None = None,
     doc_of: Callable[[K], Hashable] | None = None,
 ) -> list[tuple[K, float]]:
-    """One ranking from several; ties keep the order of first appearance.
-
-    With `doc_of` (a key's document) and `fusion.unit == "document"`, each list speaks for
-    documents: a list's evidence for a document is its best chunk's score there, normalised
-    over the list's documents, so a document whose best dense chunk is one passage and best
-    keyword chunk another gets both. Each document's best chunk (by its own fused score)
-    carries the document's fused score; its other chunks keep their own fused score (on
-    the same normalisation), which is never higher. Documents rank exactly as fusing the
-    document-level lists would rank them.
-    """
+    """One ranking from several; ties keep the order of first appearance. With `doc_of` (a
+    key's document) and `fusion.unit == "document"`, documents are fused, each carried by its
+    best chunk (docs/internals.md)."""
     fusion = fusion or Fusion()
     if fusion.method not in METHODS:
         raise ValueError(f"unknown fusion method {fusion.method!r}; choose one of {METHODS}")

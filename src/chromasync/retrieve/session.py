@@ -122,18 +122,8 @@ def _mark(state: State) -> tuple[int, int, int]:
 
 class WarmSessions:
     """Retrieval sessions kept open from one request to the next, for a process that searches
-    many times while it owns the data dir (the search daemon, `serve`, `watch`, `mcp`).
-
-    A session (the store, the state's keyword index, and what its retriever learned: the
-    collections' handles, which keyword index covers each, the default collections) serves
-    the next request while the state is the one it opened: the same file, and no commit by
-    any other connection since (`PRAGMA data_version`). Every write to the data dir (an
-    ingest, a source removed, a reset) commits the state, so the request after it opens a new
-    session, as `open_retriever` does for every request. With a Chroma server, which other
-    machines write, the collections' handles and counts are read again at every request.
-    Each session serves one request at a time; requests at once get sessions of their own,
-    of which at most `keep` stay open when idle.
-    """
+    many times while it owns the data dir (the search daemon, `serve`, `watch`, `mcp`); at
+    most `keep` stay open when idle. When a session is reused: docs/internals.md."""
 
     def __init__(self, settings: Settings, embedder: Callable[[], Embedder], keep: int = 4) -> None:
         self.settings = settings

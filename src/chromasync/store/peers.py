@@ -103,18 +103,9 @@ class _Row:
 def upgrade_records(
     collection: Collection, label: str, root: str = "", contexts: bool = True
 ) -> int:
-    """Give `label`'s records written by an older chromasync the keys records carry now,
-    by a metadata rewrite (no vector is read or written, nothing is embedded, no file is
-    read): the ownership marker (records written before it are recognised by
-    `plan.triage.written_by`), `source` as the file's path in `root`, `document_id` and
-    `ref_doc_id`, `chromasync_context`, found from each record's own heading or symbol
-    and checked against its chunk hash (`plan.upgrade`), and the bookkeeping keys under
-    today's names (`metakeys.BOOKKEEPING_KEYS`); how many records were upgraded.
-
-    Once per label: the collection's metadata then records `UPGRADED_PREFIX + label` =
-    `RECORDS_VERSION`, and later runs read nothing (a pass over 11,247 SciFact records took
-    7 s of every writing run before). `contexts=False` (a collection about to be replaced)
-    gives only the marker and the document keys, and records nothing."""
+    """Give `label`'s records written by an older chromasync the keys records carry now, by a
+    metadata rewrite (nothing embedded, no file read); how many records were upgraded. Once
+    per label; `contexts=False` gives only the marker and the document keys (docs/internals.md)."""
     done = UPGRADED_PREFIX + label
     if collection.metadata.get(done) == RECORDS_VERSION:  # upgraded before: nothing is read
         return 0

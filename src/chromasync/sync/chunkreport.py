@@ -272,16 +272,9 @@ def chunk_report(
     source: str | None = None,
     fields: Mapping[str, Any] | None = None,
 ) -> ChunkReport:
-    """What ingest would cut the files under `path` into, summed up (see `build_chunk_report`).
-
-    Discovery, reading and chunking are ingest's own, with its budget (the model's limit,
-    or `chunk_max_tokens`) and tokenizer; the embedder is built for those and never run.
-    Nothing is embedded, no store or state is opened, nothing is written. `source`: a
-    configured source's label, reported as ingest runs it (its `subdirs`, patterns,
-    extensions...); a `path` that is exactly one configured source's folder, with no file
-    option given, is reported as that source too. `fields`: more `SourceSpec` fields (the
-    CLI's file flags). `path` None: the current folder.
-    """
+    """What ingest would cut the files under `path` (None: the current folder) into, summed up
+    (`build_chunk_report`): nothing embedded, opened or written. `source`: a configured
+    source's label; `fields`: more `SourceSpec` fields (docs/internals.md)."""
     spec = _report_spec(path, settings, source, include, exclude, use_gitignore, fields or {})
     spec = with_skips(spec, settings)
     options = default_options(settings, limit=limit)
