@@ -19,6 +19,7 @@ from chromasync.answer.chat import (
     ChatClient,
     ChatRefused,
     ChatUnreachable,
+    api_key_from,
 )
 from chromasync.answer.prompt import Message
 from chromasync.config.settings import Settings
@@ -81,10 +82,10 @@ def client(
 ) -> ChatClient:
     """The real client, its key from an environment; retry waits recorded, not slept."""
     waits = sleeps if sleeps is not None else []
-    return ChatClient.from_environ(
+    return ChatClient(
         url,
         "test-chat",
-        {"CHROMASYNC_LLM_API_KEY": KEY, "OPENAI_API_KEY": "wrong"},
+        api_key=api_key_from({"CHROMASYNC_LLM_API_KEY": KEY, "OPENAI_API_KEY": "wrong"}),
         timeout_s=timeout_s,
         retry=retry,
         sleep=waits.append,
@@ -194,9 +195,8 @@ def test_timeout(server: ChatServer) -> None:
 def test_a_wrong_key_fails_at_once_without_showing_it() -> None:
     wrong = "sk-wrong-key-abcdef"
     with ChatServer(api_key=KEY) as server:
-        llm = ChatClient.from_environ(
-            server.url, "test-chat", {"OPENAI_API_KEY": wrong}, sleep=lambda s: None
-        )
+        key = api_key_from({"OPENAI_API_KEY": wrong})
+        llm = ChatClient(server.url, "test-chat", api_key=key, sleep=lambda s: None)
         with pytest.raises(ChatRefused) as info:
             llm.stream([Message("user", "hi")])
     message = str(info.value)

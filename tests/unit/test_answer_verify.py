@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from chromasync.answer.verify import check_citations, parse_markers
+from chromasync.answer.verify import check_citations
 from chromasync.records import Hit
 
 SOURCES = [
     Hit(f"id{i}", f"docs/{i}.md", "docs", f"H{i}", 10 * i, 10 * i + 4, 1.0, f"Text {i}.")
     for i in (1, 2, 3)
 ]
-
-
-@pytest.mark.parametrize(
-    ("text", "markers"),
-    [
-        ("A [1].", [[1]]),
-        ("A [1, 3] and B [2,3].", [[1, 3], [2, 3]]),
-        ("A [1][2] B", [[1], [2]]),
-        ("A [ 1] [x] [] [12345] see arr[i]", []),
-        ("code [0] and [999]", [[0], [999]]),
-    ],
-)
-def test_parse_markers(text: str, markers: list[list[int]]) -> None:
-    assert parse_markers(text) == markers
 
 
 def test_a_number_past_the_sources_is_removed_and_counted() -> None:

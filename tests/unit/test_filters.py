@@ -367,7 +367,6 @@ def test_filters_from_options_echoes_what_was_given() -> None:
         "phrase": ["zero point"],
         "match": {"url": "example"},
     }
-    assert filters.needs_index and not Filters().needs_index
     assert Filters().is_empty
 
 

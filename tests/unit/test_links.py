@@ -107,7 +107,7 @@ def test_lookup_keys_and_matcher() -> None:
 
 def test_links_to_becomes_contains_clauses() -> None:
     filters = filters_from_options(links_to=["https://a.org", "b.md"])
-    assert filters.links_to == ("https://a.org", "b.md") and filters.needs_index
+    assert filters.links_to == ("https://a.org", "b.md")
     where = build_where(
         Filters(sources=("n",)), None, [["https://a.org", "https://a.org/x"], ["b.md"]]
     )

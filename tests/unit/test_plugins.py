@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chromasync.chunk import CHUNKERS, Budget, chunk_document
-from chromasync.embed import PROVIDERS, Embedder, make_embedder, provider_names, register_provider
+from chromasync.embed import PROVIDERS, Embedder, make_embedder, register_provider
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.embed.querycache import QueryCache
 from chromasync.embed.tokens import default_token_meter
@@ -119,7 +119,7 @@ def test_optional_abilities_have_defaults_on_the_protocol(restored: None) -> Non
         return Subclassed()
 
     register_provider("subclassed", factory)
-    assert "subclassed" in provider_names()
+    assert "subclassed" in PROVIDERS.names()
     made = make_embedder("subclassed")
     assert (made.embeds_in_store, made.uses_local_cores, made.follow("x")) == (False, False, False)
     assert made.prefetch() is None

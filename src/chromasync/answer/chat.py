@@ -143,13 +143,6 @@ class ChatClient:
         self._clock = clock
         self._random = random
 
-    @classmethod
-    def from_environ(
-        cls, url: str, model: str, environ: Mapping[str, str], **options: Any
-    ) -> ChatClient:
-        """A client whose key is read from `environ` (see `api_key_from`)."""
-        return cls(url, model, api_key=api_key_from(environ), **options)
-
     def __repr__(self) -> str:  # never the key
         return f"ChatClient({shown_url(self.endpoint)!r}, model={self.model!r})"
 

@@ -32,11 +32,6 @@ class Checked:
     flags: tuple[str, ...]
 
 
-def parse_markers(text: str) -> list[list[int]]:
-    """The numbers of each `[n]`/`[n, m]` marker of `text`, in order."""
-    return [[int(x) for x in m.group(1).split(",")] for m in MARKER.finditer(text)]
-
-
 def check_citations(
     text: str,
     sources: Sequence[Hit],
@@ -76,4 +71,4 @@ def check_citations(
     return Checked(cleaned, citations, removed, tuple(flags))
 
 
-__all__ = ["MARKER", "Checked", "check_citations", "parse_markers"]
+__all__ = ["MARKER", "Checked", "check_citations"]

@@ -106,10 +106,6 @@ def register_provider(name: str, factory: ProviderFactory) -> None:
     PROVIDERS.register(name, factory)
 
 
-def provider_names() -> list[str]:
-    return PROVIDERS.names()
-
-
 def make_embedder(name: str, options: Mapping[str, Any] | None = None) -> Embedder:
     """Build the provider `name` with its options; unknown names are a `ConfigError`, and so
     is a provider that lacks part of the `Embedder` protocol (subclass it)."""
@@ -155,6 +151,5 @@ __all__ = [
     "Embedder",
     "embedder_for",
     "make_embedder",
-    "provider_names",
     "register_provider",
 ]

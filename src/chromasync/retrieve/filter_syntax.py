@@ -53,11 +53,6 @@ class Filters:
     echo: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def needs_index(self) -> bool:
-        """True when the keyword index must resolve part of the filter."""
-        return bool(self.paths or self.phrases or self.matches or self.links_to)
-
-    @property
     def is_empty(self) -> bool:
         return self.as_json() == {}
 
