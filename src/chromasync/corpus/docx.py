@@ -11,19 +11,9 @@ import zipfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from .pages import (
-    Block,
-    Heading,
-    Lines,
-    Meter,
-    Page,
-    PagedDocument,
-    Refused,
-    clean_text,
-    one_line,
-)
+from .pages import Block, Lines, Meter, Page, PagedDocument, Refused, clean_text, one_line
 from .xmlstream import children
-from .zipparts import core_title, member_events, opened_package, relationships
+from .zipparts import member_events, read_package, relationships
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -42,15 +32,12 @@ MAX_STYLES = 10_000
 
 
 def read_docx(data: bytes, meter: Meter) -> PagedDocument:
-    with opened_package(data, meter) as archive:
-        parts = relationships(archive, "", meter)
-        main = parts.get("officeDocument", "word/document.xml")
-        levels, default = _styles(archive, main, meter)
-        blocks = _merge_body(_blocks(archive, main, meter, levels, default), meter)
-        core = parts.get("core-properties", "docProps/core.xml")
-        title = core_title(archive, core, meter)
-    outline = tuple(Heading(b.level, b.text, 1) for b in blocks if b.level)
-    return PagedDocument("docx", (Page(1, blocks),), title, outline)
+    return read_package(data, meter, "docx", "word/document.xml", _pages)
+
+
+def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[Page, ...]:
+    levels, default = _styles(archive, main, meter)
+    return (Page(1, _merge_body(_blocks(archive, main, meter, levels, default), meter)),)
 
 
 def _styles(archive: zipfile.ZipFile, main: str, meter: Meter) -> tuple[dict[str, int], int]:

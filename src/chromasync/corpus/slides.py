@@ -12,19 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .pages import (
-    Block,
-    Heading,
-    Lines,
-    Meter,
-    Page,
-    PagedDocument,
-    Refused,
-    clean_text,
-    one_line,
-)
+from .pages import Block, Lines, Meter, Page, PagedDocument, Refused, clean_text, one_line
 from .xmlstream import children
-from .zipparts import core_title, member_events, opened_package, relationship_ids, relationships
+from .zipparts import member_events, read_package, relationship_ids, relationships
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
@@ -55,14 +45,7 @@ class _Shape:
 
 
 def read_pptx(data: bytes, meter: Meter) -> PagedDocument:
-    with opened_package(data, meter) as archive:
-        package = relationships(archive, "", meter)
-        main = package.get("officeDocument", "ppt/presentation.xml")
-        pages = tuple(_pages(archive, main, meter))
-        core = package.get("core-properties", "docProps/core.xml")
-        title = core_title(archive, core, meter)
-    outline = tuple(Heading(1, b.text, p.number) for p in pages for b in p.blocks if b.level)
-    return PagedDocument("pptx", pages, title, outline)
+    return read_package(data, meter, "pptx", "ppt/presentation.xml", lambda *a: tuple(_pages(*a)))
 
 
 def _pages(archive: zipfile.ZipFile, main: str, meter: Meter) -> Iterator[Page]:

@@ -11,11 +11,11 @@ import io
 import posixpath
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 from xml.parsers.expat import ExpatError
 
-from .pages import Meter, Refused, normalise_title
+from .pages import Heading, Meter, Page, PagedDocument, Refused, normalise_title
 from .xmlstream import PullParser
 
 if TYPE_CHECKING:
@@ -168,6 +168,23 @@ def core_title(archive: zipfile.ZipFile, name: str, meter: Meter) -> str:
     return normalise_title(title)
 
 
+def read_package(
+    data: bytes,
+    meter: Meter,
+    fmt: str,
+    main: str,
+    pages_of: Callable[[zipfile.ZipFile, str, Meter], tuple[Page, ...]],
+) -> PagedDocument:
+    """An Office package as a document: the pages `pages_of` reads from its main part
+    (`main` when no relationship names it), its core title, and its headings as outline."""
+    with opened_package(data, meter) as archive:
+        package = relationships(archive, "", meter)
+        pages = pages_of(archive, package.get("officeDocument", main), meter)
+        title = core_title(archive, package.get("core-properties", "docProps/core.xml"), meter)
+    outline = tuple(Heading(b.level, b.text, p.number) for p in pages for b in p.blocks if b.level)
+    return PagedDocument(fmt, pages, title, outline)
+
+
 __all__ = [
     "MAX_CORE",
     "MAX_RELS",
@@ -177,6 +194,7 @@ __all__ = [
     "open_package",
     "opened_package",
     "read_member",
+    "read_package",
     "relationship_ids",
     "relationships",
 ]
