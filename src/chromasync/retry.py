@@ -103,8 +103,6 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    if when is None:  # pragma: no cover - older Pythons
-        return None
     return max(0.0, when.timestamp() - now)
 
 
