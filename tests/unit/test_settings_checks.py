@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from chromasync.config.file import ConfigModel, load_config_file
@@ -175,3 +176,35 @@ def test_a_short_api_token_is_refused_without_showing_it(token: str) -> None:
         resolve_settings({}, {"CHROMASYNC_API_TOKEN": token})
     assert f"got {token}" not in str(err.value) and "secrets.token_urlsafe" in str(err.value)
     assert resolve_settings({}, {"CHROMASYNC_API_TOKEN": "x" * 16}).api_token == "x" * 16
+
+
+def _cli_options() -> list[tuple[str, click.Option]]:
+    from chromasync.cli.main import main
+
+    found: list[tuple[str, click.Option]] = []
+
+    def walk(command: click.Command, name: str) -> None:
+        found.extend((name, p) for p in command.params if isinstance(p, click.Option))
+        for child, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{name} {child}")
+
+    walk(main, "chromasync")
+    return found
+
+
+def test_every_settings_flag_is_made_from_its_declaration() -> None:
+    """A flag whose help names a setting's variable is made from the setting: its help ends
+    with the generated variable and default, its range is the declared bound."""
+    by_env = {spec.env[0]: spec for spec in SETTINGS if spec.env}
+    seen = set()
+    for command, option in _cli_options():
+        for env, spec in by_env.items():
+            if f"env {env}" not in (option.help or ""):
+                continue
+            seen.add(spec.name)
+            default = f"; default: {spec.default}" if spec.default not in (None, "") else ""
+            tail = f"[env {' or '.join(spec.env)}{default}]."
+            assert (option.help or "").endswith(tail), (command, option.opts)
+            if isinstance(option.type, click.IntRange | click.FloatRange):
+                assert (option.type.min, option.type.max) == (spec.low, spec.high), option.opts
+    assert {"batch_size", "chroma_retries", "chunk_max_tokens", "llm_url", "data_dir"} <= seen

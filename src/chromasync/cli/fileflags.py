@@ -3,8 +3,8 @@
 They are the repository indexer's flags in chromasync's words: which files (`--include`,
 `--exclude`, `--no-gitignore`, `--include-hidden`, `--include-extension`,
 `--exclude-extension`), how to read them (`--encoding`), and the chunk budget
-(`--chunk-size`, the `chunk_max_tokens` setting). `file_fields` turns them into the fields
-of a `SourceSpec` (`api.source_for`); `setting_values` into settings.
+(`--chunk-size`, the `chunk_max_tokens` setting's flag). `file_fields` turns the file flags
+into the fields of a `SourceSpec` (`api.source_for`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import ConfigError
+from .common import setting_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,7 +28,6 @@ FILE_PARAMS = (
     "encoding",
     "include_extensions",
     "exclude_extensions",
-    "chunk_size",
 )
 
 
@@ -66,12 +66,7 @@ def file_options(func: F) -> F:
             "high-confidence charset), utf-8 (none: a counted undecodable skip) or a codec "
             "such as cp1252 [default: detect].",
         ),
-        click.option(
-            "--chunk-size",
-            type=click.IntRange(9),
-            metavar="TOKENS",
-            help="Tokens per chunk, at most the model's [env CHROMASYNC_CHUNK_MAX_TOKENS].",
-        ),
+        setting_option("chunk_max_tokens", "--chunk-size", metavar="TOKENS"),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -84,18 +79,10 @@ def take_file_flags(flags: dict[str, Any]) -> dict[str, Any]:
 
 
 def given(file_flags: dict[str, Any]) -> list[str]:
-    """The flags among `file_flags` that say something about a PATH's files (for a usage
-    error where no PATH is given)."""
-    names = {
-        "include": "--include",
-        "exclude": "--exclude",
-        "no_gitignore": "--no-gitignore",
-        "include_hidden": "--include-hidden",
-        "encoding": "--encoding",
-        "include_extensions": "--include-extension",
-        "exclude_extensions": "--exclude-extension",
-    }
-    return [flag for name, flag in names.items() if file_flags.get(name)]
+    """The flags among `file_flags` given to the running command, as it spells them (for a
+    usage error where no PATH is given)."""
+    flag = {p.name: p.opts[0] for p in click.get_current_context().command.params}
+    return [flag[name] for name, value in file_flags.items() if value]
 
 
 def file_fields(file_flags: dict[str, Any]) -> dict[str, Any]:
@@ -131,9 +118,3 @@ def _extensions(include: Sequence[str], exclude: Sequence[str]) -> tuple[str, ..
     allowed = [normalise_extension(e) for e in include] or [*DEFAULT_EXTENSIONS, ""]
     dropped = {normalise_extension(e) for e in exclude}
     return tuple(e for e in dict.fromkeys(allowed) if e not in dropped)
-
-
-def setting_values(file_flags: dict[str, Any]) -> dict[str, Any]:
-    """The settings the shared flags set (`--chunk-size`: `chunk_max_tokens`)."""
-    size = file_flags.get("chunk_size")
-    return {"chunk_max_tokens": size} if size is not None else {}

@@ -52,6 +52,7 @@ from .common import (
     starting_notice,
     stderr_console,
     store_options,
+    threshold_option,
 )
 
 _MODES = click.Choice(["hybrid", "dense", "keyword"])
@@ -282,12 +283,7 @@ def _print_hit(
     type=click.IntRange(1, 1000),
     help="Number of documents.",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1),
-    help="Flag documents at or above this similarity as duplicates "
-    "[env CHROMASYNC_DUPLICATE_THRESHOLD; 0.95].",
-)
+@threshold_option
 @click.option(
     "--group-by",
     metavar="FIELD",

@@ -248,8 +248,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _many(
         "date_fields",
-        "Front-matter date key(s) for --after/--before/--sort date "
-        "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
+        "Front-matter date key(s) for --after/--before/--sort date.",
         "--date-field",
         "date_field",
     ),
