@@ -165,6 +165,29 @@ def chat_options(func: F) -> F:
 
 #: `--threshold` of `similar` and `suggest`: the request's own (else the setting's).
 threshold_option = setting_option("duplicate_threshold", "--threshold", param="threshold")
+
+
+def eval_options(default: str) -> Callable[[F], F]:
+    """`--k` and `--mode` of `eval` and `model eval`; `default`: the modes measured without
+    `--mode`, in words."""
+    k = click.option(
+        "--k",
+        "k",
+        default=10,
+        show_default=True,
+        type=click.IntRange(1, 100),
+        help="Cut-off for nDCG@k and recall@k.",
+    )
+    mode = click.option(
+        "--mode",
+        "modes",
+        multiple=True,
+        type=click.Choice(BY_NAME["mode"].choices),
+        help=f"Mode(s) to measure (repeatable; default: {default}).",
+    )
+    return lambda func: k(mode(func))
+
+
 #: `--config`: the config file (`config.resolve`), which is no setting.
 config_option = click.option(
     "--config",

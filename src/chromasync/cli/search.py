@@ -40,6 +40,7 @@ from ..retrieve.results import (
 )
 from .common import (
     daemon_flags,
+    eval_options,
     no_daemon_option,
     out_console,
     print_table,
@@ -54,8 +55,6 @@ from .common import (
     store_options,
     threshold_option,
 )
-
-_MODES = click.Choice(["hybrid", "dense", "keyword"])
 
 
 @click.command()
@@ -353,21 +352,7 @@ def similar(
 @click.argument("queries", type=click.Path(dir_okay=False))
 @store_options(many_collections=True)
 @click.option("--all-collections", is_flag=True, help="Search every collection.")
-@click.option(
-    "--k",
-    "k",
-    default=10,
-    show_default=True,
-    type=click.IntRange(1, 100),
-    help="Cut-off for nDCG@k and recall@k.",
-)
-@click.option(
-    "--mode",
-    "modes",
-    multiple=True,
-    type=_MODES,
-    help="Mode(s) to measure (repeatable; default: all three).",
-)
+@eval_options("all three")
 @click.option("--source", "sources", multiple=True, help="Only this source (repeatable).")
 @click.option(
     "--feedback",
