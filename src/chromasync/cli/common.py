@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..config.resolve import CONFIG_ENV, CONFIG_FILE_NAME
 from ..config.settings import SETTINGS
 from ..config.spec import Setting
 from ..corpus.listing import printable
@@ -193,7 +194,7 @@ config_option = click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False),
-    help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml if present].",
+    help=f"Config file [env {CONFIG_ENV}; ./{CONFIG_FILE_NAME} if present].",
 )
 data_dir_option = setting_option("data_dir", type=click.Path(file_okay=False))
 
