@@ -208,3 +208,36 @@ def test_every_settings_flag_is_made_from_its_declaration() -> None:
             if isinstance(option.type, click.IntRange | click.FloatRange):
                 assert (option.type.min, option.type.max) == (spec.low, spec.high), option.opts
     assert {"batch_size", "chroma_retries", "chunk_max_tokens", "llm_url", "data_dir"} <= seen
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["a", "b", "-s", "x"], "--source names one source"),
+        (["a", "-s", "x", "-s", "y"], "with PATH, --source names one source"),
+        (["--gc-only", "--no-gc"], "contradict each other"),
+        (["--include-text"], "--include-text needs --output-manifest"),
+        (["--reset", "--dry-run"], "--reset cannot be combined"),
+        (["--include", "*.md", "--include-hidden"], "--include, --include-hidden apply to a PATH"),
+        (["--kind", "code", "--identity", "a/b"], "--kind, --identity apply to a PATH"),
+        (["a", "b", "--identity", "a/b"], "--identity names one PATH's source"),
+        (["--commit-sha", "xyz"], "is not a commit id"),
+        (["--retry-attempts", "21"], "1<=x<=20"),
+        (["--batch-size", "0"], "1<=x<=100000"),
+        (["--chunk-size", "8"], "x>=9"),
+    ],
+)
+def test_ingest_usage_errors_come_before_any_work(
+    tmp_path: Path, argv: list[str], message: str
+) -> None:
+    """A bad combination of `ingest` flags is bad usage (exit 2, one line), before the
+    settings or the store are read; a setting's flag keeps the setting's bound."""
+    from click.testing import CliRunner
+
+    from chromasync.cli.main import main
+
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "missing" / "data")}
+    result = CliRunner().invoke(main, ["ingest", *argv], env=env)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert not (tmp_path / "missing").exists()
