@@ -155,13 +155,21 @@ def _click_type(spec: Setting) -> Any:
     return None
 
 
-def chat_options(func: F) -> F:
-    """`--llm-url` and `--llm-model`: the chat model of `ask` and `summarize`."""
-    url, model = (
-        setting_option("llm_url", metavar="URL"),
-        setting_option("llm_model", metavar="NAME"),
-    )
-    return url(model(func))
+def stacked(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator: `decorators` applied as if written one above the other."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+#: `--llm-url` and `--llm-model`: the chat model of `ask` and `summarize`.
+chat_options = stacked(
+    setting_option("llm_url", metavar="URL"), setting_option("llm_model", metavar="NAME")
+)
 
 
 #: `--threshold` of `similar` and `suggest`: the request's own (else the setting's).
@@ -186,7 +194,7 @@ def eval_options(default: str) -> Callable[[F], F]:
         type=click.Choice(BY_NAME["mode"].choices),
         help=f"Mode(s) to measure (repeatable; default: {default}).",
     )
-    return lambda func: k(mode(func))
+    return stacked(k, mode)
 
 
 #: `--config`: the config file (`config.resolve`), which is no setting.
@@ -204,7 +212,7 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
 
     With `many_collections`, `--collection` may be repeated (search, similar, eval).
     """
-    decorators = [
+    apply = stacked(
         data_dir_option,
         setting_option(
             "collection", multiple=many_collections, more="; repeatable" * many_collections
@@ -234,13 +242,7 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
             is_flag=True,
             help="Allow a source whose path is the filesystem root '/'.",
         ),
-    ]
-
-    def apply(f: F) -> F:
-        for decorator in reversed(decorators):
-            f = decorator(f)
-        return f
-
+    )
     return apply(func) if func is not None else apply
 
 
@@ -301,12 +303,11 @@ def _click_option(option: Option) -> Callable[[F], F]:
 def search_options(func: F) -> F:
     """The retrieval options `search` and `ask` share: filters, ranking, grouping, each made
     from its declaration (`retrieve.options.OPTIONS`); `--rerank FOLDER` is the setting."""
-    decorators = [_click_option(o) for o in OPTIONS if o.name not in ("collections", "rerank")]
-    decorators.append(setting_option("rerank_model", "--rerank", metavar="FOLDER"))
-    decorators.append(_click_option(BY_NAME["rerank"]))
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    return stacked(
+        *(_click_option(o) for o in OPTIONS if o.name not in ("collections", "rerank")),
+        setting_option("rerank_model", "--rerank", metavar="FOLDER"),
+        _click_option(BY_NAME["rerank"]),
+    )(func)
 
 
 def search_args(query: str, flags: dict[str, Any]) -> api.SearchArgs:

@@ -9,15 +9,13 @@ into the fields of a `SourceSpec` (`api.source_for`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from ..errors import ConfigError
-from .common import setting_option
-
-F = TypeVar("F", bound=Callable[..., Any])
+from .common import setting_option, stacked
 
 #: The flags `file_options` adds, as the command receives them.
 FILE_PARAMS = (
@@ -31,46 +29,42 @@ FILE_PARAMS = (
 )
 
 
-def file_options(func: F) -> F:
-    """Add the shared file and chunk flags to a command."""
-    decorators = [
-        click.option(
-            "--include", multiple=True, help="Only paths matching this git-wildmatch pattern."
-        ),
-        click.option(
-            "--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern."
-        ),
-        click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files."),
-        click.option(
-            "--include-hidden",
-            is_flag=True,
-            help="Walk dotfiles and dot-folders too (never .git or the data dir).",
-        ),
-        click.option(
-            "--include-extension",
-            "include_extensions",
-            multiple=True,
-            metavar="EXT",
-            help="Only files with this extension (repeatable; '(none)': README, LICENSE...).",
-        ),
-        click.option(
-            "--exclude-extension",
-            "exclude_extensions",
-            multiple=True,
-            metavar="EXT",
-            help="Skip files with this extension (repeatable).",
-        ),
-        click.option(
-            "--encoding",
-            help="How to read text that is not UTF-8: detect (Western text, else a "
-            "high-confidence charset), utf-8 (none: a counted undecodable skip) or a codec "
-            "such as cp1252 [default: detect].",
-        ),
-        setting_option("chunk_max_tokens", "--chunk-size", metavar="TOKENS"),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+#: The shared file and chunk flags, for a command.
+file_options = stacked(
+    click.option(
+        "--include", multiple=True, help="Only paths matching this git-wildmatch pattern."
+    ),
+    click.option(
+        "--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern."
+    ),
+    click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files."),
+    click.option(
+        "--include-hidden",
+        is_flag=True,
+        help="Walk dotfiles and dot-folders too (never .git or the data dir).",
+    ),
+    click.option(
+        "--include-extension",
+        "include_extensions",
+        multiple=True,
+        metavar="EXT",
+        help="Only files with this extension (repeatable; '(none)': README, LICENSE...).",
+    ),
+    click.option(
+        "--exclude-extension",
+        "exclude_extensions",
+        multiple=True,
+        metavar="EXT",
+        help="Skip files with this extension (repeatable).",
+    ),
+    click.option(
+        "--encoding",
+        help="How to read text that is not UTF-8: detect (Western text, else a "
+        "high-confidence charset), utf-8 (none: a counted undecodable skip) or a codec "
+        "such as cp1252 [default: detect].",
+    ),
+    setting_option("chunk_max_tokens", "--chunk-size", metavar="TOKENS"),
+)
 
 
 def take_file_flags(flags: dict[str, Any]) -> dict[str, Any]:
