@@ -241,3 +241,16 @@ def test_ingest_usage_errors_come_before_any_work(
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert not (tmp_path / "missing").exists()
+
+
+def test_every_settings_flag_reaches_its_setting(tmp_path: Path) -> None:
+    """The value of a flag made by `setting_option` is its setting's, whatever the flag's
+    spelling (`--retry-attempts` is `chroma_retries`); one with its own `param` is not."""
+    from chromasync.cli.common import SETTING_FLAGS, settings_from_flags
+
+    made = {option.name for _, option in _cli_options()} & {spec.name for spec in SETTINGS}
+    assert made - {"date_fields"} == SETTING_FLAGS  # `--date-field`: the request's own
+    given = {"chroma_retries": 3, "batch_size": 7, "chunk_max_tokens": 50, "threshold": 0.5}
+    settings = settings_from_flags(active_model=False, data_dir=str(tmp_path), **given)
+    assert (settings.chroma_retries, settings.batch_size, settings.chunk_max_tokens) == (3, 7, 50)
+    assert settings.duplicate_threshold == 0.95  # `--threshold` is the request's
