@@ -3,6 +3,7 @@ SQLite or Chroma sees it; past a bound it is a `ConfigError` that names the boun
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from typing import Any
@@ -14,10 +15,17 @@ from chromasync.retrieve.filters import (
     MAX_OPTION_VALUES,
     MAX_WHERE_DEPTH,
     MAX_WHERE_LIST,
+    Filters,
     filters_from_options,
     where_to_sql,
 )
+from chromasync.retrieve.request import SearchArgs
 from chromasync.store.failures import _refused_filter, _shorten
+
+
+def filters_of(today: dt.date | None = None, **options: Any) -> Filters:
+    """`filters_from_options` of a request holding `options` (`SearchArgs`' fields)."""
+    return filters_from_options(SearchArgs.of("q", **options), today=today)
 
 
 def nested_and(depth: int) -> dict[str, Any]:
@@ -47,6 +55,7 @@ BAD: dict[str, dict[str, Any]] = {
     "tags-600": {"tags": [f"t{i}" for i in range(600)]},
     "sources-600": {"sources": [f"s{i}" for i in range(600)]},
     "where-600": {"where": [f"k{i}=1" for i in range(600)]},
+    "collections-600": {"collections": [f"c{i}" for i in range(600)]},  # as OPTIONS bounds it
     "phrase-long": {"phrases": ["word " * 1000]},
     "where-json-list": {"where_json": [1, 2]},
     "where-json-number": {"where_json": 5},
@@ -58,17 +67,17 @@ BAD: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_input_past_a_bound_is_a_config_error(case: str) -> None:
     with pytest.raises(ConfigError) as info:
-        filters_from_options(**BAD[case])
+        filters_of(**BAD[case])
     assert len(str(info.value)) < 300  # a message, never the input echoed
 
 
 def test_inputs_within_the_bounds_are_accepted() -> None:
-    filters = filters_from_options(
+    filters = filters_of(
         where_json=json.dumps(nested_and(MAX_WHERE_DEPTH - 1)),
         phrases=[f"word{i}" for i in range(MAX_OPTION_VALUES)],
     )
     assert filters.where_json is not None
-    filters_from_options(where_json={"k": {"$in": list(range(MAX_WHERE_LIST))}})
+    filters_of(where_json={"k": {"$in": list(range(MAX_WHERE_LIST))}})
 
 
 def test_a_long_in_list_is_one_flat_sql_expression() -> None:
@@ -85,7 +94,7 @@ def test_a_long_in_list_is_one_flat_sql_expression() -> None:
 
 
 def test_repeated_match_on_one_field_echoes_every_value() -> None:
-    filters = filters_from_options(matches=["title=kite", "title=red", "url=example"])
+    filters = filters_of(matches=["title=kite", "title=red", "url=example"])
     assert filters.as_json()["match"] == {"title": ["kite", "red"], "url": "example"}
 
 

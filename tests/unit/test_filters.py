@@ -23,9 +23,15 @@ from chromasync.retrieve.filters import (
     phrase_query,
     where_to_sql,
 )
+from chromasync.retrieve.request import SearchArgs
 
 DAY = 86_400
 MAY_1 = 1_777_593_600  # 2026-05-01T00:00Z
+
+
+def filters_of(today: dt.date | None = None, **options: Any) -> Filters:
+    """`filters_from_options` of a request holding `options` (`SearchArgs`' fields)."""
+    return filters_from_options(SearchArgs.of("q", **options), today=today)
 
 
 @pytest.mark.parametrize(
@@ -102,11 +108,11 @@ def test_a_span_it_cannot_use_is_refused(span: str, message: str) -> None:
 
 
 def test_filters_from_options_resolve_spans_with_the_injected_day() -> None:
-    filters = filters_from_options(after="2y", before="30d", today=dt.date(2026, 12, 6))
+    filters = filters_of(after="2y", before="30d", today=dt.date(2026, 12, 6))
     assert (filters.after, filters.before) == (_epoch("2024-12-06"), _epoch("2026-11-06"))
     assert filters.as_json()["after"] == "2y (2024-12-06)"
     with pytest.raises(ConfigError, match="is not before"):
-        filters_from_options(after="30d", before="2y", today=dt.date(2026, 12, 6))
+        filters_of(after="30d", before="2y", today=dt.date(2026, 12, 6))
 
 
 @pytest.mark.parametrize(
@@ -343,11 +349,11 @@ def test_match_paths_uses_gitwildmatch(patterns: list[str], expected: list[str])
 )
 def test_filters_from_options_errors(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        filters_from_options(**options)
+        filters_of(**options)
 
 
 def test_filters_from_options_echoes_what_was_given() -> None:
-    filters = filters_from_options(
+    filters = filters_of(
         sources=["notes"],
         where=["year=2024"],
         tags=["a"],
@@ -373,7 +379,7 @@ def test_filters_from_options_echoes_what_was_given() -> None:
 def test_an_older_bookkeeping_name_filters_todays_key() -> None:
     """`--where file_hash=...` written before the rename filters `chromasync_file_hash`;
     user keys, and today's names, are kept as they are."""
-    filters = filters_from_options(
+    filters = filters_of(
         where=["file_hash=abc", "team=core"],
         where_json='{"version": {"$gte": 2}}',
         matches=["embedding_model=MiniLM"],
@@ -398,7 +404,7 @@ def test_a_keyword_search_with_a_span_is_never_replayed_by_the_fast_path() -> No
     today = dt.date(2026, 12, 6)
     plan = (("notes", "state", "1", ()),)
     for after, expected in (("2026-01-01", True), ("2y", False)):
-        filters = filters_from_options(after=after, today=today)
+        filters = filters_of(after=after, today=today)
         request = SearchRequest("q", mode="keyword", filters=filters)
         result = SearchResult("q", "keyword", ("notes",), filters, (), keyword_plan=plan)
         assert recordable(result, request) is expected, after

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 import pytest
 
 from chromasync.corpus.links import (
@@ -15,8 +18,14 @@ from chromasync.corpus.links import (
 from chromasync.errors import ConfigError
 from chromasync.retrieve.filters import Filters, build_where, filters_from_options
 from chromasync.retrieve.links import target_matcher
+from chromasync.retrieve.request import SearchArgs
 
 from ..doubling import assert_linear
+
+
+def filters_of(today: dt.date | None = None, **options: Any) -> Filters:
+    """`filters_from_options` of a request holding `options` (`SearchArgs`' fields)."""
+    return filters_from_options(SearchArgs.of("q", **options), today=today)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +115,7 @@ def test_lookup_keys_and_matcher() -> None:
 
 
 def test_links_to_becomes_contains_clauses() -> None:
-    filters = filters_from_options(links_to=["https://a.org", "b.md"])
+    filters = filters_of(links_to=["https://a.org", "b.md"])
     assert filters.links_to == ("https://a.org", "b.md")
     where = build_where(
         Filters(sources=("n",)), None, [["https://a.org", "https://a.org/x"], ["b.md"]]
@@ -124,7 +133,7 @@ def test_links_to_becomes_contains_clauses() -> None:
         ]
     }
     with pytest.raises(ConfigError):
-        filters_from_options(links_to=[" "])
+        filters_of(links_to=[" "])
 
 
 @pytest.mark.timing

@@ -95,7 +95,8 @@ def test_the_cli_options_are_the_declared_ones(command: str, option: Option) -> 
     assert param.multiple == option.many
     if option.name == "collections":
         return  # the collection setting's option too (`store_options`)
-    assert param.help == option.help
+    # `--date-field`'s help also names its setting's variable and default (`setting_option`)
+    assert param.help == option.help or (param.help or "").startswith(option.help[:-1] + " [env ")
     if not option.many and option.kind != "bool":
         assert param.default == option.default
     if option.kind == "choice":

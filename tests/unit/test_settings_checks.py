@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from chromasync.config.file import ConfigModel, load_config_file
@@ -175,3 +176,81 @@ def test_a_short_api_token_is_refused_without_showing_it(token: str) -> None:
         resolve_settings({}, {"CHROMASYNC_API_TOKEN": token})
     assert f"got {token}" not in str(err.value) and "secrets.token_urlsafe" in str(err.value)
     assert resolve_settings({}, {"CHROMASYNC_API_TOKEN": "x" * 16}).api_token == "x" * 16
+
+
+def _cli_options() -> list[tuple[str, click.Option]]:
+    from chromasync.cli.main import main
+
+    found: list[tuple[str, click.Option]] = []
+
+    def walk(command: click.Command, name: str) -> None:
+        found.extend((name, p) for p in command.params if isinstance(p, click.Option))
+        for child, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{name} {child}")
+
+    walk(main, "chromasync")
+    return found
+
+
+def test_every_settings_flag_is_made_from_its_declaration() -> None:
+    """A flag whose help names a setting's variable is made from the setting: its help ends
+    with the generated variable and default, its range is the declared bound."""
+    by_env = {spec.env[0]: spec for spec in SETTINGS if spec.env}
+    seen = set()
+    for command, option in _cli_options():
+        for env, spec in by_env.items():
+            if f"env {env}" not in (option.help or ""):
+                continue
+            seen.add(spec.name)
+            default = f"; default: {spec.default}" if spec.default not in (None, "") else ""
+            tail = f"[env {' or '.join(spec.env)}{default}]."
+            assert (option.help or "").endswith(tail), (command, option.opts)
+            if isinstance(option.type, click.IntRange | click.FloatRange):
+                assert (option.type.min, option.type.max) == (spec.low, spec.high), option.opts
+    assert {"batch_size", "chroma_retries", "chunk_max_tokens", "llm_url", "data_dir"} <= seen
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["a", "b", "-s", "x"], "--source names one source"),
+        (["a", "-s", "x", "-s", "y"], "with PATH, --source names one source"),
+        (["--gc-only", "--no-gc"], "contradict each other"),
+        (["--include-text"], "--include-text needs --output-manifest"),
+        (["--reset", "--dry-run"], "--reset cannot be combined"),
+        (["--include", "*.md", "--include-hidden"], "--include, --include-hidden apply to a PATH"),
+        (["--kind", "code", "--identity", "a/b"], "--kind, --identity apply to a PATH"),
+        (["a", "b", "--identity", "a/b"], "--identity names one PATH's source"),
+        (["--commit-sha", "xyz"], "is not a commit id"),
+        (["--retry-attempts", "21"], "1<=x<=20"),
+        (["--batch-size", "0"], "1<=x<=100000"),
+        (["--chunk-size", "8"], "x>=9"),
+    ],
+)
+def test_ingest_usage_errors_come_before_any_work(
+    tmp_path: Path, argv: list[str], message: str
+) -> None:
+    """A bad combination of `ingest` flags is bad usage (exit 2, one line), before the
+    settings or the store are read; a setting's flag keeps the setting's bound."""
+    from click.testing import CliRunner
+
+    from chromasync.cli.main import main
+
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "missing" / "data")}
+    result = CliRunner().invoke(main, ["ingest", *argv], env=env)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+def test_every_settings_flag_reaches_its_setting(tmp_path: Path) -> None:
+    """The value of a flag made by `setting_option` is its setting's, whatever the flag's
+    spelling (`--retry-attempts` is `chroma_retries`); one with its own `param` is not."""
+    from chromasync.cli.common import SETTING_FLAGS, settings_from_flags
+
+    made = {option.name for _, option in _cli_options()} & {spec.name for spec in SETTINGS}
+    assert made - {"date_fields"} == SETTING_FLAGS  # `--date-field`: the request's own
+    given = {"chroma_retries": 3, "batch_size": 7, "chunk_max_tokens": 50, "threshold": 0.5}
+    settings = settings_from_flags(active_model=False, data_dir=str(tmp_path), **given)
+    assert (settings.chroma_retries, settings.batch_size, settings.chunk_max_tokens) == (3, 7, 50)
+    assert settings.duplicate_threshold == 0.95  # `--threshold` is the request's

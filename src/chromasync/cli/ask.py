@@ -29,12 +29,14 @@ from ..answer.records import (
 )
 from ..owner.index import open_index
 from .common import (
+    chat_options,
     daemon_flags,
     no_daemon_option,
     reported_errors,
     safe,
     search_args,
     search_options,
+    setting_option,
     settings_from_flags,
     starting_notice,
     stderr_console,
@@ -54,20 +56,8 @@ _NOTES = {
 @click.argument("question")
 @store_options(many_collections=True)
 @search_options
-@click.option(
-    "--llm-url",
-    metavar="URL",
-    help="OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1; without one the "
-    "answer is extractive [env CHROMASYNC_LLM_URL; key from CHROMASYNC_LLM_API_KEY or "
-    "OPENAI_API_KEY].",
-)
-@click.option("--llm-model", metavar="NAME", help="Chat model name [env CHROMASYNC_LLM_MODEL].")
-@click.option(
-    "--fallback",
-    type=click.Choice(["none", "extractive"]),
-    help="When the chat model is unreachable: fail, or answer extractively "
-    "[env CHROMASYNC_ANSWER_FALLBACK; none].",
-)
+@chat_options
+@setting_option("answer_fallback", "--fallback", param="fallback")
 @click.option(
     "--json",
     "as_json",

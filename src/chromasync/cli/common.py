@@ -23,6 +23,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import api
+from ..config.resolve import CONFIG_ENV, CONFIG_FILE_NAME
+from ..config.settings import SETTINGS
+from ..config.spec import Setting
 from ..corpus.listing import printable
 from ..errors import SURFACES, ChromasyncError, ConfigError, lookup, shown_url
 from ..owner.dial import DAEMON_NOTICE
@@ -112,36 +115,111 @@ def print_table(console: Console, table: Table) -> None:
             console.print(line, soft_wrap=True)
 
 
+#: The parameters of the options `setting_option` makes: settings (`settings_from_flags`).
+SETTING_FLAGS: set[str] = set()
+_SETTINGS = {spec.name: spec for spec in SETTINGS}
+
+
+def setting_option(name: str, flag: str | None = None, **attrs: Any) -> Callable[[F], F]:
+    """The click option of the setting `name`, made from its one declaration (`config.spec`):
+    the flag (`--name` unless `flag`), the bound as click's type, the help with the
+    environment variable and the default. With `param`, the command reads the value itself
+    (it is no setting flag); `more` is added to the help; the rest goes to `click.option`."""
+    spec = _SETTINGS[name]
+    param = attrs.pop("param", name)
+    if param == name:
+        SETTING_FLAGS.add(name)
+    attrs.setdefault("type", _click_type(spec))
+    help = _with_env(spec.help + attrs.pop("more", ""), name)
+    return click.option(flag or "--" + name.replace("_", "-"), param, help=help, **attrs)
+
+
+def _with_env(help: str, name: str) -> str:
+    """`help` ending with the environment variable(s) and default of the setting `name`."""
+    spec = _SETTINGS[name]
+    tail = "env " + " or ".join(spec.env)
+    if spec.default not in (None, "") and not spec.secret:
+        tail += f"; default: {spec.default}"
+    return f"{help.rstrip('.')} [{tail}]."
+
+
+def _click_type(spec: Setting) -> Any:
+    """A setting's bound as click's type (None: click's text)."""
+    if spec.choices:
+        return click.Choice(spec.choices)
+    if spec.kind == "float":
+        return click.FloatRange(spec.low, spec.high, min_open=spec.above)
+    if spec.kind == "int":
+        low, high = (None if b is None else int(b) for b in (spec.low, spec.high))
+        return click.IntRange(low, high, min_open=spec.above)
+    return None
+
+
+def stacked(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator: `decorators` applied as if written one above the other."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+#: `--llm-url` and `--llm-model`: the chat model of `ask` and `summarize`.
+chat_options = stacked(
+    setting_option("llm_url", metavar="URL"), setting_option("llm_model", metavar="NAME")
+)
+
+
+#: `--threshold` of `similar` and `suggest`: the request's own (else the setting's).
+threshold_option = setting_option("duplicate_threshold", "--threshold", param="threshold")
+
+
+def eval_options(default: str) -> Callable[[F], F]:
+    """`--k` and `--mode` of `eval` and `model eval`; `default`: the modes measured without
+    `--mode`, in words."""
+    k = click.option(
+        "--k",
+        "k",
+        default=10,
+        show_default=True,
+        type=click.IntRange(1, 100),
+        help="Cut-off for nDCG@k and recall@k.",
+    )
+    mode = click.option(
+        "--mode",
+        "modes",
+        multiple=True,
+        type=click.Choice(BY_NAME["mode"].choices),
+        help=f"Mode(s) to measure (repeatable; default: {default}).",
+    )
+    return stacked(k, mode)
+
+
+#: `--config`: the config file (`config.resolve`), which is no setting.
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help=f"Config file [env {CONFIG_ENV}; ./{CONFIG_FILE_NAME} if present].",
+)
+data_dir_option = setting_option("data_dir", type=click.Path(file_okay=False))
+
+
 def store_options(func: F | None = None, *, many_collections: bool = False) -> Any:
     """The options every command that touches the store shares.
 
     With `many_collections`, `--collection` may be repeated (search, similar, eval).
     """
-    collection_help = "Chroma collection [env CHROMASYNC_COLLECTION; default chromasync]."
-    decorators = [
-        click.option(
-            "--data-dir",
-            type=click.Path(file_okay=False),
-            help="State and embedded store folder [env CHROMASYNC_DATA_DIR; ./.chromasync].",
+    apply = stacked(
+        data_dir_option,
+        setting_option(
+            "collection", multiple=many_collections, more="; repeatable" * many_collections
         ),
-        click.option(
-            "--collection",
-            multiple=many_collections,
-            help=collection_help + (" Repeatable." if many_collections else ""),
-        ),
-        click.option(
-            "--provider",
-            help="Embedding provider: local, openai, server, hash "
-            "[env CHROMASYNC_EMBEDDING_PROVIDER].",
-        ),
-        click.option(
-            "--model", help="Model for the provider (local: a sentence-transformers folder)."
-        ),
-        click.option(
-            "--embedding-url",
-            help="openai provider: base URL of an OpenAI-compatible API, e.g. "
-            "http://localhost:11434/v1 [env CHROMASYNC_EMBEDDING_URL].",
-        ),
+        setting_option("provider"),
+        setting_option("model"),
+        setting_option("embedding_url"),
         click.option(
             "--embed-option",
             "embed_options",
@@ -149,24 +227,11 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
             metavar="KEY=VALUE",
             help="A provider option (batch_size, max_tokens, backend, device, dimension...).",
         ),
-        click.option(
-            "--chroma-url",
-            help="Chroma server instead of the embedded store: http(s)://HOST:PORT or "
-            "chroma-cloud:// [env CHROMASYNC_CHROMA_URL].",
-        ),
-        click.option(
-            "--chroma-token",
-            help="Bearer token (Chroma Cloud: API key) for the server; prefer the environment "
-            "[env CHROMASYNC_CHROMA_TOKEN; CHROMA_API_KEY for chroma-cloud://].",
-        ),
-        click.option("--tenant", help="Chroma tenant [env CHROMASYNC_CHROMA_TENANT]."),
-        click.option("--database", help="Chroma database [env CHROMASYNC_CHROMA_DATABASE]."),
-        click.option(
-            "--config",
-            "config_path",
-            type=click.Path(dir_okay=False),
-            help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml if present].",
-        ),
+        setting_option("chroma_url"),
+        setting_option("chroma_token"),
+        setting_option("tenant"),
+        setting_option("database"),
+        config_option,
         click.option(
             "--sources-file",
             type=click.Path(dir_okay=False),
@@ -177,13 +242,7 @@ def store_options(func: F | None = None, *, many_collections: bool = False) -> A
             is_flag=True,
             help="Allow a source whose path is the filesystem root '/'.",
         ),
-    ]
-
-    def apply(f: F) -> F:
-        for decorator in reversed(decorators):
-            f = decorator(f)
-        return f
-
+    )
     return apply(func) if func is not None else apply
 
 
@@ -236,26 +295,19 @@ def _click_option(option: Option) -> Callable[[F], F]:
         default=option.default if shown else None,
         show_default=shown,
         metavar=option.metavar,
-        help=option.help,
+        # `--date-field`'s default is the setting's
+        help=_with_env(option.help, "date_fields") if option.name == "date_fields" else option.help,
     )
 
 
 def search_options(func: F) -> F:
     """The retrieval options `search` and `ask` share: filters, ranking, grouping, each made
     from its declaration (`retrieve.options.OPTIONS`); `--rerank FOLDER` is the setting."""
-    decorators = [_click_option(o) for o in OPTIONS if o.name not in ("collections", "rerank")]
-    decorators.append(
-        click.option(
-            "--rerank",
-            "rerank_model",
-            metavar="FOLDER",
-            help="Rerank with this local cross-encoder [env CHROMASYNC_RERANK_MODEL].",
-        )
-    )
-    decorators.append(_click_option(BY_NAME["rerank"]))
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    return stacked(
+        *(_click_option(o) for o in OPTIONS if o.name not in ("collections", "rerank")),
+        setting_option("rerank_model", "--rerank", metavar="FOLDER"),
+        _click_option(BY_NAME["rerank"]),
+    )(func)
 
 
 def search_args(query: str, flags: dict[str, Any]) -> api.SearchArgs:
@@ -271,28 +323,6 @@ def search_args(query: str, flags: dict[str, Any]) -> api.SearchArgs:
     )
 
 
-#: The flags that are settings (`settings_from_flags`), besides the config and sources files.
-SETTING_FLAGS = frozenset(
-    {
-        "data_dir",
-        "collection",
-        "provider",
-        "model",
-        "chroma_url",
-        "chroma_token",
-        "tenant",
-        "database",
-        "embedding_url",
-        "rerank_model",
-        "llm_url",
-        "llm_model",
-        "nats_url",
-        # set by `ingest` and `chunk-report` flags (`cli.fileflags`, `--retry-attempts`...)
-        "chunk_max_tokens",
-        "chroma_retries",
-        "batch_size",
-    }
-)
 #: What `settings_from_flags` reads besides `SETTING_FLAGS`.
 _FILE_FLAGS = frozenset({"embed_options", "config_path", "sources_file", "allow_root_slash"})
 #: `ask`'s chat model: the daemon's searches do not depend on it (`owner.daemon`).

@@ -3,20 +3,19 @@
 They are the repository indexer's flags in chromasync's words: which files (`--include`,
 `--exclude`, `--no-gitignore`, `--include-hidden`, `--include-extension`,
 `--exclude-extension`), how to read them (`--encoding`), and the chunk budget
-(`--chunk-size`, the `chunk_max_tokens` setting). `file_fields` turns them into the fields
-of a `SourceSpec` (`api.source_for`); `setting_values` into settings.
+(`--chunk-size`, the `chunk_max_tokens` setting's flag). `file_fields` turns the file flags
+into the fields of a `SourceSpec` (`api.source_for`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from ..errors import ConfigError
-
-F = TypeVar("F", bound=Callable[..., Any])
+from .common import setting_option, stacked
 
 #: The flags `file_options` adds, as the command receives them.
 FILE_PARAMS = (
@@ -27,55 +26,45 @@ FILE_PARAMS = (
     "encoding",
     "include_extensions",
     "exclude_extensions",
-    "chunk_size",
 )
 
 
-def file_options(func: F) -> F:
-    """Add the shared file and chunk flags to a command."""
-    decorators = [
-        click.option(
-            "--include", multiple=True, help="Only paths matching this git-wildmatch pattern."
-        ),
-        click.option(
-            "--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern."
-        ),
-        click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files."),
-        click.option(
-            "--include-hidden",
-            is_flag=True,
-            help="Walk dotfiles and dot-folders too (never .git or the data dir).",
-        ),
-        click.option(
-            "--include-extension",
-            "include_extensions",
-            multiple=True,
-            metavar="EXT",
-            help="Only files with this extension (repeatable; '(none)': README, LICENSE...).",
-        ),
-        click.option(
-            "--exclude-extension",
-            "exclude_extensions",
-            multiple=True,
-            metavar="EXT",
-            help="Skip files with this extension (repeatable).",
-        ),
-        click.option(
-            "--encoding",
-            help="How to read text that is not UTF-8: detect (Western text, else a "
-            "high-confidence charset), utf-8 (none: a counted undecodable skip) or a codec "
-            "such as cp1252 [default: detect].",
-        ),
-        click.option(
-            "--chunk-size",
-            type=click.IntRange(9),
-            metavar="TOKENS",
-            help="Tokens per chunk, at most the model's [env CHROMASYNC_CHUNK_MAX_TOKENS].",
-        ),
-    ]
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+#: The shared file and chunk flags, for a command.
+file_options = stacked(
+    click.option(
+        "--include", multiple=True, help="Only paths matching this git-wildmatch pattern."
+    ),
+    click.option(
+        "--exclude", multiple=True, help="Skip paths matching this git-wildmatch pattern."
+    ),
+    click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files."),
+    click.option(
+        "--include-hidden",
+        is_flag=True,
+        help="Walk dotfiles and dot-folders too (never .git or the data dir).",
+    ),
+    click.option(
+        "--include-extension",
+        "include_extensions",
+        multiple=True,
+        metavar="EXT",
+        help="Only files with this extension (repeatable; '(none)': README, LICENSE...).",
+    ),
+    click.option(
+        "--exclude-extension",
+        "exclude_extensions",
+        multiple=True,
+        metavar="EXT",
+        help="Skip files with this extension (repeatable).",
+    ),
+    click.option(
+        "--encoding",
+        help="How to read text that is not UTF-8: detect (Western text, else a "
+        "high-confidence charset), utf-8 (none: a counted undecodable skip) or a codec "
+        "such as cp1252 [default: detect].",
+    ),
+    setting_option("chunk_max_tokens", "--chunk-size", metavar="TOKENS"),
+)
 
 
 def take_file_flags(flags: dict[str, Any]) -> dict[str, Any]:
@@ -84,18 +73,10 @@ def take_file_flags(flags: dict[str, Any]) -> dict[str, Any]:
 
 
 def given(file_flags: dict[str, Any]) -> list[str]:
-    """The flags among `file_flags` that say something about a PATH's files (for a usage
-    error where no PATH is given)."""
-    names = {
-        "include": "--include",
-        "exclude": "--exclude",
-        "no_gitignore": "--no-gitignore",
-        "include_hidden": "--include-hidden",
-        "encoding": "--encoding",
-        "include_extensions": "--include-extension",
-        "exclude_extensions": "--exclude-extension",
-    }
-    return [flag for name, flag in names.items() if file_flags.get(name)]
+    """The flags among `file_flags` given to the running command, as it spells them (for a
+    usage error where no PATH is given)."""
+    flag = {p.name: p.opts[0] for p in click.get_current_context().command.params}
+    return [flag[name] for name, value in file_flags.items() if value]
 
 
 def file_fields(file_flags: dict[str, Any]) -> dict[str, Any]:
@@ -131,9 +112,3 @@ def _extensions(include: Sequence[str], exclude: Sequence[str]) -> tuple[str, ..
     allowed = [normalise_extension(e) for e in include] or [*DEFAULT_EXTENSIONS, ""]
     dropped = {normalise_extension(e) for e in exclude}
     return tuple(e for e in dict.fromkeys(allowed) if e not in dropped)
-
-
-def setting_values(file_flags: dict[str, Any]) -> dict[str, Any]:
-    """The settings the shared flags set (`--chunk-size`: `chunk_max_tokens`)."""
-    size = file_flags.get("chunk_size")
-    return {"chunk_max_tokens": size} if size is not None else {}

@@ -29,12 +29,13 @@ from .common import (
     progress_bar,
     reported_errors,
     safe,
+    setting_option,
     settings_from_flags,
     stderr_console,
     store_options,
     when,
 )
-from .fileflags import file_fields, file_options, given, setting_values, take_file_flags
+from .fileflags import file_fields, file_options, given, take_file_flags
 
 
 @click.command()
@@ -62,16 +63,8 @@ from .fileflags import file_fields, file_options, given, setting_values, take_fi
     metavar="SHA",
     help="Records written by this run carry indexed_commit_sha=SHA.",
 )
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, 100_000),
-    help="Records per write request to Chroma [env CHROMASYNC_BATCH_SIZE].",
-)
-@click.option(
-    "--retry-attempts",
-    type=click.IntRange(1, 20),
-    help="Attempts per Chroma request [env CHROMASYNC_CHROMA_RETRIES; 6].",
-)
+@setting_option("batch_size")
+@setting_option("chroma_retries", "--retry-attempts")
 @click.option(
     "--once",
     is_flag=True,
@@ -109,57 +102,20 @@ def ingest(
     labels: Sequence[str],
     kind: str | None,
     identity: str | None,
-    commit_sha: str | None,
-    batch_size: int | None,
-    retry_attempts: int | None,
     once: bool,
-    limit: int | None,
-    gc_only: bool,
-    no_gc: bool,
-    reset: bool,
     yes: bool,
-    dry_run: bool,
-    output_manifest: str | None,
-    include_text: bool,
-    checksum: bool,
-    reembed: bool,
-    allow_mass_delete: bool,
-    wait: bool,
     as_json: bool,
     quiet: bool,
     **flags: Any,
 ) -> None:
     """Index the text files under each PATH (one source per PATH), or, without PATH,
     every `include: true` source of the config file."""
-    if paths and len(labels) > 1:
-        raise click.UsageError("with PATH, --source names one source; give one PATH with it")
-    if labels and len(paths) > 1:
-        raise click.UsageError("--source names one source; give one PATH with it")
-    if gc_only and no_gc:
-        raise click.UsageError("--gc-only and --no-gc contradict each other")
-    if output_manifest and not dry_run:
-        raise click.UsageError("--output-manifest needs --dry-run")
-    if include_text and not output_manifest:
-        raise click.UsageError("--include-text needs --output-manifest")
-    if reset and (dry_run or gc_only):
-        raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
+    asked = {name: flags.pop(name) for name in _REQUEST_FLAGS}
     file_flags = take_file_flags(flags)
     per_path = [*(["--kind"] if kind else []), *given(file_flags)]
-    if identity:
-        per_path.append("--identity")
-    if not paths and per_path:
-        raise click.UsageError(
-            f"{', '.join(per_path)} apply to a PATH; set them per source in the config file"
-        )
+    _check_usage(paths, labels, asked, [*per_path, *(["--identity"] if identity else [])])
     if identity and (labels or len(paths) > 1):
         raise click.UsageError("--identity names one PATH's source; give one PATH, no --source")
-    if commit_sha is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", commit_sha):
-        raise click.UsageError(f"--commit-sha {commit_sha!r} is not a commit id (7-64 hex digits)")
-    flags.update(setting_values(file_flags))
-    if batch_size is not None:
-        flags["batch_size"] = batch_size
-    if retry_attempts is not None:
-        flags["chroma_retries"] = retry_attempts
     with reported_errors():
         fields = file_fields(file_flags) if paths else {}
         settings = settings_from_flags(**flags)
@@ -174,22 +130,7 @@ def ingest(
                 api.source_for(p, label, allow_root=bool(flags.get("allow_root_slash")), **fields)
                 for p in paths
             ]
-        request = IngestRequest(
-            specs=tuple(specs),
-            labels=() if specs else tuple(labels),
-            checksum=checksum,
-            allow_mass_delete=allow_mass_delete,
-            wait=wait,
-            dry_run=dry_run,
-            reembed=reembed,
-            limit=limit,
-            gc_only=gc_only,
-            no_gc=no_gc,
-            commit_sha=commit_sha,
-            reset=reset,
-            output_manifest=output_manifest,
-            include_text=include_text,
-        )
+        request = IngestRequest(tuple(specs), () if specs else tuple(labels), **asked)
 
         def confirm(names: Sequence[str]) -> None:
             if not yes:
@@ -209,6 +150,38 @@ def ingest(
                 request, progress=progress, recorder=recorder, confirm=confirm, notice=notice
             )
     _print_ingest(summaries, as_json)
+
+
+#: The flags of `ingest` that are `IngestRequest`'s fields, under the same names.
+_REQUEST_FLAGS = tuple(
+    f.name for f in dataclasses.fields(IngestRequest) if f.name not in ("specs", "labels")
+)
+
+
+def _check_usage(
+    paths: Sequence[str], labels: Sequence[str], asked: dict[str, Any], per_path: list[str]
+) -> None:
+    """A `click.UsageError` for flags that contradict each other or need another one;
+    `per_path`: the flags given that apply to a PATH."""
+    if paths and len(labels) > 1:
+        raise click.UsageError("with PATH, --source names one source; give one PATH with it")
+    if labels and len(paths) > 1:
+        raise click.UsageError("--source names one source; give one PATH with it")
+    if asked["gc_only"] and asked["no_gc"]:
+        raise click.UsageError("--gc-only and --no-gc contradict each other")
+    if asked["output_manifest"] and not asked["dry_run"]:
+        raise click.UsageError("--output-manifest needs --dry-run")
+    if asked["include_text"] and not asked["output_manifest"]:
+        raise click.UsageError("--include-text needs --output-manifest")
+    if asked["reset"] and (asked["dry_run"] or asked["gc_only"]):
+        raise click.UsageError("--reset cannot be combined with --dry-run or --gc-only")
+    if not paths and per_path:
+        raise click.UsageError(
+            f"{', '.join(per_path)} apply to a PATH; set them per source in the config file"
+        )
+    sha = asked["commit_sha"]
+    if sha is not None and not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha):
+        raise click.UsageError(f"--commit-sha {sha!r} is not a commit id (7-64 hex digits)")
 
 
 def identity_label(identity: str) -> tuple[str, dict[str, str], tuple[str, str, str]]:

@@ -28,6 +28,7 @@ from ..retrieve.evaluate import versus
 from ..sync import models as side
 from .common import (
     embed_options,
+    eval_options,
     print_table,
     progress_bar,
     reported_errors,
@@ -154,14 +155,7 @@ def _row_json(row: side.ProfileRow) -> dict[str, Any]:
 @click.argument("queries", type=click.Path(dir_okay=False))
 @store_options
 @click.option("--against", default=None, help="Compare with this index [default: the active one].")
-@click.option("--k", "k", default=10, show_default=True, type=click.IntRange(1, 100))
-@click.option(
-    "--mode",
-    "modes",
-    multiple=True,
-    type=click.Choice(["dense", "keyword", "hybrid"]),
-    help="Mode(s) to measure (repeatable; default: dense and hybrid).",
-)
+@eval_options("dense and hybrid")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def model_eval(
     name: str,

@@ -17,7 +17,13 @@ import click
 from .. import api
 from ..errors import ConfigError
 from .bridge import BridgeThread, import_bridge
-from .common import reported_errors, settings_from_flags, stderr_console, store_options
+from .common import (
+    reported_errors,
+    setting_option,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+)
 from .service import _report
 
 
@@ -25,11 +31,7 @@ from .service import _report
 @click.argument("paths", nargs=-1, type=click.Path(file_okay=False, exists=True))
 @store_options
 @click.option("--source", "labels", multiple=True, help="Only this known source (repeatable).")
-@click.option(
-    "--url",
-    "nats_url",
-    help="The NATS server(s), comma-separated [env CHROMASYNC_NATS_URL; nats://127.0.0.1:4222].",
-)
+@setting_option("nats_url", "--url")
 def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> None:
     """Apply change events from NATS and answer retrieval requests over it, until Ctrl-C.
 

@@ -17,7 +17,17 @@ from .. import api
 from ..errors import SourceError
 from ..owner.index import open_index
 from ..owner.queries import CompareQuery, FileSet, LinksQuery, SummariesQuery
-from .common import reported_errors, safe, settings_from_flags, stderr_console, store_options
+from .common import (
+    chat_options,
+    config_option,
+    data_dir_option,
+    reported_errors,
+    safe,
+    settings_from_flags,
+    stderr_console,
+    store_options,
+    threshold_option,
+)
 
 
 def _shown_text(text: str) -> str:
@@ -51,17 +61,8 @@ def _print_lines(found: dict[str, Any]) -> None:
 )
 @click.option("--source", help="The source of PATH, when several index it; or the only one.")
 @click.option("--json", "as_json", is_flag=True, help="Print {files, left_out} as JSON.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    help="Config file [env CHROMASYNC_CONFIG; ./chromasync.yaml].",
-)
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False),
-    help="State and embedded store folder [env CHROMASYNC_DATA_DIR; ./.chromasync].",
-)
+@config_option
+@data_dir_option
 def get_command(
     location: str | None,
     pattern: str | None,
@@ -209,11 +210,7 @@ def links(
     type=click.IntRange(1, 50),
     help="Number of groups.",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1),
-    help="Near-duplicates at or above this similarity [env CHROMASYNC_DUPLICATE_THRESHOLD; 0.95].",
-)
+@threshold_option
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def suggest(
     path: str,
@@ -289,13 +286,7 @@ def suggest(
     type=click.IntRange(1, 10_000),
     help="At most this many groups (the biggest).",
 )
-@click.option(
-    "--llm-url",
-    metavar="URL",
-    help="OpenAI-compatible chat endpoint; without one the summaries are extractive "
-    "[env CHROMASYNC_LLM_URL; key from CHROMASYNC_LLM_API_KEY or OPENAI_API_KEY].",
-)
-@click.option("--llm-model", metavar="NAME", help="Chat model name [env CHROMASYNC_LLM_MODEL].")
+@chat_options
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def summarize(
     all_collections: bool, group_by: str, limit: int, as_json: bool, **flags: Any

@@ -18,7 +18,7 @@ from rich.table import Table
 from .. import api
 from ..sync.chunkreport import ChunkReport, TokenStats
 from .common import print_table, reported_errors, safe, settings_from_flags, store_options
-from .fileflags import file_fields, file_options, given, setting_values, take_file_flags
+from .fileflags import file_fields, file_options, given, take_file_flags
 
 
 @click.command("chunk-report")
@@ -52,7 +52,6 @@ def chunk_report(
         raise click.UsageError(
             "--source reports a configured source as declared: no PATH or file flags"
         )
-    flags.update(setting_values(file_flags))
     with reported_errors():
         fields = file_fields(file_flags)
         report = api.chunk_report(

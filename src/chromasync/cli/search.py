@@ -40,6 +40,7 @@ from ..retrieve.results import (
 )
 from .common import (
     daemon_flags,
+    eval_options,
     no_daemon_option,
     out_console,
     print_table,
@@ -52,9 +53,8 @@ from .common import (
     starting_notice,
     stderr_console,
     store_options,
+    threshold_option,
 )
-
-_MODES = click.Choice(["hybrid", "dense", "keyword"])
 
 
 @click.command()
@@ -282,12 +282,7 @@ def _print_hit(
     type=click.IntRange(1, 1000),
     help="Number of documents.",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1),
-    help="Flag documents at or above this similarity as duplicates "
-    "[env CHROMASYNC_DUPLICATE_THRESHOLD; 0.95].",
-)
+@threshold_option
 @click.option(
     "--group-by",
     metavar="FIELD",
@@ -357,21 +352,7 @@ def similar(
 @click.argument("queries", type=click.Path(dir_okay=False))
 @store_options(many_collections=True)
 @click.option("--all-collections", is_flag=True, help="Search every collection.")
-@click.option(
-    "--k",
-    "k",
-    default=10,
-    show_default=True,
-    type=click.IntRange(1, 100),
-    help="Cut-off for nDCG@k and recall@k.",
-)
-@click.option(
-    "--mode",
-    "modes",
-    multiple=True,
-    type=_MODES,
-    help="Mode(s) to measure (repeatable; default: all three).",
-)
+@eval_options("all three")
 @click.option("--source", "sources", multiple=True, help="Only this source (repeatable).")
 @click.option(
     "--feedback",

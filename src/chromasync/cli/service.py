@@ -117,6 +117,11 @@ max_delay_option = click.option(
     type=click.FloatRange(0.05, 600),
     help="Sync a busy source at least this often (seconds).",
 )
+allow_no_token_option = click.option(
+    "--allow-no-token",
+    is_flag=True,
+    help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
+)
 
 
 @click.command()
@@ -142,11 +147,7 @@ max_delay_option = click.option(
     is_flag=True,
     help="Also apply change events from NATS and answer requests there, as `chromasync nats`.",
 )
-@click.option(
-    "--allow-no-token",
-    is_flag=True,
-    help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
-)
+@allow_no_token_option
 @click.option(
     "--no-auth",
     is_flag=True,
@@ -294,11 +295,7 @@ def watch(
     help="An Origin (scheme://host[:port]) allowed besides loopback pages (with --http; "
     "repeatable).",
 )
-@click.option(
-    "--allow-no-token",
-    is_flag=True,
-    help="Allow a non-loopback --host without CHROMASYNC_API_TOKEN (not recommended).",
-)
+@allow_no_token_option
 @click.option(
     "--no-auth",
     is_flag=True,

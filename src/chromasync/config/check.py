@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
 from .safeyaml import load_yaml, yaml_problem
-from .settings import SECRET_ENV
+from .settings import SETTINGS
 
 CONFIG_VERSION = 1
 _SECRET_NAMES = {
@@ -127,15 +127,17 @@ _URL_PASSWORD = re.compile(r"://[^/@\s:]*:[^/@\s]+@")
 
 
 def _secret_env(path: Sequence[str | int]) -> str:
-    name = str(path[-1])
-    lowered = name.lower()
+    """The variable of the secret setting a secret found in the config file belongs in."""
+    lowered = str(path[-1]).lower()
     if path and path[0] == "nats":
-        return SECRET_ENV["nats_password" if "pass" in lowered else "nats_token"]
-    if (path and path[0] == "answer") or lowered.startswith("llm"):
-        return SECRET_ENV["llm_api_key"]
-    if "token" in lowered or lowered in {"bearer", "authorization"}:
-        return SECRET_ENV["chroma_token"]
-    return SECRET_ENV["api_key"]
+        setting = "nats_password" if "pass" in lowered else "nats_token"
+    elif (path and path[0] == "answer") or lowered.startswith("llm"):
+        setting = "llm_api_key"
+    elif "token" in lowered or lowered in {"bearer", "authorization"}:
+        setting = "chroma_token"
+    else:
+        setting = "embedding_api_key"
+    return next(spec.env[0] for spec in SETTINGS if spec.name == setting)
 
 
 def find_secrets(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:

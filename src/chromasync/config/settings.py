@@ -48,16 +48,6 @@ NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.re
 _NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
 _NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-#: Where a secret setting comes from instead of the config file.
-SECRET_ENV = {
-    "chroma_token": "CHROMASYNC_CHROMA_TOKEN",
-    "api_key": "CHROMASYNC_EMBEDDING_API_KEY",
-    "api_token": "CHROMASYNC_API_TOKEN",
-    "llm_api_key": "CHROMASYNC_LLM_API_KEY",
-    "nats_token": "CHROMASYNC_NATS_TOKEN",
-    "nats_password": "CHROMASYNC_NATS_PASSWORD",
-}
-
 
 def _subjects_problem(text: str) -> str | None:
     """Why `text` is not a comma-separated list of NATS subjects (no wildcards), or None."""
@@ -98,13 +88,13 @@ class Settings:
     )
     provider: str = setting(
         "local",
-        "Embedding provider",
+        "Embedding provider: local, openai, server, hash (or a plugin's)",
         env="CHROMASYNC_EMBEDDING_PROVIDER",
         file=("embedding.provider", "chromasync.embedding.provider"),
     )
     model: str | None = setting(
         None,
-        "Embedding model (the provider's default when not set)",
+        "Embedding model (local: a sentence-transformers folder; not set: the provider's)",
         env="CHROMASYNC_EMBEDDING_MODEL",
         file=("embedding.model", "chromasync.embedding.model"),
     )
@@ -115,7 +105,11 @@ class Settings:
         file=("store.url", "server.url"),
     )
     chroma_token: str | None = setting(
-        None, "The Chroma server's token", env="CHROMASYNC_CHROMA_TOKEN", secret=True
+        None,
+        "The Chroma server's bearer token (Chroma Cloud: its API key, also read from "
+        "CHROMA_API_KEY); prefer the environment",
+        env="CHROMASYNC_CHROMA_TOKEN",
+        secret=True,
     )
     tenant: str | None = setting(
         None,
@@ -154,7 +148,9 @@ class Settings:
         high=100_000,
     )
     embedding_url: str | None = setting(
-        None, "An embedding server's URL (openai, server providers)", env="CHROMASYNC_EMBEDDING_URL"
+        None,
+        "An embedding server's URL (openai, server providers), e.g. http://localhost:11434/v1",
+        env="CHROMASYNC_EMBEDDING_URL",
     )
     embedding_api_key: str | None = setting(
         None,
@@ -185,7 +181,7 @@ class Settings:
     )
     chunk_max_tokens: int | None = setting(
         None,
-        "Tokens per chunk (the provider's budget when not set)",
+        "Tokens per chunk, at most the model's (not set: the provider's budget)",
         env="CHROMASYNC_CHUNK_MAX_TOKENS",
         file=("chunking.max_tokens", "chromasync.chunking.max_tokens"),
         low=9,
@@ -213,7 +209,7 @@ class Settings:
     )
     duplicate_threshold: float = setting(
         0.95,
-        "`similar` flags documents at or above this score",
+        "Documents at or above this similarity are near-duplicates (similar, suggest)",
         env="CHROMASYNC_DUPLICATE_THRESHOLD",
         file="search.duplicate_threshold",
         low=0,
@@ -243,7 +239,8 @@ class Settings:
     )
     llm_url: str | None = setting(
         None,
-        "An OpenAI-compatible chat endpoint; not set: extractive answers",
+        "An OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1 (its key: "
+        "CHROMASYNC_LLM_API_KEY or OPENAI_API_KEY); not set: extractive answers",
         env="CHROMASYNC_LLM_URL",
         file="answer.llm_url",
         max_length=2048,
@@ -284,7 +281,7 @@ class Settings:
     )
     answer_fallback: str = setting(
         "none",
-        "extractive: answer anyway when the chat model is unreachable",
+        "When the chat model is unreachable: fail (none), or answer extractively",
         env="CHROMASYNC_ANSWER_FALLBACK",
         file="answer.fallback",
         choices=FALLBACKS,

@@ -21,13 +21,14 @@ Paths, phrases and metadata substrings have no Chroma operator. Paths (git-wildm
 phrases and substrings become SQL over the keyword index (`local_sql`), whose matching ids
 then restrict the dense query. Everything here is pure.
 
-Every surface (CLI, REST, MCP) builds its `Filters` with `filters_from_options`, which
-bounds the untrusted input before any parser, SQLite or Chroma sees it (the `MAX_*`
-constants of `filter_syntax`, written down in docs/reliability.md): a `where_json` text
-is measured and its nesting counted before it is parsed, a `where` object's depth,
-branches, terms and `$in` lists are counted without recursion, and the number and length
-of every repeated option are capped. Past a bound: a `ConfigError` saying which one
-(HTTP 400, CLI exit 2, an MCP error result).
+Every surface's request (`request.SearchArgs`: CLI, REST, MCP) becomes `Filters` through
+`filters_from_options`, which bounds the untrusted input before any parser, SQLite or
+Chroma sees it (the `MAX_*` constants of `filter_syntax`, written down in
+docs/reliability.md): a `where_json` text is measured and its nesting counted before it is
+parsed, a `where` object's depth, branches, terms and `$in` lists are counted without
+recursion, and the number and length of every repeated option are capped (each bounded
+as `options.OPTIONS` declares it). Past a bound: a `ConfigError` saying which one (HTTP
+400, CLI exit 2, an MCP error result).
 
 This module is that entry point, and re-exports the rest from where it lives: the record
 and the user's filter language (values, keys, dates, bounds) in `filter_syntax`, Chroma
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..metakeys import stored_key
@@ -69,7 +70,10 @@ from .filter_syntax import parse_when as parse_when
 from .filter_where import build_where as build_where
 from .filter_where import normalise_where as normalise_where
 from .filter_where import parse_where_json as parse_where_json
-from .options import BY_NAME, MAX_DATE_CHARS, MAX_TARGET_CHARS, spelled
+from .options import MAX_DATE_CHARS, MAX_TARGET_CHARS, OPTIONS, spelled
+
+if TYPE_CHECKING:
+    from .request import SearchArgs
 
 
 def _stored(pair: tuple[str, str]) -> tuple[str, str]:
@@ -96,50 +100,34 @@ def _where_json(where_json: str | Mapping[str, Any] | None, option: str) -> Wher
 
 
 def filters_from_options(
-    *,
-    sources: Sequence[str] = (),
-    where: Sequence[str] = (),
-    where_json: str | Mapping[str, Any] | None = None,
-    tags: Sequence[str] = (),
-    tags_all: bool = False,
-    after: str | None = None,
-    before: str | None = None,
-    date_fields: Sequence[str] = DEFAULT_DATE_FIELDS,
-    paths: Sequence[str] = (),
-    phrases: Sequence[str] = (),
-    matches: Sequence[str] = (),
-    links_to: Sequence[str] = (),
-    spelling: str = "cli",
+    args: SearchArgs,
+    default_date_fields: Sequence[str] = DEFAULT_DATE_FIELDS,
     today: dt.date | None = None,
 ) -> Filters:
-    """`Filters` from the strings a surface receives (CLI flags, REST or MCP arguments),
-    bounded (see the `MAX_*` constants) before anything parses them. An error names the
-    option as the caller spells it (`spelling`: "cli", "query" or "json", as in
-    `retrieve.options`): `--where-json` to the CLI, `where_json` to REST and MCP. `today`:
-    the day a span such as `--after 2y` counts back from (the caller reads the clock)."""
+    """`Filters` from a request as a surface received it (`request.SearchArgs`: CLI flags,
+    REST or MCP arguments), each repeatable option bounded by its declaration
+    (`options.OPTIONS`) before anything parses it. An error names the option as the caller
+    spells it (`args.spelling`): `--where-json` to the CLI, `where_json` to REST and MCP.
+    `default_date_fields`: the settings' (when `args` names none); `today`: the day a span
+    such as `--after 2y` counts back from (the caller reads the clock)."""
 
     def name(option: str) -> str:
-        return spelled(option, spelling)
+        return spelled(option, args.spelling)
 
-    for option, values in (
-        ("sources", sources),
-        ("where", where),
-        ("tags", tags),
-        ("date_fields", date_fields),
-        ("paths", paths),
-        ("phrases", phrases),
-        ("matches", matches),
-        ("links_to", links_to),
-    ):
-        check_options(name(option), values, BY_NAME[option].max_chars or MAX_VALUE_CHARS)
-    for option, value in (("after", after), ("before", before)):
+    date_fields = args.date_fields or tuple(default_date_fields)
+    for option in OPTIONS:
+        if option.many:
+            values = date_fields if option.name == "date_fields" else getattr(args, option.name)
+            check_options(name(option.name), values, option.max_chars or MAX_VALUE_CHARS)
+    after, before = args.after, args.before
+    for key, value in (("after", after), ("before", before)):
         if value is not None and (not isinstance(value, str) or len(value) > MAX_DATE_CHARS):
-            raise ConfigError(f"{name(option)} takes a date like 2024-05-31")
+            raise ConfigError(f"{name(key)} takes a date like 2024-05-31")
     pairs = []
-    for text in where:
+    for text in args.where:
         key, value = parse_pair(text, name("where"))
         pairs.append((key, parse_value(value)))
-    parsed_json = _where_json(where_json, name("where_json"))
+    parsed_json = _where_json(args.where_json, name("where_json"))
     fields = tuple(check_key(f, name("date_fields")) for f in date_fields if f)
     if (after or before) and not fields:
         raise ConfigError(
@@ -149,11 +137,11 @@ def filters_from_options(
     high = parse_when(before, name("before"), today) if before else None
     if low is not None and high is not None and low >= high:
         raise ConfigError(f"{name('after')} {after} is not before {name('before')} {before}")
-    for phrase in phrases:
+    for phrase in args.phrases:
         phrase_query(phrase, name("phrases"))
-    if any(p for p in paths):
-        match_paths((), [p for p in paths if p], name("paths"))  # a bad pattern: said now
-    for target in links_to:
+    if any(p for p in args.paths):
+        match_paths((), [p for p in args.paths if p], name("paths"))  # a bad pattern: said now
+    for target in args.links_to:
         if not target.strip():
             raise ConfigError(
                 f"{name('links_to')} takes a URL, a path or a note title "
@@ -161,18 +149,18 @@ def filters_from_options(
             )
     echo = {k: _echo(v, at) for k, v, at in (("after", after, low), ("before", before, high)) if v}
     return Filters(
-        sources=tuple(s for s in sources if s),
+        sources=tuple(s for s in args.sources if s),
         where=tuple(pairs),
         where_json=parsed_json,
-        tags=tuple(t for t in tags if t),
-        tags_all=tags_all,
+        tags=tuple(t for t in args.tags if t),
+        tags_all=args.tags_all,
         after=low,
         before=high,
         date_fields=fields or DEFAULT_DATE_FIELDS,
-        paths=tuple(p for p in paths if p),
-        phrases=tuple(p for p in phrases if p.strip()),
-        matches=tuple(_stored(parse_pair(m, name("matches"))) for m in matches),
-        links_to=tuple(dict.fromkeys(t.strip() for t in links_to)),
+        paths=tuple(p for p in args.paths if p),
+        phrases=tuple(p for p in args.phrases if p.strip()),
+        matches=tuple(_stored(parse_pair(m, name("matches"))) for m in args.matches),
+        links_to=tuple(dict.fromkeys(t.strip() for t in args.links_to)),
         echo=echo,
     )
 

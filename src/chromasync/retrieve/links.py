@@ -43,7 +43,9 @@ def target_matcher(target: str) -> TargetMatcher:
     """What a user's `target` matches (docs/internals.md); `ConfigError` if empty."""
     target = target.strip()
     if not target or len(target) > MAX_TARGET_CHARS:
-        raise ConfigError("a link target must be 1 to 2000 characters (a URL, path or title)")
+        raise ConfigError(
+            f"a link target must be 1 to {MAX_TARGET_CHARS} characters (a URL, path or title)"
+        )
     if "/" not in target and "." not in target and ":" not in target:
         target = NOTE_PREFIX + target
     keys = lookup_keys(target)

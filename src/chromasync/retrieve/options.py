@@ -9,8 +9,9 @@ its query. Each surface is made from it, or checked against it by a test
   `POST /ask` (`rest.bodies`) are made from it;
 * MCP's `search` and `ask` tools (`mcp.tools`) take its options as arguments;
 * the console script's fast paths (`fastpath`, `fastsearch`) parse argv with it;
-* `retrieve.request.SearchArgs` has one field per option, under `Option.name`, and
-  `retrieve.filters` bounds the values with the same numbers.
+* `retrieve.request.SearchArgs`, the request record, is made from it (a field per option,
+  under `Option.name`, with its default), and `retrieve.filters` bounds its values with
+  the same numbers.
 
 An `Option` has three spellings, one per kind of caller, and an error names the option in
 the spelling of whoever sent it (`spelled`): the CLI's flag (`--where-json`), REST's query
@@ -26,8 +27,8 @@ each text value; `max_items` bounds how many values a repeatable option takes; `
 lists what a `choice` takes; a `bool` option's CLI flag sets it to true and `negative`
 (when not None) sets it to false; an option whose `flag` is None has no CLI flag of its own.
 
-To add an option: add an `Option` here, a field of the same name to `SearchArgs`, and use
-it in `retrieve`; the surfaces pick it up (the test says what else is missing).
+To add an option: add an `Option` here and use it in `retrieve`; the surfaces and
+`SearchArgs` pick it up (the test says what else is missing).
 """
 
 from __future__ import annotations
@@ -248,8 +249,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _many(
         "date_fields",
-        "Front-matter date key(s) for --after/--before/--sort date "
-        "[env CHROMASYNC_DATE_FIELDS; date,published_at].",
+        "Front-matter date key(s) for --after/--before/--sort date.",
         "--date-field",
         "date_field",
     ),

@@ -13,61 +13,68 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import Field, field, make_dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ConfigError
 from .filters import Filters, filters_from_options
-from .options import OPTIONS, QUERY, SPELLINGS, spelled, text_problem
+from .options import OPTIONS, QUERY, SPELLINGS, Option, spelled, text_problem
 from .results import FEEDBACK_FUSION, SearchRequest
 
 if TYPE_CHECKING:
     from ..config.settings import Settings
 
 
-@dataclass(frozen=True, slots=True)
-class SearchArgs:
-    """A search as a surface received it (strings, lists and flags, not yet parsed)."""
+def _of(cls: Any, query: str, **given: Any) -> Any:
+    """From keyword arguments as surfaces hold them: None means the default, and any
+    sequence becomes a tuple."""
+    fields: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            value = tuple(value)
+        fields[name] = value
+    return cls(query, **fields)
 
-    query: str
-    mode: str = "hybrid"
-    feedback: bool = False  # pseudo-relevance feedback (hybrid only)
-    k: int = 10
-    sources: tuple[str, ...] = ()
-    where: tuple[str, ...] = ()
-    where_json: str | Mapping[str, Any] | None = None
-    tags: tuple[str, ...] = ()
-    tags_all: bool = False
-    after: str | None = None
-    before: str | None = None
-    date_fields: tuple[str, ...] = ()  # () = the settings' date fields
-    paths: tuple[str, ...] = ()
-    phrases: tuple[str, ...] = ()
-    matches: tuple[str, ...] = ()
-    links_to: tuple[str, ...] = ()
-    collections: tuple[str, ...] = ()
-    all_collections: bool = False
-    per_doc: bool = False
-    sort: str = "rank"
-    group_by: str | None = None
-    rerank: bool = True
-    min_score: float | None = None  # a relevance floor, 0-1
-    latest: int | None = None  # only the N newest documents passing the filters
-    #: How the caller spells options, for errors: "cli", "query" or "json" (`options`).
-    spelling: str = "cli"
 
-    @classmethod
-    def of(cls, query: str, **given: Any) -> SearchArgs:
-        """From keyword arguments as surfaces hold them: None means the default, and any
-        sequence becomes a tuple."""
-        fields: dict[str, Any] = {}
-        for name, value in given.items():
-            if value is None:
-                continue
-            if isinstance(value, Sequence) and not isinstance(value, str):
-                value = tuple(value)
-            fields[name] = value
-        return cls(query, **fields)
+#: The type of an option's value, by its kind (a repeatable one's: a tuple of text).
+_TYPES: dict[str, Any] = {"text": str, "int": int, "float": float, "bool": bool}
+_TYPES |= {"choice": str, "json": str | Mapping[str, Any]}
+
+
+def _field(option: Option) -> tuple[str, Any, Any]:
+    kind = tuple[str, ...] if option.many else _TYPES[option.kind]
+    kind = kind | None if option.default is None else kind
+    return option.name, kind, field(default=option.default)
+
+
+if TYPE_CHECKING:
+
+    class SearchArgs:  # what mypy sees: the options' fields are read as Any
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+        query: str
+        spelling: str
+
+        def __init__(self, query: str, **options: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+        @classmethod
+        def of(cls, query: str, **given: Any) -> SearchArgs: ...
+
+else:
+    SearchArgs = make_dataclass(
+        "SearchArgs",
+        [("query", str), *(_field(o) for o in OPTIONS), ("spelling", str, field(default="cli"))],
+        namespace={
+            "of": classmethod(_of),
+            "__module__": __name__,
+            "__doc__": "A search as a surface received it (strings, lists and flags, not yet "
+            "parsed): `query`, one field per option of `OPTIONS` (its name, type and default, "
+            "made from it), and `spelling`: how the caller writes them, for errors.",
+        },
+        frozen=True,
+        slots=True,
+    )
 
 
 def utc_today() -> dt.date:
@@ -92,22 +99,7 @@ def build_request(
             f"the dense and keyword lists again and fuses them), not {args.mode}: drop it "
             f"or use {spelled('mode', args.spelling)} hybrid"
         )
-    filters = filters_from_options(
-        sources=args.sources,
-        where=args.where,
-        where_json=args.where_json,
-        tags=args.tags,
-        tags_all=args.tags_all,
-        after=args.after,
-        before=args.before,
-        date_fields=args.date_fields or tuple(default_date_fields),
-        paths=args.paths,
-        phrases=args.phrases,
-        matches=args.matches,
-        links_to=args.links_to,
-        spelling=args.spelling,
-        today=today(),
-    )
+    filters = filters_from_options(args, default_date_fields, today())
     return SearchRequest(
         args.query,
         mode=args.mode,
@@ -171,6 +163,6 @@ def search_request(args: SearchArgs, settings: Settings) -> SearchRequest:
 
 
 def make_filters(settings: Settings, **options: Any) -> Filters:
-    """`Filters` from surface arguments (see `retrieve.filters.filters_from_options`)."""
-    options.setdefault("date_fields", settings.date_field_names)
-    return filters_from_options(**options)
+    """`Filters` from search options by their names (`SearchArgs`' fields), the settings'
+    date fields by default (see `retrieve.filters.filters_from_options`)."""
+    return filters_from_options(SearchArgs.of("", **options), settings.date_field_names)
