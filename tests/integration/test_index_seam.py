@@ -23,7 +23,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import LockError, NotFound
 from chromasync.owner.client import OwnerClient
-from chromasync.owner.index import Index, LocalIndex
+from chromasync.owner.index import OPERATIONS, Index, LocalIndex
 from chromasync.owner.locate import read_owner
 from chromasync.owner.queries import (
     CompareQuery,
@@ -140,6 +140,8 @@ def test_every_operation_gives_the_same_record_through_the_owner(
         TestClient(create_app(service), base_url="http://127.0.0.1") as http,
     ):
         assert service.info is not None
+        sent: list[str] = []  # every operation crosses as its call on /index/{operation}
+        http.event_hooks["request"].append(lambda request: sent.append(request.url.path))
         client: Index = OwnerClient(service.info, http=http, settings=settings)
         there = {name: call(client) for name, call in calls.items()}
         for name in calls:
@@ -147,6 +149,9 @@ def test_every_operation_gives_the_same_record_through_the_owner(
         job = client.wait(client.reindex(["notes"]).id, timeout=60)
         assert job.status == "done" and job.ingest_summaries()[0].files_unchanged == 3
         assert client.status().owner is not None
+        with pytest.raises(NotFound, match="nothing"):
+            client.remove_source(RemoveRequest("nothing"))
+    assert {p.removeprefix("/index/") for p in sent} == OPERATIONS - {"ingest", "share"}, sent
     ran = local.reindex(["notes"])  # in process: done when it returns
     assert ran.status == "done" and local.wait(ran.id) == ran
     assert ran.ingest_summaries()[0].files_unchanged == 3

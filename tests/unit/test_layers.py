@@ -210,11 +210,8 @@ MAX_FUNCTION_LINES = 80
 #: and when one shrinks under the limit without leaving this list (it only shortens).
 OVER_LIMIT: dict[str, int] = {
     "retry.py": 526,  # the policy, the transport and the deadline's socket watch in one
-    "rest/app.py:create_app": 252,  # every route in one closure: to move to routers
-    "mcp/tools.py:build_server": 150,  # every tool in one closure
     "cli/ingest.py:ingest": 105,  # 23 parameters: to take the settings' generated flags
     "sync/planning.py:changes": 87,
-    "rest/connections.py:guarded_protocol": 88,  # a class built in a function (uvicorn lazy)
     "chunk/blocks.py:segment": 84,
 }
 

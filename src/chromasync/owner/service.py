@@ -20,7 +20,6 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from .. import api
@@ -33,12 +32,11 @@ from ..embed.querycache import QueryCache
 from ..errors import ConfigError, LockError
 from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
-from ..state.snapshots import Recorder
 from ..sync.ingest import IngestOptions, Progress
 from ..sync.peers import ShareReport
 from ..sync.registry import RemovedSource, SourceInfo
 from ..sync.verify import SourceCheck
-from .jobs import JobRunner
+from .jobs import Job, JobRunner
 from .local import LocalIndex
 from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
 from .queries import (
@@ -137,12 +135,7 @@ class Service(LocalIndex):
     def __enter__(self) -> Service:
         return self.open()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -218,17 +211,8 @@ class Service(LocalIndex):
     def default_options(self) -> IngestOptions:
         return api.default_options(self.settings)
 
-    def reindex(
-        self,
-        labels: Sequence[str] = (),
-        *,
-        checksum: bool = False,
-        allow_mass_delete: bool = False,
-    ) -> JobState:
-        """The seam's reindex: queue a delta ingest of known sources; the job's state."""
-        options = api.default_options(
-            self.settings, checksum=checksum, allow_mass_delete=allow_mass_delete
-        )
+    def _reindex(self, labels: Sequence[str], options: IngestOptions) -> JobState:
+        """The seam's reindex: a delta ingest of known sources queued; the job's state."""
         return JobState.of(self.queue_reindex(labels, options))
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobState:
@@ -236,13 +220,7 @@ class Service(LocalIndex):
         return JobState.of(self._runner().wait(job_id, timeout=timeout))
 
     def ingest(
-        self,
-        request: IngestRequest,
-        *,
-        progress: Progress | None = None,
-        recorder: Recorder | None = None,
-        confirm: Callable[[Sequence[str]], None] | None = None,
-        notice: Callable[[str], None] | None = None,
+        self, request: IngestRequest, *, notice: Callable[[str], None] | None = None, **hooks: Any
     ) -> list[IngestSummary]:
         """As through this owner's client: a reindex job of the known sources, when the
         request asks nothing else (`owner.routes`), waited for."""
@@ -277,31 +255,30 @@ class Service(LocalIndex):
         labels = tuple(dict.fromkeys(labels))
         api.select_known(self.settings, labels)  # unknown labels fail now, not in the job
         options = options or self.default_options()
-
-        def work(progress: Progress) -> list[dict[str, Any]]:
-            summaries = api.ingest(
-                api.KnownSources(labels),
-                self.settings,
-                options,
-                embedder=self.embedder,
-                environ=self._environ,
-                progress=progress,
-                wait=True,
-            )
-            return [s.as_json() for s in summaries]
-
         shown = labels or tuple(s.label for s in self.source_specs())
-        job = self._runner().submit(shown, work, key=("known", labels, options), trigger=trigger)
+        key = ("known", labels, options)
+        job = self._queue(api.KnownSources(labels), shown, key, options, trigger)
         return self._runner().get(job.id)
 
     def submit(self, specs: Sequence[SourceSpec], trigger: str) -> str:
         """Queue a delta ingest of these specs (the watcher's sources); the job id."""
         specs = list(specs)
-        options = self.default_options()
+        labels = [s.label for s in specs]
+        return self._queue(specs, labels, ("specs", specs), self.default_options(), trigger).id
+
+    def _queue(
+        self,
+        sources: api.KnownSources | list[SourceSpec],
+        shown: Sequence[str],
+        key: Any,
+        options: IngestOptions,
+        trigger: str,
+    ) -> Job:
+        """A delta ingest of `sources` as a job on the one worker (`key`: its duplicates)."""
 
         def work(progress: Progress) -> list[dict[str, Any]]:
             summaries = api.ingest(
-                specs,
+                sources,
                 self.settings,
                 options,
                 embedder=self.embedder,
@@ -311,8 +288,7 @@ class Service(LocalIndex):
             )
             return [s.as_json() for s in summaries]
 
-        labels = [s.label for s in specs]
-        return self._runner().submit(labels, work, key=("specs", specs), trigger=trigger).id
+        return self._runner().submit(shown, work, key=key, trigger=trigger)
 
     def add_source(self, root: Path, label: str | None, kind: str) -> dict[str, Any]:
         """Add a folder as a source and index it (a job).

@@ -36,6 +36,40 @@ MAX_WAITING_PER_CLIENT = 32
 _GRACE_S = 1.0
 
 
+class _Waiting:
+    """One server's connections waiting for their request head, by client address, and
+    the bounds they wait within."""
+
+    def __init__(self, deadline_s: float, limit: int, clock: Callable[[], float]) -> None:
+        self.deadline_s, self.limit, self.clock = deadline_s, limit, clock
+        self.by_client: dict[str, dict[Any, float]] = {}
+
+    def add(self, connection: Any, client: str) -> None:
+        mine = self.by_client.setdefault(client, {})
+        mine[connection] = self.clock()
+        if len(mine) > self.limit:
+            self.trim(mine)
+            if len(mine) > self.limit:  # the rest are young: look again once they are not
+                connection.loop.call_later(_GRACE_S, self.trim, mine)
+
+    def remove(self, connection: Any, client: str) -> None:
+        mine = self.by_client.get(client)
+        if mine is not None:
+            mine.pop(connection, None)
+            if not mine:
+                del self.by_client[client]
+
+    def trim(self, mine: dict[Any, float]) -> None:
+        """Close a client's oldest waiting connections past the limit, those that have
+        waited `_GRACE_S` or more (a burst's new connections get their head through)."""
+        now = self.clock()
+        while len(mine) > self.limit:
+            oldest, since = next(iter(mine.items()))
+            if now - since < _GRACE_S:
+                return
+            oldest._cs_close()
+
+
 def guarded_protocol(
     header_timeout_s: float | None = None,
     per_client: int | None = None,
@@ -47,19 +81,11 @@ def guarded_protocol(
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    deadline_s = HEADER_TIMEOUT_S if header_timeout_s is None else header_timeout_s
-    limit = MAX_WAITING_PER_CLIENT if per_client is None else per_client
-    waiting: dict[str, dict[Any, float]] = {}  # client address -> its waiting connections
-
-    def _trim(mine: dict[Any, float]) -> None:
-        """Close a client's oldest waiting connections past the limit, those that have
-        waited `_GRACE_S` or more (a burst's new connections get their head through)."""
-        now = clock()
-        while len(mine) > limit:
-            oldest, since = next(iter(mine.items()))
-            if now - since < _GRACE_S:
-                return
-            oldest._cs_close()
+    waiting = _Waiting(
+        HEADER_TIMEOUT_S if header_timeout_s is None else header_timeout_s,
+        MAX_WAITING_PER_CLIENT if per_client is None else per_client,
+        clock,
+    )
 
     class GuardedH11Protocol(H11Protocol):
         _cs_timer: Any = None
@@ -89,15 +115,9 @@ def guarded_protocol(
 
         def _cs_wait(self) -> None:
             self._cs_done()
-            self._cs_timer = self.loop.call_later(deadline_s, self._cs_deadline)
-            if self._cs_key is None:
-                return
-            mine = waiting.setdefault(self._cs_key, {})
-            mine[self] = clock()
-            if len(mine) > limit:
-                _trim(mine)
-                if len(mine) > limit:  # the rest are young: look again once they are not
-                    self.loop.call_later(_GRACE_S, _trim, mine)
+            self._cs_timer = self.loop.call_later(waiting.deadline_s, self._cs_deadline)
+            if self._cs_key is not None:
+                waiting.add(self, self._cs_key)
 
         def _cs_done(self) -> None:
             if self._cs_timer is not None:
@@ -107,11 +127,7 @@ def guarded_protocol(
 
         def _cs_unlist(self) -> None:
             if self._cs_key is not None:
-                mine = waiting.get(self._cs_key)
-                if mine is not None:
-                    mine.pop(self, None)
-                    if not mine:
-                        del waiting[self._cs_key]
+                waiting.remove(self, self._cs_key)
 
         def _cs_deadline(self) -> None:
             self._cs_timer = None
