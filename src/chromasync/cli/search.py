@@ -1,7 +1,7 @@
 """The retrieval commands of the CLI: `search`, `similar` and `eval` (parse, call, render).
 
-Importing this module registers the commands on `cli.main`.
-Results go to stdout (`--json` for machines); progress and warnings to stderr.
+`cli.main` registers them. Results go to stdout (`--json` for machines); progress and
+warnings to stderr.
 """
 
 from __future__ import annotations

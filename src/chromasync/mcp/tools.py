@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field
 
 from .. import __version__, api
-from ..config.labels import LABEL_MAX, label_problem
+from ..config.labels import LABEL_MAX
 from ..errors import ChromasyncError
 from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
-from ..rest.bodies import option_default, option_type
+from ..rest.bodies import option_default, option_type, valid_label
 from ..rest.render import hit_json, sources_json
 from ..retrieve.options import MAX_QUESTION_CHARS, OPTIONS
 from ..retrieve.request import check_query
@@ -27,15 +27,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 
-def _valid_label(value: str) -> str:
-    problem = label_problem(value)
-    if problem is not None:
-        raise ValueError(f"source label {problem}")
-    return value
-
-
 #: A source label, by the config file's rule (`config.labels.label_problem`).
-Label = Annotated[str, Field(max_length=LABEL_MAX), AfterValidator(_valid_label)]
+Label = Annotated[str, Field(max_length=LABEL_MAX), AfterValidator(valid_label)]
 RUN_TIMEOUT = 3600.0
 
 

@@ -1,18 +1,11 @@
-"""Talk to the process that owns a data dir, over its Unix socket (see `owner`).
+"""Talk to the process that owns a data dir, over its Unix socket (see `owner.locate`).
 
-When `chromasync serve`, `watch` or `mcp` owns a data dir, other processes must not open its
-embedded store; the CLI's `search` and `ingest` and a second `chromasync mcp` go through the
-owner instead, with this client. Each operation of the index seam crosses as its call on
-`POST /index/{operation}` (`owner.wire`; `CHROMASYNC_API_TOKEN` sent when set), its answer
-read back as the operation's result record, an error response as chromasync's exception.
-
-Every call has a total deadline (`retry.Deadline`: connecting, waiting and reading the
-answer together; a new connection each call, so the deadline always knows it) and its
-answer a size cap, read in pieces: `CALL_S` for most, `SLOW_CALL_S` for `evaluate` and
-`summaries` (they may run a model for every query or group), and for `ask` its stream
-`CALL_S` plus the chat model's own deadline (`llm_timeout`), at most `MAX_STREAM_BYTES`. An
-owner that accepts and holds the connection (a hung daemon, not a frozen one) or drips its
-answer is cut off at the deadline with a `StoreError` that says so.
+Each operation of the index seam crosses as its call on `POST /index/{operation}`
+(`owner.wire`; `CHROMASYNC_API_TOKEN` sent when set); the answer is read back as the
+operation's result record, an error response as chromasync's exception. Every call has a
+total deadline and its answer a size cap (`CALL_S`, `SLOW_CALL_S`, `MAX_ANSWER_BYTES`;
+docs/reliability.md, "Outbound calls"): an owner that holds a call or drips its answer is
+cut off with a `StoreError` that says so.
 """
 
 from __future__ import annotations
@@ -132,41 +125,45 @@ class OwnerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, deadline_s: float | None = None, **kwargs: Any) -> Any:
-        """One call within its deadline (`deadline_s`, else `self.deadline_s`), its answer
-        read in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error raised."""
-        seconds = self.deadline_s if deadline_s is None else deadline_s
+    def _post(
+        self, operation: str, body: Any, seconds: float, read: Callable[[Any, Deadline], Any]
+    ) -> Any:
+        """One call on `POST /index/{operation}` within `seconds`, over a new connection:
+        what `read(response, deadline)` makes of its answer, or its error raised."""
         with Deadline(seconds) as deadline:
             try:
-                response = self._send(method, path, deadline, **kwargs)
+                # (connect, read, write, pool) as a plain tuple: any httpx-like client takes
+                # it (a test's may be another package's, e.g. starlette's TestClient on httpx2)
+                timeout = (min(CONNECT_S, seconds), seconds, seconds, seconds)
+                request = self._http.build_request(
+                    "POST",
+                    f"/index/{operation}",
+                    json=body,
+                    timeout=timeout,
+                    extensions=deadline.extensions,
+                )
+                response = self._http.send(request, stream=True)
+                deadline.watch(response)
                 try:
-                    data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
+                    return read(response, deadline)
                 finally:
                     response.close()
-                if deadline.expired:  # an answer read until its connection was shut
-                    raise httpx.ReadError("shut at the deadline")
             except httpx.HTTPError as exc:
                 self._fail(exc, deadline)
+
+    def _whole(self, response: httpx.Response, deadline: Deadline) -> Any:
+        """An answer read whole, in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error
+        raised."""
+        data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
+        if deadline.expired:  # an answer read until its connection was shut
+            raise httpx.ReadError("shut at the deadline")
         if data is None:
             raise StoreError(
-                f"{self.owner.describe()}: its answer to {method} {path} is over "
-                f"{MAX_ANSWER_BYTES} bytes"
+                f"{self.owner.describe()}: its answer is over {MAX_ANSWER_BYTES} bytes"
             )
         body = _json(data)
         self._raise_for(response, body)
-        return body if isinstance(body, dict | list) else {}
-
-    def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> httpx.Response:
-        # (connect, read, write, pool) as a plain tuple: any httpx-like client takes it
-        # (a test's client may be another package's, e.g. starlette's TestClient on httpx2)
-        seconds = deadline.seconds
-        timeout = (min(CONNECT_S, seconds), seconds, seconds, seconds)
-        request = self._http.build_request(
-            method, path, timeout=timeout, extensions=deadline.extensions, **kwargs
-        )
-        response = self._http.send(request, stream=True)
-        deadline.watch(response)
-        return response
+        return body
 
     def _fail(self, exc: httpx.HTTPError, deadline: Deadline) -> NoReturn:
         where = f"{self.owner.describe()}, which owns this data dir, at {self.owner.socket}"
@@ -197,8 +194,8 @@ class OwnerClient:
         on `POST /index/{operation}` as JSON, its result record read back (`owner.wire`)."""
         declared = getattr(Seam, operation)
         body = call_to_wire(declared, *args, **kwargs)
-        seconds = SLOW_CALL_S if operation in SLOW_OPERATIONS else None
-        data = self._call("POST", f"/index/{operation}", seconds, json=body)
+        seconds = SLOW_CALL_S if operation in SLOW_OPERATIONS else self.deadline_s
+        data = self._post(operation, body, seconds, self._whole)
         return from_wire(signature(declared)[1], data)
 
     def __getattr__(self, operation: str) -> Callable[..., Any]:
@@ -228,41 +225,38 @@ class OwnerClient:
         """Answer `args.query` with the owner's answer settings: `POST /index/ask` answers
         with server-sent events; each `token` goes to `on_token`; returns the answer."""
         body = call_to_wire(Seam.ask, self._dated(args), fallback=fallback)
-        with Deadline(self.ask_deadline_s) as deadline:
-            try:
-                response = self._send("POST", "/index/ask", deadline, json=body)
-                try:
-                    found = self._answer(response, on_token)
-                finally:
-                    response.close()
-                if found is None and deadline.expired:  # the stream was shut at the deadline
-                    raise httpx.ReadError("shut at the deadline")
-            except httpx.HTTPError as exc:
-                self._fail(exc, deadline)
+        found = self._post("ask", body, self.ask_deadline_s, self._answer(on_token))
         if found is None:
             raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
+        assert isinstance(found, Answer)
         return found
 
-    def _answer(
-        self, response: httpx.Response, on_token: Callable[[str], None] | None
-    ) -> Answer | None:
-        """The answer of an answer stream, read within `MAX_STREAM_BYTES`; None when it
-        ended without one."""
-        if response.status_code != 200:
-            self._raise_for(response, _json(read_capped(response.iter_raw(), 64 * 1024)))
-        lines = read_lines(_capped(response.iter_raw(), MAX_STREAM_BYTES), MAX_STREAM_BYTES)
-        try:
-            for event, data in read_events(lines):
-                if event == "token" and on_token is not None:
-                    on_token(str(data.get("text", "")))
-                elif event == "answer":
-                    return Answer.from_json(data)
-                elif event == "error":
-                    cls = error_class(str(data.get("error"))) or StoreError
-                    raise cls(f"{self.owner.describe()}: {data.get('detail')}")
-        except ValueError as exc:  # a malformed event
-            raise StoreError(f"{self.owner.describe()}: a malformed answer stream: {exc}") from exc
-        return None
+    def _answer(self, on_token: Callable[[str], None] | None) -> Callable[..., Answer | None]:
+        """A reader of an answer stream, within `MAX_STREAM_BYTES`: each `token` to
+        `on_token`; the answer, or None when the stream ended without one."""
+
+        def read(response: httpx.Response, deadline: Deadline) -> Answer | None:
+            if response.status_code != 200:
+                self._raise_for(response, _json(read_capped(response.iter_raw(), 64 * 1024)))
+            lines = read_lines(_capped(response.iter_raw(), MAX_STREAM_BYTES), MAX_STREAM_BYTES)
+            try:
+                for event, data in read_events(lines):
+                    if event == "token" and on_token is not None:
+                        on_token(str(data.get("text", "")))
+                    elif event == "answer":
+                        return Answer.from_json(data)
+                    elif event == "error":
+                        cls = error_class(str(data.get("error"))) or StoreError
+                        raise cls(f"{self.owner.describe()}: {data.get('detail')}")
+            except ValueError as exc:  # a malformed event
+                raise StoreError(
+                    f"{self.owner.describe()}: a malformed answer stream: {exc}"
+                ) from exc
+            if deadline.expired:  # the stream was shut at the deadline
+                raise httpx.ReadError("shut at the deadline")
+            return None
+
+        return read
 
     def links(self, query: LinksQuery) -> LinksReport:
         """What a file on this machine links to (`on_disk`) is read here: the owner reads

@@ -294,9 +294,6 @@ class LocalIndex:
             created=began,
             started=began,
             finished=time.time(),
-            phase="",
-            done=0,
-            total=0,
             summaries=tuple(s.as_json() for s in summaries),
         )
         self._jobs[job.id] = job

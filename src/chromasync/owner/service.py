@@ -1,12 +1,9 @@
 """The owner runtime: what a long-running surface holds while it owns a data dir.
 
-`Service` is the API-level object behind `chromasync serve`, `watch` and `mcp`: it takes the
-data dir's lock for the life of the process (`lock.StoreLock(owner=True)`), advertises the
-process in `owner.json` (see `owner`), keeps one embedder (so the model loads once; its
-query vectors in a bounded LRU, `embed.querycache`, so a repeated query is not embedded
-again), and runs every write (ingests, source removals) on one background worker
-(`jobs.JobRunner`), one at a time. The surfaces stay thin: they parse input, call
-`Service` or `api`, and render.
+`Service` is the `Index` behind `chromasync serve`, `watch`, `mcp` and `nats`: it holds the
+data dir's lock for the life of the process and advertises it in `owner.json`
+(`owner.locate`), keeps one embedder (query vectors in a bounded LRU, `embed.querycache`)
+and warm sessions, and runs every write on one background worker (`jobs.JobRunner`).
 
     with Service(settings, role="serve", url="http://127.0.0.1:8765") as service:
         job = service.reindex(["notes"])
@@ -23,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..answer.records import Answer
 from ..answer.summaries import SummariesReport
 from ..config.file import load_config_file
 from ..config.settings import Settings
@@ -169,23 +165,9 @@ class Service(LocalIndex):
     def _retrieve(self, request: api.SearchRequest) -> api.SearchResult:
         return api.retrieve(request, self.settings, sessions=self.sessions)
 
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
-        """A parsed request (the warm sessions of this service)."""
-        return self._retrieve(request)
-
     def summaries(self, query: SummariesQuery) -> SummariesReport:
         with self._summaries_lock:  # one writer of the summaries cache at a time
             return LocalIndex.summaries(self, query)
-
-    def answer(
-        self,
-        question: str,
-        result: api.SearchResult,
-        on_token: Callable[[str], None] | None = None,
-        fallback: bool | None = None,
-    ) -> Answer:
-        """Answer `question` from a search result with this service's answer settings."""
-        return api.answer(question, result, self.settings, on_token=on_token, fallback=fallback)
 
     def status(self) -> IndexStatus:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""

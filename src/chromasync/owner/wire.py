@@ -1,16 +1,12 @@
 """Records on the owner's wire: any frozen dataclass as JSON, and back, by its type hints.
 
-The index seam (`owner.index.Index`) takes and returns records; between a process and the
-data dir's owner they travel as JSON (`POST /index/{operation}`). `to_wire` writes a record
-field by field (tuples and lists as lists, nested records as objects, a `Path` as its
-text); `from_wire` reads it back by the record's annotations, so that what the owner's
-client returns equals what the same call returns in process (tested for every operation).
-Pure; the types it knows: str, int, float, bool, None, `Path`, `Any`, unions, `Literal`,
-`tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`/`Mapping`, and dataclasses.
-
-An operation's call is written by its declaration in the seam (`call_to_wire`, read back by
-`call_from_wire`): an operation that takes one record sends that record; any other, an
-object of its parameters by name. The hooks (`HOOKS`: callbacks) stay in the caller.
+`to_wire` writes a record field by field (tuples as lists, nested records as objects, a
+`Path` as its text); `from_wire` reads it back by the record's annotations, so what the
+owner's client returns equals what the same call returns in process. A call is written by
+the operation's declaration (`call_to_wire`, read back by `call_from_wire`): one record, or
+an object of its parameters by name; the hooks (`HOOKS`) stay in the caller. Pure; the types
+it knows: str, int, float, bool, None, `Path`, `Any`, unions, `Literal`, tuples, lists,
+`dict[str, X]`/`Mapping`, and dataclasses. See docs/architecture.md, "One route per surface".
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
-"""Inbound connections within bounds: a deadline for a request's head, and a limit on the
-connections one client may hold while they wait for theirs (uvicorn's HTTP/1.1 protocol,
-h11, with both added).
-
-- **Header deadline**: a connection whose request line and headers, and its body, are not
-  complete `HEADER_TIMEOUT_S` after it opened (or after its previous response) is closed.
-  uvicorn alone closes only idle keep-alive connections, so a client that sends half a
-  header (or a whole head and half its body) and waits held its socket for ever.
-- **Per client**: one client address may hold at most `MAX_WAITING_PER_CLIENT` connections
-  waiting for their request head. Past that, its oldest waiting connections are closed as
-  soon as they have waited a second (at once, or a second later for a burst of new ones):
-  a client's new request is still served, and 300 slow connections from one client hold
-  32 descriptors after a second, not 300 for the whole deadline. Requests whose head has
-  arrived do not count: many concurrent requests from one client (600 searches at once)
-  are untouched. Unix-socket peers have no address and only the deadline applies to them.
-
-- **Request bodies** (`BodyLimit`, on the REST app): at most `MAX_REQUEST_BODY` bytes,
-  counted while they are read: a larger `Content-Length`, or a body that grows past the
-  limit as it arrives, is a 413 before the app parses anything (FastAPI would read a body
-  whole into memory first).
+"""Inbound connections within bounds (docs/reliability.md, "Inbound connections"): a
+deadline for a request's head and body (`HEADER_TIMEOUT_S`), a limit on the connections one
+client address may hold while they wait for theirs (`MAX_WAITING_PER_CLIENT`; Unix-socket
+peers have no address: only the deadline applies), both added to uvicorn's h11 protocol;
+and a cap on request bodies, counted while they are read (`BodyLimit`: 413).
 
 `server_config(app, ...)` is the uvicorn `Config` every chromasync server uses.
 """

@@ -90,7 +90,9 @@ def answer_stream(service: Service, args: api.SearchArgs, fallback: bool | None)
     result = service.search(args)
 
     def work(on_token: Any) -> Any:
-        return service.answer(args.query, result, on_token, fallback)
+        return api.answer(
+            args.query, result, service.settings, on_token=on_token, fallback=fallback
+        )
 
     return AnswerStream(work, {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
