@@ -88,11 +88,8 @@ def reindex(service: Svc, body: ReindexBody) -> JSONResponse:
     """Queue a delta ingest of one source, several, or all (`{}`); returns the job to
     poll. The body is a JSON object, even when empty."""
     labels = ([body.source] if body.source else []) + body.sources
-    options = api.default_options(
-        service.settings, checksum=body.checksum, allow_mass_delete=body.allow_mass_delete
-    )
-    job = service.queue_reindex(labels, options)
-    return JSONResponse(job, 202, headers={"Location": f"/jobs/{job['id']}"})
+    job = service.reindex(labels, checksum=body.checksum, allow_mass_delete=body.allow_mass_delete)
+    return JSONResponse(job.as_json(), 202, headers={"Location": f"/jobs/{job.id}"})
 
 
 def jobs(service: Svc) -> list[dict[str, Any]]:
