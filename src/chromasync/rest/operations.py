@@ -62,7 +62,8 @@ def run_operation(service: Service, operation: str, body: Any) -> Any:
         raise ConfigError(f"{operation}: the body is no call of it: {exc}") from exc
     _check(arguments)
     if operation == "wait":
-        arguments["timeout"] = min(arguments.get("timeout") or MAX_WAIT_S, MAX_WAIT_S)
+        asked = arguments.get("timeout")
+        arguments["timeout"] = MAX_WAIT_S if asked is None else max(0.0, min(asked, MAX_WAIT_S))
     if operation == "ask":
         return answer_stream(service, arguments["args"], arguments.get("fallback"))
     return to_wire(getattr(service, operation)(**arguments))
