@@ -3,6 +3,7 @@ plain output left alone, REST hits' `open_url` (what the search page links to)."
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Iterator
@@ -107,7 +108,8 @@ def test_print_result_links_only_given_hits(env: dict[str, str], corpus: Path) -
     links = api_links(settings, result)
     assert sorted(link is not None for link in links) == [True, True]
     out = io.StringIO()
-    _print_result(result, links=[links[0], None], console=Console(file=out, force_terminal=True))
+    linked = dataclasses.replace(result, links=(links[0], None))
+    _print_result(linked, console=Console(file=out, force_terminal=True))
     text = out.getvalue()
     assert text.count(OSC8 + "id=") == 1 and str(links[0]) in text
 
@@ -150,3 +152,19 @@ def test_rest_hits_carry_open_url(client: TestClient, corpus: Path) -> None:
     assert first["path"] == "c#/grinder ü.md"
     assert first["open_url"] == expected_url(corpus, first["start_line"])
     assert all(h["open_url"].startswith("vscode://file/") for h in body["hits"])
+
+
+def test_links_are_made_where_the_search_runs(client: TestClient, env: dict[str, str]) -> None:
+    """The owner's search result carries its hits' links: its client reads them back as
+    they are (it makes none itself), and they are the ones a search in process makes."""
+    from chromasync.owner.client import OwnerClient
+    from chromasync.owner.index import LocalIndex
+
+    service = client.app.state.service
+    args = api.SearchArgs.of("grinder hums", mode="keyword")
+    through = OwnerClient(service.info, http=client, settings=service.settings).search(args)
+    here = LocalIndex(service.settings).search(args)
+    assert through.links is not None and through.links == here.links
+    assert through.links[0] is not None and through.links[0].startswith("vscode://file/")
+    plain = LocalIndex(resolve_settings({}, env)).search(args)
+    assert plain.links is None and "open_url" not in plain.as_json()["hits"][0]

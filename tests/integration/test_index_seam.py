@@ -23,7 +23,7 @@ from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
 from chromasync.errors import LockError, NotFound
 from chromasync.owner.client import OwnerClient
-from chromasync.owner.index import Index, LocalIndex
+from chromasync.owner.index import OPERATIONS, Index, LocalIndex
 from chromasync.owner.locate import read_owner
 from chromasync.owner.queries import (
     CompareQuery,
@@ -140,6 +140,8 @@ def test_every_operation_gives_the_same_record_through_the_owner(
         TestClient(create_app(service), base_url="http://127.0.0.1") as http,
     ):
         assert service.info is not None
+        sent: list[str] = []  # every operation crosses as its call on /index/{operation}
+        http.event_hooks["request"].append(lambda request: sent.append(request.url.path))
         client: Index = OwnerClient(service.info, http=http, settings=settings)
         there = {name: call(client) for name, call in calls.items()}
         for name in calls:
@@ -147,6 +149,9 @@ def test_every_operation_gives_the_same_record_through_the_owner(
         job = client.wait(client.reindex(["notes"]).id, timeout=60)
         assert job.status == "done" and job.ingest_summaries()[0].files_unchanged == 3
         assert client.status().owner is not None
+        with pytest.raises(NotFound, match="nothing"):
+            client.remove_source(RemoveRequest("nothing"))
+    assert {p.removeprefix("/index/") for p in sent} == OPERATIONS - {"ingest", "share"}, sent
     ran = local.reindex(["notes"])  # in process: done when it returns
     assert ran.status == "done" and local.wait(ran.id) == ran
     assert ran.ingest_summaries()[0].files_unchanged == 3
@@ -181,6 +186,18 @@ def test_the_owner_reads_no_path_it_is_given(owned: OwnerClient, tmp_path: Path)
         assert response.status_code == 400, (operation, response.text)
     assert owned._http.post("/index/nothing", json={}).status_code == 404
     assert owned._http.post("/index/similar", json={"path": 3}).status_code == 400
+    for operation, body in (  # the operations that take plain values, bounded too
+        ("get", {"spec": 3}),
+        ("get", {}),
+        ("get", {"spec": "a.md", "nope": 1}),
+        ("get", {"spec": "x" * 10_000}),
+        ("multi_get", {"pattern": "*", "max_bytes": "all"}),
+        ("reindex", {"labels": ["x"] * 1001}),
+        ("ingest", {}),
+    ):
+        response = owned._http.post(f"/index/{operation}", json=body)
+        assert response.status_code in (400, 404), (operation, body, response.text[:200])
+    assert owned._http.post("/index/wait", json={"job_id": "job-9"}).status_code == 404
 
 
 def test_a_search_record_on_the_wire_is_bounded_as_any_surface_bounds_it(
@@ -339,3 +356,26 @@ def test_sources_remove_and_verify_go_through_a_running_owner(
     assert api.status(settings) == []  # the owner removed it from the store and the state
     with pytest.raises(NotFound, match="no source labelled 'notes'"):  # gone, in process too
         LocalIndex(settings).remove_source(RemoveRequest("notes"))
+
+
+def test_a_wait_through_the_owner_ends_at_its_timeout(indexed: tuple[Settings, Path]) -> None:
+    """`wait` asks the owner a few seconds at a time: a job still running is returned as it
+    stands once the caller's timeout has passed (0: at once), and done once it is done."""
+    import threading
+
+    settings, _ = indexed
+    release = threading.Event()
+    with (
+        Service(settings, "serve", embedder=HashEmbedder()) as service,
+        TestClient(create_app(service), base_url="http://127.0.0.1") as http,
+    ):
+        assert service.info is not None and service.jobs is not None
+        job = service.jobs.submit(["x"], lambda progress: [{"ran": release.wait(30)}])
+        client = OwnerClient(service.info, http=http, settings=settings)
+        for timeout in (0.0, 0.5):
+            began = time.monotonic()
+            assert client.wait(job.id, timeout=timeout).status in ("queued", "running")
+            assert time.monotonic() - began < timeout + 5
+        release.set()
+        done = client.wait(job.id, timeout=30)
+        assert done.status == "done" and done.summaries == ({"ran": True},)

@@ -1,7 +1,7 @@
 """The retrieval commands of the CLI: `search`, `similar` and `eval` (parse, call, render).
 
-Importing this module registers the commands on `cli.main`.
-Results go to stdout (`--json` for machines); progress and warnings to stderr.
+`cli.main` registers them. Results go to stdout (`--json` for machines); progress and
+warnings to stderr.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from ..config.resolve import CONFIG_ENV, CONFIG_FILE_NAME
 from ..owner.index import open_index
 from ..owner.queries import CompareQuery, EvalRequest
 from ..records import Hit
-from ..retrieve.editor import open_urls
 from ..retrieve.quick import record_search, recordable
 from ..retrieve.request import check_query
 from ..retrieve.results import (
@@ -127,28 +126,16 @@ def search(
         fmt = "files0" if null else "files"
     else:
         fmt = "plain" if not sys.stdout.isatty() and not explain else "rich"
-    links = open_urls(settings, result.hits) if settings.editor_uri else None
-    render_search(result, fmt, explain=explain, links=links)
+    render_search(result, fmt, explain=explain)
 
 
-def render_search(
-    result: api.SearchResult,
-    fmt: str,
-    *,
-    explain: bool = False,
-    links: Sequence[str | None] | None = None,
-) -> None:
+def render_search(result: api.SearchResult, fmt: str, *, explain: bool = False) -> None:
     """Write a search's output to stdout as `search` prints it (`fmt`: json, files, files0,
-    plain, rich). `links`: each hit's editor link (`editor_uri` set), an `open_url` in JSON
-    and an OSC-8 hyperlink in a terminal."""
+    plain, rich). Each hit's editor link (`result.links`) is its `open_url` in JSON and an
+    OSC-8 hyperlink in a terminal."""
     write = sys.stdout.write
     if fmt == "json":
-        data = result.as_json()
-        if links is not None:
-            data["hits"] = [
-                {**h.as_json(), "open_url": u} for h, u in zip(result.hits, links, strict=True)
-            ]
-        write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write(json.dumps(result.as_json(), indent=2, ensure_ascii=False) + "\n")
     elif fmt in ("files", "files0"):
         paths = dict.fromkeys(h.path for h in result.hits)
         raw = fmt == "files0"
@@ -156,7 +143,7 @@ def render_search(
     elif fmt == "plain" and not result.groups:
         write(plain_lines(result))  # what the keyword fast path prints too
     else:
-        _print_result(result, explain, links or ())
+        _print_result(result, explain)
     sys.stdout.flush()
 
 
@@ -200,13 +187,12 @@ def _record_keyword_search(
 def _print_result(
     result: api.SearchResult,
     explain: bool = False,
-    links: Sequence[str | None] = (),
     console: Console | None = None,
 ) -> None:
     """The hits for a terminal; a hit with a link (`editor_uri`) has its citation made an
     OSC-8 hyperlink (rich writes it only where the console is a terminal)."""
     console = console or out_console()
-    link_of = dict(enumerate(links))
+    link_of = dict(enumerate(result.links or ()))
     if not result.hits:
         console.print("no hits")
         return

@@ -51,7 +51,7 @@ class HTTPGuard:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.responses import JSONResponse
 
-        from ..rest import authorized
+        from ..rest.guard import refused_token
 
         if scope["type"] == "http":
             headers = scope["headers"]
@@ -66,16 +66,8 @@ class HTTPGuard:
                 body = {"error": "Refused", "detail": "cross-origin request refused"}
                 await JSONResponse(body, status_code=403)(scope, receive, send)
                 return
-            if self.token:
-                values = [v.decode("latin-1") for k, v in headers if k == b"authorization"]
-                if not authorized(values[0] if len(values) == 1 else None, self.token):
-                    response = JSONResponse(
-                        {"detail": "unauthorized"},
-                        status_code=401,
-                        headers={"WWW-Authenticate": "Bearer"},
-                    )
-                    await response(scope, receive, send)
-                    return
+            if self.token and await refused_token(scope, receive, send, self.token):
+                return
         await self.app(scope, receive, send)
 
 

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field
 
 from .. import __version__, api
-from ..config.labels import LABEL_MAX, label_problem
+from ..config.labels import LABEL_MAX
 from ..errors import ChromasyncError
 from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
-from ..records import Hit
-from ..rest.bodies import option_default, option_type
-from ..rest.render import sources_json
+from ..rest.bodies import option_default, option_type, valid_label
+from ..rest.render import hit_json, sources_json
 from ..retrieve.options import MAX_QUESTION_CHARS, OPTIONS
 from ..retrieve.request import check_query
 from .backend import Backend
@@ -28,22 +27,9 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 
-def _valid_label(value: str) -> str:
-    problem = label_problem(value)
-    if problem is not None:
-        raise ValueError(f"source label {problem}")
-    return value
-
-
 #: A source label, by the config file's rule (`config.labels.label_problem`).
-Label = Annotated[str, Field(max_length=LABEL_MAX), AfterValidator(_valid_label)]
+Label = Annotated[str, Field(max_length=LABEL_MAX), AfterValidator(valid_label)]
 RUN_TIMEOUT = 3600.0
-
-
-def _hit(hit: Hit) -> dict[str, Any]:
-    data = hit.as_json()
-    data["citation"] = hit.citation
-    return data
 
 
 def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
@@ -83,9 +69,20 @@ def _search_args(query: str, arguments: dict[str, Any]) -> api.SearchArgs:
     return api.SearchArgs.of(query, spelling="json", **arguments)
 
 
-def build_server(backend: Backend) -> MCPServer:
-    from mcp.server.mcpserver import MCPServer
+@contextlib.contextmanager
+def tool_errors() -> Iterator[None]:
+    """A chromasync error as the tool's error (`errors.error_text`)."""
     from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except ChromasyncError as exc:
+        raise ToolError(error_text(exc)) from exc
+
+
+def build_server(backend: Backend) -> MCPServer:
+    """The MCP server of chromasync's tools, each over `backend`'s index."""
+    from mcp.server.mcpserver import MCPServer
 
     server = MCPServer(
         "chromasync",
@@ -96,14 +93,13 @@ def build_server(backend: Backend) -> MCPServer:
             "its source, path and line range; use get_document to read a whole file."
         ),
     )
+    _add_search_tools(server, backend)
+    _add_reading_tools(server, backend)
+    _add_index_tools(server, backend)
+    return server
 
-    @contextlib.contextmanager
-    def tool_errors() -> Iterator[None]:
-        try:
-            yield
-        except ChromasyncError as exc:
-            raise ToolError(error_text(exc)) from exc
 
+def _add_search_tools(server: MCPServer, backend: Backend) -> None:
     def search(**arguments: Any) -> dict[str, Any]:
         """Search the index (the CLI's filters); each hit cites source, path, heading and
         start-end lines."""
@@ -111,7 +107,7 @@ def build_server(backend: Backend) -> MCPServer:
             query = check_query(arguments.pop("query"), "json")
             result = index.search(_search_args(query, arguments))
             data = result.as_json()
-            data["hits"] = [_hit(h) for h in result.hits]
+            data["hits"] = [hit_json(h) for h in result.hits]
             return data
 
     def ask(**arguments: Any) -> dict[str, Any]:
@@ -127,6 +123,8 @@ def build_server(backend: Backend) -> MCPServer:
     server.tool()(search)
     server.tool()(ask)
 
+
+def _add_reading_tools(server: MCPServer, backend: Backend) -> None:
     @server.tool()
     def list_sources() -> dict[str, Any]:
         """The indexed sources: label, root folder, files, chunks, model and last run."""
@@ -141,7 +139,7 @@ def build_server(backend: Backend) -> MCPServer:
         """A file's indexed chunks, in line order (path relative to its source root)."""
         with tool_errors(), backend.access() as index:
             chunks = index.get_document(path, source)
-            return {"path": chunks[0].path, "chunks": [_hit(h) for h in chunks]}
+            return {"path": chunks[0].path, "chunks": [hit_json(h) for h in chunks]}
 
     @server.tool()
     def get(
@@ -187,6 +185,10 @@ def build_server(backend: Backend) -> MCPServer:
             query = LinksQuery(target or None, from_path=from_path or None, source=source or None)
             return index.links(query).as_json()
 
+
+def _add_index_tools(server: MCPServer, backend: Backend) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
     @server.tool()
     def suggest(
         path: Annotated[
@@ -231,5 +233,3 @@ def build_server(backend: Backend) -> MCPServer:
                 "status": job.status,
                 "summaries": [dict(s) for s in job.summaries],
             }
-
-    return server

@@ -1,17 +1,11 @@
-"""Talk to the process that owns a data dir, over its Unix socket (see `owner`).
+"""Talk to the process that owns a data dir, over its Unix socket (see `owner.locate`).
 
-When `chromasync serve`, `watch` or `mcp` owns a data dir, other processes must not open its
-embedded store; the CLI's `search` and `ingest` and a second `chromasync mcp` go through the
-owner instead, with this client. It speaks the REST API (sending `CHROMASYNC_API_TOKEN` when
-set) and maps the service's error responses back to chromasync's exceptions.
-
-Every call has a total deadline (`retry.Deadline`: connecting, waiting and reading the
-answer together; a new connection each call, so the deadline always knows it) and its
-answer a size cap, read in pieces: `CALL_S` for most, `SLOW_CALL_S` for `evaluate` and
-`summaries` (they may run a model for every query or group), and for `ask` its stream
-`CALL_S` plus the chat model's own deadline (`llm_timeout`), at most `MAX_STREAM_BYTES`. An
-owner that accepts and holds the connection (a hung daemon, not a frozen one) or drips its
-answer is cut off at the deadline with a `StoreError` that says so.
+Each operation of the index seam crosses as its call on `POST /index/{operation}`
+(`owner.wire`; `CHROMASYNC_API_TOKEN` sent when set); the answer is read back as the
+operation's result record, an error response as chromasync's exception. Every call has a
+total deadline and its answer a size cap (`CALL_S`, `SLOW_CALL_S`, `MAX_ANSWER_BYTES`;
+docs/reliability.md, "Outbound calls"): an owner that holds a call or drips its answer is
+cut off with a `StoreError` that says so.
 """
 
 from __future__ import annotations
@@ -19,48 +13,34 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import httpx
 
 from ..answer.bounded import read_lines
 from ..answer.records import Answer
-from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..errors import ConfigError, SourceError, StoreError, error_class
-from ..records import Hit, IngestSummary
-from ..retrieve.access import DEFAULT_MAX_BYTES, FileLines
+from ..records import IngestSummary
 from ..retrieve.links import LinksReport
 from ..retrieve.request import SearchArgs
 from ..retrieve.results import SearchResult
-from ..retrieve.tasks import EvalReport, SimilarResult, SuggestResult
+from ..retrieve.tasks import SimilarResult, SuggestResult
 from ..retry import Deadline, read_capped
-from ..state.snapshots import Recorder
-from ..sync.peers import ShareReport
-from ..sync.registry import RemovedSource, SourceInfo
+from ..sync.registry import RemovedSource
 from ..sync.verify import SourceCheck
+from .index import OPERATIONS
+from .index import Index as Seam
 from .locate import OwnerInfo
-from .queries import (
-    MAX_COMPARE_BYTES,
-    CompareQuery,
-    EvalRequest,
-    FileSet,
-    IndexStatus,
-    IngestRequest,
-    JobState,
-    LinksQuery,
-    RemoveRequest,
-    ShareRequest,
-    SummariesQuery,
-    VerifyRequest,
-)
+from .queries import MAX_COMPARE_BYTES, CompareQuery, IngestRequest, JobState, LinksQuery
 from .routes import check_owner_serves, ingest_through_owner
-from .wire import from_wire, to_wire
+from .wire import call_to_wire, from_wire, signature
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from ..sync.peers import ShareReport
+    from .queries import RemoveRequest, ShareRequest, VerifyRequest
 
 #: Seconds to connect to the owner's socket (a running owner accepts at once).
 CONNECT_S = 2.0
@@ -71,6 +51,10 @@ SLOW_CALL_S = 600.0
 #: The most bytes of one answer (as `dial.MAX_REPLY`), and of an `/ask/stream` stream.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 MAX_STREAM_BYTES = 64 * 1024 * 1024
+#: The operations that may run a model per query or group (`SLOW_CALL_S`).
+SLOW_OPERATIONS = frozenset({"evaluate", "summaries"})
+#: The longest one `wait` call asks the owner to wait (well within `CALL_S`).
+WAIT_S = 10.0
 
 
 def read_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -141,41 +125,45 @@ class OwnerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, deadline_s: float | None = None, **kwargs: Any) -> Any:
-        """One call within its deadline (`deadline_s`, else `self.deadline_s`), its answer
-        read in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error raised."""
-        seconds = self.deadline_s if deadline_s is None else deadline_s
+    def _post(
+        self, operation: str, body: Any, seconds: float, read: Callable[[Any, Deadline], Any]
+    ) -> Any:
+        """One call on `POST /index/{operation}` within `seconds`, over a new connection:
+        what `read(response, deadline)` makes of its answer, or its error raised."""
         with Deadline(seconds) as deadline:
             try:
-                response = self._send(method, path, deadline, **kwargs)
+                # (connect, read, write, pool) as a plain tuple: any httpx-like client takes
+                # it (a test's may be another package's, e.g. starlette's TestClient on httpx2)
+                timeout = (min(CONNECT_S, seconds), seconds, seconds, seconds)
+                request = self._http.build_request(
+                    "POST",
+                    f"/index/{operation}",
+                    json=body,
+                    timeout=timeout,
+                    extensions=deadline.extensions,
+                )
+                response = self._http.send(request, stream=True)
+                deadline.watch(response)
                 try:
-                    data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
+                    return read(response, deadline)
                 finally:
                     response.close()
-                if deadline.expired:  # an answer read until its connection was shut
-                    raise httpx.ReadError("shut at the deadline")
             except httpx.HTTPError as exc:
                 self._fail(exc, deadline)
+
+    def _whole(self, response: httpx.Response, deadline: Deadline) -> Any:
+        """An answer read whole, in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error
+        raised."""
+        data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
+        if deadline.expired:  # an answer read until its connection was shut
+            raise httpx.ReadError("shut at the deadline")
         if data is None:
             raise StoreError(
-                f"{self.owner.describe()}: its answer to {method} {path} is over "
-                f"{MAX_ANSWER_BYTES} bytes"
+                f"{self.owner.describe()}: its answer is over {MAX_ANSWER_BYTES} bytes"
             )
         body = _json(data)
         self._raise_for(response, body)
-        return body if isinstance(body, dict | list) else {}
-
-    def _send(self, method: str, path: str, deadline: Deadline, **kwargs: Any) -> httpx.Response:
-        # (connect, read, write, pool) as a plain tuple: any httpx-like client takes it
-        # (a test's client may be another package's, e.g. starlette's TestClient on httpx2)
-        seconds = deadline.seconds
-        timeout = (min(CONNECT_S, seconds), seconds, seconds, seconds)
-        request = self._http.build_request(
-            method, path, timeout=timeout, extensions=deadline.extensions, **kwargs
-        )
-        response = self._http.send(request, stream=True)
-        deadline.watch(response)
-        return response
+        return body
 
     def _fail(self, exc: httpx.HTTPError, deadline: Deadline) -> NoReturn:
         where = f"{self.owner.describe()}, which owns this data dir, at {self.owner.socket}"
@@ -201,13 +189,28 @@ class OwnerClient:
             cls = SourceError if response.status_code < 500 else StoreError
         raise cls(f"{self.owner.describe()}: {detail or response.reason_phrase}")
 
+    def call(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        """An operation of the index seam (`owner.index.Index`) through the owner: its call
+        on `POST /index/{operation}` as JSON, its result record read back (`owner.wire`)."""
+        declared = getattr(Seam, operation)
+        body = call_to_wire(declared, *args, **kwargs)
+        seconds = SLOW_CALL_S if operation in SLOW_OPERATIONS else self.deadline_s
+        data = self._post(operation, body, seconds, self._whole)
+        return from_wire(signature(declared)[1], data)
+
+    def __getattr__(self, operation: str) -> Callable[..., Any]:
+        """The seam's other operations, as they are declared: each one `call`."""
+        if operation not in OPERATIONS:
+            raise AttributeError(operation)
+        return lambda *args, **kwargs: self.call(operation, *args, **kwargs)
+
     def search(self, args: SearchArgs) -> SearchResult:
-        """Run a search through the owner: the request record on `POST /index/search`,
-        parsed once, there; the result record read back (`owner.wire`)."""
-        return self._operation("search", SearchResult, self._dated(args))
+        """The request record, parsed once, in the owner; no date fields means this
+        caller's (as in process)."""
+        found: SearchResult = self.call("search", self._dated(args))
+        return found
 
     def _dated(self, args: SearchArgs) -> SearchArgs:
-        """The request; no date fields means this caller's (as in process)."""
         if not args.date_fields and self.date_fields:
             args = dataclasses.replace(args, date_fields=self.date_fields)
         return args
@@ -219,79 +222,41 @@ class OwnerClient:
         fallback: bool | None = None,
         on_token: Callable[[str], None] | None = None,
     ) -> Answer:
-        """Answer `args.query` through the owner's `/ask/stream` (its answer settings):
-        each `token` event goes to `on_token`; returns the final answer."""
-        body = to_wire(self._dated(args))
-        body["question"] = body.pop("query")
-        if fallback is not None:
-            body["fallback"] = "extractive" if fallback else "none"
-        with Deadline(self.ask_deadline_s) as deadline:
-            try:
-                response = self._send("POST", "/ask/stream", deadline, json=body)
-                try:
-                    found = self._answer(response, on_token)
-                finally:
-                    response.close()
-                if found is None and deadline.expired:  # the stream was shut at the deadline
-                    raise httpx.ReadError("shut at the deadline")
-            except httpx.HTTPError as exc:
-                self._fail(exc, deadline)
+        """Answer `args.query` with the owner's answer settings: `POST /index/ask` answers
+        with server-sent events; each `token` goes to `on_token`; returns the answer."""
+        body = call_to_wire(Seam.ask, self._dated(args), fallback=fallback)
+        found = self._post("ask", body, self.ask_deadline_s, self._answer(on_token))
         if found is None:
             raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
+        assert isinstance(found, Answer)
         return found
 
-    def _answer(
-        self, response: httpx.Response, on_token: Callable[[str], None] | None
-    ) -> Answer | None:
-        """The answer of an `/ask/stream` stream, read within `MAX_STREAM_BYTES`; None
-        when it ended without one."""
-        if response.status_code != 200:
-            self._raise_for(response, _json(read_capped(response.iter_raw(), 64 * 1024)))
-        lines = read_lines(_capped(response.iter_raw(), MAX_STREAM_BYTES), MAX_STREAM_BYTES)
-        try:
-            for event, data in read_events(lines):
-                if event == "token" and on_token is not None:
-                    on_token(str(data.get("text", "")))
-                elif event == "answer":
-                    return Answer.from_json(data)
-                elif event == "error":
-                    cls = error_class(str(data.get("error"))) or StoreError
-                    raise cls(f"{self.owner.describe()}: {data.get('detail')}")
-        except ValueError as exc:  # a malformed event
-            raise StoreError(f"{self.owner.describe()}: a malformed answer stream: {exc}") from exc
-        return None
+    def _answer(self, on_token: Callable[[str], None] | None) -> Callable[..., Answer | None]:
+        """A reader of an answer stream, within `MAX_STREAM_BYTES`: each `token` to
+        `on_token`; the answer, or None when the stream ended without one."""
 
-    def _operation(
-        self, operation: str, kind: type[T], query: object = None, deadline_s: float | None = None
-    ) -> T:
-        """An operation of the index seam through `POST /index/{operation}`: the query
-        record as JSON, the owner's result record read back (`owner.wire`)."""
-        body = {} if query is None else to_wire(query)
-        return from_wire(kind, self._call("POST", f"/index/{operation}", deadline_s, json=body))
+        def read(response: httpx.Response, deadline: Deadline) -> Answer | None:
+            if response.status_code != 200:
+                self._raise_for(response, _json(read_capped(response.iter_raw(), 64 * 1024)))
+            lines = read_lines(_capped(response.iter_raw(), MAX_STREAM_BYTES), MAX_STREAM_BYTES)
+            try:
+                for event, data in read_events(lines):
+                    if event == "token" and on_token is not None:
+                        on_token(str(data.get("text", "")))
+                    elif event == "answer":
+                        return Answer.from_json(data)
+                    elif event == "error":
+                        cls = error_class(str(data.get("error"))) or StoreError
+                        raise cls(f"{self.owner.describe()}: {data.get('detail')}")
+            except ValueError as exc:  # a malformed event
+                raise StoreError(
+                    f"{self.owner.describe()}: a malformed answer stream: {exc}"
+                ) from exc
+            if deadline.expired:  # the stream was shut at the deadline
+                raise httpx.ReadError("shut at the deadline")
+            return None
 
-    def status(self) -> IndexStatus:
-        return self._operation("status", IndexStatus)
-
-    def sources(self) -> list[SourceInfo]:
-        found: list[SourceInfo] = self._operation("sources", list[SourceInfo])
-        return found
-
-    def get_document(self, path: str, source: str | None = None) -> list[Hit]:
-        params = {"path": path} | ({"source": source} if source else {})
-        body = self._call("GET", "/documents", params=params)
-        return [Hit.from_json(h) for h in body["chunks"]]
-
-    def get(self, spec: str, source: str | None = None) -> FileLines:
-        params = {"path": spec} | ({"source": source} if source else {})
-        body: dict[str, Any] = self._call("GET", "/get", params=params)
-        return from_wire(FileLines, body["files"][0])
-
-    def multi_get(
-        self, pattern: str, max_bytes: int = DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> FileSet:
-        params: dict[str, Any] = {"glob": pattern, "max_bytes": max_bytes}
-        params |= {"source": source} if source else {}
-        return from_wire(FileSet, self._call("GET", "/get", params=params))
+        return read
 
     def links(self, query: LinksQuery) -> LinksReport:
         """What a file on this machine links to (`on_disk`) is read here: the owner reads
@@ -301,13 +266,16 @@ class OwnerClient:
             if located is not None:
                 source, rel = located
                 query = dataclasses.replace(query, from_path=rel, source=source)
-        return self._operation("links", LinksReport, dataclasses.replace(query, on_disk=False))
+        found: LinksReport = self.call("links", dataclasses.replace(query, on_disk=False))
+        return found
 
     def similar(self, query: CompareQuery) -> SimilarResult:
-        return self._operation("similar", SimilarResult, self._comparable(query))
+        found: SimilarResult = self.call("similar", self._comparable(query))
+        return found
 
     def suggest(self, query: CompareQuery) -> SuggestResult:
-        return self._operation("suggest", SuggestResult, self._comparable(query))
+        found: SuggestResult = self.call("suggest", self._comparable(query))
+        return found
 
     def _comparable(self, query: CompareQuery) -> CompareQuery:
         """A file on this machine as the owner may compare it: an indexed file by its
@@ -338,26 +306,16 @@ class OwnerClient:
 
         return indexed_as(file, self.settings)
 
-    def summaries(self, query: SummariesQuery) -> SummariesReport:
-        return self._operation("summaries", SummariesReport, query, SLOW_CALL_S)
-
-    def evaluate(
-        self, request: EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
-    ) -> EvalReport:
-        """Through the owner (no progress reported meanwhile)."""
-        return self._operation("evaluate", EvalReport, request, SLOW_CALL_S)
-
     def remove_source(self, request: RemoveRequest) -> RemovedSource:
-        """The owner's `DELETE /sources/{label}` (it waits for its running job itself)."""
+        """Through the owner (it waits for its running job itself)."""
         check_owner_serves(request, self.owner.describe())
-        params = {"keep_declaration": "true" if request.keep_declaration else "false"}
-        path = "/sources/" + quote(request.label, safe="")
-        return from_wire(RemovedSource, self._call("DELETE", path, params=params))
+        found: RemovedSource = self.call("remove_source", request)
+        return found
 
     def verify(self, request: VerifyRequest) -> list[SourceCheck]:
         """The owner's report (`repair`: refused here, `owner.routes`)."""
         check_owner_serves(request, self.owner.describe())
-        checks: list[SourceCheck] = self._operation("verify", list[SourceCheck], request)
+        checks: list[SourceCheck] = self.call("verify", request)
         return checks
 
     def share(self, request: ShareRequest) -> ShareReport:
@@ -365,45 +323,24 @@ class OwnerClient:
         check_owner_serves(request, self.owner.describe())
         raise AssertionError("unreachable: `owner.routes` refuses share")
 
-    def reindex(
-        self,
-        labels: Sequence[str] = (),
-        *,
-        checksum: bool = False,
-        allow_mass_delete: bool = False,
-    ) -> JobState:
-        options = {"checksum": checksum, "allow_mass_delete": allow_mass_delete}
-        job = self._call("POST", "/reindex", json={"sources": list(labels), **options})
-        return JobState.of(job)
-
     def ingest(
-        self,
-        request: IngestRequest,
-        *,
-        progress: Callable[[str, int, int], None] | None = None,
-        recorder: Recorder | None = None,
-        confirm: Callable[[Sequence[str]], None] | None = None,
-        notice: Callable[[str], None] | None = None,
+        self, request: IngestRequest, *, notice: Callable[[str], None] | None = None, **hooks: Any
     ) -> list[IngestSummary]:
         """The owner's reindex of the same known sources, when the request asks nothing
-        else (`owner.routes`); else `LockError` naming what it asked. The hooks of an
+        else (`owner.routes`); else `LockError` naming what it asked. The other hooks of an
         in-process run are not called (the owner reports no progress meanwhile)."""
-        return ingest_through_owner(self, request, self.owner.describe(), self.settings, notice)
+        describe = self.owner.describe()
+        return ingest_through_owner(cast(Seam, self), request, describe, self.settings, notice)
 
-    def job(self, job_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/jobs/{job_id}")
-        return result
-
-    def wait(self, job_id: str, timeout: float | None = None, poll: float = 0.2) -> JobState:
-        """Poll a job until it has finished (or `timeout` passed)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def wait(self, job_id: str, timeout: float | None = None) -> JobState:
+        """A job once it has finished (or `timeout` passed): asked of the owner a
+        `WAIT_S` at a time, each call within its deadline."""
+        end = None if timeout is None else time.monotonic() + timeout
         while True:
-            job = JobState.of(self.job(job_id))
-            if job.status in ("done", "failed"):
+            left = WAIT_S if end is None else max(0.0, min(WAIT_S, end - time.monotonic()))
+            job: JobState = self.call("wait", job_id, left)
+            if job.status in ("done", "failed") or (end is not None and time.monotonic() >= end):
                 return job
-            if deadline is not None and time.monotonic() > deadline:
-                return job
-            time.sleep(poll)
 
 
 def _json(data: bytes | None) -> Any:

@@ -31,21 +31,9 @@ from ..sync.peers import ShareReport
 from ..sync.registry import RemovedSource, SourceInfo
 from ..sync.verify import SourceCheck
 from . import daemon as daemons
+from . import queries as q
 from .local import LocalIndex, OnLocalSearch
 from .locate import OwnerInfo, find_owner, service_token
-from .queries import (
-    CompareQuery,
-    EvalRequest,
-    FileSet,
-    IndexStatus,
-    IngestRequest,
-    JobState,
-    LinksQuery,
-    RemoveRequest,
-    ShareRequest,
-    SummariesQuery,
-    VerifyRequest,
-)
 
 if TYPE_CHECKING:
     from .client import OwnerClient
@@ -88,33 +76,33 @@ class Index(Protocol):
 
     def multi_get(
         self, pattern: str, max_bytes: int = api.DEFAULT_MAX_BYTES, source: str | None = None
-    ) -> FileSet:
+    ) -> q.FileSet:
         """The current text of every indexed file matching a glob."""
         ...
 
-    def links(self, query: LinksQuery) -> LinksReport:
+    def links(self, query: q.LinksQuery) -> LinksReport:
         """Reverse links to a target, or what one file links to."""
         ...
 
-    def similar(self, query: CompareQuery) -> SimilarResult:
+    def similar(self, query: q.CompareQuery) -> SimilarResult:
         """The indexed documents nearest to a file (indexed or not)."""
         ...
 
-    def suggest(self, query: CompareQuery) -> SuggestResult:
+    def suggest(self, query: q.CompareQuery) -> SuggestResult:
         """Triage: the groups nearest to a file, and its near-duplicates."""
         ...
 
-    def summaries(self, query: SummariesQuery) -> SummariesReport:
+    def summaries(self, query: q.SummariesQuery) -> SummariesReport:
         """One summary per group."""
         ...
 
     def evaluate(
-        self, request: EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
+        self, request: q.EvalRequest, *, progress: Callable[[str, int, int], None] | None = None
     ) -> EvalReport:
         """nDCG, recall and MRR per mode over judged queries (`progress`: in process)."""
         ...
 
-    def status(self) -> IndexStatus:
+    def status(self) -> q.IndexStatus:
         """Each source's figures, the state's health, the owner and its jobs."""
         ...
 
@@ -122,16 +110,16 @@ class Index(Protocol):
         """The sources as configured and as indexed."""
         ...
 
-    def remove_source(self, request: RemoveRequest) -> RemovedSource:
+    def remove_source(self, request: q.RemoveRequest) -> RemovedSource:
         """One source's records and state deleted (its declaration too, unless kept)."""
         ...
 
-    def verify(self, request: VerifyRequest) -> list[SourceCheck]:
+    def verify(self, request: q.VerifyRequest) -> list[SourceCheck]:
         """Manifest, keyword index, collection and disk compared for each source (healed
         with `repair`: in process only, `owner.routes`)."""
         ...
 
-    def share(self, request: ShareRequest) -> ShareReport:
+    def share(self, request: q.ShareRequest) -> ShareReport:
         """The collections configured for peers (in process only: `owner.routes`)."""
         ...
 
@@ -141,17 +129,17 @@ class Index(Protocol):
         *,
         checksum: bool = False,
         allow_mass_delete: bool = False,
-    ) -> JobState:
+    ) -> q.JobState:
         """A delta ingest of the known sources (those labelled; all without): its job."""
         ...
 
-    def wait(self, job_id: str, timeout: float | None = None) -> JobState:
+    def wait(self, job_id: str, timeout: float | None = None) -> q.JobState:
         """A job once it has finished (or `timeout` passed)."""
         ...
 
     def ingest(
         self,
-        request: IngestRequest,
+        request: q.IngestRequest,
         *,
         progress: Callable[[str, int, int], None] | None = None,
         recorder: Recorder | None = None,
@@ -163,6 +151,10 @@ class Index(Protocol):
         process: `progress`; `recorder`, the fast path's; `confirm`, told the collections a
         reset is about to drop (it raises to stop it); `notice`, a line for the user."""
         ...
+
+
+#: The seam's operations, by name.
+OPERATIONS = frozenset(n for n, v in vars(Index).items() if callable(v) and n[0] != "_")
 
 
 def owner_client(settings: Settings) -> OwnerClient | None:

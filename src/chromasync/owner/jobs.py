@@ -9,6 +9,7 @@ Finished jobs are kept (the last `keep`) for their summaries.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -30,42 +31,21 @@ Work = Callable[[Progress], list[dict[str, Any]]]
 
 @dataclass
 class Job:
-    """One ingest job; mutable, read under the runner's lock (use `as_json`)."""
+    """One ingest job: its work, and its state (a record replaced under the runner's lock)."""
 
-    id: str
-    sources: tuple[str, ...]
-    trigger: str
+    state: JobState
     work: Work = field(repr=False)
     key: object = field(repr=False, default=None)
-    status: str = "queued"  # queued -> running -> done | failed
-    created: float = 0.0
-    started: float | None = None
-    finished: float | None = None
-    phase: str = ""
-    done: int = 0
-    total: int = 0
-    summaries: list[dict[str, Any]] = field(default_factory=list)
-    error: str | None = None
 
-    def state(self) -> JobState:
-        """The job as it stands, as a record (the seam's `JobState`)."""
-        return JobState(
-            id=self.id,
-            status=self.status,
-            sources=self.sources,
-            trigger=self.trigger,
-            created=self.created,
-            started=self.started,
-            finished=self.finished,
-            phase=self.phase,
-            done=self.done,
-            total=self.total,
-            summaries=tuple(self.summaries),
-            error=self.error,
-        )
+    @property
+    def id(self) -> str:
+        return self.state.id
+
+    def update(self, **changes: Any) -> None:
+        self.state = dataclasses.replace(self.state, **changes)
 
     def as_json(self) -> dict[str, Any]:
-        return self.state().as_json()
+        return self.state.as_json()
 
 
 class JobRunner:
@@ -100,19 +80,14 @@ class JobRunner:
                 for queued in self._queue:
                     if queued.key == key:
                         return queued
-            job = Job(
-                id=f"job-{next(self._ids)}",
-                sources=tuple(labels),
-                trigger=trigger,
-                work=work,
-                key=key,
-                created=self._clock(),
-            )
+            made = self._clock()
+            state = JobState(f"job-{next(self._ids)}", "queued", tuple(labels), trigger, made)
+            job = Job(state, work, key)
             self._queue.append(job)
             self._jobs[job.id] = job
             while len(self._jobs) > self._keep:
                 oldest = next(iter(self._jobs.values()))
-                if oldest.status in ("queued", "running"):
+                if oldest.state.status in ("queued", "running"):
                     break
                 self._jobs.popitem(last=False)
             self._cond.notify_all()
@@ -121,10 +96,10 @@ class JobRunner:
     def drop_queued(self, label: str) -> None:
         """Cancel the queued jobs of one source (it is being removed)."""
         with self._cond:
-            for job in [j for j in self._queue if j.sources == (label,)]:
+            for job in [j for j in self._queue if j.state.sources == (label,)]:
                 self._queue.remove(job)
-                job.status, job.error = "failed", f"cancelled: source {label!r} was removed"
-                job.finished = self._clock()
+                error = f"cancelled: source {label!r} was removed"
+                job.update(status="failed", error=error, finished=self._clock())
             self._cond.notify_all()
 
     def get(self, job_id: str) -> dict[str, Any]:
@@ -146,7 +121,7 @@ class JobRunner:
                 job = self._jobs.get(job_id)
                 if job is None:
                     raise NotFound(f"no job {job_id!r}")
-                if job.status in ("done", "failed"):
+                if job.state.status in ("done", "failed"):
                     return job.as_json()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -156,7 +131,7 @@ class JobRunner:
     def idle(self) -> bool:
         with self._cond:
             return not self._queue and all(
-                j.status in ("done", "failed") for j in self._jobs.values()
+                j.state.status in ("done", "failed") for j in self._jobs.values()
             )
 
     def close(self, timeout: float | None = None) -> None:
@@ -164,8 +139,8 @@ class JobRunner:
         with self._cond:
             self._closing = True
             for job in self._queue:
-                job.status, job.error = "failed", "cancelled: the service stopped"
-                job.finished = self._clock()
+                job.update(status="failed", error="cancelled: the service stopped")
+                job.update(finished=self._clock())
             self._queue.clear()
             self._cond.notify_all()
         self._thread.join(timeout)
@@ -180,13 +155,13 @@ class JobRunner:
                 if self._closing:
                     return
                 job = self._queue.popleft()
-                job.status, job.started = "running", self._clock()
+                job.update(status="running", started=self._clock())
             self._execute(job)
 
     def _execute(self, job: Job) -> None:
         def progress(phase: str, done: int, total: int) -> None:
             with self._cond:
-                job.phase, job.done, job.total = phase, done, total
+                job.update(phase=phase, done=done, total=total)
 
         try:
             summaries = job.work(progress)
@@ -196,12 +171,9 @@ class JobRunner:
             log.exception("job %s failed", job.id)
             outcome = {"status": "failed", "error": f"internal error ({type(exc).__name__})"}
         else:
-            outcome = {"status": "done", "summaries": summaries}
+            outcome = {"status": "done", "summaries": tuple(summaries)}
         with self._cond:
-            job.status = outcome["status"]
-            job.error = outcome.get("error")
-            job.summaries = outcome.get("summaries", [])
-            job.finished = self._clock()
+            job.update(**outcome, finished=self._clock())
             finished = job.as_json()
             self._cond.notify_all()
         if self._on_finish is not None:

@@ -46,6 +46,7 @@ from .queries import (
 #: (request, result, the state's identity before it ran): a search that ran in this process.
 OnLocalSearch = Callable[[api.SearchRequest, api.SearchResult, Any], None]
 Progress = Callable[[str, int, int], None]
+OnToken = Callable[[str], None]
 
 
 class LocalIndex:
@@ -75,23 +76,31 @@ class LocalIndex:
     # -- searching -------------------------------------------------------------------------------
 
     def search(self, args: api.SearchArgs) -> api.SearchResult:
+        """Parsed and run here; each hit's editor link made here too (`editor_uri` set)."""
         request = api.search_request(args, self.settings)
         on_local = getattr(self, "_on_local", None)
         if on_local is None:
-            return self._retrieve(request)
+            return self._linked(self._retrieve(request))
         from ..retrieve.quick import state_identity
 
         before = state_identity(str(self.settings.data_dir))
         result = self._retrieve(request)
         on_local(request, result, before)
-        return result
+        return self._linked(result)
+
+    def _linked(self, result: api.SearchResult) -> api.SearchResult:
+        if not self.settings.editor_uri:
+            return result
+        from ..retrieve.editor import open_urls
+
+        return dataclasses.replace(result, links=tuple(open_urls(self.settings, result.hits)))
 
     def ask(
         self,
         args: api.SearchArgs,
         *,
         fallback: bool | None = None,
-        on_token: Callable[[str], None] | None = None,
+        on_token: OnToken | None = None,
     ) -> Answer:
         from ..answer.ask import check_question
 
@@ -265,12 +274,16 @@ class LocalIndex:
         checksum: bool = False,
         allow_mass_delete: bool = False,
     ) -> JobState:
-        """In process: the ingest runs now; its job is done (or failed) when this returns."""
-        import time
-
+        """A delta ingest of the known sources (those labelled; all without): in process it
+        runs now, and its job is done (or failed) when this returns; the owner queues it."""
         options = api.default_options(
             self.settings, checksum=checksum, allow_mass_delete=allow_mass_delete
         )
+        return self._reindex(tuple(labels), options)
+
+    def _reindex(self, labels: Sequence[str], options: api.IngestOptions) -> JobState:
+        import time
+
         began = time.time()
         summaries = api.ingest(api.KnownSources(tuple(labels)), self.settings, options, wait=True)
         job = JobState(
@@ -281,9 +294,6 @@ class LocalIndex:
             created=began,
             started=began,
             finished=time.time(),
-            phase="",
-            done=0,
-            total=0,
             summaries=tuple(s.as_json() for s in summaries),
         )
         self._jobs[job.id] = job

@@ -1,24 +1,12 @@
 """One owner per store: the long-running process that holds a data dir, and how to find it.
 
-Chroma's embedded PersistentClient is not safe for several processes, and a process that
-keeps it open (a service) would not see another process's writes. So a long-running
-surface (`chromasync serve`, `chromasync watch`) becomes the data dir's *owner*: it holds
-the data dir's lock (`lock.StoreLock(owner=True)`) for its whole life, and advertises itself
-in `<data dir>/owner.json`:
-
-    {"version": 1, "pid": 4242, "role": "serve", "url": "http://127.0.0.1:8765",
-     "socket": "/path/to/data/owner.sock", "started": "2026-05-01T10:00:00+00:00"}
-
-`socket` is a Unix socket (mode 0600) on which the owner serves the REST API to local
-clients; `url` is its TCP address (`serve` only). The socket lies in the data dir, or, when
-that path is too long for a Unix socket, in `chromasync-<uid>` under the temporary
-directory, used only when it is a folder of ours that nobody else may enter (else a fresh
-private folder is made: clients find the socket through `owner.json` either way), and
-clients talk to it only when it is ours in such a folder (`dial.safe_socket`).
-
-Other processes find the owner with `find_owner` and talk to it through that socket
-(`client.OwnerClient`): the CLI's `search` and `ingest`, and `chromasync mcp`. The file is
-trusted only while the lock is held, so a file left behind by a killed owner is ignored.
+A long-running surface (`serve`, `watch`, `mcp`, the search daemon) holds the data dir's
+lock for its whole life and advertises itself in `<data dir>/owner.json` (`OwnerInfo`: pid,
+role, its Unix socket, `serve`'s URL), trusted only while that lock is held. The socket
+(mode 0600) lies in the data dir or, when that path is too long, in a private
+`chromasync-<uid>` folder under the temporary directory; clients talk to it only when it is
+ours there (`dial.safe_socket`). Others find the owner with `find_owner` and go through its
+socket (`client.OwnerClient`).
 """
 
 from __future__ import annotations

@@ -166,11 +166,11 @@ class JobState:
     sources: tuple[str, ...]
     trigger: str
     created: float
-    started: float | None
-    finished: float | None
-    phase: str
-    done: int
-    total: int
+    started: float | None = None
+    finished: float | None = None
+    phase: str = ""
+    done: int = 0
+    total: int = 0
     summaries: tuple[Mapping[str, Any], ...] = ()
     error: str | None = None
 

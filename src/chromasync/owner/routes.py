@@ -1,20 +1,11 @@
 """What can go where: the parts of a request the data dir's owner serves, in one table.
 
 While an owner (`serve`, `watch`, `mcp`) holds the data dir, every operation of the index
-seam goes through it: to its `Service` (in the owner) or through its client (elsewhere).
-Reads go through whole, since the owner runs the same `LocalIndex` operations. An ingest
-is the one operation of which only part can: the owner reindexes the sources it knows, as
-a job on its one worker, with `checksum` and `allow_mass_delete` (`OWNER_INGESTS`); what
-else an `IngestRequest` asks (a dry run, a reset, a manifest, a limit, a commit id...)
-needs the store to itself, so such a request is refused, naming what it asked as the
-command line spells it (`--dry-run`), and the caller stops the owner or drops the flag.
-
-The other writes follow the same table (`OWNER_SERVES`): a source's removal goes through
-whole (the owner's `DELETE /sources/{label}`, after its running job); `verify` goes through
-as a report, and `--repair` is refused; `share`, which rewrites every collection, is
-refused whole. This is the only place that says which; `LocalIndex` runs every field in
-process, and the owner's client and its `Service` both ask `check_owner_serves` (an ingest
-through `ingest_through_owner`).
+seam goes through it. Reads go through whole; of a write, only what `OWNER_SERVES` names: an
+ingest as the owner's reindex of the sources it knows (`OWNER_INGESTS`), a source's removal
+whole, `verify`'s report (not `--repair`), no `share`. Anything else asked is refused, named
+as the caller spells it, with the fix (docs/reliability.md, rule 5). `LocalIndex` runs every
+field in process; the owner's client and its `Service` both ask `check_owner_serves`.
 """
 
 from __future__ import annotations

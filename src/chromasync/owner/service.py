@@ -1,12 +1,9 @@
 """The owner runtime: what a long-running surface holds while it owns a data dir.
 
-`Service` is the API-level object behind `chromasync serve`, `watch` and `mcp`: it takes the
-data dir's lock for the life of the process (`lock.StoreLock(owner=True)`), advertises the
-process in `owner.json` (see `owner`), keeps one embedder (so the model loads once; its
-query vectors in a bounded LRU, `embed.querycache`, so a repeated query is not embedded
-again), and runs every write (ingests, source removals) on one background worker
-(`jobs.JobRunner`), one at a time. The surfaces stay thin: they parse input, call
-`Service` or `api`, and render.
+`Service` is the `Index` behind `chromasync serve`, `watch`, `mcp` and `nats`: it holds the
+data dir's lock for the life of the process and advertises it in `owner.json`
+(`owner.locate`), keeps one embedder (query vectors in a bounded LRU, `embed.querycache`)
+and warm sessions, and runs every write on one background worker (`jobs.JobRunner`).
 
     with Service(settings, role="serve", url="http://127.0.0.1:8765") as service:
         job = service.reindex(["notes"])
@@ -20,11 +17,9 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from .. import api
-from ..answer.records import Answer
 from ..answer.summaries import SummariesReport
 from ..config.file import load_config_file
 from ..config.settings import Settings
@@ -33,12 +28,11 @@ from ..embed.querycache import QueryCache
 from ..errors import ConfigError, LockError
 from ..records import IngestSummary, SourceSpec
 from ..state.lock import StoreLock
-from ..state.snapshots import Recorder
 from ..sync.ingest import IngestOptions, Progress
 from ..sync.peers import ShareReport
 from ..sync.registry import RemovedSource, SourceInfo
 from ..sync.verify import SourceCheck
-from .jobs import JobRunner
+from .jobs import Job, JobRunner
 from .local import LocalIndex
 from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
 from .queries import (
@@ -137,12 +131,7 @@ class Service(LocalIndex):
     def __enter__(self) -> Service:
         return self.open()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -176,23 +165,9 @@ class Service(LocalIndex):
     def _retrieve(self, request: api.SearchRequest) -> api.SearchResult:
         return api.retrieve(request, self.settings, sessions=self.sessions)
 
-    def retrieve(self, request: api.SearchRequest) -> api.SearchResult:
-        """A parsed request (the warm sessions of this service)."""
-        return self._retrieve(request)
-
     def summaries(self, query: SummariesQuery) -> SummariesReport:
         with self._summaries_lock:  # one writer of the summaries cache at a time
             return LocalIndex.summaries(self, query)
-
-    def answer(
-        self,
-        question: str,
-        result: api.SearchResult,
-        on_token: Callable[[str], None] | None = None,
-        fallback: bool | None = None,
-    ) -> Answer:
-        """Answer `question` from a search result with this service's answer settings."""
-        return api.answer(question, result, self.settings, on_token=on_token, fallback=fallback)
 
     def status(self) -> IndexStatus:
         """The index (sources, files, chunks, last run), this owner, and its jobs."""
@@ -218,17 +193,8 @@ class Service(LocalIndex):
     def default_options(self) -> IngestOptions:
         return api.default_options(self.settings)
 
-    def reindex(
-        self,
-        labels: Sequence[str] = (),
-        *,
-        checksum: bool = False,
-        allow_mass_delete: bool = False,
-    ) -> JobState:
-        """The seam's reindex: queue a delta ingest of known sources; the job's state."""
-        options = api.default_options(
-            self.settings, checksum=checksum, allow_mass_delete=allow_mass_delete
-        )
+    def _reindex(self, labels: Sequence[str], options: IngestOptions) -> JobState:
+        """The seam's reindex: a delta ingest of known sources queued; the job's state."""
         return JobState.of(self.queue_reindex(labels, options))
 
     def wait(self, job_id: str, timeout: float | None = None) -> JobState:
@@ -236,13 +202,7 @@ class Service(LocalIndex):
         return JobState.of(self._runner().wait(job_id, timeout=timeout))
 
     def ingest(
-        self,
-        request: IngestRequest,
-        *,
-        progress: Progress | None = None,
-        recorder: Recorder | None = None,
-        confirm: Callable[[Sequence[str]], None] | None = None,
-        notice: Callable[[str], None] | None = None,
+        self, request: IngestRequest, *, notice: Callable[[str], None] | None = None, **hooks: Any
     ) -> list[IngestSummary]:
         """As through this owner's client: a reindex job of the known sources, when the
         request asks nothing else (`owner.routes`), waited for."""
@@ -277,31 +237,30 @@ class Service(LocalIndex):
         labels = tuple(dict.fromkeys(labels))
         api.select_known(self.settings, labels)  # unknown labels fail now, not in the job
         options = options or self.default_options()
-
-        def work(progress: Progress) -> list[dict[str, Any]]:
-            summaries = api.ingest(
-                api.KnownSources(labels),
-                self.settings,
-                options,
-                embedder=self.embedder,
-                environ=self._environ,
-                progress=progress,
-                wait=True,
-            )
-            return [s.as_json() for s in summaries]
-
         shown = labels or tuple(s.label for s in self.source_specs())
-        job = self._runner().submit(shown, work, key=("known", labels, options), trigger=trigger)
+        key = ("known", labels, options)
+        job = self._queue(api.KnownSources(labels), shown, key, options, trigger)
         return self._runner().get(job.id)
 
     def submit(self, specs: Sequence[SourceSpec], trigger: str) -> str:
         """Queue a delta ingest of these specs (the watcher's sources); the job id."""
         specs = list(specs)
-        options = self.default_options()
+        labels = [s.label for s in specs]
+        return self._queue(specs, labels, ("specs", specs), self.default_options(), trigger).id
+
+    def _queue(
+        self,
+        sources: api.KnownSources | list[SourceSpec],
+        shown: Sequence[str],
+        key: Any,
+        options: IngestOptions,
+        trigger: str,
+    ) -> Job:
+        """A delta ingest of `sources` as a job on the one worker (`key`: its duplicates)."""
 
         def work(progress: Progress) -> list[dict[str, Any]]:
             summaries = api.ingest(
-                specs,
+                sources,
                 self.settings,
                 options,
                 embedder=self.embedder,
@@ -311,8 +270,7 @@ class Service(LocalIndex):
             )
             return [s.as_json() for s in summaries]
 
-        labels = [s.label for s in specs]
-        return self._runner().submit(labels, work, key=("specs", specs), trigger=trigger).id
+        return self._runner().submit(shown, work, key=key, trigger=trigger)
 
     def add_source(self, root: Path, label: str | None, kind: str) -> dict[str, Any]:
         """Add a folder as a source and index it (a job).

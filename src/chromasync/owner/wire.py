@@ -1,22 +1,23 @@
 """Records on the owner's wire: any frozen dataclass as JSON, and back, by its type hints.
 
-The index seam (`owner.index.Index`) takes and returns records; between a process and the
-data dir's owner they travel as JSON (`POST /index/{operation}`). `to_wire` writes a record
-field by field (tuples and lists as lists, nested records as objects, a `Path` as its
-text); `from_wire` reads it back by the record's annotations, so that what the owner's
-client returns equals what the same call returns in process (tested for every operation).
-Pure; the types it knows: str, int, float, bool, None, `Path`, `Any`, unions, `Literal`,
-`tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`/`Mapping`, and dataclasses.
+`to_wire` writes a record field by field (tuples as lists, nested records as objects, a
+`Path` as its text); `from_wire` reads it back by the record's annotations, so what the
+owner's client returns equals what the same call returns in process. A call is written by
+the operation's declaration (`call_to_wire`, read back by `call_from_wire`): one record, or
+an object of its parameters by name; the hooks (`HOOKS`) stay in the caller. Pure; the types
+it knows: str, int, float, bool, None, `Path`, `Any`, unions, `Literal`, tuples, lists,
+`dict[str, X]`/`Mapping`, and dataclasses. See docs/architecture.md, "One route per surface".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import sys
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +48,53 @@ def from_wire(kind: type[T], data: Any) -> T:
         name = getattr(kind, "__name__", str(kind))
         raise StoreError(f"a {name} of another shape: {exc}") from exc
     return value
+
+
+#: The parameters of an operation that stay in the caller's process: callbacks.
+HOOKS = frozenset({"progress", "on_token", "recorder", "confirm", "notice"})
+
+
+@functools.cache
+def signature(operation: Callable[..., Any]) -> tuple[dict[str, Any], Any]:
+    """(parameter -> type, the result's type) of an operation as declared (its hooks and
+    `self` left out)."""
+    hints = typing.get_type_hints(operation)
+    names = [n for n in inspect.signature(operation).parameters if n != "self"]
+    return {n: hints[n] for n in names if n not in HOOKS}, hints["return"]
+
+
+def _one_record(params: dict[str, Any]) -> str | None:
+    """The parameter of an operation that takes one record (sent as that record), or None."""
+    if len(params) == 1:
+        [(name, kind)] = params.items()
+        if dataclasses.is_dataclass(kind):
+            return name
+    return None
+
+
+def call_to_wire(operation: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A call of `operation` (as declared, unbound) as the JSON body of its request."""
+    bound = inspect.signature(operation).bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    params, _ = signature(operation)
+    record = _one_record(params)
+    if record is not None:
+        return to_wire(bound.arguments[record])
+    return {n: to_wire(bound.arguments[n]) for n in params}
+
+
+def call_from_wire(operation: Callable[..., Any], body: Any) -> dict[str, Any]:
+    """The keyword arguments of a call of `operation` that `call_to_wire` wrote as `body`
+    (a parameter left out takes its default; `StoreError` for a body of another shape)."""
+    params, _ = signature(operation)
+    record = _one_record(params)
+    if record is not None:
+        return {record: from_wire(params[record], body)}
+    declared = inspect.signature(operation).parameters
+    needed = {n for n in params if declared[n].default is inspect.Parameter.empty}
+    if not isinstance(body, Mapping) or not needed <= set(body) <= set(params):
+        raise StoreError(f"expected an object of {', '.join(params) or 'nothing'}")
+    return {n: from_wire(params[n], v) for n, v in body.items()}
 
 
 @functools.cache
@@ -111,4 +159,4 @@ def _read(kind: Any, data: Any) -> Any:
     return data
 
 
-__all__ = ["from_wire", "to_wire"]
+__all__ = ["HOOKS", "call_from_wire", "call_to_wire", "from_wire", "signature", "to_wire"]

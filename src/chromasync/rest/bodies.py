@@ -18,7 +18,8 @@ from ..retrieve.options import BY_NAME, OPTIONS, Option
 from ..retrieve.request import check_query
 
 
-def _valid_label(value: str) -> str:
+def valid_label(value: str) -> str:
+    """`value`, a source label by the config file's rule (else a `ValueError` saying why)."""
     problem = label_problem(value)
     if problem is not None:
         raise ValueError(f"source label {problem}")
@@ -26,7 +27,7 @@ def _valid_label(value: str) -> str:
 
 
 #: A source label, by the config file's rule (`config.labels.label_problem`).
-Label = Annotated[str, AfterValidator(_valid_label)]
+Label = Annotated[str, AfterValidator(valid_label)]
 
 
 class _Body(BaseModel):

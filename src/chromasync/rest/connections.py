@@ -1,23 +1,8 @@
-"""Inbound connections within bounds: a deadline for a request's head, and a limit on the
-connections one client may hold while they wait for theirs (uvicorn's HTTP/1.1 protocol,
-h11, with both added).
-
-- **Header deadline**: a connection whose request line and headers, and its body, are not
-  complete `HEADER_TIMEOUT_S` after it opened (or after its previous response) is closed.
-  uvicorn alone closes only idle keep-alive connections, so a client that sends half a
-  header (or a whole head and half its body) and waits held its socket for ever.
-- **Per client**: one client address may hold at most `MAX_WAITING_PER_CLIENT` connections
-  waiting for their request head. Past that, its oldest waiting connections are closed as
-  soon as they have waited a second (at once, or a second later for a burst of new ones):
-  a client's new request is still served, and 300 slow connections from one client hold
-  32 descriptors after a second, not 300 for the whole deadline. Requests whose head has
-  arrived do not count: many concurrent requests from one client (600 searches at once)
-  are untouched. Unix-socket peers have no address and only the deadline applies to them.
-
-- **Request bodies** (`BodyLimit`, on the REST app): at most `MAX_REQUEST_BODY` bytes,
-  counted while they are read: a larger `Content-Length`, or a body that grows past the
-  limit as it arrives, is a 413 before the app parses anything (FastAPI would read a body
-  whole into memory first).
+"""Inbound connections within bounds (docs/reliability.md, "Inbound connections"): a
+deadline for a request's head and body (`HEADER_TIMEOUT_S`), a limit on the connections one
+client address may hold while they wait for theirs (`MAX_WAITING_PER_CLIENT`; Unix-socket
+peers have no address: only the deadline applies), both added to uvicorn's h11 protocol;
+and a cap on request bodies, counted while they are read (`BodyLimit`: 413).
 
 `server_config(app, ...)` is the uvicorn `Config` every chromasync server uses.
 """
@@ -36,6 +21,40 @@ MAX_WAITING_PER_CLIENT = 32
 _GRACE_S = 1.0
 
 
+class _Waiting:
+    """One server's connections waiting for their request head, by client address, and
+    the bounds they wait within."""
+
+    def __init__(self, deadline_s: float, limit: int, clock: Callable[[], float]) -> None:
+        self.deadline_s, self.limit, self.clock = deadline_s, limit, clock
+        self.by_client: dict[str, dict[Any, float]] = {}
+
+    def add(self, connection: Any, client: str) -> None:
+        mine = self.by_client.setdefault(client, {})
+        mine[connection] = self.clock()
+        if len(mine) > self.limit:
+            self.trim(mine)
+            if len(mine) > self.limit:  # the rest are young: look again once they are not
+                connection.loop.call_later(_GRACE_S, self.trim, mine)
+
+    def remove(self, connection: Any, client: str) -> None:
+        mine = self.by_client.get(client)
+        if mine is not None:
+            mine.pop(connection, None)
+            if not mine:
+                del self.by_client[client]
+
+    def trim(self, mine: dict[Any, float]) -> None:
+        """Close a client's oldest waiting connections past the limit, those that have
+        waited `_GRACE_S` or more (a burst's new connections get their head through)."""
+        now = self.clock()
+        while len(mine) > self.limit:
+            oldest, since = next(iter(mine.items()))
+            if now - since < _GRACE_S:
+                return
+            oldest._cs_close()
+
+
 def guarded_protocol(
     header_timeout_s: float | None = None,
     per_client: int | None = None,
@@ -47,19 +66,11 @@ def guarded_protocol(
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    deadline_s = HEADER_TIMEOUT_S if header_timeout_s is None else header_timeout_s
-    limit = MAX_WAITING_PER_CLIENT if per_client is None else per_client
-    waiting: dict[str, dict[Any, float]] = {}  # client address -> its waiting connections
-
-    def _trim(mine: dict[Any, float]) -> None:
-        """Close a client's oldest waiting connections past the limit, those that have
-        waited `_GRACE_S` or more (a burst's new connections get their head through)."""
-        now = clock()
-        while len(mine) > limit:
-            oldest, since = next(iter(mine.items()))
-            if now - since < _GRACE_S:
-                return
-            oldest._cs_close()
+    waiting = _Waiting(
+        HEADER_TIMEOUT_S if header_timeout_s is None else header_timeout_s,
+        MAX_WAITING_PER_CLIENT if per_client is None else per_client,
+        clock,
+    )
 
     class GuardedH11Protocol(H11Protocol):
         _cs_timer: Any = None
@@ -89,15 +100,9 @@ def guarded_protocol(
 
         def _cs_wait(self) -> None:
             self._cs_done()
-            self._cs_timer = self.loop.call_later(deadline_s, self._cs_deadline)
-            if self._cs_key is None:
-                return
-            mine = waiting.setdefault(self._cs_key, {})
-            mine[self] = clock()
-            if len(mine) > limit:
-                _trim(mine)
-                if len(mine) > limit:  # the rest are young: look again once they are not
-                    self.loop.call_later(_GRACE_S, _trim, mine)
+            self._cs_timer = self.loop.call_later(waiting.deadline_s, self._cs_deadline)
+            if self._cs_key is not None:
+                waiting.add(self, self._cs_key)
 
         def _cs_done(self) -> None:
             if self._cs_timer is not None:
@@ -107,11 +112,7 @@ def guarded_protocol(
 
         def _cs_unlist(self) -> None:
             if self._cs_key is not None:
-                mine = waiting.get(self._cs_key)
-                if mine is not None:
-                    mine.pop(self, None)
-                    if not mine:
-                        del waiting[self._cs_key]
+                waiting.remove(self, self._cs_key)
 
         def _cs_deadline(self) -> None:
             self._cs_timer = None

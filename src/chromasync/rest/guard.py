@@ -46,18 +46,26 @@ class TokenGate:
         self.token = token
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and self.token and not is_public(scope["path"]):
-            values = [v for k, v in scope["headers"] if k == b"authorization"]
-            header = values[0].decode("latin-1") if len(values) == 1 else None
-            if not authorized(header, self.token):
-                response = JSONResponse(
-                    {"detail": "unauthorized"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
-                return
+        token = self.token
+        if (
+            scope["type"] == "http"
+            and token
+            and not is_public(scope["path"])
+            and await refused_token(scope, receive, send, token)
+        ):
+            return
         await self.app(scope, receive, send)
+
+
+async def refused_token(scope: Any, receive: Any, send: Any, token: str) -> bool:
+    """Whether an HTTP request lacks `Authorization: Bearer <token>`: then it was
+    answered, 401 "unauthorized" (and nothing else)."""
+    values = [v for k, v in scope["headers"] if k == b"authorization"]
+    if authorized(values[0].decode("latin-1") if len(values) == 1 else None, token):
+        return False
+    headers = {"WWW-Authenticate": "Bearer"}
+    await JSONResponse({"detail": "unauthorized"}, 401, headers=headers)(scope, receive, send)
+    return True
 
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})

@@ -1,9 +1,10 @@
-"""`POST /index/{operation}`: the index seam's operations with records in and out.
+"""`POST /index/{operation}`: the index seam's operations, each call as its record.
 
-The owner's client (`owner.client.OwnerClient`) sends each operation that takes a query
-record here: the record as JSON (`owner.wire.to_wire`), read back by its type (a body of
+The owner's client (`owner.client.OwnerClient`) sends every operation here: its call as
+JSON (`owner.wire.call_to_wire`), read back by the operation's declaration (a body of
 another shape is a 400), run on the owner's `Service`, answered as the result record's
-JSON. Untrusted input is bounded before the operation runs (`_check`).
+JSON (`ask`: as server-sent events). Untrusted input is bounded before it runs (`_check`).
+`ingest` is not served: the client runs it as `reindex` and `wait` (`owner.routes`).
 """
 
 from __future__ import annotations
@@ -11,35 +12,31 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError, NotFound, StoreError
-from ..owner.queries import (
-    MAX_COMPARE_BYTES,
-    CompareQuery,
-    EvalRequest,
-    LinksQuery,
-    SummariesQuery,
-    VerifyRequest,
-)
+from ..owner.index import OPERATIONS, Index
+from ..owner.queries import MAX_COMPARE_BYTES, CompareQuery, EvalRequest, LinksQuery
 from ..owner.service import Service
-from ..owner.wire import from_wire, to_wire
+from ..owner.wire import call_from_wire, to_wire
 from ..retrieve.request import SearchArgs, check_query
+from .render import answer_stream
 
-#: Operation -> the type of its query record (None: it takes none).
-QUERIES: dict[str, type | None] = {
-    "search": SearchArgs,
-    "links": LinksQuery,
-    "similar": CompareQuery,
-    "suggest": CompareQuery,
-    "summaries": SummariesQuery,
-    "evaluate": EvalRequest,
-    "verify": VerifyRequest,  # the report; `repair` is refused (`owner.routes`)
-    "status": None,
-    "sources": None,
-}
+SERVED = OPERATIONS - {"ingest"}
 MAX_EVAL_QUERIES = 100_000
-MAX_VERIFY_LABELS = 1000
+MAX_LABELS = 1000
+MAX_TEXT = 8192  # a path, a glob, a label, a target, a job id
+#: The longest a `wait` call holds its request (the client asks again).
+MAX_WAIT_S = 30.0
 
 
-def _check(query: Any) -> None:
+def _check(arguments: dict[str, Any]) -> None:
+    for name, value in arguments.items():
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise ConfigError(f"{name}: at most {MAX_TEXT} characters")
+        if isinstance(value, list | tuple) and len(value) > MAX_LABELS:
+            raise ConfigError(f"{name}: at most {MAX_LABELS} items")
+        _check_record(value)
+
+
+def _check_record(query: Any) -> None:
     if isinstance(query, SearchArgs):
         check_query(query.query, "query")  # its options: the engine's `check_values`
     content = query.content if isinstance(query, CompareQuery) else None
@@ -47,25 +44,29 @@ def _check(query: Any) -> None:
         raise ConfigError(f"content: a compared file holds at most {MAX_COMPARE_BYTES} bytes")
     if isinstance(query, EvalRequest) and len(query.queries) > MAX_EVAL_QUERIES:
         raise ConfigError(f"queries: at most {MAX_EVAL_QUERIES} judged queries")
-    if isinstance(query, VerifyRequest) and len(query.labels) > MAX_VERIFY_LABELS:
-        raise ConfigError(f"labels: at most {MAX_VERIFY_LABELS} sources")
+    labels = getattr(query, "labels", ())
+    if isinstance(labels, list | tuple) and len(labels) > MAX_LABELS:
+        raise ConfigError(f"labels: at most {MAX_LABELS} sources")
     if isinstance(query, LinksQuery) and query.on_disk:
         raise ConfigError("on_disk: the owner reads no path it is given")
 
 
-def run_operation(service: Service, operation: str, body: dict[str, Any]) -> Any:
-    if operation not in QUERIES:
-        raise NotFound(f"no index operation {operation!r}; known: {', '.join(QUERIES)}")
-    kind = QUERIES[operation]
-    method = getattr(service, operation)
-    if kind is None:
-        return to_wire(method())
+def run_operation(service: Service, operation: str, body: Any) -> Any:
+    """`operation`'s call (`body`, as `owner.wire` wrote it) run on `service`: the result
+    record as JSON (`ask`: its answer stream)."""
+    if operation not in SERVED:
+        raise NotFound(f"no index operation {operation!r}; known: {', '.join(sorted(SERVED))}")
     try:
-        query: Any = from_wire(kind, body)
+        arguments = call_from_wire(getattr(Index, operation), body)
     except StoreError as exc:
-        raise ConfigError(f"{operation}: the body is no {kind.__name__}: {exc}") from exc
-    _check(query)
-    return to_wire(method(query))
+        raise ConfigError(f"{operation}: the body is no call of it: {exc}") from exc
+    _check(arguments)
+    if operation == "wait":
+        asked = arguments.get("timeout")
+        arguments["timeout"] = MAX_WAIT_S if asked is None else max(0.0, min(asked, MAX_WAIT_S))
+    if operation == "ask":
+        return answer_stream(service, arguments["args"], arguments.get("fallback"))
+    return to_wire(getattr(service, operation)(**arguments))
 
 
-__all__ = ["QUERIES", "run_operation"]
+__all__ = ["SERVED", "run_operation"]

@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi.responses import StreamingResponse
 
@@ -25,6 +25,9 @@ from ..owner.queries import IndexStatus
 from ..records import Hit
 from ..sync.registry import SourceInfo
 from .guard import status_for
+
+if TYPE_CHECKING:
+    from ..owner.service import Service
 
 log = logging.getLogger("chromasync.rest")  # the package's logger, as before the split
 
@@ -76,6 +79,22 @@ async def answer_events(work: Any, cancel: threading.Event) -> AsyncIterator[byt
                 return
     finally:
         cancel.set()
+
+
+def answer_stream(service: Service, args: api.SearchArgs, fallback: bool | None) -> AnswerStream:
+    """The answer to `args.query` as server-sent events (`/index/ask`, `/ask/stream`); bad
+    input and a failed search are a plain 4xx/5xx, before the stream starts."""
+    from ..answer.ask import check_question
+
+    check_question(args.query)
+    result = service.search(args)
+
+    def work(on_token: Any) -> Any:
+        return api.answer(
+            args.query, result, service.settings, on_token=on_token, fallback=fallback
+        )
+
+    return AnswerStream(work, {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
 class AnswerStream(StreamingResponse):
@@ -154,21 +173,14 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     return data
 
 
-def result_json(
-    result: api.SearchResult, links: Sequence[str | None] | None = None
-) -> dict[str, Any]:
-    """A search result as `chromasync search --json` prints it; each hit also has its
-    `citation` and a `snippet` (text around the first match, with the matched spans), and,
-    given `links` (`editor_uri` set), its `open_url` (null where it has none)."""
-    hits = []
-    for index, hit in enumerate(result.hits):
-        item = hit_json(hit)
-        if links is not None:
-            item["open_url"] = links[index]
+def result_json(result: api.SearchResult) -> dict[str, Any]:
+    """A search result as `chromasync search --json` prints it (with each hit's `open_url`
+    when `editor_uri` is set); each hit also has its `citation` and a `snippet` (text
+    around the first match, with the matched spans)."""
+    data = result.as_json()
+    for item, hit in zip(data["hits"], result.hits, strict=True):  # type: ignore[call-overload]
+        item["citation"] = hit.citation
         spans = api.highlight(hit.text, result.query, result.filters.phrases)
         text, shifted = api.snippet(hit.text, spans, width=420)
         item["snippet"] = {"text": text, "spans": [list(span) for span in shifted]}
-        hits.append(item)
-    data = result.as_json()
-    data["hits"] = hits
     return data

@@ -106,6 +106,9 @@ class SearchResult:
     #: newest documents' (`latest`): each hit's date is printed beside it (`dated_text`),
     #: and an extractive answer speaks for each document; else "rank".
     order: str = "rank"
+    #: Each hit's "open in editor" link (None where it has none) when `editor_uri` is set,
+    #: made where the search ran (`owner.local`); in the JSON, each hit's `open_url`.
+    links: tuple[str | None, ...] | None = None
     #: How each keyword list was made (not part of the JSON: for the fast path's snapshot).
     keyword_plan: KeywordPlan = field(default=(), compare=False)
 
@@ -116,7 +119,10 @@ class SearchResult:
             "collections": list(self.collections),
             "filters": self.filters.as_json(),
             "reranked": self.reranked,
-            "hits": [h.as_json() for h in self.hits],
+            "hits": [
+                h.as_json() | ({} if self.links is None else {"open_url": self.links[i]})
+                for i, h in enumerate(self.hits)
+            ],
             # where the "weaker matches" line goes (the terminal, the pipe and the page)
             "weaker_from": weaker_from(self.hits),
         }
