@@ -10,11 +10,10 @@ rerank.py     optional local cross-encoder reranking
 highlight.py  which words of a hit matched (pure)
 similar.py    nearest documents to a file (pure aggregation)
 evaluate.py   nDCG, recall, MRR over judged queries (pure)
-quick.py      the keyword fast path's snapshot: what a keyword search resolved, read back
 engine.py     the shell that runs a search request end to end
 
 The names below load on first use, so that `retrieve.bm25` and the pure modules can be
-imported without the engine (and its store and model) by the console script's fast path.
+imported without the engine (and its store and model).
 """
 
 from __future__ import annotations
