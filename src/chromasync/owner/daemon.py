@@ -123,18 +123,23 @@ class Stopped:
 
 
 def stop(data_dir: Path, timeout: float = READER_LEAVES_IN) -> Stopped | None:
-    """Make the data dir's daemon leave (`make_way`: a live one is asked through the lock,
-    a frozen one killed) and wait until it has; one still there after `timeout` is
-    killed. None when no daemon runs."""
+    """Ask the data dir's daemon to leave (SIGTERM) and wait; a frozen one, or one still
+    there after `timeout`, is killed. None when no daemon runs."""
     info = find_daemon(data_dir)
     if info is None:
         return None
-    killed = frozen(info.pid)
-    if not make_way(str(data_dir), timeout):
-        with contextlib.suppress(OSError):  # gone already
-            os.kill(info.pid, signal.SIGKILL)
-        killed = True
+    killed = frozen(info.pid)  # a stopped process never handles SIGTERM
+    if not killed:
+        _signal(info.pid, signal.SIGTERM)
+        killed = not _gone(data_dir, info.pid, timeout)
+    if killed:
+        _signal(info.pid, signal.SIGKILL)
     return Stopped(info, _gone(data_dir, info.pid, 5.0), killed)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):  # gone already
+        os.kill(pid, sig)
 
 
 def _gone(data_dir: Path, pid: int, timeout: float) -> bool:

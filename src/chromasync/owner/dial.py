@@ -169,10 +169,9 @@ def daemon_socket(data_dir: str) -> str | None:
     return path if path and safe_socket(path) else None
 
 
-def make_way(data_dir: str, timeout: float | None = None) -> bool:
+def make_way(data_dir: str) -> bool:
     """A writer needs the lock the daemon holds: True when the daemon is gone. A frozen one
-    is killed (it held no work); a live one is asked (`state.lock.ask_reader_to_leave`,
-    which waits `timeout` seconds at most)."""
+    is killed (it held no work); a live one is asked (`state.lock.ask_reader_to_leave`)."""
     import signal
     import time
 
@@ -187,7 +186,7 @@ def make_way(data_dir: str, timeout: float | None = None) -> bool:
         deadline = time.monotonic() + 5.0
         while daemon_pid(data_dir) == pid and time.monotonic() < deadline:
             time.sleep(0.01)
-    return ask_reader_to_leave(data_dir, *(() if timeout is None else (timeout,)))
+    return ask_reader_to_leave(data_dir)
 
 
 def open_log(data_dir: str) -> IO[bytes]:
