@@ -33,10 +33,12 @@ def main() -> int | None:
         code = daemon_search(argv, os.environ)
     if code is not None:
         return code
+    from functools import partial
+
     from .cli.main import main as cli_main
 
     # the CLI records a snapshot for this command line only (not a CLI called from Python)
-    cli_main(obj=RecorderFactory(tuple(argv)))
+    cli_main(obj=partial(recorder, tuple(argv)))
     return None
 
 
@@ -138,23 +140,18 @@ def _replay(path: str, key: str, started: int, line: Line) -> str | None:
     return render_plain(summaries)
 
 
-class RecorderFactory:
-    """Makes the snapshot recorder of the process's own command line, when it is eligible."""
+def recorder(
+    argv: tuple[str, ...],
+    environ: Mapping[str, str],
+    render_json: Callable[[list[dict[str, object]]], str],
+) -> Recorder | None:
+    """The snapshot recorder of the process's own command line, when it is eligible."""
+    line = parse_invocation(argv, environ)
+    if line is None:
+        return None
+    from .state.snapshots import Recorder
 
-    __slots__ = ("argv",)
-
-    def __init__(self, argv: tuple[str, ...]) -> None:
-        self.argv = argv
-
-    def __call__(
-        self, environ: Mapping[str, str], render_json: Callable[[list[dict[str, object]]], str]
-    ) -> Recorder | None:
-        line = parse_invocation(self.argv, environ)
-        if line is None:
-            return None
-        from .state.snapshots import Recorder
-
-        return Recorder(line.key(environ, os.getcwd()), render_json)
+    return Recorder(line.key(environ, os.getcwd()), render_json)
 
 
 # -- a search through the warm daemon --------------------------------------------------------
@@ -233,4 +230,4 @@ def _named(argv: Sequence[str]) -> tuple[dict[str, str], set[str]]:
     return found, names
 
 
-__all__ = ["EARLY", "LATE", "RecorderFactory", "daemon_search", "main", "quick_ingest"]
+__all__ = ["EARLY", "LATE", "daemon_search", "main", "quick_ingest", "recorder"]

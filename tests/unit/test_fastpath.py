@@ -333,3 +333,16 @@ def test_a_toml_config_and_a_linked_config_file_read_as_the_loader_does(
         assert guess is None or not sure
         return
     assert guess == (str(settings.data_dir) if sure else None)
+
+
+def test_a_stamp_is_written_over_the_last_in_place(tmp_path: Path) -> None:
+    """Each answered run rewrites its `.ran` stamp in place (no truncation to empty, which
+    ext4 pays for with a flush): a shorter report leaves nothing of the longer one, 0600."""
+    from chromasync.state.snapshots import stamp
+
+    path = str(tmp_path / "key")
+    stamp(path, '[{"duration_ms": 12345}]')
+    stamp(path, '[{"duration_ms": 7}]')
+    ran = tmp_path / "key.ran"
+    assert ran.read_text() == '[{"duration_ms": 7}]'
+    assert ran.stat().st_mode & 0o777 == 0o600

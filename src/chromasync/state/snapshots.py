@@ -11,6 +11,7 @@ from __future__ import annotations
 import marshal
 import os
 
+from ..datadir import FILE_MODE
 from ..datadir import LOCK_FILE as LOCK_FILE
 from ..datadir import SNAPSHOT_DIR as FOLDER
 
@@ -46,12 +47,16 @@ def read_snapshot(path: str, key: str) -> tuple[Any, ...] | None:
 
 
 def stamp(path: str, report: str) -> None:
-    """Record a run answered from the snapshot at `path` (for `status`)."""
-    from ..datadir import open_private
-
+    """Record a run answered from the snapshot at `path` (for `status`), written over the last
+    one in place: ext4 flushes a file rewritten after a truncation to empty (3.5 ms here)."""
+    data = report.encode("utf-8")
     try:
-        with open_private(path + ".ran", "w", encoding="utf-8") as handle:
-            handle.write(report)
+        fd = os.open(path + ".ran", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
     except OSError:
         return
 
