@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..datadir import CONFIG_ENV, config_path
+from ..datadir import CONFIG_ENV as CONFIG_ENV
 from ..datadir import CONFIG_FILE_NAME as CONFIG_FILE_NAME
+from ..datadir import config_path
 from ..errors import ConfigError
 from .parsed import ConfigFile
 from .settings import DEFAULT_PRIVACY_KEYS, SETTINGS, Settings

@@ -113,13 +113,8 @@ def _ps_state(pid: int) -> str:
     import subprocess
 
     try:
-        done = subprocess.run(
-            ["ps", "-o", "stat=", "-p", str(pid)],
-            capture_output=True,
-            text=True,
-            timeout=CONNECT_TIMEOUT,
-            check=False,
-        )
+        argv = ["ps", "-o", "stat=", "-p", str(pid)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=CONNECT_TIMEOUT)
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip()
@@ -293,16 +288,10 @@ def post(
     import time
 
     data = json_text(body).encode("utf-8")
-    head = [
-        f"POST {route} HTTP/1.1",
-        "Host: localhost",
-        "Connection: close",
-        "Content-Type: application/json",
-        f"Content-Length: {len(data)}",
-    ]
-    if token:
-        head.append(f"Authorization: Bearer {token}")
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape") + data
+    head = f"POST {route} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+    head += f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+    head += f"Authorization: Bearer {token}\r\n\r\n" if token else "\r\n"
+    request = head.encode("utf-8", "surrogateescape") + data
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + timeout
