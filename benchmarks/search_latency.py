@@ -6,12 +6,13 @@
 DIR is a data dir holding SciFact indexed with the default model (e.g. the one
 `benchmarks/retrieval.py` builds in /tmp/chromasync-bench-retrieval/scifact-data); the
 queries are SciFact's 809 training claims. Measured side by side in one run, each row a
-new process per query unless it says otherwise (`python -m chromasync`, the console
-script's entry):
+new process per query unless it says otherwise (the venv's `chromasync` console script,
+what users run; `--entry module`: `python -m chromasync`, which adds runpy's imports):
 
 * `python -c pass`: the floor of any fresh process on this machine;
-* `search Q --mode keyword --json` with no daemon (the SQLite snapshot path);
-* `search Q --json` (hybrid) through the warm daemon (the stdlib client);
+* `search Q --mode keyword --json` through the warm daemon (the stdlib client; the SQLite
+  keyword snapshot it replaced measured 1.0x this row's time or more: docs/benchmarks.md);
+* `search Q --json` (hybrid) through the warm daemon;
 * the first hybrid query after the daemon was stopped (it starts one: model and store load);
 * `search Q --json --no-daemon` (hybrid in its own process: the code before the daemon);
 * hybrid in one warm process, as the daemon, REST and MCP search (`api.retrieve` in
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--floor", type=int, default=30, help="`python -c pass` runs")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--feedback", action="store_true", help="only the feedback's cost")
+    parser.add_argument("--entry", choices=["script", "module"], default="script")
     args = parser.parse_args()
     if args.feedback:
         feedback_cost(args)
@@ -92,7 +94,9 @@ def main() -> None:
 
     queries = claims(args.queries)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CHROMASYNC_DATA_DIR": str(args.data_dir)}
-    cli = [sys.executable, "-m", "chromasync"]
+    script = Path(sys.executable).with_name("chromasync")
+    use_script = args.entry == "script" and script.exists()
+    cli = [str(script)] if use_script else [sys.executable, "-m", "chromasync"]
     rows: dict[str, dict[str, float]] = {}
     load = {"start": os.getloadavg()[0]}
 
@@ -104,20 +108,19 @@ def main() -> None:
         [timed([sys.executable, "-c", "pass"], env) for _ in range(args.floor)]
     )
 
-    alone = {**env, "CHROMASYNC_NO_DAEMON": "1"}
-    timed([*cli, "search", queries[0], "--mode", "keyword", "--json"], alone)  # records
-    rows["keyword, fresh process, no daemon"] = figures(
-        [timed([*cli, "search", q, "--mode", "keyword", "--json"], alone) for q in queries]
-    )
-
     boots = []
     for i in range(args.boots):
         stop_daemon()
         boots.append(timed([*cli, "search", queries[i], "--json"], env))
     rows["hybrid, first query after boot (starts the daemon)"] = figures(boots)
-    rows["hybrid, fresh process, warm daemon"] = figures(
-        [timed([*cli, "search", q, "--json"], env) for q in queries]
-    )
+    # the two daemon rows alternate query by query, so both see the same machine
+    hybrid: list[float] = []
+    keyword: list[float] = []
+    for q in queries:
+        hybrid.append(timed([*cli, "search", q, "--json"], env))
+        keyword.append(timed([*cli, "search", q, "--mode", "keyword", "--json"], env))
+    rows["hybrid, fresh process, warm daemon"] = figures(hybrid)
+    rows["keyword, fresh process, warm daemon"] = figures(keyword)
     stop_daemon()
 
     rows["hybrid, fresh process, --no-daemon (before)"] = figures(
@@ -148,6 +151,7 @@ def main() -> None:
 
     floor = rows["python -c pass"]["p50_ms"]
     print(f"\n{len(queries)} SciFact claims; load average {load['start']:.2f} -> {load['end']:.2f}")
+    print(f"entry: {' '.join(cli)}")
     print(f"| {'what':<52} | {'n':>4} | {'p50 ms':>7} | {'p95 ms':>7} | {'p99 ms':>7} | x pass |")
     print(f"|{'-' * 54}|{'-' * 6}|{'-' * 9}|{'-' * 9}|{'-' * 9}|{'-' * 8}|")
     for name, row in rows.items():

@@ -200,65 +200,118 @@ def read_owner_file(data_dir: str | os.PathLike[str]) -> dict[str, object] | Non
     return data
 
 
-def config_path(
-    options: Mapping[str, str], environ: Mapping[str, str], cwd: str
-) -> tuple[str, bool]:
-    """The config file a command line with these `options` reads, and whether it was named
-    (`--config`, `CHROMASYNC_CONFIG`; else `chromasync.yaml` in `cwd`, which may be absent)."""
-    named = options.get("--config") or environ.get("CHROMASYNC_CONFIG")
-    return os.path.join(cwd, os.path.expanduser(named or "chromasync.yaml")), bool(named)
+CONFIG_ENV = "CHROMASYNC_CONFIG"
+CONFIG_FILE_NAME = "chromasync.yaml"
 
 
-def config_bytes(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> bytes | None:
-    """The bytes of the config file a command line reads (`config_path`), None when absent."""
+def config_path(flag: str | None, environ: Mapping[str, str], cwd: str) -> tuple[str, bool]:
+    """The config file a command reads, and whether it was named: `--config` (`flag`), else
+    `CHROMASYNC_CONFIG`, else `chromasync.yaml` in `cwd` (which may be absent). The one
+    finder: `config.resolve.find_config_file` checks what it finds."""
+    named = flag or environ.get(CONFIG_ENV)
+    return os.path.join(cwd, os.path.expanduser(named or CONFIG_FILE_NAME)), bool(named)
+
+
+def config_bytes(flag: str | None, environ: Mapping[str, str], cwd: str) -> bytes | None:
+    """The bytes of the config file a command reads (`config_path`), None when absent."""
     try:
-        with open(config_path(options, environ, cwd)[0], "rb") as handle:
+        with open(config_path(flag, environ, cwd)[0], "rb") as handle:
             return handle.read()
     except OSError:
         return None
 
 
-def guess(options: Mapping[str, str], environ: Mapping[str, str], cwd: str) -> str | None:
-    """Where the data dir of a command line with these `options` most likely is, without
-    parsing the config file (`--data-dir`, `CHROMASYNC_DATA_DIR`, the config's `data_dir`)."""
-    return guess_from(options, environ, cwd, config_bytes(options, environ, cwd))
-
-
 def guess_from(
     options: Mapping[str, str], environ: Mapping[str, str], cwd: str, text: bytes | None
 ) -> str | None:
-    """`guess`, given the config file's bytes (`config_bytes`: None when it is absent); the
-    active model profile's side index when the data dir has one (`active_dir`)."""
-    home = _guess_home(options, environ, cwd, text)
-    return None if home is None else active_dir(home)
-
-
-def _guess_home(
-    options: Mapping[str, str], environ: Mapping[str, str], cwd: str, text: bytes | None
-) -> str | None:
+    """The data dir of a command line with these `options` (`--data-dir`, `--config`),
+    given its config file's bytes (`config_bytes`), without the config file's parser; None
+    when this reading is not sure (the CLI then resolves it). The active model profile's
+    side index when the data dir has one (`active_dir`)."""
     value = options.get("--data-dir") or environ.get("CHROMASYNC_DATA_DIR")
     if value:
-        return os.path.join(cwd, os.path.expanduser(value))
-    config, named = config_path(options, environ, cwd)
+        return active_dir(os.path.join(cwd, os.path.expanduser(value)))
+    config, named = config_path(options.get("--config"), environ, cwd)
     if text is None:
-        return None if named else os.path.join(cwd, ".chromasync")
+        return None if named else active_dir(os.path.join(cwd, ".chromasync"))
     if b"data_dir" not in text:
-        return os.path.join(cwd, ".chromasync")
-    for line in text.decode("utf-8", "replace").splitlines():
-        _, found, after = line.partition("data_dir")
-        if found and after.lstrip()[:1] in (":", "="):
-            raw = after.lstrip()[1:]
-            for stop in ",}#":
-                raw = raw.split(stop, 1)[0]
-            raw = raw.strip().strip("'\"")
-            base = os.path.dirname(os.path.realpath(config))
-            return os.path.normpath(os.path.join(base, os.path.expanduser(raw))) if raw else None
+        return active_dir(os.path.join(cwd, ".chromasync"))
+    raw = _file_data_dir(text.decode("utf-8", "replace"), config.endswith(".toml"))
+    if raw is None:
+        return None
+    base = os.path.realpath(os.path.dirname(config))
+    return active_dir(os.path.normpath(os.path.join(base, os.path.expanduser(raw))))
+
+
+#: The tables a config file's `data_dir` may sit in (`config.settings`: its `file` keys).
+_TABLES = ("store", "server", "chromasync")
+#: Plain YAML scalars that are no string.
+_NOT_TEXT = {"", "~", "null", "true", "false", "yes", "no", "on", "off"}
+
+
+def _file_data_dir(text: str, toml: bool) -> str | None:
+    """The config file's one `data_dir` value, when it is written in a form this reads
+    exactly: one mention of `data_dir`, as a key of `store`, `server` or `chromasync` (a
+    block or a one-line flow mapping in YAML, a table in TOML), a plain or quoted string
+    without escapes. None for anything else."""
+    lines = [x for x in text.splitlines() if x.strip() and not x.lstrip().startswith("#")]
+    found = [i for i, line in enumerate(lines) if "data_dir" in line]
+    if len(found) != 1 or text.count("data_dir") != 1:
+        return None
+    at = found[0]
+    head, _, after = lines[at].partition("data_dir")
+    if toml:
+        tables = [x.strip() for x in lines[:at] if x.lstrip().startswith("[")]
+        if head.strip() or not tables or tables[-1].strip("[]") not in _TABLES:
+            return None
+        value = after.lstrip()[1:].split(" #", 1)[0].strip()
+        return _yaml_text(value) if after.lstrip()[:1] == "=" and value[:1] in "'\"" else None
+    if after[:1] != ":" or (after[1:2] and not after[1:2].isspace()):
+        return None
+    table, brace, rest = head.partition(": {")
+    if brace:  # `store: {data_dir: x, ...}` on one line
+        if table not in _TABLES or any(c in rest for c in "{}[]'\"#"):
+            return None
+        if rest and not rest.rstrip().endswith(","):
+            return None
+        value = after[1:].split(",", 1)[0].split("}", 1)[0]
+        return None if "}" not in after or "#" in value else _yaml_text(value.strip())
+    tops = [i for i in range(at) if not lines[i][:1].isspace()]
+    if not tops or lines[tops[-1]].split(" #")[0].rstrip() not in [f"{t}:" for t in _TABLES]:
+        return None
+    indent = len(head)
+    first = lines[tops[-1] + 1]
+    if head.strip() or not indent or len(first) - len(first.lstrip(" ")) != indent:
+        return None
+    return _yaml_text(after[1:].split(" #", 1)[0].strip())
+
+
+def _yaml_text(value: str) -> str | None:
+    """A YAML scalar as its string: plain (not a number, bool or null), or quoted without
+    escapes; None for anything else."""
+    if value[:1] in ("'", '"'):
+        inner = value[1:-1]
+        return (
+            inner
+            if len(value) > 1
+            and value[-1] == value[0]
+            and not any(c in inner for c in (value[0], "\\"))
+            else None
+        )
+    if value.lower() in _NOT_TEXT or value[:1] in "&*!|>%@`{[,#?:-" or ": " in value:
+        return None
+    try:
+        float(value)
+    except ValueError:
+        return value
     return None
 
 
 __all__ = [
     "CACHE_FILE",
     "CHROMA_DIR",
+    "CONFIG_ENV",
+    "CONFIG_FILE_NAME",
     "DAEMON_LOG",
     "DAEMON_LOG_OLD",
     "DIR_MODE",
@@ -284,7 +337,6 @@ __all__ = [
     "config_bytes",
     "config_path",
     "create_private_file",
-    "guess",
     "guess_from",
     "make_private_dir",
     "open_private",

@@ -1,30 +1,10 @@
-"""The console script's entry, and the fast path of an unchanged re-run of `ingest`.
+"""The `chromasync` console script: an unchanged `ingest` from its snapshot, a `search`
+through the warm daemon, else the CLI.
 
-An unchanged re-run should cost about what walking and stat-ing the tree costs. The full
-CLI spends ten times that importing click, rich, SQLite and its own ~60 modules before it
-looks at a file, so the console script starts here, in a module that imports only the
-standard library's built-in modules (`os`, `marshal`, `fcntl`, `_sha256`):
-
-1. Only `ingest` with settings flags is eligible (paths, `--json`, `--quiet`, `--data-dir`,
-   `--config`, `--source`...: `cmdline.INGEST`); any other command or flag goes straight to
-   the CLI, and so does a run whose human output would go to a terminal (rich draws it).
-2. The invocation's key is `cmdline.line_key` of its arguments: its folder, the
-   `CHROMASYNC_*` environment, the config file's bytes, this code's version and location.
-3. Under the data dir's lock, taken without waiting (a holder means the CLI must handle
-   it), the snapshot that the last full run of the same key recorded is read (`snapshots`):
-   the config files that run read, the state file's identity, and per source the listing its
-   walk saw (`listing`: each folder's entries with inode, size, mtime_ns and ctime_ns,
-   symlink verdicts, the folders an ignore rule pruned) and what a re-run over it reports.
-4. If every config file and the state file are as recorded and every source's tree lists
-   exactly the same, that report is printed with this run's own time, and the run is
-   stamped for `status`. Anything else falls through to the full CLI.
-
-A full run records a snapshot (`RecorderFactory`, handed to the CLI and fed by the ingest's
-`SettledSource` reports) only when a re-run over the tree it walked would do nothing by the
-full path's own triage: no new, changed, racily clean or gone file, the source marked clean.
-Taking the data dir's lock deletes every snapshot (`snapshots.invalidate`), so any writer
-(ingest, verify --repair, sources remove, reset, serve, watch) voids them before it changes
-anything. `CHROMASYNC_NO_FASTPATH` set to anything but empty turns the fast path off.
+Both routes import only the standard library's built-in modules before they answer, and
+hand anything they are unsure of to the CLI, which answers the same way (docs/architecture.md,
+"The console script"). `CHROMASYNC_NO_FASTPATH` turns the ingest route off,
+`CHROMASYNC_NO_DAEMON` or `--no-daemon` the search route.
 """
 
 from __future__ import annotations
@@ -33,67 +13,62 @@ import os
 import sys
 import time
 
-from .cmdline import OFF_ENV, Line, parse
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from .cmdline import Line
     from .state.snapshots import Recorder
 
 CRASH_ENV = "CHROMASYNC_CRASH_AT"
 
 
 def main() -> int | None:
-    """The `chromasync` console script: the fast path when it applies, else the CLI."""
+    """The console script: the fast path when it applies, else the CLI."""
     argv = sys.argv[1:]
-    code = quick_ingest(argv, os.environ)
-    if code is None and argv[:1] == ["search"]:
-        from .fastsearch import daemon_search, quick_search
-
-        code = quick_search(argv, os.environ)
-        if code is None:
-            code = daemon_search(argv, os.environ)
+    code = None
+    if argv[:1] == ["ingest"]:
+        code = quick_ingest(argv, os.environ)
+    elif argv[:1] == ["search"]:
+        code = daemon_search(argv, os.environ)
     if code is not None:
         return code
+    from functools import partial
+
     from .cli.main import main as cli_main
 
-    # The CLI records a snapshot for this command line (and only for it): not a CLI called
-    # from Python with other arguments.
-    cli_main(obj=RecorderFactory(tuple(argv)))
+    # the CLI records a snapshot for this command line only (not a CLI called from Python)
+    cli_main(obj=partial(recorder, tuple(argv)))
     return None
 
 
-# -- the invocation --------------------------------------------------------------------------
+# -- an unchanged ingest ---------------------------------------------------------------------
 
 
 def parse_invocation(argv: Sequence[str], environ: Mapping[str, str]) -> Line | None:
     """The command line as an eligible `ingest`, or None when the CLI must run it."""
-    if not argv or argv[0] != "ingest" or environ.get(OFF_ENV) or environ.get(CRASH_ENV):
+    from .cmdline import OFF_ENV, parse
+
+    if environ.get(OFF_ENV) or environ.get(CRASH_ENV):
         return None
     return parse(argv)
-
-
-def invocation_key(invocation: Line, environ: Mapping[str, str], cwd: str) -> str:
-    """What the outcome of a no-op run depends on, besides files (`cmdline.line_key`)."""
-    return invocation.key("ingest", invocation.argv, environ, cwd)
 
 
 def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     """Answer an unchanged re-run from its snapshot: the exit code, or None for the CLI."""
     started = time.perf_counter_ns()
-    invocation = parse_invocation(argv, environ)
-    if invocation is None or not (invocation.given("--json") or not sys.stdout.isatty()):
-        return None
+    line = parse_invocation(argv, environ)
+    if line is None or not (line.given("--json") or not sys.stdout.isatty()):
+        return None  # a terminal's report is rich's
     try:
         cwd = os.getcwd()
     except OSError:
         return None
-    data_dir = invocation.data_dir(environ, cwd)  # a wrong guess finds no snapshot of the key
+    data_dir = line.data_dir(environ, cwd)  # a wrong guess finds no snapshot of the key
     if data_dir is None:
         return None
-    key = invocation_key(invocation, environ, cwd)
-    from .state.snapshots import LOCK_FILE, snapshot_path  # an ingest's only: search needs none
+    key = line.key(environ, cwd)
+    from .state.snapshots import LOCK_FILE, snapshot_path
 
     try:
         fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDWR | os.O_CLOEXEC)
@@ -114,7 +89,7 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: chromasync {' '.join(argv)}"[:300].encode() + b"\n")
         try:
-            text = _replay(snapshot_path(data_dir, key), key, started, invocation)
+            text = _replay(snapshot_path(data_dir, key), key, started, line)
         finally:
             os.ftruncate(fd, 0)
     finally:
@@ -138,55 +113,121 @@ def _reader_left(fd: int, data_dir: str) -> bool:
     return make_way(data_dir)
 
 
-def _replay(path: str, key: str, started: int, invocation: Line) -> str | None:
+def _replay(path: str, key: str, started: int, line: Line) -> str | None:
     """The report of the recorded no-op run, when nothing it depends on changed."""
     from .corpus.listing import tree_listing
     from .state.snapshots import join_report, read_snapshot, stamp
 
     snapshot = read_snapshot(path, key)
-    if snapshot is None or not snapshot.files_as_recorded():
+    if snapshot is None:
         return None
+    sources, parts, summaries = snapshot
     durations: list[int] = []
-    for root, starts, pruned, gitignore, listing in snapshot.sources:
+    for root, starts, pruned, gitignore, listing in sources:
         if tree_listing(root, starts, frozenset(pruned), gitignore) != listing:
             return None
         now = time.perf_counter_ns()
         durations.append((now - started) // 1_000_000)
         started = now
-    report = join_report(snapshot.json_parts, durations)
+    report = join_report(parts, durations)
     stamp(path, report)
-    if invocation.given("--json"):
+    if line.given("--json"):
         return report
-    for summary, duration in zip(snapshot.summaries, durations, strict=True):
+    for summary, duration in zip(summaries, durations, strict=True):
         summary["duration_ms"] = duration
-    from .sync.summary import render_plain  # plain lines only: `--json` needs none of it
+    from .sync.summary import render_plain
 
-    return render_plain(snapshot.summaries)
-
-
-# -- recording (the full path) ---------------------------------------------------------------
+    return render_plain(summaries)
 
 
-class RecorderFactory:
-    """Makes the recorder of the process's own command line, when it is eligible."""
+def recorder(
+    argv: tuple[str, ...],
+    environ: Mapping[str, str],
+    render_json: Callable[[list[dict[str, object]]], str],
+) -> Recorder | None:
+    """The snapshot recorder of the process's own command line, when it is eligible."""
+    line = parse_invocation(argv, environ)
+    if line is None:
+        return None
+    from .state.snapshots import Recorder
 
-    __slots__ = ("argv",)
+    return Recorder(line.key(environ, os.getcwd()), render_json)
 
-    def __init__(self, argv: tuple[str, ...]) -> None:
-        self.argv = argv
 
-    def __call__(
-        self, environ: Mapping[str, str], render_json: Callable[[list[dict[str, object]]], str]
-    ) -> Recorder | None:
-        invocation = parse_invocation(self.argv, environ)
-        if invocation is None:
-            return None
-        from .state.snapshots import Recorder
+# -- a search through the warm daemon --------------------------------------------------------
 
-        return Recorder(invocation_key(invocation, environ, os.getcwd()), render_json)
+#: What the client sends of its environment besides `CHROMASYNC_*`: what settings read
+#: (`HOME`, `CHROMA_API_KEY`) and what rich reads to draw for a terminal.
+_SENT = frozenset(
+    {"HOME", "CHROMA_API_KEY", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "COLUMNS"}
+    | {"LINES", "TTY_COMPATIBLE", "TTY_INTERACTIVE"}
+)
+#: `search`'s settings options the client passes to a daemon it starts (as `daemon run`'s
+#: flags); with any in `LATE` it starts none, the CLI does (`tests/unit/test_cmdline.py`).
+EARLY = {"--data-dir": "data_dir", "--config": "config_path"}
+LATE = frozenset(
+    {"--provider", "--model", "--embedding-url", "--chroma-url", "--tenant", "--database"}
+    | {"--sources-file", "--embed-option", "--chroma-token", "--allow-root-slash", "--rerank"}
+)
 
-    def search_key(self, environ: Mapping[str, str]) -> str | None:
-        """The keyword fast path's snapshot key of this command line (`fastsearch`)."""
-        from .fastsearch import search_recorder_key
 
-        return search_recorder_key(self.argv, environ)
+def daemon_search(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
+    """Send a `search` command line, with its folder and environment, to the data dir's
+    warm daemon (started when none runs), which runs it with the CLI itself: the exit
+    code, or None for the CLI (no daemon, not the daemon's settings, anything unclean)."""
+    from .owner.dial import daemon_off, daemon_socket, nobody_owns, post, start_daemon
+
+    if argv[:1] != ["search"] or "--no-daemon" in argv or daemon_off(environ):
+        return None
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    from .datadir import config_bytes, guess_from
+
+    named, names = _named(argv)
+    data_dir = guess_from(named, environ, cwd, config_bytes(named.get("--config"), environ, cwd))
+    if data_dir is None:
+        return None
+    socket_path = daemon_socket(data_dir)
+    if socket_path is None and nobody_owns(data_dir) and not LATE & names:
+        socket_path = start_daemon(data_dir, {EARLY[k]: v for k, v in named.items()})
+    if socket_path is None:
+        return None
+    env = {k: v for k, v in environ.items() if k.startswith("CHROMASYNC_") or k in _SENT}
+    for fd in (0, 1, 2):  # rich's own order: the first terminal's width, unless COLUMNS
+        if "COLUMNS" in env:
+            break
+        try:  # noqa: SIM105 - contextlib costs the console script ~10 ms to import
+            env["COLUMNS"] = str(os.get_terminal_size(fd).columns)
+        except (OSError, ValueError):
+            pass
+    tty = [sys.stdout.isatty(), sys.stderr.isatty()]
+    body = {"argv": list(argv), "cwd": cwd, "env": env, "tty": tty}
+    reply = post(socket_path, "/daemon/run", body, environ.get("CHROMASYNC_API_TOKEN"))
+    size, _, rest = (reply or b"").partition(b"\n")  # len(stderr), stderr, stdout
+    if reply is None or not size.isdigit() or int(size) > len(rest):
+        return None
+    sys.stderr.write(rest[: int(size)].decode("utf-8", "surrogatepass"))
+    sys.stderr.flush()
+    sys.stdout.write(rest[int(size) :].decode("utf-8", "surrogatepass"))
+    sys.stdout.flush()
+    return 0
+
+
+def _named(argv: Sequence[str]) -> tuple[dict[str, str], set[str]]:
+    """`--data-dir` and `--config` as given, and every option name given, before `--` (a
+    wrong guess finds no daemon, or one of other settings that says so)."""
+    found: dict[str, str] = {}
+    names = set()
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        names.add(name)
+        if name in EARLY and (eq or index + 1 < len(argv)):
+            found[name] = value if eq else argv[index + 1]
+    return found, names
+
+
+__all__ = ["EARLY", "LATE", "daemon_search", "main", "quick_ingest", "recorder"]

@@ -1,9 +1,7 @@
-"""The console script's front door (`cmdline`), checked against click's own commands.
-
-The snapshot fast paths read argv before click is imported, with `cmdline`'s tables. These
-tests walk click's `ingest` and `search` and fail when a table disagrees: a spelling click
-lacks, an option click reads as taking a value that the table reads as a flag (or the
-reverse), a new click option nobody placed.
+"""The console script's front door (`cmdline`, `fastpath`), checked against click's own
+commands: the ingest fast path's table and the daemon client's settings options fail these
+tests when they disagree with click (a spelling click lacks, an option read as a flag that
+click reads as taking a value, a new click option nobody placed).
 """
 
 from __future__ import annotations
@@ -12,17 +10,9 @@ import click
 import pytest
 
 from chromasync.cli.main import main as cli
-from chromasync.cmdline import INGEST, Option, line_key, parse, table_of
+from chromasync.cmdline import INGEST, line_key, parse
 
-
-def _search() -> dict[str, Option]:
-    table = table_of("search")
-    assert table is not None
-    return table
-
-
-COMMANDS = {"ingest": INGEST, "search": _search()}
-SEARCH = COMMANDS["search"]
+COMMANDS = {"ingest": INGEST}
 
 #: click options each fast path leaves to the CLI on purpose (a command line with one of
 #: them runs in full): anything new in click must be placed in a table or here.
@@ -45,11 +35,6 @@ LEFT_TO_THE_CLI = {
         "--wait",
         "--include-hidden",  # the snapshot's walk does not list what it adds
     },
-    # what the keyword snapshot does not record (the daemon or the CLI runs them)
-    "search": {
-        *("--rerank", "--group-by", "--latest", "--links-to", "--min-score", "--feedback"),
-        *("--files", "-0", "--null", "--explain", "--chroma-token", "--embed-option"),
-    },
 }
 
 
@@ -71,9 +56,9 @@ def test_every_fast_option_is_clicks_with_the_same_arity(name: str) -> None:
     options = _click_options(cli.commands[name])
     for spelling, fast in COMMANDS[name].items():
         assert spelling in options, f"{name} {spelling}: click has no such option"
-        assert fast.value == _takes_value(options[spelling]), (
+        assert fast == _takes_value(options[spelling]), (
             f"{name} {spelling}: the fast parser reads it as "
-            f"{'taking a value' if fast.value else 'a flag'}, click does not"
+            f"{'taking a value' if fast else 'a flag'}, click does not"
         )
 
 
@@ -94,11 +79,11 @@ def test_the_parser_reads_what_click_reads(name: str) -> None:
     would give it (flags: given; values: the next word or after `=`); a flag given a value
     and a value left missing go to the CLI, as click would refuse them."""
     for spelling, fast in COMMANDS[name].items():
-        if fast.value:
+        if fast:
             for argv in ([name, "q", spelling, "v"], [name, "q", f"{spelling}=v"]):
                 line = parse(argv)
                 assert line is not None and line.options[spelling] == "v", argv
-                assert [text for _i, text in line.arguments] == ["q"]
+                assert line.arguments == ["q"]
             assert parse([name, "q", spelling]) is None
         else:
             line = parse([name, "q", spelling])
@@ -106,16 +91,11 @@ def test_the_parser_reads_what_click_reads(name: str) -> None:
             assert parse([name, "q", f"{spelling}=1"]) is None
 
 
-def test_the_keyword_snapshot_takes_only_what_it_records() -> None:
-    assert "--latest" not in SEARCH and "--group-by" not in SEARCH
-    assert {"--mode", "--k", "--tag", "--tags-any", "--no-rerank", "--path"} <= set(SEARCH)
-
-
 def test_one_key_scheme_no_secret_in_it() -> None:
     env = {"CHROMASYNC_CHROMA_TOKEN": "s3cret", "HOME": "/h"}
     key = line_key("daemon", ("a",), env, "/w", b"version: 1\n")
     assert "s3cret" not in key and len(key) == 64
-    assert line_key("search", ("a",), env, "/w", b"version: 1\n") != key  # by purpose
+    assert line_key("ingest", ("a",), env, "/w", b"version: 1\n") != key  # by purpose
     assert line_key("daemon", ("a",), env, "/w", b"version: 2\n") != key  # by config
     assert line_key("daemon", ("a",), env, "/w", None) != key
 
@@ -125,7 +105,7 @@ def test_the_daemon_client_knows_every_settings_option_of_search() -> None:
     options are `EARLY`'s (passed on as `daemon run`'s flags, by click's names); any other
     settings option of click's `search` is in `LATE` (the CLI starts the daemon of those)."""
     from chromasync.cli.common import _FILE_FLAGS, SETTING_FLAGS
-    from chromasync.fastsearch import EARLY, LATE
+    from chromasync.fastpath import EARLY, LATE
 
     run = _click_options(cli.commands["daemon"].commands["run"])  # type: ignore[attr-defined]
     for spelling, option in _click_options(cli.commands["search"]).items():

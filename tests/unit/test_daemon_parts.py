@@ -1,4 +1,4 @@
-"""The search daemon's pure parts (`owner.daemon`, `fastsearch`): its idle clock, its
+"""The search daemon's pure parts (`owner.daemon`, `fastpath`): its idle clock, its
 settings key, the switches, and which command lines its client sends."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,11 +16,11 @@ from hypothesis import strategies as st
 
 from chromasync.config.parsed import ConfigFile
 from chromasync.config.settings import Settings
-from chromasync.fastsearch import _named, daemon_search
+from chromasync.fastpath import _named, daemon_search
 from chromasync.owner.daemon import (
     IDLE_TIMEOUT,
-    Activity,
     daemon_off,
+    exit_when_idle,
     idle_timeout,
     settings_key,
 )
@@ -34,18 +35,32 @@ class Clock:
 
 
 def test_idle_time_counts_from_the_last_request_and_not_while_one_runs() -> None:
+    """The daemon leaves `timeout` seconds after the last request, counted from when it
+    listens, never while one is in flight, and at once when a writer waits."""
     clock = Clock()
-    activity = Activity(clock)
-    clock.now += 5
-    assert activity.idle_for() == 5
-    activity.begin()
-    clock.now += 50
-    assert activity.idle_for() == 0  # a slow request in flight is not idleness
-    activity.end()
-    clock.now += 2
-    assert activity.idle_for() == 2
-    activity.restart()  # once it listens
-    assert activity.idle_for() == 0
+    state = SimpleNamespace(total_requests=0, tasks=set())
+    server = SimpleNamespace(should_exit=False, started=False, server_state=state)
+    script = iter(
+        [
+            lambda: setattr(server, "started", True),  # a slow start is no idleness
+            lambda: state.tasks.add("req"),
+            *([lambda: None] * 20),  # 20 s in one request
+            lambda: (state.tasks.clear(), setattr(state, "total_requests", 1)),
+            *([lambda: None] * 20),
+        ]
+    )
+    times: list[float] = []
+
+    def sleep(_step: float) -> None:
+        clock.now += 1
+        next(script)()
+        times.append(clock.now)
+
+    exit_when_idle(server, 10.0, lambda: False, clock, sleep)
+    assert server.should_exit and times[-1] == 100 + 1 + 1 + 20 + 1 + 10
+    server.should_exit, left = False, []
+    exit_when_idle(server, 10.0, lambda: not left.append(1), clock, sleep)
+    assert server.should_exit and left == [1]
 
 
 def test_switches_read_the_environment() -> None:
@@ -77,12 +92,12 @@ def test_settings_key_changes_with_any_setting_secret_or_config_file_but_not_the
 
 
 def test_the_client_finds_the_daemon_by_the_data_dir_and_config_given() -> None:
-    assert _named(["search", "q", "--data-dir", "d", "--config=c.yaml", "--k", "3"]) == {
-        "--data-dir": "d",
-        "--config": "c.yaml",
-    }
-    assert _named(["search", "q", "--data-dir"]) == {}  # click says what is missing
-    assert _named(["search", "--", "--data-dir", "d"]) == {}  # a query, not an option
+    named, names = _named(["search", "q", "--data-dir", "d", "--config=c.yaml", "--k", "3"])
+    assert named == {"--data-dir": "d", "--config": "c.yaml"}
+    assert {"--data-dir", "--config", "--k"} <= names
+    assert _named(["search", "q", "--data-dir"])[0] == {}  # click says what is missing
+    named, names = _named(["search", "--", "--data-dir", "d"])
+    assert named == {} and "--data-dir" not in names  # a query, not an option
 
 
 def test_the_client_leaves_to_the_cli_what_no_daemon_answers(

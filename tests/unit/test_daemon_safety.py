@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from chromasync import fastsearch
+from chromasync import fastpath
 from chromasync.datadir import DAEMON_LOG, DAEMON_LOG_OLD, READER_MARK, STATE_FILE
 from chromasync.owner import daemon as daemons
 from chromasync.owner import dial
@@ -137,9 +137,9 @@ def test_the_console_clients_daemon_gets_no_secret_in_its_argv(
     (data_dir / "lock").write_bytes(b"")
     env = {"CHROMASYNC_CHROMA_TOKEN": "s3cret-t0ken", "CHROMASYNC_NO_FASTPATH": "1"}
     secret = ["search", "q", "--data-dir", str(data_dir), "--chroma-token", "s3cret-t0ken"]
-    assert fastsearch.daemon_search(secret, env) is None and not fake_popen
+    assert fastpath.daemon_search(secret, env) is None and not fake_popen
     argv = ["search", "q", "--data-dir", str(data_dir)]
-    assert fastsearch.daemon_search(argv, env) is None  # it died: the CLI runs the search
+    assert fastpath.daemon_search(argv, env) is None  # it died: the CLI runs the search
     [call] = fake_popen
     assert "s3cret-t0ken" not in " ".join(call["argv"])
     assert json.loads(call["popen"].written) == {"flags": {"data_dir": str(data_dir)}}

@@ -11,7 +11,7 @@ import pytest
 from chromasync import fastpath
 from chromasync.corpus.listing import tree_listing
 from chromasync.corpus.walk import discover_source
-from chromasync.fastpath import invocation_key, parse_invocation
+from chromasync.fastpath import parse_invocation
 from chromasync.records import SourceSpec
 from chromasync.state import lock
 from chromasync.sync.summary import render_plain
@@ -59,23 +59,23 @@ def test_the_key_follows_what_settings_depend_on() -> None:
     invocation = parse_invocation(["ingest", "notes"], {})
     assert invocation is not None
     env = {"CHROMASYNC_COLLECTION": "a", "PATH": "/bin", "HOME": "/root"}
-    key = invocation_key(invocation, env, "/work")
-    assert invocation_key(invocation, dict(env), "/work") == key
-    assert invocation_key(invocation, {**env, "CHROMASYNC_COLLECTION": "b"}, "/work") != key
-    assert invocation_key(invocation, {**env, "HOME": "/home/x"}, "/work") != key
-    assert invocation_key(invocation, env, "/elsewhere") != key
+    key = invocation.key(env, "/work")
+    assert invocation.key(dict(env), "/work") == key
+    assert invocation.key({**env, "CHROMASYNC_COLLECTION": "b"}, "/work") != key
+    assert invocation.key({**env, "HOME": "/home/x"}, "/work") != key
+    assert invocation.key(env, "/elsewhere") != key
     other = parse_invocation(["ingest", "notes", "--json"], {})
-    assert other is not None and invocation_key(other, env, "/work") != key
+    assert other is not None and other.key(env, "/work") != key
     # not settings: unrelated variables, the switches
     for extra in (
         {"PATH": "/usr/bin"},
         {"CHROMASYNC_NO_FASTPATH": ""},
         {"CHROMASYNC_NO_DAEMON": "1"},
     ):
-        assert invocation_key(invocation, {**env, **extra}, "/work") == key
+        assert invocation.key({**env, **extra}, "/work") == key
     # a secret counts (one key scheme for every fast path) by its digest only
     for extra in ({"CHROMASYNC_CHROMA_TOKEN": "s3cret"}, {"CHROMASYNC_EMBEDDING_API_KEY": "k"}):
-        assert invocation_key(invocation, {**env, **extra}, "/work") != key
+        assert invocation.key({**env, **extra}, "/work") != key
 
 
 def test_the_key_covers_the_config_file_it_reads(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_the_key_covers_the_config_file_it_reads(tmp_path: Path) -> None:
     def key(argv: list[str], env: dict[str, str]) -> str:
         invocation = parse_invocation(argv, env)
         assert invocation is not None
-        return invocation_key(invocation, env, cwd)
+        return invocation.key(env, cwd)
 
     absent = key(["ingest", "notes"], {})
     config.write_text("version: 1\nstore: {collection: a}\n")
@@ -251,3 +251,98 @@ def test_a_terminal_still_gets_the_table(
     )
     out = capsys.readouterr().out
     assert "embed time" in out and "total" in out and "skipped by reason: binary: 1" in out
+
+
+#: Config files and whether the console script's reading of `data_dir` must be sure of them
+#: (True) or may leave them to the CLI (False: None).
+CONFIGS = [
+    ("version: 1\nstore:\n  data_dir: state\n", True),
+    ("version: 1\nstore:\n    collection: x\n    data_dir: 'my dir'  # here\n", True),
+    ("version: 1\nstore: {collection: x, data_dir: ../elsewhere}\n", True),
+    ("version: 1\nstore: {data_dir: state, collection: x}\n", True),
+    ('version: 1\nstore:\n  data_dir: "quoted dir"\n', True),
+    ("version: 1\nstore:\n  data_dir: a#b # c\n", True),
+    ("version: 1\r\nstore:\r\n  data_dir: crlf\r\n", True),
+    ("---\nversion: 1\nstore:\n  data_dir: /abs/dir\n", True),
+    ("version: 1\nstore:\n  data_dir: d\nembedding:\n  provider: hash\n", True),
+    ("version: 1\nserver:\n  data_dir: srv\n", True),
+    ("version: 1\n# data_dir: nowhere\nstore: {collection: x}\n", False),
+    ("version: 1\nstore:\n  data_dir: null\n", False),
+    ("version: 1\nstore:\n  data_dir: 12\n", False),
+    ("version: 1\nx: &a state\nstore:\n  data_dir: *a\n", False),
+    ("version: 1\nstore:\n  data_dir: |\n    block\n", False),
+    ("version: 1\nstore:\n  data_dir: 'it''s'\n", False),
+    ('version: 1\nstore:\n  data_dir: "esc\\tape"\n', False),
+    ('version: 1\nstore: {collection: "a,b", data_dir: x}\n', False),
+    ("version: 1\nsources:\n  - {path: docs, metadata: {data_dir: x}}\n", False),
+    ("version: 1\nstore:\n  data_dir: a\n  collection: data_dir\n", False),
+]
+
+
+@pytest.mark.parametrize(("text", "sure"), CONFIGS)
+def test_the_data_dir_read_without_the_loader_is_the_loaders_or_none(
+    tmp_path: Path, text: str, sure: bool
+) -> None:
+    """The console script reads a config file's `data_dir` by hand (no YAML parser: its
+    import costs more than the search): what it finds is what the full loader resolves,
+    through a symlinked folder too, or None (the CLI then resolves it)."""
+    from chromasync.config.sources import configure
+    from chromasync.datadir import config_bytes, guess_from
+    from chromasync.errors import ConfigError
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    (real / "chromasync.yaml").write_text(text, newline="")
+    cwd = str(tmp_path / "link")
+    guess = guess_from({}, {}, cwd, config_bytes(None, {}, cwd))
+    try:
+        expected = os.path.join(cwd, configure({}, {}, cwd, active_model=False).data_dir)
+    except ConfigError:
+        assert guess is None or not sure
+        return
+    assert guess == (expected if sure else None)
+
+
+@pytest.mark.parametrize(
+    ("text", "sure"),
+    [
+        ('version = 1\n[store]\ndata_dir = "state"\n', True),
+        ("version = 1\n[store]\ncollection = 'x'\ndata_dir = 'lit dir'\n", True),
+        ('version = 1\n[sources]\ndata_dir = "x"\n', False),
+        ('version = 1\n[store]\ndata_dir = """x"""\n', False),
+    ],
+)
+def test_a_toml_config_and_a_linked_config_file_read_as_the_loader_does(
+    tmp_path: Path, text: str, sure: bool
+) -> None:
+    """`--config` names a TOML file, itself a link into another folder: paths in it are
+    relative to the folder it is named in, as the loader reads them."""
+    from chromasync.config.sources import configure
+    from chromasync.datadir import config_bytes, guess_from
+    from chromasync.errors import ConfigError
+
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "cfg.toml").write_text(text)
+    (tmp_path / "cfg.toml").symlink_to(tmp_path / "other" / "cfg.toml")
+    cwd = str(tmp_path)
+    guess = guess_from({"--config": "cfg.toml"}, {}, cwd, config_bytes("cfg.toml", {}, cwd))
+    try:
+        settings = configure({}, {}, cwd, config="cfg.toml", active_model=False)
+    except ConfigError:
+        assert guess is None or not sure
+        return
+    assert guess == (str(settings.data_dir) if sure else None)
+
+
+def test_a_stamp_is_written_over_the_last_in_place(tmp_path: Path) -> None:
+    """Each answered run rewrites its `.ran` stamp in place (no truncation to empty, which
+    ext4 pays for with a flush): a shorter report leaves nothing of the longer one, 0600."""
+    from chromasync.state.snapshots import stamp
+
+    path = str(tmp_path / "key")
+    stamp(path, '[{"duration_ms": 12345}]')
+    stamp(path, '[{"duration_ms": 7}]')
+    ran = tmp_path / "key.ran"
+    assert ran.read_text() == '[{"duration_ms": 7}]'
+    assert ran.stat().st_mode & 0o777 == 0o600

@@ -393,18 +393,3 @@ def test_an_older_bookkeeping_name_filters_todays_key() -> None:
     }
     assert filters.matches == (("chromasync_embedding_model", "MiniLM"),)
     assert normalise_where({"chromasync_chunk_hash": "x"}) == {"chromasync_chunk_hash": "x"}
-
-
-def test_a_keyword_search_with_a_span_is_never_replayed_by_the_fast_path() -> None:
-    """The fast path's snapshot keeps the filters as resolved: `--after 2y` resolved today
-    would be yesterday's date tomorrow, so such a search is not recorded."""
-    from chromasync.retrieve.quick import recordable
-    from chromasync.retrieve.results import SearchRequest, SearchResult
-
-    today = dt.date(2026, 12, 6)
-    plan = (("notes", "state", "1", ()),)
-    for after, expected in (("2026-01-01", True), ("2y", False)):
-        filters = filters_of(after=after, today=today)
-        request = SearchRequest("q", mode="keyword", filters=filters)
-        result = SearchResult("q", "keyword", ("notes",), filters, (), keyword_plan=plan)
-        assert recordable(result, request) is expected, after

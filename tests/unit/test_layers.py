@@ -51,7 +51,6 @@ SURFACES = [
     "cli",
     "action",
     "cmdline",
-    "fastsearch",
     "fastpath",
     "__main__",
 ]

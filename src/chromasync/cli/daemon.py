@@ -1,22 +1,18 @@
 """`chromasync daemon`: the warm search process (`owner.daemon`) and its controls.
 
-`search` and `ask` start it by themselves; `daemon start|status|stop` are for people and
-scripts, and `daemon run` is the process itself, in the foreground.
-
-Besides the REST API its socket takes `POST /daemon/run`: a `search` command line sent by the
-console script's stdlib client (`fastsearch.daemon_search`) with its folder and environment,
-run here by the CLI's own `search` with its output captured (`run_line`).
+Besides the REST API its socket takes `POST /daemon/run`: a `search` command line from the
+console script's client (`fastpath.daemon_search`), run here by the CLI itself (`run_line`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
 import sys
 import threading
-import time
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +34,7 @@ from .common import (
     store_options,
 )
 
-#: The most `--from-stdin` reads (a command's settings flags as JSON, `owner.dial.spawn`).
+#: The most `--from-stdin` reads (settings flags as JSON, `owner.dial.spawn`).
 _MAX_STDIN = 1024 * 1024
 
 
@@ -46,10 +42,9 @@ _MAX_STDIN = 1024 * 1024
 def daemon_group() -> None:
     """The warm search process that `search` and `ask` start and talk to.
 
-    It holds the store, the model and the keyword index in memory, owns the data dir as a
-    reader (an ingest or `serve` makes it leave), and exits after 10 minutes without a
-    request (CHROMASYNC_DAEMON_IDLE seconds). CHROMASYNC_NO_DAEMON=1 or --no-daemon keeps
-    a command in its own process.
+    It keeps the store and the model loaded, leaves when an ingest or `serve` needs the
+    data dir, and exits after 10 minutes without a request (CHROMASYNC_DAEMON_IDLE
+    seconds). CHROMASYNC_NO_DAEMON=1 or --no-daemon keeps a command in its own process.
     """
 
 
@@ -71,7 +66,7 @@ def run(idle_timeout: float | None, from_stdin: bool, **flags: Any) -> None:
 
 
 def _from_stdin(text: str) -> dict[str, Any]:
-    """What `owner.dial.spawn` wrote: the command's settings as click flags (`flags`)."""
+    """What `owner.dial.spawn` wrote: the command's settings as click flags."""
     try:
         payload = json.loads(text)
         if not isinstance(payload, dict) or not isinstance(payload.get("flags"), dict):
@@ -139,12 +134,9 @@ def stop(data_dir: str | None) -> None:
 if TYPE_CHECKING:
     from ..rest.bodies import CommandLine
 
-# -- the daemon's process ----------------------------------------------------------------------
-
 
 def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
-    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT; the
-    command lines it is sent run with the CLI that runs this command (`run_line`)."""
+    """Own the data dir as a reader and serve its socket until idle, SIGTERM or SIGINT."""
     from .. import rest
     from ..owner.service import Service
     from ..store.connect import import_chromadb
@@ -161,22 +153,18 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
     ):
         assert service.socket is not None
         unix = rest.bind_unix(service.socket)
-        activity = daemons.Activity()
         app = rest.create_app(service, token=settings.api_token)
         sys.stdout, sys.stderr = _Streams(sys.stdout, 0), _Streams(sys.stderr, 1)
 
         rest.add_run_route(app, lambda line: run_line(cli, line, Hosted(key, service)))
 
-        config = rest.server_config(_Touch(app, activity), timeout_graceful_shutdown=5)
+        config = rest.server_config(app, timeout_graceful_shutdown=5)
         server = rest.make_server(config)
         service.embedder.prefetch()  # the model's extensions imported here too (local model)
         threading.Thread(target=_warm, args=(service,), daemon=True).start()
-        watch = threading.Thread(
-            target=_exit_when_idle,
-            args=(server, activity, idle_timeout, settings.data_dir),
-            daemon=True,
-        )
-        watch.start()
+        leave = functools.partial(someone_waits, settings.data_dir)  # a writer waits
+        args = (server, idle_timeout, leave)
+        threading.Thread(target=daemons.exit_when_idle, args=args, daemon=True).start()
         stderr_console().print(
             f"chromasync daemon: pid {os.getpid()} owns {settings.data_dir} as a reader; "
             f"exits after {idle_timeout:g}s idle"
@@ -202,7 +190,7 @@ _CAPTURE: ContextVar[tuple[_Captured, _Captured] | None] = ContextVar("capture",
 
 class _Streams:
     """The daemon's `sys.stdout`/`sys.stderr`: the captured stream of the command line this
-    thread runs (`_CAPTURE`), else the process's own (its log)."""
+    thread runs, else the process's own (its log)."""
 
     def __init__(self, own: Any, which: int) -> None:
         self._own = own
@@ -215,10 +203,8 @@ class _Streams:
 
 def run_line(cli: click.Command, line: CommandLine, hosted: Hosted) -> tuple[str, str] | None:
     """Run the client's `search` command line with the CLI itself (`cli`), in the client's
-    folder and environment (`common.CALLER`), against this daemon's index
-    (`owner.index.HOSTED`): its stdout and stderr, or None when it is not this daemon's to
-    answer (another command, other settings, `--no-daemon`, anything but exit 0: the client
-    then runs it itself)."""
+    folder and environment, against this daemon's index: its stdout and stderr, or None
+    when it is not this daemon's to answer (other settings, anything but exit 0)."""
     if line.argv[:1] != ["search"] or not os.path.isabs(line.cwd):
         return None
     out, err = _Captured(line.tty[0]), _Captured(line.tty[1])
@@ -239,40 +225,6 @@ def run_line(cli: click.Command, line: CommandLine, hosted: Hosted) -> tuple[str
         HOSTED.reset(tokens[1])
         CALLER.reset(tokens[2])
     return (out.getvalue(), err.getvalue()) if hosted.used and code in (0, None) else None
-
-
-class _Touch:
-    """ASGI middleware: every HTTP request counts as activity for the idle timer."""
-
-    def __init__(self, app: Any, activity: daemons.Activity) -> None:
-        self.app = app
-        self.activity = activity
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        self.activity.begin()
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.activity.end()
-
-
-def _exit_when_idle(
-    server: Any, activity: daemons.Activity, timeout: float, data_dir: Path
-) -> None:
-    """Leave after `timeout` idle seconds, or as soon as someone waits for the lock (a
-    writer: `state.lock.someone_waits`), after the requests in flight."""
-    step = min(0.05, max(timeout / 10, 0.01))
-    while not server.should_exit and not server.started:
-        time.sleep(step)  # a slow start is no idleness: the clock starts once it listens
-    activity.restart()
-    while not server.should_exit:
-        if activity.idle_for() >= timeout or someone_waits(data_dir):
-            server.should_exit = True
-            return
-        time.sleep(step)
 
 
 def _warm(service: Any) -> None:

@@ -7,11 +7,9 @@ warnings to stderr.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -23,11 +21,9 @@ from rich.text import Text
 
 from .. import api
 from ..chunk.blocks import code_lines, reading_view
-from ..config.resolve import CONFIG_ENV, CONFIG_FILE_NAME
 from ..owner.index import open_index
 from ..owner.queries import CompareQuery, EvalRequest
 from ..records import Hit
-from ..retrieve.quick import record_search, recordable
 from ..retrieve.request import check_query
 from ..retrieve.results import (
     WEAKER_LINE,
@@ -105,17 +101,11 @@ def search(
         check_query(query, "cli")
         settings = settings_from_flags(**flags)
         args = search_args(query, flags)
-        config_flag = flags.get("config_path")
-
-        def record(request: api.SearchRequest, result: api.SearchResult, before: Any) -> None:
-            _record_keyword_search(settings, config_flag, request, result, before)
-
         with open_index(
             settings,
             start=daemon_flags(flags),
             daemon=not no_daemon,
             on_start=starting_notice,
-            on_local=record,
         ) as index:  # through the data dir's owner when one runs
             result = index.search(args)
     for warning in result.warnings:
@@ -141,47 +131,10 @@ def render_search(result: api.SearchResult, fmt: str, *, explain: bool = False) 
         raw = fmt == "files0"
         write("".join(path + "\0" if raw else safe(path, False) + "\n" for path in paths))
     elif fmt == "plain" and not result.groups:
-        write(plain_lines(result))  # what the keyword fast path prints too
+        write(plain_lines(result))
     else:
         _print_result(result, explain)
     sys.stdout.flush()
-
-
-def _record_keyword_search(
-    settings: api.Settings,
-    config_flag: str | None,
-    request: api.SearchRequest,
-    result: api.SearchResult,
-    before: tuple[tuple[int, ...], tuple[int, ...]],
-) -> None:
-    """Record what this keyword search resolved, for the console script's fast path, when
-    this process runs it as its own command line and the store is embedded (`retrieve.quick`)."""
-    factory = click.get_current_context().find_root().obj
-    search_key = getattr(factory, "search_key", None)
-    if search_key is None or settings.chroma_url or not recordable(result, request):
-        return
-    if settings.config_file is not None and settings.config_file.contexts:
-        return  # the fast path does not attach `context:` descriptions; the full path does
-    if settings.editor_uri:
-        return  # nor `open_url` links to `--json` hits
-    key = search_key(os.environ)
-    if key is None:
-        return
-    looked_for = not config_flag and not os.environ.get(CONFIG_ENV)
-    consulted: list[tuple[str, bytes | None]] = list(
-        settings.config_file.inputs if settings.config_file else ()
-    )
-    default = str(Path.cwd() / CONFIG_FILE_NAME)
-    if looked_for and default not in {path for path, _ in consulted}:
-        consulted.append((default, None))
-    record_search(
-        str(settings.data_dir),
-        key,
-        consulted,
-        before,
-        request,
-        result,
-    )
 
 
 def _print_result(

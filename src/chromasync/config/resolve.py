@@ -12,36 +12,32 @@ The config file is found by `find_config_file`: the `--config` flag, else
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..datadir import CONFIG_ENV as CONFIG_ENV
+from ..datadir import CONFIG_FILE_NAME as CONFIG_FILE_NAME
+from ..datadir import config_path
 from ..errors import ConfigError
 from .parsed import ConfigFile
 from .settings import DEFAULT_PRIVACY_KEYS, SETTINGS, Settings
 from .spec import check
 
-CONFIG_FILE_NAME = "chromasync.yaml"
-CONFIG_ENV = "CHROMASYNC_CONFIG"
 #: Chroma Cloud's own variable, used for the token only when the URL is chroma-cloud://.
 CLOUD_KEY_ENV = "CHROMA_API_KEY"
 
 
 def find_config_file(flag: str | Path | None, environ: Mapping[str, str], cwd: Path) -> Path | None:
-    """The config file to read: `--config`, else `CHROMASYNC_CONFIG`, else ./chromasync.yaml.
-
-    A file named by the flag or the environment must exist; the default one is optional.
-    """
-    named = str(flag) if flag else environ.get(CONFIG_ENV) or None
-    if named:
-        path = Path(named).expanduser()
-        path = path if path.is_absolute() else cwd / path
-        if not path.is_file():
-            how = "--config" if flag else CONFIG_ENV
-            raise ConfigError(f"config file {str(path)!r} (from {how}) does not exist")
-        return path
-    default = cwd / CONFIG_FILE_NAME
-    return default if default.is_file() else None
+    """The config file to read (`datadir.config_path`: `--config`, else `CHROMASYNC_CONFIG`,
+    else ./chromasync.yaml). A file named by the flag or the environment must exist; the
+    default one is optional."""
+    found, named = config_path(str(flag) if flag else None, environ, str(cwd))
+    if named and not os.path.isfile(found):
+        how = "--config" if flag else CONFIG_ENV
+        raise ConfigError(f"config file {found!r} (from {how}) does not exist")
+    return Path(found) if named or os.path.isfile(found) else None
 
 
 def resolve_settings(

@@ -1,30 +1,9 @@
-"""The search daemon: a warm reader that owns a data dir between searches.
+"""The search daemon: a warm reader that owns a data dir between searches (dmypy's pattern).
 
-A fresh `chromasync search` pays for importing chromadb and loading the model before it
-reads a single row; a process that stays up pays once. So `search` and `ask` start a
-background *daemon* when no owner runs (the dmypy pattern) and send their requests through
-its socket, as they do to `serve` or `watch` (see `locate`); the other readers (`get`,
-`status`, `links`...) use one that runs with their settings:
-
-* It is the data dir's owner while it lives, as a *reader* (`state.lock`): it never writes,
-  so it keeps the ingest fast path's snapshots, and whoever needs the lock (an ingest,
-  `verify`, `serve`, `watch`, `mcp`) says so through the lock (`lock.want`); the daemon
-  sees it, finishes the requests in flight and leaves. Killing it at any moment loses
-  nothing: it held no work, so a frozen one (SIGSTOP) is killed when a writer needs the
-  lock (`dial.make_way`) and when `daemon stop` is asked (`stop`).
-* It answers for one set of settings: `settings_key` (every setting, the config files'
-  bytes, this code's version; secrets enter only the hash) is advertised in `owner.json`. A
-  command with other settings stops it and starts its own.
-* It exits after `idle_timeout` seconds without a request (default 10 minutes,
-  `CHROMASYNC_DAEMON_IDLE`). `CHROMASYNC_NO_DAEMON=1` or `--no-daemon` keeps a command in
-  its own process: no daemon is started, asked or used (`owner.index.open_index`).
-* The console script's stdlib client (`fastsearch.daemon_search`) reaches it without
-  importing chromasync's stages: it sends its `search` command line, folder and
-  environment; the daemon runs the CLI's own `search` on them and answers only when they
-  resolve to its settings (`cli.daemon.run_line`).
-
-The daemon's process (`chromasync daemon run` and its routes) lives in `cli.daemon`; this
-module and `dial` (its standard-library parts: find, check, spawn, ask) are the clients'.
+`search` and `ask` start it when no owner runs and send it their requests; it owns the data
+dir as a reader, answers for one set of settings (`settings_key`), leaves when a writer
+waits for the lock, and exits after `idle_timeout`. docs/peers.md ("The search daemon")
+tells the whole design; its process is `cli.daemon`, its stdlib parts `dial`.
 """
 
 from __future__ import annotations
@@ -34,7 +13,6 @@ import dataclasses
 import hashlib
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -55,6 +33,7 @@ from .dial import (
     make_way,
     safe_socket,
     spawn,
+    wait_listening,
 )
 from .locate import OwnerInfo, find_owner
 
@@ -75,32 +54,19 @@ def idle_timeout(environ: Mapping[str, str]) -> float:
     return min(max(value, 0.2), 7 * 24 * 3600.0)
 
 
-#: Settings a daemon's searches do not depend on: `ask` answers in its own process, with
-#: its own chat model; the config file counts by its bytes. A daemon does not hold them, so
-#: the operations that use them run in the command's process (`IN_PROCESS`).
+#: Settings a daemon's searches do not depend on (the chat model's: `ask` answers in its
+#: own process, `IN_PROCESS`; the config file counts by its bytes).
 _NOT_KEYED = frozenset(
-    {
-        "config_file",
-        "origins",
-        "llm_url",
-        "llm_model",
-        "llm_api_key",
-        "llm_timeout",
-        "llm_retries",
-        "answer_context_tokens",
-        "answer_fallback",
-    }
+    {"config_file", "origins", "llm_url", "llm_model", "llm_api_key", "llm_timeout"}
+    | {"llm_retries", "answer_context_tokens", "answer_fallback"}
 )
-
-
-#: `Index` operations that use the chat settings (`_NOT_KEYED`): never sent to a daemon,
-#: whose answer could differ (`owner.index.open_index`).
+#: `Index` operations that use the chat settings: never sent to a daemon.
 IN_PROCESS = frozenset({"ask", "summaries"})
 
 
 def settings_key(settings: Settings) -> str:
-    """What a daemon's answers depend on besides the request: every setting (secrets only
-    hashed), the config files read, this code. Two commands with one key may share a daemon."""
+    """What a daemon's answers depend on besides the request: every setting but
+    `_NOT_KEYED`, the config files read, this code (a digest: secrets only hashed)."""
     fields = {
         f.name: getattr(settings, f.name)
         for f in dataclasses.fields(settings)
@@ -111,33 +77,29 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-class Activity:
-    """Requests in flight and when the last one ended: the daemon's idle clock."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._active = 0
-        self._last = clock()
-
-    def restart(self) -> None:
-        """Count idleness from now (the daemon starts its clock once it listens)."""
-        with self._lock:
-            self._last = self._clock()
-
-    def begin(self) -> None:
-        with self._lock:
-            self._active += 1
-
-    def end(self) -> None:
-        with self._lock:
-            self._active -= 1
-            self._last = self._clock()
-
-    def idle_for(self) -> float:
-        """Seconds since the last request ended; 0 while one is in flight."""
-        with self._lock:
-            return 0.0 if self._active else self._clock() - self._last
+def exit_when_idle(
+    server: Any,
+    timeout: float,
+    leave: Callable[[], bool],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Stop the uvicorn `server` after `timeout` seconds without a request (counted from
+    when it listens; never while one is in flight), or at once when `leave()` says so."""
+    step = min(0.05, max(timeout / 10, 0.01))
+    while not server.should_exit and not server.started:
+        sleep(step)
+    seen: tuple[int, int] | None = None
+    last = clock()
+    while not server.should_exit:
+        state = server.server_state
+        now = (state.total_requests, len(state.tasks))
+        if now != seen or now[1]:
+            seen, last = now, clock()
+        if clock() - last >= timeout or leave():
+            server.should_exit = True
+            return
+        sleep(step)
 
 
 def find_daemon(data_dir: Path) -> OwnerInfo | None:
@@ -153,8 +115,7 @@ def answers(info: OwnerInfo) -> bool:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Stopped:
-    """What `stop` did: the daemon it found, whether it is gone, and whether it was killed
-    (frozen, or not gone `timeout` seconds after SIGTERM)."""
+    """What `stop` did: the daemon it found, whether it is gone, whether it was killed."""
 
     info: OwnerInfo
     gone: bool
@@ -162,16 +123,15 @@ class Stopped:
 
 
 def stop(data_dir: Path, timeout: float = READER_LEAVES_IN) -> Stopped | None:
-    """Ask the data dir's daemon to leave (SIGTERM) and wait until it has; a frozen one, or
-    one still there after `timeout`, is killed. None when no daemon runs."""
+    """Ask the data dir's daemon to leave (SIGTERM) and wait; a frozen one, or one still
+    there after `timeout`, is killed. None when no daemon runs."""
     info = find_daemon(data_dir)
     if info is None:
         return None
     killed = frozen(info.pid)  # a stopped process never handles SIGTERM
     if not killed:
         _signal(info.pid, signal.SIGTERM)
-        if not _gone(data_dir, info.pid, timeout):
-            killed = True
+        killed = not _gone(data_dir, info.pid, timeout)
     if killed:
         _signal(info.pid, signal.SIGKILL)
     return Stopped(info, _gone(data_dir, info.pid, 5.0), killed)
@@ -213,9 +173,9 @@ def ensure(
     timeout: float = START_TIMEOUT,
     on_start: Callable[[], None] | None = None,
 ) -> OwnerInfo | None:
-    """The owner to send this command's requests to, starting a daemon when none runs: the
-    running owner (serve, watch, mcp, or a daemon with these settings), a new daemon, or None
-    when it did not come up in `timeout` seconds (the command then runs in its own process)."""
+    """The owner to send this command's requests to: the running owner (serve, watch, mcp,
+    or a daemon with these settings), else a new daemon (one of other settings is stopped
+    first); None when it did not come up in `timeout` seconds or cannot answer."""
     key = settings_key(settings)
     info = find_owner(settings.data_dir)
     if info is not None and not answers(info):
@@ -223,20 +183,13 @@ def ensure(
     if info is not None and (info.role != ROLE or info.key == key):
         return info
     if info is not None:
-        stop(settings.data_dir)  # another command's settings: make way for ours
+        stop(settings.data_dir)
     if on_start is not None:
         on_start()
-    process = spawn(str(settings.data_dir), flags)  # the flags on its stdin: never in `ps`
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        info = find_owner(settings.data_dir)
-        if info is not None and listening(info.socket):
-            return info if info.role != ROLE or info.key == key else None
-        if process.poll() is not None:  # it could not start (see daemon.log), or lost a race
-            info = find_owner(settings.data_dir)
-            return info if info is not None and (info.role != ROLE or info.key == key) else None
-        time.sleep(0.02)
-    return None
+    data_dir = str(settings.data_dir)
+    wait_listening(data_dir, spawn(data_dir, flags), timeout)
+    info = find_owner(settings.data_dir)
+    return info if info is not None and (info.role != ROLE or info.key == key) else None
 
 
 __all__ = [
@@ -246,11 +199,11 @@ __all__ = [
     "LOG_FILE",
     "OFF_ENV",
     "ROLE",
-    "Activity",
     "Stopped",
     "answers",
     "daemon_off",
     "ensure",
+    "exit_when_idle",
     "find_daemon",
     "idle_timeout",
     "listening",

@@ -1,21 +1,8 @@
 """The search daemon from outside, in the standard library only: find, check, start, ask.
 
-The console script's client (`fastsearch.daemon_search`) runs before chromasync's stages
-are imported, and the full CLI's side (`owner.daemon`) builds on the same parts, so there
-is one of each, here:
-
-* find: `daemon_pid` (owner.json, read by `datadir.read_owner_file`, names a daemon that
-  holds the data dir's lock as a reader), `daemon_socket` (its socket, when the daemon is not
-  frozen and the socket is safe to talk to);
-* check: `frozen` (stopped by SIGSTOP: it would accept a connection and never answer),
-  `safe_socket` (the socket and its folder are ours and nobody else may replace them:
-  otherwise the token and the query would go to whoever did);
-* start: `spawn` (`chromasync daemon run --from-stdin`: the command's settings flags on its
-  stdin, so a `--chroma-token` never shows in `ps`; its log `daemon.log` appended, rotated
-  at `LOG_LIMIT`), `nobody_owns`, and `start_daemon`, which waits until it listens;
-* ask: `make_way` (a writer needs the lock: a frozen daemon is killed, it held no work; a
-  live one is asked through the lock, `state.lock.ask_reader_to_leave`), `post` (one JSON
-  POST over the socket, with a connect and a reply deadline).
+The console script's client (`fastpath.daemon_search`) and the full CLI's side
+(`owner.daemon`) share these parts; docs/peers.md ("The search daemon") says why each
+check is there.
 """
 
 from __future__ import annotations
@@ -27,6 +14,7 @@ from ..datadir import (
     DAEMON_LOG_OLD,
     LOCK_FILE,
     READER_MARK,
+    SOCKET_FILE,
     STATE_FILE,
     make_private_dir,
     open_private,
@@ -48,14 +36,17 @@ DAEMON_NOTICE = (
 )
 #: The most a daemon's answer may hold (bytes): a search prints far less.
 MAX_REPLY = 64 * 1024 * 1024
-#: Seconds to connect to the daemon's socket, and for its whole answer (then the CLI searches
-#: in its own process).
+#: Seconds to connect to the daemon's socket, and for its whole answer.
 CONNECT_TIMEOUT = 2.0
 REPLY_TIMEOUT = 30.0
 #: How long a command waits for the daemon it started to listen (then it searches itself).
 START_TIMEOUT = 30.0
 #: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
 LOG_LIMIT = 1024 * 1024
+#: Where Linux tells a process's state (`frozen`); elsewhere `ps` does (tests move it).
+PROC = "/proc"
+#: `owner.locate.socket_path`'s bound: a longer socket path lies elsewhere (owner.json says).
+_MAX_SOCKET_PATH = 100
 
 
 def daemon_off(environ: Mapping[str, str]) -> bool:
@@ -63,23 +54,30 @@ def daemon_off(environ: Mapping[str, str]) -> bool:
     return environ.get(OFF_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
-def nobody_owns(data_dir: str) -> bool:
-    """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
+def _lock_state(data_dir: str) -> tuple[bool, str] | None:
+    """(held, the lock file's text) of the data dir's lock; None when it has none."""
     import fcntl
 
-    if not os.path.exists(os.path.join(data_dir, STATE_FILE)):
-        return False  # nothing indexed here (or a server store): the CLI decides
     try:
         fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True, os.read(fd, 400).decode("utf-8", "replace")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False, ""
     finally:
         os.close(fd)
-    return True
+
+
+def nobody_owns(data_dir: str) -> bool:
+    """The data dir holds an index and its lock is free (no writer, no owner of any role)."""
+    if not os.path.exists(os.path.join(data_dir, STATE_FILE)):
+        return False  # nothing indexed here (or a server store): the CLI decides
+    return _lock_state(data_dir) == (False, "")
 
 
 def listening(path: str, timeout: float = CONNECT_TIMEOUT) -> bool:
@@ -95,18 +93,10 @@ def listening(path: str, timeout: float = CONNECT_TIMEOUT) -> bool:
     return True
 
 
-#: Where Linux tells a process's state (`frozen`); elsewhere `ps` does (tests move it).
-PROC = "/proc"
-
-
 def frozen(pid: int) -> bool:
-    """The process is stopped (SIGSTOP, a debugger): it holds its lock and its socket accepts
-    connections, but it answers nothing until continued.
-
-    Linux: its `/proc/PID/stat`; elsewhere (macOS, the BSDs) `ps -o stat= -p PID`, POSIX's
-    way. Where neither can tell, False: a stopped daemon is then talked to, and the
-    deadlines end the wait (this client's `REPLY_TIMEOUT`, the owner client's `CALL_S`;
-    then the command says so, or searches in its own process)."""
+    """The process is stopped (SIGSTOP, a debugger): it would accept a connection and never
+    answer. Linux's `/proc/PID/stat`, else `ps`; False where neither tells (the deadlines
+    then end the wait)."""
     if os.path.isdir(os.path.join(PROC, "self")):
         try:
             with open(os.path.join(PROC, str(pid), "stat"), "rb") as handle:
@@ -123,21 +113,16 @@ def _ps_state(pid: int) -> str:
     import subprocess
 
     try:
-        done = subprocess.run(
-            ["ps", "-o", "stat=", "-p", str(pid)],
-            capture_output=True,
-            text=True,
-            timeout=CONNECT_TIMEOUT,
-            check=False,
-        )
+        argv = ["ps", "-o", "stat=", "-p", str(pid)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=CONNECT_TIMEOUT)
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip()
 
 
 def safe_socket(path: str) -> bool:
-    """The Unix socket at `path` is ours and sits in a folder that is ours and that nobody
-    else may write to (a world-writable folder would let another user replace the socket)."""
+    """The Unix socket at `path` is ours, in a folder of ours that nobody else may write to
+    (else another user could have put it there, and get the token and the query)."""
     import stat
 
     uid = os.geteuid()
@@ -156,44 +141,32 @@ def safe_socket(path: str) -> bool:
 
 
 def daemon_pid(data_dir: str) -> int | None:
-    """The pid of the data dir's daemon, when owner.json names one and that pid holds the
-    lock as a reader (a killed daemon's leftovers are ignored: its lock is free)."""
-    import fcntl
-
-    info = read_owner_file(data_dir)
-    if info is None or info["role"] != ROLE:
+    """The pid of the data dir's daemon: the reader that holds its lock (`state.lock` marks
+    it so; a killed daemon's lock is free)."""
+    state = _lock_state(data_dir)
+    if state is None or not state[0]:
         return None
-    pid = int(str(info["pid"]))
-    try:
-        fd = os.open(os.path.join(data_dir, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:  # held: by the daemon?
-            text = os.read(fd, 400).decode("utf-8", "replace")
-            return pid if text.startswith(f"pid {pid}: {READER_MARK}") else None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None  # free: nobody runs
-    finally:
-        os.close(fd)
+    head, _, rest = state[1].partition(": ")
+    pid = head.removeprefix("pid ")
+    return int(pid) if pid.isdigit() and rest.startswith(READER_MARK) else None
 
 
 def daemon_socket(data_dir: str) -> str | None:
-    """The socket of the data dir's daemon when it can answer: not frozen, its socket safe."""
+    """The socket of the data dir's daemon when it can answer: not frozen, its socket safe.
+    It is `owner.locate.socket_path`'s, read from owner.json only when that is elsewhere."""
     pid = daemon_pid(data_dir)
     if pid is None or frozen(pid):
         return None
-    info = read_owner_file(data_dir)
-    path = None if info is None else str(info["socket"])
-    return path if path is not None and safe_socket(path) else None
+    path = os.path.join(os.path.realpath(data_dir), SOCKET_FILE)
+    if len(path.encode()) > _MAX_SOCKET_PATH:
+        info = read_owner_file(data_dir)
+        path = "" if info is None or info["pid"] != pid else str(info["socket"])
+    return path if path and safe_socket(path) else None
 
 
 def make_way(data_dir: str) -> bool:
     """A writer needs the lock the daemon holds: True when the daemon is gone. A frozen one
-    is killed (a reader holds no work: killing it loses nothing); a live one is asked, and
-    given `state.lock.READER_LEAVES_IN` to finish the requests in flight."""
+    is killed (it held no work); a live one is asked (`state.lock.ask_reader_to_leave`)."""
     import signal
     import time
 
@@ -212,8 +185,8 @@ def make_way(data_dir: str) -> bool:
 
 
 def open_log(data_dir: str) -> IO[bytes]:
-    """`daemon.log` for appending (0600), moved to `daemon.log.1` first when it is over
-    `LOG_LIMIT`: starts add to it, and none overwrites another's lines."""
+    """`daemon.log` for appending (0600), moved to `daemon.log.1` first when over
+    `LOG_LIMIT`."""
     path = os.path.join(data_dir, DAEMON_LOG)
     try:
         if os.stat(path).st_size > LOG_LIMIT:
@@ -225,10 +198,8 @@ def open_log(data_dir: str) -> IO[bytes]:
 
 
 def spawn(data_dir: str, flags: Mapping[str, object]) -> subprocess.Popen[bytes]:
-    """Start `chromasync daemon run --from-stdin` in the background, in a session of its own
-    (not killed with the terminal's process group), with the command's settings `flags` on
-    its stdin as JSON: nothing of them is in its argv."""
-    import json
+    """Start `chromasync daemon run --from-stdin` in a session of its own, its settings
+    `flags` on its stdin as JSON (never in its argv, where `ps` shows a token)."""
     import subprocess
     import sys
 
@@ -244,27 +215,20 @@ def spawn(data_dir: str, flags: Mapping[str, object]) -> subprocess.Popen[bytes]
         )
     assert process.stdin is not None
     try:
-        process.stdin.write(json.dumps({"flags": dict(flags)}).encode())
+        process.stdin.write(json_text({"flags": dict(flags)}).encode("utf-8", "surrogatepass"))
         process.stdin.close()
     except OSError:
         pass  # it died at once: its log says why
     return process
 
 
-def start_daemon(
-    data_dir: str, flags: Mapping[str, object], timeout: float = START_TIMEOUT
+def wait_listening(
+    data_dir: str, process: subprocess.Popen[bytes], timeout: float = START_TIMEOUT
 ) -> str | None:
-    """Start the daemon (`spawn`), saying so on stderr, and wait until it listens: its
-    socket, or None (the CLI then runs the command, and says what kept it from starting)."""
-    import sys
+    """The socket of the daemon `process` (or one that won the race), once it listens;
+    None when none does within `timeout` or `process` ended first."""
     import time
 
-    sys.stderr.write(DAEMON_NOTICE + "\n")
-    sys.stderr.flush()
-    try:
-        process = spawn(data_dir, flags)
-    except OSError:
-        return None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = daemon_socket(data_dir)
@@ -277,14 +241,26 @@ def start_daemon(
     return found if found is not None and listening(found) else None
 
 
-#: `json.dumps`'s escapes (ensure_ascii off): quotes, backslashes, control characters and
-#: lone surrogates (a command line's undecodable bytes), made on first use.
+def start_daemon(data_dir: str, flags: Mapping[str, object]) -> str | None:
+    """Start the daemon, saying so on stderr, and wait until it listens: its socket, or
+    None (the CLI then runs the command, and says what kept it from starting)."""
+    import sys
+
+    sys.stderr.write(DAEMON_NOTICE + "\n")
+    sys.stderr.flush()
+    try:
+        return wait_listening(data_dir, spawn(data_dir, flags))
+    except OSError:
+        return None
+
+
+#: `json.dumps`'s escapes (ensure_ascii off), made on first use.
 _ESCAPES: dict[int, str] = {}
 
 
 def json_text(value: object) -> str:
-    """`value` (None, bool, int, float, str, list, tuple, dict with str keys) as JSON, as
-    `json.dumps(value, ensure_ascii=False)` writes it but for spacing."""
+    """`value` (None, bool, int, float, str, list, tuple, dict with str keys) as
+    `json.dumps(value, ensure_ascii=False)` writes it but for spacing: `json` imports `re`."""
     if isinstance(value, str):
         if not _ESCAPES:
             _ESCAPES.update({c: f"\\u{c:04x}" for c in (*range(32), *range(0xD800, 0xE000))})
@@ -305,33 +281,26 @@ def json_text(value: object) -> str:
 def post(
     socket_path: str, route: str, body: object, token: str | None, timeout: float = REPLY_TIMEOUT
 ) -> bytes | None:
-    """POST `body` as JSON to `route` over the Unix socket (HTTP/1.1, closed after one
-    answer): the body of a 200 answer, else None (no answer within `CONNECT_TIMEOUT`, then
-    `timeout` in all). `_socket` and `json_text`: `socket` and `json` (with `re`) would cost
-    a fresh search a third of its time to import."""
+    """POST `body` as JSON to `route` over the Unix socket (HTTP/1.1, one answer): the body
+    of a 200 answer, else None (no connection within `CONNECT_TIMEOUT`, no answer within
+    `timeout`). Through `_socket`: `socket` imports `enum` and `selectors`."""
     import _socket
     import time
 
     data = json_text(body).encode("utf-8")
-    head = [
-        f"POST {route} HTTP/1.1",
-        "Host: localhost",
-        "Connection: close",
-        "Content-Type: application/json",
-        f"Content-Length: {len(data)}",
-    ]
-    if token:
-        head.append(f"Authorization: Bearer {token}")
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8", "surrogateescape") + data
+    head = f"POST {route} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+    head += f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+    head += f"Authorization: Bearer {token}\r\n\r\n" if token else "\r\n"
+    request = head.encode("utf-8", "surrogateescape") + data
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + timeout
-    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)  # no `with`: `socket`'s
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.settimeout(min(CONNECT_TIMEOUT, timeout))
         conn.connect(socket_path)
         conn.sendall(request)
-        while True:
+        while size <= MAX_REPLY:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
@@ -340,8 +309,6 @@ def post(
             if not chunk:
                 break
             size += len(chunk)
-            if size > MAX_REPLY:
-                return None
             chunks.append(chunk)
     except (OSError, UnicodeError):
         return None
@@ -349,8 +316,8 @@ def post(
         conn.close()
     head_bytes, sep, reply = b"".join(chunks).partition(b"\r\n\r\n")
     status = head_bytes.split(b"\r\n", 1)[0].split(b" ")
-    if not sep or len(status) < 2 or status[1] != b"200":
+    if size > MAX_REPLY or not sep or len(status) < 2 or status[1] != b"200":
         return None
     if b"\r\ntransfer-encoding: chunked" in head_bytes.lower():
-        return None  # the daemon's JSON answers carry a length; anything else: the CLI
+        return None  # the daemon's answers carry a length; anything else: the CLI
     return reply

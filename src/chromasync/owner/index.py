@@ -32,7 +32,7 @@ from ..sync.registry import RemovedSource, SourceInfo
 from ..sync.verify import SourceCheck
 from . import daemon as daemons
 from . import queries as q
-from .local import LocalIndex, OnLocalSearch
+from .local import LocalIndex
 from .locate import OwnerInfo, find_owner, service_token
 
 if TYPE_CHECKING:
@@ -216,7 +216,6 @@ def open_index(
     daemon: bool = True,
     writes: bool = False,
     on_start: Callable[[], None] | None = None,
-    on_local: OnLocalSearch | None = None,
 ) -> Iterator[Index]:
     """The owner's client while an owner runs, else the index in this process.
 
@@ -227,7 +226,6 @@ def open_index(
     of it: none is started, asked or used; an owner (serve, watch, mcp) still is.
     `writes`: the command writes (`ingest`): never through the search daemon, which only
     reads (the writer takes the lock from it; a frozen one is ended: `owner_client`).
-    `on_local`: see `LocalIndex`.
     While the search daemon runs a client's command line (`HOSTED`), the daemon's own index,
     when these are its settings; else `NotMine` (the client runs the command itself).
     """
@@ -251,13 +249,13 @@ def open_index(
             usable = daemon and _same_settings(info, settings) and daemons.answers(info)
             info = info if usable else None
     if info is None:
-        yield LocalIndex(settings, on_local)
+        yield LocalIndex(settings)
         return
     with _client(info, settings) as client:
         if info.role != daemons.ROLE:
             yield client
             return
-        yield cast("Index", _DaemonOrLocal(client, lambda: LocalIndex(settings, on_local)))
+        yield cast("Index", _DaemonOrLocal(client, lambda: LocalIndex(settings)))
 
 
 class _DaemonOrLocal:

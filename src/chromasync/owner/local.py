@@ -13,7 +13,6 @@ import dataclasses
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from .. import api
 from ..answer.records import Answer
@@ -44,7 +43,6 @@ from .queries import (
 )
 
 #: (request, result, the state's identity before it ran): a search that ran in this process.
-OnLocalSearch = Callable[[api.SearchRequest, api.SearchResult, Any], None]
 Progress = Callable[[str, int, int], None]
 OnToken = Callable[[str], None]
 
@@ -54,11 +52,8 @@ class LocalIndex:
 
     settings: Settings
 
-    def __init__(self, settings: Settings, on_local: OnLocalSearch | None = None) -> None:
-        """`on_local`: told of each search run here (the CLI records the fast path's
-        snapshot of it: `retrieve.quick`)."""
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._on_local = on_local
         self._jobs: dict[str, JobState] = {}
 
     # -- hooks the owner's `Service` sets -------------------------------------------------------
@@ -77,16 +72,7 @@ class LocalIndex:
 
     def search(self, args: api.SearchArgs) -> api.SearchResult:
         """Parsed and run here; each hit's editor link made here too (`editor_uri` set)."""
-        request = api.search_request(args, self.settings)
-        on_local = getattr(self, "_on_local", None)
-        if on_local is None:
-            return self._linked(self._retrieve(request))
-        from ..retrieve.quick import state_identity
-
-        before = state_identity(str(self.settings.data_dir))
-        result = self._retrieve(request)
-        on_local(request, result, before)
-        return self._linked(result)
+        return self._linked(self._retrieve(api.search_request(args, self.settings)))
 
     def _linked(self, result: api.SearchResult) -> api.SearchResult:
         if not self.settings.editor_uri:
@@ -370,4 +356,4 @@ def _named(found: SimilarResult, query: CompareQuery) -> SimilarResult:
     return dataclasses.replace(found, path=query.path)
 
 
-__all__ = ["LocalIndex", "OnLocalSearch"]
+__all__ = ["LocalIndex"]

@@ -71,7 +71,6 @@ class Service(LocalIndex):
         """`reader`: the search daemon (`owner.daemon`), which holds the data dir without ever
         writing and leaves when a writer needs it; `key`: its settings key, advertised."""
         self.settings = settings
-        self._on_local = None  # `LocalIndex`'s: a service's searches are not recorded
         self._jobs = {}
         self.role = role
         self.url = url

@@ -161,7 +161,7 @@ search_query = _search_query
 
 
 class CommandLine(BaseModel):
-    """What the search daemon's stdlib client sends (`fastsearch.daemon_search`): its
+    """What the search daemon's stdlib client sends (`fastpath.daemon_search`): its
     `search` command line, folder, environment (`CHROMASYNC_*`, `HOME`, the terminal's),
     and which of its stdout and stderr are terminals."""
 

@@ -8,7 +8,6 @@ its query. Each surface is made from it, or checked against it by a test
 * REST's `GET /search` query parameters and the JSON bodies of `POST /search` and
   `POST /ask` (`rest.bodies`) are made from it;
 * MCP's `search` and `ask` tools (`mcp.tools`) take its options as arguments;
-* the console script's fast paths (`fastpath`, `fastsearch`) parse argv with it;
 * `retrieve.request.SearchArgs`, the request record, is made from it (a field per option,
   under `Option.name`, with its default), and `retrieve.filters` bounds its values with
   the same numbers.

@@ -3,8 +3,7 @@
 `rank_hits` turns the gathered lists into the hits of one mode (fused for hybrid);
 `present` applies the per-document collapse, the top k, date order and groups;
 `plain_lines` is the result as the CLI prints it where no terminal reads it. Nothing here
-touches Chroma, the model or the disk: the console script's keyword fast path
-(`fastsearch`) runs the same steps as the engine without loading either.
+touches Chroma, the model or the disk.
 """
 
 from __future__ import annotations
@@ -270,7 +269,7 @@ def _relevant(hits: Sequence[Hit], request: SearchRequest) -> list[Hit]:
 def lean_window(k: int) -> int:
     """How many of the ranking's first hits a search that shows a prefix of the ranking
     reads for its top k: twice k, so that copies folded by `collapse_copies` still leave
-    k hits (the engine's lean path and the keyword fast path read the same window)."""
+    k hits."""
     return 2 * k
 
 
