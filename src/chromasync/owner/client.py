@@ -21,6 +21,7 @@ import httpx
 
 from ..answer.bounded import read_lines
 from ..answer.records import Answer
+from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import IngestSummary
@@ -34,7 +35,14 @@ from ..sync.verify import SourceCheck
 from .index import OPERATIONS
 from .index import Index as Seam
 from .locate import OwnerInfo
-from .queries import MAX_COMPARE_BYTES, CompareQuery, IngestRequest, JobState, LinksQuery
+from .queries import (
+    MAX_COMPARE_BYTES,
+    CompareQuery,
+    IngestRequest,
+    JobState,
+    LinksQuery,
+    SummariesQuery,
+)
 from .routes import check_owner_serves, ingest_through_owner
 from .wire import call_to_wire, from_wire, signature
 
@@ -268,6 +276,20 @@ class OwnerClient:
                 query = dataclasses.replace(query, from_path=rel, source=source)
         found: LinksReport = self.call("links", dataclasses.replace(query, on_disk=False))
         return found
+
+    def summaries(self, query: SummariesQuery) -> SummariesReport:
+        """Gathered by the owner; written here, with this caller's chat model and key (the
+        owner's settings are not the caller's): its drafts come back to `write_drafts`."""
+        from ..answer.chat import chat_client
+        from ..answer.summaries import write_drafts
+
+        if self.settings is None:  # no caller's settings: the owner's
+            found: SummariesReport = self.call("summaries", query)
+            return found
+        client = chat_client(self.settings)
+        model = client.model if client is not None else ""
+        drafts = self.call("summaries", dataclasses.replace(query, caller_model=model))
+        return write_drafts(drafts, client, self.settings.data_dir)
 
     def similar(self, query: CompareQuery) -> SimilarResult:
         found: SimilarResult = self.call("similar", self._comparable(query))

@@ -58,10 +58,16 @@ class CompareQuery:
 
 @dataclass(frozen=True, slots=True)
 class SummariesQuery:
+    """One summary per group. `caller_model`: set by a caller that writes the summaries
+    with its own chat settings (the owner's client): its model ("" for none: extractive),
+    the groups it must write coming back as drafts (`answer.summaries.write_drafts`);
+    None: written where the query runs, with that side's chat settings."""
+
     group_by: str
     limit: int = 100
     collections: tuple[str, ...] = ()
     all_collections: bool = False
+    caller_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
