@@ -214,9 +214,14 @@ class OwnerClient:
 
     def search(self, args: SearchArgs) -> SearchResult:
         """The request record, parsed once, in the owner; no date fields means this
-        caller's (as in process)."""
+        caller's (as in process); each hit's editor link made here, by this caller's
+        `editor_uri` (the owner's is not the caller's)."""
         found: SearchResult = self.call("search", self._dated(args))
-        return found
+        if self.settings is None:
+            return found
+        from ..retrieve.editor import linked
+
+        return linked(found, self.settings)
 
     def _dated(self, args: SearchArgs) -> SearchArgs:
         if not args.date_fields and self.date_fields:

@@ -76,24 +76,24 @@ class LocalIndex:
     # -- searching -------------------------------------------------------------------------------
 
     def search(self, args: api.SearchArgs) -> api.SearchResult:
-        """Parsed and run here; each hit's editor link made here too (`editor_uri` set)."""
+        """Parsed and run here; each hit's editor link made by these settings (`editor_uri`)."""
+        from ..retrieve.editor import linked
+
+        return linked(self.found(args), self.settings)
+
+    def found(self, args: api.SearchArgs) -> api.SearchResult:
+        """`search` without the editor links: for a caller elsewhere, which makes them with
+        its own settings (`owner.client`), or one that shows none (`ask`)."""
         request = api.search_request(args, self.settings)
         on_local = getattr(self, "_on_local", None)
         if on_local is None:
-            return self._linked(self._retrieve(request))
+            return self._retrieve(request)
         from ..retrieve.quick import state_identity
 
         before = state_identity(str(self.settings.data_dir))
         result = self._retrieve(request)
         on_local(request, result, before)
-        return self._linked(result)
-
-    def _linked(self, result: api.SearchResult) -> api.SearchResult:
-        if not self.settings.editor_uri:
-            return result
-        from ..retrieve.editor import open_urls
-
-        return dataclasses.replace(result, links=tuple(open_urls(self.settings, result.hits)))
+        return result
 
     def ask(
         self,
@@ -105,7 +105,7 @@ class LocalIndex:
         from ..answer.ask import check_question
 
         check_question(args.query)
-        result = self.search(args)
+        result = self.found(args)
         return api.answer(args.query, result, self.settings, on_token=on_token, fallback=fallback)
 
     # -- reading files ---------------------------------------------------------------------------

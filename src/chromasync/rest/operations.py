@@ -66,6 +66,8 @@ def run_operation(service: Service, operation: str, body: Any) -> Any:
         arguments["timeout"] = MAX_WAIT_S if asked is None else max(0.0, min(asked, MAX_WAIT_S))
     if operation == "ask":
         return answer_stream(service, arguments["args"], arguments.get("fallback"))
+    if operation == "search":  # its editor links: made by the caller (`owner.client`)
+        return to_wire(service.found(**arguments))
     return to_wire(getattr(service, operation)(**arguments))
 
 
