@@ -198,3 +198,26 @@ def test_the_seams_limits_are_one_declaration_on_every_surface(tmp_path: Path) -
         for bad in (0, most + 1):
             with pytest.raises(ConfigError, match="limit"):
                 record("x", limit=bad)
+
+
+def test_a_question_is_checked_in_one_place_of_the_seam() -> None:
+    """`MAX_QUESTION_CHARS` is declared once and checked by `answer.ask.ask` (every `ask`
+    surface's seam: CLI, `LocalIndex`, NATS through it), by `answer_question` (the library's
+    own) and before a REST answer stream starts (a 4xx then); nowhere else by hand (the CLI,
+    `owner/local.py` and NATS checked it again each). Pydantic bounds it at the trust
+    boundaries (REST bodies, MCP and NATS arguments) from the same constant."""
+    import re
+
+    src = Path(__file__).resolve().parents[2] / "src" / "chromasync"
+    callers = {
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if re.search(r"\bcheck_question\(", path.read_text(encoding="utf-8"))
+    }
+    assert callers == {"answer/ask.py", "rest/render.py"}
+    declared = [
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if re.search(r"^MAX_QUESTION_CHARS\s*=", path.read_text(encoding="utf-8"), re.M)
+    ]
+    assert declared == ["retrieve/options.py"]

@@ -102,11 +102,7 @@ class LocalIndex:
         fallback: bool | None = None,
         on_token: OnToken | None = None,
     ) -> Answer:
-        from ..answer.ask import check_question
-
-        check_question(args.query)
-        result = self.found(args)
-        return api.answer(args.query, result, self.settings, on_token=on_token, fallback=fallback)
+        return api.ask(args, self.settings, search=self.found, on_token=on_token, fallback=fallback)
 
     # -- reading files ---------------------------------------------------------------------------
 
