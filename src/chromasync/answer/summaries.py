@@ -304,47 +304,40 @@ def write_drafts(
     reply checked: one accepted is stored in `data_dir`'s cache, one refused (empty, junk,
     cut) leaves the extractive summary, uncached. Runs where the caller's chat settings are
     (in process, or the caller of the data dir's owner: docs/reliability.md)."""
-    if client is None or not any(g.draft for g in report.groups):
+    drafts = [g for g in report.groups if g.draft]
+    if client is None or not drafts:
         return report
-    mode = f"llm:{client.model}"
-    groups, accepted = [], {}
-    calls = rejected = 0
-    for group in report.groups:
-        if not group.draft:
-            groups.append(group)
-            continue
+    mode, written = f"llm:{client.model}", dict[str, dict[str, Any]]()
+    for group in drafts:
         question = (
             f"What are these documents (the group where {report.group_by} is "
             f"{group.group!r}) about? Two or three sentences."
         )
-        messages: list[Message] = list(
+        prompt: list[Message] = list(
             build_prompt(question, group.draft, system=SUMMARY_SYSTEM).messages
         )
-        reply = client.complete(messages)
-        calls += 1
+        reply = client.complete(prompt)
         checked = None if reply.truncated else check_summary(reply.text, len(group.draft))
-        if checked is None:
-            rejected += 1
-            groups.append(replace(group, draft=(), key=""))
-            continue
-        accepted[group.group] = {
-            "key": group.key,
-            "mode": mode,
-            "summary": checked,
-            "sources": group.sources,
-        }
-        groups.append(replace(group, summary=checked, mode=mode, draft=(), key=""))
-    if accepted:
+        if checked is not None:
+            entry = {"key": group.key, "mode": mode, "summary": checked, "sources": group.sources}
+            written[group.group] = entry
+    if written:
         stored = load_cache(data_dir)
         entries = stored.get(report.group_by)
-        stored[report.group_by] = {**(entries if isinstance(entries, dict) else {}), **accepted}
+        stored[report.group_by] = {**(entries if isinstance(entries, dict) else {}), **written}
         save_cache(data_dir, stored)
+    groups = tuple(
+        replace(g, summary=written[g.group]["summary"], mode=mode, draft=(), key="")
+        if g.group in written
+        else replace(g, draft=(), key="")
+        for g in report.groups
+    )
     return replace(
         report,
-        groups=tuple(groups),
-        written=report.written + len(accepted),
-        model_calls=report.model_calls + calls,
-        rejected=report.rejected + rejected,
+        groups=groups,
+        written=report.written + len(written),
+        model_calls=report.model_calls + len(drafts),
+        rejected=report.rejected + len(drafts) - len(written),
     )
 
 
@@ -356,41 +349,23 @@ def summaries(
     all_collections: bool = False,
     limit: int = 100,
     client: ChatClient | None = None,
+    model: str | None = None,
 ) -> SummariesReport:
     """One short summary per value of `group_by` (a metadata field, `source`, `collection`
     or `path:N`) over every indexed chunk of the searched collections: written by the chat
     model when `llm_url` is configured (or `client` given), else extractive, with each
     group's distinctive terms. Cached in the data dir by each group's set of chunk hashes:
-    only groups whose content changed are written again (see `summarize_groups`)."""
-    from .chat import chat_client
-
-    client = client if client is not None else chat_client(settings)
-    report = draft_summaries(
-        settings,
-        group_by=group_by,
-        collections=collections,
-        all_collections=all_collections,
-        limit=limit,
-        model=client.model if client is not None else None,
-    )
-    return write_drafts(report, client, settings.data_dir)
-
-
-def draft_summaries(
-    settings: Settings,
-    *,
-    group_by: str,
-    collections: Sequence[str] = (),
-    all_collections: bool = False,
-    limit: int = 100,
-    model: str | None = None,
-) -> SummariesReport:
-    """`summaries` as far as the index takes it, no model called: with the chat `model`
-    that writes them, the groups it must write come back as drafts (`write_drafts`)."""
+    only groups whose content changed are written again (see `summarize_groups`).
+    `model`: the chat model a caller elsewhere writes with ("": none), no model called
+    here: the groups it must write come back as drafts (`write_drafts`)."""
     from ..retrieve.results import SearchRequest
     from ..retrieve.session import open_retriever
     from ..retrieve.suggest import group_key
+    from .chat import chat_client
 
+    if model is None:
+        client = client if client is not None else chat_client(settings)
+        model = client.model if client is not None else ""
     key = group_key(group_by)
     groups: dict[str, list[Hit]] = {}
     with open_retriever(settings) as retriever:
@@ -411,7 +386,7 @@ def draft_summaries(
     if report.written or stored.get(field_key) != cache:
         stored[field_key] = cache
         save_cache(settings.data_dir, stored)
-    return report
+    return write_drafts(report, client, settings.data_dir)
 
 
 __all__ = [
@@ -420,7 +395,6 @@ __all__ = [
     "cache_key",
     "check_summary",
     "distinctive_terms",
-    "draft_summaries",
     "extractive_summary",
     "is_prose",
     "load_cache",

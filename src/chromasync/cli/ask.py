@@ -1,11 +1,8 @@
 """`chromasync ask QUESTION`: retrieve as `search` does, then answer with numbered citations.
 
-Importing this module defines the command; `cli.main` registers it. The answer goes to
-stdout as it is written (tokens from a chat model as they arrive; the extractive answer at
-once), followed by the numbered sources, ``[1] path:start-end (heading)``; progress and
-warnings go to stderr; `--json` prints the answer's JSON instead. While a service owns the
-data dir, the search goes through it and the answer is written here, with this command's
-model settings and key (the owner's `/ask` serves REST clients).
+The answer goes to stdout as it is written, then the numbered sources; `--json` prints the
+answer's JSON. The search goes through the index seam, the answer is written here with
+this command's chat settings (`api.ask(search=)`).
 """
 
 from __future__ import annotations

@@ -113,11 +113,9 @@ class OwnerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(
-        self, operation: str, body: Any, seconds: float, read: Callable[[Any, Deadline], Any]
-    ) -> Any:
-        """One call on `POST /index/{operation}` within `seconds`, over a new connection:
-        what `read(response, deadline)` makes of its answer, or its error raised."""
+    def _post(self, operation: str, body: Any, seconds: float) -> Any:
+        """One call on `POST /index/{operation}` within `seconds`, over a new connection: its
+        answer's JSON, read in pieces up to `MAX_ANSWER_BYTES`, or its error raised."""
         with Deadline(seconds) as deadline:
             try:
                 # (connect, read, write, pool) as a plain tuple: any httpx-like client takes
@@ -133,25 +131,20 @@ class OwnerClient:
                 response = self._http.send(request, stream=True)
                 deadline.watch(response)
                 try:
-                    return read(response, deadline)
+                    data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
                 finally:
                     response.close()
+                if deadline.expired:  # an answer read until its connection was shut
+                    raise httpx.ReadError("shut at the deadline")
             except httpx.HTTPError as exc:
                 self._fail(exc, deadline)
-
-    def _whole(self, response: httpx.Response, deadline: Deadline) -> Any:
-        """An answer read whole, in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error
-        raised."""
-        data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
-        if deadline.expired:  # an answer read until its connection was shut
-            raise httpx.ReadError("shut at the deadline")
         if data is None:
             raise StoreError(
                 f"{self.owner.describe()}: its answer is over {MAX_ANSWER_BYTES} bytes"
             )
-        body = _json(data)
-        self._raise_for(response, body)
-        return body
+        answer = _json(data)
+        self._raise_for(response, answer)
+        return answer
 
     def _fail(self, exc: httpx.HTTPError, deadline: Deadline) -> NoReturn:
         where = f"{self.owner.describe()}, which owns this data dir, at {self.owner.socket}"
@@ -183,7 +176,7 @@ class OwnerClient:
         declared = getattr(Seam, operation)
         body = call_to_wire(declared, *args, **kwargs)
         seconds = SLOW_CALL_S if operation in SLOW_OPERATIONS else self.deadline_s
-        data = self._post(operation, body, seconds, self._whole)
+        data = self._post(operation, body, seconds)
         return from_wire(signature(declared)[1], data)
 
     def __getattr__(self, operation: str) -> Callable[..., Any]:

@@ -193,18 +193,14 @@ class LocalIndex:
 
     def summaries(self, query: SummariesQuery) -> SummariesReport:
         """Written with this side's chat model, unless the query names its caller's."""
-        from ..answer.summaries import draft_summaries, write_drafts
-
-        client = api.chat_client(self.settings) if query.caller_model is None else None
-        report = draft_summaries(
+        return api.summaries(
             self.settings,
             group_by=query.group_by,
             limit=query.limit,
             collections=query.collections,
             all_collections=query.all_collections,
-            model=client.model if client is not None else query.caller_model,
+            model=query.caller_model,
         )
-        return write_drafts(report, client, self.settings.data_dir)
 
     def evaluate(self, request: EvalRequest, *, progress: Progress | None = None) -> EvalReport:
         return api.evaluate(
