@@ -21,6 +21,7 @@ from ..rest.bodies import option_default, option_type, valid_label
 from ..rest.render import hit_json, sources_json
 from ..retrieve.options import MAX_QUESTION_CHARS, OPTIONS
 from ..retrieve.request import check_query
+from ..versions import MAX_TARGET_CHARS
 from .backend import Backend
 from .errors import error_text
 
@@ -172,7 +173,7 @@ def _add_reading_tools(server: MCPServer, backend: Backend) -> None:
     def links(
         target: Annotated[
             str | None,
-            Field(max_length=2000, description="A URL (and what is under it), path or title."),
+            Field(max_length=MAX_TARGET_CHARS, description="A URL (or under it), path or title."),
         ] = None,
         from_path: Annotated[
             str | None,

@@ -21,6 +21,7 @@ from ..owner import queries as q
 from ..owner.queries import CompareQuery, LinksQuery, RemoveRequest, SummariesQuery
 from ..owner.service import Service
 from ..owner.wire import to_wire
+from ..versions import MAX_TARGET_CHARS
 from .bodies import AskBody, Label, ReindexBody, SearchBody, SourceBody, search_query
 from .connections import BodyLimit
 from .guard import TokenGate, WriteGuard, status_for
@@ -161,7 +162,8 @@ def get_lines(
 def links(
     service: Svc,
     target: Annotated[
-        str | None, Query(max_length=2000, description="URL (and under it), path, title.")
+        str | None,
+        Query(max_length=MAX_TARGET_CHARS, description="URL (or under it), path, title."),
     ] = None,
     from_: Annotated[
         str | None,
