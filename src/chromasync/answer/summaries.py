@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,16 +58,8 @@ class GroupSummary:
     key: str = ""
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "group": self.group,
-            "summary": self.summary,
-            "terms": list(self.terms),
-            "chunks": self.chunks,
-            "files": self.files,
-            "mode": self.mode,
-            "cached": self.cached,
-            "sources": list(self.sources),
-        }
+        shown = [f.name for f in fields(self) if f.name not in ("draft", "key")]
+        return {n: list(v) if isinstance(v := getattr(self, n), tuple) else v for n in shown}
 
 
 @dataclass(frozen=True, slots=True)
