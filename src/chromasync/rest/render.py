@@ -87,7 +87,7 @@ def answer_stream(service: Service, args: api.SearchArgs, fallback: bool | None)
     from ..answer.ask import check_question
 
     check_question(args.query)
-    result = service.search(args)
+    result = service.found(args)  # an answer shows no editor links
 
     def work(on_token: Any) -> Any:
         return api.answer(
