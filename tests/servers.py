@@ -466,8 +466,7 @@ class StallingServer:
     * `hold`: reads the request and never answers;
     * `drip-head`: sends its status line and headers a byte every `every` seconds;
     * `drip-body`: sends a head declaring `size` bytes, then a byte every `every` seconds;
-    * `flood`: sends a head declaring `size` bytes, then all of them (zeros);
-    * `events`: an SSE head, then a `token` event every `every` seconds, without end.
+    * `flood`: sends a head declaring `size` bytes, then all of them (zeros).
 
     A request for a path in `answers` gets that JSON body instead, properly; the next
     request on that connection is held, or, with `then_misbehave`, gets `behaviour` (a
@@ -561,19 +560,15 @@ class StallingServer:
                 conn.sendall(piece[: self.size - sent])
                 sent += len(piece)
             return
-        if self.behaviour == "events":
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
-            drip = [b'event: token\ndata: {"text": "x"}\n\n']
-        elif self.behaviour == "drip-head":
+        if self.behaviour == "drip-head":
             drip = [bytes([b]) for b in head.encode()]
         elif self.behaviour == "drip-body":
             conn.sendall(head.encode())
             drip = [b"0"] * self.size
         else:  # hold
             drip = []
-        endless = self.behaviour == "events"
         sent = 0
-        while (endless or sent < len(drip)) and not self._stop.wait(self.every):
-            conn.sendall(drip[0] if endless else drip[sent])
+        while sent < len(drip) and not self._stop.wait(self.every):
+            conn.sendall(drip[sent])
             sent += 1
         self._stop.wait()

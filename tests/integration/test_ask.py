@@ -15,7 +15,7 @@ from chromasync import api
 from chromasync.cli.main import main
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.owner.client import OwnerClient, read_events
+from chromasync.owner.client import OwnerClient
 from chromasync.owner.service import Service
 from chromasync.rest import create_app
 from tests.chat_server import ChatServer, Reply
@@ -310,14 +310,36 @@ def test_rest_ask_stream_error_event(rest: TestClient, service: Service) -> None
     assert rest.post("/ask", json={"question": QUESTION}).status_code == 503
 
 
-def test_owner_client_ask_streams_through_the_owner(
+def test_owner_client_asks_with_the_callers_chat_model(
     rest: TestClient, service: Service, chat: ChatServer
 ) -> None:
-    with_llm(service, chat)
-    chat.default = Reply("Zero point first [1].")
+    """Through an owner, the search runs there and the answer here, by the caller's chat
+    model and key (tokens as they come); an owner's model answers no caller without one."""
+    import dataclasses
+
     assert service.info is not None
-    client = OwnerClient(service.info, http=rest)
+    plain = service.settings
+    caller = dataclasses.replace(plain, llm_url=chat.url, llm_model="test-chat", llm_api_key=KEY)
+    chat.default = Reply("Zero point first [1].")
     tokens: list[str] = []
+    client = OwnerClient(service.info, http=rest, settings=caller)
     data = client.ask(api.SearchArgs(QUESTION, k=3), on_token=tokens.append)
     assert "".join(tokens) == "Zero point first [1]." and data.mode == "llm"
-    assert data.citations[0].n == 1
+    assert data.citations[0].n == 1 and len(chat.requests) == 1
+    with_llm(service, chat)  # the owner's own model: not the caller's
+    extractive = OwnerClient(service.info, http=rest, settings=plain).ask(api.SearchArgs(QUESTION))
+    assert extractive.mode == "extractive" and len(chat.requests) == 1
+
+
+def read_events(lines: Iterator[str]) -> list[tuple[str, dict[str, object]]]:
+    """(event, data) of a server-sent event stream whose data lines are JSON objects."""
+    events, event, data = [], "message", []
+    for line in [*lines, ""]:
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line and data:
+            events.append((event, json.loads("\n".join(data))))
+            event, data = "message", []
+    return events

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 import pytest
 
 from chromasync.answer.ask import answer_question
-from chromasync.answer.bounded import read_lines
 from chromasync.answer.chat import (
     MAX_ANSWER_CHARS,
     MAX_BODY_BYTES,
     AnswerError,
     ChatClient,
     ChatUnreachable,
+    read_lines,
 )
 from chromasync.answer.prompt import Message
 from chromasync.retry import RetryPolicy, read_capped

@@ -154,17 +154,22 @@ def test_rest_hits_carry_open_url(client: TestClient, corpus: Path) -> None:
     assert all(h["open_url"].startswith("vscode://file/") for h in body["hits"])
 
 
-def test_links_are_made_where_the_search_runs(client: TestClient, env: dict[str, str]) -> None:
-    """The owner's search result carries its hits' links: its client reads them back as
-    they are (it makes none itself), and they are the ones a search in process makes."""
+def test_links_follow_the_callers_editor_uri_through_an_owner(
+    client: TestClient, env: dict[str, str]
+) -> None:
+    """The owner's `editor_uri` is not the caller's: through it, each hit's link is made by
+    the caller's template (none: no link), as a search in process makes it."""
     from chromasync.owner.client import OwnerClient
     from chromasync.owner.index import LocalIndex
 
-    service = client.app.state.service
+    service = client.app.state.service  # its template: TEMPLATE
     args = api.SearchArgs.of("grinder hums", mode="keyword")
-    through = OwnerClient(service.info, http=client, settings=service.settings).search(args)
-    here = LocalIndex(service.settings).search(args)
+    caller = resolve_settings({}, {**env, "CHROMASYNC_EDITOR_URI": "idea://open?file={path}"})
+    through = OwnerClient(service.info, http=client, settings=caller).search(args)
+    here = LocalIndex(caller).search(args)
     assert through.links is not None and through.links == here.links
-    assert through.links[0] is not None and through.links[0].startswith("vscode://file/")
-    plain = LocalIndex(resolve_settings({}, env)).search(args)
-    assert plain.links is None and "open_url" not in plain.as_json()["hits"][0]
+    assert through.links[0] is not None and through.links[0].startswith("idea://open?file=/")
+    plain = resolve_settings({}, env)
+    unlinked = OwnerClient(service.info, http=client, settings=plain).search(args)
+    assert unlinked.links is None and "open_url" not in unlinked.as_json()["hits"][0]
+    assert unlinked.as_json() == LocalIndex(plain).search(args).as_json()

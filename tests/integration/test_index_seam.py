@@ -151,7 +151,8 @@ def test_every_operation_gives_the_same_record_through_the_owner(
         assert client.status().owner is not None
         with pytest.raises(NotFound, match="nothing"):
             client.remove_source(RemoveRequest("nothing"))
-    assert {p.removeprefix("/index/") for p in sent} == OPERATIONS - {"ingest", "share"}, sent
+    # `ask` crosses as its search: the caller answers with its own chat settings
+    assert {p.removeprefix("/index/") for p in sent} == OPERATIONS - {"ingest", "share", "ask"}
     ran = local.reindex(["notes"])  # in process: done when it returns
     assert ran.status == "done" and local.wait(ran.id) == ran
     assert ran.ingest_summaries()[0].files_unchanged == 3
@@ -379,3 +380,29 @@ def test_a_wait_through_the_owner_ends_at_its_timeout(indexed: tuple[Settings, P
         release.set()
         done = client.wait(job.id, timeout=30)
         assert done.status == "done" and done.summaries == ({"ran": True},)
+
+
+def test_summarize_and_ask_through_a_running_owner_use_the_callers_chat_model(
+    indexed: tuple[Settings, Path],
+) -> None:
+    """`serve` owns the data dir with no chat model; `summarize` and `ask` with
+    `--llm-url`/`--llm-model` are written by that model all the same (issue 40)."""
+    from tests.chat_server import ChatServer, Reply
+
+    settings, _ = indexed
+    env = {
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_NO_DAEMON": "1",
+    }
+    with ChatServer() as chat, _serving(settings, env):
+        chat.default = Reply("The grinder burrs [1].")
+        llm = ["--llm-url", chat.url, "--llm-model", "test-chat"]
+        code, out, err = _cli(env, "summarize", "--group-by", "path:1", "--json", *llm)
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["model_calls"] == 2 and len(chat.requests) == 2
+        assert {g["mode"] for g in report["groups"]} == {"llm:test-chat"}
+        code, out, err = _cli(env, "ask", "grinder burrs", "--json", *llm)
+        assert code == 0, err
+        assert json.loads(out)["mode"] == "llm" and len(chat.requests) == 3

@@ -221,3 +221,48 @@ def test_rest_and_mcp_summaries(corpus: tuple[Path, Settings], embedder: HashEmb
     assert isinstance(data, dict)
     assert [g["group"] for g in data["groups"]] == ["notes"]
     assert data["groups"][0]["files"] == 5
+
+
+def test_summaries_through_an_owner_follow_the_callers_chat_settings(
+    corpus: tuple[Path, Settings], embedder: HashEmbedder
+) -> None:
+    """The caller's chat model writes through an owner that has none (issue 40: extractive,
+    `model_calls: 0`), and an owner's model writes nothing for a caller without one; the
+    key never leaves the caller."""
+    from fastapi.testclient import TestClient
+
+    from chromasync.owner.client import OwnerClient
+    from chromasync.owner.queries import SummariesQuery
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    _, plain = corpus
+    with ChatServer(api_key="sk-caller-only") as server:
+        server.default = Reply("A group about things [1].")
+        caller = api.resolve_settings(
+            {**_llm(plain, server), "data_dir": str(plain.data_dir)},
+            {"CHROMASYNC_LLM_API_KEY": "sk-caller-only"},
+        )
+        with (
+            Service(plain, "serve", embedder=embedder) as service,
+            TestClient(create_app(service), base_url="http://127.0.0.1") as http,
+        ):
+            assert service.info is not None
+            sent: list[bytes] = []
+            http.event_hooks["request"] = [lambda request: sent.append(request.read())]
+            owner = OwnerClient(service.info, http=http, settings=caller)
+            first = owner.summaries(SummariesQuery("path:1"))
+            assert first.model_calls == 3 and len(server.requests) == 3
+            assert {g.mode for g in first.groups} == {"llm:test-chat"}
+            assert all(g.summary == "A group about things [1]." for g in first.groups)
+            assert server.auth_headers == ["Bearer sk-caller-only"] * 3
+            assert sent and not any(b"sk-caller-only" in body for body in sent)
+            again = owner.summaries(SummariesQuery("path:1"))  # cached where it was written
+            assert again.model_calls == 0 and all(g.cached for g in again.groups)
+            assert "draft" not in json.dumps(again.as_json())
+            # the owner's settings name a model, the caller's none: extractive, as alone
+            service.settings = caller
+            extractive = OwnerClient(service.info, http=http, settings=plain)
+            report = extractive.summaries(SummariesQuery("path:1"))
+            assert report.model_calls == 0 and len(server.requests) == 3
+            assert {g.mode for g in report.groups} == {"extractive"}

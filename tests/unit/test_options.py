@@ -150,3 +150,74 @@ def test_the_mcp_tools_take_every_option_with_its_bounds(tmp_path: Path) -> None
         assert set(schema["properties"]) == first | set(BY_NAME), tool
         assert schema["properties"]["k"]["maximum"] == BY_NAME["k"].high
         assert schema["properties"]["mode"]["enum"] == list(BY_NAME["mode"].choices)
+
+
+def test_the_seams_limits_are_one_declaration_on_every_surface(tmp_path: Path) -> None:
+    """`links` and `summaries` take the default and bound `owner/queries.py` declares, on
+    the CLI, REST and MCP alike (they differed: 100,000 against 10,000; 1,000 and 50 on
+    MCP against 10,000 and 100), and the record itself refuses more (the owner's wire)."""
+    import asyncio
+
+    from chromasync.cli.main import main
+    from chromasync.config.resolve import resolve_settings
+    from chromasync.errors import ConfigError
+    from chromasync.mcp import Backend, build_server
+    from chromasync.owner import queries as q
+    from chromasync.owner.service import Service
+    from chromasync.rest import create_app
+
+    bounds = {"links": (q.LINKS_LIMIT, q.MAX_LINKS_LIMIT)}
+    bounds["summaries"] = (q.SUMMARIES_LIMIT, q.MAX_SUMMARIES_LIMIT)
+    commands = {"links": "links", "summaries": "summarize"}
+    for name, (default, most) in bounds.items():
+        param = next(p for p in main.commands[commands[name]].params if p.name == "limit")
+        assert isinstance(param.type, click.IntRange)
+        assert (param.default, param.type.max) == (default, most), name
+    settings = resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    schema = create_app(Service(settings, "serve")).openapi()
+    for name, (default, most) in bounds.items():
+        query = {p["name"]: p for p in schema["paths"][f"/{name}"]["get"]["parameters"]}
+        assert (query["limit"]["schema"]["default"], query["limit"]["schema"]["maximum"]) == (
+            default,
+            most,
+        ), name
+    tools = {t.name: t for t in asyncio.run(build_server(Backend(settings)).list_tools())}
+    limit = tools["summaries"].input_schema["properties"]["limit"]
+    assert (limit["default"], limit["maximum"]) == bounds["summaries"]
+    assert q.LinksQuery("x").limit == q.LINKS_LIMIT
+    from chromasync import versions
+    from chromasync.corpus import links
+    from chromasync.retrieve import options
+
+    assert links.MAX_TARGET_CHARS is versions.MAX_TARGET_CHARS is options.MAX_TARGET_CHARS
+    assert q.SummariesQuery("source").limit == q.SUMMARIES_LIMIT
+    for record, most in (
+        (q.LinksQuery, q.MAX_LINKS_LIMIT),
+        (q.SummariesQuery, q.MAX_SUMMARIES_LIMIT),
+    ):
+        for bad in (0, most + 1):
+            with pytest.raises(ConfigError, match="limit"):
+                record("x", limit=bad)
+
+
+def test_a_question_is_checked_in_one_place_of_the_seam() -> None:
+    """`MAX_QUESTION_CHARS` is declared once and checked by `answer.ask.ask` (every `ask`
+    surface's seam: CLI, `LocalIndex`, NATS through it), by `answer_question` (the library's
+    own) and before a REST answer stream starts (a 4xx then); nowhere else by hand (the CLI,
+    `owner/local.py` and NATS checked it again each). Pydantic bounds it at the trust
+    boundaries (REST bodies, MCP and NATS arguments) from the same constant."""
+    import re
+
+    src = Path(__file__).resolve().parents[2] / "src" / "chromasync"
+    callers = {
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if re.search(r"\bcheck_question\(", path.read_text(encoding="utf-8"))
+    }
+    assert callers == {"answer/ask.py", "rest/render.py"}
+    declared = [
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if re.search(r"^MAX_QUESTION_CHARS\s*=", path.read_text(encoding="utf-8"), re.M)
+    ]
+    assert declared == ["retrieve/options.py"]

@@ -233,15 +233,20 @@ def ask(
     fallback: bool | None = None,
     llm: ChatClient | None = None,
     embedder: Embedder | None = None,
+    search: Callable[[SearchArgs], SearchResult] | None = None,
 ) -> Answer:
-    """Retrieve with the search request of `args` (its query is the question), then answer
-    with citations (see `answer`). The question is checked before anything is opened."""
+    """Search with `args` (its query is the question), then answer with citations (see
+    `answer`) by `settings`' chat model (or `llm`): the caller's, wherever `search` runs (an
+    index's, `owner.index.Index`; else in process). The question is checked here, once,
+    before anything is searched (every `ask` surface comes through here)."""
     from ..retrieve.request import search_request
     from ..retrieve.session import retrieve
 
     check_question(args.query)
-    request = search_request(args, settings)
-    result = retrieve(request, settings, embedder=embedder)
+    if search is not None:
+        result = search(args)
+    else:
+        result = retrieve(search_request(args, settings), settings, embedder=embedder)
     return answer(args.query, result, settings, on_token=on_token, fallback=fallback, llm=llm)
 
 

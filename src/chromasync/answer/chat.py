@@ -17,7 +17,6 @@ import httpx
 
 from ..errors import AnswerError, ChatRefused, ChatUnreachable, ConfigError, shown_url
 from ..retry import Deadline, GaveUp, Refused, RetryingTransport, RetryPolicy, read_capped
-from .bounded import read_lines
 from .prompt import Message
 
 if TYPE_CHECKING:
@@ -44,6 +43,38 @@ def api_key_from(environ: Mapping[str, str]) -> str | None:
         if value:
             return value
     return None
+
+
+#: The most bytes of one line of a stream.
+MAX_LINE_BYTES = 1_000_000
+
+
+def read_lines(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The LF-ended lines of a byte stream (CR before LF dropped), decoded as UTF-8, holding
+    at most one line (plus one piece, `httpx.Response.iter_raw`'s) at a time: a line longer
+    than `max_line` bytes raises `ValueError` as soon as that many bytes are held."""
+    pending = bytearray()
+    for chunk in chunks:
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                break
+            if pending:
+                pending += chunk[start:end]
+                line = bytes(pending)
+                pending.clear()
+            else:
+                line = chunk[start:end]
+            if len(line) > max_line:
+                raise ValueError(f"a line of the stream is over {max_line} bytes")
+            yield line.removesuffix(b"\r").decode("utf-8", errors="replace")
+            start = end + 1
+        pending += chunk[start:]
+        if len(pending) > max_line:
+            raise ValueError(f"a line of the stream is over {max_line} bytes")
+    if pending:
+        yield bytes(pending).removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +413,7 @@ def chat_client(settings: Settings) -> ChatClient | None:
 
 __all__ = [
     "KEY_VARIABLES",
+    "MAX_LINE_BYTES",
     "AnswerError",
     "ChatClient",
     "ChatRefused",
@@ -391,4 +423,5 @@ __all__ = [
     "api_key_from",
     "chat_client",
     "parse_sse",
+    "read_lines",
 ]

@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,18 +52,14 @@ class GroupSummary:
     mode: str  # "extractive" or "llm:<model>"
     cached: bool  # read from the cache, not written this run
     sources: tuple[str, ...]  # citations (path:lines) of the chunks it was written from
+    #: Left to the caller's chat model (`write_drafts`): the chunks to write it from, and
+    #: its cache key; until then the summary is the extractive one. Not in `as_json`.
+    draft: tuple[Hit, ...] = ()
+    key: str = ""
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "group": self.group,
-            "summary": self.summary,
-            "terms": list(self.terms),
-            "chunks": self.chunks,
-            "files": self.files,
-            "mode": self.mode,
-            "cached": self.cached,
-            "sources": list(self.sources),
-        }
+        shown = [f.name for f in fields(self) if f.name not in ("draft", "key")]
+        return {n: list(v) if isinstance(v := getattr(self, n), tuple) else v for n in shown}
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,60 +233,48 @@ def summarize_groups(
     *,
     group_by: str,
     cache: dict[str, Any],
-    client: ChatClient | None = None,
+    model: str | None = None,
     limit: int = 100,
 ) -> SummariesReport:
     """One summary per group (the `limit` biggest), from the cache where the group's key is
-    unchanged. `cache` (this group field's entries: group -> entry) is updated in place:
-    entries of groups no longer present are dropped."""
-    mode = f"llm:{client.model}" if client is not None else "extractive"
+    unchanged; else extractive, or, with the chat `model` that writes them, a draft for
+    `write_drafts`. `cache` (this group field's entries: group -> entry) is updated in
+    place: entries of groups no longer present are dropped."""
+    mode = f"llm:{model}" if model else "extractive"
     order = sorted(groups, key=lambda g: (-len(groups[g]), g))
     chosen = order[:limit]
     terms = distinctive_terms(groups)
     out = []
-    written = calls = rejected = 0
+    written = 0
     for name in chosen:
         hits = groups[name]
         top_terms = terms.get(name, [])
-        shown = _surface(hits, [t for t, _ in top_terms])
         ranked = representative(hits, top_terms)[:SOURCES]
         key = cache_key(mode, hits)
         entry = cache.get(name)
         cached = isinstance(entry, dict) and entry.get("key") == key
-        shown_mode = mode
         if cached and isinstance(entry, dict):
             summary = str(entry.get("summary", ""))
             sources = tuple(str(s) for s in entry.get("sources", ()))
         else:
-            checked: str | None = None
-            if client is not None:
-                question = (
-                    f"What are these documents (the group where {group_by} is {name!r}) "
-                    "about? Two or three sentences."
-                )
-                prompt = build_prompt(question, ranked, system=SUMMARY_SYSTEM)
-                messages: list[Message] = list(prompt.messages)
-                reply = client.complete(messages)
-                calls += 1
-                checked = None if reply.truncated else check_summary(reply.text, len(ranked))
-                if checked is None:
-                    rejected += 1
-                    shown_mode = "extractive"
-            summary = checked or extractive_summary(ranked, [t for t, _ in top_terms])
+            summary = extractive_summary(ranked, [t for t, _ in top_terms])
             sources = tuple(h.citation for h in ranked)
-            if shown_mode == mode:
+            if not model:
                 cache[name] = {"key": key, "mode": mode, "summary": summary, "sources": sources}
                 written += 1
+        drafted = bool(model) and not cached
         out.append(
             GroupSummary(
                 group=name,
                 summary=summary,
-                terms=shown,
+                terms=_surface(hits, [t for t, _ in top_terms]),
                 chunks=len(hits),
                 files=len({(h.source, h.path) for h in hits}),
-                mode=shown_mode,
+                mode=mode if cached or not model else "extractive",
                 cached=cached,
                 sources=sources,
+                draft=tuple(ranked) if drafted else (),
+                key=key if drafted else "",
             )
         )
     for name in list(cache):
@@ -300,9 +284,52 @@ def summarize_groups(
         group_by=group_by,
         groups=tuple(out),
         written=written,
-        model_calls=calls,
+        model_calls=0,
         left_out=len(order) - len(chosen),
-        rejected=rejected,
+    )
+
+
+def write_drafts(
+    report: SummariesReport, client: ChatClient | None, data_dir: Path
+) -> SummariesReport:
+    """`report` with each draft written by the chat model (`client`; None: as it is), each
+    reply checked: one accepted is stored in `data_dir`'s cache, one refused (empty, junk,
+    cut) leaves the extractive summary, uncached. Runs where the caller's chat settings are
+    (in process, or the caller of the data dir's owner: docs/reliability.md)."""
+    drafts = [g for g in report.groups if g.draft]
+    if client is None or not drafts:
+        return report
+    mode, written = f"llm:{client.model}", dict[str, dict[str, Any]]()
+    for group in drafts:
+        question = (
+            f"What are these documents (the group where {report.group_by} is "
+            f"{group.group!r}) about? Two or three sentences."
+        )
+        prompt: list[Message] = list(
+            build_prompt(question, group.draft, system=SUMMARY_SYSTEM).messages
+        )
+        reply = client.complete(prompt)
+        checked = None if reply.truncated else check_summary(reply.text, len(group.draft))
+        if checked is not None:
+            entry = {"key": group.key, "mode": mode, "summary": checked, "sources": group.sources}
+            written[group.group] = entry
+    if written:
+        stored = load_cache(data_dir)
+        entries = stored.get(report.group_by)
+        stored[report.group_by] = {**(entries if isinstance(entries, dict) else {}), **written}
+        save_cache(data_dir, stored)
+    groups = tuple(
+        replace(g, summary=written[g.group]["summary"], mode=mode, draft=(), key="")
+        if g.group in written
+        else replace(g, draft=(), key="")
+        for g in report.groups
+    )
+    return replace(
+        report,
+        groups=groups,
+        written=report.written + len(written),
+        model_calls=report.model_calls + len(drafts),
+        rejected=report.rejected + len(drafts) - len(written),
     )
 
 
@@ -314,19 +341,24 @@ def summaries(
     all_collections: bool = False,
     limit: int = 100,
     client: ChatClient | None = None,
+    model: str | None = None,
 ) -> SummariesReport:
     """One short summary per value of `group_by` (a metadata field, `source`, `collection`
     or `path:N`) over every indexed chunk of the searched collections: written by the chat
     model when `llm_url` is configured (or `client` given), else extractive, with each
     group's distinctive terms. Cached in the data dir by each group's set of chunk hashes:
-    only groups whose content changed are written again (see `summarize_groups`)."""
+    only groups whose content changed are written again (see `summarize_groups`).
+    `model`: the chat model a caller elsewhere writes with ("": none), no model called
+    here: the groups it must write come back as drafts (`write_drafts`)."""
     from ..retrieve.results import SearchRequest
     from ..retrieve.session import open_retriever
     from ..retrieve.suggest import group_key
     from .chat import chat_client
 
+    if model is None:
+        client = client if client is not None else chat_client(settings)
+        model = client.model if client is not None else ""
     key = group_key(group_by)
-    client = client if client is not None else chat_client(settings)
     groups: dict[str, list[Hit]] = {}
     with open_retriever(settings) as retriever:
         request = SearchRequest("", collections=tuple(collections), all_collections=all_collections)
@@ -342,11 +374,11 @@ def summaries(
     field_key = group_by.strip()
     cache = stored.get(field_key)
     cache = dict(cache) if isinstance(cache, dict) else {}
-    report = summarize_groups(groups, group_by=field_key, cache=cache, client=client, limit=limit)
+    report = summarize_groups(groups, group_by=field_key, cache=cache, model=model, limit=limit)
     if report.written or stored.get(field_key) != cache:
         stored[field_key] = cache
         save_cache(settings.data_dir, stored)
-    return report
+    return write_drafts(report, client, settings.data_dir)
 
 
 __all__ = [
@@ -363,4 +395,5 @@ __all__ = [
     "save_cache",
     "summaries",
     "summarize_groups",
+    "write_drafts",
 ]

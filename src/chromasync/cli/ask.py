@@ -1,11 +1,8 @@
 """`chromasync ask QUESTION`: retrieve as `search` does, then answer with numbered citations.
 
-Importing this module defines the command; `cli.main` registers it. The answer goes to
-stdout as it is written (tokens from a chat model as they arrive; the extractive answer at
-once), followed by the numbered sources, ``[1] path:start-end (heading)``; progress and
-warnings go to stderr; `--json` prints the answer's JSON instead. While a service owns the
-data dir, the search goes through it and the answer is written here, with this command's
-model settings and key (the owner's `/ask` serves REST clients).
+The answer goes to stdout as it is written, then the numbered sources; `--json` prints the
+answer's JSON. The search goes through the index seam, the answer is written here with
+this command's chat settings (`api.ask(search=)`).
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ import click
 from rich.markup import escape
 
 from .. import api
-from ..answer.ask import check_question
 from ..answer.records import (
     FLAG_INCOMPLETE,
     FLAG_LLM_UNREACHABLE,
@@ -81,25 +77,25 @@ def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **f
         sys.stdout.flush()
 
     with reported_errors():
-        check_question(question)
         settings = settings_from_flags(**flags)
-        args = search_args(question, flags)
-        use_fallback = None if fallback is None else fallback == "extractive"
         llm = api.chat_client(settings)
         err = stderr_console()
-        start = daemon_flags(flags)
-        with open_index(
-            settings, start=start, daemon=not no_daemon, on_start=starting_notice
-        ) as index:
-            result = index.search(args)
-        if llm is not None and result.hits and not as_json:
-            err.print(f"[dim]asking {escape(safe(repr(llm)))}...[/]")
-        answer = api.answer(
-            question,
-            result,
+
+        def search(args: api.SearchArgs) -> api.SearchResult:
+            with open_index(
+                settings, start=daemon_flags(flags), daemon=not no_daemon, on_start=starting_notice
+            ) as index:
+                result = index.search(args)
+            if llm is not None and result.hits and not as_json:
+                err.print(f"[dim]asking {escape(safe(repr(llm)))}...[/]")
+            return result
+
+        answer = api.ask(
+            search_args(question, flags),
             settings,
+            search=search,
             on_token=None if as_json else on_token,
-            fallback=use_fallback,
+            fallback=None if fallback is None else fallback == "extractive",
             llm=llm,
         )
     for warning in answer.warnings:

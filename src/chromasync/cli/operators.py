@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from .. import api
 from ..errors import SourceError
+from ..owner import queries as q
 from ..owner.index import open_index
 from ..owner.queries import CompareQuery, FileSet, LinksQuery, SummariesQuery
 from .common import (
@@ -119,9 +120,9 @@ def get_command(
 @click.option("--source", help="The source of --from PATH, when several index that path.")
 @click.option(
     "--limit",
-    default=1000,
+    default=q.LINKS_LIMIT,
     show_default=True,
-    type=click.IntRange(1, 100_000),
+    type=click.IntRange(1, q.MAX_LINKS_LIMIT),
     help="At most this many linking chunks.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
@@ -281,9 +282,9 @@ def suggest(
 )
 @click.option(
     "--limit",
-    default=100,
+    default=q.SUMMARIES_LIMIT,
     show_default=True,
-    type=click.IntRange(1, 10_000),
+    type=click.IntRange(1, q.MAX_SUMMARIES_LIMIT),
     help="At most this many groups (the biggest).",
 )
 @chat_options

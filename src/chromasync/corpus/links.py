@@ -11,8 +11,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ..versions import MAX_TARGET_CHARS
+
 MAX_LINKS = 200
-MAX_TARGET_CHARS = 2000
 NOTE_PREFIX = "note:"
 TRACKING_PARAMS = frozenset(
     {"fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "mc_cid", "mc_eid", "igshid"}

@@ -15,11 +15,13 @@ from pydantic import AfterValidator, Field
 from .. import __version__, api
 from ..config.labels import LABEL_MAX
 from ..errors import ChromasyncError
+from ..owner import queries as q
 from ..owner.queries import CompareQuery, LinksQuery, SummariesQuery
 from ..rest.bodies import option_default, option_type, valid_label
 from ..rest.render import hit_json, sources_json
 from ..retrieve.options import MAX_QUESTION_CHARS, OPTIONS
 from ..retrieve.request import check_query
+from ..versions import MAX_TARGET_CHARS
 from .backend import Backend
 from .errors import error_text
 
@@ -171,7 +173,7 @@ def _add_reading_tools(server: MCPServer, backend: Backend) -> None:
     def links(
         target: Annotated[
             str | None,
-            Field(max_length=2000, description="A URL (and what is under it), path or title."),
+            Field(max_length=MAX_TARGET_CHARS, description="A URL (or under it), path or title."),
         ] = None,
         from_path: Annotated[
             str | None,
@@ -212,7 +214,9 @@ def _add_index_tools(server: MCPServer, backend: Backend) -> None:
             str,
             Field(min_length=1, max_length=200, description="A field, `source` or `path:N`."),
         ],
-        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many groups.")] = 50,
+        limit: Annotated[
+            int, Field(ge=1, le=q.MAX_SUMMARIES_LIMIT, description="At most this many groups.")
+        ] = q.SUMMARIES_LIMIT,
     ) -> dict[str, Any]:
         """One short summary per group (each value of `group_by`), with its distinctive
         terms: what each folder, source or field value of the corpus is about."""

@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..answer.ask import check_question
 from ..config.settings import Settings
 from ..errors import ChromasyncError
 from ..owner.index import Index
@@ -67,7 +66,6 @@ class Handlers:
         """The ask subject: an answer with its citations (`[n]` in the text)."""
         try:
             request = parse(AskRequest, data, self.settings.nats_max_message_bytes)
-            check_question(request.query)
             args = search_args(request, self.fields, self.clients)
             fallback = None if request.fallback is None else request.fallback == "extractive"
             return self.index.ask(args, fallback=fallback).as_json()

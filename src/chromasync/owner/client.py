@@ -5,7 +5,9 @@ Each operation of the index seam crosses as its call on `POST /index/{operation}
 operation's result record, an error response as chromasync's exception. Every call has a
 total deadline and its answer a size cap (`CALL_S`, `SLOW_CALL_S`, `MAX_ANSWER_BYTES`;
 docs/reliability.md, "Outbound calls"): an owner that holds a call or drips its answer is
-cut off with a `StoreError` that says so.
+cut off with a `StoreError` that says so. What follows the caller's settings is done
+here: `ask`'s answer and `summaries`' model calls (its chat model and key), and each hit's
+editor link (docs/reliability.md, "Settings a long-running process does not hold").
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import httpx
 
-from ..answer.bounded import read_lines
 from ..answer.records import Answer
+from ..answer.summaries import SummariesReport
 from ..config.settings import Settings
 from ..errors import ConfigError, SourceError, StoreError, error_class
 from ..records import IngestSummary
@@ -34,7 +36,14 @@ from ..sync.verify import SourceCheck
 from .index import OPERATIONS
 from .index import Index as Seam
 from .locate import OwnerInfo
-from .queries import MAX_COMPARE_BYTES, CompareQuery, IngestRequest, JobState, LinksQuery
+from .queries import (
+    MAX_COMPARE_BYTES,
+    CompareQuery,
+    IngestRequest,
+    JobState,
+    LinksQuery,
+    SummariesQuery,
+)
 from .routes import check_owner_serves, ingest_through_owner
 from .wire import call_to_wire, from_wire, signature
 
@@ -48,32 +57,12 @@ CONNECT_S = 2.0
 CALL_S = 30.0
 #: The deadline of `evaluate` and `summaries`, which may run a model per query or group.
 SLOW_CALL_S = 600.0
-#: The most bytes of one answer (as `dial.MAX_REPLY`), and of an `/ask/stream` stream.
+#: The most bytes of one answer (as `dial.MAX_REPLY`).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-MAX_STREAM_BYTES = 64 * 1024 * 1024
 #: The operations that may run a model per query or group (`SLOW_CALL_S`).
 SLOW_OPERATIONS = frozenset({"evaluate", "summaries"})
 #: The longest one `wait` call asks the owner to wait (well within `CALL_S`).
 WAIT_S = 10.0
-
-
-def read_events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(event, data) of a server-sent event stream whose data lines are JSON objects."""
-    event = "message"
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                payload = json.loads("\n".join(data))
-                yield event, payload if isinstance(payload, dict) else {"value": payload}
-            event, data = "message", []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-    if data:
-        payload = json.loads("\n".join(data))
-        yield event, payload if isinstance(payload, dict) else {"value": payload}
 
 
 class NoAnswer(Exception):
@@ -100,10 +89,9 @@ class OwnerClient:
         """`http`: another client to send through (tests: an ASGI app in process);
         `settings`: the caller's (its date fields go with a request that names none; a
         file it compares is looked up in its data dir's state); `deadline_s`: of each
-        call, `CALL_S` by default (`ask` adds the chat model's `llm_timeout`)."""
+        call, `CALL_S` by default."""
         self.owner = owner
         self.deadline_s = CALL_S if deadline_s is None else deadline_s
-        self.ask_deadline_s = self.deadline_s + (settings.llm_timeout if settings else 120.0)
         self.settings = settings
         self.date_fields = tuple(settings.date_field_names) if settings else ()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -125,11 +113,9 @@ class OwnerClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(
-        self, operation: str, body: Any, seconds: float, read: Callable[[Any, Deadline], Any]
-    ) -> Any:
-        """One call on `POST /index/{operation}` within `seconds`, over a new connection:
-        what `read(response, deadline)` makes of its answer, or its error raised."""
+    def _post(self, operation: str, body: Any, seconds: float) -> Any:
+        """One call on `POST /index/{operation}` within `seconds`, over a new connection: its
+        answer's JSON, read in pieces up to `MAX_ANSWER_BYTES`, or its error raised."""
         with Deadline(seconds) as deadline:
             try:
                 # (connect, read, write, pool) as a plain tuple: any httpx-like client takes
@@ -145,25 +131,20 @@ class OwnerClient:
                 response = self._http.send(request, stream=True)
                 deadline.watch(response)
                 try:
-                    return read(response, deadline)
+                    data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
                 finally:
                     response.close()
+                if deadline.expired:  # an answer read until its connection was shut
+                    raise httpx.ReadError("shut at the deadline")
             except httpx.HTTPError as exc:
                 self._fail(exc, deadline)
-
-    def _whole(self, response: httpx.Response, deadline: Deadline) -> Any:
-        """An answer read whole, in pieces up to `MAX_ANSWER_BYTES`: its JSON, or its error
-        raised."""
-        data = read_capped(response.iter_raw(), MAX_ANSWER_BYTES)
-        if deadline.expired:  # an answer read until its connection was shut
-            raise httpx.ReadError("shut at the deadline")
         if data is None:
             raise StoreError(
                 f"{self.owner.describe()}: its answer is over {MAX_ANSWER_BYTES} bytes"
             )
-        body = _json(data)
-        self._raise_for(response, body)
-        return body
+        answer = _json(data)
+        self._raise_for(response, answer)
+        return answer
 
     def _fail(self, exc: httpx.HTTPError, deadline: Deadline) -> NoReturn:
         where = f"{self.owner.describe()}, which owns this data dir, at {self.owner.socket}"
@@ -195,7 +176,7 @@ class OwnerClient:
         declared = getattr(Seam, operation)
         body = call_to_wire(declared, *args, **kwargs)
         seconds = SLOW_CALL_S if operation in SLOW_OPERATIONS else self.deadline_s
-        data = self._post(operation, body, seconds, self._whole)
+        data = self._post(operation, body, seconds)
         return from_wire(signature(declared)[1], data)
 
     def __getattr__(self, operation: str) -> Callable[..., Any]:
@@ -206,9 +187,14 @@ class OwnerClient:
 
     def search(self, args: SearchArgs) -> SearchResult:
         """The request record, parsed once, in the owner; no date fields means this
-        caller's (as in process)."""
+        caller's (as in process); each hit's editor link made here, by this caller's
+        `editor_uri` (the owner's is not the caller's)."""
         found: SearchResult = self.call("search", self._dated(args))
-        return found
+        if self.settings is None:
+            return found
+        from ..retrieve.editor import linked
+
+        return linked(found, self.settings)
 
     def _dated(self, args: SearchArgs) -> SearchArgs:
         if not args.date_fields and self.date_fields:
@@ -222,41 +208,18 @@ class OwnerClient:
         fallback: bool | None = None,
         on_token: Callable[[str], None] | None = None,
     ) -> Answer:
-        """Answer `args.query` with the owner's answer settings: `POST /index/ask` answers
-        with server-sent events; each `token` goes to `on_token`; returns the answer."""
-        body = call_to_wire(Seam.ask, self._dated(args), fallback=fallback)
-        found = self._post("ask", body, self.ask_deadline_s, self._answer(on_token))
-        if found is None:
-            raise StoreError(f"{self.owner.describe()}: the answer stream ended without an answer")
-        assert isinstance(found, Answer)
-        return found
+        """Searched through the owner, answered here with this caller's chat model and key
+        (the owner's settings are not the caller's; `api.ask`, as `summaries`)."""
+        from ..answer.ask import ask
 
-    def _answer(self, on_token: Callable[[str], None] | None) -> Callable[..., Answer | None]:
-        """A reader of an answer stream, within `MAX_STREAM_BYTES`: each `token` to
-        `on_token`; the answer, or None when the stream ended without one."""
+        if self.settings is None:
+            raise ConfigError("an answer through the owner needs the caller's settings")
 
-        def read(response: httpx.Response, deadline: Deadline) -> Answer | None:
-            if response.status_code != 200:
-                self._raise_for(response, _json(read_capped(response.iter_raw(), 64 * 1024)))
-            lines = read_lines(_capped(response.iter_raw(), MAX_STREAM_BYTES), MAX_STREAM_BYTES)
-            try:
-                for event, data in read_events(lines):
-                    if event == "token" and on_token is not None:
-                        on_token(str(data.get("text", "")))
-                    elif event == "answer":
-                        return Answer.from_json(data)
-                    elif event == "error":
-                        cls = error_class(str(data.get("error"))) or StoreError
-                        raise cls(f"{self.owner.describe()}: {data.get('detail')}")
-            except ValueError as exc:  # a malformed event
-                raise StoreError(
-                    f"{self.owner.describe()}: a malformed answer stream: {exc}"
-                ) from exc
-            if deadline.expired:  # the stream was shut at the deadline
-                raise httpx.ReadError("shut at the deadline")
-            return None
+        def search(asked: SearchArgs) -> SearchResult:
+            found: SearchResult = self.call("search", self._dated(asked))
+            return found
 
-        return read
+        return ask(args, self.settings, search=search, on_token=on_token, fallback=fallback)
 
     def links(self, query: LinksQuery) -> LinksReport:
         """What a file on this machine links to (`on_disk`) is read here: the owner reads
@@ -268,6 +231,20 @@ class OwnerClient:
                 query = dataclasses.replace(query, from_path=rel, source=source)
         found: LinksReport = self.call("links", dataclasses.replace(query, on_disk=False))
         return found
+
+    def summaries(self, query: SummariesQuery) -> SummariesReport:
+        """Gathered by the owner; written here, with this caller's chat model and key (the
+        owner's settings are not the caller's): its drafts come back to `write_drafts`."""
+        from ..answer.chat import chat_client
+        from ..answer.summaries import write_drafts
+
+        if self.settings is None:  # no caller's settings: the owner's
+            found: SummariesReport = self.call("summaries", query)
+            return found
+        client = chat_client(self.settings)
+        model = client.model if client is not None else ""
+        drafts = self.call("summaries", dataclasses.replace(query, caller_model=model))
+        return write_drafts(drafts, client, self.settings.data_dir)
 
     def similar(self, query: CompareQuery) -> SimilarResult:
         found: SimilarResult = self.call("similar", self._comparable(query))
@@ -350,22 +327,10 @@ def _json(data: bytes | None) -> Any:
         return {}
 
 
-def _capped(chunks: Iterable[bytes], cap: int) -> Iterator[bytes]:
-    """`chunks`, until more than `cap` bytes came: then a `StoreError`."""
-    seen = 0
-    for chunk in chunks:
-        seen += len(chunk)
-        if seen > cap:
-            raise StoreError(f"the owner's answer stream is over {cap} bytes")
-        yield chunk
-
-
 __all__ = [
     "CALL_S",
     "MAX_ANSWER_BYTES",
-    "MAX_STREAM_BYTES",
     "NoAnswer",
     "OwnerClient",
     "no_answer",
-    "read_events",
 ]

@@ -63,7 +63,8 @@ class Index(Protocol):
         fallback: bool | None = None,
         on_token: Callable[[str], None] | None = None,
     ) -> Answer:
-        """Search, then answer `args.query` with the answering side's chat settings."""
+        """Search, then answer `args.query` with the caller's chat settings (through an
+        owner: searched there, answered by its client)."""
         ...
 
     def get_document(self, path: str, source: str | None = None) -> list[Hit]:

@@ -71,15 +71,15 @@ class LocalIndex:
     # -- searching -------------------------------------------------------------------------------
 
     def search(self, args: api.SearchArgs) -> api.SearchResult:
-        """Parsed and run here; each hit's editor link made here too (`editor_uri` set)."""
-        return self._linked(self._retrieve(api.search_request(args, self.settings)))
+        """Parsed and run here; each hit's editor link made by these settings (`editor_uri`)."""
+        from ..retrieve.editor import linked
 
-    def _linked(self, result: api.SearchResult) -> api.SearchResult:
-        if not self.settings.editor_uri:
-            return result
-        from ..retrieve.editor import open_urls
+        return linked(self.found(args), self.settings)
 
-        return dataclasses.replace(result, links=tuple(open_urls(self.settings, result.hits)))
+    def found(self, args: api.SearchArgs) -> api.SearchResult:
+        """`search` without the editor links: for a caller elsewhere, which makes them with
+        its own settings (`owner.client`), or one that shows none (`ask`)."""
+        return self._retrieve(api.search_request(args, self.settings))
 
     def ask(
         self,
@@ -88,11 +88,7 @@ class LocalIndex:
         fallback: bool | None = None,
         on_token: OnToken | None = None,
     ) -> Answer:
-        from ..answer.ask import check_question
-
-        check_question(args.query)
-        result = self.search(args)
-        return api.answer(args.query, result, self.settings, on_token=on_token, fallback=fallback)
+        return api.ask(args, self.settings, search=self.found, on_token=on_token, fallback=fallback)
 
     # -- reading files ---------------------------------------------------------------------------
 
@@ -182,12 +178,14 @@ class LocalIndex:
         return found
 
     def summaries(self, query: SummariesQuery) -> SummariesReport:
+        """Written with this side's chat model, unless the query names its caller's."""
         return api.summaries(
             self.settings,
             group_by=query.group_by,
             limit=query.limit,
             collections=query.collections,
             all_collections=query.all_collections,
+            model=query.caller_model,
         )
 
     def evaluate(self, request: EvalRequest, *, progress: Progress | None = None) -> EvalReport:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ConfigError
 from ..records import IngestSummary, SourceSpec
 from ..retrieve.access import FileLines
 from ..retrieve.evaluate import EvalQuery
@@ -21,6 +22,11 @@ from ..sync.registry import SourceStatus, StateHealth
 #: The most bytes of a file `similar`/`suggest` send to the owner to compare (a file the
 #: index does not hold: the owner reads no path it is given, only an indexed file's).
 MAX_COMPARE_BYTES = 16 * 1024 * 1024
+#: `links`: the linking chunks given by default, and at most, on every surface (so that one
+#: answer stays within the owner's answer cap, `owner.client.MAX_ANSWER_BYTES`).
+LINKS_LIMIT, MAX_LINKS_LIMIT = 1_000, 10_000
+#: `summaries`: the groups summarised by default, and at most, on every surface.
+SUMMARIES_LIMIT, MAX_SUMMARIES_LIMIT = 100, 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +38,12 @@ class LinksQuery:
     source: str | None = None
     collections: tuple[str, ...] = ()
     all_collections: bool = False
-    limit: int = 1000
+    limit: int = LINKS_LIMIT
     #: `from_path` may be a file on disk (the CLI); else only a path as hits cite it.
     on_disk: bool = False
+
+    def __post_init__(self) -> None:
+        _check_limit(self.limit, MAX_LINKS_LIMIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +67,26 @@ class CompareQuery:
 
 @dataclass(frozen=True, slots=True)
 class SummariesQuery:
+    """One summary per group. `caller_model`: set by a caller that writes the summaries
+    with its own chat settings (the owner's client): its model ("" for none: extractive),
+    the groups it must write coming back as drafts (`answer.summaries.write_drafts`);
+    None: written where the query runs, with that side's chat settings."""
+
     group_by: str
-    limit: int = 100
+    limit: int = SUMMARIES_LIMIT
     collections: tuple[str, ...] = ()
     all_collections: bool = False
+    caller_model: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_limit(self.limit, MAX_SUMMARIES_LIMIT)
+
+
+def _check_limit(limit: int, most: int) -> None:
+    """The seam's own check of a record's `limit` (each surface bounds it first, by the
+    same constant: click, FastAPI, pydantic)."""
+    if not 1 <= limit <= most:
+        raise ConfigError(f"limit: {limit} is not between 1 and {most}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +241,11 @@ class JobState:
 
 
 __all__ = [
+    "LINKS_LIMIT",
     "MAX_COMPARE_BYTES",
+    "MAX_LINKS_LIMIT",
+    "MAX_SUMMARIES_LIMIT",
+    "SUMMARIES_LIMIT",
     "CompareQuery",
     "EvalRequest",
     "FileSet",

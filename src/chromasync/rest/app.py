@@ -17,9 +17,11 @@ from .. import __version__, api
 from ..config.labels import LABEL_MAX
 from ..corpus.paths import resolve_in_roots
 from ..errors import ChromasyncError, ConfigError, NotFound
+from ..owner import queries as q
 from ..owner.queries import CompareQuery, LinksQuery, RemoveRequest, SummariesQuery
 from ..owner.service import Service
 from ..owner.wire import to_wire
+from ..versions import MAX_TARGET_CHARS
 from .bodies import AskBody, Label, ReindexBody, SearchBody, SourceBody, search_query
 from .connections import BodyLimit
 from .guard import TokenGate, WriteGuard, status_for
@@ -160,7 +162,8 @@ def get_lines(
 def links(
     service: Svc,
     target: Annotated[
-        str | None, Query(max_length=2000, description="URL (and under it), path, title.")
+        str | None,
+        Query(max_length=MAX_TARGET_CHARS, description="URL (or under it), path, title."),
     ] = None,
     from_: Annotated[
         str | None,
@@ -168,7 +171,7 @@ def links(
     ] = None,
     source: SourceLabel | None = None,
     collection: Collections = [],  # noqa: B006
-    limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+    limit: Annotated[int, Query(ge=1, le=q.MAX_LINKS_LIMIT)] = q.LINKS_LIMIT,
 ) -> dict[str, Any]:
     """Reverse links: the indexed chunks linking to `target` (line, link text); or,
     with `from`, the links of one indexed file (path as hits cite it) and the broken ones."""
@@ -199,7 +202,7 @@ def suggest(
 def summaries(
     service: Svc,
     group_by: GroupBy,
-    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=q.MAX_SUMMARIES_LIMIT)] = q.SUMMARIES_LIMIT,
     collection: Collections = [],  # noqa: B006
 ) -> dict[str, Any]:
     """One short summary per group (by the chat model when configured, else

@@ -3,8 +3,9 @@
 The owner's client (`owner.client.OwnerClient`) sends every operation here: its call as
 JSON (`owner.wire.call_to_wire`), read back by the operation's declaration (a body of
 another shape is a 400), run on the owner's `Service`, answered as the result record's
-JSON (`ask`: as server-sent events). Untrusted input is bounded before it runs (`_check`).
-`ingest` is not served: the client runs it as `reindex` and `wait` (`owner.routes`).
+JSON. Untrusted input is bounded before it runs (`_check`).
+`ingest` is not served: the client runs it as `reindex` and `wait` (`owner.routes`); nor
+is `ask`: the client answers with its own chat settings, searching here (`owner.client`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from ..owner.queries import MAX_COMPARE_BYTES, CompareQuery, EvalRequest, LinksQ
 from ..owner.service import Service
 from ..owner.wire import call_from_wire, to_wire
 from ..retrieve.request import SearchArgs, check_query
-from .render import answer_stream
 
-SERVED = OPERATIONS - {"ingest"}
+SERVED = OPERATIONS - {"ingest", "ask"}
 MAX_EVAL_QUERIES = 100_000
 MAX_LABELS = 1000
 MAX_TEXT = 8192  # a path, a glob, a label, a target, a job id
@@ -53,7 +53,7 @@ def _check_record(query: Any) -> None:
 
 def run_operation(service: Service, operation: str, body: Any) -> Any:
     """`operation`'s call (`body`, as `owner.wire` wrote it) run on `service`: the result
-    record as JSON (`ask`: its answer stream)."""
+    record as JSON."""
     if operation not in SERVED:
         raise NotFound(f"no index operation {operation!r}; known: {', '.join(sorted(SERVED))}")
     try:
@@ -64,8 +64,8 @@ def run_operation(service: Service, operation: str, body: Any) -> Any:
     if operation == "wait":
         asked = arguments.get("timeout")
         arguments["timeout"] = MAX_WAIT_S if asked is None else max(0.0, min(asked, MAX_WAIT_S))
-    if operation == "ask":
-        return answer_stream(service, arguments["args"], arguments.get("fallback"))
+    if operation == "search":  # its editor links: made by the caller (`owner.client`)
+        return to_wire(service.found(**arguments))
     return to_wire(getattr(service, operation)(**arguments))
 
 

@@ -82,12 +82,12 @@ async def answer_events(work: Any, cancel: threading.Event) -> AsyncIterator[byt
 
 
 def answer_stream(service: Service, args: api.SearchArgs, fallback: bool | None) -> AnswerStream:
-    """The answer to `args.query` as server-sent events (`/index/ask`, `/ask/stream`); bad
+    """The answer to `args.query` as server-sent events (`/ask/stream`); bad
     input and a failed search are a plain 4xx/5xx, before the stream starts."""
     from ..answer.ask import check_question
 
     check_question(args.query)
-    result = service.search(args)
+    result = service.found(args)  # an answer shows no editor links
 
     def work(on_token: Any) -> Any:
         return api.answer(

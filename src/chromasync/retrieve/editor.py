@@ -5,6 +5,7 @@ Design notes: docs/internals.md, `retrieve/editor.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import posixpath
@@ -16,6 +17,7 @@ from ..config.settings import Settings
 from ..errors import ChromasyncError
 from ..records import Hit
 from ..state.manifest import State
+from .results import SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,13 @@ def open_urls(
     return out
 
 
+def linked(result: SearchResult, settings: Settings) -> SearchResult:
+    """`result` with its hits' editor links made by `settings` (those of the caller: in
+    process, or the owner's client; `links` None when `editor_uri` is unset)."""
+    links = tuple(open_urls(settings, result.hits)) if settings.editor_uri else None
+    return dataclasses.replace(result, links=links)
+
+
 def source_roots(settings: Settings) -> Mapping[tuple[str, str], str]:
     """(collection, source) -> absolute root, plus ("", source) for any collection, from the
     local state; empty when it cannot be read (no link then, never an error)."""
@@ -87,4 +96,4 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-__all__ = ["open_url", "open_urls", "source_roots"]
+__all__ = ["linked", "open_url", "open_urls", "source_roots"]

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..metakeys import stored_key
+from ..versions import MAX_TARGET_CHARS
 from .filter_sql import SQL_ICONTAINS as SQL_ICONTAINS
 from .filter_sql import SQL_REGEXP as SQL_REGEXP
 from .filter_sql import json_path as json_path
@@ -70,7 +71,7 @@ from .filter_syntax import parse_when as parse_when
 from .filter_where import build_where as build_where
 from .filter_where import normalise_where as normalise_where
 from .filter_where import parse_where_json as parse_where_json
-from .options import MAX_DATE_CHARS, MAX_TARGET_CHARS, OPTIONS, spelled
+from .options import MAX_DATE_CHARS, OPTIONS, spelled
 
 if TYPE_CHECKING:
     from .request import SearchArgs

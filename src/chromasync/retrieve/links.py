@@ -21,8 +21,8 @@ from ..corpus.links import (
 )
 from ..errors import ConfigError
 from ..metakeys import source_label
+from ..versions import MAX_TARGET_CHARS
 from .bm25 import KeywordIndex
-from .options import MAX_TARGET_CHARS
 
 MAX_TARGETS = 200  # stored targets one lookup may expand to
 

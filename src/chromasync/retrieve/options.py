@@ -19,8 +19,8 @@ and the JSON name (`where_json`, `sources`), which REST bodies, MCP arguments an
 owner's wire use and which is `SearchArgs`' field.
 
 Shape (kept simple so that the fast path can read it): `Option` is a frozen slotted record
-of plain values (no dataclasses, no typing: this module imports nothing, because the
-console script's fast path loads it before anything else). Its `kind` is one of
+of plain values (no dataclasses, no typing: it imports only a constant of `versions`,
+because the console script's fast path loads it before anything else). Its `kind` is one of
 `KINDS`; `many` means repeatable (a list); `low`/`high` bound a number; `max_chars` bounds
 each text value; `max_items` bounds how many values a repeatable option takes; `choices`
 lists what a `choice` takes; a `bool` option's CLI flag sets it to true and `negative`
@@ -31,6 +31,8 @@ To add an option: add an `Option` here and use it in `retrieve`; the surfaces an
 """
 
 from __future__ import annotations
+
+from ..versions import MAX_TARGET_CHARS  # constants only: the one import here
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +50,6 @@ MAX_OPTION_VALUES = 64
 MAX_VALUE_CHARS = 1_000
 #: Characters of a `where_json` text.
 MAX_WHERE_JSON_CHARS = 16_384
-#: Characters of a `links_to` target (a URL may be long).
-MAX_TARGET_CHARS = 2_000
 #: Characters of an `after`/`before` date.
 MAX_DATE_CHARS = 64
 #: Characters of a `group_by` field.

@@ -106,7 +106,7 @@ class SearchResult:
     #: and an extractive answer speaks for each document; else "rank".
     order: str = "rank"
     #: Each hit's "open in editor" link (None where it has none) when `editor_uri` is set,
-    #: made where the search ran (`owner.local`); in the JSON, each hit's `open_url`.
+    #: made by the caller's settings (`retrieve.editor.linked`); in the JSON, `open_url`.
     links: tuple[str | None, ...] | None = None
     #: How each keyword list was made (not part of the JSON: for the fast path's snapshot).
     keyword_plan: KeywordPlan = field(default=(), compare=False)
