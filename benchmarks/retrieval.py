@@ -37,7 +37,6 @@ import argparse
 import hashlib
 import json
 import os
-import random
 import resource
 import subprocess
 import sys
@@ -49,6 +48,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "src"))
+
+from fusion import sign_flip_p  # noqa: E402  (benchmarks/fusion.py: the paired test)
 
 from chromasync import api  # noqa: E402
 from chromasync.retrieve.evaluate import percentile  # noqa: E402
@@ -97,18 +98,6 @@ def split_files(work: Path, corpus: str) -> dict[str, Path]:
         kept = [r for r in rows if held_out(corpus, str(r["id"])) == wanted]
         out[name].write_text("".join(json.dumps(r) + "\n" for r in kept))
     return out
-
-
-def sign_flip_p(a: Sequence[float], b: Sequence[float], rounds: int = 2000) -> float:
-    """Two-sided paired randomisation test of mean(a) - mean(b) (a fixed seed)."""
-    gaps = [x - y for x, y in zip(a, b, strict=True)]
-    observed = abs(sum(gaps))
-    rng = random.Random(0)
-    hits = sum(
-        abs(sum(g if rng.random() < 0.5 else -g for g in gaps)) >= observed - 1e-12
-        for _ in range(rounds)
-    )
-    return (hits + 1) / (rounds + 1)
 
 
 def quality(report: Any, split: Sequence[bool]) -> dict[str, dict[str, float]]:
