@@ -3,6 +3,7 @@
 
     python benchmarks/code_answers.py [--work /tmp/chromasync-bench-code] [--k 5]
                                       [--provider default|hash] [--mode hybrid|keyword|dense]
+                                      [--feedback]
     python benchmarks/code_answers.py --hits-only         # answers from the hits alone
     python benchmarks/code_answers.py --write-questions   # rewrites the question file
 
@@ -44,6 +45,7 @@ sys.path.insert(0, str(REPO / "src"))
 from chromasync import api  # noqa: E402
 from chromasync.answer.ask import answer_question  # noqa: E402
 from chromasync.chunk.blocks import Block, segment  # noqa: E402
+from chromasync.retrieve.results import FEEDBACK_FUSION  # noqa: E402
 
 FOLDERS = ("functions", "methods")
 VERBS = {"Returns": "get", "Reports": "check", "Use": "use", "Is": "check if it is"}
@@ -116,6 +118,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--provider", default="default")
     parser.add_argument("--mode", default="hybrid")
+    parser.add_argument("--feedback", action="store_true", help="hybrid with feedback")
     parser.add_argument("--write-questions", action="store_true")
     parser.add_argument(
         "--hits-only", action="store_true", help="answer from the hits alone (no page read)"
@@ -141,7 +144,8 @@ def main() -> None:
     misses: list[str] = []
     for row in rows:
         expected = row["path"]
-        request = api.SearchRequest(row["question"], mode=args.mode, k=args.k)
+        fusion = FEEDBACK_FUSION if args.feedback else None
+        request = api.SearchRequest(row["question"], mode=args.mode, k=args.k, fusion=fusion)
         result = api.retrieve(request, settings)
         hits = result.hits
         if args.hits_only:
@@ -162,7 +166,7 @@ def main() -> None:
     results = {
         "questions": n,
         "provider": args.provider,
-        "mode": args.mode,
+        "mode": args.mode + ("+feedback" if args.feedback else ""),
         "k": args.k,
         "answer_from": "hits" if args.hits_only else "hits and the best page",
         "holds_example": round(held / n, 3),

@@ -98,6 +98,7 @@ def quant(
     ops: list[str] | None = None,
     unsigned: bool = False,
 ) -> None:
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     if target.is_file():
@@ -110,6 +111,8 @@ def quant(
             per_channel=per_channel,
             op_types_to_quantize=ops if ops is not None else ["MatMul"],
             weight_type=QuantType.QUInt8 if unsigned else QuantType.QInt8,
+            # the fused graph's contrib ops defeat shape inference: their outputs are fp32
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
 
 
