@@ -49,6 +49,7 @@ from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
 from .parsed import ConfigFile, FileValue
 from .settings import SETTINGS
+from .safeyaml import MAX_CHARS
 from .spec import Setting
 
 Scalar = str | int | float | bool
@@ -212,7 +213,10 @@ def load_config_file(
 ) -> ConfigFile:
     """Read, validate and resolve one config file (YAML, or TOML by its suffix)."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # bounded: a huge file is refused unread
+            raw = handle.read(MAX_CHARS + 1)
+        if len(raw) > MAX_CHARS:
+            raise ConfigError(f"config file {str(path)!r} is over {MAX_CHARS // 1024} KiB")
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
