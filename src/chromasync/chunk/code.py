@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import importlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -123,7 +124,7 @@ def _declaration_drafts(layout: Layout, spec: LanguageSpec, doc: Document) -> li
     return chunker.emit(items, None)
 
 
-def indent_depth(lines: list[str]) -> int:
+def indent_depth(lines: Iterable[str]) -> int:
     """The deepest stack of increasing indentations among `lines` (an indent scanner's)."""
     stack = [0]
     deepest = 0

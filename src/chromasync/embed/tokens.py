@@ -47,7 +47,7 @@ class HFTokenMeter:
         self.additive = pre in _SPLITTING_PRE_TOKENIZERS and norm in _KEEPING_NORMALIZERS
 
     def starts(self, text: str, begin: int = 0) -> array[int]:
-        """The offset in `text` of each word piece of `text[begin:]`, in order (8 bytes each).
+        """The offset in `text` of each word piece of `text[begin:]`, in order (4 bytes each).
 
         A long text of an additive tokenizer is cut into segments of about `_SEGMENT_CHARS`,
         at a line end or else at a space (no word piece crosses either, so the offsets are
@@ -64,7 +64,7 @@ class HFTokenMeter:
                 break
             cuts.append(cut + 1)
         bounds = list(zip(cuts, [*cuts[1:], len(text)], strict=True))
-        out: array[int] = array("q")
+        out: array[int] = array("i" if len(text) < 2**31 else "q")
         for first in range(0, len(bounds), _BATCH):
             batch = bounds[first : first + _BATCH]
             encoded = self._tokenizer.encode_batch(
