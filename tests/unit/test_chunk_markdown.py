@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chromasync.chunk import chunk_document
+from chromasync.chunk import chunk_document, markdown
 from chromasync.chunk.markdown import _list_items, parse_blocks
 
 from .chunking import assert_chunks_valid, document, minilm
@@ -306,3 +306,13 @@ def test_keyword_heading_holds_the_description_the_context_embeds(
     from chromasync.metakeys import keyword_heading
 
     assert keyword_heading(meta) == expected
+
+
+def test_past_max_sections_a_heading_stays_in_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sibling sections without a common ancestor are a chunk each: a file of a million
+    `# N` / text pairs made a million chunks (and records). Past `MAX_SECTIONS` headings
+    that open a section, a heading is a block of the section it is in."""
+    text = "".join(f"# h{i}\n\ntext {i}\n\n" for i in range(6))
+    assert shape(text) == [(1 + 4 * i, 3 + 4 * i, f"h{i}") for i in range(6)]
+    monkeypatch.setattr(markdown, "MAX_SECTIONS", 2)
+    assert shape(text) == [(1, 3, "h0"), (5, 23, "h1")]

@@ -48,8 +48,8 @@ from .check import (
 from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
 from .parsed import ConfigFile, FileValue
-from .settings import SETTINGS
 from .safeyaml import MAX_CHARS
+from .settings import SETTINGS
 from .spec import Setting
 
 Scalar = str | int | float | bool
