@@ -340,7 +340,7 @@ def test_a_huge_config_file_is_refused_unread(tmp_path: Path) -> None:
         handle.truncate(64 << 20)  # sparse: made in no time
     tracemalloc.start()
     try:
-        with pytest.raises(ConfigError, match=r"chromasync\.yaml.* is over 256 KiB"):
+        with pytest.raises(ConfigError, match=r"chromasync\.yaml.*: over 256 KiB"):
             load_config_file(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -6,6 +6,8 @@ their continuation lines and nested items), and paragraphs (which include tables
 and HTML). Headings cut the body into sections, each with its heading path: the titles of
 the enclosing headings, "Guide > Install > Linux", preceded by the front matter `title`
 unless the document has its own level-1 heading (or its outermost heading is the title).
+Past `MAX_SECTIONS` sections a heading stays in the section it is in. A section is a range
+of lines: its blocks are parsed again as they are packed, and nothing is held per block.
 
 Then:
 
