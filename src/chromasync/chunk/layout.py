@@ -74,14 +74,14 @@ class Lines(Sequence[str]):
             self.starts.append(at + 1)
             at = text.find("\n", at + 1)
         self.starts.append(len(text) + 1)
+        self._count = len(self.starts) - 1
 
     def __len__(self) -> int:
-        return len(self.starts) - 1
+        return self._count
 
     def __getitem__(self, index: int) -> str:  # type: ignore[override]
-        if not -len(self) <= index < len(self):
+        if not 0 <= index < self._count:
             raise IndexError(index)
-        index %= len(self)
         return self._text[self.starts[index] : self.starts[index + 1] - 1]
 
 
@@ -144,7 +144,7 @@ class Layout:
         return bisect.bisect_right(self._starts, offset)
 
     def blank(self, number: int) -> bool:
-        return not self.lines[number - 1].strip()
+        return not self.text[self._starts[number - 1] : self._starts[number] - 1].strip()
 
     # -- measuring -----------------------------------------------------------------------
 
@@ -381,7 +381,7 @@ class Layout:
     def _split_unit(self, unit: Unit, room: int, index: int) -> Iterable[Span]:
         for part in (unit.span,) if unit.parts is None else unit.parts:
             for piece in self.subdivide(part, room):
-                yield replace(piece, unit=index)
+                yield Span(piece.a, piece.b, piece.tokens, index, piece.sticky)
 
     def pack_drafts(
         self,
