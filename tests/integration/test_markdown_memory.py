@@ -1,4 +1,4 @@
-"""Peak memory of reading, chunking and planning one Markdown file follows a bound.
+"""Peak memory of reading, chunking and planning one Markdown (or code) file follows a bound.
 
 The worst shapes under the 8 MiB limit: one long line (7 MB in the hostile pass, 1.19 GB
 at its peak), very many headings (1,000,000 in 3.9 MB: 848 MB), headings each with a line
@@ -9,7 +9,8 @@ chunked and planned in a fresh process that reports how much its peak memory
 take more than a few times the file beyond what the tokenizer takes whatever the size.
 Before, the chunker held a string a line, a `Block` a block and a `Span` a line or sentence
 (250,000 headings in 2 MiB: 154 MB; 8 MiB: 529 MB), and the tokenizer encoded 32 KiB
-segments (2 MiB of nested quotes: 106 MB).
+segments (2 MiB of nested quotes: 106 MB); tree-sitter parsed 2 MiB of Python statements
+into 113 MB (`chunk.code.MAX_PARSE_CHARS`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ path = sys.argv[1]
 meter = default_token_meter()
 meter.count_many(["warm the tokenizer", "and its threads"])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-stat = FileStat("shape.md", path, 0, 0)
+stat = FileStat(path.rsplit("/", 1)[-1], path, 0, 0)
 doc = read_file(stat).document
 chunks = chunk_document(doc, Budget(254, meter))
 plan_file(stat, doc, chunks, None, RecordContext("s", "notes", "m"))
@@ -51,6 +52,7 @@ SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     "headings-with-text": lambda: (f"# {i}\nx\n" for i in count()),
     "nested-quotes": lambda: (">" * i + " x\n" for i in count(1)),
     "nested-lists": lambda: ("  " * i + "- x\n" for i in count()),
+    "python-statements": lambda: (f"x{i} = {i}\n" for i in count()),  # a .py file
 }
 
 
@@ -84,7 +86,7 @@ def _grown_mib(path: Path) -> float:
 def test_peak_memory_of_a_shape_is_bounded(tmp_path: Path, shape: str) -> None:
     grown = []
     for mib in (1, 2):
-        path = tmp_path / f"{shape}-{mib}.md"
+        path = tmp_path / f"{shape}-{mib}.{'py' if shape.startswith('python') else 'md'}"
         size = _write(path, SHAPES[shape](), mib << 20)
         grown.append((_grown_mib(path), size))
     (small, _), (big, mib) = grown

@@ -10,8 +10,8 @@ a container (a class's methods become chunks with the symbol "Class.method") and
 packed by paragraphs and lines, with overlap between its pieces. Members and pieces carry
 their qualified symbol as context prefix ("Store.open\\n\\n"), derived from the code itself.
 
-A language without a grammar, a grammar that fails to load, or a parse with errors at the
-top level falls back to paragraph splitting: never a failure.
+A language without a grammar, a grammar that fails to load, a file over `MAX_PARSE_CHARS`,
+or a parse with errors at the top level falls back to paragraph splitting: never a failure.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ MAX_MEMBER_DEPTH = 24
 #: A file whose lines nest deeper than this (in indentation levels) is not given to
 #: tree-sitter: the YAML grammar's scanner crashes the process past 255 levels.
 MAX_INDENT_DEPTH = 128
+#: A file longer than this (characters) is split by lines without tree-sitter: its tree
+#: takes about 55 bytes a byte of source (113 MB for 2 MiB of Python statements).
+MAX_PARSE_CHARS = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +106,8 @@ def _declaration_drafts(layout: Layout, spec: LanguageSpec, doc: Document) -> li
     parser = parser_for(spec.grammar)
     if parser is None:
         return None
-    if indent_depth(layout.lines) > MAX_INDENT_DEPTH:
-        log.debug("%s: nested too deep for the parser; splitting by lines", doc.rel_path)
+    if len(doc.text) > MAX_PARSE_CHARS or indent_depth(layout.lines) > MAX_INDENT_DEPTH:
+        log.debug("%s: too long or too deep for the parser; splitting by lines", doc.rel_path)
         return None
     source = doc.text.encode("utf-8")
     try:
