@@ -1,10 +1,16 @@
-"""Peak memory of reading, chunking and planning one long Markdown line follows a bound.
+"""Peak memory of reading, chunking and planning one Markdown (or code) file follows a bound.
 
-One line of words (4 MB here; 7 MB in the hostile pass, under the 8 MiB limit) was measured
-by the tokenizer whole: one call, its offsets a Python list of tuples, 170-250 times the
-file at its peak (1.19 GB for 7 MB). `HFTokenMeter.starts` cuts it at spaces and encodes
-four 32 KB segments at a time into an array of 8-byte offsets. Each size is read, chunked
-and planned in a fresh process that reports how much its peak memory (`ru_maxrss`) grew.
+The worst shapes under the 8 MiB limit: one long line (7 MB in the hostile pass, 1.19 GB
+at its peak), very many headings (1,000,000 in 3.9 MB: 848 MB), headings each with a line
+of text (a section, so a chunk, each), blockquotes nested one level deeper on each line
+(3,000 levels in 4.4 MB: 1.37 GB) and lists nested the same way. Each file is read,
+chunked and planned in a fresh process that reports how much its peak memory
+(`ru_maxrss`) grew; twice the file must not take twice the memory, and neither size may
+take more than a few times the file beyond what the tokenizer takes whatever the size.
+Before, the chunker held a string a line, a `Block` a block and a `Span` a line or sentence
+(250,000 headings in 2 MiB: 154 MB; 8 MiB: 529 MB), and the tokenizer encoded 32 KiB
+segments (2 MiB of nested quotes: 106 MB); tree-sitter parsed 2 MiB of Python statements
+into 113 MB (`chunk.code.MAX_PARSE_CHARS`).
 """
 
 from __future__ import annotations
@@ -12,7 +18,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from itertools import count
 from pathlib import Path
+
+import pytest
 
 from ..conftest import REPO
 
@@ -27,13 +37,35 @@ path = sys.argv[1]
 meter = default_token_meter()
 meter.count_many(["warm the tokenizer", "and its threads"])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-stat = FileStat("long.md", path, 0, 0)
+stat = FileStat(path.rsplit("/", 1)[-1], path, 0, 0)
 doc = read_file(stat).document
 chunks = chunk_document(doc, Budget(254, meter))
 plan_file(stat, doc, chunks, None, RecordContext("s", "notes", "m"))
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
 print(json.dumps({"grown_kib": grown, "chunks": len(chunks)}))
 """
+
+#: Each shape: the lines of an endless file (cut at the size wanted).
+SHAPES: dict[str, Callable[[], Iterator[str]]] = {
+    "long-line": lambda: (f"w{i} " for i in count()),
+    "headings": lambda: (f"# {i}\n" for i in count()),
+    "headings-with-text": lambda: (f"# {i}\nx\n" for i in count()),
+    "nested-quotes": lambda: (">" * i + " x\n" for i in count(1)),
+    "nested-lists": lambda: ("  " * i + "- x\n" for i in count()),
+    "python-statements": lambda: (f"x{i} = {i}\n" for i in count()),  # a .py file
+}
+
+
+def _write(path: Path, lines: Iterator[str], size: int) -> float:
+    written = 0
+    with path.open("w") as out:
+        for line in lines:
+            if written + len(line) > size:
+                break
+            out.write(line)
+            written += len(line)
+        out.write("\n")
+    return path.stat().st_size / (1 << 20)
 
 
 def _grown_mib(path: Path) -> float:
@@ -46,16 +78,17 @@ def _grown_mib(path: Path) -> float:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout)
-    assert found["chunks"] > 1000
+    assert found["chunks"] > 500
     return int(found["grown_kib"]) / 1024
 
 
-def test_one_long_line_peak_memory_is_bounded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_peak_memory_of_a_shape_is_bounded(tmp_path: Path, shape: str) -> None:
     grown = []
-    for words in (250_000, 500_000):
-        path = tmp_path / f"long-{words}.md"
-        path.write_text(" ".join(f"w{i}" for i in range(words)) + "\n")
-        grown.append((_grown_mib(path), path.stat().st_size / (1 << 20)))
+    for mib in (1, 2):
+        path = tmp_path / f"{shape}-{mib}.{'py' if shape.startswith('python') else 'md'}"
+        size = _write(path, SHAPES[shape](), mib << 20)
+        grown.append((_grown_mib(path), size))
     (small, _), (big, mib) = grown
-    assert big < small * 1.5 + 8, grown  # twice the line: not twice the memory (was 2x)
-    assert big < 16 * mib + 16, grown  # 46 MB for 3.7 MiB (was 914 MB)
+    assert big < small * 1.5 + 4, grown  # twice the file: not twice the memory
+    assert big < 8 * mib + 16, grown  # the file, its offsets, a few chunks; not a line each

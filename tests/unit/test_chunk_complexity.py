@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chromasync.chunk import Budget, Deadline, TooSlow, chunk_document
+from chromasync.chunk import Budget, Deadline, TooSlow, chunk_document, code
 from chromasync.chunk.code import MAX_INDENT_DEPTH, indent_depth
 
 from ..doubling import assert_linear
@@ -113,6 +113,19 @@ def test_code_nested_deeper_than_the_parser_can_take_is_split_by_lines() -> None
     deep_py = "".join("    " * i + f"class C{i}:\n" for i in range(120)) + "    " * 120 + "pass\n"
     doc = document(deep_py, "deep.py")
     assert_chunks_valid(doc, chunk_document(doc, minilm()), minilm())
+
+
+def test_code_longer_than_the_parser_may_take_is_split_by_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tree-sitter's tree takes about 55 bytes a byte of source (8 MiB of Python: 724 MB):
+    past `MAX_PARSE_CHARS` a file is split by lines, without symbols."""
+    doc = document("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(300)), "a.py")
+    assert {c.symbol for c in chunk_document(doc, minilm())} >= {"f0", "f299"}
+    monkeypatch.setattr(code, "MAX_PARSE_CHARS", len(doc.text) - 1)
+    chunks = chunk_document(doc, minilm())
+    assert_chunks_valid(doc, chunks, minilm())
+    assert {c.symbol for c in chunks} == {None}
 
 
 class FakeClock:

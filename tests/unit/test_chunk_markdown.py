@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chromasync.chunk import chunk_document
-from chromasync.chunk.markdown import parse_blocks
+from chromasync.chunk import chunk_document, markdown
+from chromasync.chunk.markdown import _list_items, parse_blocks
 
 from .chunking import assert_chunks_valid, document, minilm
 
@@ -125,7 +125,7 @@ def test_context_prefix_kept_for_a_continuation_and_a_different_first_line() -> 
 
 def test_hash_lines_inside_fences_are_not_headings() -> None:
     text = "## Run\n\n```sh\n# install\npip install x\n## not a heading\n```\n\nDone.\n"
-    blocks = parse_blocks(text.split("\n"), 1, 10)
+    blocks = list(parse_blocks(text.split("\n"), 1, 10))
     assert [(b.kind, b.first, b.last) for b in blocks] == [
         ("heading", 1, 1),
         ("fence", 3, 7),
@@ -136,9 +136,10 @@ def test_hash_lines_inside_fences_are_not_headings() -> None:
 
 def test_list_items_and_continuations_are_one_block() -> None:
     text = "- one\n  more of one\n\n- two\n   ```\n   # code\n   ```\n- three\n\nAfter.\n"
-    blocks = parse_blocks(text.split("\n"), 1, 11)
+    blocks = list(parse_blocks(text.split("\n"), 1, 11))
     assert [(b.kind, b.first, b.last) for b in blocks] == [("list", 1, 8), ("paragraph", 10, 10)]
-    assert blocks[0].items == ((1, 2), (4, 7), (8, 8))
+    lines = text.split("\n")
+    assert list(_list_items(lines, 1, 8, blocks[0].level, lambda: None)) == [(1, 2), (4, 7), (8, 8)]
 
 
 def test_fence_kept_whole_when_it_fits() -> None:
@@ -305,3 +306,13 @@ def test_keyword_heading_holds_the_description_the_context_embeds(
     from chromasync.metakeys import keyword_heading
 
     assert keyword_heading(meta) == expected
+
+
+def test_past_max_sections_a_heading_stays_in_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sibling sections without a common ancestor are a chunk each: a file of a million
+    `# N` / text pairs made a million chunks (and records). Past `MAX_SECTIONS` headings
+    that open a section, a heading is a block of the section it is in."""
+    text = "".join(f"# h{i}\n\ntext {i}\n\n" for i in range(6))
+    assert shape(text) == [(1 + 4 * i, 3 + 4 * i, f"h{i}") for i in range(6)]
+    monkeypatch.setattr(markdown, "MAX_SECTIONS", 2)
+    assert shape(text) == [(1, 3, "h0"), (5, 23, "h1")]

@@ -328,3 +328,21 @@ def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_js
     assert secret not in output and "alice" not in output and "erin" not in output
     assert result.exit_code == 0, output
     assert "127.0.0.1:4222" in output and "emb.example/v1" in output
+
+
+def test_a_huge_config_file_is_refused_unread(tmp_path: Path) -> None:
+    """The size is checked by a bounded read: a 64 MiB file was read and decoded whole
+    (128 MiB of Python objects) before the YAML loader refused it."""
+    import tracemalloc
+
+    path = tmp_path / "chromasync.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(64 << 20)  # sparse: made in no time
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match=r"chromasync\.yaml.*: over 256 KiB"):
+            load_config_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 << 20, peak

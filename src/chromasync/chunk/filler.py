@@ -1,4 +1,5 @@
-"""The chunk being filled by `Layout.pack`: which span may join it, and when it closes.
+"""The chunk being filled by `Layout.pack`: which span may join it, when it closes, and what
+the next chunk repeats of it (`carry`: overlap, only between pieces of one unit).
 
 A span joins the chunk while the chunk stays within the room and the character limit, the
 two meet at whitespace (`meter.JOINS`), the chunk stays an excerpt (whole lines, or a piece
@@ -13,6 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .meter import JOINS
+
+#: Overlap between pieces of one subdivided unit: at most this share of the budget.
+OVERLAP_SHARE = 8
 
 if TYPE_CHECKING:
     from .layout import Layout, Span
@@ -79,3 +83,26 @@ class Filler:
         self.close()
         for span in cur[keep:]:
             self.add(span)
+
+    def carry(self, done: list[Span], piece: Span) -> list[Span]:
+        """The tail of the chunk just closed that the next one repeats (same unit only)."""
+        if piece.unit < 0:
+            return []
+        layout = self.layout
+        most = layout.budget.max_tokens // OVERLAP_SHARE
+        carry: list[Span] = []
+        total = 0
+        for span in reversed(done[1:]):
+            if span.unit != piece.unit or span.sticky:
+                break
+            if total + span.tokens > most or total + span.tokens + piece.tokens > self.room:
+                break
+            if piece.b - span.a > layout.limit:
+                break
+            carry.insert(0, span)
+            total += span.tokens
+        if carry and (
+            layout.text[carry[-1].b] not in JOINS or not layout.excerpt(carry[0].a, piece.b)
+        ):
+            return []
+        return carry

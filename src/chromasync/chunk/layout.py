@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain, islice
 
 from ..records import Chunk
 from . import Budget
@@ -38,8 +40,6 @@ CONTEXT_SHARE = 4
 #: A summary is left out of a context when fewer word pieces than this are left for it.
 MIN_SUMMARY_TOKENS = 8
 _ATX_HEADING = re.compile(r" {0,3}#{1,6}[ \t]+([^\n]*?)(?:[ \t]+#+)?[ \t]*(?:\n|$)")
-#: Overlap between pieces of one subdivided unit: at most this share of the budget.
-OVERLAP_SHARE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +55,34 @@ class Span:
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """A block offered to `Layout.pack`: kept whole if it fits, else split (`parts` first)."""
+    """A block offered to `Layout.pack`: kept whole if it fits, else split (`parts` first,
+    taken once, as they come)."""
 
     span: Span
-    parts: tuple[Span, ...] = ()
+    parts: Iterable[Span] | None = None
+
+
+class Lines(Sequence[str]):
+    """A text's lines, each cut from the text when asked: an array of line starts (4 bytes
+    a line), no object held per line."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self.starts = array("i" if len(text) < 2**31 else "q", [0])
+        at = text.find("\n")
+        while at >= 0:
+            self.starts.append(at + 1)
+            at = text.find("\n", at + 1)
+        self.starts.append(len(text) + 1)
+        self._count = len(self.starts) - 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        return self._text[self.starts[index] : self.starts[index + 1] - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,34 +111,25 @@ class Layout:
         self.budget = budget
         self.tick = budget.tick  # raises TooSlow past the document's time budget
         self.limit = budget.char_limit
-        self.lines = text.split("\n")
+        self.lines = Lines(text)
+        self._starts = starts = self.lines.starts
         self.first_line = max(body_start_line, 1)
         self.last_line = len(self.lines)
-        starts = [0]
-        for line in self.lines:
-            starts.append(starts[-1] + len(line) + 1)
-        self._starts = starts
         meter = budget.meter
         self.exact = bool(getattr(meter, "additive", False)) and hasattr(meter, "starts")
         self._contexts: dict[str, int] = {}
         self._token_starts: Sequence[int] = []
-        self._line_sums: list[int] = []
-        body_at = starts[self.first_line - 1] if self.first_line <= self.last_line else len(text)
+        self.body_at = (
+            starts[self.first_line - 1] if self.first_line <= self.last_line else len(text)
+        )
         if self.exact:
-            self._token_starts = meter.starts(text, body_at)  # type: ignore[attr-defined]
-        else:
-            numbers = [
-                n for n in range(self.first_line, self.last_line + 1) if self.lines[n - 1].strip()
-            ]
-            per_line = [0] * (self.last_line + 1)
-            for n, count in zip(
-                numbers, count_all(meter, [self.lines[n - 1] for n in numbers]), strict=True
-            ):
-                per_line[n] = count
-            sums = [0]
-            for count in per_line[1:]:
-                sums.append(sums[-1] + count)
-            self._line_sums = sums
+            self._token_starts = meter.starts(text, self.body_at)  # type: ignore[attr-defined]
+            return
+        sums = array(starts.typecode, [0]) * (self.first_line)
+        lines = ((starts[n - 1], starts[n] - 1) for n in range(self.first_line, len(starts)))
+        for span in self._measured(lines):
+            sums.append(sums[-1] + span.tokens)
+        self._line_sums = sums
 
     # -- positions -----------------------------------------------------------------------
 
@@ -129,7 +144,7 @@ class Layout:
         return bisect.bisect_right(self._starts, offset)
 
     def blank(self, number: int) -> bool:
-        return not self.lines[number - 1].strip()
+        return not self.text[self._starts[number - 1] : self._starts[number] - 1].strip()
 
     # -- measuring -----------------------------------------------------------------------
 
@@ -196,9 +211,8 @@ class Layout:
         a, b = self.line_start(first), self.line_end(last)
         return Span(a, b, self.tokens(a, b), sticky=sticky)
 
-    def paragraphs(self, first: int, last: int) -> list[Span]:
-        """Blank-line separated runs of lines among `first`..`last`."""
-        spans: list[Span] = []
+    def paragraphs(self, first: int, last: int) -> Iterator[Span]:
+        """Blank-line separated runs of lines among `first`..`last`, as they are found."""
         start: int | None = None
         for number in range(first, last + 1):
             self.tick()
@@ -206,11 +220,10 @@ class Layout:
                 if start is None:
                     start = number
             elif start is not None:
-                spans.append(self._whole(start, number - 1))
+                yield self._whole(start, number - 1)
                 start = None
         if start is not None:
-            spans.append(self._whole(start, last))
-        return spans
+            yield self._whole(start, last)
 
     def _whole(self, first: int, last: int) -> Span:
         a, b = self.line_start(first), self.line_end(last)
@@ -218,42 +231,53 @@ class Layout:
 
     # -- splitting -----------------------------------------------------------------------
 
-    def subdivide(self, span: Span, room: int) -> list[Span]:
-        """Pieces of `span` that each fit `room`: paragraphs, lines, sentences, then cuts."""
+    def subdivide(self, span: Span, room: int) -> Iterator[Span]:
+        """Pieces of `span` that each fit `room` (paragraphs, lines, sentences, cuts), lazily."""
         self.tick()
         if self.fits(span.tokens, span.a, span.b, room):
-            return [span]
+            yield span
+            return
         first, last = self.line_of(span.a), self.line_of(span.b - 1)
         if first != last:
-            groups = self.paragraphs(first, last)
-            if len(groups) <= 1:
-                groups = [self._whole(n, n) for n in range(first, last + 1) if not self.blank(n)]
-            return [piece for group in groups for piece in self.subdivide(group, room)]
-        sentences = self._sentences(span.a, span.b)
-        if len(sentences) > 1:
-            return [piece for s in sentences for piece in self.subdivide(s, room)]
-        return self._cut(span.a, span.b, room)
+            groups: Iterator[Span] = self.paragraphs(first, last)
+            if len(few := list(islice(groups, 2))) < 2:
+                groups = (self._whole(n, n) for n in range(first, last + 1) if not self.blank(n))
+            else:
+                groups = chain(few, groups)
+        else:
+            groups = self._measured(self._sentences(span.a, span.b))
+            if len(few := list(islice(groups, 2))) < 2:
+                yield from self._cut(span.a, span.b, room)
+                return
+            groups = chain(few, groups)
+        for group in groups:
+            yield from self.subdivide(group, room)
 
-    def _sentences(self, a: int, b: int) -> list[Span]:
-        bounds: list[tuple[int, int]] = []
+    def _sentences(self, a: int, b: int) -> Iterator[tuple[int, int]]:
+        """The (start, end) of each sentence of `text[a:b]` (one line), as found."""
         position = a
         for match in _SENTENCE_END.finditer(self.text, a, b):
             if match.start(1) > position:
-                bounds.append((position, match.start(1)))
+                yield position, match.start(1)
             position = match.end(1)
         end = b
         while end > position and self.text[end - 1].isspace():
             end -= 1
         if end > position:
-            bounds.append((position, end))
-        if len(bounds) <= 1:
-            return [Span(x, y, 0) for x, y in bounds]
-        if self.exact:
-            return [Span(x, y, self.tokens(x, y)) for x, y in bounds]
-        counts = count_all(self.budget.meter, [self.text[x:y] for x, y in bounds])
-        return [Span(x, y, n) for (x, y), n in zip(bounds, counts, strict=True)]
+            yield position, end
 
-    def _cut(self, a: int, b: int, room: int, context: str | None = None) -> list[Span]:
+    def _measured(self, bounds: Iterable[tuple[int, int]]) -> Iterator[Span]:
+        """A span of each `(a, b)`, measured 512 at a time (a blank text counts 0)."""
+        bounds = iter(bounds)
+        while batch := list(islice(bounds, 512)):
+            if self.exact:
+                counts = [self.tokens(a, b) for a, b in batch]
+            else:
+                texts = [self.text[a:b] for a, b in batch]
+                counts = count_all(self.budget.meter, [t if t.strip() else "" for t in texts])
+            yield from (Span(a, b, n) for (a, b), n in zip(batch, counts, strict=True))
+
+    def _cut(self, a: int, b: int, room: int, context: str | None = None) -> Iterator[Span]:
         """Cut `text[a:b]` (one line) into pieces within `room` and the character limit.
 
         With `context`, each piece is checked as `context + piece` against the whole budget
@@ -263,7 +287,6 @@ class Layout:
         room = max(room, 1)
         most = room if context is None else self.budget.max_tokens
         prefix = context or ""
-        pieces: list[Span] = []
         position = a
         while position < b:
             self.tick()
@@ -291,9 +314,8 @@ class Layout:
                 count = meter.count(prefix + text[position:end])
             while end > position + 1 and text[end - 1].isspace():
                 end -= 1
-            pieces.append(Span(position, end, count))
+            yield Span(position, end, count)
             position = end
-        return pieces
 
     def _cut_end(self, position: int, b: int, room: int) -> int:
         """Where a piece starting at `position` that holds about `room` word pieces ends."""
@@ -313,9 +335,14 @@ class Layout:
 
     # -- packing -------------------------------------------------------------------------
 
-    def pack(self, units: Sequence[Unit], room: int) -> list[tuple[int, int, int]]:
-        """Fill chunks greedily with `units`; (a, b, overlap) of each chunk, in order."""
-        total = sum(u.span.tokens for u in units)
+    def pack(
+        self, units: Iterable[Unit], room: int, total: int | None = None
+    ) -> list[tuple[int, int, int]]:
+        """Fill chunks greedily with `units` (taken as they come, when their `total` word
+        pieces are given); (a, b, overlap) of each chunk, in order."""
+        if total is None:
+            units = list(units)
+            total = sum(u.span.tokens for u in units)
         needed = max(1, -(-total // max(room, 1)))
         filler = Filler(self, room, target=-(-total // needed))
         for index, unit in enumerate(units):
@@ -343,7 +370,7 @@ class Layout:
                     filler.add(piece)
                     continue
                 done = filler.close()
-                carry = self._carry(done, piece, room)
+                carry = filler.carry(done, piece)
                 for span_ in carry:
                     filler.add(span_)
                 filler.overlap = done[-1].b - carry[0].a if carry else 0
@@ -352,42 +379,23 @@ class Layout:
         return filler.out
 
     def _split_unit(self, unit: Unit, room: int, index: int) -> Iterable[Span]:
-        for part in unit.parts or (unit.span,):
+        for part in (unit.span,) if unit.parts is None else unit.parts:
             for piece in self.subdivide(part, room):
-                yield replace(piece, unit=index)
-
-    def _carry(self, done: list[Span], piece: Span, room: int) -> list[Span]:
-        """The tail of the chunk just closed that the next one repeats (same unit only)."""
-        if piece.unit < 0:
-            return []
-        most = self.budget.max_tokens // OVERLAP_SHARE
-        carry: list[Span] = []
-        total = 0
-        for span in reversed(done[1:]):
-            if span.unit != piece.unit or span.sticky:
-                break
-            if total + span.tokens > most or total + span.tokens + piece.tokens > room:
-                break
-            if piece.b - span.a > self.limit:
-                break
-            carry.insert(0, span)
-            total += span.tokens
-        if carry and (self.text[carry[-1].b] not in JOINS or not self.excerpt(carry[0].a, piece.b)):
-            return []
-        return carry
+                yield Span(piece.a, piece.b, piece.tokens, index, piece.sticky)
 
     def pack_drafts(
         self,
-        units: Sequence[Unit],
+        units: Iterable[Unit],
         context: str = "",
         heading: str = "",
         symbol: str | None = None,
         language: str | None = None,
+        total: int | None = None,
     ) -> list[Draft]:
         room = self.room(context)
         return [
             Draft(a, b, overlap, context, heading, symbol, language)
-            for a, b, overlap in self.pack(units, room)
+            for a, b, overlap in self.pack(units, room, total)
         ]
 
     # -- finishing -----------------------------------------------------------------------

@@ -6,6 +6,8 @@ their continuation lines and nested items), and paragraphs (which include tables
 and HTML). Headings cut the body into sections, each with its heading path: the titles of
 the enclosing headings, "Guide > Install > Linux", preceded by the front matter `title`
 unless the document has its own level-1 heading (or its outermost heading is the title).
+Past `MAX_SECTIONS` sections a heading stays in the section it is in. A section is a range
+of lines: its blocks are parsed again as they are packed, and nothing is held per block.
 
 Then:
 
@@ -27,8 +29,8 @@ packed the same way, under the title when there is one.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from ..records import Chunk, Document
 from . import Budget
@@ -43,8 +45,12 @@ _BREAK = re.compile(r"^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
 _ATTRIBUTES = re.compile(r"[ \t]*\{[#.][^}]*\}[ \t]*$")
 _NOT_SETEXT = ("|", ">", "<", "{{", "- ", "* ", "+ ")
 _SUMMARY_KEY = re.compile(r"^[\"']?(title|description)[\"']?\s*:", re.IGNORECASE)
+_INK = re.compile(r"\S")
 #: Sections merge while the chunk being built is smaller than this share of the budget.
 MERGE_SHARE = 2
+#: Past this many headings that open a section, a heading stays in the section it is in
+#: (as DOCX headings past `corpus.pages.Limits.max_outline` are body lines).
+MAX_SECTIONS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,29 +60,32 @@ class Block:
     kind: str  # heading, fence, list, paragraph
     first: int
     last: int
-    level: int = 0
+    level: int = 0  # a heading's level; a list's indentation
     title: str = ""
-    items: tuple[tuple[int, int], ...] = ()  # a list's top-level items
 
 
 @dataclass(slots=True)
 class Section:
-    """A heading (or the text before the first one) and the blocks under it."""
+    """A heading (or the text before the first one) and the lines under it, `first`..`last`
+    (0 while it has no block)."""
 
     level: int  # 0 for the text before the first heading
     path: tuple[str, ...]
-    blocks: list[Block] = field(default_factory=list)
+    first: int = 0
+    last: int = 0
+    heading_only: bool = True  # its blocks are all headings
 
-    @property
-    def heading_only(self) -> bool:
-        return all(b.kind == "heading" for b in self.blocks)
+    def add(self, block: Block) -> None:
+        self.first = self.first or block.first
+        self.last = block.last
+        self.heading_only = self.heading_only and block.kind == "heading"
 
 
 def parse_blocks(
-    lines: list[str], first: int, last: int, tick: Callable[[], None] = lambda: None
-) -> list[Block]:
-    """The blocks of lines `first`..`last` (1-based), in order; `tick` is called per line."""
-    blocks: list[Block] = []
+    lines: Sequence[str], first: int, last: int, tick: Callable[[], None] = lambda: None
+) -> Iterator[Block]:
+    """The blocks of lines `first`..`last` (1-based), in order, as they are found; `tick`
+    is called per line."""
     number = first
     while number <= last:
         tick()
@@ -87,24 +96,24 @@ def parse_blocks(
         fence = _FENCE.match(line)
         if fence:
             end = _fence_end(lines, number, fence.group(1), last, tick)
-            blocks.append(Block("fence", number, end))
+            yield Block("fence", number, end)
             number = end + 1
             continue
         atx = _ATX.match(line)
         if atx:
-            blocks.append(Block("heading", number, number, len(atx.group(1)), _title(atx.group(2))))
+            yield Block("heading", number, number, len(atx.group(1)), _title(atx.group(2)))
             number += 1
             continue
         item = _LIST.match(line)
         if item and not _BREAK.match(line):
-            end, items = _list_end(lines, number, last, len(item.group(1)), tick)
-            blocks.append(Block("list", number, end, items=items))
+            base = len(item.group(1))
+            end = max(e for _, e in _list_items(lines, number, last, base, tick))
+            yield Block("list", number, end, base)
             number = end + 1
             continue
         block = _paragraph(lines, number, last, tick)
-        blocks.append(block)
+        yield block
         number = block.last + 1
-    return blocks
 
 
 def _title(text: str) -> str:
@@ -112,7 +121,7 @@ def _title(text: str) -> str:
 
 
 def _fence_end(
-    lines: list[str], start: int, marker: str, last: int, tick: Callable[[], None]
+    lines: Sequence[str], start: int, marker: str, last: int, tick: Callable[[], None]
 ) -> int:
     """The closing line of the fence opened at `start` (an unclosed fence runs to the end)."""
     closing = re.compile(r"^[ \t]*" + re.escape(marker[0]) + "{" + str(len(marker)) + r",}[ \t]*$")
@@ -123,7 +132,7 @@ def _fence_end(
     return last
 
 
-def _paragraph(lines: list[str], start: int, last: int, tick: Callable[[], None]) -> Block:
+def _paragraph(lines: Sequence[str], start: int, last: int, tick: Callable[[], None]) -> Block:
     end = start
     while end < last:
         tick()
@@ -142,11 +151,10 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _list_end(
-    lines: list[str], start: int, last: int, base: int, tick: Callable[[], None]
-) -> tuple[int, tuple[tuple[int, int], ...]]:
-    """The last line of the list starting at `start`, and its top-level items."""
-    items: list[tuple[int, int]] = []
+def _list_items(
+    lines: Sequence[str], start: int, last: int, base: int, tick: Callable[[], None]
+) -> Iterator[tuple[int, int]]:
+    """The (first, last) line of each top-level item of the list starting at `start`."""
     item_start = end = start
     fence: str | None = None
     opened = _FENCE_ANY.match(lines[start - 1][_indent(lines[start - 1]) + 1 :].lstrip())
@@ -178,7 +186,7 @@ def _list_end(
         indent = _indent(line)
         item = _LIST.match(line)
         if item and indent < base + 2 and not _BREAK.match(line):
-            items.append((item_start, end))
+            yield item_start, end
             item_start = number
         elif indent < base + 2 and (_ATX.match(line) or _FENCE.match(line) or _BREAK.match(line)):
             break
@@ -187,18 +195,18 @@ def _list_end(
             fence = opened.group(1)
         end = number
         number += 1
-    items.append((item_start, end))
-    return end, tuple(items)
+    yield item_start, end
 
 
-def build_sections(blocks: list[Block], title: str) -> list[Section]:
-    """Cut the blocks at headings; each section gets its heading path."""
+def build_sections(blocks: Iterable[Block], title: str) -> list[Section]:
+    """Cut the blocks at headings (the first `MAX_SECTIONS`); each section gets its
+    heading path."""
     root = (title,) if title else ()
     sections = [Section(0, root)]
     stack: list[tuple[int, str]] = []
     for block in blocks:
-        if block.kind != "heading":
-            sections[-1].blocks.append(block)
+        if block.kind != "heading" or len(sections) > MAX_SECTIONS:
+            sections[-1].add(block)
             continue
         while stack and stack[-1][0] >= block.level:
             stack.pop()
@@ -207,8 +215,9 @@ def build_sections(blocks: list[Block], title: str) -> list[Section]:
         own_title = any(level == 1 for level, _ in stack) or (
             bool(titles) and titles[0].casefold() == title.casefold()
         )
-        sections.append(Section(block.level, titles if own_title else root + titles, [block]))
-    return [s for s in sections if s.blocks]
+        sections.append(Section(block.level, titles if own_title else root + titles))
+        sections[-1].add(block)
+    return [s for s in sections if s.first]
 
 
 def glue_headings(sections: list[Section]) -> list[Section]:
@@ -216,16 +225,14 @@ def glue_headings(sections: list[Section]) -> list[Section]:
     glued: list[Section] = []
     pending: Section | None = None
     for section in sections:
-        heading_only = section.heading_only  # its own blocks: pending ones are all headings
+        heading_only = section.heading_only
         if pending is not None:
             if section.path[: len(pending.path)] == pending.path:
                 path = section.path
             else:
                 path = _common(pending.path, section.path)
-            pending.blocks.extend(section.blocks)  # in place: a run of headings stays linear
-            section = Section(min(pending.level, section.level), path, pending.blocks)
-        elif heading_only:
-            section = Section(section.level, section.path, list(section.blocks))  # ours to grow
+            level = min(pending.level, section.level)
+            section = Section(level, path, pending.first, section.last, heading_only)
         pending = section if heading_only else None
         if not heading_only:
             glued.append(section)
@@ -247,7 +254,8 @@ def front_matter_chunks(doc: Document, budget: Budget) -> list[Chunk]:
     The chunk is the exact excerpt of the front matter from the first `title:` or
     `description:` line to the end of the last one (with its continuation lines).
     """
-    lines = doc.text.split("\n")
+    layout = Layout(doc.text, 1, budget)
+    lines = layout.lines
     fence_end = doc.body_start_line - 2  # index of the closing fence
     keys = [i for i in range(1, fence_end) if _SUMMARY_KEY.match(lines[i])]
     if not keys:
@@ -255,7 +263,6 @@ def front_matter_chunks(doc: Document, budget: Budget) -> list[Chunk]:
     last = keys[-1]
     while last + 1 < fence_end and lines[last + 1][:1] in (" ", "\t"):
         last += 1
-    layout = Layout(doc.text, keys[0] + 1, budget)
     span = layout.lines_span(keys[0] + 1, last + 1)
     if span is None:
         return []
@@ -265,9 +272,9 @@ def front_matter_chunks(doc: Document, budget: Budget) -> list[Chunk]:
 
 
 def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
-    if not "\n".join(doc.text.split("\n")[doc.body_start_line - 1 :]).strip():
-        return front_matter_chunks(doc, budget)
     layout = Layout(doc.text, doc.body_start_line, budget)
+    if not _INK.search(doc.text, layout.body_at):
+        return front_matter_chunks(doc, budget)
     blocks = parse_blocks(layout.lines, layout.first_line, layout.last_line, layout.tick)
     title = doc.metadata.get("title")
     root = " ".join(title.split()) if isinstance(title, str) else ""
@@ -276,14 +283,17 @@ def chunk_markdown(doc: Document, budget: Budget) -> list[Chunk]:
     drafts: list[Draft] = []
     for number, (group, path) in enumerate(_groups(sections, layout, summary)):
         context, heading = layout.label(" > ".join(path), "" if number else summary)
-        first, last = group[0].blocks[0].first, group[-1].blocks[-1].last
-        if len(group) > 1:
-            span = layout.lines_span(first, last)
-            if span is not None:
-                drafts.append(Draft(span.a, span.b, 0, context, heading))
+        span = layout.lines_span(group[0].first, group[-1].last)
+        if span is None:
             continue
-        units = [u for b in group[0].blocks if (u := _unit(layout, b)) is not None]
-        packed = layout.pack_drafts(units, context, heading, language=doc.language)
+        if len(group) > 1:
+            drafts.append(Draft(span.a, span.b, 0, context, heading))
+            continue
+        blocks = parse_blocks(layout.lines, group[0].first, group[0].last, layout.tick)
+        units = (u for b in blocks if (u := _unit(layout, b)) is not None)
+        packed = layout.pack_drafts(
+            units, context, heading, language=doc.language, total=span.tokens
+        )
         if number == 0 and len(packed) > 1:  # the summary is the page's first chunk's only
             plain = layout.label(" > ".join(path))[0]
             packed[1:] = [replace(d, context=plain) for d in packed[1:]]
@@ -339,16 +349,14 @@ def _context(layout: Layout, path: tuple[str, ...], summary: str = "") -> str:
 
 
 def _section_span(layout: Layout, section: Section) -> Span | None:
-    return layout.lines_span(section.blocks[0].first, section.blocks[-1].last)
+    return layout.lines_span(section.first, section.last)
 
 
 def _unit(layout: Layout, block: Block) -> Unit | None:
     span = layout.lines_span(block.first, block.last, sticky=block.kind == "heading")
     if span is None:
         return None
-    parts: tuple[Span, ...] = ()
-    if block.kind == "list" and len(block.items) > 1:
-        parts = tuple(
-            p for first, last in block.items if (p := layout.lines_span(first, last)) is not None
-        )
-    return Unit(span, parts)
+    if block.kind != "list":
+        return Unit(span)
+    items = _list_items(layout.lines, block.first, block.last, block.level, layout.tick)
+    return Unit(span, (p for a, b in items if (p := layout.lines_span(a, b)) is not None))

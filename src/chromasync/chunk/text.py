@@ -14,8 +14,9 @@ from .layout import Draft, Layout, Unit
 
 def paragraph_drafts(layout: Layout, language: str | None = None) -> list[Draft]:
     """Drafts of the body of `layout`'s document, packed by paragraph."""
-    units = [Unit(s) for s in layout.paragraphs(layout.first_line, layout.last_line)]
-    return layout.pack_drafts(units, language=language)
+    body = layout.lines_span(layout.first_line, layout.last_line)
+    units = (Unit(s) for s in layout.paragraphs(layout.first_line, layout.last_line))
+    return layout.pack_drafts(units, language=language, total=body.tokens if body else 0)
 
 
 def chunk_text(doc: Document, budget: Budget) -> list[Chunk]:

@@ -48,6 +48,7 @@ from .check import (
 from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
 from .parsed import ConfigFile, FileValue
+from .safeyaml import MAX_CHARS
 from .settings import SETTINGS
 from .spec import Setting
 
@@ -212,25 +213,22 @@ def load_config_file(
 ) -> ConfigFile:
     """Read, validate and resolve one config file (YAML, or TOML by its suffix)."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # bounded: a huge file is refused unread
+            raw = handle.read(MAX_CHARS + 1)
+        if len(raw) > MAX_CHARS:
+            raise OSError(f"over {MAX_CHARS // 1024} KiB")
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
     where = str(path)
-    if path.suffix.lower() == ".toml":
-        data, lines = parse_toml(text, where)
-    else:
-        data, lines = parse_yaml(text, where)
-    if data is None:
-        data = {}
-    model: Any = validate(ConfigModel, data, lines, where)
+    data, lines = (parse_toml if path.suffix.lower() == ".toml" else parse_yaml)(text, where)
+    model: Any = validate(ConfigModel, {} if data is None else data, lines, where)
     base = path.parent.resolve()
     settings = _file_settings(model, lines, base)
-    entries: list[SourceEntry] = []
-    for index, source in enumerate(model.sources):
-        entries.append(
-            source_entry(source, path, line_of(lines, ("sources", index)), base, allow_root)
-        )
+    entries = [
+        source_entry(source, path, line_of(lines, ("sources", index)), base, allow_root)
+        for index, source in enumerate(model.sources)
+    ]
     compact = model.chromasync
     if compact is not None and compact.root is not None:
         fields = compact.model_dump(

@@ -128,8 +128,8 @@ def decode_document(
             body_start = front.body_start_line
             if identity_key and front.data.get(identity_key) is not None:
                 identity = str(front.data[identity_key])
-    body = "\n".join(text.split("\n")[body_start - 1 :])
-    if not body.strip() and not (metadata.get("title") or metadata.get("description")):
+    body = text.split("\n", body_start - 1)[-1]  # one cut, not an object a line
+    if (not body or body.isspace()) and not (metadata.get("title") or metadata.get("description")):
         return ReadOutcome(file, file_hash, skip=Skip(file.rel_path, "empty"), asset=asset)
     document = Document(
         rel_path=file.rel_path,
