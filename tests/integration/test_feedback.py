@@ -83,3 +83,29 @@ def test_eval_measures_the_fed_ranking_beside_the_default(indexed: Settings) -> 
         embedder=HashEmbedder(),
     )
     assert report.modes["hybrid+feedback"]["mrr"] > report.modes["hybrid"]["mrr"]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({}, True),  # ask's default: hybrid with feedback (docs/retrieval.md)
+        ({"feedback": False}, False),  # --no-feedback
+        ({"mode": "dense"}, False),  # feedback is hybrid's only: never an error by default
+        ({"mode": "keyword"}, False),
+    ],
+)
+def test_ask_retrieves_with_feedback_unless_told(
+    indexed: Settings, given: dict[str, object], expected: bool
+) -> None:
+    seen: list[api.SearchArgs] = []
+
+    def search(args: api.SearchArgs) -> api.SearchResult:
+        seen.append(args)
+        return api.retrieve(api.search_request(args, indexed), indexed, embedder=HashEmbedder())
+
+    answer = api.ask(api.SearchArgs.of("statins", **given), indexed, search=search)
+    assert seen[0].feedback is expected
+    assert answer.citations, "the extractive answer cites what was found"
+    # search itself keeps plain hybrid unless --feedback is given
+    request = api.search_request(api.SearchArgs.of("statins", **given), indexed)
+    assert request.fusion is None

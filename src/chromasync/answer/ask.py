@@ -243,6 +243,8 @@ def ask(
     from ..retrieve.session import retrieve
 
     check_question(args.query)
+    if args.feedback is None:  # ask's default, chosen on SciFact and NFCorpus (retrieval.md)
+        args = replace(args, feedback=args.mode == "hybrid")
     if search is not None:
         result = search(args)
     else:

@@ -61,7 +61,7 @@ def option_type(option: Option, *, query: bool = False) -> Any:
     kind: Any
     constraint: dict[str, Any] = {"description": option.help}
     if option.kind == "bool":
-        kind = bool
+        kind = bool if option.default is not None else bool | None
     elif option.kind in ("int", "float"):
         kind = int if option.kind == "int" else float
         constraint |= {"ge": option.low, "le": option.high}

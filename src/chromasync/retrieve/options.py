@@ -200,10 +200,12 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "feedback",
         "bool",
-        False,
+        None,
         "Hybrid only: search again toward the best 3 documents (pseudo-relevance "
-        "feedback); better rankings on SciFact and NFCorpus, about twice the time.",
+        "feedback); better rankings on SciFact and NFCorpus, about twice the time. "
+        "Default: off for search, on for ask's hybrid retrieval.",
         flag="--feedback",
+        negative="--no-feedback",
     ),
     Option("k", "int", 10, "Number of hits.", flag="--k", low=1, high=MAX_K),
     _many("sources", "Only this source (repeatable: any).", "--source", "source"),
