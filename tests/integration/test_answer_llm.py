@@ -19,7 +19,6 @@ from chromasync.answer.chat import (
     ChatClient,
     ChatRefused,
     ChatUnreachable,
-    api_key_from,
 )
 from chromasync.answer.prompt import Message
 from chromasync.config.settings import Settings
@@ -85,7 +84,7 @@ def client(
     return ChatClient(
         url,
         "test-chat",
-        api_key=api_key_from({"CHROMASYNC_LLM_API_KEY": KEY, "OPENAI_API_KEY": "wrong"}),
+        api_key=KEY,
         timeout_s=timeout_s,
         retry=retry,
         sleep=waits.append,
@@ -195,8 +194,7 @@ def test_timeout(server: ChatServer) -> None:
 def test_a_wrong_key_fails_at_once_without_showing_it() -> None:
     wrong = "sk-wrong-key-abcdef"
     with ChatServer(api_key=KEY) as server:
-        key = api_key_from({"OPENAI_API_KEY": wrong})
-        llm = ChatClient(server.url, "test-chat", api_key=key, sleep=lambda s: None)
+        llm = ChatClient(server.url, "test-chat", api_key=wrong, sleep=lambda s: None)
         with pytest.raises(ChatRefused) as info:
             llm.stream([Message("user", "hi")])
     message = str(info.value)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from chromasync import api
 from chromasync.answer.ask import MAX_QUESTION_CHARS, answer_question
-from chromasync.answer.chat import ChatClient, api_key_from, parse_sse
+from chromasync.answer.chat import ChatClient, parse_sse
 from chromasync.errors import AnswerError, ChromasyncError, ConfigError
 from chromasync.records import Hit
 
@@ -45,7 +46,8 @@ def test_parse_sse_errors() -> None:
     ],
 )
 def test_key_from_environ(environ: dict[str, str], key: str | None) -> None:
-    assert api_key_from(environ) == key
+    """The chat key as the settings resolve it (first variable set wins; blanks are unset)."""
+    assert api.resolve_settings({}, environ).llm_api_key == key
 
 
 def test_repr_and_endpoint_never_show_the_key() -> None:

@@ -36,15 +36,6 @@ MAX_STREAM_BYTES = 32_000_000
 MAX_ERROR_BYTES = 64 * 1024
 
 
-def api_key_from(environ: Mapping[str, str]) -> str | None:
-    """The chat key from `environ` (`KEY_VARIABLES`, first set wins), or None."""
-    for name in KEY_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value:
-            return value
-    return None
-
-
 #: The most bytes of one line of a stream.
 MAX_LINE_BYTES = 1_000_000
 
@@ -420,7 +411,6 @@ __all__ = [
     "ChatResult",
     "ChatUnreachable",
     "Delta",
-    "api_key_from",
     "chat_client",
     "parse_sse",
     "read_lines",

@@ -62,7 +62,8 @@ def resolve_settings(
     origins: dict[str, str] = {}
     problems: list[str] = []
     for spec in SETTINGS:
-        env_name = next((n for n in spec.env if environ.get(n)), None)
+        # a variable set to blanks is unset (a key of spaces never hides OPENAI_API_KEY)
+        env_name = next((n for n in spec.env if environ.get(n, "").strip()), None)
         if flags.get(spec.name) is not None:
             raw, origin, spelled, where = flags[spec.name], "flag", spec.name, ("", " (flag)")
         elif env_name is not None:
