@@ -346,3 +346,21 @@ def test_a_huge_config_file_is_refused_unread(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 2 << 20, peak
+
+
+def test_a_huge_sources_file_is_refused_unread(tmp_path: Path) -> None:
+    """A sources file is a Markdown note: over the corpus's 8 MiB it is refused unread."""
+    import tracemalloc
+
+    path = tmp_path / "sources.md"
+    with path.open("wb") as handle:
+        handle.write(b"---\ncontent_sources:\n  - path: notes\n---\n")
+        handle.truncate(64 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match=r"sources\.md.*: over 8,192 KiB"):
+            load_sources_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 << 20, peak

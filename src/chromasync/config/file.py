@@ -1,19 +1,6 @@
 """The config file: `chromasync.yaml` (or TOML), validated at the trust boundary.
 
-    version: 1
-    store: {data_dir: .chromasync, collection: chromasync, collections: per-kind}
-    embedding: {provider: local, model: null, options: {batch_size: 32}}
-    chunking: {max_tokens: 256}
-    answer: {llm_url: http://localhost:11434/v1, llm_model: llama3.2, context_tokens: 3000,
-             timeout: 120, retries: 4, fallback: extractive}
-    skip_paths: [/drafts/, .bak]
-    privacy_keys: [private]
-    sources_file: content-sources.md
-    sources:
-      - {label: docs, path: docs, kind: docs, include: true, subdirs: [content],
-         exclude_patterns: ["*.tmp"], include_extensions: [.md], collection: null,
-         metadata: {stability: mature}, identity_key: record_uuid}
-      - {repo: https://github.com/org/repo.git, branch: main, kind: code}
+docs/configuration.md shows every key with an example.
 
 The compact form (`[chromasync]` with `root`, `collection`...; `[server]` with `url`) is
 accepted too. Paths are relative to the file's folder. Every problem is reported at once,
@@ -208,15 +195,25 @@ class SourceEntry:
 # -- loading --------------------------------------------------------------------------------
 
 
+#: The most bytes of a sources file read (a Markdown note: the corpus's file bound).
+MAX_SOURCES_FILE_BYTES = 8 << 20
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """A file's bytes, at most `limit`; a bigger file is refused unread (OSError)."""
+    with path.open("rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise OSError(f"over {limit // 1024:,} KiB")
+    return raw
+
+
 def load_config_file(
     path: Path, found_by: str = "--config", allow_root: bool = False
 ) -> ConfigFile:
     """Read, validate and resolve one config file (YAML, or TOML by its suffix)."""
     try:
-        with path.open("rb") as handle:  # bounded: a huge file is refused unread
-            raw = handle.read(MAX_CHARS + 1)
-        if len(raw) > MAX_CHARS:
-            raise OSError(f"over {MAX_CHARS // 1024} KiB")
+        raw = read_bounded(path, MAX_CHARS)
         text = raw.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc}") from exc
@@ -468,7 +465,7 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
     from .sourcesfile import split_sources_file
 
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_SOURCES_FILE_BYTES)
         text = raw.decode("utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"sources file {str(path)!r} does not exist") from exc
