@@ -177,7 +177,7 @@ def test_summarize_with_a_chat_model_calls_it_while_a_daemon_runs(
     (in the command's process), and gets what it gets with no daemon."""
     from tests.chat_server import ChatServer, Reply
 
-    assert run_cli(["daemon", "start"], env=env).returncode == 0
+    _search(env, "grinder")  # starts the daemon
     pid = _daemon_pid(env)
     assert pid is not None
     with ChatServer() as server:
