@@ -1,12 +1,5 @@
-"""The `ingest` command line as the console script's fast path reads it, and its key.
-
-`INGEST` lists the options with which a re-run of the same command line over the same tree
-is a no-op (settings and output only), each with whether it takes a value; any other option,
-a flag given a value or a value missing sends the command line to the CLI, which says what
-is wrong (`tests/unit/test_cmdline.py` checks the table against click). `line_key` names what
-the re-run's answer depends on besides the files it checks (docs/architecture.md, "The
-console script"). Standard library only (the built-in hash, `marshal`).
-"""
+"""The `ingest` command line as the console script's fast path reads it (`INGEST`), and its
+key (`line_key`); docs/architecture.md, "The console script". Standard library only."""
 
 from __future__ import annotations
 
@@ -33,7 +26,8 @@ OFF_ENV = "CHROMASYNC_NO_FASTPATH"
 _SWITCHES = frozenset({OFF_ENV, "CHROMASYNC_NO_DAEMON"})
 _SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
-#: Each `ingest` option the fast path takes, and whether it takes a value.
+#: Each `ingest` option the fast path takes (settings and output only), and whether it takes
+#: a value; anything else goes to the CLI (`tests/unit/test_cmdline.py` checks it).
 INGEST: dict[str, bool] = {
     **dict.fromkeys(
         (

@@ -11,7 +11,7 @@
       owner.json, owner.sock    the long-lived owner and its socket (`owner.locate`);
                                 `read_owner_file` below is the one reader of owner.json
       api-token                 the token `serve`, `mcp --http` made at first start (`owner.locate`)
-      daemon.log, daemon.log.1  the search daemon's output, appended, rotated (`owner.dial`)
+      daemon.log                the search daemon's output, appended (`owner.dial`)
       repos/                    clones of git sources (`corpus.git`)
       summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
       models.json               named model profiles and the active one (`config.models`);
@@ -49,7 +49,6 @@ OWNER_FILE = "owner.json"
 SOCKET_FILE = "owner.sock"
 TOKEN_FILE = "api-token"  # noqa: S105 - a file name
 DAEMON_LOG = "daemon.log"
-DAEMON_LOG_OLD = "daemon.log.1"
 REPOS_DIR = "repos"
 SUMMARIES_FILE = "summaries.json"
 MODELS_FILE = "models.json"
@@ -313,7 +312,6 @@ __all__ = [
     "CONFIG_ENV",
     "CONFIG_FILE_NAME",
     "DAEMON_LOG",
-    "DAEMON_LOG_OLD",
     "DIR_MODE",
     "FILE_MODE",
     "LOCK_FILE",

@@ -1,11 +1,5 @@
 """The `chromasync` console script: an unchanged `ingest` from its snapshot, a `search`
-through the warm daemon, else the CLI.
-
-Both routes import only the standard library's built-in modules before they answer, and
-hand anything they are unsure of to the CLI, which answers the same way (docs/architecture.md,
-"The console script"). `CHROMASYNC_NO_FASTPATH` turns the ingest route off,
-`CHROMASYNC_NO_DAEMON` or `--no-daemon` the search route.
-"""
+through the warm daemon, else the CLI (docs/architecture.md, "The console script")."""
 
 from __future__ import annotations
 
@@ -80,8 +74,10 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            if not _reader_left(fd, data_dir):
-                return None  # held: the CLI says by whom, or waits, or goes through the owner
+            from .owner.dial import make_way
+
+            if not make_way(data_dir):  # held by a writer: the CLI says by whom, or waits
+                return None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -99,18 +95,6 @@ def quick_ingest(argv: Sequence[str], environ: Mapping[str, str]) -> int | None:
     sys.stdout.write(text)
     sys.stdout.flush()
     return 0
-
-
-def _reader_left(fd: int, data_dir: str) -> bool:
-    """The lock's holder was a reader (the search daemon), and it left when asked."""
-    from .datadir import READER_MARK
-
-    text = os.pread(fd, 400, 0).decode("utf-8", "replace").strip()
-    if not text.partition(": ")[2].startswith(READER_MARK):
-        return False
-    from .owner.dial import make_way
-
-    return make_way(data_dir)
 
 
 def _replay(path: str, key: str, started: int, line: Line) -> str | None:

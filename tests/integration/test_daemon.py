@@ -142,6 +142,18 @@ def test_search_starts_a_daemon_that_answers_the_next_call_without_heavy_imports
     assert files and files[0] == "guides/install.md" and len(set(files)) == len(files)
     assert _daemon_pid(env) == pid  # one daemon served all of it
 
+    # `daemon stop` asks it through the lock, as a writer does: it leaves by itself
+    stop = run_cli(["daemon", "stop"], env=env)
+    assert stop.returncode == 0, stop.stderr
+    assert stop.stdout.startswith("stopped `chromasync daemon`") and "killed" not in stop.stdout
+    assert lock_holder(Path(env["CHROMASYNC_DATA_DIR"])) is None  # free once it says so
+    deadline = time.monotonic() + 30
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
+    stop = run_cli(["daemon", "stop"], env=env)
+    assert stop.returncode == 0 and stop.stdout.startswith("no daemon runs")
+
 
 def test_a_path_with_a_newline_is_one_line_of_files_by_every_route(
     tmp_path: Path, env: dict[str, str]
@@ -177,7 +189,7 @@ def test_summarize_with_a_chat_model_calls_it_while_a_daemon_runs(
     (in the command's process), and gets what it gets with no daemon."""
     from tests.chat_server import ChatServer, Reply
 
-    assert run_cli(["daemon", "start"], env=env).returncode == 0
+    _search(env, "grinder")  # starts the daemon
     pid = _daemon_pid(env)
     assert pid is not None
     with ChatServer() as server:

@@ -17,13 +17,8 @@ from hypothesis import strategies as st
 from chromasync.config.parsed import ConfigFile
 from chromasync.config.settings import Settings
 from chromasync.fastpath import _named, daemon_search
-from chromasync.owner.daemon import (
-    IDLE_TIMEOUT,
-    daemon_off,
-    exit_when_idle,
-    idle_timeout,
-    settings_key,
-)
+from chromasync.owner.daemon import exit_when_idle, settings_key
+from chromasync.owner.dial import daemon_off
 
 
 class Clock:
@@ -67,10 +62,29 @@ def test_switches_read_the_environment() -> None:
     assert not daemon_off({}) and not daemon_off({"CHROMASYNC_NO_DAEMON": ""})
     assert not daemon_off({"CHROMASYNC_NO_DAEMON": "0"})
     assert daemon_off({"CHROMASYNC_NO_DAEMON": "1"}) and daemon_off({"CHROMASYNC_NO_DAEMON": "yes"})
-    assert idle_timeout({}) == IDLE_TIMEOUT
-    assert idle_timeout({"CHROMASYNC_DAEMON_IDLE": "30"}) == 30
-    assert idle_timeout({"CHROMASYNC_DAEMON_IDLE": "soon"}) == IDLE_TIMEOUT
-    assert idle_timeout({"CHROMASYNC_DAEMON_IDLE": "-5"}) == 0.2
+
+
+def test_the_idle_timeout_comes_from_its_flag_or_the_environment_within_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`daemon run --idle-timeout`, else CHROMASYNC_DAEMON_IDLE, else 600 s, kept within
+    0.2 s..7 days; a value that is no number is a usage error."""
+    import click
+
+    from chromasync.cli.daemon import run
+
+    def idle(*args: str) -> object:
+        return run.make_context("run", list(args)).params["idle_timeout"]
+
+    monkeypatch.delenv("CHROMASYNC_DAEMON_IDLE", raising=False)
+    assert idle() == 600 and idle("--idle-timeout", "30") == 30
+    monkeypatch.setenv("CHROMASYNC_DAEMON_IDLE", "30")
+    assert idle() == 30 and idle("--idle-timeout", "5") == 5
+    monkeypatch.setenv("CHROMASYNC_DAEMON_IDLE", "-5")
+    assert idle() == 0.2
+    monkeypatch.setenv("CHROMASYNC_DAEMON_IDLE", "soon")
+    with pytest.raises(click.BadParameter):
+        idle()
 
 
 def test_settings_key_changes_with_any_setting_secret_or_config_file_but_not_the_chat_model(

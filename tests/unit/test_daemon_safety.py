@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 import pytest
 
 from chromasync import fastpath
-from chromasync.datadir import DAEMON_LOG, DAEMON_LOG_OLD, READER_MARK, STATE_FILE
+from chromasync.datadir import DAEMON_LOG, READER_MARK, STATE_FILE
 from chromasync.owner import daemon as daemons
 from chromasync.owner import dial
-from chromasync.owner.locate import private_folder, socket_folder, socket_path
+from chromasync.owner.locate import find_owner, private_folder, socket_folder, socket_path
 from chromasync.state.lock import StoreLock
 
 # -- the socket's folder ------------------------------------------------------------------------
@@ -107,6 +107,7 @@ class FakePopen:
         self.stdin = self
         self.written = b""
         FakePopen.calls.append({"argv": argv, "kwargs": kwargs, "popen": self})
+        kwargs["stderr"].write(b"started\n")  # into the log
 
     def write(self, data: bytes) -> None:
         self.written += data
@@ -154,20 +155,17 @@ def test_the_full_clis_daemon_gets_its_flags_on_stdin(
     assert json.loads(fake_popen[0]["popen"].written) == {"flags": {"chroma_token": "s3cret"}}
 
 
-def test_the_log_is_appended_by_each_start_and_rotated_when_large(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_log_is_appended_by_each_start(
+    tmp_path: Path, fake_popen: list[dict[str, Any]]
 ) -> None:
-    with dial.open_log(str(tmp_path)) as log:
-        log.write(b"first start\n")
-    with dial.open_log(str(tmp_path)) as log:
-        log.write(b"second start\n")
-    assert (tmp_path / DAEMON_LOG).read_bytes() == b"first start\nsecond start\n"
+    (tmp_path / DAEMON_LOG).write_bytes(b"first start\n")
+    (tmp_path / DAEMON_LOG).chmod(0o644)
+    dial.spawn(str(tmp_path), {})
+    assert fake_popen[0]["kwargs"]["stdout"] is fake_popen[0]["kwargs"]["stderr"]
+    assert (tmp_path / DAEMON_LOG).read_bytes() == b"first start\nstarted\n"
+    (tmp_path / DAEMON_LOG).unlink()
+    dial.spawn(str(tmp_path), {})
     assert (tmp_path / DAEMON_LOG).stat().st_mode & 0o777 == 0o600
-    monkeypatch.setattr(dial, "LOG_LIMIT", 10)
-    with dial.open_log(str(tmp_path)) as log:
-        log.write(b"third\n")
-    assert (tmp_path / DAEMON_LOG).read_bytes() == b"third\n"
-    assert (tmp_path / DAEMON_LOG_OLD).read_bytes() == b"first start\nsecond start\n"
 
 
 # -- a frozen daemon ----------------------------------------------------------------------------
@@ -219,19 +217,8 @@ def test_a_frozen_daemon_is_not_talked_to(
     data_dir, proc = frozen_daemon
     assert dial.frozen(proc.pid)
     assert dial.daemon_socket(str(data_dir)) is None  # the search runs in its own process
-    info = daemons.find_daemon(data_dir)
-    assert info is not None and not daemons.answers(info)
-
-
-def test_stop_kills_a_frozen_daemon_and_says_so_only_when_it_is_gone(
-    frozen_daemon: tuple[Path, subprocess.Popen[str]],
-) -> None:
-    data_dir, proc = frozen_daemon
-    began = time.monotonic()
-    done = daemons.stop(data_dir)
-    assert done is not None and done.killed and done.gone
-    assert time.monotonic() - began < 10
-    assert proc.wait(timeout=10) == -signal.SIGKILL
+    info = find_owner(data_dir)
+    assert info is not None and info.role == "daemon" and not daemons.answers(info)
 
 
 def test_a_writer_is_not_kept_waiting_by_a_frozen_daemon(
@@ -246,11 +233,12 @@ def test_a_writer_is_not_kept_waiting_by_a_frozen_daemon(
     assert proc.wait(timeout=10) == -signal.SIGKILL
 
 
-def test_a_live_daemon_is_asked_and_not_killed(tmp_path: Path) -> None:
-    """`stop` sends SIGTERM first; a daemon that leaves is not killed."""
+def test_a_live_daemon_is_asked_through_the_lock_and_leaves(tmp_path: Path) -> None:
+    """`make_way` (`daemon stop`, `ensure`, a writer) asks a live daemon through the lock's
+    leave request, which it checks between requests: it leaves by itself, not killed."""
     data_dir = tmp_path / "data"
     data_dir.mkdir(mode=0o700)
-    leaves = READER.replace("time.sleep(600)", "import signal\nsignal.pause()")
+    leaves = READER.replace("time.sleep(600)", WAITS_FOR_A_WRITER)
     proc = subprocess.Popen(
         [sys.executable, "-c", leaves, str(data_dir), READER_MARK],
         stdout=subprocess.PIPE,
@@ -259,31 +247,26 @@ def test_a_live_daemon_is_asked_and_not_killed(tmp_path: Path) -> None:
     assert proc.stdout is not None
     with proc.stdout:
         assert proc.stdout.readline().strip() == "ready"
-    done = daemons.stop(data_dir)
-    assert done is not None and done.gone and not done.killed
-    assert proc.wait(timeout=10) == -signal.SIGTERM
+    assert dial.daemon_pid(str(data_dir)) == proc.pid
+    assert dial.make_way(str(data_dir))
+    assert proc.wait(timeout=10) == 0  # it left: not killed
+    assert dial.daemon_pid(str(data_dir)) is None
+    with StoreLock(data_dir):
+        pass
+    assert not dial.make_way(str(data_dir))  # no daemon holds the lock: nothing to do
 
 
-def test_a_stopped_process_is_told_without_proc_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where there is no /proc (macOS, the BSDs), `ps` tells a stopped process."""
-    monkeypatch.setattr(dial, "PROC", str(tmp_path / "no-proc"))
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+#: The daemon's idle thread, as `state.lock.someone_waits` reads the leave request.
+WAITS_FOR_A_WRITER = """
+while True:
+    want = os.open(os.path.join(data_dir, "lock.want"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        assert not dial.frozen(proc.pid)
-        proc.send_signal(signal.SIGSTOP)
-        deadline = time.monotonic() + 10
-        while not dial.frozen(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert dial.frozen(proc.pid)
-        proc.send_signal(signal.SIGCONT)
-        while dial.frozen(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert not dial.frozen(proc.pid)
-    finally:
-        proc.kill()
-        proc.wait()
+        fcntl.flock(want, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(0)
+    os.close(want)
+    time.sleep(0.02)
+"""
 
 
 def test_where_nothing_tells_a_frozen_daemon_the_deadline_ends_the_wait(
@@ -293,7 +276,6 @@ def test_where_nothing_tells_a_frozen_daemon_the_deadline_ends_the_wait(
     deadline (`REPLY_TIMEOUT`, here 0.5 s) ends the wait; the search then runs here."""
     data_dir, _ = frozen_daemon
     monkeypatch.setattr(dial, "PROC", str(data_dir / "no-proc"))
-    monkeypatch.setattr(dial, "_ps_state", lambda pid: "")
     found = dial.daemon_socket(str(data_dir))
     assert found is not None  # not told: talked to
     began = time.monotonic()

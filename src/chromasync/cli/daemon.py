@@ -1,8 +1,5 @@
-"""`chromasync daemon`: the warm search process (`owner.daemon`) and its controls.
-
-Besides the REST API its socket takes `POST /daemon/run`: a `search` command line from the
-console script's client (`fastpath.daemon_search`), run here by the CLI itself (`run_line`).
-"""
+"""`chromasync daemon`: the warm search process (`owner.daemon`), which also runs the
+console script's `search` command lines (`POST /daemon/run`, `run_line`), and its controls."""
 
 from __future__ import annotations
 
@@ -22,19 +19,19 @@ import click
 from .. import api
 from ..errors import ConfigError
 from ..owner import daemon as daemons
+from ..owner.dial import ROLE, frozen, make_way
 from ..owner.index import HOSTED, Hosted
 from ..owner.locate import find_owner
-from ..state.lock import someone_waits
+from ..state.lock import READER_LEAVES_IN, someone_waits
 from .common import (
     CALLER,
-    daemon_flags,
     reported_errors,
     settings_from_flags,
     stderr_console,
     store_options,
 )
 
-#: The most `--from-stdin` reads (settings flags as JSON, `owner.dial.spawn`).
+#: The most `--from-stdin` reads.
 _MAX_STDIN = 1024 * 1024
 
 
@@ -52,42 +49,22 @@ def daemon_group() -> None:
 @store_options
 @click.option(
     "--idle-timeout",
-    type=click.FloatRange(0.2, 7 * 24 * 3600),
-    help="Exit after this many seconds without a request [env CHROMASYNC_DAEMON_IDLE; 600].",
+    type=click.FloatRange(0.2, 7 * 24 * 3600, clamp=True),
+    default=600.0,
+    envvar="CHROMASYNC_DAEMON_IDLE",
+    help="Exit after this many seconds without a request [env CHROMASYNC_DAEMON_IDLE; "
+    "default: 600].",
 )
 @click.option("--from-stdin", is_flag=True, hidden=True)
-def run(idle_timeout: float | None, from_stdin: bool, **flags: Any) -> None:
+def run(idle_timeout: float, from_stdin: bool, **flags: Any) -> None:
     """Be the daemon, in the foreground (what `search` starts in the background)."""
     with reported_errors():
-        if from_stdin:
-            flags = _from_stdin(sys.stdin.read(_MAX_STDIN))
-        settings = settings_from_flags(**flags)
-        serve_daemon(settings, idle_timeout or daemons.idle_timeout(os.environ))
-
-
-def _from_stdin(text: str) -> dict[str, Any]:
-    """What `owner.dial.spawn` wrote: the command's settings as click flags."""
-    try:
-        payload = json.loads(text)
-        if not isinstance(payload, dict) or not isinstance(payload.get("flags"), dict):
-            raise TypeError("not an object of flags")
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"--from-stdin: not a JSON object of settings: {exc}") from exc
-    return dict(payload["flags"])
-
-
-@daemon_group.command("start")
-@store_options
-def start(**flags: Any) -> None:
-    """Start the daemon for these settings in the background (no-op when it runs)."""
-    with reported_errors():
-        settings = settings_from_flags(**flags)
-        info = daemons.ensure(settings, daemon_flags(flags))
-        if info is None:
-            raise click.ClickException(
-                f"the daemon did not start; see {settings.data_dir / daemons.LOG_FILE}"
-            )
-    click.echo(f"{info.describe()} owns {settings.data_dir}")
+        if from_stdin:  # what `owner.dial.spawn` wrote: the command's settings as flags
+            try:
+                flags = dict(json.loads(sys.stdin.read(_MAX_STDIN))["flags"])
+            except (ValueError, TypeError, KeyError) as exc:
+                raise ConfigError(f"--from-stdin: not a JSON object of flags: {exc!r}") from exc
+        serve_daemon(settings_from_flags(**flags), idle_timeout)
 
 
 @daemon_group.command("status")
@@ -114,21 +91,17 @@ def stop(data_dir: str | None) -> None:
     """Stop the data dir's daemon (after the requests in flight); not serve/watch/mcp."""
     with reported_errors():
         settings = settings_from_flags(data_dir=data_dir)
-        done = daemons.stop(settings.data_dir)
-    if done is None:
-        owner = find_owner(settings.data_dir)
-        click.echo(
-            f"no daemon runs for {settings.data_dir}"
-            + (f" ({owner.describe()} owns it: stop that one yourself)" if owner else "")
-        )
+        info = find_owner(settings.data_dir)
+    if info is None or info.role != ROLE:
+        where = f" ({info.describe()} owns it: stop that one yourself)" if info else ""
+        click.echo(f"no daemon runs for {settings.data_dir}{where}")
         return
-    if not done.gone:
+    how = " (killed: it was frozen)" if frozen(info.pid) else ""
+    if not make_way(str(settings.data_dir)):
         raise click.ClickException(
-            f"{done.info.describe()} is still running after SIGTERM and SIGKILL; "
-            f"see `ps -p {done.info.pid}`"
+            f"{info.describe()} did not leave within {READER_LEAVES_IN:g}s; see `ps -p {info.pid}`"
         )
-    how = " (killed: it was frozen or did not leave in time)" if done.killed else ""
-    click.echo(f"stopped {done.info.describe()}{how}")
+    click.echo(f"stopped {info.describe()}{how}")
 
 
 if TYPE_CHECKING:
@@ -149,7 +122,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
     with (
         rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too
         contextlib.suppress(KeyboardInterrupt),
-        Service(settings, daemons.ROLE, reader=True, key=key) as service,
+        Service(settings, ROLE, reader=True, key=key) as service,
     ):
         assert service.socket is not None
         unix = rest.bind_unix(service.socket)

@@ -206,12 +206,12 @@ def model_eval(
 def model_use(name: str, **flags: Any) -> None:
     """Switch searches and ingests to NAME (`default`: the data dir's own index), after a
     catch-up build; the old index is kept (drop it with `model drop`)."""
-    from ..owner.daemon import stop
+    from ..owner.dial import make_way
 
     with reported_errors():
         home = _home(flags)
         left = side.use_profile(home, name)
-        stop(left)  # its search daemon would answer with the old model
+        make_way(str(left))  # its search daemon would answer with the old model
     stderr_console().print(f"searches now use [bold]{escape(name)}[/]")
 
 

@@ -1,9 +1,5 @@
-"""The search daemon from outside, in the standard library only: find, check, start, ask.
-
-The console script's client (`fastpath.daemon_search`) and the full CLI's side
-(`owner.daemon`) share these parts; docs/peers.md ("The search daemon") says why each
-check is there.
-"""
+"""The search daemon from outside, in the standard library only: find, check, start, ask
+(docs/peers.md, "The search daemon", says why each check is there)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,6 @@ import os
 
 from ..datadir import (
     DAEMON_LOG,
-    DAEMON_LOG_OLD,
     LOCK_FILE,
     READER_MARK,
     SOCKET_FILE,
@@ -25,7 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Mapping
-    from typing import IO
 
 ROLE = "daemon"
 OFF_ENV = "CHROMASYNC_NO_DAEMON"
@@ -41,9 +35,7 @@ CONNECT_TIMEOUT = 2.0
 REPLY_TIMEOUT = 30.0
 #: How long a command waits for the daemon it started to listen (then it searches itself).
 START_TIMEOUT = 30.0
-#: `daemon.log` is moved to `daemon.log.1` when a start finds it this large (bytes).
-LOG_LIMIT = 1024 * 1024
-#: Where Linux tells a process's state (`frozen`); elsewhere `ps` does (tests move it).
+#: Where Linux tells a process's state (`frozen`; tests move it).
 PROC = "/proc"
 #: `owner.locate.socket_path`'s bound: a longer socket path lies elsewhere (owner.json says).
 _MAX_SOCKET_PATH = 100
@@ -95,29 +87,13 @@ def listening(path: str, timeout: float = CONNECT_TIMEOUT) -> bool:
 
 def frozen(pid: int) -> bool:
     """The process is stopped (SIGSTOP, a debugger): it would accept a connection and never
-    answer. Linux's `/proc/PID/stat`, else `ps`; False where neither tells (the deadlines
-    then end the wait)."""
-    if os.path.isdir(os.path.join(PROC, "self")):
-        try:
-            with open(os.path.join(PROC, str(pid), "stat"), "rb") as handle:
-                stat = handle.read(4096)
-        except OSError:
-            return False  # gone
-        fields = stat.rpartition(b")")[2].split()
-        return bool(fields) and fields[0] in (b"T", b"t")
-    return _ps_state(pid)[:1] in ("T", "t")
-
-
-def _ps_state(pid: int) -> str:
-    """The state letters `ps` gives the process ("" when it cannot tell)."""
-    import subprocess
-
+    answer. False where /proc does not tell (macOS: the deadlines then end the wait)."""
     try:
-        argv = ["ps", "-o", "stat=", "-p", str(pid)]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=CONNECT_TIMEOUT)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip()
+        with open(os.path.join(PROC, str(pid), "stat"), "rb") as handle:
+            fields = handle.read(4096).rpartition(b")")[2].split()
+    except OSError:
+        return False  # gone, or no /proc
+    return fields[:1] in ([b"T"], [b"t"])
 
 
 def safe_socket(path: str) -> bool:
@@ -165,15 +141,18 @@ def daemon_socket(data_dir: str) -> str | None:
 
 
 def make_way(data_dir: str) -> bool:
-    """A writer needs the lock the daemon holds: True when the daemon is gone. A frozen one
-    is killed (it held no work); a live one is asked (`state.lock.ask_reader_to_leave`)."""
+    """Make the daemon that holds the data dir's lock leave: True once it is gone, False when
+    no reader holds the lock or it did not leave. A frozen one is killed (it held no work);
+    a live one is asked (`state.lock.ask_reader_to_leave`), and finishes its requests."""
     import signal
     import time
 
     from ..state.lock import ask_reader_to_leave
 
     pid = daemon_pid(data_dir)
-    if pid is not None and frozen(pid):
+    if pid is None:
+        return False
+    if frozen(pid):
         try:  # noqa: SIM105 - contextlib costs the console script ~10 ms to import
             os.kill(pid, signal.SIGKILL)
         except OSError:  # gone already
@@ -184,19 +163,6 @@ def make_way(data_dir: str) -> bool:
     return ask_reader_to_leave(data_dir)
 
 
-def open_log(data_dir: str) -> IO[bytes]:
-    """`daemon.log` for appending (0600), moved to `daemon.log.1` first when over
-    `LOG_LIMIT`."""
-    path = os.path.join(data_dir, DAEMON_LOG)
-    try:
-        if os.stat(path).st_size > LOG_LIMIT:
-            os.replace(path, os.path.join(data_dir, DAEMON_LOG_OLD))
-    except OSError:
-        pass  # absent, or another start moved it first
-    log: IO[bytes] = open_private(path, "ab")
-    return log
-
-
 def spawn(data_dir: str, flags: Mapping[str, object]) -> subprocess.Popen[bytes]:
     """Start `chromasync daemon run --from-stdin` in a session of its own, its settings
     `flags` on its stdin as JSON (never in its argv, where `ps` shows a token)."""
@@ -204,7 +170,7 @@ def spawn(data_dir: str, flags: Mapping[str, object]) -> subprocess.Popen[bytes]
     import sys
 
     make_private_dir(data_dir)
-    with open_log(data_dir) as log:
+    with open_private(os.path.join(data_dir, DAEMON_LOG), "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "chromasync", "daemon", "run", "--from-stdin"],
             stdin=subprocess.PIPE,

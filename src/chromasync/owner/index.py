@@ -32,6 +32,7 @@ from ..sync.registry import RemovedSource, SourceInfo
 from ..sync.verify import SourceCheck
 from . import daemon as daemons
 from . import queries as q
+from .dial import daemon_off, make_way
 from .local import LocalIndex
 from .locate import OwnerInfo, find_owner, service_token
 
@@ -174,7 +175,7 @@ def _writers_owner(settings: Settings) -> OwnerInfo | None:
     """
     info = find_owner(settings.data_dir)
     if info is not None and info.role == daemons.ROLE and not daemons.answers(info):
-        daemons.make_way(str(settings.data_dir))
+        make_way(str(settings.data_dir))
     if info is None or info.role == daemons.ROLE:
         return None
     return info
@@ -239,7 +240,7 @@ def open_index(
         return
     info: OwnerInfo | None
     indexed = (settings.data_dir / STATE_FILE).exists() or bool(settings.chroma_url)
-    daemon = daemon and not daemons.daemon_off(os.environ)
+    daemon = daemon and not daemon_off(os.environ)
     if writes:
         info = _writers_owner(settings)
     elif start is not None and daemon and indexed:

@@ -1,10 +1,5 @@
-"""The ingest fast path's snapshots: `<data dir>/fastpath/<key>.snap`, and `.ran` stamps.
-
-A full run writes a snapshot (`Recorder`, under the lock); whoever takes the lock deletes
-them all (`invalidate`); the fast path reads one (`read_snapshot`) and stamps each run it
-answers (`.ran`, which `status` reads: `recent_runs`). docs/architecture.md ("The console
-script") says what a snapshot holds. Built-in modules only, like `fastpath`.
-"""
+"""The ingest fast path's snapshots, `<data dir>/fastpath/<key>.snap`, and `.ran` stamps
+(docs/architecture.md, "The console script"). Built-in modules only, like `fastpath`."""
 
 from __future__ import annotations
 
@@ -174,19 +169,12 @@ def invalidate(data_dir: str) -> None:
                 continue
         elif name.endswith(".ran"):
             stamps.append(path)
-    stamps.sort(key=_mtime, reverse=True)
+    stamps.sort(key=lambda path: _identity(path)[2:], reverse=True)  # the newest first
     for path in stamps[KEPT_STAMPS:]:
         try:
             os.unlink(path)
         except OSError:
             continue
-
-
-def _mtime(path: str) -> int:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return 0
 
 
 def recent_runs(data_dir: str) -> dict[tuple[str, str], tuple[int, dict[str, object]]]:

@@ -148,7 +148,7 @@ def use_profile(home: Settings, name: str, *, progress: Progress | None = None) 
     """Switch searches and ingests to profile `name` (`default`: the data dir's own index),
     after a catch-up build; `models.json` is rewritten atomically, so a search reads the old
     pointer or the new one, never a mix. Returns the data dir of the index left behind
-    (whose search daemon the caller stops: `owner.daemon.stop`)."""
+    (whose search daemon the caller stops: `owner.dial.make_way`)."""
     models = load_models(home.data_dir)
     target: str | None = None if name == DEFAULT_NAME else models.get(name).name
     if target is not None:
