@@ -72,9 +72,14 @@ def test_the_idle_timeout_comes_from_its_flag_or_the_environment_within_bounds(
     import click
 
     from chromasync.cli.daemon import run
+    from chromasync.cli.main import main
+
+    # under the root's context, as the CLI makes it: click caches a command's help option
+    # on the command, so a context without the root's `-h` would change its --help for good
+    root = click.Context(main, info_name="chromasync", **main.context_settings)
 
     def idle(*args: str) -> object:
-        return run.make_context("run", list(args)).params["idle_timeout"]
+        return run.make_context("run", list(args), parent=root).params["idle_timeout"]
 
     monkeypatch.delenv("CHROMASYNC_DAEMON_IDLE", raising=False)
     assert idle() == 600 and idle("--idle-timeout", "30") == 30
