@@ -33,8 +33,6 @@ from ..retrieve.tasks import SimilarResult, SuggestResult
 from ..retry import Deadline, read_capped
 from ..sync.registry import RemovedSource
 from ..sync.verify import SourceCheck
-from .index import OPERATIONS
-from .index import Index as Seam
 from .locate import OwnerInfo
 from .queries import (
     MAX_COMPARE_BYTES,
@@ -45,6 +43,8 @@ from .queries import (
     SummariesQuery,
 )
 from .routes import check_owner_serves, ingest_through_owner
+from .seam import OPERATIONS
+from .seam import Index as Seam
 from .wire import call_to_wire, from_wire, signature
 
 if TYPE_CHECKING:
