@@ -240,3 +240,18 @@ def test_modules_and_functions_stay_short() -> None:
     assert not new, f"over the limits ({MAX_MODULE_LINES}, {MAX_FUNCTION_LINES}): {new}"
     assert not grown, f"grown (allowed, now): {grown}"
     assert not fixed, f"under the limit now: take them out of OVER_LIMIT: {fixed}"
+
+
+def test_no_import_cycle() -> None:
+    """No two modules import each other, directly or around a loop (the shared tool's count:
+    top-level and lazy imports, not those under `TYPE_CHECKING`)."""
+    import subprocess
+    import sys
+
+    tool = PACKAGE.parents[1].parent / "shared" / "tools" / "import_graph.py"
+    if not tool.exists():
+        pytest.skip(f"{tool} is not beside the project")
+    done = subprocess.run(
+        [sys.executable, str(tool), str(PACKAGE)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and " 0 import cycle(s)" in done.stdout, done.stdout
