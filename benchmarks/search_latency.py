@@ -93,6 +93,11 @@ def main() -> None:
         return
 
     queries = claims(args.queries)
+    # An installed package is byte-compiled (pip does it); a checkout with
+    # PYTHONDONTWRITEBYTECODE set would compile the client's modules in every process.
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO / "src" / "chromasync")], check=True
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CHROMASYNC_DATA_DIR": str(args.data_dir)}
     script = Path(sys.executable).with_name("chromasync")
     use_script = args.entry == "script" and script.exists()
