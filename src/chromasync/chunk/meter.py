@@ -34,8 +34,8 @@ def count_all(meter: TokenMeter, texts: Sequence[str]) -> list[int]:
 
 
 class PieceStarts:
-    """Where the word pieces of a text start: a bit a character and a count a 64, about
-    3/16 byte a character whatever the text (an array of starts took 4 bytes a word piece:
+    """Where the word pieces of a text start: a bit a character and a count a 64, a quarter
+    of a byte a character whatever the text (an array of starts took 4 bytes a word piece:
     32 MB for 8 M `>` characters).
 
     Offsets are added in order (`add`) and then `close`d; a piece that starts where the
