@@ -3,10 +3,11 @@
 The worst shapes under the 8 MiB limit: one long line (7 MB in the hostile pass, 1.19 GB
 at its peak), very many headings (1,000,000 in 3.9 MB: 848 MB), headings each with a line
 of text (a section, so a chunk, each), blockquotes nested one level deeper on each line
-(3,000 levels in 4.4 MB: 1.37 GB) and lists nested the same way. Each file is read,
-chunked and planned in a fresh process that reports how much its peak memory
-(`ru_maxrss`) grew; twice the file must not take twice the memory, and neither size may
-take more than a few times the file beyond what the tokenizer takes whatever the size.
+(3,000 levels in 4.4 MB: 1.37 GB), lists nested the same way, and three-line fenced blocks.
+Each file is read, chunked and planned in a fresh process that reports how much its peak
+memory (`VmHWM`) grew; twice the file must not take twice the memory, and 2 MiB may
+take at most 6 bytes a byte and 16 MB (that is 64 MB at 8 MiB). The slow test measures
+each shape at 8 MiB: under 64 MB, but for `OVER_AT_THE_LIMIT`.
 Before, the chunker held a string a line, a `Block` a block and a `Span` a line or sentence
 (250,000 headings in 2 MiB: 154 MB; 8 MiB: 529 MB), and the tokenizer encoded 32 KiB
 segments (2 MiB of nested quotes: 106 MB); tree-sitter parsed 2 MiB of Python statements
@@ -26,8 +27,14 @@ import pytest
 
 from ..conftest import REPO
 
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/status").exists(), reason="reads the peak from /proc (Linux)"
+)
+
+#: The peak is the process's own `VmHWM`: `ru_maxrss` keeps the peak of the process it was
+#: forked from (pytest's, often larger than the whole measure), so it saw nothing below it.
 MEASURE = """
-import json, resource, sys
+import json, sys
 from chromasync.chunk import Budget, chunk_document
 from chromasync.corpus.read import read_file
 from chromasync.embed.tokens import default_token_meter
@@ -36,12 +43,15 @@ from chromasync.records import FileStat
 path = sys.argv[1]
 meter = default_token_meter()
 meter.count_many(["warm the tokenizer", "and its threads"])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+before = peak()
 stat = FileStat(path.rsplit("/", 1)[-1], path, 0, 0)
 doc = read_file(stat).document
 chunks = chunk_document(doc, Budget(254, meter))
 plan_file(stat, doc, chunks, None, RecordContext("s", "notes", "m"))
-grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+grown = peak() - before
 print(json.dumps({"grown_kib": grown, "chunks": len(chunks)}))
 """
 
@@ -52,7 +62,16 @@ SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     "headings-with-text": lambda: (f"# {i}\nx\n" for i in count()),
     "nested-quotes": lambda: (">" * i + " x\n" for i in count(1)),
     "nested-lists": lambda: ("  " * i + "- x\n" for i in count()),
+    "fenced-blocks": lambda: ("```\nx\n```\n" for _ in count()),
     "python-statements": lambda: (f"x{i} = {i}\n" for i in count()),  # a .py file
+}
+#: At the size limit these still grow the process by more than 64 MB, or by about that
+#: (it varies by a few MB from run to run), as docs/reliability.md says.
+OVER_AT_THE_LIMIT = {
+    "nested-quotes": "34,947 chunks of about 240 `>` are 35 MB of records, held whole until"
+    " written: 76 MB",
+    "headings-with-text": "26,132 records and each chunk's embedding input (its heading path"
+    " and text, a copy): 62 to 67 MB",
 }
 
 
@@ -82,13 +101,34 @@ def _grown_mib(path: Path) -> float:
     return int(found["grown_kib"]) / 1024
 
 
+def _path(tmp_path: Path, shape: str, mib: int) -> Path:
+    return tmp_path / f"{shape}-{mib}.{'py' if shape.startswith('python') else 'md'}"
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_peak_memory_of_a_shape_is_bounded(tmp_path: Path, shape: str) -> None:
     grown = []
     for mib in (1, 2):
-        path = tmp_path / f"{shape}-{mib}.{'py' if shape.startswith('python') else 'md'}"
+        path = _path(tmp_path, shape, mib)
         size = _write(path, SHAPES[shape](), mib << 20)
         grown.append((_grown_mib(path), size))
     (small, _), (big, mib) = grown
     assert big < small * 1.5 + 4, grown  # twice the file: not twice the memory
-    assert big < 8 * mib + 16, grown  # the file, its offsets, a few chunks; not a line each
+    assert big < 6 * mib + 16, grown  # the file, its chunks and records; at 8 MiB, 64 MB
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param(s, marks=pytest.mark.xfail(reason=OVER_AT_THE_LIMIT[s]))
+        if s in OVER_AT_THE_LIMIT
+        else s
+        for s in sorted(SHAPES)
+    ],
+)
+def test_peak_memory_at_the_size_limit(tmp_path: Path, shape: str) -> None:
+    """Just under the 8 MiB `max_file_bytes`, each shape grows the process by at most 64 MB."""
+    path = _path(tmp_path, shape, 8)
+    _write(path, SHAPES[shape](), (8 << 20) - 64)
+    assert _grown_mib(path) < 64

@@ -14,9 +14,9 @@ after them, so that a heading is never a chunk of its own.
 
 Measuring is cheap when the meter is `additive` (no word piece crosses whitespace, as with
 BERT's WordPiece): the body is tokenized once and the size of any range between whitespace
-boundaries is a bisection over the word pieces' start offsets. Other meters count each
-non-blank line once, and every finished chunk is checked with the meter and re-split if it
-is over budget.
+boundaries is the number of word pieces that start in it (`meter.PieceStarts`). Other
+meters count each non-blank line once, and every finished chunk is checked with the meter
+and re-split if it is over budget.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from itertools import chain, islice
 from ..records import Chunk
 from . import Budget
 from .filler import Filler
-from .meter import JOINS, count_all
+from .meter import JOINS, PieceStarts, count_all
 
 #: The end of a sentence: terminal punctuation, closing quotes or brackets, then spaces.
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019]*(\s+)")
@@ -118,12 +118,12 @@ class Layout:
         meter = budget.meter
         self.exact = bool(getattr(meter, "additive", False)) and hasattr(meter, "starts")
         self._contexts: dict[str, int] = {}
-        self._token_starts: Sequence[int] = []
+        self._pieces = PieceStarts(0).close()
         self.body_at = (
             starts[self.first_line - 1] if self.first_line <= self.last_line else len(text)
         )
         if self.exact:
-            self._token_starts = meter.starts(text, self.body_at)  # type: ignore[attr-defined]
+            self._pieces = meter.starts(text, self.body_at)  # type: ignore[attr-defined]
             return
         sums = array(starts.typecode, [0]) * (self.first_line)
         lines = ((starts[n - 1], starts[n] - 1) for n in range(self.first_line, len(starts)))
@@ -151,8 +151,7 @@ class Layout:
     def tokens(self, a: int, b: int) -> int:
         """Word pieces of `text[a:b]`; `a` and `b` must sit at whitespace or line ends."""
         if self.exact:
-            starts = self._token_starts
-            return bisect.bisect_left(starts, b) - bisect.bisect_left(starts, a)
+            return self._pieces.rank(b) - self._pieces.rank(a)
         first, last = self.line_of(a), self.line_of(b - 1)
         if a == self.line_start(first) and b == self.line_end(last):
             return self._line_sums[last] - self._line_sums[first - 1]
@@ -320,9 +319,10 @@ class Layout:
     def _cut_end(self, position: int, b: int, room: int) -> int:
         """Where a piece starting at `position` that holds about `room` word pieces ends."""
         if self.exact:
-            starts = self._token_starts
-            following = bisect.bisect_left(starts, position) + room
-            end = starts[following] if following < len(starts) and starts[following] < b else b
+            pieces = self._pieces
+            following = pieces.rank(position) + room
+            end = pieces.select(following) if following < len(pieces) else b
+            end = min(end, b)
             return max(min(end, position + self.limit), position + 1)
         meter, text = self.budget.meter, self.text
         size = min(self.limit, max(room * 8, 64))

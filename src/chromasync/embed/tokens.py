@@ -1,7 +1,7 @@
 """Token counting with the embedding model's own tokenizer (no model load, no network).
 
 A `TokenMeter` only has to `count` and `cut`. The Hugging Face meter also offers `count_many`
-(one batched call), `starts` (the character offset of every word piece) and `additive`:
+(one batched call), `starts` (where every word piece starts, a `PieceStarts`) and `additive`:
 True when no word piece can cross whitespace, so that the count of a text is the sum of the
 counts of its whitespace-separated parts. The chunkers use these, when present, to measure a
 whole document with one tokenizer call instead of one call per candidate chunk.
@@ -9,11 +9,11 @@ whole document with one tokenizer call instead of one call per candidate chunk.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from ..chunk.meter import PieceStarts
 from ..chunk.meter import TokenMeter as TokenMeter
 from ..chunk.meter import count_all as count_all
 from ..errors import EmbeddingError
@@ -48,8 +48,8 @@ class HFTokenMeter:
         norm = type(self._tokenizer.normalizer).__name__
         self.additive = pre in _SPLITTING_PRE_TOKENIZERS and norm in _KEEPING_NORMALIZERS
 
-    def starts(self, text: str, begin: int = 0) -> array[int]:
-        """The offset in `text` of each word piece of `text[begin:]`, in order (4 bytes each).
+    def starts(self, text: str, begin: int = 0) -> PieceStarts:
+        """Where each word piece of `text[begin:]` starts in `text` (a `PieceStarts`).
 
         A long text of an additive tokenizer is cut into segments of about `_SEGMENT_CHARS`,
         at a line end or else at a space (no word piece crosses either, so the offsets are
@@ -66,15 +66,15 @@ class HFTokenMeter:
                 break
             cuts.append(cut + 1)
         bounds = list(zip(cuts, [*cuts[1:], len(text)], strict=True))
-        out: array[int] = array("i" if len(text) < 2**31 else "q")
+        out = PieceStarts(len(text))
         for first in range(0, len(bounds), _BATCH):
             batch = bounds[first : first + _BATCH]
             encoded = self._tokenizer.encode_batch(
                 [text[a:b] for a, b in batch], add_special_tokens=False
             )
             for (a, _), encoding in zip(batch, encoded, strict=True):
-                out.extend(a + start for start, _ in encoding.offsets)
-        return out
+                out.add(a + start for start, _ in encoding.offsets)
+        return out.close()
 
     def count(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)

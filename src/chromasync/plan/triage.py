@@ -61,8 +61,10 @@ def _sha(text: str) -> str:
 
 
 def normalise_for_hash(text: str) -> str:
-    """The form of an embedding input that is hashed and embedded: no trailing spaces."""
-    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+    """The form of an embedding input that is hashed and embedded: no trailing spaces
+    (`text` itself when it has none, so that a record holds its chunk's text once)."""
+    normal = "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+    return text if normal == text else normal
 
 
 def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> list[str]:
