@@ -34,9 +34,13 @@ def symlink_reason(path: str, real_root: str) -> str:
 
 
 def folder_facts(
-    entries: Iterable[os.DirEntry[str]], real_root: str, gitignore: bool
+    entries: Iterable[os.DirEntry[str]],
+    real_root: str,
+    gitignore: bool,
+    subfolders: list[str] | None = None,
 ) -> list[object]:
-    """One folder's entries as discovery sees them, in the order the folder lists them.
+    """One folder's entries as discovery sees them, in the order the folder lists them
+    (the names of its walked sub-folders appended to `subfolders` when given).
 
     A hidden name is its name (never read, except `.gitignore`), a folder is `(name,)`, a
     symlink `(name, verdict)`, anything else `(name, inode, size, mtime_ns, ctime_ns)`: any
@@ -45,16 +49,22 @@ def folder_facts(
     """
     facts: list[object] = []
     append = facts.append
+    ifmt, ifdir, iflnk = 0o170000, stat_mod.S_IFDIR, stat_mod.S_IFLNK  # locals: per entry
     for entry in entries:
         name = entry.name
         if name[0] == "." and not (gitignore and name == ".gitignore"):
             append(name)
             continue
         st = entry.stat(follow_symlinks=False)
-        kind = stat_mod.S_IFMT(st.st_mode)
-        if kind == stat_mod.S_IFDIR:
-            append((name,) if name[0] != "." else (name, st.st_ino, st.st_ctime_ns))
-        elif kind == stat_mod.S_IFLNK:
+        kind = st.st_mode & ifmt
+        if kind == ifdir:
+            if name[0] == ".":
+                append((name, st.st_ino, st.st_ctime_ns))
+            else:
+                append((name,))
+                if subfolders is not None:
+                    subfolders.append(name)
+        elif kind == iflnk:
             append((name, symlink_reason(entry.path, real_root)))
         else:
             append((name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
@@ -80,13 +90,13 @@ def tree_listing(
         stack = [start]
         while stack:
             rel_dir = stack.pop()
+            names: list[str] = []
             try:
                 with os.scandir(os.path.join(root, rel_dir) if rel_dir else root) as it:
-                    facts = folder_facts(it, real_root, gitignore)
+                    folders.append((rel_dir, folder_facts(it, real_root, gitignore, names)))
             except OSError:
                 return None
-            folders.append((rel_dir, facts))
-            names = sorted(f[0] for f in facts if type(f) is tuple and len(f) == 1)
+            names.sort()
             subdirs = [f"{rel_dir}/{n}" if rel_dir else n for n in names]
             stack.extend(reversed([d for d in subdirs if d not in pruned]))
     return encode_listing(folders)
