@@ -186,20 +186,21 @@ class OwnerClient:
         return lambda *args, **kwargs: self.call(operation, *args, **kwargs)
 
     def search(self, args: SearchArgs) -> SearchResult:
-        """The request record, parsed once, in the owner; no date fields means this
-        caller's (as in process); each hit's editor link made here, by this caller's
-        `editor_uri` (the owner's is not the caller's)."""
-        found: SearchResult = self.call("search", self._dated(args))
+        """The request record, parsed once, in the owner; each hit's editor link made here,
+        by this caller's `editor_uri` (the owner's is not the caller's)."""
         if self.settings is None:
-            return found
+            return self.found(args)
         from ..retrieve.editor import linked
 
-        return linked(found, self.settings)
+        return linked(self.found(args), self.settings)
 
-    def _dated(self, args: SearchArgs) -> SearchArgs:
+    def found(self, args: SearchArgs) -> SearchResult:
+        """`search` without the editor links (as `LocalIndex.found`); no date fields means
+        this caller's (as in process)."""
         if not args.date_fields and self.date_fields:
             args = dataclasses.replace(args, date_fields=self.date_fields)
-        return args
+        found: SearchResult = self.call("search", args)
+        return found
 
     def ask(
         self,
@@ -214,12 +215,7 @@ class OwnerClient:
 
         if self.settings is None:
             raise ConfigError("an answer through the owner needs the caller's settings")
-
-        def search(asked: SearchArgs) -> SearchResult:
-            found: SearchResult = self.call("search", self._dated(asked))
-            return found
-
-        return ask(args, self.settings, search=search, on_token=on_token, fallback=fallback)
+        return ask(args, self.settings, search=self.found, on_token=on_token, fallback=fallback)
 
     def links(self, query: LinksQuery) -> LinksReport:
         """What a file on this machine links to (`on_disk`) is read here: the owner reads

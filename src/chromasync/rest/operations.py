@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError, NotFound, StoreError
-from ..owner.index import OPERATIONS, Index
 from ..owner.queries import MAX_COMPARE_BYTES, CompareQuery, EvalRequest, LinksQuery
+from ..owner.seam import OPERATIONS, Index
 from ..owner.service import Service
 from ..owner.wire import call_from_wire, to_wire
 from ..retrieve.request import SearchArgs, check_query
