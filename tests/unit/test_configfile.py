@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -330,37 +331,37 @@ def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_js
     assert "127.0.0.1:4222" in output and "emb.example/v1" in output
 
 
-def test_a_huge_config_file_is_refused_unread(tmp_path: Path) -> None:
-    """The size is checked by a bounded read: a 64 MiB file was read and decoded whole
-    (128 MiB of Python objects) before the YAML loader refused it."""
+@pytest.mark.parametrize(
+    ("name", "head", "load", "message", "most"),
+    [
+        # a 64 MiB config file was read and decoded whole (128 MiB of Python objects)
+        # before the YAML loader refused it
+        ("chromasync.yaml", b"", load_config_file, r"chromasync\.yaml.*: over 256 KiB", 2 << 20),
+        # a sources file is a Markdown note: over the corpus's 8 MiB it is refused
+        (
+            "sources.md",
+            b"---\ncontent_sources:\n  - path: notes\n---\n",
+            load_sources_file,
+            r"sources\.md.*: over 8,192 KiB",
+            12 << 20,
+        ),
+    ],
+)
+def test_a_huge_config_or_sources_file_is_refused_unread(
+    tmp_path: Path, name: str, head: bytes, load: Callable[[Path], object], message: str, most: int
+) -> None:
+    """The size is checked by a bounded read, before anything is decoded."""
     import tracemalloc
 
-    path = tmp_path / "chromasync.yaml"
+    path = tmp_path / name
     with path.open("wb") as handle:
+        handle.write(head)
         handle.truncate(64 << 20)  # sparse: made in no time
     tracemalloc.start()
     try:
-        with pytest.raises(ConfigError, match=r"chromasync\.yaml.*: over 256 KiB"):
-            load_config_file(path)
+        with pytest.raises(ConfigError, match=message):
+            load(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 2 << 20, peak
-
-
-def test_a_huge_sources_file_is_refused_unread(tmp_path: Path) -> None:
-    """A sources file is a Markdown note: over the corpus's 8 MiB it is refused unread."""
-    import tracemalloc
-
-    path = tmp_path / "sources.md"
-    with path.open("wb") as handle:
-        handle.write(b"---\ncontent_sources:\n  - path: notes\n---\n")
-        handle.truncate(64 << 20)
-    tracemalloc.start()
-    try:
-        with pytest.raises(ConfigError, match=r"sources\.md.*: over 8,192 KiB"):
-            load_sources_file(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 12 << 20, peak
+    assert peak < most, peak
