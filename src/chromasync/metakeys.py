@@ -22,6 +22,14 @@ OWNER_KEY = "chromasync_source"
 #: document)` (trailing spaces stripped), so a peer that re-embeds a record can rebuild it.
 CONTEXT_KEY = "chromasync_context"
 
+
+def normalise_for_hash(text: str) -> str:
+    """The form of an embedding input that is hashed and embedded: no trailing spaces
+    (`text` itself when it has none, so that a record holds its chunk's text once)."""
+    normal = "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+    return text if normal == text else normal
+
+
 #: chromasync's bookkeeping in each record's metadata, named as its own (`chromasync_` like
 #: the marker): what change detection, `heal`, `verify` and dedupe read, which a reader of
 #: the record does not want. The one declaration of these keys: the name records version 2

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from .metakeys import RECORD_FIELDS, source_label
+from .metakeys import CONTEXT_KEY, RECORD_FIELDS, normalise_for_hash, source_label
 
 #: Schema of the SQLite state (manifest, keyword index).
 MANIFEST_SCHEMA = 3  # 2: ctime_ns and inode in `files`; 3: asset, asset_issue (sidecars)
@@ -193,8 +193,14 @@ class ChunkRecord:
     chunk_hash: str  # sha256 of the embedding input (model-independent)
     record_hash: str  # sha256 of document + metadata: equal means nothing to rewrite
     document: str
-    embed_text: str
     metadata: Metadata
+
+    @property
+    def embed_text(self) -> str:
+        """The embedding input, made when asked (never held beside the document):
+        `normalise_for_hash(context + document)`, as `CONTEXT_KEY` says."""
+        context = self.metadata.get(CONTEXT_KEY) or ""
+        return normalise_for_hash(f"{context}{self.document}")
 
 
 @dataclass(frozen=True, slots=True)

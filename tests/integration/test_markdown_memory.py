@@ -3,11 +3,12 @@
 The worst shapes under the 8 MiB limit: one long line (7 MB in the hostile pass, 1.19 GB
 at its peak), very many headings (1,000,000 in 3.9 MB: 848 MB), headings each with a line
 of text (a section, so a chunk, each), blockquotes nested one level deeper on each line
-(3,000 levels in 4.4 MB: 1.37 GB), lists nested the same way, and three-line fenced blocks.
+(3,000 levels in 4.4 MB: 1.37 GB), lists nested the same way, three-line fenced blocks,
+links (a file's records hold its link targets: `MAX_FILE_LINKS`) and CJK text.
 Each file is read, chunked and planned in a fresh process that reports how much its peak
 memory (`VmHWM`) grew; twice the file must not take twice the memory, and 2 MiB may
 take at most 6 bytes a byte and 16 MB (that is 64 MB at 8 MiB). The slow test measures
-each shape at 8 MiB: under 64 MB, but for `OVER_AT_THE_LIMIT`.
+each shape at 8 MiB: under 64 MB.
 Before, the chunker held a string a line, a `Block` a block and a `Span` a line or sentence
 (250,000 headings in 2 MiB: 154 MB; 8 MiB: 529 MB), and the tokenizer encoded 32 KiB
 segments (2 MiB of nested quotes: 106 MB); tree-sitter parsed 2 MiB of Python statements
@@ -64,25 +65,20 @@ SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     "nested-lists": lambda: ("  " * i + "- x\n" for i in count()),
     "fenced-blocks": lambda: ("```\nx\n```\n" for _ in count()),
     "python-statements": lambda: (f"x{i} = {i}\n" for i in count()),  # a .py file
-}
-#: At the size limit these still grow the process by more than 64 MB, or by about that
-#: (it varies by a few MB from run to run), as docs/reliability.md says.
-OVER_AT_THE_LIMIT = {
-    "nested-quotes": "34,947 chunks of about 240 `>` are 35 MB of records, held whole until"
-    " written: 76 MB",
-    "headings-with-text": "26,132 records and each chunk's embedding input (its heading path"
-    " and text, a copy): 62 to 67 MB",
+    "links": lambda: (f"[a](n/{i}.md)" + (" " if i % 8 else "\n") for i in count()),
+    "cjk-lines": lambda: ("漢字仮名交じり文" * 50 + "\n" for _ in count()),  # 3 bytes a char
 }
 
 
 def _write(path: Path, lines: Iterator[str], size: int) -> float:
     written = 0
-    with path.open("w") as out:
+    with path.open("w", encoding="utf-8") as out:
         for line in lines:
-            if written + len(line) > size:
+            size_of = len(line.encode())
+            if written + size_of > size:
                 break
             out.write(line)
-            written += len(line)
+            written += size_of
         out.write("\n")
     return path.stat().st_size / (1 << 20)
 
@@ -118,15 +114,7 @@ def test_peak_memory_of_a_shape_is_bounded(tmp_path: Path, shape: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "shape",
-    [
-        pytest.param(s, marks=pytest.mark.xfail(reason=OVER_AT_THE_LIMIT[s]))
-        if s in OVER_AT_THE_LIMIT
-        else s
-        for s in sorted(SHAPES)
-    ],
-)
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_peak_memory_at_the_size_limit(tmp_path: Path, shape: str) -> None:
     """Just under the 8 MiB `max_file_bytes`, each shape grows the process by at most 64 MB."""
     path = _path(tmp_path, shape, 8)

@@ -86,8 +86,7 @@ def test_records_say_what_was_embedded_and_which_document(notes: Path, settings:
     """A peer can rebuild each record's embedding input (context prefix + stored text) and
     finds the document id LlamaIndex deletes by."""
     from chromasync.embed.hashing import HashEmbedder
-    from chromasync.metakeys import CONTEXT_KEY
-    from chromasync.plan.triage import normalise_for_hash
+    from chromasync.metakeys import CONTEXT_KEY, normalise_for_hash
 
     embedder = HashEmbedder()
     api.ingest([api.source_for(notes)], settings, embedder=embedder)

@@ -33,7 +33,6 @@ def test_drift_found_and_repaired(notes: Path, settings: Settings, embedder: Has
         "x",
         "y",
         "stray text",
-        "stray text",
         # chromasync's (its ownership marker): an orphan, where another tool's would be kept
         {
             "source": "notes",

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from chromasync.corpus.links import MAX_FILE_LINKS, MAX_LINKS
 from chromasync.errors import SourceError
 from chromasync.metakeys import (
     BOOKKEEPING_KEYS,
@@ -21,7 +22,9 @@ from chromasync.metakeys import (
     OWNER_KEY,
     RECORD_FIELDS,
     RECORD_HASH_KEY,
+    normalise_for_hash,
 )
+from chromasync.plan.packed import Packer
 from chromasync.plan.triage import (
     MASS_DELETE_MIN,
     RACY_WINDOW_NS,
@@ -31,7 +34,6 @@ from chromasync.plan.triage import (
     deletions,
     is_racy,
     namespace_id,
-    normalise_for_hash,
     plan_file,
     record_id,
     triage,
@@ -169,6 +171,35 @@ def _doc(
 
 
 ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{16}-[0-9a-f]{16}-\d+$")
+
+
+def test_packed_metadata_reads_as_the_dict_it_packs() -> None:
+    """A record's own values win over its document's, each key comes once, and what a
+    writer makes of it (`dict`, JSON) is the dict a record held before (issue 40)."""
+    pack = Packer({"path": "a.md", "heading": "shared", "tags": ["x"]})
+    first = pack({"heading": "Intro", "chunk_index": 0})
+    second = pack({"heading": "Use", "chunk_index": 1, "links": ["b.md"]})
+    assert dict(first) == {"path": "a.md", "heading": "Intro", "tags": ["x"], "chunk_index": 0}
+    assert list(second) == ["path", "tags", "heading", "chunk_index", "links"]
+    assert len(second) == 5 and second.get("links") == ["b.md"] and "nope" not in second
+    assert first == dict(first) and first != second
+    assert json.loads(json.dumps(dict(second))) == dict(second)
+
+
+def test_a_file_records_at_most_max_file_links_links() -> None:
+    """A file's records hold at most `MAX_FILE_LINKS` link targets in all, the first ones
+    (600,000 links in 8 MiB were 28 MB of strings held until the file was written)."""
+    per_chunk = MAX_LINKS
+    texts = tuple(
+        " ".join(f"[x](n/{c}-{i}.md)" for i in range(per_chunk))
+        for c in range(MAX_FILE_LINKS // per_chunk + 2)
+    )
+    doc, chunks = _doc(texts)
+    records = build_records(doc, chunks, 1, RecordContext("notes", "notes", "m"))
+    held = [len(r.metadata.get("links", [])) for r in records]
+    assert sum(held) == MAX_FILE_LINKS
+    assert held[: MAX_FILE_LINKS // per_chunk] == [per_chunk] * (MAX_FILE_LINKS // per_chunk)
+    assert held[-2:] == [0, 0]
 
 
 @pytest.mark.parametrize(

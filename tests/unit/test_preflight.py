@@ -21,7 +21,7 @@ OURS = {k: 1 for k in sorted(RESERVED_KEYS) if k not in ("symbol", "document_id"
 def _record(rid: str, document: str = "text", user_keys: int = 0) -> ChunkRecord:
     metadata: dict[str, str | int] = dict(OURS)
     metadata.update({f"user_{i:02d}": i for i in range(user_keys)})
-    return ChunkRecord(rid, "c" * 64, "r" * 64, document, document, metadata)
+    return ChunkRecord(rid, "c" * 64, "r" * 64, document, metadata)
 
 
 def _change(path: str, *records: ChunkRecord, embed: bool = True) -> FileChange:

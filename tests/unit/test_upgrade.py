@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
-from chromasync.metakeys import BOOKKEEPING_KEYS, CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY
-from chromasync.plan.triage import normalise_for_hash
+from chromasync.metakeys import (
+    BOOKKEEPING_KEYS,
+    CHUNK_HASH_KEY,
+    CONTEXT_KEY,
+    OWNER_KEY,
+    normalise_for_hash,
+)
 from chromasync.plan.upgrade import embedded_context, may_have_context, missing_keys
 
 DOC = "Turn the ring clockwise.  \nThen back off two steps.\n"

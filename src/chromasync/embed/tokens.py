@@ -21,12 +21,12 @@ from ..errors import EmbeddingError
 #: Pre-tokenizers that split at every whitespace character, and normalizers that keep
 #: whitespace where it is: together they make counts add up over lines and paragraphs.
 _SPLITTING_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
-#: Texts longer than two of these are encoded in segments, this many segments at a time
-#: (see `HFTokenMeter.starts`). The tokenizer's own memory grows faster than a segment:
-#: 2,000 nested quote lines (2 MiB) grew the process by 88 MiB with 32 KiB segments, by
-#: 18 MiB with 2 KiB ones, in no more time.
+#: Texts longer than two of these are encoded in segments, one at a time (see
+#: `HFTokenMeter.starts`). The tokenizer's own memory grows faster than a segment: 2,000
+#: nested quote lines (2 MiB) grew the process by 88 MiB with 32 KiB segments, by 18 MiB
+#: with 2 KiB ones, in no more time; and batches of 4 segments, encoded on the tokenizer's
+#: threads, left 8 MB more at 8 MiB (in each thread's own malloc arena) for no gain in time.
 _SEGMENT_CHARS = 2 * 1024
-_BATCH = 4
 _KEEPING_NORMALIZERS = frozenset(
     {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
 )
@@ -53,9 +53,8 @@ class HFTokenMeter:
 
         A long text of an additive tokenizer is cut into segments of about `_SEGMENT_CHARS`,
         at a line end or else at a space (no word piece crosses either, so the offsets are
-        those of one call), encoded `_BATCH` segments at a time (in parallel): memory
-        follows a batch, not the text, whatever its shape (one long line too). A text with
-        nothing to cut at is one call.
+        those of one call), encoded one at a time: memory follows a segment, not the text,
+        whatever its shape (one long line too). A text with nothing to cut at is one call.
         """
         cuts = [begin]
         while self.additive and len(text) - cuts[-1] > 2 * _SEGMENT_CHARS:
@@ -67,13 +66,9 @@ class HFTokenMeter:
             cuts.append(cut + 1)
         bounds = list(zip(cuts, [*cuts[1:], len(text)], strict=True))
         out = PieceStarts(len(text))
-        for first in range(0, len(bounds), _BATCH):
-            batch = bounds[first : first + _BATCH]
-            encoded = self._tokenizer.encode_batch(
-                [text[a:b] for a, b in batch], add_special_tokens=False
-            )
-            for (a, _), encoding in zip(batch, encoded, strict=True):
-                out.add(a + start for start, _ in encoding.offsets)
+        for a, b in bounds:
+            encoding = self._tokenizer.encode(text[a:b], add_special_tokens=False)
+            out.add(a + start for start, _ in encoding.offsets)
         return out.close()
 
     def count(self, text: str) -> int:

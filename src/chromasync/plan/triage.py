@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..corpus.documents import DocumentText, document_format, page_at_line
 from ..corpus.frontmatter import RESERVED_KEYS
-from ..corpus.links import extract_links, front_matter_links, link_targets
+from ..corpus.links import MAX_FILE_LINKS, extract_links, front_matter_links, link_targets
 from ..corpus.read import TRANSIENT_REASONS
 from ..errors import SourceError
 from ..metakeys import (
@@ -30,6 +30,7 @@ from ..metakeys import (
     OWNER_KEY,
     RECORD_HASH_KEY,
     bookkeeping,
+    normalise_for_hash,
 )
 from ..records import (
     Chunk,
@@ -44,6 +45,7 @@ from ..records import (
     SourceSpec,
 )
 from ..versions import CHUNKING_VERSION, RECORD_SCHEMA_VERSION
+from .packed import Packer
 
 #: A file modified within this window before its manifest row was written may have been
 #: rewritten in the same timestamp tick ("racily clean", as git calls it): it is re-hashed.
@@ -58,13 +60,6 @@ MASS_DELETE_MIN = 20
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def normalise_for_hash(text: str) -> str:
-    """The form of an embedding input that is hashed and embedded: no trailing spaces
-    (`text` itself when it has none, so that a record holds its chunk's text once)."""
-    normal = "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
-    return text if normal == text else normal
 
 
 def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> list[str]:
@@ -180,22 +175,63 @@ def _beside(doc: Document, ctx: RecordContext, mtime_ns: int) -> dict[str, MetaV
 
 
 def _placed(chunk: Chunk, doc: Document, paged: DocumentText | None) -> dict[str, MetaValue]:
-    """A chunk's optional place fields: language, symbol, the document's identity, and for
-    a paged document the pages its lines came from (where each later page starts)."""
+    """A chunk's optional place fields: its language where it is not the document's, its
+    symbol, and for a paged document the pages its lines came from (where each later page
+    starts)."""
     placed: dict[str, MetaValue] = {}
-    if chunk.language or doc.language:
-        placed["language"] = chunk.language or doc.language or ""
+    if chunk.language and chunk.language != doc.language:
+        placed["language"] = chunk.language
     if chunk.symbol:
         placed["symbol"] = chunk.symbol
-    if doc.identity:
-        placed["document_id"] = doc.identity
     if paged is not None:
-        placed["doc_format"] = doc.doc_format
         placed["page"] = page_at_line(paged, chunk.start_line)
         placed["page_end"] = page_at_line(paged, chunk.end_line)
         if placed["page_end"] != placed["page"]:
             placed["page_starts"] = page_starts_within(paged, chunk.start_line, chunk.end_line)
     return placed
+
+
+def _hashed(doc: Document, ctx: RecordContext, version: int, count: int) -> dict[str, MetaValue]:
+    """The fields of a document that each of its records' hash covers: its front matter
+    and the source's, then ours, which win (and no one else's value stays under a
+    bookkeeping key's older name)."""
+    fields = {k: v for k, v in doc.metadata.items() if k not in BOOKKEEPING_KEYS}
+    fields.update({k: v for k, v in ctx.static_metadata.items() if k not in RESERVED_KEYS})
+    fields.update(ctx.extra_metadata)
+    fields.update(
+        {
+            "source": ctx.source,
+            "source_kind": ctx.source_kind,
+            "path": doc.rel_path,
+            FILE_HASH_KEY: doc.file_hash,
+            "chunk_count": count,
+            CHUNKING_VERSION_KEY: CHUNKING_VERSION,
+            EMBEDDING_MODEL_KEY: ctx.embedding_model,
+            FILE_VERSION_KEY: version,
+        }
+    )
+    if doc.language:
+        fields["language"] = doc.language
+    if doc.identity:
+        fields["document_id"] = doc.identity
+    if doc.pages:
+        fields["doc_format"] = doc.doc_format
+    return fields
+
+
+def _unhashed(
+    doc: Document, ctx: RecordContext, mtime_ns: int, key: str, hashed: Mapping[str, MetaValue]
+) -> dict[str, MetaValue]:
+    """The fields of a document written after its records' hash (adding them to an older
+    index rewrote no record): the owner, the file's path as LangChain looks for it (the
+    hash has the label), the keys LlamaIndex deletes and groups by, and `_beside`'s."""
+    fields: dict[str, MetaValue] = {OWNER_KEY: ctx.source}
+    if ctx.source_root:
+        fields["source"] = source_path(ctx.source_root, doc.rel_path)
+    if "document_id" not in hashed:
+        fields["document_id"] = key
+    fields["ref_doc_id"] = key
+    return {**fields, **_beside(doc, ctx, mtime_ns)}
 
 
 def build_records(
@@ -208,42 +244,29 @@ def build_records(
 ) -> tuple[ChunkRecord, ...]:
     """The records to store for one document: IDs, texts and metadata (ours win); `key`:
     the document key when not its identity or path (a duplicate identity's path). Each
-    chunk's `char_count` and `_beside`'s fields are written after the record hash."""
+    chunk's `char_count` and `_unhashed` fields are written after the record hash; the
+    document's fields are one mapping that all its records share (`plan.packed`)."""
     key = key or doc.identity or doc.rel_path
-    beside = _beside(doc, ctx, mtime_ns)
+    hashed = _hashed(doc, ctx, version, len(chunks))
+    pack = Packer({**hashed, **_unhashed(doc, ctx, mtime_ns, key, hashed)})
     paged = DocumentText(doc.text, doc.pages, doc.page_starts) if doc.pages else None
     seen: dict[str, int] = {}
     records: list[ChunkRecord] = []
     header = "\n".join(doc.text.split("\n", doc.body_start_line)[: doc.body_start_line - 1])
     header_links = front_matter_links(doc.metadata, header)
+    links_left = MAX_FILE_LINKS
     for index, chunk in enumerate(chunks):
-        embed_text = normalise_for_hash(chunk.embed_text)
-        chunk_hash = _sha(embed_text)
+        chunk_hash = _sha(normalise_for_hash(chunk.embed_text))
         occurrence = seen.get(chunk_hash, 0)
         seen[chunk_hash] = occurrence + 1
-        metadata: dict[str, MetaValue] = {}
-        # ours win; and no one else's value stays under a bookkeeping key's older name
-        metadata.update({k: v for k, v in doc.metadata.items() if k not in BOOKKEEPING_KEYS})
-        metadata.update({k: v for k, v in ctx.static_metadata.items() if k not in RESERVED_KEYS})
-        metadata.update(ctx.extra_metadata)
-        metadata.update(
-            {
-                "source": ctx.source,
-                "source_kind": ctx.source_kind,
-                "path": doc.rel_path,
-                FILE_HASH_KEY: doc.file_hash,
-                CHUNK_HASH_KEY: chunk_hash,
-                "chunk_index": index,
-                "chunk_count": len(chunks),
-                "heading": chunk.heading,
-                "start_line": chunk.start_line,
-                "end_line": chunk.end_line,
-                CHUNKING_VERSION_KEY: CHUNKING_VERSION,
-                EMBEDDING_MODEL_KEY: ctx.embedding_model,
-                FILE_VERSION_KEY: version,
-            }
-        )
-        metadata.update(_placed(chunk, doc, paged))
+        own: dict[str, MetaValue] = {
+            CHUNK_HASH_KEY: chunk_hash,
+            "chunk_index": index,
+            "heading": chunk.heading,
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            **_placed(chunk, doc, paged),
+        }
         # outgoing links: metadata only (a changed link is a rewrite, never an embedding);
         # the overlap with the chunk before is left to that chunk
         found = extract_links(
@@ -251,29 +274,21 @@ def build_records(
             doc.rel_path,
             chunk.start_line + chunk.text.count("\n", 0, chunk.overlap),
         )
-        targets = link_targets([*found, *(header_links if index == 0 else ())])
+        targets = link_targets([*found, *(header_links if index == 0 else ())])[:links_left]
+        links_left -= len(targets)
         if targets:
-            metadata["links"] = targets
-        record_hash = hash_record(metadata, chunk.text)
-        metadata[RECORD_HASH_KEY] = record_hash
-        # after the hash: adding these to an older index rewrote no record
-        metadata[OWNER_KEY] = ctx.source
-        if ctx.source_root:  # where LangChain looks for the file (the hash has the label)
-            metadata["source"] = source_path(ctx.source_root, doc.rel_path)
-        # the document a record belongs to, by the keys LlamaIndex deletes and groups by
-        metadata.setdefault("document_id", key)
-        metadata["ref_doc_id"] = key
+            own["links"] = targets
+        record_hash = own[RECORD_HASH_KEY] = hash_record({**hashed, **own}, chunk.text)
         if chunk.context:
-            metadata[CONTEXT_KEY] = chunk.context
-        metadata.update(beside, char_count=len(chunk.text))
+            own[CONTEXT_KEY] = chunk.context
+        own["char_count"] = len(chunk.text)
         records.append(
             ChunkRecord(
                 id=record_id(ctx.source, key, chunk_hash, occurrence),
                 chunk_hash=chunk_hash,
                 record_hash=record_hash,
                 document=chunk.text,
-                embed_text=embed_text,
-                metadata=metadata,
+                metadata=pack(own),
             )
         )
     return tuple(records)

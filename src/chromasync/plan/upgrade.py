@@ -9,8 +9,15 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..metakeys import BOOKKEEPING_KEYS, CHUNK_HASH_KEY, CONTEXT_KEY, OWNER_KEY, bookkeeping
-from .triage import normalise_for_hash, source_path
+from ..metakeys import (
+    BOOKKEEPING_KEYS,
+    CHUNK_HASH_KEY,
+    CONTEXT_KEY,
+    OWNER_KEY,
+    bookkeeping,
+    normalise_for_hash,
+)
+from .triage import source_path
 
 #: The version of the keys every record carries: a collection records it per source label
 #: once its records are upgraded, so later runs read nothing for the upgrade. 2: the marker,

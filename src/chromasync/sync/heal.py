@@ -100,7 +100,6 @@ def rebuild_manifest(stored: Iterable[StoredRecord], previous: Mapping[str, File
                 chunk_hash=str(bookkeeping(r.metadata, CHUNK_HASH_KEY) or ""),
                 record_hash=str(bookkeeping(r.metadata, RECORD_HASH_KEY) or ""),
                 document=r.document or "",
-                embed_text="",
                 metadata=dict(r.metadata),
             )
             for r in rows
