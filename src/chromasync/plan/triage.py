@@ -163,17 +163,6 @@ def _identity_fields(doc: Document, identity: tuple[str, str, str]) -> dict[str,
     }
 
 
-def _beside(doc: Document, ctx: RecordContext, mtime_ns: int) -> dict[str, MetaValue]:
-    """The fields written beside the record hash, never in it: the run's `ingested_at`, the
-    file's `last_modified_mtime` (seconds), with an identity the repository indexer's."""
-    beside: dict[str, MetaValue] = {"ingested_at": ctx.ingested_at} if ctx.ingested_at else {}
-    if mtime_ns:
-        beside["last_modified_mtime"] = mtime_ns / 1e9
-    if ctx.identity is not None:
-        beside.update(_identity_fields(doc, ctx.identity))
-    return beside
-
-
 def _placed(chunk: Chunk, doc: Document, paged: DocumentText | None) -> dict[str, MetaValue]:
     """A chunk's optional place fields: its language where it is not the document's, its
     symbol, and for a paged document the pages its lines came from (where each later page
@@ -224,14 +213,22 @@ def _unhashed(
 ) -> dict[str, MetaValue]:
     """The fields of a document written after its records' hash (adding them to an older
     index rewrote no record): the owner, the file's path as LangChain looks for it (the
-    hash has the label), the keys LlamaIndex deletes and groups by, and `_beside`'s."""
+    hash has the label), the keys LlamaIndex deletes and groups by, the run's
+    `ingested_at`, the file's `last_modified_mtime` (seconds), and with an identity the
+    repository indexer's fields."""
     fields: dict[str, MetaValue] = {OWNER_KEY: ctx.source}
     if ctx.source_root:
         fields["source"] = source_path(ctx.source_root, doc.rel_path)
     if "document_id" not in hashed:
         fields["document_id"] = key
     fields["ref_doc_id"] = key
-    return {**fields, **_beside(doc, ctx, mtime_ns)}
+    if ctx.ingested_at:
+        fields["ingested_at"] = ctx.ingested_at
+    if mtime_ns:
+        fields["last_modified_mtime"] = mtime_ns / 1e9
+    if ctx.identity is not None:
+        fields.update(_identity_fields(doc, ctx.identity))
+    return fields
 
 
 def build_records(
