@@ -204,22 +204,24 @@ class Retriever:
     def _fill(
         self, hits: Sequence[Hit], versions: Sequence[tuple[str, int]]
     ) -> tuple[Hit, ...] | None:
-        """`hits` with their text and metadata, read with one `get` per collection for those
-        from a dense list (whose fields win, as in `rank_hits`) and from the keyword index for
-        the others; None if one is no longer stored or a keyword index changed since its
-        list was read (`versions`)."""
+        """`hits` with their text and metadata, read from the keyword index of their list
+        (`versions`), in one read per index, and with one `get` per collection for those
+        from a dense list (whose fields win, as in `rank_hits`) unless the state's own index
+        covers a local store (`_holds_fields`); None if one is no longer stored or a keyword
+        index changed since its list was read."""
         dense: dict[str, list[str]] = {}
         keyword: dict[str, list[str]] = {}
+        read_at = dict(versions)
         for hit in hits:
-            wanted = dense if "dense" in hit.ranks else keyword
-            wanted.setdefault(hit.collection, []).append(hit.id)
+            name = hit.collection
+            from_index = "dense" not in hit.ranks or (name in read_at and self._holds_fields(name))
+            (keyword if from_index else dense).setdefault(name, []).append(hit.id)
         stored: dict[tuple[str, str], Hit] = {}
         for name, ids in dense.items():
             for record in self.collection(name).get(ids):
                 stored[(name, record.id)] = Hit.from_metadata(
                     record.id, record.metadata, record.document or "", 0.0, name
                 )
-        read_at = dict(versions)
         for name, ids in keyword.items():
             index = self._indexes.get(name)
             if index is None or name not in read_at:
@@ -246,6 +248,13 @@ class Retriever:
                 )
             )
         return tuple(out)
+
+    def _holds_fields(self, name: str) -> bool:
+        """Whether the state's own keyword index covers collection `name` of a local store,
+        which only this data dir's ingests write (a Chroma server: others too): it then
+        holds each record's text and metadata as written to the collection."""
+        index = self._indexes.get(name)
+        return self.store.target is None and index is not None and index is self.local_index
 
     def latest_ids(self, request: SearchRequest) -> dict[str, list[str]]:
         """Per collection, the chunk ids of the `request.latest` newest documents that pass

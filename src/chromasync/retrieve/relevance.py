@@ -46,9 +46,11 @@ def calibration_for(mode: str, method: str = "zscore") -> Calibration:
     return CALIBRATIONS[key]
 
 
-def standardised(scores: Sequence[float], depth: int = 0, pad_zero: bool = False) -> list[float]:
+def standardised(
+    scores: Sequence[float], depth: int = 0, pad_zero: bool = False, count: int | None = None
+) -> list[float]:
     """Each score's z among `scores`, padded up to `depth` candidates with zeros
-    (`pad_zero`) or with the lowest score."""
+    (`pad_zero`) or with the lowest score; only the first `count` scores' when given."""
     if not scores:
         return []
     pad = max(0, depth - len(scores))
@@ -57,18 +59,24 @@ def standardised(scores: Sequence[float], depth: int = 0, pad_zero: bool = False
     mean = (sum(scores) + pad * value) / n
     var = (sum((s - mean) ** 2 for s in scores) + pad * (value - mean) ** 2) / n
     std = math.sqrt(var)
+    wanted = scores[:count] if count is not None else scores
     if std <= 1e-12:
-        return [0.0] * len(scores)
-    return [(s - mean) / std for s in scores]
+        return [0.0] * len(wanted)
+    return [(s - mean) / std for s in wanted]
 
 
 def relevance_scale(
-    scores: Sequence[float], mode: str, method: str = "zscore", depth: int = 0
+    scores: Sequence[float],
+    mode: str,
+    method: str = "zscore",
+    depth: int = 0,
+    count: int | None = None,
 ) -> list[float]:
     """The relevance of each candidate of one ranking (its scores, any order), rounded to 4
-    places; `depth`: how many candidates each list was asked for."""
+    places; `depth`: how many candidates each list was asked for; `count`: only the first
+    `count` candidates' (all of them still set the scale)."""
     calibration = calibration_for(mode, method)
-    z = standardised(scores, depth, calibration.pad_zero)
+    z = standardised(scores, depth, calibration.pad_zero, count)
     return [round(calibration.value(v), 4) for v in z]
 
 

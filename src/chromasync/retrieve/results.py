@@ -144,33 +144,34 @@ def rank_hits(
     dense, keyword = gathered.dense, gathered.keyword
     if mode == "hybrid" and fusion.feedback is not None and gathered.fed is not None:
         dense, keyword = gathered.fed
-    dense_ranks = _ranks(dense)
-    keyword_ranks = _ranks(keyword)
-    dense_scores = _scores(dense)
-    keyword_scores = _scores(keyword)
-    by_key = {_key(h): h for h in (*keyword, *dense)}
+    dense_keys = [(h.collection, h.id) for h in dense]
+    keyword_keys = [(h.collection, h.id) for h in keyword]
     if mode == "dense":
-        chosen: list[tuple[tuple[str, str], float]] = [(_key(h), h.score) for h in dense]
+        chosen = [(key, h.score) for key, h in zip(dense_keys, dense, strict=True)]
     elif mode == "keyword":
-        chosen = [(_key(h), h.score) for h in keyword]
+        chosen = [(key, h.score) for key, h in zip(keyword_keys, keyword, strict=True)]
     else:
         chosen = fuse(_lists(dense, keyword), fusion, document_of)
-    values = relevance_scale([s for _, s in chosen], mode, fusion.method, MIN_CANDIDATES)
+    scores = [s for _, s in chosen]
     if gathered.allowed is not None:  # scored among every candidate, shown if it passed
+        values = relevance_scale(scores, mode, fusion.method, MIN_CANDIDATES)
         kept = [(c, v) for c, v in zip(chosen, values, strict=True) if c[0] in gathered.allowed]
         chosen, values = [c for c, _ in kept], [v for _, v in kept]
+    else:  # only the hits shown are scaled (every candidate still sets the scale)
+        values = relevance_scale(scores, mode, fusion.method, MIN_CANDIDATES, limit)
     shown = chosen if limit is None else chosen[:limit]
+    by_key = dict(zip((*keyword_keys, *dense_keys), (*keyword, *dense), strict=True))
+    dense_at, keyword_at = _first_places(dense_keys), _first_places(keyword_keys)
     out = []
     for (key, score), value in zip(shown, values[: len(shown)], strict=True):
         ranks = {}
-        scores = {}
-        if key in dense_ranks:
-            ranks["dense"] = dense_ranks[key]
-            scores["dense"] = dense_scores[key]
-        if key in keyword_ranks:
-            ranks["keyword"] = keyword_ranks[key]
-            scores["keyword"] = keyword_scores[key]
-        out.append(replace(by_key[key], score=score, ranks=ranks, scores=scores, relevance=value))
+        raw = {}
+        for name, places, hits in (("dense", dense_at, dense), ("keyword", keyword_at, keyword)):
+            place = places.get(key)
+            if place is not None:
+                ranks[name] = place + 1
+                raw[name] = round(hits[place].score, 6)
+        out.append(replace(by_key[key], score=score, ranks=ranks, scores=raw, relevance=value))
     return out
 
 
@@ -180,6 +181,11 @@ def _lists(dense: Sequence[Hit], keyword: Sequence[Hit]) -> list[Ranked[tuple[st
         Ranked("dense", tuple((_key(h), h.score) for h in dense)),
         Ranked("keyword", tuple((_key(h), h.score) for h in keyword)),
     ]
+
+
+def _first_places(keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Each key's first place in a list (0-based): written last to first, the first wins."""
+    return dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
 
 
 def lead_documents(
@@ -419,20 +425,6 @@ def document_of(key: tuple[str, str]) -> tuple[str, str]:
     collection, rid = key
     found = _RECORD_ID.fullmatch(rid)
     return (collection, found.group(1) if found else rid)
-
-
-def _scores(hits: Sequence[Hit]) -> dict[tuple[str, str], float]:
-    out: dict[tuple[str, str], float] = {}
-    for hit in hits:
-        out.setdefault(_key(hit), round(hit.score, 6))
-    return out
-
-
-def _ranks(hits: Sequence[Hit]) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for rank, hit in enumerate(hits, 1):
-        out.setdefault(_key(hit), rank)
-    return out
 
 
 def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:

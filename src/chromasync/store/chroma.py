@@ -428,9 +428,10 @@ class Collection:
                 raise
 
         got = self._store._call(f"query {self.name!r}", run)
-        if not fields:
+        if not fields:  # `Hit.from_metadata` of an empty record, made directly
+            name = self.name
             return [
-                Hit.from_metadata(rid, {}, "", 1.0 - float(dist), self.name)
+                Hit(rid, "", "", "", 0, 0, 1.0 - float(dist), "", name)
                 for rid, dist in zip(got["ids"][0], got["distances"][0], strict=True)
             ]
         return [
