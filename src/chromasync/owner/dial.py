@@ -220,7 +220,7 @@ def start_daemon(data_dir: str, flags: Mapping[str, object]) -> str | None:
         return None
 
 
-#: `json.dumps`'s escapes (ensure_ascii off) of the characters under 32, `"` and `\\`, made
+#: `json.dumps`'s escapes (ensure_ascii off) of the characters under 32, `"` and `\`, made
 #: on first use.
 _ESCAPES: dict[int, str] = {}
 
