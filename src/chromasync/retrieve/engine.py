@@ -295,8 +295,8 @@ class Retriever:
         want_dense = any(m in ("dense", "hybrid") for m in modes)
         want_keyword = any(m in ("keyword", "hybrid") for m in modes)
         depth = request.depth
-        dense_lists: list[list[Hit]] = []
-        keyword_lists: list[list[Hit]] = []
+        dense_lists: list[Sequence[Hit]] = []
+        keyword_lists: list[Sequence[Hit]] = []
         warnings: list[str] = []
         plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
         versions: list[tuple[str, int]] = []
@@ -341,8 +341,8 @@ class Retriever:
                 made = "state" if index is self.local_index else "mirror"
                 plan.append((name, made, condition.sql, condition.params))
                 asked.append(Asked(name, "keyword", where, ids, condition))
-        dense = tuple(merge_by_score(dense_lists, depth * len(names)))
-        keyword = tuple(merge_by_score(keyword_lists, depth * len(names)))
+        dense = merge_by_score(dense_lists, depth * len(names))
+        keyword = merge_by_score(keyword_lists, depth * len(names))
         feedback = (request.fusion or DEFAULT_FUSION).feedback
         fed = None
         if feedback is not None and "hybrid" in modes and (dense or keyword):
