@@ -272,6 +272,31 @@ def test_a_chunk_gone_before_it_is_read_searches_again_whole(
         assert after == retriever.search(request, full_fetch=True)
 
 
+def test_dense_hits_are_read_from_chroma_once_an_ingest_has_begun(
+    tmp_path: Path, includes: Includes
+) -> None:
+    """An ingest begins (its source marked running) after the retriever saw the state clean:
+    the state's index may now lag the collection, so the dense hits' fields are read from
+    Chroma again, and the result is still the full fetch's."""
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    api.ingest(
+        [api.source_for(write_corpus(tmp_path / "n", 6, 20))], settings, embedder=HashEmbedder()
+    )
+    request = api.SearchRequest("espresso grinder tide harbour", k=5)
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        includes.got.clear()  # the ingest's reads
+        before = retriever.search(request)
+        assert any("dense" in h.ranks for h in before.hits)
+        assert includes.got == []  # filled from the state's index
+        writer = sqlite3.connect(settings.data_dir / STATE_FILE)
+        with writer:
+            writer.execute("UPDATE sources SET status = 'running'")
+        writer.close()
+        after = retriever.search(request)
+        assert includes.got  # from Chroma
+        assert after == before == retriever.search(request, full_fetch=True)
+
+
 def test_a_keyword_index_changed_before_its_hits_are_read_searches_again_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

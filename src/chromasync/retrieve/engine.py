@@ -57,10 +57,13 @@ class Retriever:
         reranker: Reranker | None = None,
         mirror_ttl_s: float = 300.0,
         heading_weight: float = 1.0,
+        clean_at: int | None = None,
     ) -> None:
+        """`clean_at`: the local index's `version` when `dirty_collections` was read."""
         self.store = store
         self.local_index = local_index
         self.dirty = dirty_collections
+        self.clean_at = clean_at
         self._open_mirror = open_mirror
         self._mirror: KeywordMirror | None = None
         self._mirror_index: KeywordIndex | None = None
@@ -214,7 +217,7 @@ class Retriever:
         read_at = dict(versions)
         for hit in hits:
             name = hit.collection
-            from_index = "dense" not in hit.ranks or (name in read_at and self._holds_fields(name))
+            from_index = "dense" not in hit.ranks or self._holds_fields(name, read_at.get(name))
             (keyword if from_index else dense).setdefault(name, []).append(hit.id)
         stored: dict[tuple[str, str], Hit] = {}
         for name, ids in dense.items():
@@ -249,12 +252,19 @@ class Retriever:
             )
         return tuple(out)
 
-    def _holds_fields(self, name: str) -> bool:
+    def _holds_fields(self, name: str, version: int | None) -> bool:
         """Whether the state's own keyword index covers collection `name` of a local store,
-        which only this data dir's ingests write (a Chroma server: others too): it then
-        holds each record's text and metadata as written to the collection."""
+        which only this data dir's ingests write (a Chroma server: others too), unchanged
+        since it was seen clean (its list read at `version`, no ingest begun since): it
+        then holds each record's text and metadata as the collection does."""
         index = self._indexes.get(name)
-        return self.store.target is None and index is not None and index is self.local_index
+        return (
+            self.store.target is None
+            and index is not None
+            and index is self.local_index
+            and version is not None
+            and version == self.clean_at
+        )
 
     def latest_ids(self, request: SearchRequest) -> dict[str, list[str]]:
         """Per collection, the chunk ids of the `request.latest` newest documents that pass
