@@ -176,7 +176,7 @@ class KeywordIndex:
             )
         if not fields:
             found = rows.fetchall()
-            return LeanList.of(collection, [r[0] for r in found], [-float(r[1]) for r in found])
+            return LeanList([(collection, r[0]) for r in found], [-float(r[1]) for r in found])
         return [_hit(collection, rid, meta, text, -float(rank)) for rid, meta, text, rank in rows]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:

@@ -28,10 +28,6 @@ class LeanList(Sequence[Hit]):
         self.keys = keys
         self.scores = scores
 
-    @classmethod
-    def of(cls, collection: str, ids: Iterable[str], scores: list[float]) -> LeanList:
-        return cls([(collection, rid) for rid in ids], scores)
-
     def __len__(self) -> int:
         return len(self.keys)
 
@@ -71,7 +67,8 @@ def dense_search(
     if n <= 0:
         return []
     if not fields:
-        return LeanList.of(collection.name, *collection.nearest(vector, n, where, ids))
+        found, scores = collection.nearest(vector, n, where, ids)
+        return LeanList([(collection.name, rid) for rid in found], scores)
     return collection.query(vector, n, where, ids)
 
 

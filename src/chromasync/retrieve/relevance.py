@@ -46,11 +46,9 @@ def calibration_for(mode: str, method: str = "zscore") -> Calibration:
     return CALIBRATIONS[key]
 
 
-def standardised(
-    scores: Sequence[float], depth: int = 0, pad_zero: bool = False, count: int | None = None
-) -> list[float]:
+def standardised(scores: Sequence[float], depth: int = 0, pad_zero: bool = False) -> list[float]:
     """Each score's z among `scores`, padded up to `depth` candidates with zeros
-    (`pad_zero`) or with the lowest score; only the first `count` scores' when given."""
+    (`pad_zero`) or with the lowest score."""
     if not scores:
         return []
     pad = max(0, depth - len(scores))
@@ -59,10 +57,9 @@ def standardised(
     mean = (sum(scores) + pad * value) / n
     var = (sum((s - mean) ** 2 for s in scores) + pad * (value - mean) ** 2) / n
     std = math.sqrt(var)
-    wanted = scores[:count] if count is not None else scores
     if std <= 1e-12:
-        return [0.0] * len(wanted)
-    return [(s - mean) / std for s in wanted]
+        return [0.0] * len(scores)
+    return [(s - mean) / std for s in scores]
 
 
 def relevance_scale(
@@ -76,8 +73,8 @@ def relevance_scale(
     places; `depth`: how many candidates each list was asked for; `count`: only the first
     `count` candidates' (all of them still set the scale)."""
     calibration = calibration_for(mode, method)
-    z = standardised(scores, depth, calibration.pad_zero, count)
-    return [round(calibration.value(v), 4) for v in z]
+    z = standardised(scores, depth, calibration.pad_zero)
+    return [round(calibration.value(v), 4) for v in z[:count]]
 
 
 def weaker_index(values: Sequence[float | None]) -> int | None:
