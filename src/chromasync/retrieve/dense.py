@@ -75,7 +75,7 @@ def dense_search(
 def merge_by_score(lists: Iterable[Sequence[Hit]], n: int) -> Sequence[Hit]:
     """Several collections' ranked hits as one list, best score first (stable); lean lists
     stay one."""
-    lists = list(lists)
+    lists = [hits for hits in lists if hits]
     lean = [hits for hits in lists if isinstance(hits, LeanList)]
     if lean and len(lean) == len(lists):
         pairs = [pair for hits in lean for pair in zip(hits.keys, hits.scores, strict=True)]
