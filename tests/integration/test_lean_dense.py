@@ -81,22 +81,29 @@ def two_collections(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 
 class Includes:
-    """What each Chroma query asked for (the real query runs)."""
+    """What each Chroma query asked for, and how many records each `get` read (the real
+    query and get run)."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, ...]] = []
+        self.got: list[int] = []
 
 
 @pytest.fixture
 def includes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Includes]:
     record = Includes()
-    real = ChromaCollection.query
+    real_query, real_get = ChromaCollection.query, ChromaCollection.get
 
     def query(self: ChromaCollection, *args: Any, **kwargs: Any) -> Any:
         record.seen.append(tuple(kwargs.get("include") or ()))
-        return real(self, *args, **kwargs)
+        return real_query(self, *args, **kwargs)
+
+    def get(self: ChromaCollection, *args: Any, **kwargs: Any) -> Any:
+        record.got.append(len(kwargs.get("ids") or ()))
+        return real_get(self, *args, **kwargs)
 
     monkeypatch.setattr(ChromaCollection, "query", query)
+    monkeypatch.setattr(ChromaCollection, "get", get)
     yield record
 
 
@@ -158,9 +165,14 @@ def test_plain_search_fetches_ids_and_matches_the_full_fetch(
         statements = Statements(retriever.local_index)
         for request in _requests(settings):
             includes.seen.clear()
+            includes.got.clear()
             statements.seen.clear()
             lean, full = _both(retriever, request)
             assert lean == full, request
+            result = json.loads(lean)
+            # the state's index covers this local store: it holds the dense hits' fields
+            # too, read with the keyword list's; a dense-only search reads them from Chroma
+            assert bool(includes.got) == (request.mode == "dense" and bool(result["hits"]))
             if request.mode != "keyword":
                 # the plain search asked Chroma for distances only; the full fetch for all
                 assert set(includes.seen) == {
@@ -171,7 +183,6 @@ def test_plain_search_fetches_ids_and_matches_the_full_fetch(
                 # and the keyword index for ids and scores only; the full fetch for all
                 assert statements.lists() == {"lean", "full"}
             compared += 1
-            result = json.loads(lean)
             filled += sum("dense" in h["ranks"] for h in result["hits"])
             keyword_only += sum(h["ranks"].keys() == {"keyword"} for h in result["hits"])
             assert all(h["text"] and h["path"] for h in result["hits"])
@@ -259,6 +270,31 @@ def test_a_chunk_gone_before_it_is_read_searches_again_whole(
         assert gone not in [h.id for h in after.hits]
         assert all(h.text and h.path for h in after.hits)
         assert after == retriever.search(request, full_fetch=True)
+
+
+def test_dense_hits_are_read_from_chroma_once_an_ingest_has_begun(
+    tmp_path: Path, includes: Includes
+) -> None:
+    """An ingest begins (its source marked running) after the retriever saw the state clean:
+    the state's index may now lag the collection, so the dense hits' fields are read from
+    Chroma again, and the result is still the full fetch's."""
+    settings = api.resolve_settings({"data_dir": str(tmp_path / "data"), "provider": "hash"}, {})
+    api.ingest(
+        [api.source_for(write_corpus(tmp_path / "n", 6, 20))], settings, embedder=HashEmbedder()
+    )
+    request = api.SearchRequest("espresso grinder tide harbour", k=5)
+    with open_retriever(settings, HashEmbedder()) as retriever:
+        includes.got.clear()  # the ingest's reads
+        before = retriever.search(request)
+        assert any("dense" in h.ranks for h in before.hits)
+        assert includes.got == []  # filled from the state's index
+        writer = sqlite3.connect(settings.data_dir / STATE_FILE)
+        with writer:
+            writer.execute("UPDATE sources SET status = 'running'")
+        writer.close()
+        after = retriever.search(request)
+        assert includes.got  # from Chroma
+        assert after == before == retriever.search(request, full_fetch=True)
 
 
 def test_a_keyword_index_changed_before_its_hits_are_read_searches_again_whole(

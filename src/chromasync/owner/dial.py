@@ -220,19 +220,24 @@ def start_daemon(data_dir: str, flags: Mapping[str, object]) -> str | None:
         return None
 
 
-#: `json.dumps`'s escapes (ensure_ascii off), made on first use.
+#: `json.dumps`'s escapes (ensure_ascii off) of the characters under 32, `"` and `\`, made
+#: on first use.
 _ESCAPES: dict[int, str] = {}
 
 
 def json_text(value: object) -> str:
     """`value` (None, bool, int, float, str, list, tuple, dict with str keys) as
-    `json.dumps(value, ensure_ascii=False)` writes it but for spacing: `json` imports `re`."""
+    `json.dumps(value, ensure_ascii=False)` writes it but for spacing and a lone surrogate
+    (an undecodable byte of a command line), written as its escape: `json` imports `re`."""
     if isinstance(value, str):
         if not _ESCAPES:
-            _ESCAPES.update({c: f"\\u{c:04x}" for c in (*range(32), *range(0xD800, 0xE000))})
+            _ESCAPES.update({c: f"\\u{c:04x}" for c in range(32)})
             _ESCAPES.update({34: '\\"', 92: "\\\\", 8: "\\b", 9: "\\t", 10: "\\n"})
             _ESCAPES.update({12: "\\f", 13: "\\r"})
-        return '"' + value.translate(_ESCAPES) + '"'
+        text = value.translate(_ESCAPES)
+        if not text.isascii():  # each lone surrogate escaped as well
+            text = "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
+        return '"' + text + '"'
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, int | float):

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..records import Hit
+from .dense import LeanList
 from .filters import SQL_ICONTAINS, SQL_REGEXP
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -142,12 +143,12 @@ class KeywordIndex:
         condition: Condition | None = None,
         fields: bool = True,
         terms: Sequence[str] | None = None,
-    ) -> list[Hit]:
+    ) -> Sequence[Hit]:
         """The `n` best chunks for the words of `query` among those meeting `condition`.
 
-        `fields` False: the same statement selects only ids and scores, and each hit has its
-        id, score and collection, no text nor metadata (`records` reads them for the hits
-        kept; `version` tells whether the index changed in between). `terms`: these words
+        `fields` False: the same statement selects only ids and scores, as a `LeanList`
+        (`records` reads the text and metadata of the hits kept; `version` tells whether
+        the index changed in between). `terms`: these words
         instead of the query's (a word given twice counts twice: `retrieve.feedback`)."""
         terms = query_terms(query) if terms is None else list(terms)
         if not terms or n <= 0:
@@ -174,7 +175,8 @@ class KeywordIndex:
                 (*params, collection, *condition.params, n),
             )
         if not fields:
-            return [_bare(collection, rid, -float(rank)) for rid, rank in rows]
+            found = rows.fetchall()
+            return LeanList([(collection, r[0]) for r in found], [-float(r[1]) for r in found])
         return [_hit(collection, rid, meta, text, -float(rank)) for rid, meta, text, rank in rows]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
@@ -224,10 +226,6 @@ class KeywordIndex:
 
 def _hit(collection: str, rid: str, metadata: str, text: str, score: float) -> Hit:
     return Hit.from_metadata(rid, json.loads(metadata), text, score, collection)
-
-
-def _bare(collection: str, rid: str, score: float) -> Hit:
-    return Hit(rid, "", "", "", 0, 0, score, "", collection)
 
 
 __all__ = ["STOP_WORDS", "Condition", "KeywordIndex", "fts_query", "query_terms"]

@@ -57,10 +57,13 @@ class Retriever:
         reranker: Reranker | None = None,
         mirror_ttl_s: float = 300.0,
         heading_weight: float = 1.0,
+        clean_at: int | None = None,
     ) -> None:
+        """`clean_at`: the local index's `version` when `dirty_collections` was read."""
         self.store = store
         self.local_index = local_index
         self.dirty = dirty_collections
+        self.clean_at = clean_at
         self._open_mirror = open_mirror
         self._mirror: KeywordMirror | None = None
         self._mirror_index: KeywordIndex | None = None
@@ -204,22 +207,24 @@ class Retriever:
     def _fill(
         self, hits: Sequence[Hit], versions: Sequence[tuple[str, int]]
     ) -> tuple[Hit, ...] | None:
-        """`hits` with their text and metadata, read with one `get` per collection for those
-        from a dense list (whose fields win, as in `rank_hits`) and from the keyword index for
-        the others; None if one is no longer stored or a keyword index changed since its
-        list was read (`versions`)."""
+        """`hits` with their text and metadata, read from the keyword index of their list
+        (`versions`), in one read per index, and with one `get` per collection for those
+        from a dense list (whose fields win, as in `rank_hits`) unless the state's own index
+        covers a local store (`_holds_fields`); None if one is no longer stored or a keyword
+        index changed since its list was read."""
         dense: dict[str, list[str]] = {}
         keyword: dict[str, list[str]] = {}
+        read_at = dict(versions)
         for hit in hits:
-            wanted = dense if "dense" in hit.ranks else keyword
-            wanted.setdefault(hit.collection, []).append(hit.id)
+            name = hit.collection
+            from_index = "dense" not in hit.ranks or self._holds_fields(name, read_at.get(name))
+            (keyword if from_index else dense).setdefault(name, []).append(hit.id)
         stored: dict[tuple[str, str], Hit] = {}
         for name, ids in dense.items():
             for record in self.collection(name).get(ids):
                 stored[(name, record.id)] = Hit.from_metadata(
                     record.id, record.metadata, record.document or "", 0.0, name
                 )
-        read_at = dict(versions)
         for name, ids in keyword.items():
             index = self._indexes.get(name)
             if index is None or name not in read_at:
@@ -246,6 +251,20 @@ class Retriever:
                 )
             )
         return tuple(out)
+
+    def _holds_fields(self, name: str, version: int | None) -> bool:
+        """Whether the state's own keyword index covers collection `name` of a local store,
+        which only this data dir's ingests write (a Chroma server: others too), unchanged
+        since it was seen clean (its list read at `version`, no ingest begun since): it
+        then holds each record's text and metadata as the collection does."""
+        index = self._indexes.get(name)
+        return (
+            self.store.target is None
+            and index is not None
+            and index is self.local_index
+            and version is not None
+            and version == self.clean_at
+        )
 
     def latest_ids(self, request: SearchRequest) -> dict[str, list[str]]:
         """Per collection, the chunk ids of the `request.latest` newest documents that pass
@@ -286,8 +305,8 @@ class Retriever:
         want_dense = any(m in ("dense", "hybrid") for m in modes)
         want_keyword = any(m in ("keyword", "hybrid") for m in modes)
         depth = request.depth
-        dense_lists: list[list[Hit]] = []
-        keyword_lists: list[list[Hit]] = []
+        dense_lists: list[Sequence[Hit]] = []
+        keyword_lists: list[Sequence[Hit]] = []
         warnings: list[str] = []
         plan: list[tuple[str, str, str, tuple[Any, ...]]] = []
         versions: list[tuple[str, int]] = []
@@ -332,8 +351,8 @@ class Retriever:
                 made = "state" if index is self.local_index else "mirror"
                 plan.append((name, made, condition.sql, condition.params))
                 asked.append(Asked(name, "keyword", where, ids, condition))
-        dense = tuple(merge_by_score(dense_lists, depth * len(names)))
-        keyword = tuple(merge_by_score(keyword_lists, depth * len(names)))
+        dense = merge_by_score(dense_lists, depth * len(names))
+        keyword = merge_by_score(keyword_lists, depth * len(names))
         feedback = (request.fusion or DEFAULT_FUSION).feedback
         fed = None
         if feedback is not None and "hybrid" in modes and (dense or keyword):

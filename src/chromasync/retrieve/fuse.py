@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Generic, TypeVar
 
 from .feedback import Feedback
@@ -57,13 +58,10 @@ def fuse(
         raise ValueError(f"unknown fusion method {fusion.method!r}; choose one of {METHODS}")
     if fusion.unit not in UNITS:
         raise ValueError(f"unknown fusion unit {fusion.unit!r}; choose one of {UNITS}")
-    order: dict[K, int] = {}
-    for ranked in lists:
-        for key, _ in ranked.items:
-            order.setdefault(key, len(order))
+    # every key once, in order of first appearance
+    scores = dict.fromkeys((key for ranked in lists for key, _ in ranked.items), 0.0)
     by_doc = doc_of is not None and fusion.unit == "document"
-    scores = dict.fromkeys(order, 0.0)
-    docs: dict[K, Hashable] = {key: doc_of(key) for key in order} if doc_of and by_doc else {}
+    docs: dict[K, Hashable] = {key: doc_of(key) for key in scores} if doc_of and by_doc else {}
     doc_scores = dict.fromkeys(docs.values(), 0.0)
     for ranked in lists:
         weight = fusion.weight(ranked.name)
@@ -71,19 +69,18 @@ def fuse(
             continue
         if by_doc:
             parts, doc_parts, floor = _document_parts(ranked, fusion, docs)
-            for doc in doc_scores:
-                doc_scores[doc] += weight * doc_parts.get(doc, floor)
+            doc_scores = {d: s + weight * doc_parts.get(d, floor) for d, s in doc_scores.items()}
         else:
             parts, floor = _parts(ranked, fusion)
-        for key in scores:
-            scores[key] += weight * parts.get(key, floor)
+        scores = {key: s + weight * parts.get(key, floor) for key, s in scores.items()}
+    # best first: a stable sort, so equal scores keep their order of first appearance
     if by_doc:
         lead: dict[Hashable, K] = {}
-        for key in sorted(scores, key=lambda k: (-scores[k], order[k])):
+        for key in sorted(scores, key=scores.__getitem__, reverse=True):
             lead.setdefault(docs[key], key)
         for doc, key in lead.items():
             scores[key] = doc_scores[doc]
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)
 
 
 def _parts(ranked: Ranked[K], fusion: Fusion) -> tuple[dict[K, float], float]:
@@ -115,7 +112,9 @@ def _document_parts(
     values = _best(ranked.items)
     best: dict[Hashable, float] = {}
     for key, value in values.items():
-        best[docs[key]] = max(value, best.get(docs[key], -math.inf))
+        doc = docs[key]
+        held = best.get(doc)
+        best[doc] = held if held is not None and held > value else value  # max(value, held)
     norm, floor = _normaliser(list(best.values()), fusion.method)
     own = {key: max(floor, norm(v)) for key, v in values.items()}
     return own, {doc: norm(v) for doc, v in best.items()}, floor
@@ -123,7 +122,10 @@ def _document_parts(
 
 def _best(items: Sequence[tuple[K, float]]) -> dict[K, float]:
     """Each key's best score in one list (a key listed twice counts once)."""
-    values: dict[K, float] = {}
+    values = dict(items)
+    if len(values) == len(items):  # each key once (one collection's list)
+        return values
+    values = {}
     for key, score in items:
         values[key] = max(score, values.get(key, -math.inf))
     return values

@@ -63,13 +63,18 @@ def standardised(scores: Sequence[float], depth: int = 0, pad_zero: bool = False
 
 
 def relevance_scale(
-    scores: Sequence[float], mode: str, method: str = "zscore", depth: int = 0
+    scores: Sequence[float],
+    mode: str,
+    method: str = "zscore",
+    depth: int = 0,
+    count: int | None = None,
 ) -> list[float]:
     """The relevance of each candidate of one ranking (its scores, any order), rounded to 4
-    places; `depth`: how many candidates each list was asked for."""
+    places; `depth`: how many candidates each list was asked for; `count`: only the first
+    `count` candidates' (all of them still set the scale)."""
     calibration = calibration_for(mode, method)
     z = standardised(scores, depth, calibration.pad_zero)
-    return [round(calibration.value(v), 4) for v in z]
+    return [round(calibration.value(v), 4) for v in z[:count]]
 
 
 def weaker_index(values: Sequence[float | None]) -> int | None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from ..metakeys import CHUNK_HASH_KEY, bookkeeping
 from ..records import Hit
+from .dense import LeanList
 from .feedback import Feedback
 from .filters import Filters
 from .fuse import Fusion, Ranked, collapse_per_doc, fuse, grouped, sort_by_date
@@ -73,8 +75,8 @@ class SearchRequest:
 class Gathered:
     """The ranked lists of one request, before fusion."""
 
-    dense: tuple[Hit, ...]
-    keyword: tuple[Hit, ...]
+    dense: Sequence[Hit]  # a `LeanList` when read without text and metadata
+    keyword: Sequence[Hit]
     collections: tuple[str, ...]
     warnings: tuple[str, ...] = ()
     keyword_plan: KeywordPlan = ()
@@ -83,7 +85,7 @@ class Gathered:
     keyword_versions: tuple[tuple[str, int], ...] = ()
     #: The lists asked again with pseudo-relevance feedback (`Fusion.feedback`), which a
     #: hybrid ranking with feedback fuses instead; None when no second round ran.
-    fed: tuple[tuple[Hit, ...], tuple[Hit, ...]] | None = None
+    fed: tuple[Sequence[Hit], Sequence[Hit]] | None = None
     #: The (collection, id) keys that pass a filter that does not rank (`--phrase`), when
     #: the lists also hold the candidates without it: ranked and scaled among all, then only
     #: these are hits. None: every key of the lists passes.
@@ -144,42 +146,64 @@ def rank_hits(
     dense, keyword = gathered.dense, gathered.keyword
     if mode == "hybrid" and fusion.feedback is not None and gathered.fed is not None:
         dense, keyword = gathered.fed
-    dense_ranks = _ranks(dense)
-    keyword_ranks = _ranks(keyword)
-    dense_scores = _scores(dense)
-    keyword_scores = _scores(keyword)
-    by_key = {_key(h): h for h in (*keyword, *dense)}
+    (dense_keys, dense_scores), (keyword_keys, keyword_scores) = _keyed(dense), _keyed(keyword)
     if mode == "dense":
-        chosen: list[tuple[tuple[str, str], float]] = [(_key(h), h.score) for h in dense]
+        chosen = list(zip(dense_keys, dense_scores, strict=True))
     elif mode == "keyword":
-        chosen = [(_key(h), h.score) for h in keyword]
+        chosen = list(zip(keyword_keys, keyword_scores, strict=True))
     else:
         chosen = fuse(_lists(dense, keyword), fusion, document_of)
-    values = relevance_scale([s for _, s in chosen], mode, fusion.method, MIN_CANDIDATES)
+    scores = [s for _, s in chosen]
     if gathered.allowed is not None:  # scored among every candidate, shown if it passed
+        values = relevance_scale(scores, mode, fusion.method, MIN_CANDIDATES)
         kept = [(c, v) for c, v in zip(chosen, values, strict=True) if c[0] in gathered.allowed]
         chosen, values = [c for c, _ in kept], [v for _, v in kept]
+    else:  # only the hits shown are scaled (every candidate still sets the scale)
+        values = relevance_scale(scores, mode, fusion.method, MIN_CANDIDATES, limit)
     shown = chosen if limit is None else chosen[:limit]
+    firsts = (
+        ("dense", _first_places(dense_keys), dense_scores),
+        ("keyword", _first_places(keyword_keys), keyword_scores),
+    )
+    # each key's hit: at its last place in the dense list, else in the keyword list
+    held = {k: (keyword, i) for i, k in enumerate(keyword_keys)}
+    held |= {k: (dense, i) for i, k in enumerate(dense_keys)}
     out = []
     for (key, score), value in zip(shown, values[: len(shown)], strict=True):
         ranks = {}
-        scores = {}
-        if key in dense_ranks:
-            ranks["dense"] = dense_ranks[key]
-            scores["dense"] = dense_scores[key]
-        if key in keyword_ranks:
-            ranks["keyword"] = keyword_ranks[key]
-            scores["keyword"] = keyword_scores[key]
-        out.append(replace(by_key[key], score=score, ranks=ranks, scores=scores, relevance=value))
+        raw = {}
+        for name, places, raw_scores in firsts:
+            place = places.get(key)
+            if place is not None:
+                ranks[name] = place + 1
+                raw[name] = round(raw_scores[place], 6)
+        hits, place = held[key]
+        if isinstance(hits, LeanList):
+            hit = hits.hit(place, score=score, ranks=ranks, scores=raw, relevance=value)
+        else:
+            hit = replace(hits[place], score=score, ranks=ranks, scores=raw, relevance=value)
+        out.append(hit)
     return out
+
+
+def _keyed(hits: Sequence[Hit]) -> tuple[list[tuple[str, str]], list[float]]:
+    """A list's (collection, id) keys and scores (a lean list's without making its hits)."""
+    if isinstance(hits, LeanList):
+        return hits.keys, hits.scores
+    return [_key(h) for h in hits], [h.score for h in hits]
 
 
 def _lists(dense: Sequence[Hit], keyword: Sequence[Hit]) -> list[Ranked[tuple[str, str]]]:
     """The two lists as fusion takes them: (hit key, raw score), best first."""
     return [
-        Ranked("dense", tuple((_key(h), h.score) for h in dense)),
-        Ranked("keyword", tuple((_key(h), h.score) for h in keyword)),
+        Ranked(name, tuple(zip(*_keyed(hits), strict=True)))
+        for name, hits in (("dense", dense), ("keyword", keyword))
     ]
+
+
+def _first_places(keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Each key's first place in a list (0-based): written last to first, the first wins."""
+    return dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
 
 
 def lead_documents(
@@ -412,6 +436,7 @@ def _key(hit: Hit) -> tuple[str, str]:
 _RECORD_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{16})-[0-9a-f]{16}-[0-9]+")
 
 
+@lru_cache(maxsize=1 << 14)  # fusion asks for each candidate's: they recur from search to search
 def document_of(key: tuple[str, str]) -> tuple[str, str]:
     """The document of a (collection, record id) key, read from the id alone (a lean list
     has no paths): its source and document hashes; an id of another form is its own
@@ -419,20 +444,6 @@ def document_of(key: tuple[str, str]) -> tuple[str, str]:
     collection, rid = key
     found = _RECORD_ID.fullmatch(rid)
     return (collection, found.group(1) if found else rid)
-
-
-def _scores(hits: Sequence[Hit]) -> dict[tuple[str, str], float]:
-    out: dict[tuple[str, str], float] = {}
-    for hit in hits:
-        out.setdefault(_key(hit), round(hit.score, 6))
-    return out
-
-
-def _ranks(hits: Sequence[Hit]) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for rank, hit in enumerate(hits, 1):
-        out.setdefault(_key(hit), rank)
-    return out
 
 
 def _date_of(hit: Hit, fields: Sequence[str]) -> float | None:

@@ -50,11 +50,11 @@ def second_round(
     lists: Lists,
     request: SearchRequest,
     feedback: Feedback,
-    dense: tuple[Hit, ...],
-    keyword: tuple[Hit, ...],
+    dense: Sequence[Hit],
+    keyword: Sequence[Hit],
     asked: Sequence[Asked],
     fields: bool,
-) -> tuple[tuple[Hit, ...], tuple[Hit, ...]]:
+) -> tuple[Sequence[Hit], Sequence[Hit]]:
     """The dense and keyword lists asked again toward the first round's best documents,
     under the same filters and to the same depth (a list the round cannot move, such as
     dense with the `server` provider, stays as it was)."""
@@ -77,7 +77,7 @@ def second_round(
             dense_search(lists.dense_collection(a.name), moved, depth, a.where, a.ids, fields)
             for a in dense_asked
         ]
-        fed_dense = tuple(merge_by_score(found, width))
+        fed_dense = merge_by_score(found, width)
     fed_keyword = keyword
     keyword_asked = [a for a in asked if a.kind == "keyword"]
     if keyword_asked:
@@ -97,7 +97,7 @@ def second_round(
             )
             for a in keyword_asked
         ]
-        fed_keyword = tuple(merge_by_score(found, width))
+        fed_keyword = merge_by_score(found, width)
     return fed_dense, fed_keyword
 
 

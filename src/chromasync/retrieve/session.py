@@ -91,6 +91,7 @@ class _Session:
                 clock_ns=time.time_ns,
                 reranker=make_reranker(settings.rerank_model),
                 mirror_ttl_s=settings.keyword_refresh_s,
+                clean_at=mark[2],
             )
         except BaseException:
             state.close()

@@ -394,23 +394,42 @@ class Collection:
         k: int,
         where: Mapping[str, Any] | None = None,
         ids: Sequence[str] | None = None,
-        fields: bool = True,
     ) -> list[Hit]:
         """Nearest records to `vector` (cosine), among `ids` when given; score 1 - distance.
+        A string is embedded by the collection's own function (`server` provider)."""
+        columns = ["metadatas", "documents", "distances"]
+        got = self._query(vector, k, where, ids, columns)
+        return [
+            Hit.from_metadata(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
+            for rid, meta, doc, dist in zip(*(got[c][0] for c in ("ids", *columns)), strict=True)
+        ]
 
-        A string is embedded by the collection's own function (`server` provider). With
-        `fields` False only ids and distances are fetched: each hit has its id, score and
-        collection, no text nor metadata (`get` reads them for the hits kept).
-        """
+    def nearest(
+        self,
+        vector: Sequence[float] | str,
+        k: int,
+        where: Mapping[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> tuple[list[str], list[float]]:
+        """What `query` finds, as ids and scores only (`get` reads the fields of those kept)."""
+        got = self._query(vector, k, where, ids, ["distances"])
+        return list(got["ids"][0]), [1.0 - float(dist) for dist in got["distances"][0]]
+
+    def _query(
+        self,
+        vector: Sequence[float] | str,
+        k: int,
+        where: Mapping[str, Any] | None,
+        ids: Sequence[str] | None,
+        include: list[str],
+    ) -> Any:
         if ids is not None and not ids:
-            return []
+            return {column: [[]] for column in ("ids", *include)}
         query: dict[str, Any] = (
             {"query_texts": [vector]}
             if isinstance(vector, str)
             else {"query_embeddings": [list(vector)]}
         )
-
-        include = ["metadatas", "documents", "distances"] if fields else ["distances"]
 
         def run() -> Any:
             try:
@@ -427,19 +446,4 @@ class Collection:
                     raise refused from exc
                 raise
 
-        got = self._store._call(f"query {self.name!r}", run)
-        if not fields:
-            return [
-                Hit.from_metadata(rid, {}, "", 1.0 - float(dist), self.name)
-                for rid, dist in zip(got["ids"][0], got["distances"][0], strict=True)
-            ]
-        return [
-            Hit.from_metadata(rid, meta or {}, doc or "", 1.0 - float(dist), self.name)
-            for rid, meta, doc, dist in zip(
-                got["ids"][0],
-                got["metadatas"][0],
-                got["documents"][0],
-                got["distances"][0],
-                strict=True,
-            )
-        ]
+        return self._store._call(f"query {self.name!r}", run)
