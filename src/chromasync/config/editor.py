@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 import string
 
-from ..errors import ConfigError
-
 #: The placeholders of `editor_uri` (rendered by `retrieve.editor.open_url`): `{path}` the
 #: file's absolute path, `{relpath}` its path in its source, both URL-quoted; `{line}` the
 #: hit's first line (1 when unknown); `{source}` the source's label, URL-quoted.
@@ -47,13 +45,3 @@ def editor_uri_problem(text: str) -> str | None:
             shown += (":" + spec if spec else "") + "}"
             return f"{text!r} uses the unknown placeholder {shown}; the placeholders are {known}"
     return None
-
-
-def check_editor_uri(template: object, origin: str = "") -> str:
-    """`template` if it is a usable `editor_uri`, else a `ConfigError` saying why."""
-    text = str(template)
-    problem = editor_uri_problem(text)
-    if problem is not None:
-        where = f" ({origin})" if origin else ""
-        raise ConfigError(f"editor_uri {problem}{where}")
-    return text
