@@ -143,15 +143,16 @@ def _with_env(help: str, name: str) -> str:
     return f"{help.rstrip('.')} [{tail}]."
 
 
-def _click_type(spec: Setting) -> Any:
-    """A setting's bound as click's type (None: click's text)."""
+def _click_type(spec: Setting | Option) -> Any:
+    """A setting's or search option's bound as click's type (None: click's text)."""
+    above = getattr(spec, "above", False)  # a search option's `low` is always allowed
     if spec.choices:
         return click.Choice(spec.choices)
     if spec.kind == "float":
-        return click.FloatRange(spec.low, spec.high, min_open=spec.above)
+        return click.FloatRange(spec.low, spec.high, min_open=above)
     if spec.kind == "int":
         low, high = (None if b is None else int(b) for b in (spec.low, spec.high))
-        return click.IntRange(low, high, min_open=spec.above)
+        return click.IntRange(low, high, min_open=above)
     return None
 
 
@@ -276,21 +277,11 @@ def _click_option(option: Option) -> Callable[[F], F]:
             )
         return click.option(option.flag, option.name, is_flag=True, help=option.help)
     assert option.flag is not None
-    kind: Any = None
-    if option.kind == "choice":
-        kind = click.Choice(list(option.choices))
-    elif option.kind == "int":
-        kind = click.IntRange(
-            None if option.low is None else int(option.low),
-            None if option.high is None else int(option.high),
-        )
-    elif option.kind == "float":
-        kind = click.FloatRange(option.low, option.high)
     shown = option.default is not None and not option.many
     return click.option(
         option.flag,
         option.name,
-        type=kind,
+        type=_click_type(option),
         multiple=option.many,
         default=option.default if shown else None,
         show_default=shown,
