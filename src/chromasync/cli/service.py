@@ -37,13 +37,17 @@ DEFAULT_PORT = 8765
 DEFAULT_MCP_PORT = 8766
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+def _refuse_exposed(host: str, settings: api.Settings, allow_no_token: bool) -> None:
+    """A usage error when other machines reach `host` and no CHROMASYNC_API_TOKEN is set."""
+    if host == "localhost" or settings.api_token or allow_no_token:
+        return
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return
+    raise click.UsageError(
+        f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
+        "(or pass --allow-no-token)"
+    )
 
 
 def _allowed_hosts(host: str) -> list[str] | None:
@@ -181,11 +185,7 @@ def serve(
             from .bridge import import_bridge
 
             import_bridge().connect_options(settings)  # a missing credentials file fails now
-    if not _loopback(host) and not settings.api_token and not allow_no_token:
-        raise click.UsageError(
-            f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
-            "(or pass --allow-no-token)"
-        )
+    _refuse_exposed(host, settings, allow_no_token)
     with reported_errors():
         from .. import rest
     # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
@@ -335,17 +335,13 @@ def mcp_command(
     with reported_errors():
         settings = settings_from_flags(**flags)
         token, made = _service_token(settings, no_auth) if http else (None, False)
-    if http and not _loopback(host) and not settings.api_token and not allow_no_token:
-        raise click.UsageError(
-            f"--host {host} is reachable from other machines; set CHROMASYNC_API_TOKEN "
-            "(or pass --allow-no-token)"
-        )
+    if http:
+        _refuse_exposed(host, settings, allow_no_token)
     with reported_errors():
+        server = import_extra("mcp", "the MCP server", "serve", "mcp")
         if not http:
-            run_stdio = import_extra("mcp", "the MCP server", "serve", "mcp").run_stdio
-            run_stdio(settings, reload=lambda: settings_from_flags(**flags))
+            server.run_stdio(settings, reload=lambda: settings_from_flags(**flags))
             return
-        run_http = import_extra("mcp", "the MCP server", "serve", "mcp").run_http
 
         def listening(url: str) -> None:
             click.echo(
@@ -354,7 +350,7 @@ def mcp_command(
             )
 
         with contextlib.suppress(KeyboardInterrupt):
-            run_http(
+            server.run_http(
                 settings,
                 host,
                 port,
