@@ -234,20 +234,8 @@ def _print_ingest(summaries: Sequence[IngestSummary], as_json: bool) -> None:
         _print_summaries(summaries)
 
 
-SUMMARY_COLUMNS = (
-    "source",
-    "seen",
-    "unchanged",
-    "updated",
-    "new",
-    "deleted",
-    "skipped",
-    "chunks",
-    "embedded",
-    "reused",
-    "embed time",
-    "other time",
-)
+SUMMARY_COLUMNS: tuple[str, ...] = ("source", "seen", "unchanged", "updated", "new", "deleted")
+SUMMARY_COLUMNS += ("skipped", "chunks", "embedded", "reused", "embed time", "other time")
 
 
 def _summary_cells(s: IngestSummary) -> list[str]:
@@ -269,7 +257,8 @@ def _summary_cells(s: IngestSummary) -> list[str]:
 def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
     console = Console(highlight=False)
     if console.width < 110:  # the table needs room; a narrow terminal gets lines
-        _print_summary_lines(console, summaries)
+        plain = [s.as_json() for s in summaries]
+        console.print(render_plain(plain, name=lambda src: f"[bold]{escape(src)}[/]"), end="")
         return
     table = Table(
         title="chromasync ingest" + (" (dry run)" if summaries and summaries[0].dry_run else "")
@@ -287,13 +276,6 @@ def _print_summaries(summaries: Sequence[IngestSummary]) -> None:
         if s.files_skipped:
             reasons = ", ".join(f"{r}: {n}" for r, n in sorted(s.files_skipped.items()))
             console.print(f"[dim]{escape(safe(s.source))} skipped by reason: {escape(reasons)}[/]")
-
-
-def _print_summary_lines(console: Console, summaries: Sequence[IngestSummary]) -> None:
-    text = render_plain(
-        [s.as_json() for s in summaries], name=lambda source: f"[bold]{escape(source)}[/]"
-    )
-    console.print(text, end="")
 
 
 @click.command()
@@ -324,18 +306,10 @@ def status(as_json: bool, **flags: Any) -> None:
     if health.config_file:
         console.print(f"config: {escape(safe(health.config_file))}")
     table = Table(title="chromasync status")
-    for column in (
-        "collection",
-        "source",
-        "kind",
-        "files",
-        "chunks",
-        "model",
-        "state",
-        "last run",
-        "outcome",
-    ):
+    for column in ("collection", "source", "kind", "files", "chunks", "model", "state"):
         table.add_column(column)
+    table.add_column("last run")
+    table.add_column("outcome")
     for r in rows:
         table.add_row(
             escape(r.collection),
@@ -349,17 +323,8 @@ def status(as_json: bool, **flags: Any) -> None:
             r.last_outcome or "-",
         )
     for collection, label, kind in found.configured_not_indexed:
-        table.add_row(
-            escape(collection),
-            escape(safe(label)),
-            escape(kind),
-            "0",
-            "0",
-            "-",
-            "not indexed",
-            "never",
-            "-",
-        )
+        never = ("0", "0", "-", "not indexed", "never", "-")
+        table.add_row(escape(collection), escape(safe(label)), escape(kind), *never)
     print_table(console, table)
     if health.interrupted:
         console.print(
