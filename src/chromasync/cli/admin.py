@@ -126,18 +126,10 @@ def sources_list(as_json: bool, **flags: Any) -> None:
         click.echo(json.dumps([dataclasses.asdict(r) for r in rows], indent=2))
         return
     table = Table(title="chromasync sources")
-    for column in (
-        "label",
-        "kind",
-        "include",
-        "location",
-        "collection",
-        "files",
-        "chunks",
-        "last run",
-        "declared at",
-    ):
+    for column in ("label", "kind", "include", "location", "collection", "files", "chunks"):
         table.add_column(column)
+    table.add_column("last run")
+    table.add_column("declared at")
     for r in rows:
         table.add_row(
             escape(safe(r.label)),

@@ -199,8 +199,7 @@ class OwnerClient:
         this caller's (as in process)."""
         if not args.date_fields and self.date_fields:
             args = dataclasses.replace(args, date_fields=self.date_fields)
-        found: SearchResult = self.call("search", args)
-        return found
+        return cast(SearchResult, self.call("search", args))
 
     def ask(
         self,
@@ -225,8 +224,7 @@ class OwnerClient:
             if located is not None:
                 source, rel = located
                 query = dataclasses.replace(query, from_path=rel, source=source)
-        found: LinksReport = self.call("links", dataclasses.replace(query, on_disk=False))
-        return found
+        return cast(LinksReport, self.call("links", dataclasses.replace(query, on_disk=False)))
 
     def summaries(self, query: SummariesQuery) -> SummariesReport:
         """Gathered by the owner; written here, with this caller's chat model and key (the
@@ -235,20 +233,17 @@ class OwnerClient:
         from ..answer.summaries import write_drafts
 
         if self.settings is None:  # no caller's settings: the owner's
-            found: SummariesReport = self.call("summaries", query)
-            return found
+            return cast(SummariesReport, self.call("summaries", query))
         client = chat_client(self.settings)
         model = client.model if client is not None else ""
         drafts = self.call("summaries", dataclasses.replace(query, caller_model=model))
         return write_drafts(drafts, client, self.settings.data_dir)
 
     def similar(self, query: CompareQuery) -> SimilarResult:
-        found: SimilarResult = self.call("similar", self._comparable(query))
-        return found
+        return cast(SimilarResult, self.call("similar", self._comparable(query)))
 
     def suggest(self, query: CompareQuery) -> SuggestResult:
-        found: SuggestResult = self.call("suggest", self._comparable(query))
-        return found
+        return cast(SuggestResult, self.call("suggest", self._comparable(query)))
 
     def _comparable(self, query: CompareQuery) -> CompareQuery:
         """A file on this machine as the owner may compare it: an indexed file by its
@@ -282,14 +277,12 @@ class OwnerClient:
     def remove_source(self, request: RemoveRequest) -> RemovedSource:
         """Through the owner (it waits for its running job itself)."""
         check_owner_serves(request, self.owner.describe())
-        found: RemovedSource = self.call("remove_source", request)
-        return found
+        return cast(RemovedSource, self.call("remove_source", request))
 
     def verify(self, request: VerifyRequest) -> list[SourceCheck]:
         """The owner's report (`repair`: refused here, `owner.routes`)."""
         check_owner_serves(request, self.owner.describe())
-        checks: list[SourceCheck] = self.call("verify", request)
-        return checks
+        return cast(list[SourceCheck], self.call("verify", request))
 
     def share(self, request: ShareRequest) -> ShareReport:
         """Refused (`owner.routes`): it rewrites every collection the owner holds."""
