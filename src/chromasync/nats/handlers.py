@@ -23,8 +23,8 @@ from .payloads import (
     NatsFields,
     RetrieveRequest,
     clients_of,
+    hit_reply,
     parse,
-    retrieve_reply,
     search_args,
 )
 
@@ -49,13 +49,9 @@ class Handlers:
             request = parse(RetrieveRequest, data, self.settings.nats_max_message_bytes)
             args = search_args(request, self.fields, self.clients)
             result = self.index.search(args)
-            return retrieve_reply(
-                result.hits,
-                self.fields,
-                include_chunks=request.include_chunks,
-                roots=self._roots(),
-                corpus_root=self.corpus_root,
-            )
+            roots, keep = self._roots(), request.include_chunks
+            hits = [hit_reply(h, self.fields, keep, roots, self.corpus_root) for h in result.hits]
+            return {"hits": hits}
         except (BadMessage, ChromasyncError) as exc:
             return reply_for(exc)
         except Exception as exc:  # a request must not take the service down

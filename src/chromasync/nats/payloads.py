@@ -244,7 +244,6 @@ def _meta(hit: Hit, key: str) -> Any:
 def hit_reply(
     hit: Hit,
     fields: NatsFields,
-    *,
     include_chunks: bool,
     roots: Mapping[str, str],
     corpus_root: str | None,
@@ -267,24 +266,6 @@ def hit_reply(
     return out
 
 
-def retrieve_reply(
-    hits: Sequence[Hit],
-    fields: NatsFields,
-    *,
-    include_chunks: bool,
-    roots: Mapping[str, str],
-    corpus_root: str | None,
-) -> dict[str, Any]:
-    return {
-        "hits": [
-            hit_reply(
-                h, fields, include_chunks=include_chunks, roots=roots, corpus_root=corpus_root
-            )
-            for h in hits
-        ]
-    }
-
-
 def encode(reply: Mapping[str, Any]) -> bytes:
     return json.dumps(reply, ensure_ascii=False, separators=(",", ":"), default=str).encode()
 
@@ -303,6 +284,5 @@ __all__ = [
     "encode",
     "hit_reply",
     "parse",
-    "retrieve_reply",
     "search_args",
 ]
