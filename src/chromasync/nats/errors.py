@@ -17,17 +17,6 @@ from ..errors import SURFACES, ChromasyncError, lookup
 #: Error class -> the kind of error reply (a column of `errors.SURFACES`).
 ERROR_KINDS: dict[type[ChromasyncError], str] = {c: row[3] for c, row in SURFACES.items()}
 
-#: The surface's own kinds (see the module docstring).
-OWN_KINDS = (
-    "malformed_json",
-    "unknown_field",
-    "invalid_request",
-    "too_large",
-    "unknown_client",
-    "outside_sources",
-    "internal",
-)
-
 
 class BadMessage(Exception):
     """A message this surface refuses: its `kind` and a message that names the fix."""
@@ -52,4 +41,4 @@ def reply_for(exc: BaseException) -> dict[str, Any]:
     return error_reply("internal", "internal error; see the service's log")
 
 
-__all__ = ["ERROR_KINDS", "OWN_KINDS", "BadMessage", "error_reply", "reply_for"]
+__all__ = ["ERROR_KINDS", "BadMessage", "error_reply", "reply_for"]

@@ -89,8 +89,6 @@ class Bridge:
         self.subjects = tuple(
             s.strip() for s in self.settings.nats_event_subjects.split(",") if s.strip()
         )
-        root = self.settings.nats_corpus_root
-        self.corpus_root = os.path.realpath(root) if root else None
         self.handlers = Handlers(service, self.settings, self.roots)
         self.counts: Counter[str] = Counter()
         self._say = say
@@ -122,7 +120,12 @@ class Bridge:
         def connected() -> None:
             nonlocal attempt
             attempt = 0
-            self._connected(url)
+            self._say(
+                f"chromasync nats: connected to {url}; events from {', '.join(self.subjects)} "
+                f"(stream {self.settings.nats_stream}, durable {self.settings.nats_durable}); "
+                f"requests on {self.settings.nats_retrieve_subject} and "
+                f"{self.settings.nats_ask_subject}"
+            )
 
         try:
             while not stop.is_set():
@@ -141,14 +144,6 @@ class Bridge:
                         await asyncio.wait_for(stop.wait(), wait)
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _connected(self, url: str) -> None:
-        self._say(
-            f"chromasync nats: connected to {url}; events from {', '.join(self.subjects)} "
-            f"(stream {self.settings.nats_stream}, durable {self.settings.nats_durable}); "
-            f"requests on {self.settings.nats_retrieve_subject} and "
-            f"{self.settings.nats_ask_subject}"
-        )
 
     async def _session(self, stop: asyncio.Event, connected: Callable[[], None]) -> None:
         closed = asyncio.Event()
@@ -273,7 +268,7 @@ class Bridge:
                 self._skip(msg.subject, exc.kind, exc.message)
                 await msg.term()
                 continue
-            placed = place(event.paths, roots, self.corpus_root, os.path.realpath)
+            placed = place(event.paths, roots, self.handlers.corpus_root, os.path.realpath)
             for path in placed.outside:
                 self._skip(
                     msg.subject,
