@@ -22,16 +22,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..errors import ConfigError
-from .check import (
-    CONFIG_VERSION,
-    LineMap,
-    dotted,
-    find_secrets,
-    line_of,
-    parse_toml,
-    parse_yaml,
-    validate,
-)
+from .check import CONFIG_VERSION, LineMap, line_of, parse_toml, parse_yaml, validate
 from .kinds import DEFAULT_EXTENSIONS
 from .labels import label_problem
 from .parsed import ConfigFile, FileValue
@@ -41,7 +32,7 @@ from .spec import Setting
 
 Scalar = str | int | float | bool
 
-__all__ = ["LineMap", "dotted", "find_secrets", "line_of", "parse_toml", "parse_yaml"]
+__all__ = ["LineMap", "line_of", "parse_toml", "parse_yaml"]
 
 
 class _Model(BaseModel):

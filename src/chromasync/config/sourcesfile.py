@@ -130,29 +130,19 @@ def _append_items(text: str, key: str, items: Sequence[Mapping[str, Any]]) -> st
     if key_node is None:
         prefix = text if not text or text.endswith("\n") else text + nl
         return prefix + f"{key}:{nl}" + _render(items, 2, nl)
-    if isinstance(value, yaml.ScalarNode) and value.value in ("", "null", "~"):
+    empty = isinstance(value, yaml.ScalarNode) and value.value in ("", "null", "~")
+    if not empty and not isinstance(value, yaml.SequenceNode):
+        raise ConfigError(f"cannot edit: `{key}` is not a list")
+    if empty or value.flow_style or not value.value:  # `key:` rewritten as a block list
+        existing = [] if empty else _load(text[value.start_mark.index : value.end_mark.index])[0]
         line_start = text.rfind("\n", 0, key_node.start_mark.index) + 1
         cut = _line_end(text, max(_content_end(value), key_node.end_mark.index + 1))
-        indent: int = key_node.start_mark.column
-        return (
-            text[:line_start]
-            + " " * indent
-            + f"{key}:{nl}"
-            + _render(items, indent + 2, nl)
-            + text[cut:]
-        )
-    if not isinstance(value, yaml.SequenceNode):
-        raise ConfigError(f"cannot edit: `{key}` is not a list")
-    if value.flow_style or not value.value:
-        existing = _load(text[value.start_mark.index : value.end_mark.index])[0] or []
-        line_start = text.rfind("\n", 0, key_node.start_mark.index) + 1
-        cut = _line_end(text, _content_end(value))
         column: int = key_node.start_mark.column
         return (
             text[:line_start]
             + " " * column
             + f"{key}:{nl}"
-            + _render([*existing, *items], column + 2, nl)
+            + _render([*(existing or []), *items], column + 2, nl)
             + text[cut:]
         )
     last = value.value[-1]
