@@ -125,11 +125,7 @@ class Store:
 
         metadata: dict[str, Any] = {"hnsw:space": "cosine", SCHEMA_KEY: 1}
         if model_id is not None:
-            metadata[MODEL_KEY] = model_id
-            metadata[DIMENSION_KEY] = dimension or 0
-            metadata[CHUNKING_KEY] = CHUNKING_VERSION
-            if provider:
-                metadata[PROVIDER_KEY] = provider
+            metadata |= _model_keys(model_id, dimension, provider)
         # a new collection records Chroma's function for this model, so that other
         # clients embed their text queries as chromasync does (store/peers.py)
         function = peer_function(model_id, provider)
@@ -180,9 +176,7 @@ class Store:
         collection.check_model("server", None)
         if collection.model_id is None:
             wanted = {MODEL_KEY: "server", PROVIDER_KEY: "server", "chromasync_function": ef_name}
-            merged = {**collection.metadata, **wanted}
-            merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-            self._call(f"record the provider of {name!r}", lambda: raw.modify(metadata=merged))
+            collection.set_metadata(wanted, "record the provider of")
         return collection
 
     def delete_collection(self, name: str) -> None:
@@ -225,28 +219,17 @@ class Collection:
         )
         return len(ids)
 
-    def set_metadata(self, wanted: Mapping[str, Any]) -> None:
+    def set_metadata(self, wanted: Mapping[str, Any], what: str = "record metadata of") -> None:
         """Merge `wanted` into the collection's own metadata (Chroma's `hnsw:` keys stay)."""
         merged = {**self.metadata, **wanted}
         merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-        self._store._call(
-            f"record metadata of {self.name!r}", lambda: self._raw.modify(metadata=merged)
-        )
+        self._store._call(f"{what} {self.name!r}", lambda: self._raw.modify(metadata=merged))
 
     def record_model(self, model_id: str, dimension: int | None, provider: str | None) -> None:
         """Write the model that makes this collection's vectors into its metadata."""
-        wanted: dict[str, Any] = {
-            MODEL_KEY: model_id,
-            DIMENSION_KEY: dimension or 0,
-            CHUNKING_KEY: CHUNKING_VERSION,
-        }
-        if provider:
-            wanted[PROVIDER_KEY] = provider
-        merged = {**self.metadata, **wanted, SCHEMA_KEY: self.metadata.get(SCHEMA_KEY, 1)}
-        merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-        self._store._call(
-            f"record the model of {self.name!r}", lambda: self._raw.modify(metadata=merged)
-        )
+        wanted = _model_keys(model_id, dimension, provider)
+        wanted[SCHEMA_KEY] = self.metadata.get(SCHEMA_KEY, 1)
+        self.set_metadata(wanted, "record the model of")
         from .peers import attach_function
 
         attach_function(self)
@@ -447,3 +430,9 @@ class Collection:
                 raise
 
         return self._store._call(f"query {self.name!r}", run)
+
+
+def _model_keys(model_id: str, dimension: int | None, provider: str | None) -> dict[str, Any]:
+    """The metadata keys that record the model of a collection's vectors."""
+    keys = {MODEL_KEY: model_id, DIMENSION_KEY: dimension or 0, CHUNKING_KEY: CHUNKING_VERSION}
+    return keys | ({PROVIDER_KEY: provider} if provider else {})
