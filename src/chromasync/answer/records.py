@@ -8,7 +8,7 @@ start at 1 and follow the order in which the answer first uses them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..records import Hit
@@ -71,17 +71,7 @@ class Citation:
         return render_location(self.path, self.start_line, self.end_line, self.page)
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "n": self.n,
-            "id": self.id,
-            "path": self.path,
-            "heading": self.heading,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "page": self.page,
-            "quote": self.quote,
-            "source": self.source,
-        }
+        return asdict(self)
 
 
 def citation_for(
@@ -114,7 +104,7 @@ class Unsupported:
     support: float
 
     def as_json(self) -> dict[str, object]:
-        return {"claim": self.claim, "path": self.path, "support": self.support}
+        return asdict(self)
 
 
 PartKind = Literal["prose", "code", "list", "table"]
