@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..records import Hit
 
@@ -170,37 +170,6 @@ class Answer:
     def sources(self) -> tuple[str, ...]:
         """Each citation rendered (``path:start-end``), in citation-number order."""
         return tuple(c.render() for c in self.citations)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Answer:
-        """The answer `as_json` wrote (as the data dir's owner sends it)."""
-        citations = tuple(Citation(**c) for c in data.get("citations", ()))
-        by_number = {c.n: c for c in citations}
-        groups = tuple(
-            Group(
-                str(g["value"]),
-                str(g["answer"]),
-                tuple(by_number[int(n)] for n in g.get("citations", ()) if int(n) in by_number),
-            )
-            for g in data.get("groups", ())
-        )
-        return cls(
-            question=str(data["question"]),
-            text=str(data["answer"]),
-            citations=citations,
-            mode=data["mode"],
-            model=data.get("model"),
-            usage=dict(data.get("usage") or {}),
-            flags=tuple(data.get("flags") or ()),
-            removed_citations=int(data.get("removed_citations") or 0),
-            group_by=data.get("group_by"),
-            groups=groups,
-            warnings=tuple(data.get("warnings") or ()),
-            parts=tuple(
-                Part(p["kind"], str(p["text"]), int(p.get("source") or 0), str(p.get("lang", "")))
-                for p in data.get("parts", ())
-            ),
-        )
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
