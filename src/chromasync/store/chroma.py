@@ -185,20 +185,15 @@ class Store:
 
 class Collection:
     def __init__(self, raw: Any, store: Store, embeds: bool = False) -> None:
-        self._raw = raw
+        self.raw = raw  # the chromadb collection (`store/peers.py` reads its configuration)
         self._store = store
         self.name: str = raw.name
         #: True when the collection's own embedding function makes the vectors (`server`).
         self.embeds = embeds
 
     @property
-    def raw(self) -> Any:
-        """The chromadb collection (for `store/peers.py`)."""
-        return self._raw
-
-    @property
     def metadata(self) -> Mapping[str, Any]:
-        return dict(self._raw.metadata or {})
+        return dict(self.raw.metadata or {})
 
     @property
     def write_batch(self) -> int:
@@ -207,7 +202,7 @@ class Collection:
     def modify_configuration(self, configuration: Mapping[str, Any]) -> None:
         self._store._call(
             f"configure {self.name!r}",
-            lambda: self._raw.modify(configuration=dict(configuration)),
+            lambda: self.raw.modify(configuration=dict(configuration)),
         )
 
     def add_metadata(self, added: Mapping[str, Mapping[str, Any]]) -> int:
@@ -215,7 +210,7 @@ class Collection:
         ids = list(added)
         self._store._call(
             f"rewrite metadata of {self.name!r}",
-            lambda: self._raw.update(ids=ids, metadatas=[dict(added[i]) for i in ids]),
+            lambda: self.raw.update(ids=ids, metadatas=[dict(added[i]) for i in ids]),
         )
         return len(ids)
 
@@ -223,7 +218,7 @@ class Collection:
         """Merge `wanted` into the collection's own metadata (Chroma's `hnsw:` keys stay)."""
         merged = {**self.metadata, **wanted}
         merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-        self._store._call(f"{what} {self.name!r}", lambda: self._raw.modify(metadata=merged))
+        self._store._call(f"{what} {self.name!r}", lambda: self.raw.modify(metadata=merged))
 
     def record_model(self, model_id: str, dimension: int | None, provider: str | None) -> None:
         """Write the model that makes this collection's vectors into its metadata."""
@@ -284,7 +279,7 @@ class Collection:
         return None
 
     def count(self) -> int:
-        return int(self._store._call(f"count {self.name!r}", self._raw.count))
+        return int(self._store._call(f"count {self.name!r}", self.raw.count))
 
     def upsert(
         self,
@@ -308,7 +303,7 @@ class Collection:
             vecs = None if vectors is None else [list(v) for v in vectors[start : start + step]]
             self._store._call(
                 f"upsert into {self.name!r}",
-                lambda part=part, vecs=vecs: self._raw.upsert(  # type: ignore[misc]
+                lambda part=part, vecs=vecs: self.raw.upsert(  # type: ignore[misc]
                     ids=[r.id for r in part],
                     embeddings=vecs,
                     documents=[r.document for r in part],
@@ -322,7 +317,7 @@ class Collection:
             part = list(ids[start : start + step])
             self._store._call(
                 f"delete from {self.name!r}",
-                lambda part=part: self._raw.delete(ids=part),  # type: ignore[misc]
+                lambda part=part: self.raw.delete(ids=part),  # type: ignore[misc]
             )
 
     def embeddings(self, ids: Sequence[str]) -> dict[str, list[float]]:
@@ -331,7 +326,7 @@ class Collection:
             part = list(ids[start : start + PAGE])
             got = self._store._call(
                 f"read vectors from {self.name!r}",
-                lambda part=part: self._raw.get(ids=part, include=["embeddings"]),  # type: ignore[misc]
+                lambda part=part: self.raw.get(ids=part, include=["embeddings"]),  # type: ignore[misc]
             )
             for rid, vector in zip(got["ids"], got["embeddings"], strict=True):
                 out[rid] = [float(x) for x in vector]
@@ -346,7 +341,7 @@ class Collection:
         while True:
             got = self._store._call(
                 f"read records of {self.name!r}",
-                lambda offset=offset: self._raw.get(  # type: ignore[misc]
+                lambda offset=offset: self.raw.get(  # type: ignore[misc]
                     where=dict(where) if where else None,
                     include=include,
                     limit=PAGE,
@@ -364,7 +359,7 @@ class Collection:
     def get(self, ids: Sequence[str]) -> list[StoredRecord]:
         got = self._store._call(
             f"read records of {self.name!r}",
-            lambda: self._raw.get(ids=list(ids), include=["metadatas", "documents"]),
+            lambda: self.raw.get(ids=list(ids), include=["metadatas", "documents"]),
         )
         return [
             StoredRecord(i, m or {}, d)
@@ -416,7 +411,7 @@ class Collection:
 
         def run() -> Any:
             try:
-                return self._raw.query(
+                return self.raw.query(
                     **query,
                     n_results=k,
                     where=dict(where) if where else None,
