@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
+from ..errors import ChromasyncError, EmbeddingError, NotFound
 from ..metakeys import OWNER_KEY
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import ChunkRecord, Hit, StoreLimits
@@ -49,7 +49,7 @@ class Store:
             self.advertised_batch: int | None = int(client.get_max_batch_size())
         except Exception as exc:  # noqa: BLE001 - servers without the endpoint
             reason = self.config.redact(str(exc))
-            log.info("%s advertises no batch size (%s)", self.describe(), reason)
+            log.info("%s advertises no batch size (%s)", self.config.describe(), reason)
             self.advertised_batch = None
         if target is not None and (self.advertised_batch or 0) <= 0:
             # chromadb's client checks every write against the advertised size, so -1 would
@@ -57,9 +57,6 @@ class Store:
             checks = getattr(getattr(client, "_server", None), "pre_flight_checks", None)
             if isinstance(checks, dict):
                 checks["max_batch_size"] = self.config.limits_batch_default
-
-    def describe(self) -> str:
-        return self.config.describe()
 
     @property
     def limits(self) -> StoreLimits:
@@ -69,7 +66,7 @@ class Store:
         elif self.target is not None and self.target.kind == "cloud":
             base = CLOUD_LIMITS
         else:
-            base = StoreLimits(name=f"Chroma at {self.describe()}")
+            base = StoreLimits(name=f"Chroma at {self.config.describe()}")
         limits = combine_limits(self.advertised_batch, base)
         cap = self.config.batch_size
         if cap is not None and (limits.max_batch is None or cap < limits.max_batch):
@@ -87,10 +84,7 @@ class Store:
         except ChromasyncError:
             raise
         except Exception as exc:
-            raise self._error(what, exc) from exc
-
-    def _error(self, what: str, exc: BaseException) -> StoreError:
-        return store_error(self.config, what, exc)
+            raise store_error(self.config, what, exc) from exc
 
     def list_collections(self) -> list[str]:
         return sorted(
@@ -146,9 +140,9 @@ class Store:
             return self._client.get_collection(name)
         except Exception as exc:
             if _find(exc, (GaveUp, Refused)) is not None:
-                raise self._error(f"open collection {name!r}", exc) from exc
+                raise store_error(self.config, f"open collection {name!r}", exc) from exc
             raise NotFound(
-                f"collection {name!r} does not exist in {self.describe()}; {hint}"
+                f"collection {name!r} does not exist in {self.config.describe()}; {hint}"
             ) from exc
 
     def _server_collection(self, name: str) -> Collection:
@@ -160,13 +154,13 @@ class Store:
             function = (raw.configuration or {}).get("embedding_function")
         except Exception as exc:
             raise EmbeddingError(
-                f"collection {name!r} in {self.describe()}: its embedding function cannot be "
-                f"loaded here ({exc}); install the package that provides it"
+                f"collection {name!r} in {self.config.describe()}: its embedding function "
+                f"cannot be loaded here ({exc}); install the package that provides it"
             ) from exc
         ef_name = _ef_name(function)
         if function is None or ef_name in (None, "default"):
             raise EmbeddingError(
-                f"collection {name!r} in {self.describe()} has "
+                f"collection {name!r} in {self.config.describe()} has "
                 + ("no embedding function" if function is None else "Chroma's default one")
                 + "; the `server` provider needs the collection to carry an explicit one "
                 "(the default downloads a model at run time). Recreate the collection with "
