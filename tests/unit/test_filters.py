@@ -393,3 +393,30 @@ def test_an_older_bookkeeping_name_filters_todays_key() -> None:
     }
     assert filters.matches == (("chromasync_embedding_model", "MiniLM"),)
     assert normalise_where({"chromasync_chunk_hash": "x"}) == {"chromasync_chunk_hash": "x"}
+
+
+def test_the_filter_record_is_every_field_as_json() -> None:
+    """REST's `filter_record`: every field of the parsed filters, pairs as arrays."""
+    filters = Filters(
+        sources=("notes",),
+        where=(("year", 2024),),
+        where_json={"$or": [{"a": 1}, {"b": 2}]},
+        matches=(("title", "kite"),),
+        echo={"after": "2y (2024-12-06)"},
+    )
+    assert json.loads(json.dumps(filters.as_record())) == {
+        "sources": ["notes"],
+        "where": [["year", 2024]],
+        "where_json": {"$or": [{"a": 1}, {"b": 2}]},
+        "tags": [],
+        "tags_all": False,
+        "after": None,
+        "before": None,
+        "date_fields": ["date", "published_at"],
+        "paths": [],
+        "phrases": [],
+        "matches": [["title", "kite"]],
+        "tag_field": "tags",
+        "links_to": [],
+        "echo": {"after": "2y (2024-12-06)"},
+    }

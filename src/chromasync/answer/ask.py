@@ -60,10 +60,10 @@ def _best_sentence(question: str) -> Callable[[Hit], str]:
     """The quote of a cited hit: its sentence that best matches the question."""
 
     def quote(hit: Hit) -> str:
-        scored = score_sentences(question, split_sentences(hit, 0))
+        sentences = split_sentences(hit, 0)
+        scored = score_sentences(question, sentences)
         if scored:
             return max(scored, key=lambda s: s.relevance).sentence.text
-        sentences = split_sentences(hit, 0)
         return sentences[0].text if sentences else ""
 
     return quote

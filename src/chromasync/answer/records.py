@@ -8,8 +8,8 @@ start at 1 and follow the order in which the answer first uses them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field
+from typing import Literal
 
 from ..records import Hit
 
@@ -71,17 +71,7 @@ class Citation:
         return render_location(self.path, self.start_line, self.end_line, self.page)
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "n": self.n,
-            "id": self.id,
-            "path": self.path,
-            "heading": self.heading,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "page": self.page,
-            "quote": self.quote,
-            "source": self.source,
-        }
+        return asdict(self)
 
 
 def citation_for(
@@ -114,7 +104,7 @@ class Unsupported:
     support: float
 
     def as_json(self) -> dict[str, object]:
-        return {"claim": self.claim, "path": self.path, "support": self.support}
+        return asdict(self)
 
 
 PartKind = Literal["prose", "code", "list", "table"]
@@ -180,37 +170,6 @@ class Answer:
     def sources(self) -> tuple[str, ...]:
         """Each citation rendered (``path:start-end``), in citation-number order."""
         return tuple(c.render() for c in self.citations)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Answer:
-        """The answer `as_json` wrote (as the data dir's owner sends it)."""
-        citations = tuple(Citation(**c) for c in data.get("citations", ()))
-        by_number = {c.n: c for c in citations}
-        groups = tuple(
-            Group(
-                str(g["value"]),
-                str(g["answer"]),
-                tuple(by_number[int(n)] for n in g.get("citations", ()) if int(n) in by_number),
-            )
-            for g in data.get("groups", ())
-        )
-        return cls(
-            question=str(data["question"]),
-            text=str(data["answer"]),
-            citations=citations,
-            mode=data["mode"],
-            model=data.get("model"),
-            usage=dict(data.get("usage") or {}),
-            flags=tuple(data.get("flags") or ()),
-            removed_citations=int(data.get("removed_citations") or 0),
-            group_by=data.get("group_by"),
-            groups=groups,
-            warnings=tuple(data.get("warnings") or ()),
-            parts=tuple(
-                Part(p["kind"], str(p["text"]), int(p.get("source") or 0), str(p.get("lang", "")))
-                for p in data.get("parts", ())
-            ),
-        )
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {

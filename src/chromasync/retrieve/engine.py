@@ -16,7 +16,6 @@ from ..records import Hit
 from .bm25 import Condition, KeywordIndex
 from .dense import dense_search, merge_by_score
 from .filters import Filters, build_where, local_sql, match_paths, where_to_sql
-from .fuse import Fusion
 from .links import stored_targets, target_matcher
 from .mirror import KeywordMirror
 from .rerank import DEFAULT_DEPTH, Reranker, rerank
@@ -28,7 +27,6 @@ from .results import (
     SearchRequest,
     SearchResult,
     collapse_copies,
-    lean_window,
     present,
     rank_hits,
 )
@@ -187,9 +185,9 @@ class Retriever:
         gathered = self.gather(request, (request.mode,), fields=not lean, only=only)
         # a lean search shows a prefix of the ranking: its first k (the relevance floor
         # keeps a prefix too), so only those become hits; when copies of one text in
-        # several files fold (`collapse_copies`), the window's next hits are read too
-        limit = lean_window(request.k) if lean else None
-        hits = self.rank(gathered, request.mode, request.fusion, limit)
+        # several files fold (`collapse_copies`), the window's next hits (2k in all) are read
+        limit = 2 * request.k if lean else None
+        hits = rank_hits(gathered, request.mode, request.fusion or DEFAULT_FUSION, limit)
         reranked = False
         if reranker is not None:
             hits = rerank(request.query, hits, reranker, max(DEFAULT_DEPTH, request.k))
@@ -202,7 +200,7 @@ class Retriever:
             if filled is None:  # a chunk went or changed between the query and the read
                 return self.search(request, full_fetch=True)
             hits = list(filled)
-        return self.present(request, gathered, hits, reranked)
+        return present(request, gathered, hits, reranked)
 
     def _fill(
         self, hits: Sequence[Hit], versions: Sequence[tuple[str, int]]
@@ -238,18 +236,7 @@ class Retriever:
             full = stored.get((hit.collection, hit.id))
             if full is None:
                 return None
-            out.append(
-                replace(
-                    hit,
-                    path=full.path,
-                    source=full.source,
-                    heading=full.heading,
-                    start_line=full.start_line,
-                    end_line=full.end_line,
-                    text=full.text,
-                    metadata=full.metadata,
-                )
-            )
+            out.append(replace(hit, **{name: getattr(full, name) for name in _FILLED}))
         return tuple(out)
 
     def _holds_fields(self, name: str, version: int | None) -> bool:
@@ -437,25 +424,10 @@ class Retriever:
                 return _NOTHING, condition, None
         return where, condition, ids
 
-    def rank(
-        self,
-        gathered: Gathered,
-        mode: str,
-        fusion: Fusion | None = None,
-        limit: int | None = None,
-    ) -> list[Hit]:
-        """The hits of one mode, best first, each with its rank in every list it is in (the
-        first `limit` only, when given)."""
-        return rank_hits(gathered, mode, fusion or DEFAULT_FUSION, limit)
-
-    def present(
-        self, request: SearchRequest, gathered: Gathered, hits: Sequence[Hit], reranked: bool
-    ) -> SearchResult:
-        """Per-doc collapse, the top k, then date order and groups."""
-        return present(request, gathered, hits, reranked)
-
 
 _NOTHING: Any = object()
+#: The fields `Retriever._fill` reads for a hit of a lean list.
+_FILLED = ("path", "source", "heading", "start_line", "end_line", "text", "metadata")
 
 
 def _with_context(hits: Sequence[Hit], context: Sequence[Hit]) -> tuple[Hit, ...]:

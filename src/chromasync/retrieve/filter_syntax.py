@@ -10,7 +10,7 @@ import calendar
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
 from ..errors import ConfigError
@@ -58,22 +58,7 @@ class Filters:
 
     def as_record(self) -> dict[str, Any]:
         """Every field, JSON-ready (REST's `filter_record`)."""
-        return {
-            "sources": list(self.sources),
-            "where": [[k, v] for k, v in self.where],
-            "where_json": dict(self.where_json) if self.where_json is not None else None,
-            "tags": list(self.tags),
-            "tags_all": self.tags_all,
-            "after": self.after,
-            "before": self.before,
-            "date_fields": list(self.date_fields),
-            "paths": list(self.paths),
-            "phrases": list(self.phrases),
-            "matches": [[k, v] for k, v in self.matches],
-            "tag_field": self.tag_field,
-            "links_to": list(self.links_to),
-            "echo": dict(self.echo),
-        }
+        return asdict(self)  # tuples as JSON arrays
 
     def as_json(self) -> dict[str, Any]:
         """The filters as given, for `--json` output (empty fields left out)."""

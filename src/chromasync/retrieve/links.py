@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..corpus.links import (
     NOTE_PREFIX,
@@ -75,16 +75,7 @@ class LinkingChunk:
     links: tuple[Link, ...]
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "collection": self.collection,
-            "source": self.source,
-            "path": self.path,
-            "chunk_id": self.chunk_id,
-            "heading": self.heading,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "links": [link.as_json() for link in self.links],
-        }
+        return asdict(self) | {"links": [link.as_json() for link in self.links]}
 
 
 def stored_targets(index: KeywordIndex, collection: str, matcher: TargetMatcher) -> list[str]:

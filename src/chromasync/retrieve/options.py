@@ -34,10 +34,6 @@ from __future__ import annotations
 
 from ..versions import MAX_TARGET_CHARS  # constants only: the one import here
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
 #: What an option's `kind` may be: text, a whole number, a number, true/false, one of
 #: `choices`, or a JSON object (given as its text on the CLI and in a query string).
 KINDS = ("text", "int", "float", "bool", "choice", "json")
@@ -372,16 +368,6 @@ def spelled(name: str, spelling: str) -> str:
     return found.spelled(spelling) if found is not None else name
 
 
-def cli_flags() -> Iterator[tuple[str, Option, bool]]:
-    """(flag, option, takes a value) of every CLI flag: a bool's flag and its negative take
-    none (the flag means true, the negative false)."""
-    for opt in OPTIONS:
-        if opt.flag:
-            yield opt.flag, opt, opt.kind != "bool"
-        if opt.negative:
-            yield opt.negative, opt, False
-
-
 __all__ = [
     "BY_NAME",
     "KINDS",
@@ -395,7 +381,6 @@ __all__ = [
     "QUERY",
     "SPELLINGS",
     "Option",
-    "cli_flags",
     "option",
     "spelled",
     "text_problem",

@@ -290,13 +290,6 @@ def _relevant(hits: Sequence[Hit], request: SearchRequest) -> list[Hit]:
     return list(hits if weaker is None else hits[:weaker])
 
 
-def lean_window(k: int) -> int:
-    """How many of the ranking's first hits a search that shows a prefix of the ranking
-    reads for its top k: twice k, so that copies folded by `collapse_copies` still leave
-    k hits."""
-    return 2 * k
-
-
 def collapse_copies(hits: Sequence[Hit]) -> list[Hit]:
     """One hit per chunk text: a later hit whose `chunk_hash` (the embedded text) equals an
     earlier hit's from another file is folded into it, its place named in the earlier
@@ -469,7 +462,6 @@ __all__ = [
     "document_of",
     "explain_text",
     "lead_documents",
-    "lean_window",
     "plain_lines",
     "present",
     "rank_hits",

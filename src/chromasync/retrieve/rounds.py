@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..records import Hit
-from .bm25 import Condition, KeywordIndex
+from .bm25 import Condition
 from .dense import dense_search, merge_by_score
 from .feedback import Feedback, expansion_terms, feedback_weights, moved_vector, weighted_terms
 from .results import DEFAULT_FUSION, SearchRequest, lead_documents
 
 if TYPE_CHECKING:
-    from ..store.chroma import Collection
+    from .engine import Retriever
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,23 +31,8 @@ class Asked:
     condition: Condition
 
 
-class Lists(Protocol):
-    """What the second round needs of the retriever (`engine.Retriever`)."""
-
-    @property
-    def embeds_in_store(self) -> bool: ...
-
-    def collection(self, name: str) -> Collection: ...
-
-    def dense_collection(self, name: str) -> Collection: ...
-
-    def keyword_index(self, name: str) -> KeywordIndex: ...
-
-    def query_vector(self, query: str) -> list[float] | str: ...
-
-
 def second_round(
-    lists: Lists,
+    lists: Retriever,
     request: SearchRequest,
     feedback: Feedback,
     dense: Sequence[Hit],
@@ -101,7 +86,7 @@ def second_round(
     return fed_dense, fed_keyword
 
 
-def _texts(lists: Lists, hits: Sequence[Hit]) -> list[str]:
+def _texts(lists: Retriever, hits: Sequence[Hit]) -> list[str]:
     """The text of each hit (read from its keyword index for a lean list's hits)."""
     if all(h.text for h in hits):
         return [h.text for h in hits]
@@ -112,4 +97,4 @@ def _texts(lists: Lists, hits: Sequence[Hit]) -> list[str]:
     return out
 
 
-__all__ = ["Asked", "Lists", "second_round"]
+__all__ = ["Asked", "second_round"]

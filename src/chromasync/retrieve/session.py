@@ -49,15 +49,12 @@ if TYPE_CHECKING:
 @contextmanager
 def open_retriever(settings: Settings, embedder: Embedder | None = None) -> Iterator[Retriever]:
     with storage_errors(settings.data_dir):
-        session = _Session.open(settings, _provider(settings, embedder))
+        load = (lambda: embedder) if embedder is not None else (lambda: embedder_for(settings))
+        session = _Session.open(settings, load)
         try:
             yield session.retriever
         finally:
             session.close()
-
-
-def _provider(settings: Settings, embedder: Embedder | None) -> Callable[[], Embedder]:
-    return (lambda: embedder) if embedder is not None else (lambda: embedder_for(settings))
 
 
 class _Session:
@@ -185,9 +182,7 @@ def search(
     """The best `k` chunks for `query` (hybrid by default); `where` is a Chroma filter."""
     filters = filters or Filters(date_fields=settings.date_field_names)
     if where:
-        from dataclasses import replace
-
-        filters = replace(filters, where_json=normalise_where(where))
+        filters = dataclasses.replace(filters, where_json=normalise_where(where))
     request = SearchRequest(query, mode=mode, k=k, filters=filters)
     return list(retrieve(request, settings, embedder=embedder).hits)
 

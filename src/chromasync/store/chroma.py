@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from ..errors import ChromasyncError, EmbeddingError, NotFound, StoreError
+from ..errors import ChromasyncError, EmbeddingError, NotFound
 from ..metakeys import OWNER_KEY
 from ..plan.limits import CLOUD_LIMITS, DEFAULT_BATCH, combine_limits
 from ..records import ChunkRecord, Hit, StoreLimits
@@ -49,7 +49,7 @@ class Store:
             self.advertised_batch: int | None = int(client.get_max_batch_size())
         except Exception as exc:  # noqa: BLE001 - servers without the endpoint
             reason = self.config.redact(str(exc))
-            log.info("%s advertises no batch size (%s)", self.describe(), reason)
+            log.info("%s advertises no batch size (%s)", self.config.describe(), reason)
             self.advertised_batch = None
         if target is not None and (self.advertised_batch or 0) <= 0:
             # chromadb's client checks every write against the advertised size, so -1 would
@@ -57,9 +57,6 @@ class Store:
             checks = getattr(getattr(client, "_server", None), "pre_flight_checks", None)
             if isinstance(checks, dict):
                 checks["max_batch_size"] = self.config.limits_batch_default
-
-    def describe(self) -> str:
-        return self.config.describe()
 
     @property
     def limits(self) -> StoreLimits:
@@ -69,7 +66,7 @@ class Store:
         elif self.target is not None and self.target.kind == "cloud":
             base = CLOUD_LIMITS
         else:
-            base = StoreLimits(name=f"Chroma at {self.describe()}")
+            base = StoreLimits(name=f"Chroma at {self.config.describe()}")
         limits = combine_limits(self.advertised_batch, base)
         cap = self.config.batch_size
         if cap is not None and (limits.max_batch is None or cap < limits.max_batch):
@@ -87,10 +84,7 @@ class Store:
         except ChromasyncError:
             raise
         except Exception as exc:
-            raise self._error(what, exc) from exc
-
-    def _error(self, what: str, exc: BaseException) -> StoreError:
-        return store_error(self.config, what, exc)
+            raise store_error(self.config, what, exc) from exc
 
     def list_collections(self) -> list[str]:
         return sorted(
@@ -125,11 +119,7 @@ class Store:
 
         metadata: dict[str, Any] = {"hnsw:space": "cosine", SCHEMA_KEY: 1}
         if model_id is not None:
-            metadata[MODEL_KEY] = model_id
-            metadata[DIMENSION_KEY] = dimension or 0
-            metadata[CHUNKING_KEY] = CHUNKING_VERSION
-            if provider:
-                metadata[PROVIDER_KEY] = provider
+            metadata |= _model_keys(model_id, dimension, provider)
         # a new collection records Chroma's function for this model, so that other
         # clients embed their text queries as chromasync does (store/peers.py)
         function = peer_function(model_id, provider)
@@ -150,9 +140,9 @@ class Store:
             return self._client.get_collection(name)
         except Exception as exc:
             if _find(exc, (GaveUp, Refused)) is not None:
-                raise self._error(f"open collection {name!r}", exc) from exc
+                raise store_error(self.config, f"open collection {name!r}", exc) from exc
             raise NotFound(
-                f"collection {name!r} does not exist in {self.describe()}; {hint}"
+                f"collection {name!r} does not exist in {self.config.describe()}; {hint}"
             ) from exc
 
     def _server_collection(self, name: str) -> Collection:
@@ -164,13 +154,13 @@ class Store:
             function = (raw.configuration or {}).get("embedding_function")
         except Exception as exc:
             raise EmbeddingError(
-                f"collection {name!r} in {self.describe()}: its embedding function cannot be "
-                f"loaded here ({exc}); install the package that provides it"
+                f"collection {name!r} in {self.config.describe()}: its embedding function "
+                f"cannot be loaded here ({exc}); install the package that provides it"
             ) from exc
         ef_name = _ef_name(function)
         if function is None or ef_name in (None, "default"):
             raise EmbeddingError(
-                f"collection {name!r} in {self.describe()} has "
+                f"collection {name!r} in {self.config.describe()} has "
                 + ("no embedding function" if function is None else "Chroma's default one")
                 + "; the `server` provider needs the collection to carry an explicit one "
                 "(the default downloads a model at run time). Recreate the collection with "
@@ -180,9 +170,7 @@ class Store:
         collection.check_model("server", None)
         if collection.model_id is None:
             wanted = {MODEL_KEY: "server", PROVIDER_KEY: "server", "chromasync_function": ef_name}
-            merged = {**collection.metadata, **wanted}
-            merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-            self._call(f"record the provider of {name!r}", lambda: raw.modify(metadata=merged))
+            collection.set_metadata(wanted, "record the provider of")
         return collection
 
     def delete_collection(self, name: str) -> None:
@@ -191,20 +179,15 @@ class Store:
 
 class Collection:
     def __init__(self, raw: Any, store: Store, embeds: bool = False) -> None:
-        self._raw = raw
+        self.raw = raw  # the chromadb collection (`store/peers.py` reads its configuration)
         self._store = store
         self.name: str = raw.name
         #: True when the collection's own embedding function makes the vectors (`server`).
         self.embeds = embeds
 
     @property
-    def raw(self) -> Any:
-        """The chromadb collection (for `store/peers.py`)."""
-        return self._raw
-
-    @property
     def metadata(self) -> Mapping[str, Any]:
-        return dict(self._raw.metadata or {})
+        return dict(self.raw.metadata or {})
 
     @property
     def write_batch(self) -> int:
@@ -213,7 +196,7 @@ class Collection:
     def modify_configuration(self, configuration: Mapping[str, Any]) -> None:
         self._store._call(
             f"configure {self.name!r}",
-            lambda: self._raw.modify(configuration=dict(configuration)),
+            lambda: self.raw.modify(configuration=dict(configuration)),
         )
 
     def add_metadata(self, added: Mapping[str, Mapping[str, Any]]) -> int:
@@ -221,32 +204,21 @@ class Collection:
         ids = list(added)
         self._store._call(
             f"rewrite metadata of {self.name!r}",
-            lambda: self._raw.update(ids=ids, metadatas=[dict(added[i]) for i in ids]),
+            lambda: self.raw.update(ids=ids, metadatas=[dict(added[i]) for i in ids]),
         )
         return len(ids)
 
-    def set_metadata(self, wanted: Mapping[str, Any]) -> None:
+    def set_metadata(self, wanted: Mapping[str, Any], what: str = "record metadata of") -> None:
         """Merge `wanted` into the collection's own metadata (Chroma's `hnsw:` keys stay)."""
         merged = {**self.metadata, **wanted}
         merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-        self._store._call(
-            f"record metadata of {self.name!r}", lambda: self._raw.modify(metadata=merged)
-        )
+        self._store._call(f"{what} {self.name!r}", lambda: self.raw.modify(metadata=merged))
 
     def record_model(self, model_id: str, dimension: int | None, provider: str | None) -> None:
         """Write the model that makes this collection's vectors into its metadata."""
-        wanted: dict[str, Any] = {
-            MODEL_KEY: model_id,
-            DIMENSION_KEY: dimension or 0,
-            CHUNKING_KEY: CHUNKING_VERSION,
-        }
-        if provider:
-            wanted[PROVIDER_KEY] = provider
-        merged = {**self.metadata, **wanted, SCHEMA_KEY: self.metadata.get(SCHEMA_KEY, 1)}
-        merged = {k: v for k, v in merged.items() if not k.startswith("hnsw:")}
-        self._store._call(
-            f"record the model of {self.name!r}", lambda: self._raw.modify(metadata=merged)
-        )
+        wanted = _model_keys(model_id, dimension, provider)
+        wanted[SCHEMA_KEY] = self.metadata.get(SCHEMA_KEY, 1)
+        self.set_metadata(wanted, "record the model of")
         from .peers import attach_function
 
         attach_function(self)
@@ -301,7 +273,7 @@ class Collection:
         return None
 
     def count(self) -> int:
-        return int(self._store._call(f"count {self.name!r}", self._raw.count))
+        return int(self._store._call(f"count {self.name!r}", self.raw.count))
 
     def upsert(
         self,
@@ -325,7 +297,7 @@ class Collection:
             vecs = None if vectors is None else [list(v) for v in vectors[start : start + step]]
             self._store._call(
                 f"upsert into {self.name!r}",
-                lambda part=part, vecs=vecs: self._raw.upsert(  # type: ignore[misc]
+                lambda part=part, vecs=vecs: self.raw.upsert(  # type: ignore[misc]
                     ids=[r.id for r in part],
                     embeddings=vecs,
                     documents=[r.document for r in part],
@@ -339,7 +311,7 @@ class Collection:
             part = list(ids[start : start + step])
             self._store._call(
                 f"delete from {self.name!r}",
-                lambda part=part: self._raw.delete(ids=part),  # type: ignore[misc]
+                lambda part=part: self.raw.delete(ids=part),  # type: ignore[misc]
             )
 
     def embeddings(self, ids: Sequence[str]) -> dict[str, list[float]]:
@@ -348,7 +320,7 @@ class Collection:
             part = list(ids[start : start + PAGE])
             got = self._store._call(
                 f"read vectors from {self.name!r}",
-                lambda part=part: self._raw.get(ids=part, include=["embeddings"]),  # type: ignore[misc]
+                lambda part=part: self.raw.get(ids=part, include=["embeddings"]),  # type: ignore[misc]
             )
             for rid, vector in zip(got["ids"], got["embeddings"], strict=True):
                 out[rid] = [float(x) for x in vector]
@@ -363,7 +335,7 @@ class Collection:
         while True:
             got = self._store._call(
                 f"read records of {self.name!r}",
-                lambda offset=offset: self._raw.get(  # type: ignore[misc]
+                lambda offset=offset: self.raw.get(  # type: ignore[misc]
                     where=dict(where) if where else None,
                     include=include,
                     limit=PAGE,
@@ -381,7 +353,7 @@ class Collection:
     def get(self, ids: Sequence[str]) -> list[StoredRecord]:
         got = self._store._call(
             f"read records of {self.name!r}",
-            lambda: self._raw.get(ids=list(ids), include=["metadatas", "documents"]),
+            lambda: self.raw.get(ids=list(ids), include=["metadatas", "documents"]),
         )
         return [
             StoredRecord(i, m or {}, d)
@@ -433,7 +405,7 @@ class Collection:
 
         def run() -> Any:
             try:
-                return self._raw.query(
+                return self.raw.query(
                     **query,
                     n_results=k,
                     where=dict(where) if where else None,
@@ -447,3 +419,9 @@ class Collection:
                 raise
 
         return self._store._call(f"query {self.name!r}", run)
+
+
+def _model_keys(model_id: str, dimension: int | None, provider: str | None) -> dict[str, Any]:
+    """The metadata keys that record the model of a collection's vectors."""
+    keys = {MODEL_KEY: model_id, DIMENSION_KEY: dimension or 0, CHUNKING_KEY: CHUNKING_VERSION}
+    return keys | ({PROVIDER_KEY: provider} if provider else {})

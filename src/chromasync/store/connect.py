@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -41,16 +42,12 @@ _OPENED: dict[str, tuple[int, int] | None] = {}
 EMBEDDED_DATABASE = "chroma.sqlite3"
 
 
-_CHROMA_SETTINGS: list[Any] = []
-
-
+@functools.cache
 def _chroma_settings(factory: Any) -> Any:
     """chromadb's client settings: a pydantic-settings object reads the whole environment
-    when built, which cost a warm search a fifth of its time, so it is built once and each
-    client gets a copy (chromadb's HTTP client writes the server's port into its settings)."""
-    if not _CHROMA_SETTINGS:
-        _CHROMA_SETTINGS.append(factory(anonymized_telemetry=False))
-    return _CHROMA_SETTINGS[0].model_copy()
+    when built, which cost a warm search a fifth of its time, so it is built once (each
+    client gets a copy: chromadb's HTTP client writes the server's port into its settings)."""
+    return factory(anonymized_telemetry=False)
 
 
 def import_chromadb() -> Any:
@@ -78,7 +75,7 @@ def open_store(config: StoreConfig, existing: bool = False, reading: bool = Fals
     if existing and target is None and not (config.data_dir / CHROMA_DIR).is_dir():
         raise NotFound(f"no embedded store at {config.describe()} yet")
     chromadb = import_chromadb()
-    settings = _chroma_settings(chromadb.config.Settings)
+    settings = _chroma_settings(chromadb.config.Settings).model_copy()
     if target is None:
         path = config.data_dir / CHROMA_DIR
         if reading and path.is_dir() and not os.access(path, os.W_OK):

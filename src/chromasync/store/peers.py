@@ -66,15 +66,11 @@ def attach_function(collection: Collection) -> bool:
     vectors and records no function; True when it was added. No vector is touched."""
     meta = collection.metadata
     model = meta.get("chromasync_embedding_model")
-    provider = meta.get("chromasync_embedding_provider", "local")
-    if not runs_default_model(str(model) if model else None, str(provider)):
+    model_id = str(model) if model else None
+    provider = str(meta.get("chromasync_embedding_provider", "local"))
+    if not runs_default_model(model_id, provider) or function_name(collection) is not None:
         return False
-    if function_name(collection) is not None:
-        return False
-    from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
-
-    function = DefaultEmbeddingFunction()
-    collection.modify_configuration({"embedding_function": function})
+    collection.modify_configuration({"embedding_function": peer_function(model_id, provider)})
     return True
 
 
