@@ -11,6 +11,7 @@ import pytest
 from chromasync import api
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
+from chromasync.embed.querycache import QueryCache
 from chromasync.errors import ConfigError
 
 from ..conftest import invoke_cli
@@ -198,3 +199,17 @@ def test_mcp_suggest(indexed: tuple[Path, Settings], tmp_path: Path) -> None:
     data = out["data"]
     assert isinstance(data, dict) and data["groups"][0]["group"] == "cycling"
     assert out["bad"] is True
+
+
+def test_an_empty_query_cache_is_the_embedder_used(
+    indexed: tuple[Path, Settings], tmp_path: Path
+) -> None:
+    """The owner hands its query cache to `similar` and `suggest`: empty (no search yet), it
+    was falsy and `embedder or embedder_for(settings)` loaded a second embedder instead."""
+    _, settings = indexed
+    capture = tmp_path / "capture.md"
+    capture.write_text(CAPTURE)
+    inner = HashEmbedder()
+    api.suggest(capture, settings, group_by="path:1", embedder=QueryCache(inner))
+    api.similar(capture, settings, embedder=QueryCache(inner))
+    assert inner.texts_embedded > 0

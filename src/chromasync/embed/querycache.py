@@ -108,6 +108,10 @@ class QueryCache(Embedder):
         with self._lock:
             return len(self._entries)
 
+    def __bool__(self) -> bool:
+        """True even when empty: a cache is an embedder (`embedder or ...` keeps it)."""
+        return True
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
