@@ -9,8 +9,9 @@ bookkeeping) are declared beside these, in `metakeys`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -302,27 +303,7 @@ class IngestSummary:
     warnings: Mapping[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "collection": self.collection,
-            "source": self.source,
-            "files_seen": self.files_seen,
-            "files_new": self.files_new,
-            "files_updated": self.files_updated,
-            "files_unchanged": self.files_unchanged,
-            "files_deleted": self.files_deleted,
-            "files_skipped": dict(sorted(self.files_skipped.items())),
-            "chunks_total": self.chunks_total,
-            "chunks_embedded": self.chunks_embedded,
-            "chunks_reused": self.chunks_reused,
-            "chunks_deleted": self.chunks_deleted,
-            "duration_ms": self.duration_ms,
-            "embed_ms": self.embed_ms,
-            "dry_run": self.dry_run,
-            "metadata_keys_dropped": self.metadata_keys_dropped,
-            "documents_read": dict(sorted(self.documents_read.items())),
-            "pages_read": self.pages_read,
-            "warnings": dict(sorted(self.warnings.items())),
-        }
+        return plain_fields(self, sort=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,48 +404,41 @@ class Hit:
         return f"{self.path} p. {first}"
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "path": self.path,
-            "source": self.source,
-            "heading": self.heading,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "score": self.score,
-            "text": self.text,
-            "collection": self.collection,
-            "metadata": dict(self.metadata),
-            "ranks": dict(self.ranks),
-            "collapsed": self.collapsed,
-            "relevance": self.relevance,
-            "scores": dict(self.scores),
-            "context": self.context,
-            "also_at": list(self.also_at),
-            "pages": list(self.pages),
-        }
+        return plain_fields(self)
+
+
+def plain_fields(record: Any, sort: bool = False) -> dict[str, object]:
+    """A dataclass record's fields by name, in order, for its JSON form: tuples as lists,
+    mappings as dicts (`sort`: by key)."""
+    out: dict[str, object] = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, Mapping):
+            value = dict(sorted(value.items()) if sort else value)
+        out[f.name] = value
+    return out
 
 
 def total_summary(summaries: Sequence[IngestSummary]) -> IngestSummary:
     """The figures of several sources added up (source "total")."""
-    skipped: dict[str, int] = {}
-    documents: dict[str, int] = {}
-    warnings: dict[str, int] = {}
+    skipped: Counter[str] = Counter()
+    documents: Counter[str] = Counter()
+    warnings: Counter[str] = Counter()
     for summary in summaries:
-        for reason, n in summary.files_skipped.items():
-            skipped[reason] = skipped.get(reason, 0) + n
-        for name, n in summary.warnings.items():
-            warnings[name] = warnings.get(name, 0) + n
-        for fmt, n in summary.documents_read.items():
-            documents[fmt] = documents.get(fmt, 0) + n
+        skipped.update(summary.files_skipped)
+        warnings.update(summary.warnings)
+        documents.update(summary.documents_read)
     sums = {name: sum(getattr(s, name) for s in summaries) for name in SUMMARY_COUNTS}
     dry = bool(summaries) and summaries[0].dry_run
     return IngestSummary(
         collection="",
         source="total",
-        files_skipped=skipped,
+        files_skipped=dict(skipped),
         dry_run=dry,
-        documents_read=documents,
+        documents_read=dict(documents),
         pages_read=sum(s.pages_read for s in summaries),
-        warnings=warnings,
+        warnings=dict(warnings),
         **sums,
     )

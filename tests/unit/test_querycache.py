@@ -115,3 +115,5 @@ def test_it_is_the_embedder_it_wraps() -> None:
     assert cache.texts_embedded == inner.texts_embedded == 2  # other attributes: delegated
     assert not cache.embeds_in_store and not cache.uses_local_cores
     assert inner.queries == []  # documents are not queries
+    cache.batch_size = 3  # a write reaches the provider (ingest shrinks its batches)
+    assert inner.batch_size == 3

@@ -23,6 +23,7 @@ One pass over the lines: linear in the text. Blocks are cut at `BLOCK_MAX_LINES`
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -161,11 +162,7 @@ def _not_prose(line: str) -> bool:
 def segment(text: str) -> list[Segment]:
     """The text's prose paragraphs and blocks, in order (see the module docstring)."""
     lines = text.splitlines(keepends=True)
-    starts: list[int] = []
-    pos = 0
-    for line in lines:
-        starts.append(pos)
-        pos += len(line)
+    starts = list(itertools.accumulate(map(len, lines), initial=0))  # and the text's end
     bare = [line.rstrip("\r\n") for line in lines]
     out: list[Segment] = []
     prose_from = -1
@@ -179,8 +176,7 @@ def segment(text: str) -> list[Segment]:
     def add_block(kind: BlockKind, lo: int, hi: int, body: list[str], lang: str) -> None:
         content = _cut_block(body)
         if content.strip():
-            end = starts[hi] + len(lines[hi]) if hi < len(lines) else len(text)
-            out.append(Block(kind, content, lang, starts[lo], end, lo, hi))
+            out.append(Block(kind, content, lang, starts[lo], starts[hi + 1], lo, hi))
 
     i = _front_matter_end(bare)
     n = len(bare)

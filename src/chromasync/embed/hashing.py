@@ -22,10 +22,12 @@ class HashEmbedder(Embedder):
     max_tokens = 254
     batch_size = 256
     model_id: str = "hash-64"  # set per dimension
+    dimension: int = 64
+    tokenizer_path: str | None = None
 
     def __init__(self, dimension: int = 64, tokenizer_path: str | None = None) -> None:
-        self._dimension = dimension
-        self._tokenizer_path = tokenizer_path
+        self.dimension = dimension
+        self.tokenizer_path = tokenizer_path
         self.model_id = f"hash-{dimension}"
         self.calls = 0
         self.texts_embedded = 0
@@ -34,19 +36,11 @@ class HashEmbedder(Embedder):
     def from_options(cls, options: Mapping[str, Any]) -> HashEmbedder:
         return cls(int(options.get("dimension", 64)), options.get("tokenizer_path"))
 
-    @property
-    def dimension(self) -> int:
-        return self._dimension
-
-    @property
-    def tokenizer_path(self) -> str | None:
-        return self._tokenizer_path
-
     def _vector(self, text: str) -> list[float]:
-        vector = [0.0] * self._dimension
+        vector = [0.0] * self.dimension
         for word in _WORD.findall(text.lower()):
             digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
-            slot = int.from_bytes(digest[:4], "little") % self._dimension
+            slot = int.from_bytes(digest[:4], "little") % self.dimension
             vector[slot] += 1.0 if digest[4] & 1 else -1.0
         norm = math.sqrt(sum(v * v for v in vector)) or 1.0
         return [v / norm for v in vector]

@@ -115,8 +115,9 @@ def check_agreement(model: Any, embed: Any, floor: float, what: str) -> float:
     return cosine
 
 
-def pooled_module(transformer: Any) -> Any:
-    """The transformer with mean pooling and L2 normalisation, as one torch module."""
+def pooled_module(transformer: Any, pooled: bool = True) -> Any:
+    """The transformer with mean pooling and L2 normalisation, as one torch module (with
+    `pooled` False, its last hidden state: Chroma's layout, the caller pools)."""
     import torch
 
     class Pooled(torch.nn.Module):
@@ -130,30 +131,13 @@ def pooled_module(transformer: Any) -> Any:
                 attention_mask=attention_mask,
                 token_type_ids=token_type_ids,
             ).last_hidden_state
+            if not pooled:
+                return hidden
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             summed = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(summed.float(), p=2, dim=1)
 
     return Pooled(transformer)
-
-
-def hidden_module(transformer: Any) -> Any:
-    """The transformer returning its last hidden state (Chroma's layout: the caller pools)."""
-    import torch
-
-    class Hidden(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                token_type_ids=token_type_ids,
-            ).last_hidden_state
-
-    return Hidden(transformer)
 
 
 def export_onnx(transformer: Any, target: Path, pooled: bool = True) -> None:
@@ -169,7 +153,7 @@ def export_onnx(transformer: Any, target: Path, pooled: bool = True) -> None:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            pooled_module(transformer) if pooled else hidden_module(transformer),
+            pooled_module(transformer, pooled),
             (dummy, dummy, torch.zeros_like(dummy)),
             str(target),
             input_names=["input_ids", "attention_mask", "token_type_ids"],

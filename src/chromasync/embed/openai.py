@@ -28,6 +28,7 @@ _ERROR_BYTES = 64 * 1024
 class OpenAIEmbedder(Embedder):
     name = "openai"
     model_id: str = "openai"  # set per model
+    tokenizer_path: str | None = None
 
     def __init__(
         self,
@@ -51,7 +52,7 @@ class OpenAIEmbedder(Embedder):
         self.max_tokens = max_tokens
         self._api_key = api_key
         self._dimension = dimension
-        self._tokenizer_path = tokenizer_path
+        self.tokenizer_path = tokenizer_path
         self._timeout_s = timeout_s
         self._retry = retry or RetryPolicy()
         self.requests = 0
@@ -83,10 +84,6 @@ class OpenAIEmbedder(Embedder):
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIEmbedder({shown_url(self.endpoint)!r}, model={self.model!r})"
-
-    @property
-    def tokenizer_path(self) -> str | None:
-        return self._tokenizer_path
 
     @property
     def dimension(self) -> int:

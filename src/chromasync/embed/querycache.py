@@ -8,13 +8,25 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any
 
 from . import Embedder
 
 #: Distinct queries remembered: 256 vectors of 768 dimensions are about 1.5 MiB.
 DEFAULT_MAX_ENTRIES = 256
+
+
+class _Inner:
+    """An attribute of the cache read from (and written to) the embedder it wraps."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attr = name
+
+    def __get__(self, cache: Any, owner: type | None = None) -> Any:
+        return self if cache is None else getattr(cache.inner, self.attr)
+
+    def __set__(self, cache: Any, value: Any) -> None:
+        setattr(cache.inner, self.attr, value)
 
 
 class QueryCache(Embedder):
@@ -32,58 +44,17 @@ class QueryCache(Embedder):
 
     # -- the Embedder protocol, delegated ------------------------------------------------------
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self.inner.name = value
-
-    @property
-    def max_tokens(self) -> int:
-        return self.inner.max_tokens
-
-    @max_tokens.setter
-    def max_tokens(self, value: int) -> None:
-        self.inner.max_tokens = value
-
-    @property
-    def batch_size(self) -> int:
-        return self.inner.batch_size
-
-    @batch_size.setter
-    def batch_size(self, value: int) -> None:
-        self.inner.batch_size = value
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def tokenizer_path(self) -> str | None:
-        return self.inner.tokenizer_path
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.inner.embed_documents(texts)
-
-    @property
-    def embeds_in_store(self) -> bool:
-        return self.inner.embeds_in_store
-
-    @property
-    def uses_local_cores(self) -> bool:
-        return self.inner.uses_local_cores
-
-    def prefetch(self) -> None:
-        self.inner.prefetch()
-
-    def follow(self, stored_model_id: str | None) -> bool:
-        return self.inner.follow(stored_model_id)
+    name = _Inner()
+    max_tokens = _Inner()
+    batch_size = _Inner()
+    model_id = _Inner()
+    dimension = _Inner()
+    tokenizer_path = _Inner()
+    embeds_in_store = _Inner()
+    uses_local_cores = _Inner()
+    embed_documents = _Inner()
+    prefetch = _Inner()
+    follow = _Inner()
 
     def embed_query(self, text: str) -> list[float]:
         key = (self.inner.model_id, text)

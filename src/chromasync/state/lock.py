@@ -210,7 +210,7 @@ def ask_reader_to_leave(data_dir: Path | str, timeout: float = READER_LEAVES_IN)
         fcntl.flock(want, fcntl.LOCK_SH)  # a reader only tests it, for an instant
         deadline = time.monotonic() + timeout
         while True:
-            if _kernel_lock_free(Path(data_dir) / LOCK_FILE):
+            if not _taken(Path(data_dir) / LOCK_FILE, os.O_RDONLY, fcntl.LOCK_SH):
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -221,34 +221,23 @@ def ask_reader_to_leave(data_dir: Path | str, timeout: float = READER_LEAVES_IN)
 
 def someone_waits(data_dir: Path | str) -> bool:
     """A reader's check: does anyone wait for the lock it holds (`ask_reader_to_leave`)?"""
+    return bool(_taken(os.path.join(data_dir, WANT_FILE), os.O_RDWR | os.O_CREAT, fcntl.LOCK_EX))
+
+
+def _taken(path: Path | str, flags: int, lock: int) -> bool | None:
+    """Another holds the kernel lock on `path` against a try of `lock` (None: `path` does not
+    open; callers may hold `_GUARD`: no `lock_holder`)."""
     try:
-        fd = os.open(
-            os.path.join(data_dir, WANT_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE
-        )
+        fd = os.open(path, flags | os.O_CLOEXEC, FILE_MODE)
     except OSError:
-        return False
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, lock | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
     finally:
-        os.close(fd)  # closing drops the exclusive hold taken above
+        os.close(fd)  # closing drops the hold taken above
     return False
-
-
-def _kernel_lock_free(path: Path) -> bool:
-    """Nobody holds the kernel lock on `path` (callers may hold `_GUARD`: no `lock_holder`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # closing drops the shared lock taken above
-    return True
 
 
 def _long_running_owner(holder: str) -> str | None:

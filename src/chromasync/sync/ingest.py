@@ -177,7 +177,7 @@ class Ingestor:
         # Stat fields only: the fast path parses no record lists.
         manifest = self.state.files(name, label, with_records=must_heal)
         if row is None and discovery.files and not options.dry_run:
-            self.resources.prefetch_model()  # a first run embeds: load while the store opens
+            self.embedder.prefetch()  # a first run embeds: load while the store opens
         if must_heal and (discovery.files or manifest):
             manifest, chunked_by = self.resources.heal(
                 label, manifest, options.dry_run, options.reembed
@@ -219,7 +219,7 @@ class Ingestor:
             started,
         )
         if not options.dry_run and any(f.rel_path not in manifest for f in sorted_.to_read):
-            self.resources.prefetch_model()  # new files embed: load while they are read and chunked
+            self.embedder.prefetch()  # new files embed: load while they are read and chunked
         if self._can_stream(run):
             return self._stream(run)
         return self._whole(run)
@@ -262,7 +262,7 @@ class Ingestor:
         if options.dry_run:
             tally = run.tally
             tally.chunks_embedded = count_uncached(
-                changes, self.embedder.model_id, self.resources.cache, self.resources.store_embeds
+                changes, self.embedder.model_id, self.resources.cache, self.embedder.embeds_in_store
             )
             tally.chunks_reused = sum(len(c.records) for c in changes) - tally.chunks_embedded
             return tally.summary(self._summary_base(run, written), run.started)

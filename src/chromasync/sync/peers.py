@@ -12,6 +12,7 @@ from ..config.settings import Settings
 from ..embed import Embedder, embedder_for
 from ..embed.shared import model_folder
 from ..errors import SourceError
+from ..records import plain_fields
 from ..state.lock import StoreLock
 from ..state.manifest import State
 from ..state.rows import SourceRow, stored_root
@@ -34,14 +35,7 @@ class ShareReport:
     upgraded: int = 0  # records of an older index given today's keys (metadata only)
 
     def as_json(self) -> dict[str, object]:
-        return {
-            "model_folder": self.model_folder,
-            "model_placed": self.model_placed,
-            "configured": list(self.configured),
-            "already": list(self.already),
-            "other_model": list(self.other_model),
-            "upgraded": self.upgraded,
-        }
+        return plain_fields(self)
 
 
 def _upgrade(collection: Collection, row: SourceRow) -> int:

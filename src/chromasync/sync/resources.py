@@ -54,17 +54,12 @@ class Resources:
         self.labels: list[str] = []  # the sources the ingestor has been asked to ingest
         self._upgraded: set[str] = set()
 
-    @property
-    def store_embeds(self) -> bool:
-        """True when the collection's own embedding function embeds (`server` provider)."""
-        return self.embedder.embeds_in_store
-
     def collection(self, reembed: bool = False) -> Collection:
         if self._collection is None:
             self._store = self._open_store()
-            if reembed and not self.store_embeds:
+            if reembed and not self.embedder.embeds_in_store:
                 self._reset_for_reembed(self._store)
-            elif not self.store_embeds:
+            elif not self.embedder.embeds_in_store:
                 try:
                     existing = self._store.collection(self.collection_name, create=False)
                 except NotFound:
@@ -74,7 +69,7 @@ class Resources:
             self._collection = self._store.collection(
                 self.collection_name,
                 self.embedder.model_id,
-                0 if self.store_embeds else self.embedder.dimension,
+                0 if self.embedder.embeds_in_store else self.embedder.dimension,
                 provider=self.embedder.name,
                 adopt=reembed,
             )
@@ -97,9 +92,6 @@ class Resources:
         self.state.rename_keyword_keys(self.collection_name, label, BOOKKEEPING_KEYS)
         self.state.set_records_version(self.collection_name, label, RECORDS_VERSION)
         self._upgraded.add(label)
-
-    def prefetch_model(self) -> None:
-        self.embedder.prefetch()
 
     def limits(self, dry_run: bool, reembed: bool) -> StoreLimits:
         """The target's limits; a dry run opens no store that does not exist yet."""

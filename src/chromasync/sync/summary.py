@@ -5,6 +5,7 @@ Imported by the console script's fast path: standard library only.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,16 +21,13 @@ def render_plain(summaries: Sequence[Mapping[str, Any]], name: Callable[[str], s
         total: dict[str, Any] = {
             k: sum(s[k] for s in rows) for k, v in rows[0].items() if type(v) is int
         }
-        skipped: dict[str, int] = {}
-        documents: dict[str, int] = {}
-        warnings: dict[str, int] = {}
+        skipped: Counter[str] = Counter()
+        documents: Counter[str] = Counter()
+        warnings: Counter[str] = Counter()
         for s in rows:
-            for what, n in (s.get("warnings") or {}).items():
-                warnings[what] = warnings.get(what, 0) + n
-            for reason, n in s["files_skipped"].items():
-                skipped[reason] = skipped.get(reason, 0) + n
-            for fmt, n in (s.get("documents_read") or {}).items():
-                documents[fmt] = documents.get(fmt, 0) + n
+            warnings.update(s.get("warnings") or {})
+            skipped.update(s["files_skipped"])
+            documents.update(s.get("documents_read") or {})
         total.update(
             source="total",
             collection="",

@@ -15,7 +15,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING
 
 from ..embed import Embedder
@@ -78,28 +78,18 @@ class Tally:
         )
 
 
+@dataclass
 class WaveWriter:
     """Writes one source's planned changes into its collection and the manifest."""
 
-    def __init__(
-        self,
-        state: State,
-        collection_name: str,
-        embedder: Embedder,
-        *,
-        cache: Callable[[], EmbeddingCache],
-        collection: Callable[[], Collection],
-        crash: CrashPoints,
-        progress: Progress,
-    ) -> None:
-        self.state = state
-        self.collection_name = collection_name
-        self.embedder = embedder
-        self.cache = cache
-        self.collection = collection
-        self.crash = crash
-        self.progress = progress
-        self.store_embeds = embedder.embeds_in_store
+    state: State
+    collection_name: str
+    embedder: Embedder
+    _: KW_ONLY
+    cache: Callable[[], EmbeddingCache]
+    collection: Callable[[], Collection]
+    crash: CrashPoints
+    progress: Progress
 
     def write(
         self, label: str, changes: Iterable[FileChange], run: Tally, files: int | None = None
@@ -120,14 +110,14 @@ class WaveWriter:
             if records:
                 rewrite_ids = {r.id for c in wave for r in c.to_rewrite}
                 vectors: list[list[float]] | None = None
-                if self.store_embeds:
+                if self.embedder.embeds_in_store:
                     run.chunks_embedded += len(records)
                 else:
                     vectors = self._vectors(records, rewrite_ids, run)
                 unset = self._unset(records, rewrite_ids)
                 began = time.perf_counter_ns()
                 self.collection().upsert(records, vectors, run.batch_size, unset)
-                if self.store_embeds:
+                if self.embedder.embeds_in_store:
                     run.embed_ns += time.perf_counter_ns() - began
                 self.crash.hit("after-upsert")
             run.chunks_reused += sum(len(c.records) for c in wave)
