@@ -215,6 +215,14 @@ def test_segmented_starts_equal_one_call() -> None:
     prose = " ".join(f"Point {i}: naïve, 日本語 {'x' * (i % 150)}." for i in range(6000))
     assert len(prose) > 200_000 and "\n" not in prose  # one long line: cut at spaces
     assert found(prose) == whole(prose)
-    one_line = '{"a":' * 20_000 + "1" + "}" * 20_000 + "\n"  # nothing to cut at but its end
+    one_line = '{"a":' * 20_000 + "1" + "}" * 20_000 + "\n"  # no space: cut at punctuation
     assert len(one_line) > 100_000
     assert found(one_line) == whole(one_line)
+    # no space nor punctuation: CJK ideographs are words; one ASCII word is one unknown piece
+    for spaceless in (
+        "日本語" * 20_000,
+        "w" * 100_000,
+        "x,y" + "Zq9" * 40_000 + ".",
+        "1,2" * 30_000,
+    ):
+        assert found(spaceless) == whole(spaceless), spaceless[:20]

@@ -9,6 +9,7 @@ whole document with one tokenizer call instead of one call per candidate chunk.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -27,9 +28,18 @@ _SPLITTING_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "Whites
 #: with 2 KiB ones, in no more time; and batches of 4 segments, encoded on the tokenizer's
 #: threads, left 8 MB more at 8 MiB (in each thread's own malloc arena) for no gain in time.
 _SEGMENT_CHARS = 2 * 1024
+#: Where a pre-tokenizer always ends a word: whitespace; BERT's also after an ASCII
+#: punctuation mark and, where its normalizer pads them, a CJK ideograph (each a word).
+_SPACE = re.compile(r"\s")
+_BERT_BREAK = re.compile(r"[\s!-/:-@\[-`{-~]")
+_BERT_CJK_BREAK = re.compile(r"[\s!-/:-@\[-`{-~\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _KEEPING_NORMALIZERS = frozenset(
     {"NoneType", "BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents"}
 )
+
+
+def _ascii_word(text: str) -> bool:
+    return text.isascii() and text.isalnum()
 
 
 class HFTokenMeter:
@@ -47,28 +57,43 @@ class HFTokenMeter:
         pre = type(self._tokenizer.pre_tokenizer).__name__
         norm = type(self._tokenizer.normalizer).__name__
         self.additive = pre in _SPLITTING_PRE_TOKENIZERS and norm in _KEEPING_NORMALIZERS
+        cjk = getattr(self._tokenizer.normalizer, "handle_chinese_chars", False)
+        bert = pre == "BertPreTokenizer"
+        self._breaks = (_BERT_CJK_BREAK if cjk else _BERT_BREAK) if bert else _SPACE
+        #: A word longer than this is one unknown piece (WordPiece); 0: not so
+        model = self._tokenizer.model
+        self._unknown_past = getattr(model, "max_input_chars_per_word", 0) or 0
 
     def starts(self, text: str, begin: int = 0) -> PieceStarts:
         """Where each word piece of `text[begin:]` starts in `text` (a `PieceStarts`).
 
         A long text of an additive tokenizer is cut into segments of about `_SEGMENT_CHARS`,
-        at a line end or else at a space (no word piece crosses either, so the offsets are
-        those of one call), encoded one at a time: memory follows a segment, not the text,
-        whatever its shape (one long line too). A text with nothing to cut at is one call.
+        within the next segment's length: after a line end, else after whitespace, else (a
+        BERT pre-tokenizer) after an ASCII punctuation mark or a CJK ideograph; no word
+        piece crosses any of these, so the offsets are those of one call. A stretch of a
+        segment's length with none of them is one long word: cut in its middle, where the
+        second half's first piece is dropped when both halves are ASCII letters and digits
+        (the tokenizer reads such a word as one unknown piece at its start: still one call's
+        offsets), and kept otherwise (a piece too many at most a cut word). Each segment is
+        encoded on its own: memory follows a segment, not the text, whatever its shape (one
+        long line, or 8 MiB without a space: 600 MB and 2 GB in one call).
         """
-        cuts = [begin]
+        cuts, dropped = [begin], set()
         while self.additive and len(text) - cuts[-1] > 2 * _SEGMENT_CHARS:
-            at = cuts[-1] + _SEGMENT_CHARS
-            cut = text.find("\n", at, at + _SEGMENT_CHARS)
-            cut = text.find(" ", at) if cut < 0 else cut
-            if cut < 0 or cut + 1 >= len(text):  # nothing left to cut at
-                break
-            cuts.append(cut + 1)
+            at, end = cuts[-1] + _SEGMENT_CHARS, cuts[-1] + 2 * _SEGMENT_CHARS
+            cut = text.find("\n", at, end) + 1
+            if not cut:
+                found = self._breaks.search(text, at, end)
+                cut = found.end() if found else at + _SEGMENT_CHARS // 2
+                word = text[at:end]  # halves longer than a word the tokenizer reads
+                if not found and 0 < self._unknown_past < len(word) // 2 and _ascii_word(word):
+                    dropped.add(cut)
+            cuts.append(cut)
         bounds = list(zip(cuts, [*cuts[1:], len(text)], strict=True))
         out = PieceStarts(len(text))
         for a, b in bounds:
             encoding = self._tokenizer.encode(text[a:b], add_special_tokens=False)
-            out.add(a + start for start, _ in encoding.offsets)
+            out.add(a + start for start, _ in encoding.offsets if a + start not in dropped)
         return out.close()
 
     def count(self, text: str) -> int:
