@@ -112,9 +112,7 @@ def _document_parts(
     values = _best(ranked.items)
     best: dict[Hashable, float] = {}
     for key, value in values.items():
-        doc = docs[key]
-        held = best.get(doc)
-        best[doc] = held if held is not None and held > value else value  # max(value, held)
+        best[docs[key]] = max(value, best.get(docs[key], -math.inf))
     norm, floor = _normaliser(list(best.values()), fusion.method)
     own = {key: max(floor, norm(v)) for key, v in values.items()}
     return own, {doc: norm(v) for doc, v in best.items()}, floor
