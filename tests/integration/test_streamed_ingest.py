@@ -3,6 +3,7 @@ with the same records, manifest and summary as the run planned whole."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,9 @@ from chromasync import api
 from chromasync.config.resolve import resolve_settings
 from chromasync.config.settings import Settings
 from chromasync.embed.hashing import HashEmbedder
-from chromasync.records import StoreLimits
+from chromasync.records import ChunkRecord, StoreLimits
 from chromasync.state.manifest import State
+from chromasync.store.chroma import Collection
 from chromasync.sync import ingest as ingest_mod
 from chromasync.sync import waves as waves_mod
 
@@ -129,3 +131,35 @@ def test_an_oversized_file_in_a_stream_is_a_skip_and_the_rest_is_written(
     # a re-run remembers the skip: nothing read, nothing written
     [again] = api.ingest([api.source_for(root, "docs")], settings, embedder=embedder)
     assert again.files_unchanged == FILES and again.chunks_embedded == 0
+
+
+def test_a_file_of_many_chunks_is_written_a_part_at_a_time(
+    tmp_path: Path, embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's records are embedded and upserted `PART_RECORDS` at a time (its vectors
+    were all held at once: 12 KB a record), and store what one request stores."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    sections = (f"# Part {n}\n\n" + f"word{n} " * 300 + "\n\n" for n in range(14))
+    (root / "big.md").write_text("".join(sections))
+    age_tree(root)
+    sizes: list[int] = []
+    upsert = Collection.upsert
+
+    def spy(self: Collection, records: Sequence[ChunkRecord], *args: object) -> None:
+        sizes.append(len(records))
+        upsert(self, records, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Collection, "upsert", spy)
+    parted, whole = _fresh(tmp_path / "a"), _fresh(tmp_path / "b")
+    monkeypatch.setattr(waves_mod, "PART_RECORDS", 4)
+    [one] = api.ingest([api.source_for(root, "docs")], parted, embedder=embedder)
+    assert one.chunks_total >= 14 and sizes == [4] * (one.chunks_total // 4) + (
+        [one.chunks_total % 4] if one.chunks_total % 4 else []
+    )
+    monkeypatch.setattr(waves_mod, "PART_RECORDS", 1024)
+    [two] = api.ingest([api.source_for(root, "docs")], whole, embedder=embedder)
+    assert sizes[-1] == one.chunks_total  # one request
+    assert _figures(one) == _figures(two)
+    assert snapshot(parted) == snapshot(whole)
+    assert _manifest(parted, "docs") == _manifest(whole, "docs")

@@ -401,7 +401,7 @@ class State:
         self._db.executemany(
             "INSERT OR REPLACE INTO chunks (id, collection, source, path, heading, text, "
             "metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
+            (  # a stream: a file of 60,000 chunks held 1 KB of JSON a row
                 (
                     r.id,
                     collection,
@@ -412,7 +412,7 @@ class State:
                     json.dumps(dict(r.metadata), ensure_ascii=False),
                 )
                 for r in rows
-            ],
+            ),
         )
 
     # -- keyword index (read side, used by retrieval and verify) -----------------------

@@ -1,11 +1,11 @@
-"""Writing planned changes wave by wave: vectors, one upsert, then the files' manifest rows.
+"""Writing planned changes wave by wave: vectors, upserts, then the files' manifest rows.
 
 Per wave of about `WAVE_RECORDS` records (the order of effects is in `ingest` and
-docs/reliability.md): vectors come from the embedding cache, else from the collection (records
-that are only rewritten), else from the model, which puts them in the cache; then one upsert;
-then the wave's manifest rows in one transaction. The named crash points
-`after-embed`, `after-upsert`, `mid-manifest` and `after-manifest` sit between these steps
-(`CrashPoints`, for the crash tests).
+docs/reliability.md), `PART_RECORDS` at a time: vectors come from the embedding cache, else
+from the collection (records that are only rewritten), else from the model, which puts them
+in the cache; then one upsert. Then the wave's manifest rows in one transaction. The named
+crash points `after-embed`, `after-upsert`, `mid-manifest` and `after-manifest` sit between
+these steps (`CrashPoints`, for the crash tests).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..embed import Embedder
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from ..store.chroma import Collection
 
 WAVE_RECORDS = 256
+#: A wave's records are embedded and written this many at a time: a file of 60,000 chunks
+#: held its vectors (as Python floats, 12 KB a record) and its write requests at once.
+PART_RECORDS = 1024
 
 
 class CrashPoints:
@@ -94,7 +98,7 @@ class WaveWriter:
     def write(
         self, label: str, changes: Iterable[FileChange], run: Tally, files: int | None = None
     ) -> None:
-        """Per wave: vectors, one upsert, then the manifest rows of the wave's files.
+        """Per wave: vectors and an upsert a part, then the manifest rows of the wave's files.
 
         `changes` may be a stream (planned while the waves before are written: see
         `ingest`); then `files`, the files to read, is the total of the progress, which counts
@@ -106,26 +110,14 @@ class WaveWriter:
             total = files
         done = written = 0
         for wave in waves(changes, WAVE_RECORDS):
-            records = [r for c in wave for r in (*c.to_embed, *c.to_rewrite)]
-            if records:
-                rewrite_ids = {r.id for c in wave for r in c.to_rewrite}
-                vectors: list[list[float]] | None = None
-                if self.embedder.embeds_in_store:
-                    run.chunks_embedded += len(records)
-                else:
-                    vectors = self._vectors(records, rewrite_ids, run)
-                unset = self._unset(records, rewrite_ids)
-                began = time.perf_counter_ns()
-                self.collection().upsert(records, vectors, run.batch_size, unset)
-                if self.embedder.embeds_in_store:
-                    run.embed_ns += time.perf_counter_ns() - began
-                self.crash.hit("after-upsert")
+            for part in _parts(wave, PART_RECORDS):
+                self._write_part(part, run)
+                done += len(part)
+                if files is None:
+                    self.progress("write", done, total)
             run.chunks_reused += sum(len(c.records) for c in wave)
-            done += len(records)
             written += len(wave)
-            if files is None:
-                self.progress("write", done, total)
-            else:  # files read to complete sidecar groups come on top of `files`
+            if files is not None:  # files read to complete sidecar groups come on top
                 self.progress("write", written, max(total, written))
             # one transaction per wave, not per file (a crash inside it rolls the whole
             # wave's rows back: the next run rewrites those files, idempotently)
@@ -138,6 +130,22 @@ class WaveWriter:
             )
             self.crash.hit("after-manifest")
         run.chunks_reused -= run.chunks_embedded
+
+    def _write_part(self, part: Sequence[tuple[ChunkRecord, bool]], run: Tally) -> None:
+        """Vectors for one part's records, then one upsert (True: a record only rewritten)."""
+        records = [r for r, _ in part]
+        rewrite_ids = {r.id for r, rewrite in part if rewrite}
+        vectors: list[list[float]] | None = None
+        if self.embedder.embeds_in_store:
+            run.chunks_embedded += len(records)
+        else:
+            vectors = self._vectors(records, rewrite_ids, run)
+        unset = self._unset(records, rewrite_ids)
+        began = time.perf_counter_ns()
+        self.collection().upsert(records, vectors, run.batch_size, unset)
+        if self.embedder.embeds_in_store:
+            run.embed_ns += time.perf_counter_ns() - began
+        self.crash.hit("after-upsert")
 
     def _unset(self, records: Sequence[ChunkRecord], rewrite_ids: set[str]) -> dict[str, list[str]]:
         """Metadata keys that rewritten records hold in the collection and must lose (a
@@ -197,6 +205,18 @@ def state_of(change: FileChange, read_ns: int) -> FileState:
         asset=change.asset,
         asset_issue=change.asset_issue,
     )
+
+
+def _parts(wave: Sequence[FileChange], size: int) -> Iterator[list[tuple[ChunkRecord, bool]]]:
+    """A wave's records to write, `size` at a time, each with whether it is only rewritten."""
+    tagged = (
+        (record, rewrite)
+        for change in wave
+        for rewrite, records in ((False, change.to_embed), (True, change.to_rewrite))
+        for record in records
+    )
+    while part := list(islice(tagged, size)):
+        yield part
 
 
 def waves(changes: Iterable[FileChange], size: int) -> Iterator[list[FileChange]]:
