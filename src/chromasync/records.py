@@ -241,9 +241,9 @@ class FileChange:
     stat: FileStat
     file_hash: str
     version: int
-    records: tuple[ChunkRecord, ...]  # the full desired set, in order
-    to_embed: tuple[ChunkRecord, ...]  # ids not yet in the collection
-    to_rewrite: tuple[ChunkRecord, ...]  # ids present, metadata or document changed
+    records: Sequence[ChunkRecord]  # the full desired set, in order (`plan.packed`)
+    to_embed: Sequence[ChunkRecord]  # ids not yet in the collection
+    to_rewrite: Sequence[ChunkRecord]  # ids present, metadata or document changed
     to_delete: tuple[str, ...]  # ids of this file that are no longer wanted
     is_new: bool
     asset: str = ""  # a sidecar: see `FileState.asset`

@@ -5,11 +5,13 @@ at its peak), very many headings (1,000,000 in 3.9 MB: 848 MB), headings each wi
 of text (a section, so a chunk, each), blockquotes nested one level deeper on each line
 (3,000 levels in 4.4 MB: 1.37 GB), lists nested the same way, three-line fenced blocks,
 links (a file's records hold its link targets: `MAX_FILE_LINKS`), CJK text, and 8 MiB
-without a space (the tokenizer's one call for it grew 600 MB, and 2 GB between commas).
+without a space (the tokenizer's one call for it grew 600 MB, and 2 GB between commas),
+and table rows of 128 word pieces, a chunk each (65,000 records were 84 MB when each was an
+object of its own: `plan.packed`).
 Each file is read, chunked and planned in a fresh process that reports how much its peak
 memory (`VmHWM`) grew; twice the file must not take twice the memory, and 2 MiB may
 take at most 6 bytes a byte and 16 MB (that is 64 MB at 8 MiB). The slow test measures
-each shape at 8 MiB: under 64 MB, but for `OVER_AT_THE_LIMIT`.
+each shape at 8 MiB: under 64 MB.
 Before, the chunker held a string a line, a `Block` a block and a `Span` a line or sentence
 (250,000 headings in 2 MiB: 154 MB; 8 MiB: 529 MB), and the tokenizer encoded 32 KiB
 segments (2 MiB of nested quotes: 106 MB); tree-sitter parsed 2 MiB of Python statements
@@ -71,19 +73,8 @@ SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     "one-word": lambda: ("x" * 1024 for _ in count()),  # no space: one call was 600 MB
     "spaceless-commas": lambda: (f"{i}," for i in count()),  # one call was 2 GB
     "table-rows": lambda: ("|" + "a|" * 64 + "\n" for _ in count()),  # a chunk a row
+    "numbered-rows": lambda: (f"|{i}|" + "a|" * 63 + "\n" for i in count()),  # each its own
 }
-#: Over 64 MB at 8 MiB (docs/reliability.md), and twice the memory for twice the file:
-#: about 800 bytes a chunk, all of a file's held until it is written.
-OVER_AT_THE_LIMIT = {
-    "table-rows": "65,000 chunks of one 130-byte row each (128 word pieces): 84 MB;"
-    " needs a file's records planned and written in waves",
-}
-SHAPE_PARAMS = [
-    pytest.param(s, marks=pytest.mark.xfail(reason=OVER_AT_THE_LIMIT[s]))
-    if s in OVER_AT_THE_LIMIT
-    else s
-    for s in sorted(SHAPES)
-]
 
 
 def _write(path: Path, lines: Iterator[str], size: int) -> float:
@@ -117,7 +108,7 @@ def _path(tmp_path: Path, shape: str, mib: int) -> Path:
     return tmp_path / f"{shape}-{mib}.{'py' if shape.startswith('python') else 'md'}"
 
 
-@pytest.mark.parametrize("shape", SHAPE_PARAMS)
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_peak_memory_of_a_shape_is_bounded(tmp_path: Path, shape: str) -> None:
     grown = []
     for mib in (1, 2):
@@ -130,7 +121,7 @@ def test_peak_memory_of_a_shape_is_bounded(tmp_path: Path, shape: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", SHAPE_PARAMS)
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_peak_memory_at_the_size_limit(tmp_path: Path, shape: str) -> None:
     """Just under the 8 MiB `max_file_bytes`, each shape grows the process by at most 64 MB."""
     path = _path(tmp_path, shape, 8)

@@ -75,8 +75,8 @@ class LimitChecker:
         """`changes` adapted to the limits, their oversized files left out (and added to
         `oversized`); raises `StoreError` when they cannot be adapted."""
         limits = self.limits
-        written = [r for c in changes for r in (*c.to_embed, *c.to_rewrite)]
         if limits.max_id_bytes is not None:
+            written = (r for c in changes for part in (c.to_embed, c.to_rewrite) for r in part)
             longest = max((len(r.id.encode("utf-8")) for r in written), default=0)
             if longest > limits.max_id_bytes:
                 raise StoreError(
@@ -97,13 +97,14 @@ class LimitChecker:
         for change in changes:
             if change.rel_path in oversized:
                 continue
-            if limits.max_metadata_keys is None:
+            most = limits.max_metadata_keys
+            if most is None or all(len(r.metadata) <= most for r in change.records):
                 kept.append(change)
                 continue
             writes = {r.id for r in (*change.to_embed, *change.to_rewrite)}
             trimmed: dict[str, ChunkRecord] = {}
             for record in change.records:
-                metadata, count = _trim(record.metadata, limits.max_metadata_keys)
+                metadata, count = _trim(record.metadata, most)
                 trimmed[record.id] = replace(record, metadata=metadata) if count else record
                 if record.id in writes:
                     self.dropped += count

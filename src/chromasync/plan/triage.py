@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import time
+from array import array
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -22,7 +23,6 @@ from ..metakeys import (
     BOOKKEEPING_KEYS,
     CHUNK_HASH_KEY,
     CHUNKING_VERSION_KEY,
-    CONTEXT_KEY,
     EMBEDDING_MODEL_KEY,
     FILE_HASH_KEY,
     FILE_VERSION_KEY,
@@ -34,7 +34,6 @@ from ..metakeys import (
 )
 from ..records import (
     Chunk,
-    ChunkRecord,
     Discovery,
     Document,
     FileChange,
@@ -45,7 +44,7 @@ from ..records import (
     SourceSpec,
 )
 from ..versions import CHUNKING_VERSION, RECORD_SCHEMA_VERSION
-from .packed import Packer
+from .packed import Columns, FileRecords, Packer, own_fields
 
 #: A file modified within this window before its manifest row was written may have been
 #: rewritten in the same timestamp tick ("racily clean", as git calls it): it is re-hashed.
@@ -70,8 +69,15 @@ def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> l
     return [f"{paged.page_starts[i]}:{paged.pages[i]}" for i in range(first, last)]
 
 
+def id_prefix(source: str, document_key: str) -> str:
+    """The part of a record's ID that all the records of one document share."""
+    return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-"
+
+
 def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
-    return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-{chunk_hash[:16]}-{occurrence}"
+    """A record's ID (`FileRecords` makes the same): its source's and document's hashes,
+    its chunk's hash, and how many equal chunks of the document came before it."""
+    return f"{id_prefix(source, document_key)}{chunk_hash[:16]}-{occurrence}"
 
 
 def namespace_id(organization: str, repository: str, branch: str) -> str:
@@ -107,10 +113,13 @@ def written_by(source: str, rid: str, metadata: Mapping[str, object]) -> bool:
 def hash_record(metadata: Mapping[str, MetaValue], document: str) -> str:
     """A record's `record_hash`: its metadata (the bookkeeping keys under their older
     names, `LEGACY_NAMES`, so renaming them changed no hash) and its document."""
+    return _record_digest(metadata, document).hex()
+
+
+def _record_digest(metadata: Mapping[str, MetaValue], document: str) -> bytes:
     named = {LEGACY_NAMES.get(k, k): v for k, v in metadata.items()}
-    return _sha(
-        json.dumps(named, sort_keys=True, ensure_ascii=False, default=str) + "\x00" + document
-    )
+    text = json.dumps(named, sort_keys=True, ensure_ascii=False, default=str) + "\x00" + document
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,32 +247,27 @@ def build_records(
     ctx: RecordContext,
     mtime_ns: int = 0,
     key: str | None = None,
-) -> tuple[ChunkRecord, ...]:
+) -> FileRecords:
     """The records to store for one document: IDs, texts and metadata (ours win); `key`:
     the document key when not its identity or path (a duplicate identity's path). Each
     chunk's `char_count` and `_unhashed` fields are written after the record hash; the
-    document's fields are one mapping that all its records share (`plan.packed`)."""
+    records are packed over the document's chunks and fields (`plan.packed`)."""
     key = key or doc.identity or doc.rel_path
     hashed = _hashed(doc, ctx, version, len(chunks))
-    pack = Packer({**hashed, **_unhashed(doc, ctx, mtime_ns, key, hashed)})
     paged = DocumentText(doc.text, doc.pages, doc.page_starts) if doc.pages else None
-    seen: dict[str, int] = {}
-    records: list[ChunkRecord] = []
+    seen: dict[bytes, int] = {}
+    digests, occurrences = bytearray(), array("I")
+    extras: dict[int, dict[str, MetaValue]] = {}
     header = "\n".join(doc.text.split("\n", doc.body_start_line)[: doc.body_start_line - 1])
     header_links = front_matter_links(doc.metadata, header)
     links_left = MAX_FILE_LINKS
     for index, chunk in enumerate(chunks):
-        chunk_hash = _sha(normalise_for_hash(chunk.embed_text))
-        occurrence = seen.get(chunk_hash, 0)
-        seen[chunk_hash] = occurrence + 1
-        own: dict[str, MetaValue] = {
-            CHUNK_HASH_KEY: chunk_hash,
-            "chunk_index": index,
-            "heading": chunk.heading,
-            "start_line": chunk.start_line,
-            "end_line": chunk.end_line,
-            **_placed(chunk, doc, paged),
-        }
+        digest = hashlib.sha256(
+            normalise_for_hash(chunk.embed_text).encode("utf-8", "surrogatepass")
+        ).digest()
+        occurrences.append(seen.get(digest, 0))
+        seen[digest] = occurrences[-1] + 1
+        extra = _placed(chunk, doc, paged)
         # outgoing links: metadata only (a changed link is a rewrite, never an embedding);
         # the overlap with the chunk before is left to that chunk
         found = extract_links(
@@ -274,21 +278,14 @@ def build_records(
         targets = link_targets([*found, *(header_links if index == 0 else ())])[:links_left]
         links_left -= len(targets)
         if targets:
-            own["links"] = targets
-        record_hash = own[RECORD_HASH_KEY] = hash_record({**hashed, **own}, chunk.text)
-        if chunk.context:
-            own[CONTEXT_KEY] = chunk.context
-        own["char_count"] = len(chunk.text)
-        records.append(
-            ChunkRecord(
-                id=record_id(ctx.source, key, chunk_hash, occurrence),
-                chunk_hash=chunk_hash,
-                record_hash=record_hash,
-                document=chunk.text,
-                metadata=pack(own),
-            )
-        )
-    return tuple(records)
+            extra["links"] = targets
+        if extra:
+            extras[index] = extra
+        own = own_fields(digest.hex(), index, chunk, extra)
+        digests += digest + _record_digest({**hashed, **own}, chunk.text)
+    pack = Packer({**hashed, **_unhashed(doc, ctx, mtime_ns, key, hashed)})
+    prefix = id_prefix(ctx.source, key)
+    return FileRecords(Columns(chunks, prefix, bytes(digests), occurrences, extras, pack))
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,13 +367,19 @@ def plan_file(
     else:
         version = previous.version + 1
     records = build_records(doc, chunks, version, ctx, stat.mtime_ns, key)
-    before = {r.id: r for r in previous.records} if previous else {}
-    to_embed = tuple(r for r in records if r.id not in before)
-    to_rewrite = tuple(
-        r for r in records if r.id in before and before[r.id].record_hash != r.record_hash
-    )
-    wanted = {r.id for r in records}
-    to_delete = tuple(sorted(i for i in before if i not in wanted))
+    before = {r.id: r.record_hash for r in previous.records} if previous else {}
+    to_embed, to_rewrite, to_delete = records, records.take(()), tuple[str, ...]()
+    if before:
+        embed: list[int] = []
+        rewrite: list[int] = []
+        for row, rid, record_hash in records.id_rows():
+            held = before.pop(rid, None)
+            if held is None:
+                embed.append(row)
+            elif held != record_hash:
+                rewrite.append(row)
+        to_embed, to_rewrite = records.take(embed), records.take(rewrite)
+        to_delete = tuple(sorted(before))  # what no record of the file has any longer
     return FileChange(
         rel_path=stat.rel_path,
         stat=stat,
