@@ -110,13 +110,9 @@ def written_by(source: str, rid: str, metadata: Mapping[str, object]) -> bool:
     )
 
 
-def hash_record(metadata: Mapping[str, MetaValue], document: str) -> str:
-    """A record's `record_hash`: its metadata (the bookkeeping keys under their older
-    names, `LEGACY_NAMES`, so renaming them changed no hash) and its document."""
-    return _record_digest(metadata, document).hex()
-
-
 def _record_digest(metadata: Mapping[str, MetaValue], document: str) -> bytes:
+    """A record's `record_hash` (as bytes): its metadata (the bookkeeping keys under their
+    older names, `LEGACY_NAMES`, so renaming them changed no hash) and its document."""
     named = {LEGACY_NAMES.get(k, k): v for k, v in metadata.items()}
     text = json.dumps(named, sort_keys=True, ensure_ascii=False, default=str) + "\x00" + document
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
