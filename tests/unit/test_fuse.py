@@ -179,24 +179,27 @@ def test_unknown_unit_is_refused() -> None:
 
 
 def test_a_records_document_is_read_from_its_id() -> None:
-    from chromasync.plan.triage import record_id
+    from chromasync.plan.packed import record_id
+    from chromasync.plan.triage import id_prefix
     from chromasync.retrieve.results import document_of
 
-    first = record_id("notes", "a.md", "ab" * 32, 0)  # chunk hashes are hex
-    second = record_id("notes", "a.md", "cd" * 32, 1)
-    other = record_id("notes", "b.md", "ab" * 32, 0)
+    first = record_id(id_prefix("notes", "a.md"), "ab" * 32, 0)  # chunk hashes are hex
+    second = record_id(id_prefix("notes", "a.md"), "cd" * 32, 1)
+    other = record_id(id_prefix("notes", "b.md"), "ab" * 32, 0)
     assert document_of(("c", first)) == document_of(("c", second)) != document_of(("c", other))
     assert document_of(("c", first)) != document_of(("d", first))
     assert document_of(("c", "custom-id")) == ("c", "custom-id")
 
 
 def test_hybrid_search_fuses_documents_by_default() -> None:
-    from chromasync.plan.triage import record_id
+    from chromasync.plan.packed import record_id
+    from chromasync.plan.triage import id_prefix
     from chromasync.records import Hit
     from chromasync.retrieve.results import DEFAULT_FUSION, Gathered, rank_hits
 
     def hit(key: str, score: float) -> Hit:
-        rid = record_id("notes", f"{key[0]}.md", hashlib.sha256(key.encode()).hexdigest(), 0)
+        chunk_hash = hashlib.sha256(key.encode()).hexdigest()
+        rid = record_id(id_prefix("notes", f"{key[0]}.md"), chunk_hash, 0)
         return Hit(rid, f"{key[0]}.md", "notes", "", 1, 2, score, key, "c")
 
     dense = tuple(hit(k, s) for k, s in CHUNK_DENSE.items)

@@ -24,7 +24,7 @@ from chromasync.metakeys import (
     RECORD_HASH_KEY,
     normalise_for_hash,
 )
-from chromasync.plan.packed import Packer
+from chromasync.plan.packed import Packer, record_id
 from chromasync.plan.triage import (
     MASS_DELETE_MIN,
     RACY_WINDOW_NS,
@@ -32,10 +32,10 @@ from chromasync.plan.triage import (
     build_records,
     check_deletions,
     deletions,
+    id_prefix,
     is_racy,
     namespace_id,
     plan_file,
-    record_id,
     triage,
 )
 from chromasync.records import Chunk, Discovery, Document, FileStat, FileState, RecordRef, Skip
@@ -207,10 +207,10 @@ def test_a_file_records_at_most_max_file_links_links() -> None:
     [("notes", "a.md", 0), ("x" * 500, "deep/" * 200 + "f.md", 12345), ("", "", 0)],
 )
 def test_record_id_shape(source: str, key: str, occurrence: int) -> None:
-    rid = record_id(source, key, "f" * 64, occurrence)
+    rid = record_id(id_prefix(source, key), "f" * 64, occurrence)
     assert ID.match(rid) and rid.endswith(f"-{occurrence}")
     assert len(rid.encode()) <= 64
-    assert rid == record_id(source, key, "f" * 64, occurrence)
+    assert rid == record_id(id_prefix(source, key), "f" * 64, occurrence)
 
 
 @pytest.mark.parametrize(

@@ -97,9 +97,10 @@ def test_id_too_long_fails_early() -> None:
 
 
 def test_our_ids_fit_cloud() -> None:
-    from chromasync.plan.triage import record_id
+    from chromasync.plan.packed import record_id
+    from chromasync.plan.triage import id_prefix
 
-    rid = record_id("a source with a long name" * 10, "deep/path" * 50, "f" * 64, 12345)
+    rid = record_id(id_prefix("a source with a long name" * 10, "deep/path" * 50), "f" * 64, 12345)
     assert len(rid.encode()) <= 64 < CLOUD_LIMITS.max_id_bytes  # type: ignore[operator]
 
 

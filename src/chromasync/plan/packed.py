@@ -82,6 +82,12 @@ def own_fields(
     }
 
 
+def record_id(prefix: str, chunk_hash: str, occurrence: int) -> str:
+    """A record's ID: its document's `plan.triage.id_prefix`, its chunk's hash, and how
+    many equal chunks of the document came before it."""
+    return f"{prefix}{chunk_hash[:16]}-{occurrence}"
+
+
 @dataclass(frozen=True, slots=True)
 class Columns:
     """What a file's records are made of (see the module's docstring)."""
@@ -142,7 +148,7 @@ class FileRecords(Sequence[ChunkRecord]):
         return both[:DIGEST].hex(), both[DIGEST:].hex()
 
     def _id(self, row: int, chunk_hash: str) -> str:
-        return f"{self._columns.prefix}{chunk_hash[:16]}-{self._columns.occurrences[row]}"
+        return record_id(self._columns.prefix, chunk_hash, self._columns.occurrences[row])
 
     def _record(self, row: int) -> ChunkRecord:
         columns = self._columns

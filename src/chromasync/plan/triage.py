@@ -70,14 +70,9 @@ def page_starts_within(paged: DocumentText, start_line: int, end_line: int) -> l
 
 
 def id_prefix(source: str, document_key: str) -> str:
-    """The part of a record's ID that all the records of one document share."""
+    """The part of a record's ID that all the records of one document share: its source's
+    and its document key's hashes (`plan.packed.record_id`)."""
     return f"{_sha(source)[:8]}-{_sha(document_key)[:16]}-"
-
-
-def record_id(source: str, document_key: str, chunk_hash: str, occurrence: int) -> str:
-    """A record's ID (`FileRecords` makes the same): its source's and document's hashes,
-    its chunk's hash, and how many equal chunks of the document came before it."""
-    return f"{id_prefix(source, document_key)}{chunk_hash[:16]}-{occurrence}"
 
 
 def namespace_id(organization: str, repository: str, branch: str) -> str:

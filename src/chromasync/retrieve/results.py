@@ -424,7 +424,7 @@ def _key(hit: Hit) -> tuple[str, str]:
     return (hit.collection, hit.id)
 
 
-#: A record id as `plan.triage.record_id` makes it: source and document hashes, chunk hash
+#: A record id as `plan.packed.record_id` makes it: source and document hashes, chunk hash
 #: and occurrence. The first two name the document.
 _RECORD_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{16})-[0-9a-f]{16}-[0-9]+")
 
