@@ -1,9 +1,6 @@
 """A retrieval session over one data dir: the store, the state's keyword index, the model.
 
-`open_retriever(settings)` opens what a search needs (a read-only store is searched from a copy,
-the state is opened read-only) and closes it after; `retrieve` (and `search`, its short form),
-`evaluate`, `similar`, `suggest` and `links` run on it. The API (`chromasync.api`) re-exports
-these; surfaces call them through it.
+Design notes: docs/internals.md, `retrieve/session.py`.
 """
 
 from __future__ import annotations
