@@ -381,7 +381,8 @@ def links(
         own = indexed_as(file, settings) if on_disk and file.is_file() else None
         if own is not None:
             label, rel = own
-        roots = {row.source: Path(row.root).expanduser() for row in _source_rows(settings)}
+        with State.open(settings.data_dir, readonly=True) as state:
+            roots = {row.source: Path(row.root).expanduser() for row in state.sources()}
 
         def exists(label: str, target: str) -> bool:
             root = roots.get(label)
@@ -398,11 +399,6 @@ def links(
             collections=collections,
             all_collections=all_collections,
         )
-
-
-def _source_rows(settings: Settings) -> list[Any]:
-    with State.open(settings.data_dir, readonly=True) as state:
-        return list(state.sources())
 
 
 def indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:
