@@ -10,6 +10,7 @@ import logging
 import random as _random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -239,39 +240,47 @@ class ChatClient:
                 "asked for; configure the server or proxy not to compress it"
             )
 
-    def complete(self, messages: Sequence[Message]) -> ChatResult:
-        """The whole answer in one response (no streaming), read within `MAX_BODY_BYTES`
-        and the deadline."""
-        deadline = self._clock() + self.timeout_s
-        too_big = AnswerError(f"{self._where()}: the answer is over {MAX_BODY_BYTES} B")
+    @contextmanager
+    def _post(
+        self, messages: Sequence[Message], stream: bool, deadline: float, malformed: str
+    ) -> Iterator[httpx.Response]:
+        """The response to `messages`, checked; any failure an `AnswerError` (`malformed`)."""
         try:
             with (
                 self._http(deadline) as http,
-                http.stream("POST", self.endpoint, json=self._body(messages, False)) as response,
+                http.stream("POST", self.endpoint, json=self._body(messages, stream)) as response,
             ):
                 self._check(response)
-                declared = response.headers.get("Content-Length", "")
-                if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-                    raise too_big
-                with Deadline(deadline - self._clock()) as watch:
-                    watch.watch(response)
-                    try:
-                        body = read_capped(response.iter_raw(), MAX_BODY_BYTES)
-                    except httpx.HTTPError:
-                        if watch.expired:
-                            raise self._late() from None
-                        raise
-                if watch.expired:
-                    raise self._late()
-                if body is None:
-                    raise too_big
-                data = json.loads(body)
+                yield response
         except AnswerError:
             raise
         except (Refused, GaveUp, httpx.HTTPError) as exc:
             raise self._wrap(exc) from exc
         except ValueError as exc:
-            raise AnswerError(f"{self._where()}: the answer is not JSON ({exc})") from exc
+            raise AnswerError(f"{self._where()}: {malformed} ({exc})") from exc
+
+    def complete(self, messages: Sequence[Message]) -> ChatResult:
+        """The whole answer in one response (no streaming), read within `MAX_BODY_BYTES`
+        and the deadline."""
+        deadline = self._clock() + self.timeout_s
+        too_big = AnswerError(f"{self._where()}: the answer is over {MAX_BODY_BYTES} B")
+        with self._post(messages, False, deadline, "the answer is not JSON") as response:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                raise too_big
+            with Deadline(deadline - self._clock()) as watch:
+                watch.watch(response)
+                try:
+                    body = read_capped(response.iter_raw(), MAX_BODY_BYTES)
+                except httpx.HTTPError:
+                    if watch.expired:
+                        raise self._late() from None
+                    raise
+            if watch.expired:
+                raise self._late()
+            if body is None:
+                raise too_big
+            data = json.loads(body)
         try:
             choice = data["choices"][0]
             content = choice["message"].get("content") or ""
@@ -320,49 +329,38 @@ class ChatClient:
                     return
                 yield chunk
 
-        try:
-            with (
-                self._http(deadline) as http,
-                http.stream("POST", self.endpoint, json=self._body(messages, True)) as response,
-            ):
-                self._check(response)
-                with Deadline(deadline - self._clock()) as watch:
-                    watch.watch(response)
-                    try:
-                        events = parse_sse(read_lines(counted(response.iter_raw())), done)
-                        for delta in events:
-                            if delta.model:
-                                model = delta.model
-                            if delta.usage is not None:
-                                usage = delta.usage
-                            if delta.finish_reason:
-                                finish = delta.finish_reason
-                            if delta.content:
-                                piece = delta.content[: MAX_ANSWER_CHARS - size]
-                                if first is None:
-                                    first = self._clock() - began
-                                parts.append(piece)
-                                size += len(piece)
-                                if on_token is not None and piece:
-                                    on_token(piece)
-                                if len(piece) < len(delta.content):
-                                    truncated = True
-                            if truncated or watch.expired or self._clock() >= deadline:
-                                break
-                    except httpx.HTTPError:
-                        if not parts:
-                            if watch.expired:
-                                raise self._late() from None
-                            raise
-                    expired = watch.expired or self._clock() >= deadline
-                if expired and not parts:
-                    raise self._late()
-        except AnswerError:
-            raise
-        except (Refused, GaveUp, httpx.HTTPError) as exc:
-            raise self._wrap(exc) from exc
-        except ValueError as exc:
-            raise AnswerError(f"{self._where()}: a malformed stream ({exc})") from exc
+        with self._post(messages, True, deadline, "a malformed stream") as response:
+            with Deadline(deadline - self._clock()) as watch:
+                watch.watch(response)
+                try:
+                    events = parse_sse(read_lines(counted(response.iter_raw())), done)
+                    for delta in events:
+                        if delta.model:
+                            model = delta.model
+                        if delta.usage is not None:
+                            usage = delta.usage
+                        if delta.finish_reason:
+                            finish = delta.finish_reason
+                        if delta.content:
+                            piece = delta.content[: MAX_ANSWER_CHARS - size]
+                            if first is None:
+                                first = self._clock() - began
+                            parts.append(piece)
+                            size += len(piece)
+                            if on_token is not None and piece:
+                                on_token(piece)
+                            if len(piece) < len(delta.content):
+                                truncated = True
+                        if truncated or watch.expired or self._clock() >= deadline:
+                            break
+                except httpx.HTTPError:
+                    if not parts:
+                        if watch.expired:
+                            raise self._late() from None
+                        raise
+                expired = watch.expired or self._clock() >= deadline
+            if expired and not parts:
+                raise self._late()
         cut_off = not truncated and (expired or not (done or finish))
         return ChatResult("".join(parts), model, usage, finish, truncated, first, cut_off)
 

@@ -1,24 +1,6 @@
 """A chunk's text as a reader reads it: prose paragraphs and the blocks between.
 
-The extractive answer (answer/extractive.py) quotes sentences and the blocks they lead into;
-the terminal's hit view (`reading_view`) shows the prose flattened and code apart.
-
-Documentation and notes answer with code, commands and tables as often as with prose, so
-`segment` keeps both, in order, each with its character offset in the text:
-
-- `Prose`: a paragraph of sentences (list items stay prose too, so each can be a sentence).
-- `Block`: a fenced code block (```` ``` ```` or ``~~~``, with its language), a paired
-  code shortcode (``{{< code lang="go" >}} ... {{< /code >}}``, ``{{< code-toggle >}}``, read
-  as code), a list, or a table (a row of cells over a ``--|--`` separator line).
-
-Never prose: front matter at the start of the text (fenced, or a body-less page's chunk:
-its `title:`/`description:` lines), headings, HTML lines, rules, link
-reference definitions (``[Go documentation]: https://...``), lines that are only a URL,
-single shortcodes (``{{% include "..." %}}``), admonition markers (``> [!NOTE]``) and lines
-without a letter. `inline_text` turns a sentence's Markdown links into their words.
-
-One pass over the lines: linear in the text. Blocks are cut at `BLOCK_MAX_LINES` lines and
-`BLOCK_MAX_CHARS` characters (a cut block ends with a line ``…``).
+Design notes: docs/internals.md, `chunk/blocks.py`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Source code: one chunk per top-level declaration, found with tree-sitter.
 
-The file is parsed with its language's official tree-sitter grammar package (installed with
-chromasync, `languages.GRAMMARS`; nothing is downloaded). Its top-level nodes become items:
-declarations (functions, classes, types..., see `languages.py`) with their names, with
-the comments right above them; everything else (imports, constants, statements) is packed
-together in between, so a file's imports make its first chunk. A declaration that fits is
-one chunk with its name as `symbol`. One that does not is split at its members when it is
-a container (a class's methods become chunks with the symbol "Class.method") and otherwise
-packed by paragraphs and lines, with overlap between its pieces. Members and pieces carry
-their qualified symbol as context prefix ("Store.open\\n\\n"), derived from the code itself.
-
-A language without a grammar, a grammar that fails to load, a file over `MAX_PARSE_CHARS`,
-or a parse with errors at the top level falls back to paragraph splitting: never a failure.
+Design notes: docs/internals.md, `chunk/code.py`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The chunk being filled by `Layout.pack`: which span may join it, when it closes, and what
 the next chunk repeats of it (`carry`: overlap, only between pieces of one unit).
 
-A span joins the chunk while the chunk stays within the room and the character limit, the
-two meet at whitespace (`meter.JOINS`), the chunk stays an excerpt (whole lines, or a piece
-of one line; a chunk of headings only may take the first piece of a long line after them),
-and the chunk has not reached its target (an even share of the whole, so that chunks come
-out even; a chunk of headings only takes more). Headings are sticky: `release_headings`
-closes a chunk without its trailing headings, which start the next one.
+Design notes: docs/internals.md, `chunk/filler.py`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """What a declaration is in each language the code chunker knows (tree-sitter node types).
 
-For each language: the node types that are declarations (each becomes its own chunk, with
-its name as `symbol`), those of them that are containers (a class, impl, namespace, or a
-mapping in a data file: when one is too large for a chunk, its members are chunked one by
-one and their symbols qualified, "Store.open"), and the wrappers that carry a declaration
-inside them (decorators, `export`, C++ templates). Everything else at the top level
-(imports, constants, statements) is packed in between, and comments directly above a
-declaration belong to it.
-
-Data formats (JSON, YAML, TOML, XML) are `data`: their top-level entries (an XML root
-element's child elements) are packed together, and an entry that does not fit is split at its
-own entries. A CSS rule set is a declaration named by its selectors, a SQL `CREATE` statement
-one named by what it creates.
-
-Each grammar comes from its official tree-sitter package (`GRAMMARS`: the module and the
-function returning the language), one small wheel per language, all MIT and installed with
-chromasync: nothing is fetched at run time.
+Design notes: docs/internals.md, `chunk/languages.py`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Measuring, splitting and packing: the machinery every chunker shares.
 
-Everything works in character offsets into the normalised document text, so a chunk's text
-is `text[a:b]`, an exact excerpt by construction. A `Span` is a run of whole lines, or a
-piece of one line, with its size in word pieces. A chunker turns its structure (sections,
-blocks, declarations) into `Unit`s and lets `Layout.pack` fill chunks in order, each closed
-once it holds an even share of the whole (so no small leftover at the end): a unit that fits
-is never split; one that does not is subdivided (its `parts`, then paragraphs, lines,
-sentences, and finally cuts at word-piece boundaries), and only between the pieces of one
-subdivided unit do consecutive chunks overlap (up to an eighth of the budget). A chunk is
-whole lines, or a piece of one line: pieces of a long line join no other line, except that
-headings (sticky spans, never the last thing in a chunk) take the first piece of a long line
-after them, so that a heading is never a chunk of its own.
-
-Measuring is cheap when the meter is `additive` (no word piece crosses whitespace, as with
-BERT's WordPiece): the body is tokenized once and the size of any range between whitespace
-boundaries is the number of word pieces that start in it (`meter.PieceStarts`). Other
-meters count each non-blank line once, and every finished chunk is checked with the meter
-and re-split if it is over budget.
+Design notes: docs/internals.md, `chunk/layout.py`.
 """
 
 from __future__ import annotations

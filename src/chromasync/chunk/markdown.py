@@ -1,29 +1,6 @@
 """Markdown: heading sections, the heading path embedded as context.
 
-The body (front matter excluded) is read as CommonMark-ish blocks: ATX and setext headings,
-fenced code blocks (a `#` line inside a fence is code, not a heading), lists (items with
-their continuation lines and nested items), and paragraphs (which include tables, quotes
-and HTML). Headings cut the body into sections, each with its heading path: the titles of
-the enclosing headings, "Guide > Install > Linux", preceded by the front matter `title`
-unless the document has its own level-1 heading (or its outermost heading is the title).
-Past `MAX_SECTIONS` sections a heading stays in the section it is in. A section is a range
-of lines: its blocks are parsed again as they are packed, and nothing is held per block.
-
-Then:
-
-* a section holding only its heading is glued to the next one, so a lone title line is
-  never a chunk of its own;
-* small adjacent sections merge while the chunk is under half the budget and the whole
-  still fits, as long as none is shallower than the first (a subsection never merges with
-  the next chapter's heading above it); the merged chunk's heading path is the common
-  ancestor of its sections (sections with no common ancestor do not merge);
-* a section that does not fit is packed block by block; a block that fits is never split
-  (a fenced code block, a table, a list), one that does not is split at list items, then
-  lines, sentences and word pieces, and only its pieces overlap.
-
-Every chunk embeds `"<heading path>\\n\\n"` before its text (the chunk's `context`, counted
-in the budget) and carries the path as `heading`. A body without headings is paragraphs
-packed the same way, under the title when there is one.
+Design notes: docs/internals.md, `chunk/markdown.py`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The REST service and the search page (`chromasync serve`): FastAPI over the owner's `Service`.
 
-The routes, their bodies and answers, the token, the Host and Origin checks and the status
-table are documented in docs/rest.md. The modules: `app` (the routes, `ROUTES`, the error
-handlers, the middleware), `bodies` (request bodies and search parameters with their bounds),
-`guard` (token, Origin, Content-Type; error -> status), `render` (JSON and server-sent
-events), `operations` (`POST /index/{operation}`, the owner's wire), `page` (the search page),
-`server` (sockets, uvicorn), `connections` (inbound connections within bounds).
+Design notes: docs/internals.md, `rest/__init__.py`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """`POST /index/{operation}`: the index seam's operations, each call as its record.
 
-The owner's client (`owner.client.OwnerClient`) sends every operation here: its call as
-JSON (`owner.wire.call_to_wire`), read back by the operation's declaration (a body of
-another shape is a 400), run on the owner's `Service`, answered as the result record's
-JSON. Untrusted input is bounded before it runs (`_check`).
-`ingest` is not served: the client runs it as `reindex` and `wait` (`owner.routes`); nor
-is `ask`: the client answers with its own chat settings, searching here (`owner.client`).
+Design notes: docs/internals.md, `rest/operations.py`.
 """
 
 from __future__ import annotations

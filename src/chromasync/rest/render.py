@@ -1,10 +1,8 @@
 """What the service answers with: hits and search results as JSON (citations, snippets,
 editor links), and an answer as server-sent events.
 
-An answer streams from a worker thread (`AnswerStream`); a client that goes away (or a
-server that stops) cancels it: the next token the model sends stops the worker, which
-closes the model's stream, so a dropped `/ask/stream` leaves no thread and no model stream
-behind (docs/reliability.md, "Inbound connections")."""
+Design notes: docs/internals.md, `rest/render.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """Keyword search: BM25 over the SQLite FTS5 index of the chunks (`state.schema`, `mirror`).
 
-The index is an external-content FTS5 table `keyword(text, heading)` over `chunks`
-(porter stemming, unicode61). A query becomes an OR of its words, stop words dropped; FTS5's
-`bm25()` ranks the matches (k1 = 1.2, b = 0.75), with the heading column weighted by
-`heading_weight`. Filters are SQL conditions (`filter_sql.where_to_sql`, `filter_sql.local_sql`)
-applied inside the same statement, before ranking.
+Design notes: docs/internals.md, `retrieve/bm25.py`.
 """
 
 from __future__ import annotations

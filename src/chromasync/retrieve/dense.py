@@ -1,9 +1,6 @@
 """Dense search: Chroma's nearest neighbours under the same filters as keyword search.
 
-The query is embedded once (`embed_query`) and sent to each collection whose recorded model
-matches the embedder; Chroma applies the `where` filter (and, for `--phrase`/`--match`, the
-candidate ids found by the keyword index) before ranking. Scores are cosine similarities,
-comparable across collections of one model, so several collections merge by score.
+Design notes: docs/internals.md, `retrieve/dense.py`.
 """
 
 from __future__ import annotations

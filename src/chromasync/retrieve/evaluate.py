@@ -1,18 +1,6 @@
 """Retrieval evaluation: queries with judged documents, and the usual metrics. Pure.
 
-A queries file has one JSON object a line: `{"query": "...", "relevant": ["path or id", ...]}`
-(an `id` is optional), and optionally graded judgements, `"grades": {"path or id": 2, ...}`
-(a gain from 0 to 100 per judged entry; entries of `relevant` without a grade count 1). A hit's
-document matches a judged entry by its path, by its file stem (`notes/31715818.md` matches
-`31715818`) or by its `document_id`; each judged entry counts once, and one document satisfies
-one entry.
-
-Metrics per query, averaged over queries: nDCG@k (binary: every judged entry gains 1), graded
-nDCG@k (`ndcg_graded`: the grades as linear gains, as trec_eval and BEIR count them; the same
-as nDCG@k when nothing is graded), recall@k, recall@100 and MRR (reciprocal rank of the first
-relevant document within the ranked list, at most 100 documents). `chromasync eval` scores the
-k documents a search returns (`retrieve.tasks.run_evaluation`): recall@k and MRR@k, no
-recall@100. `versus` counts, query by query, where one mode beats another.
+Design notes: docs/internals.md, `retrieve/evaluate.py`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Chroma `where` documents: checked and normalised, built from `Filters`, and parsed from
 a `--where-json` text.
 
-`normalise_where` checks any `where` (the user's `--where-json` too) against the operators
-Chroma 1.5 has, makes several top-level keys an explicit `$and` and names a bookkeeping key
-by today's name (`--where file_hash=...` filters `chromasync_file_hash`); `build_where` turns
-the metadata part of a `Filters` (sources, `--where`, tags, dates, the paths `--path`
-matched, the link targets `--links-to` matched) into one such document. Pure.
+Design notes: docs/internals.md, `retrieve/filter_where.py`.
 """
 
 from __future__ import annotations

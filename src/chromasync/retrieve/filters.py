@@ -1,39 +1,6 @@
 """Filters: what a search may return, translated once for Chroma and once for SQL.
 
-A `Filters` record holds what the user asked for (`--source`, `--where`, `--where-json`,
-`--tag`, `--after`/`--before`, `--path`, `--phrase`, `--match`, `--links-to`).
-`build_where` turns the metadata part into one Chroma `where` document; `where_to_sql` turns
-any Chroma `where` (also the user's `--where-json`) into an SQL condition over the keyword
-metadata with the same semantics as Chroma 1.5 (checked side by side in the integration
-tests):
-
-* equality is typed: `1` matches 1 and 1.0 but not "1" or true; `$ne`/`$nin` also match
-  records that lack the key; `$gt`... take numbers only;
-* `$contains`/`$not_contains` test membership in a list field (`tags`); a record without
-  the list does not contain anything.
-
-`--links-to TARGET` (each one must hold) is resolved like a path: the stored link targets it
-means (`retrieve.links.target_matcher`: a URL and every URL under it, a path, its stem and
-its note title) are looked up in the keyword index and become ``links $contains`` clauses.
-
-Paths, phrases and metadata substrings have no Chroma operator. Paths (git-wildmatch, as
-`ingest --include`) are resolved against the indexed paths into a `path $in [...]` clause;
-phrases and substrings become SQL over the keyword index (`local_sql`), whose matching ids
-then restrict the dense query. Everything here is pure.
-
-Every surface's request (`request.SearchArgs`: CLI, REST, MCP) becomes `Filters` through
-`filters_from_options`, which bounds the untrusted input before any parser, SQLite or
-Chroma sees it (the `MAX_*` constants of `filter_syntax`, written down in
-docs/reliability.md): a `where_json` text is measured and its nesting counted before it is
-parsed, a `where` object's depth, branches, terms and `$in` lists are counted without
-recursion, and the number and length of every repeated option are capped (each bounded
-as `options.OPTIONS` declares it). Past a bound: a `ConfigError` saying which one (HTTP
-400, CLI exit 2, an MCP error result).
-
-This module is that entry point, and re-exports the rest from where it lives: the record
-and the user's filter language (values, keys, dates, bounds) in `filter_syntax`, Chroma
-`where` documents in `filter_where`, SQL over the keyword index and `--path` matching in
-`filter_sql`. Import them from here.
+Design notes: docs/internals.md, `retrieve/filters.py`.
 """
 
 from __future__ import annotations
@@ -47,7 +14,6 @@ from ..metakeys import stored_key
 from ..versions import MAX_TARGET_CHARS
 from .filter_sql import SQL_ICONTAINS as SQL_ICONTAINS
 from .filter_sql import SQL_REGEXP as SQL_REGEXP
-from .filter_sql import json_path as json_path
 from .filter_sql import local_sql as local_sql
 from .filter_sql import match_paths as match_paths
 from .filter_sql import phrase_query as phrase_query
@@ -56,9 +22,7 @@ from .filter_syntax import DEFAULT_DATE_FIELDS as DEFAULT_DATE_FIELDS
 from .filter_syntax import MAX_OPTION_VALUES as MAX_OPTION_VALUES
 from .filter_syntax import MAX_VALUE_CHARS as MAX_VALUE_CHARS
 from .filter_syntax import MAX_WHERE_DEPTH as MAX_WHERE_DEPTH
-from .filter_syntax import MAX_WHERE_JSON_CHARS as MAX_WHERE_JSON_CHARS
 from .filter_syntax import MAX_WHERE_LIST as MAX_WHERE_LIST
-from .filter_syntax import MAX_WHERE_TERMS as MAX_WHERE_TERMS
 from .filter_syntax import Filters as Filters
 from .filter_syntax import Where as Where
 from .filter_syntax import check_key as check_key

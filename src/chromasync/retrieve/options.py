@@ -1,33 +1,6 @@
 """Every search option, declared once: name, type, default, bound, help, and its spellings.
 
-`OPTIONS` is the one list of what a search request (`search` and `ask`) may carry besides
-its query. Each surface is made from it, or checked against it by a test
-(`tests/unit/test_options.py`):
-
-* the CLI's `search_options` (`cli.common`) makes its click options from it;
-* REST's `GET /search` query parameters and the JSON bodies of `POST /search` and
-  `POST /ask` (`rest.bodies`) are made from it;
-* MCP's `search` and `ask` tools (`mcp.tools`) take its options as arguments;
-* `retrieve.request.SearchArgs`, the request record, is made from it (a field per option,
-  under `Option.name`, with its default), and `retrieve.filters` bounds its values with
-  the same numbers.
-
-An `Option` has three spellings, one per kind of caller, and an error names the option in
-the spelling of whoever sent it (`spelled`): the CLI's flag (`--where-json`), REST's query
-parameter (`where_json`, `source`: singular for a repeatable one, as `?source=a&source=b`),
-and the JSON name (`where_json`, `sources`), which REST bodies, MCP arguments and the
-owner's wire use and which is `SearchArgs`' field.
-
-Shape (kept simple so that the fast path can read it): `Option` is a frozen slotted record
-of plain values (no dataclasses, no typing: it imports only a constant of `versions`,
-because the console script's fast path loads it before anything else). Its `kind` is one of
-`KINDS`; `many` means repeatable (a list); `low`/`high` bound a number; `max_chars` bounds
-each text value; `max_items` bounds how many values a repeatable option takes; `choices`
-lists what a `choice` takes; a `bool` option's CLI flag sets it to true and `negative`
-(when not None) sets it to false; an option whose `flag` is None has no CLI flag of its own.
-
-To add an option: add an `Option` here and use it in `retrieve`; the surfaces and
-`SearchArgs` pick it up (the test says what else is missing).
+Design notes: docs/internals.md, `retrieve/options.py`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """One search request from any surface's arguments: CLI flags, REST query, MCP arguments.
 
-Every surface fills a `SearchArgs` with what it was given, under the same names (one field
-per option declared in `options.OPTIONS`, and `spelling`: how the caller writes them, for
-errors), and `build_request` turns it into the engine's `SearchRequest` (each value checked
-against its declaration by `check_values`; filters parsed and bounded in
-`filters.filters_from_options`). `SearchArgs` as JSON is what crosses the owner's wire.
-The CLI's `search` and `ask`, REST's `/search` and `/ask`, and MCP's `search` and `ask` all
-go through here, so an option means the same everywhere.
+Design notes: docs/internals.md, `retrieve/request.py`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Optional reranking with a local cross-encoder (a folder on disk; nothing is downloaded).
 
-A `Reranker` scores (query, text) pairs; the top `depth` hits are reordered by that score
-and the rest keep their order below them. With no reranker configured nothing happens.
-Rerankers are registered by name in the registry providers and chunkers use (`RERANKERS`):
-`cross-encoder` is built in (a Hugging Face sequence-classification folder, e.g. an ms-marco
-MiniLM cross-encoder copied to disk) and plugins use the entry point group
-`chromasync.rerankers`.
+Design notes: docs/internals.md, `retrieve/rerank.py`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """A retrieval session over one data dir: the store, the state's keyword index, the model.
 
-`open_retriever(settings)` opens what a search needs (a read-only store is searched from a copy,
-the state is opened read-only) and closes it after; `retrieve` (and `search`, its short form),
-`evaluate`, `similar`, `suggest` and `links` run on it. The API (`chromasync.api`) re-exports
-these; surfaces call them through it.
+Design notes: docs/internals.md, `retrieve/session.py`.
 """
 
 from __future__ import annotations
@@ -384,7 +381,8 @@ def links(
         own = indexed_as(file, settings) if on_disk and file.is_file() else None
         if own is not None:
             label, rel = own
-        roots = {row.source: Path(row.root).expanduser() for row in _source_rows(settings)}
+        with State.open(settings.data_dir, readonly=True) as state:
+            roots = {row.source: Path(row.root).expanduser() for row in state.sources()}
 
         def exists(label: str, target: str) -> bool:
             root = roots.get(label)
@@ -401,11 +399,6 @@ def links(
             collections=collections,
             all_collections=all_collections,
         )
-
-
-def _source_rows(settings: Settings) -> list[Any]:
-    with State.open(settings.data_dir, readonly=True) as state:
-        return list(state.sources())
 
 
 def indexed_as(file: Path, settings: Settings) -> tuple[str, str] | None:

@@ -1,11 +1,6 @@
 """Similar documents: which indexed documents are nearest to a given file. Pure.
 
-The file is chunked and embedded like an indexed one; each of its chunks is a query. A
-candidate document's score is the length-weighted mean, over the file's chunks, of the best
-cosine similarity of that chunk to any of the document's chunks (0 where the document was
-not among the chunk's neighbours). A file whose chunks all reappear in one document scores
-close to 1. A document with the same bytes (same `file_hash`) scores 1 and is `exact`.
-`duplicate` marks scores at or above the threshold.
+Design notes: docs/internals.md, `retrieve/similar.py`.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ class SimilarResult:
         return nearest_sources(self.documents)
 
     def as_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "path": self.path,
             "chunks": self.chunks,
             "threshold": self.threshold,
@@ -182,13 +182,11 @@ class SimilarResult:
             "sources": [
                 {"source": s, "best_score": b, "documents": n} for s, b, n in self.nearest_sources
             ],
-        } | self._groups_json()
-
-    def _groups_json(self) -> dict[str, object]:
-        if not self.group_by:
-            return {}
-        groups = [{"value": v, "documents": list(i)} for v, i in self.groups]
-        return {"group_by": self.group_by, "groups": groups}
+        }
+        if self.group_by:
+            out["group_by"] = self.group_by
+            out["groups"] = [{"value": v, "documents": list(i)} for v, i in self.groups]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,6 @@
 """The state file's on-disk format: its tables, its schema check, and opening it.
 
-The tables of `state.sqlite3` (`sources`, `files`, `chunks` and its FTS5 index `keyword`,
-described in `state.manifest`), the `meta` row that names their schema
-(`records.MANIFEST_SCHEMA`), and the connections `State` opens: read-write (WAL, the schema
-written in one transaction) or read-only (immutable on a read-only file system). Which
-SQLite errors prove a file damaged (`is_corruption`) is decided here; what to do about it is
-`State.open`'s.
+Design notes: docs/internals.md, `state/schema.py`.
 """
 
 from __future__ import annotations

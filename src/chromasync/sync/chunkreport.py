@@ -1,11 +1,6 @@
 """Chunk report: what ingest would cut a tree into, without a store or a model.
 
-`build_chunk_report` runs discovery, reading and chunking with the same functions as
-ingest (`discover_source`, `read_file`, `chunk_document`, with the same budget), measures
-every chunk's embedding input (context prefix included) with the model's tokenizer, and
-sums it up per extension and per file. It embeds nothing, opens no store and writes
-nothing; `chromasync chunk-report` renders it (`chunk_report` builds it from the settings,
-re-exported by the API).
+Design notes: docs/internals.md, `sync/chunkreport.py`.
 """
 
 from __future__ import annotations

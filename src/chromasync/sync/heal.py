@@ -1,10 +1,6 @@
 """Rebuilding the manifest from the collection itself, without embedding anything.
 
-Used when the local state is missing, corrupt, or left by a run that died (`status =
-'running'`). The collection is the truth: every record carries its path, file hash, chunk
-hash, record hash, version and position, so the manifest can be recomputed from it. A file
-whose records are inconsistent (two file hashes, a missing chunk: a run died half-way
-through it) gets an empty hash, so the next plan re-reads it and converges.
+Design notes: docs/internals.md, `sync/heal.py`.
 """
 
 from __future__ import annotations

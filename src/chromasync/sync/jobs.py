@@ -1,10 +1,6 @@
 """Ingest jobs: which sources a run ingests, with which options, under one lock.
 
-A job is a (spec, options) pair. `ingest` is the one entry point: it runs the given specs,
-the config's sources (`ConfiguredSources`: `include: true` ones, repositories fetched into
-the cache first, see `configured_jobs`), or those a long-running owner knows
-(`KnownSources`, see `select_known`), in one `Ingestor` per collection, under the data
-dir's lock, with one state file; the API (`chromasync.api`) re-exports these.
+Design notes: docs/internals.md, `sync/jobs.py`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """What a run that changes nothing reports, and when a source is settled.
 
-A source is settled when a re-run over the tree just walked would be a no-op: its state is
-clean, written by this model and chunker, and triage finds nothing to read and nothing
-gone. The CLI's fast path records it (`fastpath`), and answers the next unchanged run from
-that record without opening the state.
+Design notes: docs/internals.md, `sync/settled.py`.
 """
 
 from __future__ import annotations
