@@ -93,6 +93,16 @@ def test_toml_unknown_keys_with_lines(tmp_path: Path) -> None:
     assert "line 8: unknown key `sources[1].lable` (did you mean `label`?)" in str(info.value)
 
 
+def test_ten_thousand_problems_are_twenty_lines(tmp_path: Path) -> None:
+    """Every problem of a file was a line of its error: 10,000 unknown tables, 10,000 lines."""
+    cfg = write(tmp_path / "c.toml", "version = 1\n" + "".join(f"[t{i}]\n" for i in range(10_000)))
+    with pytest.raises(ConfigError) as info:
+        load_config_file(cfg)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{cfg}: 10,000 problems:" and lines[-1] == "  and 9,980 more"
+    assert len(lines) == 22 and lines[1].startswith("  line 2: unknown key `t0`")
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -39,6 +39,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: The most `metadata` keys a source gives each of its records (a record of more than about
+#: 5,400 values breaks a Chroma collection for good).
+MAX_SOURCE_KEYS = 256
+
+
 class SourceModel(_Model):
     label: str | None = None
     path: str | None = None
@@ -52,7 +57,7 @@ class SourceModel(_Model):
     include_extensions: list[str] | None = None
     exclude_extensions: list[str] = Field(default_factory=list)
     collection: str | None = None
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    metadata: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_SOURCE_KEYS)
     identity_key: str | None = None
     use_gitignore: bool = True
     note: str | None = None
@@ -79,7 +84,7 @@ class _CompactBase(_Model):
     exclude_patterns: list[str] = Field(default_factory=list)
     include_extensions: list[str] | None = None
     exclude_extensions: list[str] = Field(default_factory=list)
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    metadata: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_SOURCE_KEYS)
     identity_key: str | None = None
 
 
@@ -463,7 +468,7 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read sources file {str(path)!r}: {exc}") from exc
     inputs = ((str(path), raw),)
-    parts = split_sources_file(text)
+    parts = split_sources_file(text, path)
     if parts is None:
         return SourcesFile(path, (), inputs)
     offset = 1  # the opening '---' is line 1
