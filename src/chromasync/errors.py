@@ -116,13 +116,20 @@ def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
     return table[ChromasyncError]
 
 
-_USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
+#: A URL's user info: a name, then after a colon a password that may hold `/?#@` unescaped
+#: (up to its last `@` before a blank or the next `://`).
+_USERINFO = re.compile(r"(?<=://)(?:[^\s/?#@]*:(?:(?!://)\S)*|[^/?#\s]*)@")
+#: The value of a query parameter named like a secret (`?token=`, `&api_key=`, `sig=`).
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;][^\s=&#]*(?:token|key|secret|pass|auth|sig|credential)[^\s=&#]*=)[^\s&#'\"]*"
+)
 
 
 def shown_url(text: str) -> str:
     """`text` with the user info of every URL in it left out (`nats://u:pw@host` ->
-    `nats://host`): what every printed line, message and log of a URL goes through."""
-    return _USERINFO.sub("", text)
+    `nats://host`) and secret query values hidden (`?token=***`): what every printed line,
+    message and log of a URL goes through."""
+    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub("", text))
 
 
 def not_installed(exc: ImportError, name: str) -> bool:
