@@ -159,3 +159,30 @@ def test_a_sources_file_with_a_bom_or_no_closing_fence(
     assert done.stderr == (
         f"error: {listed}: line 1: the front matter has no closing '---'; close it\n"
     )
+
+
+def test_a_sources_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """`--sources-file` naming a FIFO waited for a writer for ever (the config file was
+    checked to be a file; the sources file was not)."""
+    import os
+    import threading
+
+    from chromasync.config.file import load_sources_file
+    from chromasync.errors import ConfigError
+
+    listed = tmp_path / "content-sources.md"
+    os.mkfifo(listed)
+    caught: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_sources_file(listed)
+        except ConfigError as exc:
+            caught.append(exc)
+
+    reader = threading.Thread(target=load, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive() and [str(e) for e in caught] == [
+        f"cannot read sources file {str(listed)!r}: not a regular file"
+    ]

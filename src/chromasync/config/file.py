@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -196,9 +197,12 @@ MAX_SOURCES_FILE_BYTES = 8 << 20
 
 
 def read_bounded(path: Path, limit: int) -> bytes:
-    """A file's bytes, at most `limit`; a bigger file is refused unread (OSError)."""
-    with path.open("rb") as handle:
-        raw = handle.read(limit + 1)
+    """A file's bytes, at most `limit`; a bigger file or a FIFO (whose reading waited for a
+    writer for ever) is refused unread (OSError)."""
+    with open(path, "rb", opener=lambda at, flags: os.open(at, flags | os.O_NONBLOCK)) as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError("not a regular file")
+        raw = file.read(limit + 1)
     if len(raw) > limit:
         raise OSError(f"over {limit // 1024:,} KiB")
     return raw
