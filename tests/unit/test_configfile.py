@@ -341,6 +341,23 @@ def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_js
     assert "127.0.0.1:4222" in output and "emb.example/v1" in output
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_config_show_masks_a_secret_given_as_an_option(tmp_path: Path, as_json: bool) -> None:
+    """`--embed-option api_key=...` (and the environment's) was shown in clear."""
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "data"), "CHROMASYNC_CONFIG": ""}
+    args = [
+        "config",
+        "show",
+        "--embed-option",
+        f"api_key={CANARY}",
+        "--embed-option",
+        "batch_size=8",
+    ]
+    result = CliRunner().invoke(main, [*args, *(["--json"] if as_json else [])], env=env)
+    assert result.exit_code == 0, result.output
+    assert CANARY not in result.output and "api_key=******, batch_size=8" in result.output
+
+
 @pytest.mark.parametrize(
     ("name", "head", "load", "message", "most"),
     [

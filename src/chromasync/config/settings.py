@@ -456,14 +456,17 @@ class Settings:
     def shown(self) -> list[tuple[str, str, str]]:
         """(name, value, origin) rows for `config show`, secrets masked, URLs without
         their user info."""
+        from .check import is_secret_key
+
         rows = []
         for spec in SETTINGS:
             name = spec.name
             value = getattr(self, name)
             if isinstance(value, tuple):
                 text = ", ".join(value)
-            elif isinstance(value, Mapping):
-                text = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+            elif isinstance(value, Mapping):  # `--embed-option api_key=...`: masked as well
+                shown = {k: "******" if is_secret_key(k) else v for k, v in value.items()}
+                text = ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))
             else:
                 text = "" if value is None else str(value)
             if spec.secret and value:
