@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..datadir import CHROMA_DIR
 from ..errors import shown_url
@@ -44,6 +45,22 @@ _SHORT_TOKEN = (
     f"must be at least {MIN_API_TOKEN} characters long (a short token is easy to guess); "
     "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 )
+
+
+def url_problem(text: str) -> str | None:
+    """Why no client can read the URL(s) `text` (comma-separated), never showing it (a
+    password's `#` starts a fragment, and its head reads as a port), or None."""
+    try:
+        for url in text.split(","):
+            urlsplit(url.strip()).port  # noqa: B018 - raises for a port or host it cannot read
+    except ValueError:
+        return (
+            "is not a URL whose host and port can be read (a `#`, `/` or `?` in a "
+            "password must be percent-encoded)"
+        )
+    return None
+
+
 NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
 _NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
 _NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -102,6 +119,7 @@ class Settings:
         None,
         "A Chroma server (http(s)://, chroma-cloud://); not set: the embedded store",
         env="CHROMASYNC_CHROMA_URL",
+        test=url_problem,
         file=("store.url", "server.url"),
     )
     chroma_token: str | None = setting(
@@ -151,6 +169,7 @@ class Settings:
         None,
         "An embedding server's URL (openai, server providers), e.g. http://localhost:11434/v1",
         env="CHROMASYNC_EMBEDDING_URL",
+        test=url_problem,
     )
     embedding_api_key: str | None = setting(
         None,
@@ -242,6 +261,7 @@ class Settings:
         "An OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1 (its key: "
         "CHROMASYNC_LLM_API_KEY or OPENAI_API_KEY); not set: extractive answers",
         env="CHROMASYNC_LLM_URL",
+        test=url_problem,
         file="answer.llm_url",
         max_length=2048,
     )
@@ -304,6 +324,7 @@ class Settings:
         DEFAULT_NATS_URL,
         "The NATS server(s), comma-separated",
         env="CHROMASYNC_NATS_URL",
+        test=url_problem,
         file="nats.url",
         max_length=4096,
     )
