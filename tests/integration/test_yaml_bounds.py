@@ -129,13 +129,13 @@ def test_a_source_with_more_metadata_than_a_record_holds_is_refused(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     """6,000 `metadata` keys on a source went onto every record of it (and broke the
-    collection for good); at most 256 are accepted, with the line."""
+    collection for good); at most 64 are accepted, with the line."""
     keys = "".join(f"      k{i}: {i}\n" for i in range(300))
     config = tmp_path / "chromasync.yaml"
     config.write_text(f"version: 1\nsources:\n  - path: .\n    metadata:\n{keys}")
     shown = invoke_cli(["config", "show"], env=cli_env, cwd=tmp_path)
     assert shown.returncode == 2 and shown.stderr.startswith(f"error: {config}: line 4: ")
-    assert "at most 256 items" in shown.stderr
+    assert "at most 64 items" in shown.stderr
 
 
 def test_a_sources_file_with_a_bom_or_no_closing_fence(

@@ -332,7 +332,7 @@ def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_js
         "CHROMASYNC_NATS_URL": f"nats://alice:{secret}@127.0.0.1:4222,tls://bob:{secret}@h:1",
         "CHROMASYNC_CHROMA_URL": f"http://carol:{secret}@127.0.0.1:8000",
         "CHROMASYNC_EMBEDDING_URL": f"https://dave:{secret}@emb.example/v1?api_key={secret}",
-        "CHROMASYNC_LLM_URL": f"http://erin:pa#{secret}@127.0.0.1:11434/v1",  # `#` unescaped
+        "CHROMASYNC_LLM_URL": f"http://erin:{secret}@127.0.0.1:11434/v1",
     }
     result = CliRunner().invoke(main, ["config", "show", *(["--json"] if as_json else [])], env=env)
     output = result.stdout + result.stderr

@@ -42,7 +42,7 @@ class _Model(BaseModel):
 
 #: The most `metadata` keys a source gives each of its records (a record of more than about
 #: 5,400 values breaks a Chroma collection for good).
-MAX_SOURCE_KEYS = 256
+MAX_SOURCE_KEYS = 64
 
 
 class SourceModel(_Model):
