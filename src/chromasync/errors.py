@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 V = TypeVar("V")
 
@@ -130,6 +131,42 @@ def shown_url(text: str) -> str:
     `nats://host`) and secret query values hidden (`?token=***`): what every printed line,
     message and log of a URL goes through."""
     return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub("", text))
+
+
+_SECRET_NAMES = {
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "secret",
+    "password",
+    "passwd",
+    "credentials",
+    "authorization",
+    "bearer",
+    "private_key",
+}
+_SECRET_SUFFIXES = ("_token", "-token", "_secret", "-secret", "_password", "_api_key", "-api-key")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a config key or option `name` names a secret (`token`, `api_key`, `*_password`)."""
+    lowered = str(name).strip().lower()
+    return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
+
+
+def url_problem(text: str) -> str | None:
+    """Why no client can read the URL(s) `text` (comma-separated), never showing it (a
+    password's `#` starts a fragment, and its head reads as a port), or None."""
+    try:
+        for url in text.split(","):
+            urlsplit(url.strip()).port  # noqa: B018 - raises for a port or host it cannot read
+    except ValueError:
+        return (
+            "is not a URL whose host and port can be read (a `#`, `/` or `?` in a "
+            "password must be percent-encoded)"
+        )
+    return None
 
 
 def not_installed(exc: ImportError, name: str) -> bool:
@@ -261,10 +298,12 @@ __all__ = [
     "disk_full",
     "error_class",
     "error_classes",
+    "is_secret_key",
     "lookup",
     "not_installed",
     "shown_url",
     "sigterm_interrupts",
     "storage_error",
     "storage_errors",
+    "url_problem",
 ]

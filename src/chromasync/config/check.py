@@ -18,26 +18,12 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, is_secret_key
 from .safeyaml import MAX_DEPTH, load_yaml, yaml_problem
 from .settings import SETTINGS
 
 CONFIG_VERSION = 1
 MAX_PROBLEMS = 20  # listed of a file's problems (the first, by line)
-_SECRET_NAMES = {
-    "token",
-    "api_key",
-    "apikey",
-    "api-key",
-    "secret",
-    "password",
-    "passwd",
-    "credentials",
-    "authorization",
-    "bearer",
-    "private_key",
-}
-_SECRET_SUFFIXES = ("_token", "-token", "_secret", "-secret", "_password", "_api_key", "-api-key")
 
 
 # -- parsing with line numbers ------------------------------------------------------------
@@ -136,11 +122,6 @@ def line_of(lines: LineMap, path: Sequence[str | int]) -> int:
 
 
 # -- validation -----------------------------------------------------------------------------
-
-
-def is_secret_key(name: str) -> bool:
-    lowered = str(name).strip().lower()
-    return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
 
 
 #: A URL holding a password (``scheme://user:secret@host``): a secret in a value.

@@ -23,10 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..datadir import CHROMA_DIR
-from ..errors import shown_url
+from ..errors import is_secret_key, shown_url, url_problem
 from .editor import EDITOR_URI_MAX, editor_uri_problem
 from .parsed import ConfigFile
 from .spec import declared, setting
@@ -45,20 +44,6 @@ _SHORT_TOKEN = (
     f"must be at least {MIN_API_TOKEN} characters long (a short token is easy to guess); "
     "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 )
-
-
-def url_problem(text: str) -> str | None:
-    """Why no client can read the URL(s) `text` (comma-separated), never showing it (a
-    password's `#` starts a fragment, and its head reads as a port), or None."""
-    try:
-        for url in text.split(","):
-            urlsplit(url.strip()).port  # noqa: B018 - raises for a port or host it cannot read
-    except ValueError:
-        return (
-            "is not a URL whose host and port can be read (a `#`, `/` or `?` in a "
-            "password must be percent-encoded)"
-        )
-    return None
 
 
 NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
@@ -477,8 +462,6 @@ class Settings:
     def shown(self) -> list[tuple[str, str, str]]:
         """(name, value, origin) rows for `config show`, secrets masked, URLs without
         their user info."""
-        from .check import is_secret_key
-
         rows = []
         for spec in SETTINGS:
             name = spec.name
