@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 V = TypeVar("V")
 
@@ -116,13 +117,56 @@ def lookup(table: Mapping[type[ChromasyncError], V], exc: ChromasyncError) -> V:
     return table[ChromasyncError]
 
 
-_USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
+#: A URL's user info: a name, then after a colon a password that may hold `/?#@` unescaped
+#: (up to its last `@` before a blank or the next `://`).
+_USERINFO = re.compile(r"(?<=://)(?:[^\s/?#@]*:(?:(?!://)\S)*|[^/?#\s]*)@")
+#: The value of a query parameter named like a secret (`?token=`, `&api_key=`, `sig=`).
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;][^\s=&#]*(?:token|key|secret|pass|auth|sig|credential)[^\s=&#]*=)[^\s&#'\"]*"
+)
 
 
 def shown_url(text: str) -> str:
     """`text` with the user info of every URL in it left out (`nats://u:pw@host` ->
-    `nats://host`): what every printed line, message and log of a URL goes through."""
-    return _USERINFO.sub("", text)
+    `nats://host`) and secret query values hidden (`?token=***`): what every printed line,
+    message and log of a URL goes through."""
+    return _QUERY_SECRET.sub(r"\1***", _USERINFO.sub("", text))
+
+
+_SECRET_NAMES = {
+    "token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "secret",
+    "password",
+    "passwd",
+    "credentials",
+    "authorization",
+    "bearer",
+    "private_key",
+}
+_SECRET_SUFFIXES = ("_token", "-token", "_secret", "-secret", "_password", "_api_key", "-api-key")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a config key or option `name` names a secret (`token`, `api_key`, `*_password`)."""
+    lowered = str(name).strip().lower()
+    return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
+
+
+def url_problem(text: str) -> str | None:
+    """Why no client can read the URL(s) `text` (comma-separated), never showing it (a
+    password's `#` starts a fragment, and its head reads as a port), or None."""
+    try:
+        for url in text.split(","):
+            urlsplit(url.strip()).port  # noqa: B018 - raises for a port or host it cannot read
+    except ValueError:
+        return (
+            "is not a URL whose host and port can be read (a `#`, `/` or `?` in a "
+            "password must be percent-encoded)"
+        )
+    return None
 
 
 def not_installed(exc: ImportError, name: str) -> bool:
@@ -254,10 +298,12 @@ __all__ = [
     "disk_full",
     "error_class",
     "error_classes",
+    "is_secret_key",
     "lookup",
     "not_installed",
     "shown_url",
     "sigterm_interrupts",
     "storage_error",
     "storage_errors",
+    "url_problem",
 ]

@@ -288,3 +288,33 @@ def test_similar_groups_by_a_field(tmp_path: Path) -> None:
     assert "funder_slug: acme" in out and "funder_slug: bolt" in out
     code, _, err = _run([*argv[:2], "--group-by", "path:0"], env)
     assert code == 2 and "path:N" in err
+
+
+def test_a_path_forges_no_line_and_drives_no_terminal(tmp_path: Path) -> None:
+    """A file name with a newline, a carriage return or ESC sequences is one escaped line in
+    every line-oriented output: search, links, ask's sources, similar, and a log warning
+    (the newline was printed raw by all of them: `new` and `line.md:...` read as two)."""
+    from ..conftest import run_cli
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    forged = "x\n2. forged.md:1-1 0.99\r\x1b[2J\x1b]8;;evil\x1b\\y.md"
+    (notes / forged).write_text("---\ndate: soon\n---\n# Kiwi\n\nkiwi fruit, see [p](plain.md)\n")
+    (notes / "plain.md").write_text("# Plain\n\nkiwi plain\n")
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "data"), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
+    done = run_cli(["ingest", str(notes)], env=env)  # a process: its log lines as printed
+    assert done.returncode == 0, done.stderr
+    shown = "x\\n2. forged.md:1-1 0.99\\r\\x1b[2J\\x1b]8;;evil\\x1b\\y.md"
+    [warning] = [line for line in done.stderr.splitlines() if "date field" in line]
+    assert warning.startswith(f"{shown}: date field(s) date are not dates")
+    outputs = {
+        "search": _run(["search", "kiwi"], env),
+        "links": _run(["links", "plain.md"], env),
+        "ask": _run(["ask", "kiwi fruit"], env),
+        "similar": _run(["similar", str(notes / "plain.md")], env),
+    }
+    for name, (code, out, err) in outputs.items():
+        assert code == 0, (name, err)
+        assert shown in out, (name, out)
+        assert "\x1b" not in out + err and "\r" not in out, name
+        assert not any(line.startswith("2. forged.md") for line in out.splitlines()), name

@@ -56,6 +56,7 @@ HOSTILE_SEARCHES: dict[str, dict[str, Any]] = {
     "phrase-600": {"phrase": [f"w{i}" for i in range(600)]},
     "unknown-operator": {"where_json": json.dumps({"year": {"$regex": "x"}})},
     "in-mixed-types": {"where_json": json.dumps({"year": {"$in": [1, "a"]}})},
+    "int-4400-digits": {"where_json": '{"year": ' + "9" * 4400 + "}"},  # was a 500
 }
 
 
@@ -90,14 +91,18 @@ def test_cli_answers_hostile_filters_with_exit_2(settings: Settings, notes: Path
     env = {"CHROMASYNC_DATA_DIR": str(settings.data_dir), "CHROMASYNC_EMBEDDING_PROVIDER": "hash"}
     ingested = invoke_cli(["ingest", str(notes), "--collection", settings.collection], env=env)
     assert ingested.returncode == 0, ingested.stderr
-    for where in (json.dumps(nested_and(100)), '{"a": ' * 1000 + "1" + "}" * 1000):
+    for where in (
+        json.dumps(nested_and(100)),
+        '{"a": ' * 1000 + "1" + "}" * 1000,
+        '{"year": ' + "9" * 4400 + "}",  # a ValueError traceback
+    ):
         done = invoke_cli(
             ["search", "espresso", "--mode", "keyword", "--where-json", where,
              "--collection", settings.collection],
             env=env,
         )  # fmt: skip
         assert done.returncode == 2, done.stderr
-        assert "Traceback" not in done.stderr and "nest" in done.stderr
+        assert "Traceback" not in done.stderr and ("nest" in done.stderr or "4,300" in done.stderr)
 
 
 # -- item 9: cross-site writes -------------------------------------------------------------

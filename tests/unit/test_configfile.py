@@ -93,6 +93,16 @@ def test_toml_unknown_keys_with_lines(tmp_path: Path) -> None:
     assert "line 8: unknown key `sources[1].lable` (did you mean `label`?)" in str(info.value)
 
 
+def test_ten_thousand_problems_are_twenty_lines(tmp_path: Path) -> None:
+    """Every problem of a file was a line of its error: 10,000 unknown tables, 10,000 lines."""
+    cfg = write(tmp_path / "c.toml", "version = 1\n" + "".join(f"[t{i}]\n" for i in range(10_000)))
+    with pytest.raises(ConfigError) as info:
+        load_config_file(cfg)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{cfg}: 10,000 problems:" and lines[-1] == "  and 9,980 more"
+    assert len(lines) == 22 and lines[1].startswith("  line 2: unknown key `t0`")
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -321,7 +331,7 @@ def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_js
         "CHROMASYNC_CONFIG": "",
         "CHROMASYNC_NATS_URL": f"nats://alice:{secret}@127.0.0.1:4222,tls://bob:{secret}@h:1",
         "CHROMASYNC_CHROMA_URL": f"http://carol:{secret}@127.0.0.1:8000",
-        "CHROMASYNC_EMBEDDING_URL": f"https://dave:{secret}@emb.example/v1",
+        "CHROMASYNC_EMBEDDING_URL": f"https://dave:{secret}@emb.example/v1?api_key={secret}",
         "CHROMASYNC_LLM_URL": f"http://erin:{secret}@127.0.0.1:11434/v1",
     }
     result = CliRunner().invoke(main, ["config", "show", *(["--json"] if as_json else [])], env=env)
@@ -329,6 +339,23 @@ def test_config_show_leaves_out_the_user_info_of_every_url(tmp_path: Path, as_js
     assert secret not in output and "alice" not in output and "erin" not in output
     assert result.exit_code == 0, output
     assert "127.0.0.1:4222" in output and "emb.example/v1" in output
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_config_show_masks_a_secret_given_as_an_option(tmp_path: Path, as_json: bool) -> None:
+    """`--embed-option api_key=...` (and the environment's) was shown in clear."""
+    env = {"CHROMASYNC_DATA_DIR": str(tmp_path / "data"), "CHROMASYNC_CONFIG": ""}
+    args = [
+        "config",
+        "show",
+        "--embed-option",
+        f"api_key={CANARY}",
+        "--embed-option",
+        "batch_size=8",
+    ]
+    result = CliRunner().invoke(main, [*args, *(["--json"] if as_json else [])], env=env)
+    assert result.exit_code == 0, result.output
+    assert CANARY not in result.output and "api_key=******, batch_size=8" in result.output
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -110,6 +111,41 @@ def test_pdf_text_matches_pdfium_word_counts() -> None:
 )
 def test_pdf_bad_input_is_a_skip(folder: str, name: str, reason: str) -> None:
     _skip(read_document(_pdf(folder, name), "pdf"), reason)
+
+
+def _pdf_with_strings(title: bytes, bookmark: bytes) -> bytes:
+    """A one-page PDF whose /Info /Title and one bookmark's /Title are the hex strings given."""
+    content = zlib.compress(b"BT /F1 12 Tf 72 720 Td (kiwi fruit) Tj ET")
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R /Outlines 6 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(content), content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Outlines /First 7 0 R /Last 7 0 R /Count 1 >>",
+        b"<< /Title <%s> /Parent 6 0 R /Dest [3 0 R /XYZ 0 792 0] >>" % bookmark,
+        b"<< /Title <%s> >>" % title,
+    ]
+    out, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 8 0 R >>\n" % (len(objects) + 1)
+    return bytes(out + b"startxref\n%d\n%%%%EOF\n" % xref)
+
+
+def test_pdf_strings_of_utf16_that_is_none_are_left_out() -> None:
+    """A /Title or a bookmark of UTF-16 with a lone surrogate (`FEFF D800`) was a
+    `UnicodeDecodeError` traceback that ended the whole ingest (and every later one)."""
+    good = _doc(read_document(_pdf_with_strings(b"FEFF0054", b"FEFF0042"), "pdf"))
+    assert good.title == "T" and [h.title for h in good.outline] == ["B"]
+    doc = _doc(read_document(_pdf_with_strings(b"FEFFD8000041", b"FEFFD8000042"), "pdf"))
+    assert doc.title == "" and doc.outline == ()
+    assert "kiwi fruit" in doc.pages[0].blocks[0].text
 
 
 @pytest.mark.parametrize("data", [b"", b"%PDF-1.7\n", b"not a pdf at all" * 100])

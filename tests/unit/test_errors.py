@@ -93,6 +93,15 @@ SECRET = "PassW0rdSecret"
         (f"GET https://bob:{SECRET}@x.example/v1?q=1 x", "GET https://x.example/v1?q=1 x"),
         (f"http://u:p@w@{SECRET}@host/p", "http://host/p"),  # an unescaped @ in the password
         ("mail me at a@b.example (no URL)", "mail me at a@b.example (no URL)"),
+        # a password holding `#`, `/` or `?` unescaped was shown from that character on
+        (f"http://u:pa#{SECRET}@h:1/v1 x", "http://h:1/v1 x"),
+        (f"ChatClient('http://u:pa/{SECRET}@h:1/chat')", "ChatClient('http://h:1/chat')"),
+        (f"nats://u:pa?{SECRET}@h:1,nats://v:{SECRET}@h2:2", "nats://h:1,nats://h2:2"),
+        ("https://registry.example/@scope/pkg", "https://registry.example/@scope/pkg"),
+        # a secret in the query string was shown as it is
+        (f"http://h/v1?api_key={SECRET}&x=1", "http://h/v1?api_key=***&x=1"),
+        (f'"http://h/?access_token={SECRET}",', '"http://h/?access_token=***",'),
+        (f"http://h/?X-Amz-Signature={SECRET} ok", "http://h/?X-Amz-Signature=*** ok"),
     ],
 )
 def test_shown_url_leaves_out_user_info(text: str, shown: str) -> None:

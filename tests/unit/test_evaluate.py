@@ -99,6 +99,9 @@ def test_parse_queries() -> None:
         ('["a"]', "expected"),
         ('{"query": "x"}', "non-empty list"),
         ('{"query": "x", "relevant": []}', "non-empty list"),
+        # each a traceback (a ValueError, a RecursionError) until they were caught
+        ('{"query": "x", "relevant": ' + "9" * 5000 + "}", "q.jsonl:1: not JSON"),
+        ("[" * 200_000 + "]" * 200_000, "q.jsonl:1: not JSON"),
     ],
 )
 def test_parse_queries_names_the_bad_line(line: str, message: str) -> None:

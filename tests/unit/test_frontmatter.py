@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from chromasync.corpus.frontmatter import (
+    MAX_META_CHARS,
     MAX_VALUE_CHARS,
+    MAX_VALUES,
     FrontMatterError,
     flatten_metadata,
     is_private,
@@ -208,6 +210,22 @@ def test_a_markdown_file_fails_closed(text: str, reason: str | None) -> None:
 )
 def test_flatten_metadata(data: dict[Any, Any], flat: dict[str, Any], dropped: int) -> None:
     assert flatten_metadata(data) == (flat, dropped)
+
+
+def test_front_matter_values_are_bounded_in_all() -> None:
+    """A record of more than about 5,400 values broke the Chroma collection for good (every
+    later write and read failed): 6,000 tags in 12 KB of front matter did it. Values past
+    `MAX_VALUES` (a list's items each count) or `MAX_META_CHARS` in all are dropped."""
+    tags = [f"t{i}" for i in range(6000)]
+    assert flatten_metadata({"title": "T", "tags": tags, "x": 1}) == ({"title": "T", "x": 1}, 1)
+    many = {f"k{i}": i for i in range(MAX_VALUES + 88)}
+    flat, dropped = flatten_metadata(many)
+    assert list(flat) == [f"k{i}" for i in range(MAX_VALUES)] and dropped == 88
+    long = {f"k{i}": "x" * MAX_VALUE_CHARS for i in range(10)}
+    flat, dropped = flatten_metadata(long)
+    assert len(flat) == MAX_META_CHARS // (MAX_VALUE_CHARS + 2) and dropped == 10 - len(flat)
+    flat, dropped = flatten_metadata({"k" * 40_000: 1, "d": dt.date(2026, 1, 2)})
+    assert flat == {"d": "2026-01-02", "d_ts": _ts(2026, 1, 2)} and dropped == 1
 
 
 def test_unreadable_dates_are_named() -> None:

@@ -3,7 +3,9 @@
 Each entry point (a note's front matter, the config file, a sources file, the text edits of
 `sources add/remove`) answers with a result, a counted skip or a `ConfigError` that names the
 file: never a traceback (`RecursionError` from 1,000 nested lists, a billion laughs that
-grows without end, a `ValueError` from `2001-02-30`).
+grows without end, a `ValueError` from `2001-02-30`). The JSON files chromasync reads back
+(a model folder's, the data dir's own) nested past the decoder's recursion: refused or
+ignored, never a `RecursionError`.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "chromasync"
         ("a: 1\nb:\n  k: 1\n  k: 2\n", "duplicate key 'k'", 4),
         ("a: 1\n1: x\ntrue: y\n1: z\n", "duplicate key 1", 4),
         ("x: !!python/object/apply:os.system ['true']", "could not determine a constructor", 1),
+        # a ValueError traceback from the scanner's chr(); a lone surrogate, which no record
+        # holds (Chroma refused the whole write); a NUL, which named no line
+        ('a: 1\nx: "\\U00110000"', "an escape names no character", 2),
+        ('x: "\\ud800"', "an escape names half a character", 1),
+        ('"\\udc80": 1', "an escape names half a character", 1),
+        ("a: 1\nb: 2\nc: \x00", "a control character", 3),
     ],
 )
 def test_bounds_refused_with_their_line(text: str, why: str, line: int | None) -> None:
@@ -71,6 +79,7 @@ def test_within_the_bounds_all_is_read() -> None:
         "ok": dt.date(2001, 2, 28),
     }
     assert load_yaml("") == (None, None) and load_yaml("# nothing\n") == (None, None)
+    assert load_yaml('x: "\\ud83d\\ude00"')[0] == {"x": "\U0001f600"}  # a pair: one character
     with pytest.raises(yaml.MarkedYAMLError, match="aliases are not allowed"):
         load_yaml("a: &x 1\nb: *x\n", aliases=False)
 
@@ -132,6 +141,8 @@ FRAGMENTS = [
     "\u2028",
     "\U0001f600",
     "é",
+    '"\\ud800"',
+    '"\\U00110000"',
 ]
 deep = st.integers(0, 1500).flatmap(
     lambda n: st.sampled_from(
@@ -186,3 +197,24 @@ def test_source_edits_edit_or_refuse(text: str, add: bool) -> None:
             remove_item(text, "sources", 0)
     except ConfigError as exc:
         assert str(exc).startswith("cannot edit") and "\n" not in str(exc)
+
+
+# -- the JSON files chromasync reads back, nested past what the decoder recurses ----------
+
+DEEP_JSON = "[" * 200_000 + "]" * 200_000  # a RecursionError traceback from each reader
+
+
+def test_json_files_nested_too_deep_are_refused_or_ignored(tmp_path: Path) -> None:
+    from chromasync.answer.summaries import SUMMARIES_FILE, load_cache
+    from chromasync.embed.modelfiles import read_json
+    from chromasync.errors import EmbeddingError
+    from chromasync.state.snapshots import FOLDER, recent_runs
+
+    (tmp_path / "config.json").write_text(DEEP_JSON)  # a model folder's
+    with pytest.raises(EmbeddingError, match=r"config\.json' is unreadable"):
+        read_json(tmp_path, "config.json")
+    (tmp_path / SUMMARIES_FILE).write_text(DEEP_JSON)  # a data dir's own files: as if absent
+    assert load_cache(tmp_path) == {}
+    (tmp_path / FOLDER).mkdir()
+    (tmp_path / FOLDER / "x.ran").write_text(DEEP_JSON)
+    assert recent_runs(str(tmp_path)) == {}

@@ -178,6 +178,25 @@ def test_a_short_api_token_is_refused_without_showing_it(token: str) -> None:
     assert resolve_settings({}, {"CHROMASYNC_API_TOKEN": "x" * 16}).api_token == "x" * 16
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        "CHROMASYNC_CHROMA_URL",
+        "CHROMASYNC_EMBEDDING_URL",
+        "CHROMASYNC_LLM_URL",
+        "CHROMASYNC_NATS_URL",
+    ],
+)
+@pytest.mark.parametrize("url", ["http://u:p4ss#Secr3t@h:1/v1", "http://[::1", "http://h:99999"])
+def test_a_url_no_client_can_read_is_refused_without_showing_it(env: str, url: str) -> None:
+    """A password's unescaped `#` made `--llm-url` an `httpx.InvalidURL` traceback, `chroma_url`
+    an error naming `'p4ss'` as its port, and `chromasync nats` retry for ever."""
+    with pytest.raises(ConfigError, match=f"{env} is not a URL whose host and port") as err:
+        resolve_settings({}, {env: url})
+    assert "p4ss" not in str(err.value) and "Secr3t" not in str(err.value)
+    assert resolve_settings({}, {env: "http://u:p4ss%23Secr3t@h:1/v1"})  # percent-encoded: read
+
+
 def _cli_options() -> list[tuple[str, click.Option]]:
     from chromasync.cli.main import main
 

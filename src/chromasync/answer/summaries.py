@@ -214,7 +214,7 @@ def cache_key(mode: str, hits: Sequence[Hit]) -> str:
 def load_cache(data_dir: Path) -> dict[str, Any]:
     try:
         data = json.loads((data_dir / SUMMARIES_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
         return {}

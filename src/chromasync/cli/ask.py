@@ -73,7 +73,7 @@ def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **f
 
     def on_token(piece: str) -> None:
         streamed.append(piece)
-        sys.stdout.write(safe(piece))
+        sys.stdout.write(safe(piece, lines=True))
         sys.stdout.flush()
 
     with reported_errors():
@@ -111,14 +111,14 @@ def ask(question: str, fallback: str | None, as_json: bool, no_daemon: bool, **f
 def _print_answer(answer: Answer, streamed: str) -> None:
     err = stderr_console()
     if not streamed:
-        click.echo(safe(answer.text))
+        click.echo(safe(answer.text, lines=True))
     else:
         click.echo()  # ends the streamed answer's line
         if answer.mode == "extractive":  # the model stalled mid-answer: the fallback
-            click.echo(safe(answer.text))
+            click.echo(safe(answer.text, lines=True))
         elif streamed.strip() != answer.text.strip():  # citations were removed
             click.echo("\nchecked answer:")
-            click.echo(safe(answer.text))
+            click.echo(safe(answer.text, lines=True))
     if answer.removed_citations:
         err.print(
             f"[yellow]note:[/] {answer.removed_citations} citation(s) naming no source were "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -84,12 +85,30 @@ def reported_errors() -> Iterator[None]:
         yield
     except ChromasyncError as exc:
         stderr_console().print(
-            f"[bold red]error:[/] {escape(safe(shown_url(str(exc))))}", soft_wrap=True
+            f"[bold red]error:[/] {escape(safe(shown_url(str(exc)), lines=True))}", soft_wrap=True
         )
         sys.exit(exit_code(exc))
 
 
 safe = printable  # control characters escaped: file names cannot drive the terminal
+
+
+class _LogLine(logging.Formatter):
+    """A log record as printed: its message on one line, control characters escaped (a file
+    name forges no line and drives no terminal), URLs without user info; a traceback below."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return safe(shown_url(super().formatMessage(record)))
+
+    def formatException(self, ei: Any) -> str:
+        return shown_url(super().formatException(ei))
+
+
+def print_logs_safely() -> None:
+    """Every log line this process prints (Python's last-resort handler: stderr, which is
+    `daemon.log` for the daemon) goes through `_LogLine`."""
+    if logging.lastResort is not None:
+        logging.lastResort.setFormatter(_LogLine())
 
 
 def print_table(console: Console, table: Table) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from . import admin, ask, daemon, ingest, models, nats, operators, report, search, service
+from . import admin, ask, common, daemon, ingest, models, nats, operators, report, search, service
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="chromasync")
 def main() -> None:
     """Keep a folder of text files indexed in ChromaDB, cheaply and exactly, and search it."""
+    common.print_logs_safely()
 
 
 for command in (

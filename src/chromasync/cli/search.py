@@ -129,7 +129,7 @@ def render_search(result: api.SearchResult, fmt: str, *, explain: bool = False) 
     elif fmt in ("files", "files0"):
         paths = dict.fromkeys(h.path for h in result.hits)
         raw = fmt == "files0"
-        write("".join(path + "\0" if raw else safe(path, False) + "\n" for path in paths))
+        write("".join(path + "\0" if raw else safe(path) + "\n" for path in paths))
     elif fmt == "plain" and not result.groups:
         write(plain_lines(result))
     else:

@@ -18,25 +18,12 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ConfigError
-from .safeyaml import load_yaml, yaml_problem
+from ..errors import ConfigError, is_secret_key
+from .safeyaml import MAX_DEPTH, load_yaml, yaml_problem
 from .settings import SETTINGS
 
 CONFIG_VERSION = 1
-_SECRET_NAMES = {
-    "token",
-    "api_key",
-    "apikey",
-    "api-key",
-    "secret",
-    "password",
-    "passwd",
-    "credentials",
-    "authorization",
-    "bearer",
-    "private_key",
-}
-_SECRET_SUFFIXES = ("_token", "-token", "_secret", "-secret", "_password", "_api_key", "-api-key")
+MAX_PROBLEMS = 20  # listed of a file's problems (the first, by line)
 
 
 # -- parsing with line numbers ------------------------------------------------------------
@@ -77,15 +64,16 @@ _TOML_KEY = re.compile(r"^\s*((?:\"[^\"]*\"|'[^']*'|[A-Za-z0-9_.\- ]+?))\s*=")
 
 
 def parse_toml(text: str, where: str) -> tuple[Any, LineMap]:
-    """TOML to Python data, plus the line of every key and table (found by scanning)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: invalid TOML: {exc}; fix the syntax") from exc
+    """TOML to Python data, plus the line of every key and table (found by scanning, which
+    also refuses a key or table of over `MAX_DEPTH` parts: tomllib takes quadratic time)."""
+    deep = f"nested deeper than {MAX_DEPTH} levels"
     lines: LineMap = {}
     table: tuple[str | int, ...] = ()
     arrays: dict[tuple[str, ...], int] = {}
     for number, line in enumerate(text.splitlines(), 1):
+        head = _TOML_ARRAY.match(line) or _TOML_TABLE.match(line) or _TOML_KEY.match(line)
+        if head and head.group(1).count(".") >= MAX_DEPTH:
+            raise ConfigError(f"{where}: line {number}: {deep}; fix the TOML")
         if match := _TOML_ARRAY.match(line):
             name = tuple(_toml_key(match.group(1)))
             index = arrays.get(name, -1) + 1
@@ -99,7 +87,26 @@ def parse_toml(text: str, where: str) -> tuple[Any, LineMap]:
                 lines.setdefault(table[:depth], number)
         elif match := _TOML_KEY.match(line):
             lines.setdefault((*table, *_toml_key(match.group(1))), number)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}; fix the syntax") from exc
+    except (RecursionError, ValueError) as exc:  # 1,000 nested arrays; an int of 5,000 digits
+        problem = deep if isinstance(exc, RecursionError) else "not a readable int value"
+        at = _toml_line(exc, text)
+        raise ConfigError(f"{where}: line {at}: {problem}; fix the TOML") from None
     return data, lines
+
+
+def _toml_line(exc: BaseException, text: str) -> int:
+    """The line tomllib had reached when `exc` stopped it: the innermost `pos` its frames
+    held (tomllib's parsers each take the position as `pos`)."""
+    pos, frame = 0, exc.__traceback__
+    while frame is not None:
+        held = frame.tb_frame.f_locals.get("pos")
+        pos = held if isinstance(held, int) else pos
+        frame = frame.tb_next
+    return text.count("\n", 0, pos) + 1
 
 
 def _toml_key(text: str) -> list[str]:
@@ -115,11 +122,6 @@ def line_of(lines: LineMap, path: Sequence[str | int]) -> int:
 
 
 # -- validation -----------------------------------------------------------------------------
-
-
-def is_secret_key(name: str) -> bool:
-    lowered = str(name).strip().lower()
-    return lowered in _SECRET_NAMES or lowered.endswith(_SECRET_SUFFIXES)
 
 
 #: A URL holding a password (``scheme://user:secret@host``): a secret in a value.
@@ -262,5 +264,6 @@ def _problems(where: str, problems: list[tuple[int, str]]) -> ConfigError:
     if len(problems) == 1:
         line, text = problems[0]
         return ConfigError(f"{where}: line {line}: {text}")
-    body = "\n".join(f"  line {line}: {text}" for line, text in problems)
-    return ConfigError(f"{where}: {len(problems)} problems:\n{body}")
+    body = "\n".join(f"  line {line}: {text}" for line, text in problems[:MAX_PROBLEMS])
+    more = f"\n  and {len(problems) - MAX_PROBLEMS:,} more" if len(problems) > MAX_PROBLEMS else ""
+    return ConfigError(f"{where}: {len(problems):,} problems:\n{body}{more}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -39,6 +40,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: The most `metadata` keys a source gives each of its records (a record of more than about
+#: 5,400 values breaks a Chroma collection for good).
+MAX_SOURCE_KEYS = 64
+
+
 class SourceModel(_Model):
     label: str | None = None
     path: str | None = None
@@ -52,7 +58,7 @@ class SourceModel(_Model):
     include_extensions: list[str] | None = None
     exclude_extensions: list[str] = Field(default_factory=list)
     collection: str | None = None
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    metadata: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_SOURCE_KEYS)
     identity_key: str | None = None
     use_gitignore: bool = True
     note: str | None = None
@@ -79,7 +85,7 @@ class _CompactBase(_Model):
     exclude_patterns: list[str] = Field(default_factory=list)
     include_extensions: list[str] | None = None
     exclude_extensions: list[str] = Field(default_factory=list)
-    metadata: dict[str, Scalar] = Field(default_factory=dict)
+    metadata: dict[str, Scalar] = Field(default_factory=dict, max_length=MAX_SOURCE_KEYS)
     identity_key: str | None = None
 
 
@@ -191,9 +197,12 @@ MAX_SOURCES_FILE_BYTES = 8 << 20
 
 
 def read_bounded(path: Path, limit: int) -> bytes:
-    """A file's bytes, at most `limit`; a bigger file is refused unread (OSError)."""
-    with path.open("rb") as handle:
-        raw = handle.read(limit + 1)
+    """A file's bytes, at most `limit`; a bigger file or a FIFO (whose reading waited for a
+    writer for ever) is refused unread (OSError)."""
+    with open(path, "rb", opener=lambda at, flags: os.open(at, flags | os.O_NONBLOCK)) as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError("not a regular file")
+        raw = file.read(limit + 1)
     if len(raw) > limit:
         raise OSError(f"over {limit // 1024:,} KiB")
     return raw
@@ -463,7 +472,7 @@ def load_sources_file(path: Path, allow_root: bool = False) -> SourcesFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read sources file {str(path)!r}: {exc}") from exc
     inputs = ((str(path), raw),)
-    parts = split_sources_file(text)
+    parts = split_sources_file(text, path)
     if parts is None:
         return SourcesFile(path, (), inputs)
     offset = 1  # the opening '---' is line 1

@@ -4,14 +4,17 @@ Bounded before anything is built from it: at most `MAX_CHARS` characters, `MAX_D
 levels of nesting (a deeper document would exhaust Python's stack in the composer) and
 `MAX_NODES` nodes with every alias counted as the nodes it stands for (a billion-laughs
 bomb stops at its first expansion past the bound, and so does any walk over the result).
-Keys are scalars and never repeated; a value its type cannot hold (an int of 5,000 digits)
-is an error, but a date that is none (`2001-02-30`) is the text as written. Every refusal
-is a `yaml.MarkedYAMLError` with the line where it happened, which each caller turns into
-its own message.
+Keys are scalars and never repeated; a value its type cannot hold (an int of 5,000 digits),
+an escape that names no character (`"\\ud800"` alone, `"\\U00110000"`: no text can hold it;
+a surrogate pair is joined into its character) and a control character are errors, but a
+date that is none (`2001-02-30`) is the text as written. Every refusal is a
+`yaml.MarkedYAMLError` with the line where it happened, which each caller turns into its
+own message.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from typing import Any
 
@@ -20,6 +23,7 @@ import yaml
 MAX_CHARS = 1 << 18
 MAX_DEPTH = 64
 MAX_NODES = 100_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse(problem: str, mark: Any = None) -> yaml.MarkedYAMLError:
@@ -71,6 +75,15 @@ class _BoundedLoader(yaml.SafeLoader):
             seen.add((type(key), key))
         return super().construct_mapping(node, deep=deep)
 
+    def construct_scalar(self, node: Any) -> Any:
+        value = super().construct_scalar(node)
+        if isinstance(value, str) and _SURROGATE.search(value):  # `"\\ud83d\\ude00"`: one emoji
+            try:
+                return value.encode("utf-16", "surrogatepass").decode("utf-16")
+            except UnicodeDecodeError:  # a lone half: no text can hold it (nor Chroma)
+                raise _refuse("an escape names half a character", node.start_mark) from None
+        return value
+
     def construct_yaml_timestamp(self, node: Any) -> Any:
         try:
             return super().construct_yaml_timestamp(node)
@@ -102,9 +115,16 @@ def load_yaml(text: str, aliases: bool = True) -> tuple[Any, Any]:
     """
     if len(text) > MAX_CHARS:
         raise _refuse(f"over {MAX_CHARS // 1024:,} KiB of YAML ({len(text):,} characters)")
-    loader = (_BoundedLoader if aliases else _NoAliasLoader)(text)
+    try:
+        loader = (_BoundedLoader if aliases else _NoAliasLoader)(text)
+    except yaml.reader.ReaderError as exc:  # a control character (NUL...): no line of its own
+        mark = yaml.Mark("<text>", exc.position, text.count("\n", 0, exc.position), 0, None, 0)
+        raise _refuse(f"a control character (#x{exc.character:04x})", mark) from exc
     try:
         node = loader.get_single_node()
         return (None, None) if node is None else (loader.construct_document(node), node)
+    except ValueError as exc:  # `"\\U00110000"`: the scanner's chr() refuses it
+        mark = loader.get_mark()
+        raise _refuse("an escape names no character", mark) from exc
     finally:
         loader.dispose()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datadir import CHROMA_DIR
-from ..errors import shown_url
+from ..errors import is_secret_key, shown_url, url_problem
 from .editor import EDITOR_URI_MAX, editor_uri_problem
 from .parsed import ConfigFile
 from .spec import declared, setting
@@ -44,6 +44,8 @@ _SHORT_TOKEN = (
     f"must be at least {MIN_API_TOKEN} characters long (a short token is easy to guess); "
     "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 )
+
+
 NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
 _NATS_SUBJECT = re.compile(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*")
 _NATS_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -102,6 +104,7 @@ class Settings:
         None,
         "A Chroma server (http(s)://, chroma-cloud://); not set: the embedded store",
         env="CHROMASYNC_CHROMA_URL",
+        test=url_problem,
         file=("store.url", "server.url"),
     )
     chroma_token: str | None = setting(
@@ -151,6 +154,7 @@ class Settings:
         None,
         "An embedding server's URL (openai, server providers), e.g. http://localhost:11434/v1",
         env="CHROMASYNC_EMBEDDING_URL",
+        test=url_problem,
     )
     embedding_api_key: str | None = setting(
         None,
@@ -242,6 +246,7 @@ class Settings:
         "An OpenAI-compatible chat endpoint, e.g. http://localhost:11434/v1 (its key: "
         "CHROMASYNC_LLM_API_KEY or OPENAI_API_KEY); not set: extractive answers",
         env="CHROMASYNC_LLM_URL",
+        test=url_problem,
         file="answer.llm_url",
         max_length=2048,
     )
@@ -304,6 +309,7 @@ class Settings:
         DEFAULT_NATS_URL,
         "The NATS server(s), comma-separated",
         env="CHROMASYNC_NATS_URL",
+        test=url_problem,
         file="nats.url",
         max_length=4096,
     )
@@ -462,8 +468,9 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, tuple):
                 text = ", ".join(value)
-            elif isinstance(value, Mapping):
-                text = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+            elif isinstance(value, Mapping):  # `--embed-option api_key=...`: masked as well
+                shown = {k: "******" if is_secret_key(k) else v for k, v in value.items()}
+                text = ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))
             else:
                 text = "" if value is None else str(value)
             if spec.secret and value:

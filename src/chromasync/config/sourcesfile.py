@@ -40,10 +40,11 @@ class SourcesFileParts:
     tail: str  # the closing fence line and the whole body, untouched
 
 
-def split_sources_file(text: str) -> SourcesFileParts | None:
-    """Cut `text` at its front matter, or None when it has none."""
+def split_sources_file(text: str, where: object = "the sources file") -> SourcesFileParts | None:
+    """Cut `text` at its front matter (a BOM before it stays in `head`), or None when it has
+    none; raises `ConfigError` naming `where` when the front matter is not closed."""
     first, sep, _ = text.partition("\n")
-    if first.rstrip(" \t\r") != "---" or not sep:
+    if first.lstrip("\ufeff").rstrip(" \t\r") != "---" or not sep:
         return None
     head = first + sep
     offset = len(head)
@@ -55,7 +56,7 @@ def split_sources_file(text: str) -> SourcesFileParts | None:
         if end < 0:
             break
         offset = end + 1
-    raise ConfigError("the front matter has no closing '---'; close it before editing")
+    raise ConfigError(f"{where}: line 1: the front matter has no closing '---'; close it")
 
 
 def _newline(text: str) -> str:
@@ -207,7 +208,7 @@ def add_to_markdown(path: Path, items: Sequence[Mapping[str, Any]]) -> None:
         write_atomic(path, text + NEW_SOURCES_FILE_BODY)
         return
     text = read_text_exact(path)
-    parts = split_sources_file(text)
+    parts = split_sources_file(text, path)
     if parts is None:
         nl = _newline(text)
         front = append_items("", "content_sources", items).replace("\n", nl)
@@ -219,7 +220,7 @@ def add_to_markdown(path: Path, items: Sequence[Mapping[str, Any]]) -> None:
 
 def remove_from_markdown(path: Path, index: int) -> None:
     text = read_text_exact(path)
-    parts = split_sources_file(text)
+    parts = split_sources_file(text, path)
     if parts is None:
         raise ConfigError(f"{path}: has no front matter to remove a source from")
     front = remove_item(parts.front, "content_sources", index)

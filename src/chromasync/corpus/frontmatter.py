@@ -49,6 +49,12 @@ RESERVED_KEYS = frozenset(
 )
 MAX_VALUE_CHARS = 4096
 MAX_DEPTH = 3
+#: The most values (a list's items each count) and characters (keys and values) kept of a
+#: note's front matter: each of its chunks carries them all (512 values on 9,000 chunks took
+#: 3.6 GB and 96 s to write), and a record of more than about 5,400 values breaks a Chroma
+#: collection for good (every later write and read fails).
+MAX_VALUES = 64
+MAX_META_CHARS = 8 * 1024
 _TRUE = {"true", "yes", "on", "1", "y"}
 _FALSE = {"false", "no", "off", "0", "n"}
 _CLOSE = re.compile(r"^(---|\.\.\.)[ \t]*$")
@@ -129,10 +135,21 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
     range filters); lists of scalars become lists of strings (`$contains` works on them),
     in their order (a YAML `!!set`: sorted, so that the metadata does not change per run);
     nested mappings flatten to dotted keys; reserved, empty, `$`- or `chroma:`-prefixed
-    keys, binary values and values over 4,096 characters are dropped and counted.
+    keys, binary values, values over 4,096 characters and values past `MAX_VALUES` or
+    `MAX_META_CHARS` in all are dropped and counted.
     """
     out: dict[str, MetaValue] = {}
-    dropped = 0
+    dropped = values = chars = 0
+
+    def keep(items: dict[str, MetaValue]) -> None:
+        nonlocal dropped, values, chars
+        flat = [v for item in items.values() for v in (item if isinstance(item, list) else [item])]
+        size = sum(len(k) for k in items) + sum(len(str(v)) for v in flat)
+        if values + len(flat) > MAX_VALUES or chars + size > MAX_META_CHARS:
+            dropped += 1
+            return
+        values, chars = values + len(flat), chars + size
+        out.update(items)
 
     def put(key: str, value: Any, depth: int) -> None:
         nonlocal dropped
@@ -152,13 +169,12 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
                 dropped += 1
                 return
             strings = [str(i) for i in items]
-            out[key] = sorted(strings) if isinstance(value, set) else strings  # (hash order)
+            keep({key: sorted(strings) if isinstance(value, set) else strings})  # (hash order)
             return
         if isinstance(value, str) and len(value) <= 40:
             parsed = iso_date(value)
             if parsed is not None:  # a quoted date is a date: the text as written, and `_ts`
-                out[key] = value.strip()
-                out[f"{key}_ts"] = int(parsed.timestamp())
+                keep({key: value.strip(), f"{key}_ts": int(parsed.timestamp())})
                 return
         if isinstance(value, dt.datetime | dt.date):
             moment = (
@@ -168,14 +184,13 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
             )
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=dt.UTC)
-            out[key] = value.isoformat()
-            out[f"{key}_ts"] = int(moment.timestamp())
+            keep({key: value.isoformat(), f"{key}_ts": int(moment.timestamp())})
             return
         scalar = _scalar(value)
         if scalar is None:
             dropped += 1
             return
-        out[key] = scalar
+        keep({key: scalar})
 
     for raw_key, raw_value in data.items():
         put(str(raw_key).strip(), raw_value, 0)

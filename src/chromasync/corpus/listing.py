@@ -102,7 +102,8 @@ def tree_listing(
     return encode_listing(folders)
 
 
-def printable(text: str, lines: bool = True) -> str:
-    """Control characters escaped, so that a file name cannot drive the terminal; a newline
-    too unless `lines` (a path printed one per line stays one line: `\\n`)."""
+def printable(text: str, lines: bool = False) -> str:
+    """Control characters escaped, so that a file name cannot drive the terminal, and a
+    newline too (a path or label stays on its line: `\\n`) unless `lines` (an answer's or
+    an error's own lines)."""
     return "".join(c if c.isprintable() or (lines and c == "\n") else repr(c)[1:-1] for c in text)

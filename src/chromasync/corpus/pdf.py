@@ -104,7 +104,10 @@ def _outline(pdf: pdfium.PdfDocument, count: int, meter: Meter) -> tuple[Heading
             break
         if seen % 64 == 0:
             meter.tick()
-        title = one_line(bookmark.get_title() or "")
+        try:
+            title = one_line(bookmark.get_title() or "")
+        except UnicodeDecodeError:  # UTF-16 with a lone surrogate: no heading (as for a title)
+            continue
         dest = bookmark.get_dest()
         index = dest.get_index() if dest is not None else None
         if title and index is not None and 0 <= index < count:
@@ -115,7 +118,7 @@ def _outline(pdf: pdfium.PdfDocument, count: int, meter: Meter) -> tuple[Heading
 def _metadata(pdf: pdfium.PdfDocument, key: str) -> str:
     try:
         value = pdf.get_metadata_value(key)
-    except pdfium.PdfiumError:
+    except (pdfium.PdfiumError, UnicodeDecodeError):  # (UTF-16 with a lone surrogate: none)
         return ""
     return value if isinstance(value, str) else ""
 

@@ -35,7 +35,7 @@ def read_json(folder: Path, name: str) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise EmbeddingError(f"model folder file {str(path)!r} is unreadable: {exc}") from exc
     if not isinstance(data, dict):
         raise EmbeddingError(f"model folder file {str(path)!r} is not a JSON object")

@@ -47,8 +47,8 @@ def parse_queries(lines: Iterable[str], origin: str = "queries") -> list[EvalQue
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{origin}:{number}: not JSON ({exc})") from exc
+        except (ValueError, RecursionError) as exc:  # (an int of 5,000 digits; nested deep)
+            raise ConfigError(f"{origin}:{number}: not JSON ({exc})") from None
         if not isinstance(row, dict) or not isinstance(row.get("query"), str):
             raise ConfigError(f'{origin}:{number}: expected {{"query": ..., "relevant": [...]}}')
         if not row["query"].strip():

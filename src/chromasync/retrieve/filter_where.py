@@ -42,6 +42,8 @@ def parse_where_json(text: str, option: str = "--where-json") -> Where:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{option} is not valid JSON: {exc}") from exc
+    except ValueError as exc:  # Python reads no int of over 4,300 digits
+        raise ConfigError(f"{option} holds a number of over 4,300 digits") from exc
     if not isinstance(value, dict):
         raise ConfigError(f'{option} must be a JSON object such as {{"year": {{"$gte": 2020}}}}')
     check_where_bounds(value)

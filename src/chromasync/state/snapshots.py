@@ -193,7 +193,7 @@ def recent_runs(data_dir: str) -> dict[tuple[str, str], tuple[int, dict[str, obj
             with open(path, encoding="utf-8") as handle:
                 data = json.load(handle)
             when = os.stat(path).st_mtime_ns
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         for summary in data if isinstance(data, list) else [data]:
             if not isinstance(summary, dict):

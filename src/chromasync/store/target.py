@@ -76,8 +76,8 @@ def parse_target(url: str) -> Target:
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError as exc:
-        raise ConfigError(f"chroma_url is not a valid URL: {exc}") from None
+    except ValueError:  # (its text may show a password's head as the port)
+        raise ConfigError("chroma_url is not a valid URL") from None
     if parts.username or parts.password:
         raise ConfigError(
             "chroma_url must not hold credentials; pass the token in CHROMASYNC_CHROMA_TOKEN"
