@@ -166,6 +166,7 @@ class ReadOutcome:
     document: Document | None = None
     skip: Skip | None = None
     asset: AssetRef | None = None
+    dropped: int = 0  # front matter values left out (`corpus.frontmatter.flatten_metadata`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,10 +60,14 @@ def test_front_matter_chroma_cannot_store_leaves_the_collection_whole(
     (notes / "half.md").write_text('---\ntitle: "\\ud800"\n---\n# Half\n\nkiwi\n')
     (notes / "past.md").write_text('---\ntitle: "\\U00110000"\n---\n# Past\n\nkiwi\n')
     (notes / "good.md").write_text("---\ntitle: Good\n---\n# Good\n\nthe good note\n")
-    for _ in range(2):
-        done = invoke_cli(["ingest", str(notes), "--json"], env=cli_env)
-        assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)[0]["files_skipped"] == {"frontmatter-invalid": 2}
+    done = invoke_cli(["ingest", str(notes), "--json"], env=cli_env)
+    assert done.returncode == 0, done.stderr
+    [summary] = json.loads(done.stdout)
+    assert summary["files_skipped"] == {"frontmatter-invalid": 2}
+    assert summary["warnings"] == {"frontmatter-dropped": 1}  # said, never silent
+    done = invoke_cli(["ingest", str(notes), "--json"], env=cli_env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["files_skipped"] == {"frontmatter-invalid": 2}
     (notes / "more.md").write_text("# More\n\nanother kiwi\n")  # the collection takes writes
     assert invoke_cli(["ingest", str(notes)], env=cli_env).returncode == 0
     found = invoke_cli(["search", "kiwi", "--json"], env=cli_env)

@@ -136,7 +136,8 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
     in their order (a YAML `!!set`: sorted, so that the metadata does not change per run);
     nested mappings flatten to dotted keys; reserved, empty, `$`- or `chroma:`-prefixed
     keys, binary values, values over 4,096 characters and values past `MAX_VALUES` or
-    `MAX_META_CHARS` in all are dropped and counted.
+    `MAX_META_CHARS` in all are dropped and counted (a null or an empty list is dropped
+    uncounted: it holds nothing).
     """
     out: dict[str, MetaValue] = {}
     dropped = values = chars = 0
@@ -163,9 +164,11 @@ def flatten_metadata(data: Mapping[Any, Any]) -> tuple[dict[str, MetaValue], int
             for sub_key, sub_value in value.items():
                 put(f"{key}.{sub_key}", sub_value, depth + 1)
             return
+        if value is None or (isinstance(value, list | tuple | set) and not value):
+            return  # nothing to keep, so nothing left out
         if isinstance(value, list | tuple | set):
             items = [_scalar(v) for v in value]
-            if any(i is None for i in items) or not items:
+            if any(i is None for i in items):
                 dropped += 1
                 return
             strings = [str(i) for i in items]

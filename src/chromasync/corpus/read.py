@@ -111,6 +111,7 @@ def decode_document(
     body_start = 1
     identity: str | None = None
     asset = None
+    dropped = 0
     if kind == "markdown":
         try:
             front = split_front_matter(text)
@@ -122,7 +123,7 @@ def decode_document(
                 return ReadOutcome(
                     file, file_hash, skip=Skip(file.rel_path, "private"), asset=asset
                 )
-            metadata, _dropped = flatten_metadata(front.data)
+            metadata, dropped = flatten_metadata(front.data)
             if asset is not None:
                 asset = replace(asset, metadata=metadata)
             body_start = front.body_start_line
@@ -141,7 +142,7 @@ def decode_document(
         metadata=metadata,
         identity=identity,
     )
-    return ReadOutcome(file, file_hash, document=document, asset=asset)
+    return ReadOutcome(file, file_hash, document=document, asset=asset, dropped=dropped)
 
 
 def _decode_paged(file: FileStat, raw: bytes, file_hash: str, limits: Limits | None) -> ReadOutcome:

@@ -323,6 +323,15 @@ class FilePlanner:
         if doc.kind == "document":
             run.documents[doc.doc_format] += 1
             run.pages += len(doc.pages)
+        if outcome.dropped:  # indexed all the same, as the date fields below
+            run.warnings["frontmatter-dropped"] += 1
+            log.warning(
+                "%s: %d front matter value(s) left out (a key of chromasync's own, nested "
+                "over 3 levels, binary, over 4,096 characters, or past 64 values or 8 KiB in "
+                "all: docs/reliability.md)",
+                stat.rel_path,
+                outcome.dropped,
+            )
         unreadable = unreadable_dates(doc.metadata, self.settings.date_fields)
         if unreadable:  # indexed all the same: a counted warning, not a skip
             run.warnings["date-unreadable"] += 1
