@@ -38,6 +38,14 @@ from .waves import Tally, waves
 
 log = logging.getLogger(__name__)
 
+#: The counted warnings of a file indexed all the same: what each logs after its path.
+WARNINGS = {
+    "identity-duplicate": "%s %r is %s's too; indexed under its own path",
+    "frontmatter-dropped": "%d front matter value(s) left out (why: docs/reliability.md)",
+    "date-unreadable": "date field(s) %s are not dates (YYYY-MM-DD or ISO 8601); --after, "
+    "--before, --sort date and --latest do not see this file",
+}
+
 #: Reads one file: `read_file(file, identity_key, privacy_keys, max_bytes=...)`.
 ReadFile = Callable[..., ReadOutcome]
 
@@ -283,15 +291,14 @@ class FilePlanner:
         holder = self._ids.holder(doc.identity)
         if holder == doc.rel_path:
             return None
-        self.run.warnings["identity-duplicate"] += 1
-        log.warning(
-            "%s: %s %r is %s's too; indexed under its own path",
-            doc.rel_path,
-            self.spec.identity_key,
-            doc.identity,
-            holder,
-        )
+        self._warn("identity-duplicate", doc.rel_path, self.spec.identity_key, doc.identity, holder)
         return doc.rel_path
+
+    def _warn(self, kind: str, path: str, *args: object) -> None:
+        """A counted warning (`WARNINGS`), logged with the file's path: the file is indexed
+        all the same."""
+        self.run.warnings[kind] += 1
+        log.warning(f"%s: {WARNINGS[kind]}", path, *args)
 
     def _plan_one(
         self,
@@ -323,24 +330,10 @@ class FilePlanner:
         if doc.kind == "document":
             run.documents[doc.doc_format] += 1
             run.pages += len(doc.pages)
-        if outcome.dropped:  # indexed all the same, as the date fields below
-            run.warnings["frontmatter-dropped"] += 1
-            log.warning(
-                "%s: %d front matter value(s) left out (a key of chromasync's own, nested "
-                "over 3 levels, binary, over 4,096 characters, or past 64 values or 8 KiB in "
-                "all: docs/reliability.md)",
-                stat.rel_path,
-                outcome.dropped,
-            )
-        unreadable = unreadable_dates(doc.metadata, self.settings.date_fields)
-        if unreadable:  # indexed all the same: a counted warning, not a skip
-            run.warnings["date-unreadable"] += 1
-            log.warning(
-                "%s: date field(s) %s are not dates (YYYY-MM-DD or ISO 8601); --after, "
-                "--before, --sort date and --latest do not see this file",
-                stat.rel_path,
-                ", ".join(unreadable),
-            )
+        if outcome.dropped:
+            self._warn("frontmatter-dropped", path, outcome.dropped)
+        if unreadable := unreadable_dates(doc.metadata, self.settings.date_fields):
+            self._warn("date-unreadable", path, ", ".join(unreadable))
         if (
             previous is not None
             and not rechunk
@@ -444,9 +437,8 @@ class FittedStream:
                 else:
                     self.updated += 1
                 previous = manifest.get(change.rel_path)
-                self.chunks_total += len(change.records) - (
-                    len(previous.records) if previous else 0
-                )
+                held = previous.records if previous else ()
+                self.chunks_total += len(change.records) - len(held)
                 self.delete_ids.extend(change.to_delete)
                 self.changed.add(change.rel_path)
                 if self._known:
