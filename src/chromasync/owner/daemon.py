@@ -23,19 +23,31 @@ _NOT_KEYED = frozenset(
     {"config_file", "origins", "llm_url", "llm_model", "llm_api_key", "llm_timeout"}
     | {"llm_retries", "answer_context_tokens", "answer_fallback"}
 )
+#: Settings an owner of another role (serve, watch, mcp, nats) leaves to its callers, who
+#: apply them on their side (`owner.client`: chat model, editor links, date fields, token),
+#: or that change no answer (where the data dir is, deadlines, caches, NATS).
+_CALLERS = _NOT_KEYED | {
+    *("data_dir", "editor_uri", "date_fields", "api_token", "chroma_timeout", "chroma_retries"),
+    *("cache_max_entries", "cache_dir", "batch_size", "plan_ahead", "keyword_refresh_s"),
+}
 #: `Index` operations that use the chat settings: never sent to a daemon.
 IN_PROCESS = frozenset({"ask", "summaries"})
 
 
-def settings_key(settings: Settings) -> str:
+def settings_key(settings: Settings, owner: bool = False) -> str:
     """What a daemon's answers depend on besides the request: every setting but
-    `_NOT_KEYED`, the config files read, this code (a digest: secrets only hashed)."""
+    `_NOT_KEYED`, the config files read, this code (a digest: secrets only hashed).
+    `owner`: what another owner's answers depend on: every setting but `_CALLERS`, which
+    config file it reads (it re-reads its sources when they change)."""
+    free = _CALLERS if owner else _NOT_KEYED
     fields = {
         f.name: getattr(settings, f.name)
         for f in dataclasses.fields(settings)
-        if f.name not in _NOT_KEYED
+        if f.name not in free and not (owner and f.name.startswith("nats_"))
     }
-    inputs = settings.config_file.inputs if settings.config_file is not None else ()
+    inputs: object = settings.config_file.inputs if settings.config_file is not None else ()
+    if owner:
+        inputs = str(settings.config_file.path) if settings.config_file is not None else ""
     material = repr((__version__, sorted((k, repr(v)) for k, v in fields.items()), inputs))
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
