@@ -188,8 +188,8 @@ def serve(
     _refuse_exposed(host, settings, allow_no_token)
     with reported_errors():
         from .. import rest
-    # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
-    with reported_errors(), rest.sigterm_interrupts(), contextlib.suppress(KeyboardInterrupt):
+    # SIGINT or SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
+    with reported_errors(), rest.StopSignals() as stop:
         owner = find_owner(settings.data_dir)
         if owner is not None and owner.role != DAEMON_ROLE:  # the daemon makes way (lock)
             raise LockError(
@@ -221,9 +221,7 @@ def serve(
                 soft_wrap=True,
             )
             try:
-                rest.run_server(app, [tcp, unix])
-            except KeyboardInterrupt:
-                pass
+                rest.run_server(app, [tcp, unix], stop.server(app))
             finally:
                 if watcher is not None:
                     watcher.stop()

@@ -127,10 +127,8 @@ def run_http(
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
         if on_listen is not None:
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
-        config = rest.server_config(app, lifespan="on", timeout_graceful_shutdown=5)
-        # SIGTERM leaves through `finally` (uvicorn re-raises the signal it caught once it has
-        # shut down; with the default handler the process would die before `backend.close`)
-        with rest.sigterm_interrupts():
-            rest.run_server(app, [tcp], rest.make_server(config))
+        # SIGTERM leaves through `finally`, at any moment (`rest.StopSignals`)
+        with rest.StopSignals() as stop:
+            rest.run_server(app, [tcp], stop.server(app, lifespan="on"))
     finally:
         backend.close()

@@ -10,13 +10,13 @@ events), `operations` (`POST /index/{operation}`, the owner's wire), `page` (the
 
 from __future__ import annotations
 
-from ..errors import sigterm_interrupts
 from .app import create_app
 from .bodies import add_run_route, search_query
 from .connections import server_config
 from .guard import ERROR_STATUS, PUBLIC_PATHS, authorized, is_public, origin_allowed, status_for
 from .server import (
     BackgroundServer,
+    StopSignals,
     bind_tcp,
     bind_unix,
     make_server,
@@ -27,6 +27,7 @@ __all__ = [
     "ERROR_STATUS",
     "PUBLIC_PATHS",
     "BackgroundServer",
+    "StopSignals",
     "add_run_route",
     "authorized",
     "bind_tcp",
@@ -38,6 +39,5 @@ __all__ = [
     "run_server",
     "search_query",
     "server_config",
-    "sigterm_interrupts",
     "status_for",
 ]

@@ -64,6 +64,48 @@ def make_server(config: Any) -> Any:
     return Server(config)
 
 
+class StopSignals:
+    """SIGINT and SIGTERM stop a service cleanly at any point of its start: each only sets
+    `asked` (and tells the server to exit, once there is one), never raises. (A
+    KeyboardInterrupt raised anywhere during a start, in an import, a thread's start or a
+    finalizer where Python drops it, could leave the process running, or dying of the
+    signal with its owner files left.) A signal the console script remembered before
+    (`fastpath.hold_stop_signals`) counts as asked."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self._server: Any = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._stop)
+            self.asked = self.asked or bool(getattr(self._previous[sig], "seen", False))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self.asked = True
+        if self._server is not None:
+            self._server.should_exit = True
+
+    def server(self, app: Any, **options: Any) -> Any:
+        """The uvicorn server of `app` (`make_server`; `server_config`'s `options`, a 5 s
+        graceful shutdown by default), told to exit at once if a signal came already."""
+        self._server = make_server(
+            server_config(app, **{"timeout_graceful_shutdown": 5, **options})
+        )
+        self._server.should_exit = self.asked
+        return self._server
+
+
 def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
     """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
 
