@@ -51,7 +51,7 @@ class HTTPGuard:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.responses import JSONResponse
 
-        from ..rest.guard import refused_token
+        from ..rest.guard import from_other_site, refused_token
 
         if scope["type"] == "http":
             headers = scope["headers"]
@@ -59,10 +59,13 @@ class HTTPGuard:
             hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
             host = hosts[0] if len(hosts) == 1 else None
             scheme = str(scope.get("scheme", "http"))
-            if origins and (
-                len(origins) > 1
-                or not http_origin_allowed(origins[0], host, scheme, self.allowed_origins)
-            ):
+            if (
+                origins
+                and (
+                    len(origins) > 1
+                    or not http_origin_allowed(origins[0], host, scheme, self.allowed_origins)
+                )
+            ) or (not origins and from_other_site(headers, (b"cross-site", b"same-site"))):
                 body = {"error": "Refused", "detail": "cross-origin request refused"}
                 await JSONResponse(body, status_code=403)(scope, receive, send)
                 return
