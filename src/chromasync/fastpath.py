@@ -240,12 +240,4 @@ def _named(argv: Sequence[str]) -> tuple[dict[str, str], set[str]]:
     return found, names
 
 
-__all__ = [
-    "EARLY",
-    "LATE",
-    "daemon_search",
-    "hold_stop_signals",
-    "main",
-    "quick_ingest",
-    "recorder",
-]
+__all__ = ["EARLY", "LATE", "daemon_search", "main", "quick_ingest", "recorder"]

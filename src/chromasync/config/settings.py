@@ -47,8 +47,7 @@ MAX_API_TOKEN = 4096
 def token_problem(text: str) -> str | None:
     """Why `text` cannot be an API token, or None: 16 to 4,096 visible ASCII characters
     (a space, a control character or a non-ASCII letter never survives a header intact)."""
-    fits = MIN_API_TOKEN <= len(text) <= MAX_API_TOKEN
-    if fits and text.isascii() and all(" " < c < "\x7f" for c in text):
+    if MIN_API_TOKEN <= len(text) <= MAX_API_TOKEN and all(" " < c < "\x7f" for c in text):
         return None
     return (
         f"must be {MIN_API_TOKEN} to {MAX_API_TOKEN} visible ASCII characters (a short token "
