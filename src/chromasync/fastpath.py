@@ -22,7 +22,7 @@ def main() -> int | None:
     argv = sys.argv[1:]
     code = None
     if (
-        argv[:1] in (["serve"], ["nats"])
+        argv[:1] in (["serve"], ["watch"], ["nats"])
         or argv[:2] == ["daemon", "run"]
         or (argv[:1] == ["mcp"] and "--http" in argv)
     ):

@@ -633,7 +633,11 @@ def _catches_sigint(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 @pytest.mark.parametrize(
     ("args", "delays"),
-    [(["serve", "--port", "0"], (0.2, 0.4, 0.7, 1.0, 1.5)), (["daemon", "run"], (0.2, 0.6))],
+    [
+        (["serve", "--port", "0"], (0.2, 0.4, 0.7, 1.0, 1.5)),
+        (["daemon", "run"], (0.2, 0.6)),
+        (["watch"], (0.2, 0.6)),
+    ],
 )
 def test_sigterm_at_any_moment_of_a_start_exits_0_and_leaves_no_owner_files(
     indexed: Path, env: dict[str, str], args: list[str], delays: tuple[float, ...]

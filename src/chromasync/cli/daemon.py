@@ -139,7 +139,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
             f"chromasync daemon: pid {os.getpid()} owns {settings.data_dir} as a reader; "
             f"exits after {idle_timeout:g}s idle"
         )
-        rest.run_server(app, [unix], server=server)
+        rest.run_server([unix], server)
     stderr_console().print("chromasync daemon: stopped")
 
 

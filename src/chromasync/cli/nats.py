@@ -65,7 +65,7 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
             try:
                 names = ", ".join(s.label for s in specs)
                 stderr_console().print(f"chromasync nats: syncing {names}; Ctrl-C to stop")
-                rest.run_server(app, [unix], server)
+                rest.run_server([unix], server)
             finally:
                 bridge.stop()
     stderr_console().print("chromasync nats: stopped")

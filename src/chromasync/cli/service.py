@@ -221,7 +221,7 @@ def serve(
                 soft_wrap=True,
             )
             try:
-                rest.run_server(app, [tcp, unix], stop.server(app))
+                rest.run_server([tcp, unix], stop.server(app))
             finally:
                 if watcher is not None:
                     watcher.stop()
@@ -250,9 +250,12 @@ def watch(
         from .. import rest
 
         settings = settings_from_flags(**flags)
-        with Service(
-            settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
-        ) as service:
+        with (
+            rest.StopSignals() as stop,
+            Service(
+                settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
+            ) as service,
+        ):
             specs = [api.source_for(p) for p in paths] or service.source_specs(labels)
             if not specs:
                 raise ConfigError("nothing to watch: give a PATH, or ingest a source first")
@@ -262,9 +265,7 @@ def watch(
             names = ", ".join(s.label for s in specs)
             stderr_console().print(f"chromasync watch: watching {names}; Ctrl-C to stop")
             try:
-                rest.run_server(app, [unix])
-            except KeyboardInterrupt:
-                pass
+                rest.run_server([unix], stop.server(app))
             finally:
                 watcher.stop()
     stderr_console().print("chromasync watch: stopped")

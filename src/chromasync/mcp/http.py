@@ -132,6 +132,6 @@ def run_http(
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
         # SIGTERM leaves through `finally`, at any moment (`rest.StopSignals`)
         with rest.StopSignals() as stop:
-            rest.run_server(app, [tcp], stop.server(app, lifespan="on"))
+            rest.run_server([tcp], stop.server(app, lifespan="on"))
     finally:
         backend.close()

@@ -106,11 +106,9 @@ class StopSignals:
         return self._server
 
 
-def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
-    """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
-
-    if server is None:
-        server = make_server(server_config(app, timeout_graceful_shutdown=5))
+def run_server(listeners: Sequence[socket.socket], server: Any) -> None:
+    """Serve uvicorn's `server` (its app) on the given listening sockets until it exits
+    (SIGINT/SIGTERM: `StopSignals`)."""
     unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
     try:
         server.run(sockets=list(listeners))
@@ -131,7 +129,7 @@ class BackgroundServer:
         self._server = uvicorn.Server(server_config(app))
         self._listeners = list(listeners)
         self._thread = threading.Thread(
-            target=run_server, args=(app, self._listeners, self._server), daemon=True
+            target=run_server, args=(self._listeners, self._server), daemon=True
         )
 
     def start(self) -> None:
