@@ -70,7 +70,8 @@ class StopSignals:
     KeyboardInterrupt raised anywhere during a start, in an import, a thread's start or a
     finalizer where Python drops it, could leave the process running, or dying of the
     signal with its owner files left.) A signal the console script remembered before
-    (`fastpath.hold_stop_signals`) counts as asked."""
+    (`fastpath.hold_stop_signals`) counts as asked; a second SIGINT raises, as uvicorn's
+    own forces its exit."""
 
     def __init__(self) -> None:
         self.asked = False
@@ -80,6 +81,8 @@ class StopSignals:
     def __enter__(self) -> StopSignals:
         import signal
 
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signals reach the main thread only: its own handlers stay
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._stop)
             self.asked = self.asked or bool(getattr(self._previous[sig], "seen", False))
@@ -92,6 +95,10 @@ class StopSignals:
             signal.signal(sig, handler)
 
     def _stop(self, signum: int, frame: object) -> None:
+        import signal
+
+        if self.asked and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # Ctrl-C again: no more waiting (for a job to end)
         self.asked = True
         if self._server is not None:
             self._server.should_exit = True
