@@ -48,8 +48,22 @@ def settings_key(settings: Settings, owner: bool = False) -> str:
     inputs: object = settings.config_file.inputs if settings.config_file is not None else ()
     if owner:
         inputs = str(settings.config_file.path) if settings.config_file is not None else ""
+    folders = [_files_of(settings.rerank_model), _files_of(settings.model)]
     material = repr((__version__, sorted((k, repr(v)) for k, v in fields.items()), inputs))
-    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(f"{material}{folders}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _files_of(folder: str | None) -> list[tuple[str, int, int]]:
+    """(name, size, mtime) of the files of the model folder a setting names (none for a
+    model's name): a model replaced in place is another model, as an edited config file."""
+    import os
+
+    try:
+        with os.scandir(os.path.expanduser(folder or "")) as entries:
+            stats = [(e.name, e.stat()) for e in entries if e.is_file()]
+    except OSError:  # no folder: a model's name (or none)
+        return []
+    return sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats)[:100]
 
 
 def exit_when_idle(
