@@ -65,13 +65,10 @@ def make_server(config: Any) -> Any:
 
 
 class StopSignals:
-    """SIGINT and SIGTERM stop a service cleanly at any point of its start: each only sets
-    `asked` (and tells the server to exit, once there is one), never raises. (A
-    KeyboardInterrupt raised anywhere during a start, in an import, a thread's start or a
-    finalizer where Python drops it, could leave the process running, or dying of the
-    signal with its owner files left.) A signal the console script remembered before
-    (`fastpath.hold_stop_signals`) counts as asked; a second SIGINT raises, as uvicorn's
-    own forces its exit."""
+    """SIGINT and SIGTERM stop a service cleanly at any point of its start: each sets
+    `asked` (and tells the server to exit, once there is one), never raising in an import
+    or a finalizer (docs/reliability.md, 14). One the console script held before
+    (`fastpath.hold_stop_signals`) counts; a second SIGINT raises, to stop waiting."""
 
     def __init__(self) -> None:
         self.asked = False
@@ -98,7 +95,7 @@ class StopSignals:
         import signal
 
         if self.asked and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # Ctrl-C again: no more waiting (for a job to end)
+            raise KeyboardInterrupt  # Ctrl-C again: no more waiting for a job to end
         self.asked = True
         if self._server is not None:
             self._server.should_exit = True
