@@ -177,20 +177,26 @@ def not_installed(exc: ImportError, name: str) -> bool:
 
 @contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt meanwhile (in the main thread), as SIGINT does, so
-    that `finally` blocks run (a service's owner files, a download's temporary folder)
-    instead of the process dying of the signal. Elsewhere than the main thread: nothing."""
+    """SIGTERM and SIGHUP (a closed terminal) raise KeyboardInterrupt meanwhile (in the main
+    thread), as SIGINT does, so that `finally` blocks run (a download's temporary folder)
+    instead of the process dying of the signal; one ignored (`nohup`) stays ignored.
+    Elsewhere than the main thread: nothing."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    previous = {
+        sig: signal.signal(sig, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 #: What a full disk, a read-only mount or missing write permission look like.

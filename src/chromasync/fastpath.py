@@ -21,6 +21,12 @@ def main() -> int | None:
     """The console script: the fast path when it applies, else the CLI."""
     argv = sys.argv[1:]
     code = None
+    if (
+        argv[:1] in (["serve"], ["watch"], ["nats"])
+        or argv[:2] == ["daemon", "run"]
+        or (argv[:1] == ["mcp"] and "--http" in argv)
+    ):
+        hold_stop_signals()
     if argv[:1] == ["ingest"]:
         code = quick_ingest(argv, os.environ)
     elif argv[:1] == ["search"]:
@@ -34,6 +40,26 @@ def main() -> int | None:
     # the CLI records a snapshot for this command line only (not a CLI called from Python)
     cli_main(obj=partial(recorder, tuple(argv)))
     return None
+
+
+class _Remembered:
+    """A signal handler that only remembers that it ran (`seen`)."""
+
+    seen = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.seen = True
+
+
+def hold_stop_signals() -> None:
+    """SIGINT and SIGTERM to a service that takes them over (`rest.StopSignals`, which
+    reads `seen`) are remembered until it does, from the console script's first line, so
+    that it stops cleanly at any point of its start, never raising in an import."""
+    import _signal  # `signal` imports `enum`
+
+    handler = _Remembered()
+    for sig in (_signal.SIGINT, _signal.SIGTERM):
+        _signal.signal(sig, handler)
 
 
 # -- an unchanged ingest ---------------------------------------------------------------------

@@ -128,8 +128,14 @@ def test_a_file_past_its_time_budget_is_a_too_slow_skip(
     assert third.files_updated == 1 and not third.files_skipped  # retried, then indexed
 
 
+#: What a save caught halfway leaves that counts as `empty` (issue 40's variants): nothing,
+#: whitespace, a BOM (with line ends), front matter without a title or description.
+CAUGHT_EMPTY = ["", " \n\t\n  ", "\ufeff", "\ufeff\r\n\r\n", "---\ntags: [x]\n---\n"]
+
+
+@pytest.mark.parametrize("caught", CAUGHT_EMPTY)
 def test_a_file_caught_empty_mid_rewrite_keeps_its_records_until_removed(
-    tmp_path: Path, settings: Settings, embedder: HashEmbedder
+    tmp_path: Path, settings: Settings, embedder: HashEmbedder, caught: str
 ) -> None:
     """A non-atomic save truncates first: a run that sees the file empty keeps its records
     (a counted `empty` skip), as `too-slow` does; verify agrees and repair changes nothing;
@@ -143,7 +149,7 @@ def test_a_file_caught_empty_mid_rewrite_keeps_its_records_until_removed(
     api.ingest([api.source_for(root)], settings, embedder=embedder)
     before = _paths(settings)
 
-    (root / "note.md").write_text("")
+    (root / "note.md").write_text(caught, newline="")
     set_mtime(root / "note.md", 1_700_000_000)
     [emptied] = api.ingest([api.source_for(root)], settings, embedder=embedder)
     assert emptied.files_skipped == {"empty": 1}

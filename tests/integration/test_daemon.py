@@ -618,3 +618,55 @@ def test_sigterm_to_serve_exits_0_and_leaves_no_owner_files(
         if serve.poll() is None:
             serve.kill()
             serve.communicate()
+
+
+def _catches_sigint(pid: int) -> bool:
+    """Python has set its SIGINT handler: the interpreter is up and runs the program."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((line.split()[1] for line in status.splitlines() if line[:7] == "SigCgt:"), "0")
+    return bool(int(caught, 16) & 1 << (signal.SIGINT - 1))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+@pytest.mark.parametrize(
+    ("args", "delays"),
+    [
+        (["serve", "--port", "0"], (0.2, 0.4, 0.7, 1.0, 1.5)),
+        (["daemon", "run"], (0.2, 0.6)),
+        (["watch"], (0.2, 0.6)),
+    ],
+)
+def test_sigterm_at_any_moment_of_a_start_exits_0_and_leaves_no_owner_files(
+    indexed: Path, env: dict[str, str], args: list[str], delays: tuple[float, ...]
+) -> None:
+    """SIGTERM in an import (0.2 s after the interpreter is up is in the CLI's imports)
+    killed `serve` with the signal (exit -15); raised as a KeyboardInterrupt anywhere in a
+    start it once left exit -2 (issue 40). The console script remembers it from its first
+    line (`fastpath.hold_stop_signals`) until the service takes it (`rest.StopSignals`)."""
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    data_dir = Path(env["CHROMASYNC_DATA_DIR"])
+    for delay in delays:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "chromasync", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not _catches_sigint(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, (delay, err)
+        assert "Traceback" not in err and "stopped" in err, (delay, err)
+        assert not (data_dir / "owner.json").exists() and lock_holder(data_dir) is None

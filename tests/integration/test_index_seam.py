@@ -224,10 +224,14 @@ def _cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
     return done.exit_code, done.stdout, done.stderr
 
 
-def test_cli_commands_go_through_a_running_owner(indexed: tuple[Settings, Path]) -> None:
+def test_cli_commands_go_through_a_running_owner(
+    indexed: tuple[Settings, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`similar`, `suggest` and `eval` refused while an owner ran, `summarize` refused
-    `--all-collections`; now each gives what it gives without an owner."""
+    `--all-collections`; now each gives what it gives without an owner, a file named as
+    the command line names it (the owner named it by its source root, issue 40)."""
     settings, root = indexed
+    monkeypatch.chdir(root.parent)
     queries = root.parent / "queries.jsonl"
     queries.write_text(json.dumps({"query": "grinder burrs", "relevant": ["sub/b.md"]}) + "\n")
     env = {
@@ -241,13 +245,15 @@ def test_cli_commands_go_through_a_running_owner(indexed: tuple[Settings, Path])
         ["suggest", str(root / "a.md"), "--group-by", "path:1", "--json"],
         ["suggest", str(root.parent / "inbox.md"), "--group-by", "path:1", "--json"],
         ["eval", str(queries), "--json"],
+        ["similar", "./notes//sub/b.md", "--json"],
+        ["suggest", "./inbox.md", "--group-by", "path:1", "--json"],
         ["links", "https://example.org", "--json"],
         ["links", "--from", str(root / "sub/b.md"), "--json"],
         ["summarize", "--group-by", "path:1", "--all-collections", "--json"],
         ["status", "--json"],
         ["sources", "list", "--json"],
     ]
-    _cli(env, *commands[7])  # the summaries written once: both runs read the cache
+    _cli(env, *commands[9])  # the summaries written once: both runs read the cache
     alone = [_cli(env, *argv) for argv in commands]
     for argv, (code, _out, err) in zip(commands, alone, strict=True):
         assert code == 0, (argv, err)
@@ -260,6 +266,43 @@ def test_cli_commands_go_through_a_running_owner(indexed: tuple[Settings, Path])
                 assert got["sources"] == want["sources"], argv
                 continue
             assert got == want, argv
+
+
+def test_a_command_of_other_settings_is_refused_by_a_running_owner(
+    indexed: tuple[Settings, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner answers with its own settings: a command of another collection, reranker or
+    config file got the owner's hits (issue 40); now it is told, as a `LockError`. What the
+    caller applies itself (chat model, editor links, date fields) still goes through."""
+    settings, root = indexed
+    env = {
+        "CHROMASYNC_DATA_DIR": str(settings.data_dir),
+        "CHROMASYNC_EMBEDDING_PROVIDER": "hash",
+        "CHROMASYNC_NO_DAEMON": "1",
+    }
+    elsewhere = root.parent / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "chromasync.yaml").write_text("version: 1\nstore: {collection: other}\n")
+    others = [
+        ({"CHROMASYNC_COLLECTION": "other"}, root.parent),
+        ({"CHROMASYNC_RERANK_MODEL": str(root)}, root.parent),
+        ({}, elsewhere),  # its config file names another collection
+    ]
+    callers = {
+        "CHROMASYNC_EDITOR_URI": "vscode://file/{path}:{line}",
+        "CHROMASYNC_DATE_FIELDS": "updated",
+        "CHROMASYNC_LLM_URL": "http://127.0.0.1:9/v1",
+    }
+    with _serving(settings, env):
+        for extra, cwd in others:
+            monkeypatch.chdir(cwd)
+            code, out, err = _cli({**env, **extra}, "search", "grinder burrs", "--json")
+            assert (code, out) == (1, ""), (extra, cwd, out)
+            assert "owns this data dir with other settings" in err
+        monkeypatch.chdir(root.parent)
+        code, out, err = _cli({**env, **callers}, "search", "grinder burrs", "--json")
+        assert code == 0, err
+        assert json.loads(out)["hits"][0]["open_url"].startswith("vscode://file/")
 
 
 def test_ingest_goes_through_a_running_owner_as_far_as_the_owner_serves(

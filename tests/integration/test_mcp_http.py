@@ -183,6 +183,10 @@ def test_mcp_http_tools_and_checks(
             refused = server.post(headers={"Origin": origin})
             assert refused.status_code == 403, (origin, refused.text)
             assert "mcp-session-id" not in refused.headers
+        # no Origin, but a browser says another site (a port is the same site) sent it
+        for site in ("cross-site", "same-site"):
+            assert server.post(headers={"Sec-Fetch-Site": site}).status_code == 403, site
+        assert server.post(headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200
         # Host: only the bound host and the loopback names (DNS rebinding)
         assert server.post(headers={"Host": f"localhost:{server.port}"}).status_code == 200
         wrong_host = server.post(headers={"Host": f"evil.example:{server.port}"})

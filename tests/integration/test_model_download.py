@@ -195,16 +195,17 @@ def _start_download(folder: Path, url: str) -> subprocess.Popen[bytes]:
 
 
 def test_a_killed_download_leaves_no_folder_behind(tmp_path: Path) -> None:
-    """SIGTERM cleans up as SIGINT does; what SIGKILL leaves, the next download removes
+    """SIGTERM and SIGHUP clean up as SIGINT does; what SIGKILL leaves, the next download removes
     (its owner is gone), never the folder of a download still running."""
     folder = tmp_path / "models" / shared.MODEL_NAME / "onnx"
     folder.parent.mkdir(parents=True)
     with StallingServer("drip-body", size=10_000_000, every=0.05) as server:
         url = f"{server.url}/{shared.ARCHIVE}"
-        stopped = _start_download(folder, url)
-        stopped.send_signal(signal.SIGTERM)
-        assert stopped.wait(30) != 0
-        assert not list(folder.parent.glob(".download-*"))
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: a closed terminal (issue 40)
+            stopped = _start_download(folder, url)
+            stopped.send_signal(sig)
+            assert stopped.wait(30) != 0
+            assert not list(folder.parent.glob(".download-*")), sig
 
         killed = _start_download(folder, url)
         killed.kill()

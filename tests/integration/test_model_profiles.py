@@ -267,15 +267,31 @@ def test_the_real_model_in_another_numeric_variant(notes: Path, tmp_path: Path) 
     _cli(["model", "use", "default"], env)
 
 
+def _embedding_full() -> EmbeddingError:
+    """The disk filled while the model's export was written: the provider's error."""
+    try:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    except OSError as exc:
+        try:
+            raise EmbeddingError("cannot write the model's ONNX export") from exc
+        except EmbeddingError as wrapped:
+            return wrapped
+
+
+@pytest.mark.parametrize("where", ["store", "export"])
 def test_a_side_build_that_fills_the_disk_says_model_drop_frees_it(
-    notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
+    """`export`: the disk filled in the model's export, an `EmbeddingError` over the
+    `OSError` (issue 40's held-out variant): it did not say `model drop`."""
     data = tmp_path / "data"
     env = _env(data)
     _cli(["ingest", str(notes), "--quiet"], env)
     _cli(["model", "add", "h32", "--provider", "hash", "--embed-option", "dimension=32"], env)
 
     def full(*args: Any, **kwargs: Any) -> Any:
+        if where == "export":
+            raise _embedding_full()
         found = storage_error(OSError(errno.ENOSPC, "No space left on device"), data)
         assert found is not None
         raise found

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from chromasync.embed.tokens import bundled_model_dir
 from chromasync.records import Hit
 from chromasync.retrieve.rerank import CrossEncoderReranker, rerank
 
+from ..conftest import REPO
 from .test_retrieval import write_corpus
 
 pytestmark = pytest.mark.slow  # imports torch and transformers
@@ -65,3 +70,41 @@ def test_search_reranks_when_a_model_is_configured(cross_encoder: Path, tmp_path
         api.SearchRequest("grinder burrs", rerank=False), with_model, embedder=HashEmbedder()
     )
     assert not skipped.reranked
+
+
+FIRST_SCORES = r"""
+import json, sys, threading
+from pathlib import Path
+from chromasync.retrieve.rerank import CrossEncoderReranker
+reranker = CrossEncoderReranker(Path(sys.argv[1]))
+errors, scores = [], []
+def score():
+    try:
+        scores.append(reranker.score("grinder", ["the burrs of the grinder", "a kite"]))
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=score) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps({"errors": errors, "scores": scores}))
+"""
+
+
+def test_the_first_scores_from_several_threads_at_once_all_succeed(cross_encoder: Path) -> None:
+    """A daemon's warm-up and its first request scored at once in a fresh process: both
+    imported transformers, and one failed "cannot import name
+    'AutoModelForSequenceClassification'" (issue 40). One model load at a time now."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_SCORES, str(cross_encoder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["errors"] == []
+    assert len(report["scores"]) == 4 and all(s == report["scores"][0] for s in report["scores"])

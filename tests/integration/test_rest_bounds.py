@@ -158,6 +158,16 @@ def test_foreign_origins_are_refused_on_every_route(client: TestClient, route: s
     )
 
 
+def test_a_cross_site_request_without_an_origin_is_refused(client: TestClient) -> None:
+    """A link or an `<img>` from another site sends no `Origin`; its `Sec-Fetch-Site`
+    says where it comes from (issue 40). The page shell and health stay open to it."""
+    for site, status in (("cross-site", 403), ("same-site", 200), ("none", 200)):
+        got = client.get("/search?q=kite", headers={"sec-fetch-site": site})
+        assert got.status_code == status, site
+    assert client.get("/", headers={"sec-fetch-site": "cross-site"}).status_code == 200
+    assert client.get("/health", headers={"sec-fetch-site": "cross-site"}).status_code == 200
+
+
 def test_same_origin_behind_another_host_name_is_allowed(service: Service) -> None:
     app = create_app(service, allowed_hosts=None)
     with TestClient(app, base_url="http://search.lan:8080") as c:

@@ -100,6 +100,28 @@ def test_serve_without_a_token_makes_one_and_refuses_requests_without_it(
         assert httpx.get(url + "/sources", timeout=30).status_code == 401
 
 
+@pytest.mark.parametrize(("text", "mode"), [("zq\n", 0o600), ("Zq" * 22 + "\n", 0o644)])
+def test_serve_never_runs_without_a_token_because_its_file_is_not_right(
+    cli_env: dict[str, str], data_dir: Path, text: str, mode: int
+) -> None:
+    """A data dir's `api-token` readable by others made `serve` run with no token at all
+    (it printed `#token=None`); one of one character was taken (issue 40)."""
+    env = {k: v for k, v in cli_env.items() if k != "CHROMASYNC_API_TOKEN"}
+    data_dir.mkdir(mode=0o700, exist_ok=True)
+    (data_dir / TOKEN_FILE).write_text(text)
+    (data_dir / TOKEN_FILE).chmod(mode)
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO / "src")}
+    full.pop("CHROMASYNC_API_TOKEN", None)
+    serve = [sys.executable, "-m", "chromasync", "serve", "--port", "0"]
+    try:
+        done = subprocess.run(serve, capture_output=True, text=True, env=full, timeout=60)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"serve ran: {exc.stderr!r}")
+    assert done.returncode == 2, done.stderr
+    assert "remove it, and a new one is made" in done.stderr and text.strip() not in done.stderr
+    assert read_owner(data_dir) is None
+
+
 def test_serve_no_auth_opts_out(
     notes: Path, settings: Settings, cli_env: dict[str, str], data_dir: Path, tmp_path: Path
 ) -> None:

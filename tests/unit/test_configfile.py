@@ -297,6 +297,18 @@ def test_answer_secrets_refused(tmp_path: Path, text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text", [f"version: 1\nserve:\n  api_token: {CANARY}\n", f"version: 1\napi_token: {CANARY}\n"]
+)
+def test_an_api_token_in_the_config_file_names_its_variable(tmp_path: Path, text: str) -> None:
+    """It said "set CHROMASYNC_CHROMA_TOKEN", the Chroma server's token (issue 40)."""
+    cfg = write(tmp_path / "chromasync.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config_file(cfg)
+    message = str(info.value)
+    assert CANARY not in message and "set CHROMASYNC_API_TOKEN in the environment" in message
+
+
+@pytest.mark.parametrize(
     ("text", "words"),
     [
         ("store:\n  collections: per-source\n", "line 3: `store.collections` must be one of"),

@@ -110,6 +110,24 @@ def test_settings_key_changes_with_any_setting_secret_or_config_file_but_not_the
     assert settings_key(dataclasses.replace(base, llm_model="llama")) == key  # ask's own
 
 
+@pytest.mark.parametrize("field", ["rerank_model", "model"])
+def test_settings_key_changes_when_a_model_folder_is_replaced_in_place(
+    tmp_path: Path, field: str
+) -> None:
+    """A reranker retrained into its folder after the daemon started was still scored with
+    the old weights the daemon held (issue 40): the folder's files are keyed, as the
+    config file's bytes are."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"old weights")
+    settings = dataclasses.replace(Settings(data_dir=tmp_path), **{field: str(folder)})
+    keys = (settings_key(settings), settings_key(settings, owner=True))
+    assert (settings_key(settings), settings_key(settings, owner=True)) == keys
+    (folder / "model.safetensors").write_bytes(b"new weights, longer")
+    after = (settings_key(settings), settings_key(settings, owner=True))
+    assert after[0] != keys[0] and after[1] != keys[1]
+
+
 def test_the_client_finds_the_daemon_by_the_data_dir_and_config_given() -> None:
     named, names = _named(["search", "q", "--data-dir", "d", "--config=c.yaml", "--k", "3"])
     assert named == {"--data-dir": "d", "--config": "c.yaml"}

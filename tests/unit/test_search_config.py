@@ -8,6 +8,7 @@ import pytest
 
 from chromasync.config.file import load_config_file
 from chromasync.config.resolve import resolve_settings
+from chromasync.config.sources import configure
 from chromasync.errors import ConfigError
 
 
@@ -30,6 +31,17 @@ def test_search_section_sets_retrieval_settings(tmp_path: Path) -> None:
     env = {"CHROMASYNC_DUPLICATE_THRESHOLD": "0.8", "CHROMASYNC_DATE_FIELDS": "published_at"}
     over = resolve_settings({}, env, load_config_file(config))
     assert over.duplicate_threshold == 0.8 and over.date_field_names == ("published_at",)
+
+
+def test_a_reranker_folder_named_relative_is_the_callers_folder(tmp_path: Path) -> None:
+    """`CHROMASYNC_RERANK_MODEL=ce` (or `--rerank ce`) from another folder was answered by
+    a search daemon started elsewhere with its own `ce` (the key held the words, not the
+    folder; issue 40): it is the folder under the command's own cwd."""
+    for flags, env in (({"rerank_model": "ce"}, {}), ({}, {"CHROMASYNC_RERANK_MODEL": "ce"})):
+        settings = configure(flags, {**env, "CHROMASYNC_DATA_DIR": str(tmp_path)}, tmp_path)
+        assert settings.rerank_model == str(tmp_path / "ce")
+    home = configure({"rerank_model": "~/ce"}, {"CHROMASYNC_DATA_DIR": str(tmp_path)}, tmp_path)
+    assert home.rerank_model == str(Path("~/ce").expanduser())
 
 
 def test_defaults_and_bad_values(tmp_path: Path) -> None:

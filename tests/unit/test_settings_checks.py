@@ -170,11 +170,16 @@ def test_the_cli_loads_the_schema_only_for_a_config_file() -> None:
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("token", ["a", "x" * 15])
-def test_a_short_api_token_is_refused_without_showing_it(token: str) -> None:
-    with pytest.raises(ConfigError, match="CHROMASYNC_API_TOKEN must be at least 16") as err:
+@pytest.mark.parametrize(
+    "token",
+    # issue 40's held-out variants: padding, a newline, a non-ASCII letter, 1 MB
+    ["a", "x" * 15, " " * 15 + "x", "x" * 8 + "\n" + "y" * 8, "é" * 16, "x" * 1_000_000],
+)
+def test_a_short_or_unsendable_api_token_is_refused_without_showing_it(token: str) -> None:
+    with pytest.raises(ConfigError, match="CHROMASYNC_API_TOKEN must be 16 to 4096") as err:
         resolve_settings({}, {"CHROMASYNC_API_TOKEN": token})
-    assert f"got {token}" not in str(err.value) and "secrets.token_urlsafe" in str(err.value)
+    shown = str(err.value)
+    assert repr(token) not in shown and f"got {token}" not in shown and "token_urlsafe" in shown
     assert resolve_settings({}, {"CHROMASYNC_API_TOKEN": "x" * 16}).api_token == "x" * 16
 
 

@@ -3,7 +3,6 @@ console script's `search` command lines (`POST /daemon/run`, `run_line`), and it
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import json
@@ -120,8 +119,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
     key = daemons.settings_key(settings)
     cli = click.get_current_context().find_root().command
     with (
-        rest.sigterm_interrupts(),  # SIGTERM before uvicorn takes over: leave cleanly too
-        contextlib.suppress(KeyboardInterrupt),
+        rest.StopSignals() as stop,  # SIGTERM before uvicorn takes over: leave cleanly too
         Service(settings, ROLE, reader=True, key=key) as service,
     ):
         assert service.socket is not None
@@ -131,8 +129,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
 
         rest.add_run_route(app, lambda line: run_line(cli, line, Hosted(key, service)))
 
-        config = rest.server_config(app, timeout_graceful_shutdown=5)
-        server = rest.make_server(config)
+        server = stop.server(app)
         service.embedder.prefetch()  # the model's extensions imported here too (local model)
         threading.Thread(target=_warm, args=(service,), daemon=True).start()
         leave = functools.partial(someone_waits, settings.data_dir)  # a writer waits
@@ -142,7 +139,7 @@ def serve_daemon(settings: api.Settings, idle_timeout: float) -> None:
             f"chromasync daemon: pid {os.getpid()} owns {settings.data_dir} as a reader; "
             f"exits after {idle_timeout:g}s idle"
         )
-        rest.run_server(app, [unix], server=server)
+        rest.run_server([unix], server)
     stderr_console().print("chromasync daemon: stopped")
 
 

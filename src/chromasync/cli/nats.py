@@ -8,7 +8,6 @@ worker. The NATS side (`nats.runner.Bridge`) runs on an event loop of its own th
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +50,7 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
         settings = settings_from_flags(**flags)
         import_bridge().connect_options(settings)  # a missing credentials file fails now
         with (
-            _StopSignals() as stopping,
+            rest.StopSignals() as stopping,
             Service(
                 settings, "nats", on_finish=_report, reload=lambda: settings_from_flags(**flags)
             ) as service,
@@ -61,50 +60,15 @@ def nats_command(paths: Sequence[str], labels: Sequence[str], **flags: Any) -> N
                 raise ConfigError("no sources: give a PATH, or ingest a source first")
             unix = rest.bind_unix(service.socket)
             app = rest.create_app(service, token=settings.api_token)
-            server = stopping.serve(app)
+            server = stopping.server(app)
             bridge = BridgeThread(service, specs)
             try:
                 names = ", ".join(s.label for s in specs)
                 stderr_console().print(f"chromasync nats: syncing {names}; Ctrl-C to stop")
-                rest.run_server(app, [unix], server)
+                rest.run_server([unix], server)
             finally:
                 bridge.stop()
     stderr_console().print("chromasync nats: stopped")
-
-
-class _StopSignals:
-    """SIGINT and SIGTERM stop the command from its first line, not only once uvicorn has put
-    its own handlers in (a Ctrl-C before that would be a KeyboardInterrupt anywhere: in a
-    finalizer, where Python drops it, the process would keep running)."""
-
-    def __init__(self) -> None:
-        self.asked = False
-        self._server: Any = None
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopSignals:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._stop)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _stop(self, signum: int, frame: object) -> None:
-        self.asked = True
-        if self._server is not None:
-            self._server.should_exit = True
-
-    def serve(self, app: Any) -> Any:
-        """The uvicorn server of `app`, told to stop at once if a signal came already."""
-        import uvicorn
-
-        from ..rest.connections import server_config
-
-        self._server = uvicorn.Server(server_config(app, timeout_graceful_shutdown=5))
-        self._server.should_exit = self.asked
-        return self._server
 
 
 __all__ = ["BridgeThread", "nats_command"]

@@ -188,8 +188,8 @@ def serve(
     _refuse_exposed(host, settings, allow_no_token)
     with reported_errors():
         from .. import rest
-    # SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
-    with reported_errors(), rest.sigterm_interrupts(), contextlib.suppress(KeyboardInterrupt):
+    # SIGINT or SIGTERM at any moment (before uvicorn takes over its signals too) leaves cleanly
+    with reported_errors(), rest.StopSignals() as stop:
         owner = find_owner(settings.data_dir)
         if owner is not None and owner.role != DAEMON_ROLE:  # the daemon makes way (lock)
             raise LockError(
@@ -221,9 +221,7 @@ def serve(
                 soft_wrap=True,
             )
             try:
-                rest.run_server(app, [tcp, unix])
-            except KeyboardInterrupt:
-                pass
+                rest.run_server([tcp, unix], stop.server(app))
             finally:
                 if watcher is not None:
                     watcher.stop()
@@ -252,9 +250,12 @@ def watch(
         from .. import rest
 
         settings = settings_from_flags(**flags)
-        with Service(
-            settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
-        ) as service:
+        with (
+            rest.StopSignals() as stop,
+            Service(
+                settings, "watch", on_finish=_report, reload=lambda: settings_from_flags(**flags)
+            ) as service,
+        ):
             specs = [api.source_for(p) for p in paths] or service.source_specs(labels)
             if not specs:
                 raise ConfigError("nothing to watch: give a PATH, or ingest a source first")
@@ -264,9 +265,7 @@ def watch(
             names = ", ".join(s.label for s in specs)
             stderr_console().print(f"chromasync watch: watching {names}; Ctrl-C to stop")
             try:
-                rest.run_server(app, [unix])
-            except KeyboardInterrupt:
-                pass
+                rest.run_server([unix], stop.server(app))
             finally:
                 watcher.stop()
     stderr_console().print("chromasync watch: stopped")

@@ -135,6 +135,8 @@ def _secret_env(path: Sequence[str | int]) -> str:
         setting = "nats_password" if "pass" in lowered else "nats_token"
     elif (path and path[0] == "answer") or lowered.startswith("llm"):
         setting = "llm_api_key"
+    elif (path and path[0] in ("serve", "mcp")) or lowered.startswith("api_token"):
+        setting = "api_token"
     elif "token" in lowered or lowered in {"bearer", "authorization"}:
         setting = "chroma_token"
     else:

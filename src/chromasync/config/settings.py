@@ -38,12 +38,22 @@ COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
-#: The shortest `CHROMASYNC_API_TOKEN` taken (a short token is guessed; docs/operators.md).
+#: The shortest and longest API token taken (a short token is guessed, a long one is cut
+#: off by the HTTP header limits; docs/operators.md).
 MIN_API_TOKEN = 16
-_SHORT_TOKEN = (
-    f"must be at least {MIN_API_TOKEN} characters long (a short token is easy to guess); "
-    "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-)
+MAX_API_TOKEN = 4096
+
+
+def token_problem(text: str) -> str | None:
+    """Why `text` cannot be an API token, or None: 16 to 4,096 visible ASCII characters
+    (a space, a control character or a non-ASCII letter never survives a header intact)."""
+    if MIN_API_TOKEN <= len(text) <= MAX_API_TOKEN and all(" " < c < "\x7f" for c in text):
+        return None
+    return (
+        f"must be {MIN_API_TOKEN} to {MAX_API_TOKEN} visible ASCII characters (a short token "
+        "is easy to guess; a space or control character never reaches the server intact); "
+        "make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    )
 
 
 NATS_EVENT_SUBJECTS = ("corpus.added", "corpus.published_at_changed", "corpus.removed")
@@ -239,7 +249,7 @@ class Settings:
         "The token clients of serve, mcp and an owner send (Bearer)",
         env="CHROMASYNC_API_TOKEN",
         secret=True,
-        test=lambda text: None if len(text) >= MIN_API_TOKEN else _SHORT_TOKEN,
+        test=token_problem,
     )
     llm_url: str | None = setting(
         None,

@@ -207,6 +207,9 @@ def configure(
                 file, sources=entries, sources_file=md, inputs=file.inputs + listed.inputs
             )
     settings = resolve_settings(flags, environ, file)
+    if settings.rerank_model:  # a folder named from `cwd` (a daemon elsewhere reads it too)
+        folder_of = str(folder / Path(settings.rerank_model).expanduser())
+        settings = replace(settings, rerank_model=folder_of)
     if not active_model:
         return settings
     from .models import apply_active

@@ -148,7 +148,7 @@ def download(
     )
     _remove_stale_downloads(parent, time.time())
     with (
-        sigterm_interrupts(),  # SIGTERM cleans up as SIGINT does
+        sigterm_interrupts(),  # SIGTERM and SIGHUP clean up as SIGINT does
         tempfile.TemporaryDirectory(dir=parent, prefix=f".download-{os.getpid()}-") as tmp,
     ):
         staged_archive = Path(tmp) / ARCHIVE

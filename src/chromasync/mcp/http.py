@@ -51,7 +51,7 @@ class HTTPGuard:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.responses import JSONResponse
 
-        from ..rest.guard import refused_token
+        from ..rest.guard import from_other_site, refused_token
 
         if scope["type"] == "http":
             headers = scope["headers"]
@@ -59,10 +59,13 @@ class HTTPGuard:
             hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
             host = hosts[0] if len(hosts) == 1 else None
             scheme = str(scope.get("scheme", "http"))
-            if origins and (
-                len(origins) > 1
-                or not http_origin_allowed(origins[0], host, scheme, self.allowed_origins)
-            ):
+            if (
+                origins
+                and (
+                    len(origins) > 1
+                    or not http_origin_allowed(origins[0], host, scheme, self.allowed_origins)
+                )
+            ) or (not origins and from_other_site(headers, (b"cross-site", b"same-site"))):
                 body = {"error": "Refused", "detail": "cross-origin request refused"}
                 await JSONResponse(body, status_code=403)(scope, receive, send)
                 return
@@ -127,10 +130,8 @@ def run_http(
         shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
         if on_listen is not None:
             on_listen(f"http://{shown}:{tcp.getsockname()[1]}{HTTP_PATH}")
-        config = rest.server_config(app, lifespan="on", timeout_graceful_shutdown=5)
-        # SIGTERM leaves through `finally` (uvicorn re-raises the signal it caught once it has
-        # shut down; with the default handler the process would die before `backend.close`)
-        with rest.sigterm_interrupts():
-            rest.run_server(app, [tcp], rest.make_server(config))
+        # SIGTERM leaves through `finally`, at any moment (`rest.StopSignals`)
+        with rest.StopSignals() as stop:
+            rest.run_server([tcp], stop.server(app, lifespan="on"))
     finally:
         backend.close()

@@ -240,10 +240,21 @@ class OwnerClient:
         return write_drafts(drafts, client, self.settings.data_dir)
 
     def similar(self, query: CompareQuery) -> SimilarResult:
-        return cast(SimilarResult, self.call("similar", self._comparable(query)))
+        found = cast(SimilarResult, self.call("similar", self._comparable(query)))
+        return dataclasses.replace(found, path=self._named(query, found.path))
 
     def suggest(self, query: CompareQuery) -> SuggestResult:
-        return cast(SuggestResult, self.call("suggest", self._comparable(query)))
+        found = cast(SuggestResult, self.call("suggest", self._comparable(query)))
+        path = self._named(query, found.path)
+        named = dataclasses.replace(found.similar, path=path)
+        return dataclasses.replace(found, path=path, similar=named)
+
+    @staticmethod
+    def _named(query: CompareQuery, path: str) -> str:
+        """A file on this machine named as in process (`Path(PATH)`), not as the owner
+        named what it was sent (the file in its source root, or its bytes)."""
+        plain = query.source is None and query.content is None
+        return str(Path(query.path)) if plain else path
 
     def _comparable(self, query: CompareQuery) -> CompareQuery:
         """A file on this machine as the owner may compare it: an indexed file by its

@@ -23,21 +23,47 @@ _NOT_KEYED = frozenset(
     {"config_file", "origins", "llm_url", "llm_model", "llm_api_key", "llm_timeout"}
     | {"llm_retries", "answer_context_tokens", "answer_fallback"}
 )
+#: Settings an owner of another role (serve, watch, mcp, nats) leaves to its callers, who
+#: apply them on their side (`owner.client`: chat model, editor links, date fields, token),
+#: or that change no answer (where the data dir is, deadlines, caches, NATS).
+_CALLERS = _NOT_KEYED | {
+    *("data_dir", "editor_uri", "date_fields", "api_token", "chroma_timeout", "chroma_retries"),
+    *("cache_max_entries", "cache_dir", "batch_size", "plan_ahead", "keyword_refresh_s"),
+}
 #: `Index` operations that use the chat settings: never sent to a daemon.
 IN_PROCESS = frozenset({"ask", "summaries"})
 
 
-def settings_key(settings: Settings) -> str:
+def settings_key(settings: Settings, owner: bool = False) -> str:
     """What a daemon's answers depend on besides the request: every setting but
-    `_NOT_KEYED`, the config files read, this code (a digest: secrets only hashed)."""
+    `_NOT_KEYED`, the config files read, this code (a digest: secrets only hashed).
+    `owner`: what another owner's answers depend on: every setting but `_CALLERS`, which
+    config file it reads (it re-reads its sources when they change)."""
+    free = _CALLERS if owner else _NOT_KEYED
     fields = {
         f.name: getattr(settings, f.name)
         for f in dataclasses.fields(settings)
-        if f.name not in _NOT_KEYED
+        if f.name not in free and not (owner and f.name.startswith("nats_"))
     }
-    inputs = settings.config_file.inputs if settings.config_file is not None else ()
+    inputs: object = settings.config_file.inputs if settings.config_file is not None else ()
+    if owner:
+        inputs = str(settings.config_file.path) if settings.config_file is not None else ""
+    folders = [_files_of(settings.rerank_model), _files_of(settings.model)]
     material = repr((__version__, sorted((k, repr(v)) for k, v in fields.items()), inputs))
-    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(f"{material}{folders}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _files_of(folder: str | None) -> list[tuple[str, int, int]]:
+    """(name, size, mtime) of the files of the model folder a setting names (none for a
+    model's name): a model replaced in place is another model, as an edited config file."""
+    import os
+
+    try:
+        with os.scandir(os.path.expanduser(folder or "")) as entries:
+            stats = [(e.name, e.stat()) for e in entries if e.is_file()]
+    except OSError:  # no folder: a model's name (or none)
+        return []
+    return sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats)[:100]
 
 
 def exit_when_idle(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..config.settings import Settings
 from ..datadir import STATE_FILE
+from ..errors import LockError
 from . import daemon as daemons
 from .dial import daemon_off, make_way
 from .local import LocalIndex
@@ -59,7 +60,17 @@ def _same_settings(info: OwnerInfo, settings: Settings) -> bool:
 
 
 def _client(info: OwnerInfo, settings: Settings) -> OwnerClient:
+    """A client of the owner `info`; `LockError` when it is no daemon and answers with other
+    settings than the caller's (it would answer as they are not: another collection, model,
+    reranker, store or config file), since the caller cannot open the store it holds."""
     from .client import OwnerClient  # httpx loads only when there is an owner to talk to
+
+    if info.role != daemons.ROLE and info.key and info.key != daemons.settings_key(settings, True):
+        raise LockError(
+            f"{info.describe()} owns this data dir with other settings than this command's "
+            "(collection, embedding model, reranker, Chroma store or config file); run it "
+            "with that owner's config file and CHROMASYNC_* settings, or stop the owner first"
+        )
 
     # the owner's token: the one set, else the one `serve` made in the data dir
     token = settings.api_token or service_token(settings.data_dir)

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..datadir import OWNER_FILE as OWNER_FILE
 from ..datadir import SOCKET_FILE as SOCKET_FILE
 from ..datadir import TOKEN_FILE, make_private_dir, read_owner_file, replace_file
+from ..errors import ConfigError
 from ..state.lock import lock_holder
 
 log = logging.getLogger(__name__)
@@ -104,8 +105,12 @@ def service_token(data_dir: Path, *, create: bool = False) -> str | None:
     """The token `serve` and `mcp --http` require when no `CHROMASYNC_API_TOKEN` is set: made
     on first start (`create`), kept in `<data dir>/api-token` (0600, in the 0700 data dir),
     read by the CLI and other local clients. None when there is none (or it is unreadable, or
-    not a private file of ours: then it is not trusted, and a new one is not made over it)."""
+    not a private file of ours, or no token (`token_problem`): then it is not trusted, and a
+    new one is not made over it). With `create`, such a file is a `ConfigError`: a service
+    never runs without a token because its file is not right."""
     import secrets
+
+    from ..config.settings import token_problem
 
     path = data_dir / TOKEN_FILE
     try:
@@ -126,11 +131,18 @@ def service_token(data_dir: Path, *, create: bool = False) -> str | None:
         return None
     with os.fdopen(fd, "rb") as handle:
         st = os.fstat(handle.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            log.warning("%s is not a private file of this user: not used", path)
-            return None
-        text = handle.read(_MAX_TOKEN).decode("utf-8", "replace").strip()
-    return text or None
+        private = stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+        private = private and not st.st_mode & 0o077
+        text = handle.read(_MAX_TOKEN + 2).decode("utf-8", "replace").strip() if private else ""
+    why = token_problem(text) if private else "is not a private file of this user (0600)"
+    if why is None:
+        return text
+    if private:
+        why = f"holds no token: a token {why.partition(' (')[0]}"
+    if create:
+        raise ConfigError(f"{path} {why}; remove it, and a new one is made on the next start")
+    log.warning("%s %s: not used", path, why)
+    return None
 
 
 def new_owner(data_dir: Path, role: str, url: str | None, key: str = "") -> OwnerInfo:

@@ -32,6 +32,7 @@ from ..sync.ingest import IngestOptions, Progress
 from ..sync.peers import ShareReport
 from ..sync.registry import RemovedSource, SourceInfo
 from ..sync.verify import SourceCheck
+from .daemon import settings_key
 from .jobs import Job, JobRunner
 from .local import LocalIndex
 from .locate import OwnerInfo, clear_owner, find_owner, new_owner, write_owner
@@ -69,7 +70,8 @@ class Service(LocalIndex):
         key: str = "",
     ) -> None:
         """`reader`: the search daemon (`owner.daemon`), which holds the data dir without ever
-        writing and leaves when a writer needs it; `key`: its settings key, advertised."""
+        writing and leaves when a writer needs it; `key`: its settings key, advertised
+        (another role's: `daemon.settings_key(owner=True)`, which its callers must match)."""
         self.settings = settings
         self._jobs = {}
         self.role = role
@@ -83,7 +85,7 @@ class Service(LocalIndex):
         self._on_finish = on_finish
         self._reload = reload
         self.reader = reader
-        self.key = key
+        self.key = key or ("" if reader else settings_key(settings, owner=True))
         self._lock = StoreLock(
             settings.data_dir, owner=True, reader=reader, name=f"chromasync {role}"
         )

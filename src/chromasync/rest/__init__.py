@@ -5,13 +5,13 @@ Design notes: docs/internals.md, `rest/__init__.py`.
 
 from __future__ import annotations
 
-from ..errors import sigterm_interrupts
 from .app import create_app
 from .bodies import add_run_route, search_query
 from .connections import server_config
 from .guard import ERROR_STATUS, PUBLIC_PATHS, authorized, is_public, origin_allowed, status_for
 from .server import (
     BackgroundServer,
+    StopSignals,
     bind_tcp,
     bind_unix,
     make_server,
@@ -22,6 +22,7 @@ __all__ = [
     "ERROR_STATUS",
     "PUBLIC_PATHS",
     "BackgroundServer",
+    "StopSignals",
     "add_run_route",
     "authorized",
     "bind_tcp",
@@ -33,6 +34,5 @@ __all__ = [
     "run_server",
     "search_query",
     "server_config",
-    "sigterm_interrupts",
     "status_for",
 ]

@@ -107,9 +107,16 @@ def origin_allowed(
     return own is not None and own == found
 
 
+def from_other_site(headers: Any, sites: tuple[bytes, ...] = (b"cross-site",)) -> bool:
+    """A browser says the request comes from another site (`Sec-Fetch-Site` in `sites`):
+    a link or an `<img>` sends no `Origin`, but this."""
+    return any(k == b"sec-fetch-site" and v.strip().lower() in sites for k, v in headers)
+
+
 class WriteGuard:
     """ASGI middleware against cross-site requests: foreign `Origin`s are refused on every
-    route, and write methods must declare a JSON body."""
+    route (as is a request without one that a browser says is cross-site, but for the page
+    shell and health), and write methods must declare a JSON body."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -124,6 +131,8 @@ class WriteGuard:
                 len(origins) > 1 or not origin_allowed(origins[0], hosts[0] if hosts else None)
             ):
                 refusal = (403, "cross-origin request refused")
+            elif not origins and from_other_site(headers) and not is_public(scope["path"]):
+                refusal = (403, "cross-site request refused")
             elif scope["method"] in WRITE_METHODS:
                 types = [v.decode("latin-1") for k, v in headers if k == b"content-type"]
                 media = types[0].split(";")[0].strip().lower() if len(types) == 1 else ""

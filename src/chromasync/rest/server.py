@@ -64,11 +64,55 @@ def make_server(config: Any) -> Any:
     return Server(config)
 
 
-def run_server(app: Any, listeners: Sequence[socket.socket], server: Any = None) -> None:
-    """Serve `app` on the given listening sockets until SIGINT/SIGTERM (uvicorn)."""
+class StopSignals:
+    """SIGINT and SIGTERM stop a service cleanly at any point of its start: each sets
+    `asked` (and tells the server to exit, once there is one), never raising in an import
+    or a finalizer (docs/reliability.md, 14). One the console script held before
+    (`fastpath.hold_stop_signals`) counts; a second SIGINT raises, to stop waiting."""
 
-    if server is None:
-        server = make_server(server_config(app, timeout_graceful_shutdown=5))
+    def __init__(self) -> None:
+        self.asked = False
+        self._server: Any = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        import signal
+
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signals reach the main thread only: its own handlers stay
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._stop)
+            self.asked = self.asked or bool(getattr(self._previous[sig], "seen", False))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _stop(self, signum: int, frame: object) -> None:
+        import signal
+
+        if self.asked and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # Ctrl-C again: no more waiting for a job to end
+        self.asked = True
+        if self._server is not None:
+            self._server.should_exit = True
+
+    def server(self, app: Any, **options: Any) -> Any:
+        """The uvicorn server of `app` (`make_server`; `server_config`'s `options`, a 5 s
+        graceful shutdown by default), told to exit at once if a signal came already."""
+        self._server = make_server(
+            server_config(app, **{"timeout_graceful_shutdown": 5, **options})
+        )
+        self._server.should_exit = self.asked
+        return self._server
+
+
+def run_server(listeners: Sequence[socket.socket], server: Any) -> None:
+    """Serve uvicorn's `server` (its app) on the given listening sockets until it exits
+    (SIGINT/SIGTERM: `StopSignals`)."""
     unix_paths = [str(s.getsockname()) for s in listeners if s.family == socket.AF_UNIX]
     try:
         server.run(sockets=list(listeners))
@@ -89,7 +133,7 @@ class BackgroundServer:
         self._server = uvicorn.Server(server_config(app))
         self._listeners = list(listeners)
         self._thread = threading.Thread(
-            target=run_server, args=(app, self._listeners, self._server), daemon=True
+            target=run_server, args=(self._listeners, self._server), daemon=True
         )
 
     def start(self) -> None:

@@ -6,6 +6,7 @@ Design notes: docs/internals.md, `retrieve/rerank.py`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -61,7 +62,9 @@ class CrossEncoderReranker:
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if self._model is None:
-            self._load()
+            with _LOADING:  # two threads importing transformers at once: "cannot import name"
+                if self._model is None:
+                    self._load()
         out: list[float] = []
         for start in range(0, len(texts), self.batch_size):
             part = list(texts[start : start + self.batch_size])
@@ -81,6 +84,9 @@ class CrossEncoderReranker:
 
 
 RerankerFactory = Callable[[Mapping[str, Any]], Reranker]
+#: One model load (its imports) at a time in the process: a daemon's warm-up and its first
+#: request, two searches of a fresh session.
+_LOADING = threading.Lock()
 
 
 def _cross_encoder(options: Mapping[str, Any]) -> Reranker:

@@ -21,7 +21,7 @@ from ..config.models import (
 )
 from ..config.settings import Settings
 from ..datadir import side_dir
-from ..errors import ConfigError, NotFound, StoreError
+from ..errors import ConfigError, NotFound, StoreError, storage_error
 from ..records import IngestSummary
 from ..store.chroma import CHUNKING_KEY, MODEL_KEY
 from ..store.connect import open_store_for
@@ -125,11 +125,12 @@ def build_profile(
                 replace(s, collection=None) if o else s for s, o in zip(others, own, strict=True)
             ]
             summaries += ingest(specs, side, progress=progress, wait=wait)
-    except StoreError as exc:
-        if " is full;" not in str(exc):  # `errors.storage_error`'s words for a full disk
+    except Exception as exc:  # a full disk anywhere: the store, the state, a model export
+        full = exc if isinstance(exc, StoreError) else storage_error(exc, home.data_dir)
+        if full is None or " is full;" not in str(full):  # `storage_error`'s words for it
             raise
         raise StoreError(
-            f"{exc}. The partial index of model {name!r} holds space meanwhile: "
+            f"{full}. The partial index of model {name!r} holds space meanwhile: "
             f"`chromasync model drop {name}` frees it"
         ) from exc
     _set_state(home, name, "built", built_at=clock())
