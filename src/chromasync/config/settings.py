@@ -38,8 +38,7 @@ COLLECTION_MODES = ("per-kind", "shared")
 PLAN_AHEAD_MODES = ("auto", "on", "off")  # see sync/ahead.py
 DEFAULT_PRIVACY_KEYS = ("private",)
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
-#: The shortest and longest API token taken (a short token is guessed, a long one is cut
-#: off by the HTTP header limits; docs/operators.md).
+#: An API token's bounds: a short one is guessed, a long one cut off by HTTP header limits.
 MIN_API_TOKEN = 16
 MAX_API_TOKEN = 4096
 
