@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 from dataclasses import replace
 from typing import Any
@@ -211,6 +212,21 @@ def test_record_id_shape(source: str, key: str, occurrence: int) -> None:
     assert ID.match(rid) and rid.endswith(f"-{occurrence}")
     assert len(rid.encode()) <= 64
     assert rid == record_id(id_prefix(source, key), "f" * 64, occurrence)
+
+
+def test_packed_records_are_the_same_by_every_route() -> None:
+    """A file's records are packed (`plan.packed`) and made when asked: by index, slice,
+    iteration, `id_rows`, `take` and a pickle (what plan-ahead sends) alike."""
+    records = build_records(*_doc(("x", "y", "x")), 1, CTX)
+    made = list(records)
+    assert [(r.id, r.record_hash) for r in made] == [(i, h) for _, i, h in records.id_rows()]
+    assert records[1] == made[1] and list(records[1:]) == made[1:] and records == made
+    assert list(records.take([2, 0])) == [made[2], made[0]]
+    assert pickle.loads(pickle.dumps(records)) == records
+    assert made[0].id.endswith("-0") and made[2].id.endswith("-1")  # equal chunks
+    assert made[0].chunk_hash == made[2].chunk_hash != made[1].chunk_hash
+    assert [r.metadata["chunk_index"] for r in made] == [0, 1, 2]
+    assert made[2].metadata["heading"] == "H2" and made[2].document == "x"
 
 
 @pytest.mark.parametrize(
