@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,10 @@ class ModelProfile:
     built_at: int | None = None  # ns since the epoch of the last complete build
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "variant": self.variant,
-            "url": self.url,
-            "options": dict(self.options),
-            "state": self.state,
-            "built_at": self.built_at,
-        }
+        """Every field but `name` (the key it is saved under), in their order."""
+        data = asdict(self)
+        del data["name"]
+        return data
 
 
 @dataclass(frozen=True, slots=True)
