@@ -27,8 +27,6 @@ from .spec import Setting
 
 Scalar = str | int | float | bool
 
-__all__ = ["LineMap", "line_of", "parse_toml", "parse_yaml"]
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
