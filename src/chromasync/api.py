@@ -1,18 +1,7 @@
-"""The Python API: every surface (CLI, REST, MCP, watch) calls these functions.
+"""The Python API: every surface (CLI, REST, MCP, watch) calls these functions: a thin
+facade, each name defined in the stage it belongs to and re-exported here.
 
-from chromasync import api
-settings = api.resolve_settings({"data_dir": ".chromasync"}, os.environ)
-summaries = api.ingest([api.source_for("notes/")], settings)
-hits = api.search("how do I install", settings, k=5)
-
-A thin facade: each name is defined in the stage it belongs to and re-exported here.
-
-    settings, sources       config.settings, config.sources (`configure`, `source_for`)
-    ingest, jobs            sync.jobs; `verify` in sync.checks; `export_manifest` in
-                            sync.export; `chunk_report` in sync.chunkreport
-    sources, status         sync.registry
-    search and its tasks    retrieve.session, retrieve.request, retrieve.access
-    answers, summaries      answer.ask, answer.chat, answer.summaries
+Design notes: docs/internals.md, `api.py`.
 """
 
 from __future__ import annotations

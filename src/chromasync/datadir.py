@@ -1,33 +1,7 @@
-"""Every file and folder chromasync keeps under a data dir, named once.
+"""Every file and folder chromasync keeps under a data dir, named once. The console
+script's fast paths import this module: standard library only.
 
-    <data dir>/
-      chroma/                   the embedded Chroma store (when no server is configured)
-      state.sqlite3             manifest and keyword index (`state.manifest`)
-      embeddings.sqlite3        vectors cached by content hash (`embed.cache`)
-      keyword-mirror.sqlite3    keyword index rebuilt from a shared collection (`retrieve.mirror`)
-      lock                      the one-writer kernel lock (`state.lock`)
-      lock.want                 held by writers that wait for a reader to leave (`state.lock`)
-      fastpath/                 snapshots of unchanged re-runs (`state.snapshots`)
-      owner.json, owner.sock    the long-lived owner and its socket (`owner.locate`);
-                                `read_owner_file` below is the one reader of owner.json
-      api-token                 the token `serve`, `mcp --http` made at first start (`owner.locate`)
-      daemon.log                the search daemon's output, appended (`owner.dial`)
-      repos/                    clones of git sources (`corpus.git`)
-      summaries.json            summaries per group, by their chunks' hashes (`answer.summaries`)
-      models.json               named model profiles and the active one (`config.models`);
-                                `active_dir` below follows it
-      models/<name>/            a profile's side index: a data dir of its own (docs/models.md),
-                                but for the embedding cache, which it shares (`cache_path`)
-
-It is private to its user: it holds the indexed text (the keyword index, the embedding
-cache, snapshots), so every folder chromasync creates in it is made with mode 0700 and
-every file with 0600, whatever the umask. Chroma's own files lie in `chroma/`, a 0700
-folder. A data dir that already exists keeps its mode (it may be a folder the user chose);
-files chromasync creates in it are still 0600.
-
-Constants, `read_owner_file`, `guess` (where a command line's data dir most likely is, read
-without the config file's parser) and `config_bytes` (the config file that guess reads).
-The console script's fast paths import this module: standard library only.
+Design notes: docs/internals.md, `datadir.py`.
 """
 
 from __future__ import annotations

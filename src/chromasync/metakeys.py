@@ -1,11 +1,6 @@
 """The keys chromasync writes in each stored record's metadata, and how to read them back.
 
-Besides the user's own metadata (front matter, a source's static metadata, the citation
-fields), every record chromasync writes carries its ownership marker (`OWNER_KEY`), the
-context embedded with it (`CONTEXT_KEY`) and its bookkeeping (`BOOKKEEPING_KEYS`: hashes,
-chunker version, model, file version), each named `chromasync_...`. This is their one
-declaration; `bookkeeping` and `stored_key` read a record written before the rename under
-either name, `source_label` and `keyword_heading` derive what a record's metadata implies.
+Design notes: docs/internals.md, `metakeys.py`.
 """
 
 from __future__ import annotations

@@ -5,11 +5,7 @@ search shares (constants only: the fast path imports this)."""
 #: re-chunked on the next run (vectors of unchanged chunk text still come from the cache).
 #: Also bumped when the metadata derived from chunk text changes: the re-read then only
 #: rewrites metadata (same chunk hashes, same IDs, vectors from the cache or the collection).
-#: 2: a heading takes the first piece of a long line after it; 3: each chunk's outgoing links,
-#: and no heading in the context prefix of a chunk that starts with it; 4: a quoted ISO
-#: date in front matter is a date (`<key>_ts`); 5: a Markdown page's first chunk embeds its
-#: front-matter `description` after the heading path (and the keyword index holds it); 6: CSS,
-#: Kotlin, Lua, SQL, Swift and XML cut by their grammars (they were cut at blank lines).
+#: Each bump and what it changed: docs/internals.md, `versions.py`.
 CHUNKING_VERSION = 6
 #: The contract of the repository indexer's fields on a record of a source with an identity
 #: (`schema_version`, as the indexer writes its own).

@@ -1,9 +1,7 @@
 """Adapters: chromasync's hybrid, filter-first search inside the chains people already
-have. `adapters.langchain.ChromasyncRetriever` is a LangChain `BaseRetriever`,
-`adapters.llamaindex.ChromasyncRetriever` a LlamaIndex `BaseRetriever`; each needs its
-framework (extras `langchain`, `llamaindex`). Both run `api.search` and turn its hits into
-the framework's documents (`hit_metadata`: the citation fields, without the bookkeeping
-chromasync keeps for itself). Nothing here is imported by the rest of the package.
+have.
+
+Design notes: docs/internals.md, `adapters/__init__.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """chromasync's search as a LangChain retriever (extra `langchain`: langchain-core).
 
-    from chromasync import resolve_settings
-    from chromasync.adapters.langchain import ChromasyncRetriever
-
-    retriever = ChromasyncRetriever(settings=resolve_settings({"data_dir": ".chromasync"}), k=5)
-    docs = retriever.invoke("how do I calibrate the grinder")
-
-Each `Document` is one hit: `page_content` its text, `id` its record id, `metadata` the
-citation (`adapters.hit_metadata`). `mode` is hybrid, dense or keyword; `where` a Chroma
-filter on the records' metadata. Each may also be given to one call, as LangChain's
-standard retriever tests expect: `retriever.invoke(query, k=1, mode="keyword")`.
+Design notes: docs/internals.md, `adapters/langchain.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """chromasync's search as a LlamaIndex retriever (extra `llamaindex`: llama-index-core).
 
-    from chromasync import resolve_settings
-    from chromasync.adapters.llamaindex import ChromasyncRetriever
-
-    retriever = ChromasyncRetriever(resolve_settings({"data_dir": ".chromasync"}), k=5)
-    nodes = retriever.retrieve("how do I calibrate the grinder")
-
-Each `NodeWithScore` holds a `TextNode` (id: the record id; `ref_doc_id`: the file's
-path) and the hit's score. The metadata is the citation (`adapters.hit_metadata`); only
-`path`, `heading` and the line range are shown to the language model and the embedder.
-`aretrieve` runs the search on a worker thread: the event loop goes on meanwhile.
+Design notes: docs/internals.md, `adapters/llamaindex.py`.
 """
 
 from __future__ import annotations

@@ -47,22 +47,16 @@ def read_lines(chunks: Iterable[bytes], max_line: int = MAX_LINE_BYTES) -> Itera
     than `max_line` bytes raises `ValueError` as soon as that many bytes are held."""
     pending = bytearray()
     for chunk in chunks:
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                break
-            if pending:
-                pending += chunk[start:end]
-                line = bytes(pending)
-                pending.clear()
-            else:
-                line = chunk[start:end]
-            if len(line) > max_line:
-                raise ValueError(f"a line of the stream is over {max_line} bytes")
-            yield line.removesuffix(b"\r").decode("utf-8", errors="replace")
-            start = end + 1
-        pending += chunk[start:]
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            pending += chunk
+        else:
+            lines = (bytes(pending) + chunk[:cut]).split(b"\n")
+            pending = bytearray(chunk[cut + 1 :])
+            for line in lines:
+                if len(line) > max_line:
+                    raise ValueError(f"a line of the stream is over {max_line} bytes")
+                yield line.removesuffix(b"\r").decode("utf-8", errors="replace")
         if len(pending) > max_line:
             raise ValueError(f"a line of the stream is over {max_line} bytes")
     if pending:

@@ -329,7 +329,8 @@ def _compose(
         text = sentence.text
         if sentence.block is not None and block is None:  # its block is past the budget
             text = text.rstrip(":").rstrip() + "."
-            sentence = replace(sentence, end_line=_own_end(sentence))
+            # it ends on its own last line, without the block it led into
+            sentence = replace(sentence, end_line=sentence.start_line or sentence.end_line)
         n = numbering.cite(sentence)
         if sentence.rank not in ranks:
             ranks.append(sentence.rank)
@@ -353,13 +354,6 @@ def _block_sentence(rank: int, block: Block, hit: Hit) -> Sentence:
     if start_line > 0:
         lines = (start_line + block.first_line, start_line + block.last_line)
     return Sentence(rank, block.offset, block.text, *lines, (), block)
-
-
-def _own_end(sentence: Sentence) -> int:
-    """A sentence's last line without the block it leads into (when the block is left out)."""
-    if sentence.block is None or sentence.start_line == 0:
-        return sentence.end_line
-    return sentence.start_line
 
 
 def render_parts(parts: Sequence[Part]) -> str:

@@ -33,14 +33,12 @@ def page_of(hit: Hit) -> int | None:
     if hit.pages:
         return min(hit.pages)
     value = hit.metadata.get("page")
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
     if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip()) or None
-    if isinstance(value, float) and value.is_integer() and value > 0:
-        return int(value)
+        value = int(value.strip())
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
     return None
 
 

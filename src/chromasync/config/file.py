@@ -1,12 +1,6 @@
 """The config file: `chromasync.yaml` (or TOML), validated at the trust boundary.
 
-docs/configuration.md shows every key with an example.
-
-The compact form (`[chromasync]` with `root`, `collection`...; `[server]` with `url`) is
-accepted too. Paths are relative to the file's folder. Every problem is reported at once,
-each naming the key and its line: unknown keys (with the closest known key), an unknown
-`version`, and secrets (tokens, API keys), which belong in the environment; their values are
-never echoed. A source whose path is `/` is refused unless the caller allows it.
+Design notes: docs/internals.md, `config/file.py`.
 """
 
 from __future__ import annotations
@@ -32,8 +26,6 @@ from .settings import SETTINGS
 from .spec import Setting
 
 Scalar = str | int | float | bool
-
-__all__ = ["LineMap", "line_of", "parse_toml", "parse_yaml"]
 
 
 class _Model(BaseModel):

@@ -1,16 +1,6 @@
 """Which file extensions are read, and as which kind of document (a source's defaults).
 
-`DEFAULT_EXTENSIONS` is what a source reads when it names no `include_extensions`; files with
-a `BINARY_EXTENSIONS` suffix are skipped as `binary`, any other as `unsupported-extension`.
-
-Documents (`corpus.documents`) are read into text: `.pdf` and `.docx` by default; `.pptx`,
-`.html`, `.htm` and `.xhtml` only when a source lists them in `include_extensions` (HTML in
-a notes or code tree is mostly generated output: site builds, templates, coverage reports).
-
-A file without an extension is read as plain text when its name (case-blind) is one of
-`TEXT_FILE_NAMES` (`README`, `LICENSE`...), by default and whenever a source's extension list
-holds `""` (the `(none)` group of `chunk-report`); any other extensionless file is an
-`unsupported-extension` skip, as before.
+Design notes: docs/internals.md, `config/kinds.py`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """Named model profiles: another embedding model, provider or numeric variant, each with a
 side index of its own, and the one that searches and ingests use (docs/models.md).
 
-`<data dir>/models.json` (`datadir.MODELS_FILE`) holds them, written atomically (a temporary
-file, then `os.replace`):
-
-    {"version": 1, "active": "bge" or null,
-     "profiles": {"bge": {"provider": "openai", "model": "bge-small", "variant": null,
-                          "url": "http://...", "options": {}, "state": "built",
-                          "built_at": 1764630000000000000}}}
-
-A profile's side index is a data dir of its own, `<data dir>/models/<name>/` (its embedded
-store, manifest, keyword index, embedding cache and lock), and its collections are named
-`<collection>.<name>` (per kind: `<collection>.<name>-<kind>`), so that with a Chroma server
-they never mix with the data dir's own. `with_profile` turns the data dir's settings into
-the profile's: the embedder's settings, the data dir and the collection, each origin naming
-the profile. `configure` applies the active profile (`apply_active`); the console script's
-fast paths follow the same pointer (`datadir.active_dir`). No secret is ever written here:
-an API key stays in the environment.
+Design notes: docs/internals.md, `config/models.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,15 +41,10 @@ class ModelProfile:
     built_at: int | None = None  # ns since the epoch of the last complete build
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "variant": self.variant,
-            "url": self.url,
-            "options": dict(self.options),
-            "state": self.state,
-            "built_at": self.built_at,
-        }
+        """Every field but `name` (the key it is saved under), in their order."""
+        data = asdict(self)
+        del data["name"]
+        return data
 
 
 @dataclass(frozen=True, slots=True)

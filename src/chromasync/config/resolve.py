@@ -1,13 +1,7 @@
 """Precedence: one function resolves the settings, flag over environment over config file
 over default.
 
-`resolve_settings(flags, environ, file)` is pure: it takes the environment and the parsed
-config file (`parsed.ConfigFile`, loaded by `file.load_config_file`) as parameters and
-records where each value came from, for `chromasync config show`. Secrets (the Chroma
-token, API keys) come only from flags or the environment.
-
-The config file is found by `find_config_file`: the `--config` flag, else
-`CHROMASYNC_CONFIG`, else `chromasync.yaml` in the current folder; nowhere else.
+Design notes: docs/internals.md, `config/resolve.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The one YAML loader: every YAML chromasync reads (front matter, config, sources files).
 
-Bounded before anything is built from it: at most `MAX_CHARS` characters, `MAX_DEPTH`
-levels of nesting (a deeper document would exhaust Python's stack in the composer) and
-`MAX_NODES` nodes with every alias counted as the nodes it stands for (a billion-laughs
-bomb stops at its first expansion past the bound, and so does any walk over the result).
-Keys are scalars and never repeated; a value its type cannot hold (an int of 5,000 digits),
-an escape that names no character (`"\\ud800"` alone, `"\\U00110000"`: no text can hold it;
-a surrogate pair is joined into its character) and a control character are errors, but a
-date that is none (`2001-02-30`) is the text as written. Every refusal is a
-`yaml.MarkedYAMLError` with the line where it happened, which each caller turns into its
-own message.
+Design notes: docs/internals.md, `config/safeyaml.py`.
 """
 
 from __future__ import annotations

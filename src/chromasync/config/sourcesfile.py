@@ -1,11 +1,6 @@
 """Careful rewrites of the files that declare sources: text edits, never a re-dump.
 
-A `content-sources.md` keeps its sources in YAML front matter (`content_sources:`) and human
-curation notes in the body; a `chromasync.yaml` keeps them under `sources:`. Adding a
-source appends list items after the last existing one, with the same indentation; removing
-one cuts exactly the lines of that item. Everything else, comments and the Markdown body
-included, survives byte for byte (line endings too). Writes are atomic (temp file, fsync,
-rename) and keep the file's mode.
+Design notes: docs/internals.md, `config/sourcesfile.py`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The one declaration of every setting, and the one check of every value.
 
-Each setting is one field of `settings.Settings`, declared with `setting(...)`: its type (the
-field's annotation), default, bound, environment variable(s), config-file key(s) and help.
-`declared(Settings)` reads them into `Setting` records (`settings.SETTINGS`), from which
-
-* `resolve.resolve_settings` reads the environment and applies precedence,
-* `file.py` makes the config file's schema (the keys each section accepts) and reads the
-  file's values,
-* `Settings.shown` lists every setting for `chromasync config show`,
-* `docs/configuration.md`'s table is checked (`markdown_rows`).
-
-Every value is checked once, by `check`, after precedence, whatever its origin (flag,
-environment, file or default): the same bound gives the same message, naming the setting as
-its origin spells it: `CHROMASYNC_DUPLICATE_THRESHOLD`, `` `search.duplicate_threshold` ``,
-or the setting's own name for a flag. Nothing here touches the environment or the disk.
-
-To add a setting: one field on `Settings` (in `settings.py`) with `setting(...)`, then its
-row in docs/configuration.md (`tests/unit/test_docs.py` prints the row to paste).
+Design notes: docs/internals.md, `config/spec.py`.
 """
 
 from __future__ import annotations

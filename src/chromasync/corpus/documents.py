@@ -135,10 +135,6 @@ def _reader(fmt: str) -> Callable[[bytes, Meter], PagedDocument]:
 _STRUCTURE = re.compile(r"^[ \t]*(#{1,6}([ \t]|$)|`{3,}|~{3,}|={2,}[ \t]*$|-{2,}[ \t]*$)")
 
 
-def _escape(line: str) -> str:
-    return "\\" + line if _STRUCTURE.match(line) else line
-
-
 def render_markdown(doc: PagedDocument) -> DocumentText:
     """Markdown-ish text: headings as `#` lines, body lines escaped, a blank line between
     blocks; and where each page starts (see `DocumentText`)."""
@@ -154,7 +150,7 @@ def render_markdown(doc: PagedDocument) -> DocumentText:
                 text = block.text.strip("\n")
                 if not text.strip():
                     continue
-                chunk = "\n".join(_escape(x) for x in text.split("\n"))
+                chunk = "\n".join("\\" + x if _STRUCTURE.match(x) else x for x in text.split("\n"))
             chunk += "\n\n"
             parts.append(chunk)
             line += chunk.count("\n")

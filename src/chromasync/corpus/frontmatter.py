@@ -1,10 +1,6 @@
 """YAML front matter: parsed safely, failing closed, and flattened into Chroma metadata.
 
-Front matter is YAML between `---` fences at the very start of a Markdown file (either fence
-may carry trailing blanks: `---   ` opens a block as `---` does). Any problem (syntax,
-aliases, duplicate keys, unsafe tags, a bound of `config.safeyaml` passed, no closing
-fence, not a mapping) makes the file a counted `frontmatter-invalid` skip: a broken block
-may hide `private: true`.
+Design notes: docs/internals.md, `corpus/frontmatter.py`.
 """
 
 from __future__ import annotations

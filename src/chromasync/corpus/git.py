@@ -1,10 +1,6 @@
 """Git repositories as sources: cloned or fetched into a cache in the data dir.
 
-A `repo` source (a URL or a local path, and a branch) is mirrored with the `git` command
-line into `<data dir>/repos/<slug>/` and then ingested from that work tree like any folder.
-Its namespace (the source label) is `organisation/repository@branch`, and every record
-carries `indexed_commit_sha`. The cache is a plain clone: `git fetch` + `git checkout -B`
-+ `git reset --hard` bring it to the branch head; nothing else in it is trusted.
+Design notes: docs/internals.md, `corpus/git.py`.
 """
 
 from __future__ import annotations

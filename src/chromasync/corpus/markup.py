@@ -8,6 +8,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterator
+from contextlib import suppress
 from html.parser import HTMLParser
 
 from .pages import Block, Heading, Meter, Page, PagedDocument, Refused, clean_text, one_line
@@ -158,19 +159,15 @@ def html_encoding(data: bytes) -> str:
         if data.startswith(bom):
             return encoding
     decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
+    with suppress(UnicodeDecodeError):
         view = memoryview(data)
         for start in range(0, len(data), _FEED):
             decoder.decode(view[start : start + _FEED], final=start + _FEED >= len(data))
         return "utf-8"
-    except UnicodeDecodeError:
-        pass
     match = _CHARSET.search(data[:4096])
     if match:
-        try:
+        with suppress(LookupError):
             return codecs.lookup(match[1].decode("ascii")).name
-        except LookupError:
-            pass
     return "cp1252"
 
 

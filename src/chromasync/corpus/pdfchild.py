@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +111,8 @@ def _document(reply: dict[str, Any], meter: Meter) -> PagedDocument:
 
 def virtual_size() -> int:
     """This process's address space in bytes (`VmSize`), or 0 where /proc does not say."""
-    try:
+    with suppress(OSError):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
-    except OSError:
-        pass
     return 0

@@ -1,11 +1,6 @@
 """Discovery: walk one source root and list the files to consider, with stat, and the skips.
 
-A folder holding a chromasync data dir's state file (`datadir.STATE_FILE`) is skipped as
-`ignored`: a data dir kept inside its own source never indexes its owner file or summaries.
-The walk never follows a symlink: each one is classified from its resolved target (loop,
-broken, outside the root, or a duplicate of a path that is walked anyway) and counted. It is
-iterative (no recursion limit), reads no file content, and decides "regular file" from
-`lstat`, so a FIFO or device never blocks it.
+Design notes: docs/internals.md, `corpus/walk.py`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Design notes: docs/internals.md, `embed/__init__.py`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
@@ -69,35 +70,26 @@ class Embedder(Protocol):
 ProviderFactory = Callable[[Mapping[str, Any]], Embedder]
 
 
-def _local(options: Mapping[str, Any]) -> Embedder:
-    from .local import LocalEmbedder
+def _lazy(module: str, name: str) -> ProviderFactory:
+    """A factory that imports `name` from `module` (of this package) when first used."""
 
-    return LocalEmbedder.from_options(options)
+    def factory(options: Mapping[str, Any]) -> Embedder:
+        provider: Embedder = getattr(import_module(module, __name__), name).from_options(options)
+        return provider
 
-
-def _hash(options: Mapping[str, Any]) -> Embedder:
-    from .hashing import HashEmbedder
-
-    return HashEmbedder.from_options(options)
-
-
-def _openai(options: Mapping[str, Any]) -> Embedder:
-    from .openai import OpenAIEmbedder
-
-    return OpenAIEmbedder.from_options(options)
-
-
-def _server(options: Mapping[str, Any]) -> Embedder:
-    from .server import ServerEmbedder
-
-    return ServerEmbedder.from_options(options)
+    return factory
 
 
 #: Embedding providers by name (`plugins.Registry`; entry point group `chromasync.providers`).
 PROVIDERS: Registry[ProviderFactory] = Registry(
     "embedding provider",
     "chromasync.providers",
-    {"local": _local, "hash": _hash, "openai": _openai, "server": _server},
+    {
+        "local": _lazy(".local", "LocalEmbedder"),
+        "hash": _lazy(".hashing", "HashEmbedder"),
+        "openai": _lazy(".openai", "OpenAIEmbedder"),
+        "server": _lazy(".server", "ServerEmbedder"),
+    },
 )
 
 

@@ -9,6 +9,7 @@ import logging
 import os
 import tempfile
 import warnings
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +36,10 @@ def load_sentence_transformer(folder: Path, device: str = "cpu") -> Any:
             f"pip install '{shared.EXTRA}'"
         ) from exc
     os.environ.setdefault("TQDM_DISABLE", "1")
-    try:  # transformers draws its own "Loading weights" bar on stderr
+    with suppress(ImportError):  # transformers draws its own "Loading weights" bar on stderr
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    except ImportError:
-        pass
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return SentenceTransformer(str(folder), device=device, local_files_only=True)

@@ -6,6 +6,7 @@ an NVIDIA driver, which runtimes are installed) that import nothing heavy but on
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 from ..errors import EmbeddingError, not_installed
@@ -121,13 +122,10 @@ def missing(module: str) -> bool:
 def native_bf16() -> bool:
     """The CPU has AMX bf16 tiles (Linux: read from /proc/cpuinfo; elsewhere False), where
     bf16 matrix products measured about 2x fp32 ones (docs/scaling.md)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return "amx_bf16" in line.split()
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
+        for line in handle:
+            if line.startswith("flags"):
+                return "amx_bf16" in line.split()
     return False
 
 

@@ -1,10 +1,6 @@
 """Token counting with the embedding model's own tokenizer (no model load, no network).
 
-A `TokenMeter` only has to `count` and `cut`. The Hugging Face meter also offers `count_many`
-(one batched call), `starts` (where every word piece starts, a `PieceStarts`) and `additive`:
-True when no word piece can cross whitespace, so that the count of a text is the sum of the
-counts of its whitespace-separated parts. The chunkers use these, when present, to measure a
-whole document with one tokenizer call instead of one call per candidate chunk.
+Design notes: docs/internals.md, `embed/tokens.py`.
 """
 
 from __future__ import annotations
@@ -65,19 +61,8 @@ class HFTokenMeter:
         self._unknown_past = getattr(model, "max_input_chars_per_word", 0) or 0
 
     def starts(self, text: str, begin: int = 0) -> PieceStarts:
-        """Where each word piece of `text[begin:]` starts in `text` (a `PieceStarts`).
-
-        A long text of an additive tokenizer is cut into segments of about `_SEGMENT_CHARS`,
-        within the next segment's length: after a line end, else after whitespace, else (a
-        BERT pre-tokenizer) after an ASCII punctuation mark or a CJK ideograph; no word
-        piece crosses any of these, so the offsets are those of one call. A stretch of a
-        segment's length with none of them is one long word: cut in its middle, where the
-        second half's first piece is dropped when both halves are ASCII letters and digits
-        (the tokenizer reads such a word as one unknown piece at its start: still one call's
-        offsets), and kept otherwise (a piece too many at most a cut word). Each segment is
-        encoded on its own: memory follows a segment, not the text, whatever its shape (one
-        long line, or 8 MiB without a space: 600 MB and 2 GB in one call).
-        """
+        """Where each word piece of `text[begin:]` starts in `text` (a `PieceStarts`);
+        how it cuts a long text: docs/internals.md, `embed/tokens.py`."""
         cuts, dropped = [begin], set()
         while self.additive and len(text) - cuts[-1] > 2 * _SEGMENT_CHARS:
             at, end = cuts[-1] + _SEGMENT_CHARS, cuts[-1] + 2 * _SEGMENT_CHARS

@@ -1,11 +1,6 @@
 """The NATS surface's error table: a chromasync error -> the `kind` of an error reply.
 
-An error reply is `{"error": {"kind": KIND, "message": TEXT}}`. Besides the kinds of the
-error tree below, the surface's own: `malformed_json` (not JSON, or nested too deep),
-`unknown_field`, `invalid_request` (a field of the wrong type or out of its bounds),
-`too_large` (a message over `nats_max_message_bytes`), `unknown_client` (a `client_id`
-that `nats.clients` does not name), `outside_sources` (an event's path in no source) and
-`internal` (a bug: the message says only that; the service's log has the rest).
+The reply's shape and every kind: docs/nats.md, Errors.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The answers to requests: parse the message, call the index seam once, render the reply.
 
-`Handlers.retrieve` answers the retrieve subject (`{hits: [...]}`), `Handlers.ask` the ask
-subject (the answer's JSON, as `POST /ask` returns it). Both take the raw message body and
-return a JSON-ready reply, an error reply (`{error: {kind, message}}`) for anything refused;
-they never raise. They run on worker threads (`runner`), and hold no NATS client, so tests
-call them directly as well as over a real server.
+Design notes: docs/internals.md, `nats/handlers.py`.
 """
 
 from __future__ import annotations
