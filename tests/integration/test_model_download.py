@@ -171,10 +171,13 @@ def test_a_server_that_drips_the_archive_is_cut_off_at_the_deadline(tmp_path: Pa
     assert not folder.exists()
 
 
+#: SIGHUP as a terminal's process has it: a run under `nohup` (a CI runner's) would hand
+#: its ignored SIGHUP down, and the download rightly goes on.
 KILLED_DOWNLOAD = r"""
-import sys
+import signal, sys
 from pathlib import Path
 from chromasync.embed import shared
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 shared.download(Path(sys.argv[1]), sys.argv[2], timeout=30, total_s=60)
 """
 
