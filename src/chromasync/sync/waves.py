@@ -175,11 +175,11 @@ class WaveWriter:
         for record in records:
             if record.id in stored:
                 found[record.chunk_hash] = stored[record.id]
-        todo = list(dict.fromkeys(r.chunk_hash for r in records if r.chunk_hash not in found))
-        texts = {r.chunk_hash: r.embed_text for r in records}
+        # an embedding input is made only for a chunk to embed (once a chunk hash)
+        todo = {r.chunk_hash: r for r in records if r.chunk_hash not in found}
         if todo:
             began = time.perf_counter_ns()
-            vectors = self.embedder.embed_documents([texts[h] for h in todo])
+            vectors = self.embedder.embed_documents([r.embed_text for r in todo.values()])
             run.embed_ns += time.perf_counter_ns() - began
             fresh = list(zip(todo, vectors, strict=True))
             cache.put_many(model, fresh)
